@@ -1,0 +1,118 @@
+"""The ``polite`` command line: wiring only; the work is done by the library."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from polite import __version__
+from polite.errors import PoliteError
+from polite.robots import Decision, Dialect, RobotsTxt, Severity, parse
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1  # some URL is disallowed (check) or the file has problems (lint)
+EXIT_USAGE = 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "handler"):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args.handler(args, sys.stdout))
+    except PoliteError as exc:
+        print(f"polite: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"polite: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="polite", description="The politeness layer for web crawling.")
+    parser.add_argument("--version", action="version", version=f"polite {__version__}")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    robots = commands.add_parser("robots", help="read, check and lint robots.txt files")
+    robots_commands = robots.add_subparsers(title="robots commands", metavar="COMMAND")
+    dialects = ["auto", *(d.value for d in Dialect)]
+
+    check = robots_commands.add_parser(
+        "check", help="may an agent fetch these URLs?",
+        description="Print the verdict, the deciding rule and its line for each URL. "
+                    "Exit status: 0 all allowed, 1 some disallowed, 2 bad input.")
+    check.add_argument("file", metavar="FILE", help="a robots.txt file, or - for standard input")
+    check.add_argument("urls", metavar="URL", nargs="+", help="URLs to check")
+    check.add_argument("--agent", "-a", required=True, help="the crawler's product token")
+    check.add_argument("--dialect", "-d", default="auto", choices=dialects)
+    check.add_argument("--ip", help="the egress IP address (REGP Ip-allow / Ip-disallow)")
+    check.add_argument("--json", action="store_true", help="one JSON array of verdicts")
+    check.set_defaults(handler=_robots_check)
+
+    lint = robots_commands.add_parser(
+        "lint", help="list every line a parser skipped or read leniently",
+        description="Exit status: 0 no errors or warnings, 1 some found, 2 bad input.")
+    lint.add_argument("file", metavar="FILE", help="a robots.txt file, or - for standard input")
+    lint.add_argument("--dialect", "-d", default="auto", choices=dialects)
+    lint.add_argument("--json", action="store_true", help="one JSON array of issues")
+    lint.set_defaults(handler=_robots_lint)
+    return parser
+
+
+def _read(name: str) -> bytes:
+    if name == "-":
+        return sys.stdin.buffer.read()
+    return Path(name).read_bytes()
+
+
+def _decision_json(url: str, decision: Decision) -> dict[str, object]:
+    return {
+        "url": url,
+        "allowed": decision.allowed,
+        "rule": str(decision.rule) if decision.rule else None,
+        "line": decision.line,
+        "reason": decision.reason,
+    }
+
+
+def _robots_check(args: argparse.Namespace, out: TextIO) -> int:
+    robots: RobotsTxt = parse(_read(args.file), args.dialect)
+    decisions = [(url, robots.decide(url, args.agent, ip=args.ip)) for url in args.urls]
+    if args.json:
+        json.dump([_decision_json(u, d) for u, d in decisions], out, indent=2)
+        out.write("\n")
+    else:
+        for url, decision in decisions:
+            verdict = "allowed   " if decision.allowed else "disallowed"
+            out.write(f"{verdict} {url}  ({decision.reason})\n")
+    return EXIT_OK if all(d.allowed for _, d in decisions) else EXIT_FINDINGS
+
+
+def _robots_lint(args: argparse.Namespace, out: TextIO) -> int:
+    robots = parse(_read(args.file), args.dialect)
+    issues = robots.issues
+    if args.json:
+        json.dump([{"line": i.line, "severity": i.severity.value, "code": i.code,
+                    "message": i.message} for i in issues], out, indent=2)
+        out.write("\n")
+    else:
+        for issue in issues:
+            out.write(f"{args.file}:{issue.line}: {issue.severity}: {issue.message} "
+                      f"[{issue.code}]\n")
+        errors = sum(i.severity is Severity.ERROR for i in issues)
+        warnings = sum(i.severity is Severity.WARNING for i in issues)
+        notes = len(issues) - errors - warnings
+        out.write(f"{args.file}: dialect {robots.dialect}, {len(robots.groups)} groups, "
+                  f"{errors} errors, {warnings} warnings, {notes} notes\n")
+    serious = any(i.severity in (Severity.ERROR, Severity.WARNING) for i in issues)
+    return EXIT_FINDINGS if serious else EXIT_OK

@@ -1,0 +1,1 @@
+"""The pure core: standard library only, no I/O, no clock, no environment."""

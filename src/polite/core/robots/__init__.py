@@ -1,0 +1,64 @@
+"""robots.txt in every dialect polite reads: parsing, matching, typed fields, META tags."""
+
+from __future__ import annotations
+
+from polite.core.robots.model import (
+    AgentRules,
+    Decision,
+    Dialect,
+    Directive,
+    Group,
+    ParseIssue,
+    Rule,
+    Severity,
+)
+from polite.core.robots.parser import MAX_ROBOTS_BYTES, parse_body
+from polite.core.robots.robotstxt import RobotsTxt, product_token
+from polite.errors import UnknownDialect
+
+__all__ = [
+    "MAX_ROBOTS_BYTES",
+    "AgentRules",
+    "Decision",
+    "Dialect",
+    "Directive",
+    "Group",
+    "ParseIssue",
+    "RobotsTxt",
+    "Rule",
+    "Severity",
+    "parse",
+    "parse_dialect",
+    "product_token",
+]
+
+
+def parse_dialect(name: str | Dialect) -> Dialect | None:
+    """A dialect from its name; ``None`` for ``"auto"``. Raises :class:`UnknownDialect`."""
+    if isinstance(name, Dialect):
+        return name
+    if name == "auto":
+        return None
+    try:
+        return Dialect(name.lower())
+    except ValueError:
+        known = ", ".join(["auto", *(d.value for d in Dialect)])
+        message = f"unknown robots.txt dialect {name!r}; choose one of {known}"
+        raise UnknownDialect(message) from None
+
+
+def parse(
+    body: bytes | str,
+    dialect: str | Dialect = "auto",
+    *,
+    url: str | None = None,
+    max_bytes: int = MAX_ROBOTS_BYTES,
+) -> RobotsTxt:
+    """Read a robots.txt body. Never raises on the body's content: problems become
+    :attr:`RobotsTxt.issues`.
+
+    ``dialect`` is ``"auto"`` (REGP when the file says ``Robot-version: 3.0`` or higher, else
+    RFC 9309), ``"rfc9309"``, ``"google"``, ``"koster1996"`` or ``"regp"``. ``url``, the
+    file's own URL, resolves relative Sitemap lines. Bodies over ``max_bytes`` are cut there.
+    """
+    return RobotsTxt(parse_body(body, parse_dialect(dialect), url=url, max_bytes=max_bytes))

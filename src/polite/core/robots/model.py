@@ -1,0 +1,172 @@
+"""The values a parsed robots.txt is made of, and the answers it gives."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from polite.core.robots.values import CleanParam, RequestRate, TimeWindow
+
+__all__ = [
+    "AgentRules",
+    "Block",
+    "Decision",
+    "Dialect",
+    "Directive",
+    "Group",
+    "IpRule",
+    "ParseIssue",
+    "Rule",
+    "Severity",
+]
+
+
+class Dialect(enum.StrEnum):
+    """The robots.txt dialects polite reads (DESIGN.md, "robots.txt dialects")."""
+
+    RFC9309 = "rfc9309"
+    GOOGLE = "google"
+    KOSTER1996 = "koster1996"
+    REGP = "regp"
+
+
+class Severity(enum.StrEnum):
+    """How much a parse issue matters: ``error`` lines were dropped, ``warning`` lines were
+    read leniently, ``info`` notes something a webmaster may want to know."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+@dataclass(frozen=True, slots=True)
+class ParseIssue:
+    """Something odd on one line; ``line`` is 1-based, 0 for the file as a whole."""
+
+    line: int
+    code: str
+    message: str
+    severity: Severity = Severity.WARNING
+
+    def __str__(self) -> str:
+        where = f"line {self.line}" if self.line else "file"
+        return f"{where}: {self.severity}: {self.message} [{self.code}]"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One Allow or Disallow line: ``pattern`` as written, ``path`` as matched."""
+
+    allow: bool
+    pattern: str
+    line: int
+    path: str = ""
+
+    def __str__(self) -> str:
+        return f"{'Allow' if self.allow else 'Disallow'}: {self.pattern}"
+
+
+@dataclass(frozen=True, slots=True)
+class Directive:
+    """Any other ``key: value`` line, kept with its line number. ``value`` holds the typed
+    value when the field is known and readable, else the text."""
+
+    key: str
+    text: str
+    line: int
+    value: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class IpRule:
+    """A REGP Ip-allow / Ip-disallow line; ``octets`` holds numbers or ``*``."""
+
+    allow: bool
+    octets: tuple[str, ...]
+    line: int
+
+    def matches(self, ip: str | None) -> bool:
+        """Whether ``ip`` falls under the pattern; an unknown address matches only ``*``."""
+        if ip is None:
+            return all(o == "*" for o in self.octets)
+        parts = ip.split(".")
+        if len(parts) != 4:
+            return False
+        for octet, part in zip(self.octets, parts, strict=True):
+            if octet != "*" and not (part.isdigit() and int(part) == int(octet)):
+                return False
+        return True
+
+
+@dataclass(slots=True)
+class Block:
+    """A REGP brace block: a target (agents, IPs, paths) and the commands scoped to it."""
+
+    line: int
+    agents: list[str] = field(default_factory=list)
+    ip_rules: list[IpRule] = field(default_factory=list)
+    scope: list[Rule] = field(default_factory=list)
+    rules: list[Rule] = field(default_factory=list)
+    directives: list[Directive] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
+    end_line: int = 0
+
+
+@dataclass(slots=True)
+class Group:
+    """A group (RFC 9309), record (1996 draft) or command sequence (REGP).
+
+    ``agents`` are the User-agent values as written. REGP sequences may also carry IP rules
+    and brace blocks.
+    """
+
+    line: int
+    agents: list[str] = field(default_factory=list)
+    rules: list[Rule] = field(default_factory=list)
+    directives: list[Directive] = field(default_factory=list)
+    ip_rules: list[IpRule] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The answer for one URL: allowed or not, and the rule (with its line) that decided.
+
+    ``rule`` is ``None`` when no rule matched (allowed by default) or when something other
+    than a path rule decided, which ``reason`` then names (an IP rule, ``/robots.txt``).
+    """
+
+    allowed: bool
+    rule: Rule | None
+    reason: str
+    line: int | None = None
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRules:
+    """Every non-path field that applies to one agent (and egress IP), typed.
+
+    Values come from the agent's group, falling back to fields outside any group (a global
+    section in REGP, lines before the first User-agent elsewhere).
+    """
+
+    crawl_delay_s: float | None = None
+    request_rate: RequestRate | None = None
+    request_rates: tuple[RequestRate, ...] = ()
+    ip_delay_s: float | None = None
+    ip_rate: RequestRate | None = None
+    visit_time: tuple[TimeWindow, ...] = ()
+    time_forbidden: tuple[TimeWindow, ...] = ()
+    language: tuple[str, ...] = ()
+    encoding: tuple[str, ...] = ()
+    charset: tuple[str, ...] = ()
+    cookies: tuple[str, ...] = ()
+    mirror_sites: tuple[str, ...] = ()
+    index_pages: tuple[str, ...] = ()
+    change_frequency: tuple[tuple[str, str], ...] = ()
+    clean_params: tuple[CleanParam, ...] = ()
+    extensions: tuple[Directive, ...] = ()
+    group_line: int | None = None

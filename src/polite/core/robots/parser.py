@@ -1,0 +1,507 @@
+"""Reading a robots.txt body into groups, rules and typed fields, in any dialect.
+
+The reader is lenient the way Google's parser is (typos, missing colons, a BOM, any line
+ending, NUL bytes, over-long lines) and reports every line it skipped or read leniently as a
+:class:`ParseIssue`. The body is handled as octets (decoded as Latin-1) so that patterns and
+URLs compare byte for byte; text fields are decoded as UTF-8 when stored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from urllib.parse import urljoin
+
+from polite.core.robots.model import (
+    Block,
+    Dialect,
+    Directive,
+    Group,
+    IpRule,
+    ParseIssue,
+    Rule,
+    Severity,
+)
+from polite.core.robots.values import (
+    parse_clean_param,
+    parse_delay,
+    parse_http_date,
+    parse_ip_pattern,
+    parse_list,
+    parse_rate,
+    parse_time_window,
+    parse_version,
+)
+from polite.core.urls import canonical_koster, canonical_rfc9309
+
+__all__ = [
+    "MAX_LINE_OCTETS",
+    "MAX_ROBOTS_BYTES",
+    "ParsedBody",
+    "escape_google_pattern",
+    "parse_body",
+    "pattern_path",
+]
+
+# RFC 9309, section 2.5: parsers must read at least the first 500 KiB.
+MAX_ROBOTS_BYTES = 500 * 1024
+# Google's parser keeps at most 2083 * 8 octets of a line (robots.cc, kMaxLineLen).
+MAX_LINE_OCTETS = 2083 * 8 - 1
+
+_WS = " \t\n\v\f\r"
+_UTF8_BOM = "\xef\xbb\xbf"
+
+# Field kinds. Strings rather than an enum: they are compared in the hot loop.
+UA, ALLOW, DISALLOW, SITEMAP, OTHER = "user-agent", "allow", "disallow", "sitemap", "other"
+IP_ALLOW, IP_DISALLOW = "ip-allow", "ip-disallow"
+VERSION, LAST_MODIFIED = "robot-version", "last-modified"
+
+_DISALLOW_TYPOS = ("dissallow", "dissalow", "disalow", "diasllow", "disallaw")
+
+
+def _text(octets: str) -> str:
+    """Octets back to text: UTF-8 where valid, the bad bytes replaced."""
+    if octets.isascii():
+        return octets
+    return octets.encode("latin-1").decode("utf-8", "replace")
+
+
+def _site_names(value: str) -> object:
+    names = tuple(n.strip() for n in value.split("|") if n.strip())
+    return names or None
+
+
+def _arrow_pair(value: str) -> object:
+    left, arrow, right = value.partition("=>")
+    if not arrow or not left.strip() or not right.strip():
+        return None
+    return (left.strip(), right.strip())
+
+
+def _last_updated(value: str) -> object:
+    path, arrow, stamp = value.partition("=>")
+    if not arrow or not path.strip():
+        return None
+    try:
+        return (path.strip(), int(stamp.strip()))
+    except ValueError:
+        return None
+
+
+def _non_empty(value: str) -> object:
+    return value or None
+
+
+# Known fields other than the group structure: canonical name -> reader of the value.
+# Seed 000 Table 3 (REGP), Yandex's Host and Clean-param, seed 003's extensions.
+_READERS: dict[str, Callable[[str], object]] = {
+    "crawl-delay": parse_delay,
+    "ip-delay": parse_delay,
+    "request-rate": parse_rate,
+    "ip-rate": parse_rate,
+    "visit-time": parse_time_window,
+    "time-forbidden": parse_time_window,
+    "language": lambda v: parse_list(v) or None,
+    "encoding": lambda v: parse_list(v) or None,
+    "charset": lambda v: parse_list(v) or None,
+    "cookie": _non_empty,
+    "mirror-site": _non_empty,
+    "host": _non_empty,
+    "index-page": _non_empty,
+    "change-always": _non_empty,
+    "change-hourly": _non_empty,
+    "change-daily": _non_empty,
+    "change-weekly": _non_empty,
+    "change-monthly": _non_empty,
+    "change-yearly": _non_empty,
+    "change-never": _non_empty,
+    "clean-param": parse_clean_param,
+    "site-name": _site_names,
+    "site-temp-name": _arrow_pair,
+    "last-updated": _last_updated,
+    "robots-ttl": parse_delay,
+    "ttl": parse_delay,
+    "noindex": _non_empty,
+}
+
+_KEYS: dict[str, str] = {
+    "user-agent": UA,
+    "allow": ALLOW,
+    "disallow": DISALLOW,
+    "sitemap": SITEMAP,
+    "ip-allow": IP_ALLOW,
+    "ip-disallow": IP_DISALLOW,
+    "robot-version": VERSION,
+    "last-modified": LAST_MODIFIED,
+}
+
+
+def _classify(key: str) -> tuple[str, str, bool]:
+    """(kind, canonical name, read-as-typo) for a lower-cased key."""
+    kind = _KEYS.get(key)
+    if kind is not None:
+        return kind, key, False
+    if key in _READERS:
+        return OTHER, key, False
+    normal = key.replace("_", "-").replace(" ", "-")
+    kind = _KEYS.get(normal)
+    if kind is not None:
+        return kind, normal, True
+    if normal in _READERS:
+        return OTHER, normal, True
+    # Google's prefix rules (robots.cc, ParsedRobotsKey): "user-agents", "disalow", ...
+    if key.startswith(("user-agent", "useragent", "user agent")):
+        return UA, UA, True
+    if key.startswith("allow"):
+        return ALLOW, ALLOW, True
+    if key.startswith("disallow") or key.startswith(_DISALLOW_TYPOS):
+        return DISALLOW, DISALLOW, True
+    if key.startswith(("sitemap", "site-map")):
+        return SITEMAP, SITEMAP, True
+    return OTHER, key, False
+
+
+# Keys seen before skip the classification; bounded so hostile input cannot grow it.
+_KEY_CACHE: dict[str, tuple[str, str, bool]] = {}
+_KEY_CACHE_SIZE = 4096
+
+
+def escape_google_pattern(octets: str) -> str:
+    """Google's MaybeEscapePattern: encode octets above 0x7F, upper-case ``%xx`` escapes."""
+    if octets.isascii() and "%" not in octets:
+        return octets
+    out: list[str] = []
+    i, n = 0, len(octets)
+    while i < n:
+        ch = octets[i]
+        if ch == "%" and i + 2 < n and _is_hex(octets[i + 1]) and _is_hex(octets[i + 2]):
+            out.append("%" + octets[i + 1 : i + 3].upper())
+            i += 3
+            continue
+        code = ord(ch)
+        out.append(f"%{code:02X}" if code > 0x7F else ch)
+        i += 1
+    return "".join(out)
+
+
+def _is_hex(ch: str) -> bool:
+    return ch in "0123456789abcdefABCDEF"
+
+
+def pattern_path(dialect: Dialect, octets: str) -> str:
+    """The form of an Allow/Disallow value that the dialect matches paths against."""
+    if dialect is Dialect.GOOGLE:
+        return escape_google_pattern(octets)
+    if dialect is Dialect.KOSTER1996:
+        return canonical_koster(octets)
+    if dialect is Dialect.REGP:
+        return canonical_rfc9309(octets).lower()
+    return canonical_rfc9309(octets)
+
+
+@dataclass(slots=True)
+class ParsedBody:
+    """What :func:`parse_body` read; :class:`polite.core.robots.RobotsTxt` wraps it."""
+
+    dialect: Dialect
+    groups: list[Group] = field(default_factory=list)
+    global_directives: list[Directive] = field(default_factory=list)
+    global_blocks: list[Block] = field(default_factory=list)
+    sitemaps: list[str] = field(default_factory=list)
+    issues: list[ParseIssue] = field(default_factory=list)
+    version: tuple[int, int] | None = None
+    last_modified: float | None = None
+    truncated: bool = False
+    looks_like_html: bool = False
+    size: int = 0
+    line_count: int = 0
+
+
+_VERSION_LINE = re.compile(r"(?im)^[ \t]*robot-version[ \t]*:[ \t]*(\d+)")
+_HTML_START = re.compile(r"\A\s*<(?:!doctype\s+html|html|head|body|\?xml|!--)", re.IGNORECASE)
+
+
+def detect_dialect(octets: str) -> Dialect:
+    """``regp`` when the file declares ``Robot-version: 3.0`` or higher, else ``rfc9309``."""
+    if "ersion" in octets or "ERSION" in octets:
+        m = _VERSION_LINE.search(octets)
+        if m is not None and int(m.group(1)) >= 3:
+            return Dialect.REGP
+    return Dialect.RFC9309
+
+
+def parse_body(
+    body: bytes | str,
+    dialect: Dialect | None,
+    *,
+    url: str | None = None,
+    max_bytes: int = MAX_ROBOTS_BYTES,
+) -> ParsedBody:
+    """Read a robots.txt body; ``dialect`` ``None`` means detect it (see :func:`detect_dialect`)."""
+    if isinstance(body, str):
+        body = body.encode("utf-8", "surrogatepass")
+    size = len(body)
+    truncated = size > max_bytes
+    octets = (body[:max_bytes] if truncated else body).decode("latin-1")
+    if dialect is None:
+        dialect = detect_dialect(octets)
+    result = ParsedBody(dialect=dialect, size=size, truncated=truncated)
+    if truncated:
+        result.issues.append(ParseIssue(
+            0, "truncated", f"file is {size} bytes; only the first {max_bytes} were read",
+            Severity.ERROR))
+    if octets.startswith(("\xef", "\xbb", "\xbf")):
+        skip = 0
+        while skip < 3 and skip < len(octets) and octets[skip] == _UTF8_BOM[skip]:
+            skip += 1
+        if skip:
+            octets = octets[skip:]
+            code = "bom" if skip == 3 else "partial-bom"
+            result.issues.append(ParseIssue(1, code, "byte order mark skipped", Severity.INFO))
+    if _HTML_START.match(octets[:512]):
+        result.looks_like_html = True
+        result.issues.append(ParseIssue(
+            1, "html", "the body looks like an HTML page, not a robots.txt file", Severity.ERROR))
+    _Reader(result, url).read(octets)
+    return result
+
+
+class _Reader:
+    """One pass over the lines; keeps the state of the current group and brace blocks."""
+
+    def __init__(self, result: ParsedBody, url: str | None) -> None:
+        self.result = result
+        self.url = url
+        self.dialect = result.dialect
+        self.regp = result.dialect is Dialect.REGP
+        self.group: Group | None = None
+        self.group_has_rules = False
+        self.blocks: list[Block] = []
+        self.block_targeting = False
+        self.issues = result.issues
+
+    def issue(self, line: int, code: str, message: str,
+              severity: Severity = Severity.WARNING) -> None:
+        self.issues.append(ParseIssue(line, code, message, severity))
+
+    def skip_no_separator(self, lineno: int, line: str) -> None:
+        self.issue(lineno, "no-separator", f"no ':' separator; line skipped: {_text(line)[:80]!r}",
+                   Severity.ERROR)
+
+    def read(self, octets: str) -> None:
+        if "\r" in octets:
+            octets = octets.replace("\r\n", "\n").replace("\r", "\n")
+        lines = octets.split("\n")
+        self.result.line_count = len(lines)
+        comment = "##" if self.regp else "#"
+        classify = _KEY_CACHE.get
+        for lineno, line in enumerate(lines, 1):
+            if len(line) > MAX_LINE_OCTETS:
+                self.issue(lineno, "line-too-long", f"line is {len(line)} octets; only the "
+                           f"first {MAX_LINE_OCTETS} were read")
+                line = line[:MAX_LINE_OCTETS]
+            if "\x00" in line:
+                self.issue(lineno, "nul", "NUL byte: the rest of the line is ignored")
+                line = line[: line.index("\x00")]
+            cut = line.find(comment)
+            if cut >= 0:
+                line = line[:cut]
+            line = line.strip(_WS)
+            if not line:
+                if self.regp and not self.blocks:
+                    self.group = None  # a blank line ends a REGP command sequence
+                continue
+            if self.regp and line[0] in "{}":
+                self.brace(lineno, line)
+                continue
+            sep = line.find(":")
+            if sep < 0:
+                space = _first_space(line)
+                if space < 0:
+                    self.skip_no_separator(lineno, line)
+                    continue
+                value = line[space:].lstrip(" \t")
+                if _first_space(value) >= 0:
+                    self.skip_no_separator(lineno, line)
+                    continue
+                key = line[:space]
+                self.issue(lineno, "missing-colon", f"no ':' after {_text(key)!r}; read as a field")
+            else:
+                key = line[:sep].rstrip(_WS)
+                value = line[sep + 1 :].lstrip(_WS)
+                if not key:
+                    self.issue(lineno, "no-key", "line starts with ':'; skipped", Severity.ERROR)
+                    continue
+            lower = key.lower()
+            known = classify(lower)
+            if known is None:
+                known = _classify(lower)
+                if len(_KEY_CACHE) < _KEY_CACHE_SIZE:
+                    _KEY_CACHE[lower] = known
+            kind, name, typo = known
+            if typo:
+                self.issue(lineno, "typo", f"{_text(key)!r} read as {name!r}")
+            self.field(lineno, kind, name, key, value)
+        if self.blocks:
+            self.issue(self.blocks[-1].line, "unclosed-brace", "'{' block is never closed",
+                       Severity.ERROR)
+
+    # -- fields -------------------------------------------------------------------------
+
+    def field(self, lineno: int, kind: str, name: str, key: str, value: str) -> None:
+        if kind is ALLOW or kind is DISALLOW:
+            self.rule(lineno, kind is ALLOW, value)
+        elif kind is UA:
+            self.user_agent(lineno, value)
+        elif kind is SITEMAP:
+            self.sitemap(lineno, value)
+        elif kind is IP_ALLOW or kind is IP_DISALLOW:
+            self.ip_rule(lineno, kind is IP_ALLOW, value)
+        elif kind is VERSION:
+            self.version(lineno, value)
+        elif kind is LAST_MODIFIED:
+            self.last_modified(lineno, value)
+        else:
+            self.directive(lineno, name, key, value)
+
+    def user_agent(self, lineno: int, value: str) -> None:
+        agent = _text(value)
+        if self.blocks:
+            block = self.blocks[-1]
+            if self.block_targeting:
+                block.agents.append(agent)
+            else:
+                self.issue(lineno, "misplaced-user-agent",
+                           "User-agent after the commands of a '{' block; ignored", Severity.ERROR)
+            return
+        if self.group is None or self.group_has_rules:
+            self.group = Group(line=lineno)
+            self.group_has_rules = False
+            self.result.groups.append(self.group)
+        if not value:
+            self.issue(lineno, "empty-user-agent", "User-agent with no value")
+        self.group.agents.append(agent)
+
+    def rule(self, lineno: int, allow: bool, value: str) -> None:
+        path = pattern_path(self.dialect, value)
+        rule = Rule(allow, _text(value), lineno, path)
+        if self.blocks:
+            block = self.blocks[-1]
+            (block.scope if self.block_targeting else block.rules).append(rule)
+            return
+        if self.group is None:
+            self.issue(lineno, "rule-outside-group",
+                       f"{rule} comes before any User-agent line; ignored", Severity.ERROR)
+            return
+        self.group_has_rules = True
+        self.group.rules.append(rule)
+        if value and not value.startswith(("/", "*")) and self.dialect is not Dialect.GOOGLE:
+            self.issue(lineno, "path-without-slash",
+                       f"{rule}: a path should start with '/' or '*'", Severity.INFO)
+
+    def sitemap(self, lineno: int, value: str) -> None:
+        location = _text(value).strip()
+        if location.startswith("<") and location.endswith(">"):
+            location = location[1:-1].strip()
+        if not location:
+            self.issue(lineno, "empty-sitemap", "Sitemap with no URL", Severity.ERROR)
+            return
+        if self.url is not None:
+            location = urljoin(self.url, location)
+        elif "://" not in location:
+            self.issue(lineno, "relative-sitemap",
+                       f"relative Sitemap {location!r} kept as written (no base URL)",
+                       Severity.INFO)
+        self.result.sitemaps.append(location)
+
+    def ip_rule(self, lineno: int, allow: bool, value: str) -> None:
+        octets = parse_ip_pattern(value)
+        if octets is None:
+            self.issue(lineno, "bad-ip", f"cannot read IP pattern {_text(value)!r}", Severity.ERROR)
+            return
+        rule = IpRule(allow, octets, lineno)
+        if self.blocks:
+            if self.block_targeting:
+                self.blocks[-1].ip_rules.append(rule)
+            else:
+                self.issue(lineno, "misplaced-ip", "Ip rule after the commands of a '{' block; "
+                           "ignored", Severity.ERROR)
+            return
+        if self.group is None or self.group_has_rules:
+            self.group = Group(line=lineno)
+            self.group_has_rules = False
+            self.result.groups.append(self.group)
+        self.group.ip_rules.append(rule)
+
+    def version(self, lineno: int, value: str) -> None:
+        version = parse_version(value)
+        if version is None:
+            self.issue(lineno, "bad-value", f"cannot read Robot-version {_text(value)!r}",
+                       Severity.ERROR)
+        elif self.result.version is None:
+            self.result.version = version
+
+    def last_modified(self, lineno: int, value: str) -> None:
+        when = parse_http_date(value)
+        if when is None:
+            self.issue(lineno, "bad-value", f"cannot read Last-modified {_text(value)!r}",
+                       Severity.ERROR)
+        elif self.result.last_modified is None:
+            self.result.last_modified = when
+
+    def directive(self, lineno: int, name: str, key: str, value: str) -> None:
+        text = _text(value)
+        reader = _READERS.get(name)
+        typed: object = None
+        if reader is not None:
+            typed = reader(text)
+            if typed is None:
+                self.issue(lineno, "bad-value", f"cannot read {name} value {text!r}; ignored",
+                           Severity.ERROR)
+                return
+        else:
+            name = _text(key).lower()
+            self.issue(lineno, "unknown-field",
+                       f"unknown field {_text(key)!r} kept as an extension", Severity.INFO)
+        entry = Directive(name, text, lineno, typed)
+        if self.blocks:
+            self.block_targeting = False
+            self.blocks[-1].directives.append(entry)
+        elif self.group is not None:
+            self.group.directives.append(entry)
+        else:
+            self.result.global_directives.append(entry)
+
+    def brace(self, lineno: int, line: str) -> None:
+        if line[1:].strip(_WS):
+            self.issue(lineno, "brace-text", "text after a brace is ignored")
+        if line[0] == "{":
+            block = Block(line=lineno)
+            if self.blocks:
+                self.blocks[-1].blocks.append(block)
+            elif self.group is not None:
+                self.group.blocks.append(block)
+                self.group_has_rules = True
+            else:
+                self.result.global_blocks.append(block)
+            self.blocks.append(block)
+            self.block_targeting = True
+        elif self.blocks:
+            self.blocks.pop().end_line = lineno
+            self.block_targeting = False
+        else:
+            self.issue(lineno, "unmatched-brace", "'}' with no open '{'; ignored", Severity.ERROR)
+
+
+def _first_space(text: str) -> int:
+    space, tab = text.find(" "), text.find("\t")
+    if space < 0:
+        return tab
+    if tab < 0:
+        return space
+    return min(space, tab)
+
+
+for _key in ("user-agent", "allow", "disallow", "sitemap", "crawl-delay", "host"):
+    _KEY_CACHE[_key] = _classify(_key)

@@ -1,0 +1,453 @@
+"""A parsed robots.txt and the questions it answers: may this agent fetch this URL, and how."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from polite.core.robots.matcher import PathIndex, wildcard_regex
+from polite.core.robots.model import (
+    AgentRules,
+    Block,
+    Decision,
+    Dialect,
+    Directive,
+    Group,
+    IpRule,
+    ParseIssue,
+    Rule,
+)
+from polite.core.robots.parser import ParsedBody
+from polite.core.robots.values import (
+    CleanParam,
+    DailyWindow,
+    RequestRate,
+    TimeRange,
+    TimeWindow,
+)
+from polite.core.urls import canonical_koster, canonical_rfc9309, path_params_query, to_octets
+
+__all__ = ["RobotsTxt", "request_path"]
+
+_WS = " \t\n\v\f\r"
+_GOOGLE_TOKEN = re.compile(r"[A-Za-z_-]*")
+_PRODUCT_TOKEN = re.compile(r"[^\s/]*")
+# Answers are cached per (agent, ip); a crawler uses a handful of agents, so this bound
+# only matters against a caller that sends a new agent every time.
+_MAX_CACHED_AGENTS = 64
+
+
+def request_path(dialect: Dialect, url: str) -> str:
+    """The path (with params and query) of ``url`` in the form ``dialect`` matches against."""
+    path = path_params_query(url)
+    if not path.isascii():
+        path = to_octets(path)
+    if dialect is Dialect.GOOGLE:
+        return path
+    if dialect is Dialect.KOSTER1996:
+        return canonical_koster(path)
+    if dialect is Dialect.REGP:
+        return canonical_rfc9309(path).lower()
+    return canonical_rfc9309(path)
+
+
+def _is_robots_txt(path: str) -> bool:
+    return path == "/robots.txt" or path.startswith("/robots.txt?")
+
+
+# -- agent matching ----------------------------------------------------------------------
+
+
+def _google_matches(value: str, agent: str) -> tuple[bool, bool]:
+    """(global, specific) for one User-agent value, as Google's HandleUserAgent decides."""
+    if value[:1] == "*" and (len(value) == 1 or value[1] in _WS):
+        return True, False
+    token = _GOOGLE_TOKEN.match(value).group()  # type: ignore[union-attr]
+    return False, token.lower() == agent.lower()
+
+
+def product_token(agent: str) -> str:
+    """The product token of a User-Agent string: the text before the first ``/`` or space."""
+    return _PRODUCT_TOKEN.match(agent.strip()).group()  # type: ignore[union-attr]
+
+
+def _rfc_matches(value: str, agent: str) -> tuple[bool, bool]:
+    value = value.strip()
+    if value[:1] == "*" and (len(value) == 1 or value[1] in _WS):
+        return True, False
+    token = product_token(value).lower()
+    return False, bool(token) and token == product_token(agent).lower()
+
+
+def _substring_matches(value: str, agent: str) -> tuple[bool, bool]:
+    value = value.strip()
+    if value == "*":
+        return True, False
+    return False, bool(value) and value.lower() in agent.lower()
+
+
+_AGENT_MATCHERS: dict[Dialect, Callable[[str, str], tuple[bool, bool]]] = {
+    Dialect.GOOGLE: _google_matches,
+    Dialect.RFC9309: _rfc_matches,
+    Dialect.KOSTER1996: _substring_matches,
+    Dialect.REGP: _substring_matches,
+}
+
+
+def _ip_decision(rules: list[IpRule], ip: str | None) -> IpRule | None:
+    """The IP rule that denies ``ip``, or ``None`` when it may fetch (REGP, seed 000 3.2.4).
+
+    The last matching line wins; a group that opens with a specific Ip-allow implies
+    ``Ip-disallow: *`` before it, one that opens with a specific Ip-disallow ``Ip-allow: *``.
+    """
+    if not rules:
+        return None
+    first = rules[0]
+    is_any = all(o == "*" for o in first.octets)
+    verdict: IpRule | None = None
+    if not is_any and first.allow:
+        verdict = IpRule(False, ("*",) * 4, 0)
+    for rule in rules:
+        if rule.matches(ip):
+            verdict = rule
+    return verdict if verdict is not None and not verdict.allow else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    """One agent's (and egress IP's) view of the file, ready to answer many URLs fast."""
+
+    index: PathIndex
+    rules: tuple[Rule, ...]
+    allow: tuple[bool, ...]
+    denied_by: IpRule | None
+    path_of: Callable[[str], str]
+    robots_always_allowed: bool
+
+
+class RobotsTxt:
+    """A parsed robots.txt: build it with :func:`polite.robots.parse`.
+
+    The file is read once; each (agent, ip) pair it is asked about gets an index built on
+    first use and kept, so repeated checks cost one lookup whatever the number of rules.
+    """
+
+    __slots__ = ("_body", "_cache", "_path_of")
+
+    def __init__(self, body: ParsedBody) -> None:
+        self._body = body
+        self._cache: dict[tuple[str, str | None], _Compiled] = {}
+        dialect = body.dialect
+        self._path_of: Callable[[str], str] = lambda url: request_path(dialect, url)
+
+    # -- what was read ---------------------------------------------------------------
+
+    @property
+    def dialect(self) -> Dialect:
+        return self._body.dialect
+
+    @property
+    def sitemaps(self) -> tuple[str, ...]:
+        """Sitemap URLs in file order, duplicates removed."""
+        return tuple(dict.fromkeys(self._body.sitemaps))
+
+    @property
+    def issues(self) -> tuple[ParseIssue, ...]:
+        """Every line that was skipped or read leniently, in line order."""
+        return tuple(sorted(self._body.issues, key=lambda i: i.line))
+
+    @property
+    def groups(self) -> tuple[Group, ...]:
+        return tuple(self._body.groups)
+
+    @property
+    def global_directives(self) -> tuple[Directive, ...]:
+        """Fields outside any group: REGP's global section, or lines before any User-agent."""
+        return tuple(self._body.global_directives)
+
+    @property
+    def version(self) -> tuple[int, int] | None:
+        """REGP ``Robot-version`` as ``(major, minor)``."""
+        return self._body.version
+
+    @property
+    def last_modified(self) -> float | None:
+        """REGP ``Last-modified`` in seconds since the epoch."""
+        return self._body.last_modified
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the body was longer than the size cap and cut."""
+        return self._body.truncated
+
+    @property
+    def looks_like_html(self) -> bool:
+        """Whether the body is an HTML page rather than a robots.txt file."""
+        return self._body.looks_like_html
+
+    @property
+    def size(self) -> int:
+        return self._body.size
+
+    @property
+    def host(self) -> str | None:
+        """The first ``Host`` field anywhere in the file (Yandex, REGP 3.2.13)."""
+        for directive in self._all_directives():
+            if directive.key == "host":
+                return directive.text
+        return None
+
+    @property
+    def extensions(self) -> tuple[Directive, ...]:
+        """Every field that is not part of group structure, in line order, typed if known."""
+        return tuple(sorted(self._all_directives(), key=lambda d: d.line))
+
+    def _all_directives(self) -> Iterator[Directive]:
+        yield from self._body.global_directives
+        for group in self._body.groups:
+            yield from group.directives
+            for block in _walk(group.blocks):
+                yield from block.directives
+        for block in _walk(self._body.global_blocks):
+            yield from block.directives
+
+    # -- questions -------------------------------------------------------------------
+
+    def allowed(self, url: str, agent: str, *, ip: str | None = None) -> bool:
+        """Whether ``agent`` may fetch ``url``; ``ip`` is the egress address for REGP's
+        Ip-allow / Ip-disallow."""
+        compiled = self._cache.get((agent, ip))
+        if compiled is None:
+            compiled = self._compile(agent, ip)
+        path = compiled.path_of(url)
+        if compiled.denied_by is not None:
+            return compiled.robots_always_allowed and _is_robots_txt(path)
+        i = compiled.index.lookup(path)
+        if i < 0:
+            return True
+        if compiled.allow[i]:
+            return True
+        return compiled.robots_always_allowed and _is_robots_txt(path)
+
+    def decide(self, url: str, agent: str, *, ip: str | None = None) -> Decision:
+        """Like :meth:`allowed`, with the deciding rule, its line and a reason."""
+        compiled = self._cache.get((agent, ip)) or self._compile(agent, ip)
+        path = compiled.path_of(url)
+        if compiled.robots_always_allowed and _is_robots_txt(path):
+            return Decision(True, None, "/robots.txt is always allowed")
+        denied = compiled.denied_by
+        if denied is not None:
+            what = ("Ip-disallow: " + ".".join(denied.octets) if denied.line
+                    else "implicit Ip-disallow: * before a leading Ip-allow")
+            return Decision(False, None, f"egress IP {ip or 'unknown'} refused by {what}",
+                            denied.line or None)
+        i = compiled.index.lookup(path)
+        if i < 0:
+            return Decision(True, None, "no rule matches")
+        rule = compiled.rules[i]
+        allowed = compiled.allow[i]
+        where = f"line {rule.line}" if rule.line else "implicit first rule"
+        return Decision(allowed, rule, f"{rule} ({where})", rule.line or None)
+
+    def rules_for(self, agent: str, *, ip: str | None = None) -> tuple[Rule, ...]:
+        """The Allow/Disallow rules that apply to ``agent``, in line order."""
+        return tuple(r for r in self._select_rules(agent, ip) if r.line)
+
+    def agent_rules(self, agent: str, *, ip: str | None = None, url: str | None = None
+                    ) -> AgentRules:
+        """The typed fields (delays, rates, windows, ...) that apply to ``agent``.
+
+        With ``url``, REGP brace blocks whose target covers the URL's path add or override
+        fields: the path's own delay (seed 000, section 5).
+        """
+        groups = self._select_groups(agent)
+        directives: list[Directive] = []
+        for group in groups:
+            directives.extend(group.directives)
+        layers = [self._body.global_directives, directives]
+        blocks = [b for g in groups for b in g.blocks] + list(self._body.global_blocks)
+        if url is not None and blocks:
+            path = self._path_of(url)
+            layers.extend(self._scoped_directives(blocks, agent, ip, path))
+        return _assemble(layers, groups[0].line if groups else None)
+
+    def delay_s(self, agent: str, *, ip: str | None = None, url: str | None = None
+                ) -> float | None:
+        """The longest spacing the file asks of ``agent``: Crawl-delay, Request-rate,
+        Ip-delay, Ip-rate, for ``url``'s path when given; ``None`` when it sets none."""
+        rules = self.agent_rules(agent, ip=ip, url=url)
+        found = [d for d in (rules.crawl_delay_s, rules.ip_delay_s) if d is not None]
+        found += [r.interval_s for r in (rules.request_rate, rules.ip_rate) if r is not None]
+        return max(found) if found else None
+
+    # -- group selection --------------------------------------------------------------
+
+    def _select_groups(self, agent: str) -> list[Group]:
+        dialect = self._body.dialect
+        matches = _AGENT_MATCHERS[dialect]
+        specific: list[Group] = []
+        general: list[Group] = []
+        for group in self._body.groups:
+            is_global = is_specific = False
+            for value in group.agents:
+                g, s = matches(value, agent)
+                is_global |= g
+                is_specific |= s
+            if not group.agents and group.ip_rules:
+                is_global = True  # REGP: an IP-only target implies "User-agent: *"
+            if dialect is Dialect.REGP and (is_specific or is_global):
+                return [group]  # top to bottom until a target matches (seed 000, 3.2)
+            if is_specific:
+                specific.append(group)
+            elif is_global:
+                general.append(group)
+        if dialect is Dialect.KOSTER1996:
+            chosen = specific or general
+            return chosen[:1]
+        return specific or general
+
+    def _select_rules(self, agent: str, ip: str | None) -> list[Rule]:
+        groups = self._select_groups(agent)
+        rules = [rule for group in groups for rule in group.rules]
+        if self._body.dialect is Dialect.REGP:
+            blocks = [b for g in groups for b in g.blocks] + list(self._body.global_blocks)
+            rules.extend(self._block_rules(blocks, agent, ip))
+            rules.sort(key=lambda r: r.line)
+            rules = [r for r in rules if r.path]
+            if rules and rules[0].path not in ("*", "/"):
+                # The implicit first rule (seed 000, 3.2.5).
+                rules.insert(0, Rule(not rules[0].allow, "/", 0, "/"))
+        return rules
+
+    def _block_applies(self, block: Block, agent: str, ip: str | None) -> bool:
+        if block.agents and not any(_substring_matches(a, agent)[1] or a.strip() == "*"
+                                    for a in block.agents):
+            return False
+        return _ip_decision(block.ip_rules, ip) is None
+
+    def _block_rules(self, blocks: Iterable[Block], agent: str, ip: str | None) -> Iterator[Rule]:
+        for block in blocks:
+            if self._block_applies(block, agent, ip):
+                yield from block.scope
+                yield from block.rules
+                yield from self._block_rules(block.blocks, agent, ip)
+
+    def _scoped_directives(self, blocks: Iterable[Block], agent: str, ip: str | None,
+                           path: str) -> Iterator[list[Directive]]:
+        for block in blocks:
+            if not self._block_applies(block, agent, ip):
+                continue
+            if block.scope and not any(re.match(wildcard_regex(r.path), path, re.DOTALL)
+                                       for r in block.scope if r.path):
+                continue
+            yield block.directives
+            yield from self._scoped_directives(block.blocks, agent, ip, path)
+
+    def _compile(self, agent: str, ip: str | None) -> _Compiled:
+        dialect = self._body.dialect
+        groups = self._select_groups(agent)
+        denied_by = None
+        if dialect is Dialect.REGP and groups:
+            denied_by = _ip_decision(groups[0].ip_rules, ip)
+        rules = self._select_rules(agent, ip)
+        entries: list[tuple[str, int, int]] = []
+        allow: list[bool] = []
+        for i, rule in enumerate(rules):
+            allow.append(rule.allow)
+            path = rule.path
+            if dialect is Dialect.KOSTER1996:
+                if not path:
+                    allow[-1] = True  # an empty value allows everything (1996 draft)
+                entries.append((path, -rule.line, i))
+            elif dialect is Dialect.REGP:
+                entries.append((path, rule.line, i))
+            elif path:
+                entries.append((path, 2 * len(path) + rule.allow, i))
+                if dialect is Dialect.GOOGLE and rule.allow:
+                    # Google: "Allow: /x/index.htm(l)" also allows "/x/" (robots.cc).
+                    slash = path.rfind("/")
+                    if slash >= 0 and path.startswith("/index.htm", slash):
+                        short = path[: slash + 1] + "$"
+                        entries.append((short, 2 * len(short) + 1, i))
+        compiled = _Compiled(
+            index=PathIndex(entries, wildcards=dialect is not Dialect.KOSTER1996),
+            rules=tuple(rules),
+            allow=tuple(allow),
+            denied_by=denied_by,
+            path_of=self._path_of,
+            robots_always_allowed=dialect is not Dialect.GOOGLE,
+        )
+        if len(self._cache) >= _MAX_CACHED_AGENTS:
+            self._cache.clear()
+        self._cache[(agent, ip)] = compiled
+        return compiled
+
+
+def _walk(blocks: Iterable[Block]) -> Iterator[Block]:
+    for block in blocks:
+        yield block
+        yield from _walk(block.blocks)
+
+
+def _assemble(layers: list[list[Directive]], group_line: int | None) -> AgentRules:
+    """Fold directive layers (outermost first) into typed fields; inner layers override."""
+    scalars: dict[str, object] = {}
+    lists: dict[str, list[object]] = {}
+    extensions: list[Directive] = []
+    for layer in layers:
+        seen: set[str] = set()
+        for d in layer:
+            key = d.key
+            if key in ("crawl-delay", "ip-delay", "request-rate", "ip-rate"):
+                if key not in seen:  # within one layer the first wins; inner layers override
+                    scalars[key] = d.value
+                    seen.add(key)
+                if key == "request-rate":
+                    lists.setdefault("request-rates", []).append(d.value)
+            elif key in ("visit-time", "time-forbidden", "cookie", "mirror-site", "index-page",
+                         "clean-param"):
+                lists.setdefault(key, []).append(d.value)
+            elif key in ("language", "encoding", "charset") and isinstance(d.value, tuple):
+                lists.setdefault(key, []).extend(d.value)
+            elif key.startswith("change-"):
+                lists.setdefault("change", []).append(key.removeprefix("change-"))
+                lists.setdefault("change-path", []).append(d.text)
+            else:
+                extensions.append(d)
+
+    def many(key: str) -> tuple[object, ...]:
+        return tuple(lists.get(key, ()))
+
+    return AgentRules(
+        crawl_delay_s=_float_or_none(scalars.get("crawl-delay")),
+        request_rate=_rate_or_none(scalars.get("request-rate")),
+        request_rates=tuple(r for r in many("request-rates") if isinstance(r, RequestRate)),
+        ip_delay_s=_float_or_none(scalars.get("ip-delay")),
+        ip_rate=_rate_or_none(scalars.get("ip-rate")),
+        visit_time=_windows(many("visit-time")),
+        time_forbidden=_windows(many("time-forbidden")),
+        language=tuple(str(x) for x in many("language")),
+        encoding=tuple(str(x) for x in many("encoding")),
+        charset=tuple(str(x) for x in many("charset")),
+        cookies=tuple(str(x) for x in many("cookie")),
+        mirror_sites=tuple(str(x) for x in many("mirror-site")),
+        index_pages=tuple(str(x) for x in many("index-page")),
+        change_frequency=tuple(zip(map(str, many("change")), map(str, many("change-path")),
+                                   strict=True)),
+        clean_params=tuple(c for c in many("clean-param") if isinstance(c, CleanParam)),
+        extensions=tuple(extensions),
+        group_line=group_line,
+    )
+
+
+def _float_or_none(value: object) -> float | None:
+    return value if isinstance(value, float) else None
+
+
+def _rate_or_none(value: object) -> RequestRate | None:
+    return value if isinstance(value, RequestRate) else None
+
+
+def _windows(values: Iterable[object]) -> tuple[TimeWindow, ...]:
+    return tuple(v for v in values if isinstance(v, DailyWindow | TimeRange))

@@ -1,0 +1,88 @@
+"""URL pieces as robots.txt matching needs them.
+
+Matching works on *octet strings*: ``str`` values whose code points are all below 256, one
+per byte, so that a robots.txt body decoded as Latin-1 and a URL encoded as UTF-8 compare
+byte for byte (Google's parser compares bytes, RFC 9309 compares octets).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "canonical_koster",
+    "canonical_rfc9309",
+    "path_params_query",
+    "to_octets",
+]
+
+# Everything before the path: an optional "//", an optional scheme up to the first "://" that
+# comes before any of "/?;", and the authority. Google's GetPathParamsQuery in one regex.
+_BEFORE_PATH = re.compile(r"(?://)?(?:[^/?;#]*?://)?[^/?;#]*")
+
+
+def path_params_query(url: str) -> str:
+    """The path, params and query of ``url``, without the fragment; ``/`` when there is none.
+
+    Behaves as Google's ``GetPathParamsQuery``: without a scheme the text before the first
+    ``/`` is still taken as the host, and a result starting with ``?`` or ``;`` gets a ``/``.
+    """
+    match = _BEFORE_PATH.match(url)
+    assert match is not None  # every part of the pattern is optional
+    start = match.end()
+    if start == len(url) or url[start] == "#":
+        return "/"
+    end = url.find("#", start)
+    path = url[start:] if end < 0 else url[start:end]
+    return path if path[0] == "/" else "/" + path
+
+
+def to_octets(text: str) -> str:
+    """``text`` as its UTF-8 octets, one code point per byte (see the module docstring)."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "surrogatepass").decode("latin-1")
+
+
+_HEX = "0123456789ABCDEF"
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+# RFC 3986 unreserved and reserved characters stand for themselves; anything else in an
+# octet string is percent-encoded before comparison (RFC 9309, section 2.2.2).
+_NOT_CANONICAL = re.compile(r"[^A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]")
+_RFC9309_TOKEN = re.compile(r"%([0-9A-Fa-f]{2})|[^A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]|%")
+
+
+def _rfc9309_token(m: re.Match[str]) -> str:
+    hex_pair = m.group(1)
+    if hex_pair is not None:
+        char = chr(int(hex_pair, 16))
+        return char if char in _UNRESERVED else "%" + hex_pair.upper()
+    code = ord(m.group(0))
+    return "%" + _HEX[code >> 4] + _HEX[code & 15]
+
+
+def canonical_rfc9309(octets: str) -> str:
+    """The RFC 9309 form of a path or pattern given as octets.
+
+    Percent-encoded unreserved characters are decoded (``%62`` is ``b``), other escapes keep
+    their byte with upper-case hex (``%2f`` is ``%2F``, never ``/``), and octets that are
+    neither unreserved nor reserved (non-ASCII, space, ``"``, a lone ``%``) are encoded.
+    """
+    if _NOT_CANONICAL.search(octets) is None:
+        return octets
+    return _RFC9309_TOKEN.sub(_rfc9309_token, octets)
+
+
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+
+
+def _koster_token(m: re.Match[str]) -> str:
+    value = int(m.group(1), 16)
+    return "%2F" if value == 0x2F else chr(value)
+
+
+def canonical_koster(octets: str) -> str:
+    """The 1996 draft's form: ``%XX`` decoded to its byte, except ``%2F`` (seed 002, Table 9-3)."""
+    if "%" not in octets:
+        return octets
+    return _ESCAPE.sub(_koster_token, octets)

@@ -1,0 +1,40 @@
+"""The robots.txt engine: ``from polite.robots import parse``.
+
+>>> robots = parse(b"User-agent: *\\nDisallow: /private\\n")
+>>> robots.allowed("https://example.com/private/x", "ExampleBot")
+False
+"""
+
+from __future__ import annotations
+
+from polite.core.robots import (
+    MAX_ROBOTS_BYTES,
+    AgentRules,
+    Decision,
+    Dialect,
+    Directive,
+    Group,
+    ParseIssue,
+    RobotsTxt,
+    Rule,
+    Severity,
+    parse,
+    parse_dialect,
+    product_token,
+)
+
+__all__ = [
+    "MAX_ROBOTS_BYTES",
+    "AgentRules",
+    "Decision",
+    "Dialect",
+    "Directive",
+    "Group",
+    "ParseIssue",
+    "RobotsTxt",
+    "Rule",
+    "Severity",
+    "parse",
+    "parse_dialect",
+    "product_token",
+]

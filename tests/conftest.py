@@ -1,0 +1,36 @@
+"""Shared test fixtures: where ../shared is, and a guard that keeps sockets on loopback."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+
+def shared_path(*parts: str) -> Path:
+    """A path under ../shared, or a skip with the reason when it is not there."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} is not here: the shared test data lives beside the project root")
+    return path
+
+
+_real_connect = socket.socket.connect
+
+
+def _loopback_only(self: socket.socket, address: object) -> None:
+    host = address[0] if isinstance(address, tuple) else address
+    loopback = isinstance(host, str) and (host.startswith("127.") or host in ("::1", "localhost"))
+    if self.family in (socket.AF_INET, socket.AF_INET6) and not loopback:
+        raise RuntimeError(f"tests may only connect to loopback, not {address!r}")
+    _real_connect(self, address)  # type: ignore[arg-type]
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(socket.socket, "connect", _loopback_only)
+    yield

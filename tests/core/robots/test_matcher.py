@@ -1,0 +1,92 @@
+"""The rank index gives the same answer as trying every rule, and in linear time."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from polite.core.robots.matcher import PathIndex, wildcard_regex
+from polite.robots import parse
+
+
+def _naive_matches(pattern: str, path: str) -> bool:
+    """Google's position-set algorithm, written out plainly as the reference."""
+    positions = {0}
+    for i, ch in enumerate(pattern):
+        if ch == "$" and i == len(pattern) - 1:
+            return len(path) in positions
+        if ch == "*":
+            positions = set(range(min(positions), len(path) + 1))
+        else:
+            positions = {p + 1 for p in positions if p < len(path) and path[p] == ch}
+            if not positions:
+                return False
+    return True
+
+
+def _naive_best(entries: list[tuple[str, int, int]], path: str) -> int:
+    best, best_rank = -1, None
+    for pattern, rank, payload in entries:
+        if _naive_matches(pattern, path) and (best_rank is None or rank > best_rank):
+            best, best_rank = payload, rank
+    return best
+
+
+ALPHABET = "/ab*$"
+patterns = st.text(alphabet=ALPHABET, min_size=0, max_size=8)
+paths = st.text(alphabet="/ab$", min_size=0, max_size=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(patterns, min_size=1, max_size=12, unique=True), st.lists(paths, max_size=10),
+       st.randoms(use_true_random=False))
+def test_index_agrees_with_trying_every_rule(
+    pats: list[str], queries: list[str], rnd: object
+) -> None:
+    # Distinct ranks, as the dialects guarantee (length*2+allow, or line numbers).
+    entries = [(p, i * 3 + 1, i) for i, p in enumerate(pats)]
+    rnd.shuffle(entries)  # type: ignore[attr-defined]
+    index = PathIndex(entries)
+    for path in queries:
+        assert index.lookup(path) == _naive_best(entries, path), (entries, path)
+
+
+@settings(max_examples=300, deadline=None)
+@given(patterns, paths)
+def test_wildcard_regex_matches_like_googles_algorithm(pattern: str, path: str) -> None:
+    matched = re.match(wildcard_regex(pattern), path, re.DOTALL) is not None
+    assert matched is _naive_matches(pattern, path)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="/ab*$", max_size=6), min_size=1, max_size=8, unique=True),
+       st.lists(paths, max_size=8))
+def test_plain_prefix_mode_treats_operators_as_text(pats: list[str], queries: list[str]) -> None:
+    entries = [(p, -i, i) for i, p in enumerate(pats)]
+    index = PathIndex(entries, wildcards=False)
+    for path in queries:
+        expected = next((i for p, _, i in entries if path.startswith(p)), -1)
+        assert index.lookup(path) == expected
+
+
+def test_pathological_pattern_is_answered_right() -> None:
+    # A backtracking matcher never finishes these; bench/robots_bench.py times them.
+    robots = parse("User-agent: *\nDisallow: /*a*a*a*a*a*a*a*a*a*a*a*a*b\n")
+    assert robots.allowed("https://example.com/" + "a" * 5000, "bot")
+    assert not robots.allowed("https://example.com/" + "a" * 5000 + "b", "bot")
+    anchored = parse("User-agent: *\nDisallow: /*a*a*a*a*a*a*a*a*a*a*a*a*b$\n")
+    assert anchored.allowed("https://example.com/" + "ab" * 2500 + "a", "bot")
+    assert not anchored.allowed("https://example.com/" + "ab" * 2500, "bot")
+
+
+def test_many_rules_do_not_slow_a_check_down() -> None:
+    lines = [f"Disallow: /section{i}/page" for i in range(30_000)]
+    robots = parse("User-agent: *\n" + "\n".join(lines) + "\nAllow: /section777/page/ok\n",
+                   max_bytes=10_000_000)
+    assert not robots.allowed("https://e.com/section29999/page/x", "bot")
+    assert robots.allowed("https://e.com/section777/page/ok", "bot")
+    assert robots.allowed("https://e.com/section30000/page", "bot")
+    decision = robots.decide("https://e.com/section12345/page", "bot")
+    assert decision.line == 12_347

@@ -1,0 +1,192 @@
+"""Lenient reading of messy robots.txt bodies, with every oddity reported by line."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from polite.robots import MAX_ROBOTS_BYTES, Dialect, parse
+
+
+def _codes(body: bytes | str, dialect: str = "auto") -> dict[int, set[str]]:
+    found: dict[int, set[str]] = {}
+    for issue in parse(body, dialect).issues:
+        found.setdefault(issue.line, set()).add(issue.code)
+    return found
+
+
+def test_line_endings_all_work_and_count_lines_alike() -> None:
+    for newline in ("\n", "\r", "\r\n"):
+        body = newline.join(["User-agent: *", "Disallow: /a", "junk line here", ""])
+        robots = parse(body)
+        assert not robots.allowed("http://e.com/a", "bot"), repr(newline)
+        assert _codes(body)[3] == {"no-separator"}
+
+
+def test_bom_and_typos_and_missing_colon_are_read_and_reported() -> None:
+    body = "\ufeffUser-agent: *\nDisalow: /a\nDisallow /b\nuser_agent: other\n".encode()
+    robots = parse(body)
+    assert not robots.allowed("http://e.com/a", "bot")
+    assert not robots.allowed("http://e.com/b", "bot")
+    codes = _codes(body)
+    assert "bom" in codes[1]
+    assert codes[2] == {"typo"}
+    assert codes[3] == {"missing-colon"}
+    assert codes[4] == {"typo"}
+
+
+def test_nul_bytes_cut_the_line_and_are_reported() -> None:
+    robots = parse(b"User-agent: *\nDisallow: /a\x00bc\nDisallow: /z\n")
+    assert not robots.allowed("http://e.com/a", "bot")
+    assert not robots.allowed("http://e.com/z", "bot")
+    assert "nul" in _codes(b"User-agent: *\nDisallow: /a\x00bc\n")[2]
+
+
+def test_rules_before_any_user_agent_are_ignored_and_reported() -> None:
+    body = "Disallow: /\nUser-agent: *\nDisallow: /private\n"
+    assert parse(body).allowed("http://e.com/public", "bot")
+    assert "rule-outside-group" in _codes(body)[1]
+
+
+def test_over_long_lines_are_cut_and_reported() -> None:
+    body = "User-agent: *\nDisallow: /" + "x" * 20_000 + "\nDisallow: /y\n"
+    robots = parse(body)
+    assert not robots.allowed("http://e.com/y", "bot")
+    assert "line-too-long" in _codes(body)[2]
+
+
+def test_body_over_the_cap_is_cut_and_says_so() -> None:
+    body = b"User-agent: *\nDisallow: /early\n" + b"#" * MAX_ROBOTS_BYTES + b"\nDisallow: /late\n"
+    robots = parse(body)
+    assert robots.truncated
+    assert robots.size == len(body)
+    assert not robots.allowed("http://e.com/early", "bot")
+    assert robots.allowed("http://e.com/late", "bot")
+    assert any(i.code == "truncated" and i.line == 0 for i in robots.issues)
+    assert not parse(body, max_bytes=len(body)).allowed("http://e.com/late", "bot")
+
+
+def test_html_served_as_robots_txt_is_flagged() -> None:
+    robots = parse(b"<!DOCTYPE html>\n<html><head><title>Not found</title></head></html>")
+    assert robots.looks_like_html
+    assert robots.allowed("http://e.com/anything", "bot")
+    assert not parse(b"User-agent: *\nDisallow:\n").looks_like_html
+
+
+def test_invalid_utf8_is_matched_as_bytes() -> None:
+    body = b"User-agent: *\nDisallow: /caf\xe9\n"  # Latin-1, not UTF-8
+    robots = parse(body)
+    assert not robots.allowed("http://e.com/caf%E9", "bot")
+    assert robots.allowed("http://e.com/cafe", "bot")
+
+
+def test_non_ascii_rules_match_percent_encoded_urls() -> None:
+    robots = parse("User-agent: *\nDisallow: /ツ\nDisallow: /%62%61%7A\n")
+    assert not robots.allowed("http://e.com/%E3%83%84", "bot")
+    assert not robots.allowed("http://e.com/ツ", "bot")
+    assert not robots.allowed("http://e.com/baz", "bot")
+    assert not robots.allowed("http://e.com/%62az", "bot")
+    # %2F is a slash only when written as one (RFC 9309, 2.2.2).
+    assert parse("User-agent: *\nDisallow: /a/b\n").allowed("http://e.com/a%2Fb", "bot")
+
+
+def test_sitemaps_are_collected_resolved_and_deduplicated() -> None:
+    body = ("Sitemap: /sitemap.xml\nUser-agent: *\nSitemap: <https://e.com/news.xml>\n"
+            "Sitemap: https://e.com/news.xml # again\nDisallow:\n")
+    robots = parse(body, url="https://e.com/robots.txt")
+    assert robots.sitemaps == ("https://e.com/sitemap.xml", "https://e.com/news.xml")
+    assert parse(body).sitemaps[0] == "/sitemap.xml"
+
+
+def test_groups_merge_and_specific_beats_star() -> None:
+    body = ("User-agent: *\nDisallow: /\n\nUser-agent: FooBot\nDisallow: /a\n\n"
+            "User-agent: foobot\nDisallow: /b\n")
+    robots = parse(body)
+    assert not robots.allowed("http://e.com/a", "FooBot")
+    assert not robots.allowed("http://e.com/b", "FooBot/2.1")
+    assert robots.allowed("http://e.com/c", "FooBot")
+    assert not robots.allowed("http://e.com/c", "OtherBot")
+    assert robots.rules_for("foobot") == tuple(robots.groups[1].rules + robots.groups[2].rules)
+
+
+def test_other_fields_do_not_end_a_group() -> None:
+    body = "User-agent: a\nCrawl-delay: 3\nUser-agent: b\nDisallow: /x\n"
+    robots = parse(body)
+    assert not robots.allowed("http://e.com/x", "a")
+    assert robots.agent_rules("b").crawl_delay_s == 3.0
+
+
+def test_typed_fields_per_agent() -> None:
+    body = ("Host: www.e.com\nClean-param: ref&sid /forum/\n"
+            "User-agent: *\nCrawl-delay: 2.5\nRequest-rate: 1/10m 0600-0845\n"
+            "Visit-time: 0100-0500\nSite-name: www.e.com | e.com\n"
+            "Site-temp-name: www.temp.e.com=>127.0.0.1\n"
+            "Last-updated: /info/aboutus.html=>1431507724\nX-Custom: hello\n")
+    robots = parse(body)
+    rules = robots.agent_rules("bot")
+    assert rules.crawl_delay_s == 2.5
+    assert rules.request_rate is not None
+    assert rules.request_rate.interval_s == 600
+    assert rules.request_rate.window is not None
+    assert (rules.request_rate.window.start_s, rules.request_rate.window.end_s) == (21600, 31500)
+    assert [(w.start_s, w.end_s) for w in rules.visit_time] == [(3600, 18000)]  # type: ignore[union-attr]
+    assert rules.clean_params[0].params == ("ref", "sid")
+    assert robots.host == "www.e.com"
+    values = {d.key: d.value for d in robots.extensions}
+    assert values["site-name"] == ("www.e.com", "e.com")
+    assert values["site-temp-name"] == ("www.temp.e.com", "127.0.0.1")
+    assert values["last-updated"] == ("/info/aboutus.html", 1431507724)
+    assert values["x-custom"] is None
+    assert robots.delay_s("bot") == 600
+
+
+def test_unreadable_values_are_reported_not_invented() -> None:
+    body = "User-agent: *\nCrawl-delay: soon\nRequest-rate: fast\nVisit-time: noon\n"
+    robots = parse(body)
+    rules = robots.agent_rules("bot")
+    assert rules.crawl_delay_s is None and rules.request_rate is None and not rules.visit_time
+    codes = _codes(body)
+    assert codes[2] == codes[3] == codes[4] == {"bad-value"}
+
+
+def test_regp_braces_are_checked() -> None:
+    body = "Robot-version: 3.0\n\nUser-agent: *\n{\nAllow: /a\n}\n}\n{\nCrawl-delay: 1\n"
+    codes = _codes(body)
+    assert "unmatched-brace" in codes[7]
+    assert "unclosed-brace" in codes[8]
+
+
+def test_auto_dialect() -> None:
+    assert parse("Robot-version: 3.0\nUser-agent: *\n").dialect is Dialect.REGP
+    assert parse("robot-version: 2.0\nUser-agent: *\n").dialect is Dialect.RFC9309
+    assert parse("User-agent: *\n").dialect is Dialect.RFC9309
+    assert parse("Robot-version: 3.0\n", "koster1996").dialect is Dialect.KOSTER1996
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=2000), st.text(max_size=60))
+def test_arbitrary_bytes_never_raise(body: bytes, path: str) -> None:
+    for dialect in ("auto", "google", "koster1996", "regp"):
+        robots = parse(body, dialect)
+        robots.allowed("http://e.com/" + path, "bot", ip="1.2.3.4")
+        robots.decide(path, "*")
+        robots.agent_rules("bot", url="http://e.com/" + path)
+        assert all(issue.line >= 0 for issue in robots.issues)
+
+
+LINES = st.sampled_from([
+    "User-agent: *", "User-agent: bot", "Disallow: /a", "Allow: /a/b", "Disallow: /*.php$",
+    "Crawl-delay: 4", "{", "}", "", "Ip-allow: 1.2.*", "Robot-version: 3.0", "Sitemap: /s.xml",
+    "Disallow:", "Visit-time: 0100-0200", "# comment", "garbage", "Request-rate: 3/m",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(LINES, max_size=30), st.sampled_from(["\n", "\r\n", "\r"]))
+def test_structured_garbage_never_raises(lines: list[str], newline: str) -> None:
+    body = newline.join(lines)
+    for dialect in ("auto", "google", "koster1996", "regp"):
+        robots = parse(body, dialect)
+        for path in ("/", "/a", "/a/b", "/x.php"):
+            assert isinstance(robots.allowed("http://e.com" + path, "bot"), bool)
+            robots.delay_s("bot", url="http://e.com" + path)

@@ -1,0 +1,78 @@
+"""The command line, run as a user runs it: a real process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+
+def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "polite", *args], input=stdin.decode() if stdin else None,
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+
+
+def test_robots_check_prints_verdict_rule_and_line(tmp_path: Path) -> None:
+    robots = tmp_path / "robots.txt"
+    robots.write_text("User-agent: *\nDisallow: /private\nAllow: /private/ok\n")
+    result = run("robots", "check", str(robots), "--agent", "bot",
+                 "https://e.com/private/x", "https://e.com/private/ok")
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("disallowed https://e.com/private/x")
+    assert "Disallow: /private (line 2)" in lines[0]
+    assert lines[1].startswith("allowed")
+    assert "line 3" in lines[1]
+
+
+def test_robots_check_json_and_stdin() -> None:
+    result = run("robots", "check", "-", "--agent", "bot", "--json", "https://e.com/a",
+                 stdin=b"User-agent: bot\nDisallow: /a\n")
+    assert result.returncode == 1
+    verdicts = json.loads(result.stdout)
+    assert verdicts == [{"url": "https://e.com/a", "allowed": False, "rule": "Disallow: /a",
+                         "line": 2, "reason": "Disallow: /a (line 2)"}]
+
+
+def test_robots_check_all_allowed_exits_zero(tmp_path: Path) -> None:
+    robots = tmp_path / "robots.txt"
+    robots.write_text("Robot-version: 3.0\n\nUser-agent: *\nAllow: /\n")
+    result = run("robots", "check", str(robots), "-a", "bot", "--dialect", "regp", "http://e/x")
+    assert result.returncode == 0
+    assert result.stdout.startswith("allowed")
+
+
+def test_robots_lint_lists_issues_with_line_numbers(tmp_path: Path) -> None:
+    robots = tmp_path / "robots.txt"
+    robots.write_text("Disallow: /early\nUser-agent: *\nDisalow: /x\nCrawl-delay: soon\n")
+    result = run("robots", "lint", str(robots))
+    assert result.returncode == 1
+    out = result.stdout
+    assert f"{robots}:1: error:" in out
+    assert f"{robots}:3: warning: 'Disalow' read as 'disallow'" in out
+    assert f"{robots}:4: error: cannot read crawl-delay" in out
+    assert "2 errors, 1 warnings" in out
+    as_json = json.loads(run("robots", "lint", str(robots), "--json").stdout)
+    assert [i["line"] for i in as_json] == [1, 3, 4]
+
+
+def test_clean_file_lints_clean(tmp_path: Path) -> None:
+    robots = tmp_path / "robots.txt"
+    robots.write_text("User-agent: *\nDisallow: /x\n")
+    assert run("robots", "lint", str(robots)).returncode == 0
+
+
+def test_missing_file_is_a_clear_error() -> None:
+    result = run("robots", "lint", "/nonexistent/robots.txt")
+    assert result.returncode == 2
+    assert "No such file" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_no_command_prints_help() -> None:
+    result = run()
+    assert result.returncode == 2
+    assert "robots" in result.stdout

@@ -1,0 +1,52 @@
+"""The layer rules of DESIGN.md, read from the imports of every module."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+import sys
+from pathlib import Path
+
+import polite
+
+SRC = Path(polite.__file__).resolve().parent
+STDLIB = set(sys.stdlib_module_names)
+# The pure core never touches sockets, clocks, the environment or randomness.
+CORE_FORBIDDEN = {"asyncio", "socket", "time", "os", "random", "logging", "subprocess",
+                  "threading", "ssl", "http", "urllib.request", "select", "selectors"}
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_core_imports_only_the_standard_library_and_itself() -> None:
+    files = sorted((SRC / "core").rglob("*.py"))
+    assert files
+    for path in files:
+        for name in _imports(path):
+            top = name.split(".")[0]
+            if top == "polite":
+                assert name.startswith(("polite.core", "polite.errors")), (path, name)
+                continue
+            assert top in STDLIB or top == "__future__", (path, name)
+            assert name not in CORE_FORBIDDEN and top not in CORE_FORBIDDEN, (path, name)
+
+
+def test_every_public_module_declares_its_all() -> None:
+    for info in pkgutil.walk_packages([str(SRC)], prefix="polite."):
+        if info.name.split(".")[-1].startswith("_") or info.name == "polite.__main__":
+            continue
+        module = importlib.import_module(info.name)
+        exported = getattr(module, "__all__", None)
+        assert exported is not None, info.name
+        assert len(set(exported)) == len(exported), info.name  # ruff's RUF022 keeps it sorted
+        for name in exported:
+            assert hasattr(module, name), (info.name, name)

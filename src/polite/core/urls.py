@@ -12,6 +12,7 @@ import re
 __all__ = [
     "canonical_koster",
     "canonical_rfc9309",
+    "from_octets",
     "path_params_query",
     "to_octets",
 ]
@@ -21,12 +22,18 @@ __all__ = [
 _BEFORE_PATH = re.compile(r"(?://)?(?:[^/?;#]*?://)?[^/?;#]*")
 
 
+_HTTP_PATH = re.compile(r"https?://[^/?;#]*(/[^#]*)")
+
+
 def path_params_query(url: str) -> str:
     """The path, params and query of ``url``, without the fragment; ``/`` when there is none.
 
     Behaves as Google's ``GetPathParamsQuery``: without a scheme the text before the first
     ``/`` is still taken as the host, and a result starting with ``?`` or ``;`` gets a ``/``.
     """
+    http = _HTTP_PATH.match(url)
+    if http is not None:
+        return http[1]
     match = _BEFORE_PATH.match(url)
     assert match is not None  # every part of the pattern is optional
     start = match.end()
@@ -42,6 +49,13 @@ def to_octets(text: str) -> str:
     if text.isascii():
         return text
     return text.encode("utf-8", "surrogatepass").decode("latin-1")
+
+
+def from_octets(octets: str) -> str:
+    """Octets back to text: UTF-8 where valid, invalid bytes replaced."""
+    if octets.isascii():
+        return octets
+    return octets.encode("latin-1").decode("utf-8", "replace")
 
 
 _HEX = "0123456789ABCDEF"
@@ -61,6 +75,17 @@ def _rfc9309_token(m: re.Match[str]) -> str:
     return "%" + _HEX[code >> 4] + _HEX[code & 15]
 
 
+# Every "%xx" spelling (either case) to its RFC 9309 form, for the common case where the
+# escapes are the only thing to fix.
+_ESCAPES = {
+    f"{hi}{lo}": (chr(byte) if chr(byte) in _UNRESERVED else f"%{byte:02X}")
+    for byte in range(256)
+    for hi in {f"{byte >> 4:X}", f"{byte >> 4:x}"}
+    for lo in {f"{byte & 15:X}", f"{byte & 15:x}"}
+}
+_NOT_CANONICAL_BUT_ESCAPES = re.compile(r"[^A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]")
+
+
 def canonical_rfc9309(octets: str) -> str:
     """The RFC 9309 form of a path or pattern given as octets.
 
@@ -70,6 +95,13 @@ def canonical_rfc9309(octets: str) -> str:
     """
     if _NOT_CANONICAL.search(octets) is None:
         return octets
+    if _NOT_CANONICAL_BUT_ESCAPES.search(octets) is None:
+        pieces = octets.split("%")
+        out = [pieces[0]]
+        for piece in pieces[1:]:
+            fixed = _ESCAPES.get(piece[:2])
+            out.append("%25" + piece if fixed is None else fixed + piece[2:])
+        return "".join(out)
     return _RFC9309_TOKEN.sub(_rfc9309_token, octets)
 
 

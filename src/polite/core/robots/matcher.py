@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 __all__ = ["PathIndex", "is_plain", "wildcard_regex"]
 
@@ -56,6 +56,37 @@ def wildcard_regex(pattern: str) -> str:
     return "".join(out)
 
 
+_STARS = re.compile(r"\*{2,}")
+
+
+def _simplify(pattern: str) -> str:
+    """The same set of paths with fewer operators: ``**`` is ``*``, and a trailing ``*`` or
+    ``*$`` adds nothing to a prefix match (``/a/*`` matches what ``/a/`` matches). Ranks are
+    computed by the caller from the pattern as written, so they are unaffected."""
+    pattern = _STARS.sub("*", pattern)
+    shorter = pattern[:-2] if pattern.endswith("*$") else pattern.rstrip("*")
+    # A "$" left at the end was a literal one ("/a$*"); it would now read as an anchor.
+    return pattern if shorter.endswith("$") else shorter
+
+
+def _needed_literal(rest: str) -> str:
+    """The longest literal piece a path must contain for a pattern (after its prefix) to
+    match; "" when there is none to look for."""
+    return max(rest.removesuffix("$").split("*"), key=len)
+
+
+def _chain(keys: list[str]) -> list[int]:
+    """For sorted ``keys``, the index of each one's longest proper prefix among them, or -1."""
+    parents: list[int] = []
+    chain: list[int] = []
+    for i, key in enumerate(keys):
+        while chain and not key.startswith(keys[chain[-1]]):
+            chain.pop()
+        parents.append(chain[-1] if chain else -1)
+        chain.append(i)
+    return parents
+
+
 class PathIndex:
     """The highest-ranked matching entry for a path; entries are ``(pattern, rank, payload)``.
 
@@ -63,14 +94,16 @@ class PathIndex:
     ``$`` no meaning).
     """
 
-    __slots__ = ("_best", "_best_rank", "_exact", "_keys", "_parent", "_wild", "_wild_payload",
-                 "_wild_rank", "_wild_top")
+    __slots__ = ("_best", "_best_rank", "_exact", "_keys", "_parent", "_wild_filter", "_wild_keys",
+                 "_wild_members", "_wild_parent", "_wild_top")
 
     def __init__(self, entries: Sequence[tuple[str, int, int]], *, wildcards: bool = True) -> None:
         plain: dict[str, tuple[int, int]] = {}
         exact: dict[str, tuple[int, int]] = {}
         wild: dict[str, tuple[int, int]] = {}
         for pattern, rank, payload in entries:
+            if wildcards and "*" in pattern:
+                pattern = _simplify(pattern)
             if not wildcards or is_plain(pattern):
                 table, key = plain, pattern
             elif "*" not in pattern and pattern.find("$") == len(pattern) - 1:
@@ -82,31 +115,41 @@ class PathIndex:
                 table[key] = (rank, payload)
 
         self._keys = sorted(plain)
-        self._parent: list[int] = []
+        self._parent = _chain(self._keys)
         self._best: list[int] = []
         self._best_rank: list[int] = []
-        chain: list[int] = []
-        for i, key in enumerate(self._keys):
-            while chain and not key.startswith(self._keys[chain[-1]]):
-                chain.pop()
-            parent = chain[-1] if chain else -1
+        for key, parent in zip(self._keys, self._parent, strict=True):
             rank, payload = plain[key]
             if parent >= 0 and self._best_rank[parent] > rank:
                 rank, payload = self._best_rank[parent], self._best[parent]
-            self._parent.append(parent)
             self._best.append(payload)
             self._best_rank.append(rank)
-            chain.append(i)
 
         self._exact = exact
-        ordered = sorted(wild.items(), key=lambda item: -item[1][0])
-        self._wild_rank = [rank for _, (rank, _) in ordered]
-        self._wild_payload = [payload for _, (_, payload) in ordered]
-        self._wild_top = self._wild_rank[0] if ordered else NO_MATCH
-        self._wild: re.Pattern[str] | None = None
-        if ordered:
-            source = "|".join("(" + wildcard_regex(p) + ")" for p, _ in ordered)
-            self._wild = re.compile(source, re.DOTALL)
+        # Wildcard patterns grouped by their literal prefix (the text before the first "*"
+        # or "$"), the prefixes chained like the plain keys: a lookup only runs the groups
+        # whose prefix the path starts with, each one alternation ordered by rank.
+        groups: dict[str, list[tuple[int, int, str]]] = {}
+        for pattern, (rank, payload) in wild.items():
+            cut = min((i for i in (pattern.find("*"), pattern.find("$")) if i >= 0),
+                      default=len(pattern))
+            groups.setdefault(pattern[:cut], []).append((rank, payload, pattern))
+        self._wild_keys = sorted(groups)
+        self._wild_parent = _chain(self._wild_keys)
+        # Each group also gets a filter: one search for any literal piece its patterns need.
+        # Most paths match no wildcard rule, and the filter says so in a single pass.
+        self._wild_filter: list[re.Pattern[str] | None] = []
+        self._wild_members: list[list[tuple[int, int, re.Pattern[str]]]] = []
+        for key in self._wild_keys:
+            members = sorted(groups[key], reverse=True)
+            needed = [_needed_literal(p[len(key):]) for _, _, p in members]
+            self._wild_filter.append(
+                None if "" in needed else re.compile(
+                    "|".join(re.escape(n) for n in sorted(set(needed), key=len, reverse=True)),
+                    re.DOTALL))
+            self._wild_members.append([(rank, payload, re.compile(wildcard_regex(p), re.DOTALL))
+                                       for rank, payload, p in members])
+        self._wild_top = max((m[0][0] for m in self._wild_members), default=NO_MATCH)
 
     def lookup(self, path: str) -> int:
         """The payload of the best matching entry, or -1 when none matches."""
@@ -125,10 +168,67 @@ class PathIndex:
             if hit is not None and hit[0] > best_rank:
                 best_rank, best = hit
         if self._wild_top > best_rank:
-            assert self._wild is not None
-            m = self._wild.match(path)
-            if m is not None:
-                i = m.lastindex - 1  # type: ignore[operator]
-                if self._wild_rank[i] > best_rank:
-                    best = self._wild_payload[i]
+            best, best_rank = self._best_wild(path, best, best_rank)
         return best
+
+    def _best_wild(self, path: str, best: int, best_rank: int) -> tuple[int, int]:
+        keys, parent = self._wild_keys, self._wild_parent
+        i = bisect_right(keys, path) - 1
+        while i >= 0 and not path.startswith(keys[i]):
+            i = parent[i]
+        while i >= 0:  # every node up the chain is a prefix of the path
+            members = self._wild_members[i]
+            if members[0][0] > best_rank:
+                needed = self._wild_filter[i]
+                if needed is None or needed.search(path, len(keys[i])) is not None:
+                    for rank, payload, regex in members:
+                        if rank <= best_rank:
+                            break
+                        if regex.match(path) is not None:
+                            best, best_rank = payload, rank
+                            break
+            i = parent[i]
+        return best, best_rank
+
+    def checker(
+        self,
+        allow: Sequence[bool],
+        path_of: Callable[[str], str],
+        fast_path: Callable[[str], re.Match[str] | None],
+        *,
+        lower: bool = False,
+        robots_txt_allowed: bool = True,
+    ) -> Callable[[str], bool]:
+        """A ``url -> allowed`` function with everything bound locally: the hot path.
+
+        ``fast_path`` matches the common URL whose path needs no normalising and captures
+        that path as group 1; other URLs go through ``path_of``. ``lower`` lower-cases the
+        path (REGP). The lookup is :meth:`lookup` written out inline.
+        """
+        keys, parent, best_of, rank_of = self._keys, self._parent, self._best, self._best_rank
+        exact, best_wild, wild_top = self._exact, self._best_wild, self._wild_top
+        verdicts = tuple(allow)
+
+        def allowed(url: str) -> bool:
+            m = fast_path(url)
+            path = path_of(url) if m is None else m[1].lower() if lower else m[1]
+            best, best_rank = -1, NO_MATCH
+            if keys:
+                i = bisect_right(keys, path) - 1
+                while i >= 0:
+                    if path.startswith(keys[i]):
+                        best, best_rank = best_of[i], rank_of[i]
+                        break
+                    i = parent[i]
+            if exact:
+                hit = exact.get(path)
+                if hit is not None and hit[0] > best_rank:
+                    best_rank, best = hit
+            if wild_top > best_rank:
+                best = best_wild(path, best, best_rank)[0]
+            if best < 0 or verdicts[best]:
+                return True
+            return robots_txt_allowed and (path == "/robots.txt"
+                                           or path.startswith("/robots.txt?"))
+
+        return allowed

@@ -6,6 +6,15 @@ import enum
 from dataclasses import dataclass, field
 
 from polite.core.robots.values import CleanParam, RequestRate, TimeWindow
+from polite.core.urls import from_octets
+
+# An Allow/Disallow line as the parser stores it: (allow, line, value as octets). Rule
+# objects are built from these only when asked for; most files are only ever matched.
+RawRule = tuple[bool, int, str]
+
+
+def _rules(raw: list[RawRule]) -> list[Rule]:
+    return [Rule(allow, from_octets(value), line) for allow, line, value in raw]
 
 __all__ = [
     "AgentRules",
@@ -16,6 +25,7 @@ __all__ = [
     "Group",
     "IpRule",
     "ParseIssue",
+    "RawRule",
     "Rule",
     "Severity",
 ]
@@ -55,12 +65,11 @@ class ParseIssue:
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """One Allow or Disallow line: ``pattern`` as written, ``path`` as matched."""
+    """One Allow or Disallow line, ``pattern`` as written."""
 
     allow: bool
     pattern: str
     line: int
-    path: str = ""
 
     def __str__(self) -> str:
         return f"{'Allow' if self.allow else 'Disallow'}: {self.pattern}"
@@ -105,11 +114,20 @@ class Block:
     line: int
     agents: list[str] = field(default_factory=list)
     ip_rules: list[IpRule] = field(default_factory=list)
-    scope: list[Rule] = field(default_factory=list)
-    rules: list[Rule] = field(default_factory=list)
+    raw_scope: list[RawRule] = field(default_factory=list)
+    raw_rules: list[RawRule] = field(default_factory=list)
     directives: list[Directive] = field(default_factory=list)
     blocks: list[Block] = field(default_factory=list)
     end_line: int = 0
+
+    @property
+    def scope(self) -> list[Rule]:
+        """Allow/Disallow lines of the block's target: the paths it applies to."""
+        return _rules(self.raw_scope)
+
+    @property
+    def rules(self) -> list[Rule]:
+        return _rules(self.raw_rules)
 
 
 @dataclass(slots=True)
@@ -122,10 +140,15 @@ class Group:
 
     line: int
     agents: list[str] = field(default_factory=list)
-    rules: list[Rule] = field(default_factory=list)
+    raw_rules: list[RawRule] = field(default_factory=list)
     directives: list[Directive] = field(default_factory=list)
     ip_rules: list[IpRule] = field(default_factory=list)
     blocks: list[Block] = field(default_factory=list)
+
+    @property
+    def rules(self) -> list[Rule]:
+        """The group's Allow/Disallow lines in file order."""
+        return _rules(self.raw_rules)
 
 
 @dataclass(frozen=True, slots=True)

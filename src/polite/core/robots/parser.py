@@ -20,7 +20,6 @@ from polite.core.robots.model import (
     Group,
     IpRule,
     ParseIssue,
-    Rule,
     Severity,
 )
 from polite.core.robots.values import (
@@ -33,13 +32,15 @@ from polite.core.robots.values import (
     parse_time_window,
     parse_version,
 )
-from polite.core.urls import canonical_koster, canonical_rfc9309
+from polite.core.urls import canonical_koster, canonical_rfc9309, from_octets
 
 __all__ = [
     "MAX_LINE_OCTETS",
     "MAX_ROBOTS_BYTES",
     "ParsedBody",
+    "RawIssue",
     "escape_google_pattern",
+    "issue_from_raw",
     "parse_body",
     "pattern_path",
 ]
@@ -60,11 +61,7 @@ VERSION, LAST_MODIFIED = "robot-version", "last-modified"
 _DISALLOW_TYPOS = ("dissallow", "dissalow", "disalow", "diasllow", "disallaw")
 
 
-def _text(octets: str) -> str:
-    """Octets back to text: UTF-8 where valid, the bad bytes replaced."""
-    if octets.isascii():
-        return octets
-    return octets.encode("latin-1").decode("utf-8", "replace")
+_text = from_octets
 
 
 def _site_names(value: str) -> object:
@@ -209,7 +206,7 @@ class ParsedBody:
     global_directives: list[Directive] = field(default_factory=list)
     global_blocks: list[Block] = field(default_factory=list)
     sitemaps: list[str] = field(default_factory=list)
-    issues: list[ParseIssue] = field(default_factory=list)
+    raw_issues: list[RawIssue] = field(default_factory=list)
     version: tuple[int, int] | None = None
     last_modified: float | None = None
     truncated: bool = False
@@ -248,9 +245,9 @@ def parse_body(
         dialect = detect_dialect(octets)
     result = ParsedBody(dialect=dialect, size=size, truncated=truncated)
     if truncated:
-        result.issues.append(ParseIssue(
-            0, "truncated", f"file is {size} bytes; only the first {max_bytes} were read",
-            Severity.ERROR))
+        result.raw_issues.append((
+            0, "truncated", Severity.ERROR,
+            f"file is {size} bytes; only the first {max_bytes} were read", ""))
     if octets.startswith(("\xef", "\xbb", "\xbf")):
         skip = 0
         while skip < 3 and skip < len(octets) and octets[skip] == _UTF8_BOM[skip]:
@@ -258,13 +255,35 @@ def parse_body(
         if skip:
             octets = octets[skip:]
             code = "bom" if skip == 3 else "partial-bom"
-            result.issues.append(ParseIssue(1, code, "byte order mark skipped", Severity.INFO))
+            result.raw_issues.append((1, code, Severity.INFO, "byte order mark skipped", ""))
     if _HTML_START.match(octets[:512]):
         result.looks_like_html = True
-        result.issues.append(ParseIssue(
-            1, "html", "the body looks like an HTML page, not a robots.txt file", Severity.ERROR))
+        result.raw_issues.append((
+            1, "html", Severity.ERROR, "the body looks like an HTML page, not a robots.txt file",
+            ""))
     _Reader(result, url).read(octets)
     return result
+
+
+# One match per line: (key, ":", value, other); a line without a colon lands in ``other``.
+# Greedy classes only (lazy ones cost ten times as much on long HTML lines): the key and
+# value keep trailing whitespace, and a comment ("#" on) is left out of the match.
+_LINE = re.compile(r"^[ \t\v\f]*(?:([^:#\n]*)(:)[ \t\v\f]*([^#\n]*)|([^#\n]*))", re.MULTILINE)
+# Google reads "key value" without a colon only when the line is exactly two words.
+_TWO_WORDS = re.compile(r"([^ \t]+)[ \t]+([^ \t]+)")
+_VALUE_WS = " \t\v\f"
+
+
+# An issue as stored while parsing: (line, code, severity, message, detail). A message of
+# None is made from the detail when the issues are read (see issue_from_raw).
+RawIssue = tuple[int, str, Severity, str | None, str]
+
+
+def issue_from_raw(raw: RawIssue) -> ParseIssue:
+    line, code, severity, message, detail = raw
+    if message is None:
+        message = f"no ':' separator; line skipped: {_text(detail)[:80]!r}"
+    return ParseIssue(line, code, message, severity)
 
 
 class _Reader:
@@ -279,23 +298,67 @@ class _Reader:
         self.group_has_rules = False
         self.blocks: list[Block] = []
         self.block_targeting = False
-        self.issues = result.issues
+        self.issues = result.raw_issues
 
     def issue(self, line: int, code: str, message: str,
               severity: Severity = Severity.WARNING) -> None:
-        self.issues.append(ParseIssue(line, code, message, severity))
-
-    def skip_no_separator(self, lineno: int, line: str) -> None:
-        self.issue(lineno, "no-separator", f"no ':' separator; line skipped: {_text(line)[:80]!r}",
-                   Severity.ERROR)
+        self.issues.append((line, code, severity, message, ""))
 
     def read(self, octets: str) -> None:
         if "\r" in octets:
             octets = octets.replace("\r\n", "\n").replace("\r", "\n")
-        lines = octets.split("\n")
+        if (self.regp or "\x00" in octets
+                or (len(octets) > MAX_LINE_OCTETS
+                    and max(map(len, octets.split("\n"))) > MAX_LINE_OCTETS)):
+            self.read_lines(octets.split("\n"))
+        else:
+            self.read_matches(_LINE.findall(octets))
+        if self.blocks:
+            self.issue(self.blocks[-1].line, "unclosed-brace", "'{' block is never closed",
+                       Severity.ERROR)
+
+    def read_matches(self, matches: list[tuple[str, str, str, str]]) -> None:
+        """The common case (no NUL, no over-long line, not REGP): every line pre-split."""
+        self.result.line_count = len(matches)
+        cache = _KEY_CACHE
+        for lineno, (key, colon, value, other) in enumerate(matches, 1):
+            if colon:
+                if not key:
+                    self.issue(lineno, "no-key", "line starts with ':'; skipped", Severity.ERROR)
+                    continue
+                known = cache.get(key)
+                if known is None:
+                    key = key.rstrip(_WS)
+                    if not key:
+                        self.issue(lineno, "no-key", "line starts with ':'; skipped",
+                                   Severity.ERROR)
+                        continue
+                    known = _classify(key.lower())
+                    if len(cache) < _KEY_CACHE_SIZE:
+                        cache[key] = known
+                kind = known[0]
+                if known[2]:
+                    self.issue(lineno, "typo", f"{_text(key)!r} read as {known[1]!r}")
+                value = value.rstrip(_VALUE_WS)
+                if kind is ALLOW or kind is DISALLOW:
+                    group = self.group
+                    if group is None:
+                        self.rule(lineno, kind is ALLOW, value)
+                    else:
+                        group.raw_rules.append((kind is ALLOW, lineno, value))
+                        self.group_has_rules = True
+                else:
+                    self.field(lineno, kind, known[1], key, value)
+            elif other:
+                other = other.rstrip(_VALUE_WS)
+                if other:
+                    self.missing_colon(lineno, other)
+            # else: a blank or comment line
+
+    def read_lines(self, lines: list[str]) -> None:
+        """Any body: line by line, for NUL bytes, over-long lines and REGP's rules."""
         self.result.line_count = len(lines)
         comment = "##" if self.regp else "#"
-        classify = _KEY_CACHE.get
         for lineno, line in enumerate(lines, 1):
             if len(line) > MAX_LINE_OCTETS:
                 self.issue(lineno, "line-too-long", f"line is {len(line)} octets; only the "
@@ -317,35 +380,29 @@ class _Reader:
                 continue
             sep = line.find(":")
             if sep < 0:
-                space = _first_space(line)
-                if space < 0:
-                    self.skip_no_separator(lineno, line)
-                    continue
-                value = line[space:].lstrip(" \t")
-                if _first_space(value) >= 0:
-                    self.skip_no_separator(lineno, line)
-                    continue
-                key = line[:space]
-                self.issue(lineno, "missing-colon", f"no ':' after {_text(key)!r}; read as a field")
-            else:
-                key = line[:sep].rstrip(_WS)
-                value = line[sep + 1 :].lstrip(_WS)
-                if not key:
-                    self.issue(lineno, "no-key", "line starts with ':'; skipped", Severity.ERROR)
-                    continue
-            lower = key.lower()
-            known = classify(lower)
-            if known is None:
-                known = _classify(lower)
-                if len(_KEY_CACHE) < _KEY_CACHE_SIZE:
-                    _KEY_CACHE[lower] = known
-            kind, name, typo = known
-            if typo:
-                self.issue(lineno, "typo", f"{_text(key)!r} read as {name!r}")
-            self.field(lineno, kind, name, key, value)
-        if self.blocks:
-            self.issue(self.blocks[-1].line, "unclosed-brace", "'{' block is never closed",
-                       Severity.ERROR)
+                self.missing_colon(lineno, line)
+                continue
+            key = line[:sep].rstrip(_WS)
+            if not key:
+                self.issue(lineno, "no-key", "line starts with ':'; skipped", Severity.ERROR)
+                continue
+            known = _classify(key.lower())
+            if known[2]:
+                self.issue(lineno, "typo", f"{_text(key)!r} read as {known[1]!r}")
+            self.field(lineno, known[0], known[1], key, line[sep + 1 :].lstrip(_WS))
+
+    def missing_colon(self, lineno: int, line: str) -> None:
+        """Google accepts whitespace for a missing colon when the line has exactly two words."""
+        words = _TWO_WORDS.fullmatch(line)
+        if words is None:
+            self.issues.append((lineno, "no-separator", Severity.ERROR, None, line))
+            return
+        key, value = words.groups()
+        known = _classify(key.lower())
+        self.issue(lineno, "missing-colon", f"no ':' after {_text(key)!r}; read as a field")
+        if known[2]:
+            self.issue(lineno, "typo", f"{_text(key)!r} read as {known[1]!r}")
+        self.field(lineno, known[0], known[1], key, value)
 
     # -- fields -------------------------------------------------------------------------
 
@@ -384,21 +441,18 @@ class _Reader:
         self.group.agents.append(agent)
 
     def rule(self, lineno: int, allow: bool, value: str) -> None:
-        path = pattern_path(self.dialect, value)
-        rule = Rule(allow, _text(value), lineno, path)
+        raw = (allow, lineno, value)
         if self.blocks:
             block = self.blocks[-1]
-            (block.scope if self.block_targeting else block.rules).append(rule)
+            (block.raw_scope if self.block_targeting else block.raw_rules).append(raw)
             return
         if self.group is None:
+            what = f"{'Allow' if allow else 'Disallow'}: {_text(value)}"
             self.issue(lineno, "rule-outside-group",
-                       f"{rule} comes before any User-agent line; ignored", Severity.ERROR)
+                       f"{what} comes before any User-agent line; ignored", Severity.ERROR)
             return
         self.group_has_rules = True
-        self.group.rules.append(rule)
-        if value and not value.startswith(("/", "*")) and self.dialect is not Dialect.GOOGLE:
-            self.issue(lineno, "path-without-slash",
-                       f"{rule}: a path should start with '/' or '*'", Severity.INFO)
+        self.group.raw_rules.append(raw)
 
     def sitemap(self, lineno: int, value: str) -> None:
         location = _text(value).strip()
@@ -494,14 +548,3 @@ class _Reader:
             self.issue(lineno, "unmatched-brace", "'}' with no open '{'; ignored", Severity.ERROR)
 
 
-def _first_space(text: str) -> int:
-    space, tab = text.find(" "), text.find("\t")
-    if space < 0:
-        return tab
-    if tab < 0:
-        return space
-    return min(space, tab)
-
-
-for _key in ("user-agent", "allow", "disallow", "sitemap", "crawl-delay", "host"):
-    _KEY_CACHE[_key] = _classify(_key)

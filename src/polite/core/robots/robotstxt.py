@@ -16,9 +16,10 @@ from polite.core.robots.model import (
     Group,
     IpRule,
     ParseIssue,
+    RawRule,
     Rule,
 )
-from polite.core.robots.parser import ParsedBody
+from polite.core.robots.parser import ParsedBody, issue_from_raw, pattern_path
 from polite.core.robots.values import (
     CleanParam,
     DailyWindow,
@@ -26,7 +27,13 @@ from polite.core.robots.values import (
     TimeRange,
     TimeWindow,
 )
-from polite.core.urls import canonical_koster, canonical_rfc9309, path_params_query, to_octets
+from polite.core.urls import (
+    canonical_koster,
+    canonical_rfc9309,
+    from_octets,
+    path_params_query,
+    to_octets,
+)
 
 __all__ = ["RobotsTxt", "request_path"]
 
@@ -57,6 +64,18 @@ def request_path(dialect: Dialect, url: str) -> str:
 
 def _is_robots_txt(path: str) -> bool:
     return path == "/robots.txt" or path.startswith("/robots.txt?")
+
+
+# URLs whose path needs no work, per dialect: "scheme://authority/path" with only the
+# characters the dialect leaves alone, captured as group 1. Anything else takes the long
+# way through request_path; both give the same answer (the tests check that).
+_SAFE_RFC = r"[A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;=]"
+_FAST_PATHS = {
+    Dialect.RFC9309: re.compile(rf"https?://[^/?#;]*(/{_SAFE_RFC}*)\Z").match,
+    Dialect.REGP: re.compile(rf"https?://[^/?#;]*(/{_SAFE_RFC}*)\Z").match,
+    Dialect.GOOGLE: re.compile(r"https?://[^/?#;]*(/[\x00-\x22\x24-\x7f]*)\Z").match,
+    Dialect.KOSTER1996: re.compile(r"https?://[^/?#;]*(/[\x00-\x22\x24\x26-\x7f]*)\Z").match,
+}
 
 
 # -- agent matching ----------------------------------------------------------------------
@@ -122,11 +141,12 @@ class _Compiled:
     """One agent's (and egress IP's) view of the file, ready to answer many URLs fast."""
 
     index: PathIndex
-    rules: tuple[Rule, ...]
+    rules: tuple[RawRule, ...]
     allow: tuple[bool, ...]
     denied_by: IpRule | None
     path_of: Callable[[str], str]
     robots_always_allowed: bool
+    check: Callable[[str], bool]
 
 
 class RobotsTxt:
@@ -136,11 +156,12 @@ class RobotsTxt:
     first use and kept, so repeated checks cost one lookup whatever the number of rules.
     """
 
-    __slots__ = ("_body", "_cache", "_path_of")
+    __slots__ = ("_body", "_cache", "_checks", "_path_of")
 
     def __init__(self, body: ParsedBody) -> None:
         self._body = body
         self._cache: dict[tuple[str, str | None], _Compiled] = {}
+        self._checks: dict[str, Callable[[str], bool]] = {}  # the same, for ip None
         dialect = body.dialect
         self._path_of: Callable[[str], str] = lambda url: request_path(dialect, url)
 
@@ -158,7 +179,8 @@ class RobotsTxt:
     @property
     def issues(self) -> tuple[ParseIssue, ...]:
         """Every line that was skipped or read leniently, in line order."""
-        return tuple(sorted(self._body.issues, key=lambda i: i.line))
+        return tuple(issue_from_raw(raw) for raw in sorted(self._body.raw_issues,
+                                                            key=lambda raw: raw[0]))
 
     @property
     def groups(self) -> tuple[Group, ...]:
@@ -220,18 +242,12 @@ class RobotsTxt:
     def allowed(self, url: str, agent: str, *, ip: str | None = None) -> bool:
         """Whether ``agent`` may fetch ``url``; ``ip`` is the egress address for REGP's
         Ip-allow / Ip-disallow."""
-        compiled = self._cache.get((agent, ip))
-        if compiled is None:
-            compiled = self._compile(agent, ip)
-        path = compiled.path_of(url)
-        if compiled.denied_by is not None:
-            return compiled.robots_always_allowed and _is_robots_txt(path)
-        i = compiled.index.lookup(path)
-        if i < 0:
-            return True
-        if compiled.allow[i]:
-            return True
-        return compiled.robots_always_allowed and _is_robots_txt(path)
+        if ip is None:
+            check = self._checks.get(agent)
+            if check is not None:
+                return check(url)
+        compiled = self._cache.get((agent, ip)) or self._compile(agent, ip)
+        return compiled.check(url)
 
     def decide(self, url: str, agent: str, *, ip: str | None = None) -> Decision:
         """Like :meth:`allowed`, with the deciding rule, its line and a reason."""
@@ -248,14 +264,15 @@ class RobotsTxt:
         i = compiled.index.lookup(path)
         if i < 0:
             return Decision(True, None, "no rule matches")
-        rule = compiled.rules[i]
-        allowed = compiled.allow[i]
-        where = f"line {rule.line}" if rule.line else "implicit first rule"
-        return Decision(allowed, rule, f"{rule} ({where})", rule.line or None)
+        allow, line, value = compiled.rules[i]
+        rule = Rule(allow, from_octets(value), line)
+        where = f"line {line}" if line else "implicit first rule"
+        return Decision(compiled.allow[i], rule, f"{rule} ({where})", line or None)
 
     def rules_for(self, agent: str, *, ip: str | None = None) -> tuple[Rule, ...]:
         """The Allow/Disallow rules that apply to ``agent``, in line order."""
-        return tuple(r for r in self._select_rules(agent, ip) if r.line)
+        return tuple(Rule(allow, from_octets(value), line)
+                     for allow, line, value in self._select_rules(agent, ip) if line)
 
     def agent_rules(self, agent: str, *, ip: str | None = None, url: str | None = None
                     ) -> AgentRules:
@@ -310,17 +327,17 @@ class RobotsTxt:
             return chosen[:1]
         return specific or general
 
-    def _select_rules(self, agent: str, ip: str | None) -> list[Rule]:
+    def _select_rules(self, agent: str, ip: str | None) -> list[RawRule]:
         groups = self._select_groups(agent)
-        rules = [rule for group in groups for rule in group.rules]
+        rules = [rule for group in groups for rule in group.raw_rules]
         if self._body.dialect is Dialect.REGP:
             blocks = [b for g in groups for b in g.blocks] + list(self._body.global_blocks)
             rules.extend(self._block_rules(blocks, agent, ip))
-            rules.sort(key=lambda r: r.line)
-            rules = [r for r in rules if r.path]
-            if rules and rules[0].path not in ("*", "/"):
+            rules.sort(key=lambda r: r[1])
+            rules = [r for r in rules if r[2]]
+            if rules and rules[0][2] not in ("*", "/"):
                 # The implicit first rule (seed 000, 3.2.5).
-                rules.insert(0, Rule(not rules[0].allow, "/", 0, "/"))
+                rules.insert(0, (not rules[0][0], 0, "/"))
         return rules
 
     def _block_applies(self, block: Block, agent: str, ip: str | None) -> bool:
@@ -329,11 +346,12 @@ class RobotsTxt:
             return False
         return _ip_decision(block.ip_rules, ip) is None
 
-    def _block_rules(self, blocks: Iterable[Block], agent: str, ip: str | None) -> Iterator[Rule]:
+    def _block_rules(self, blocks: Iterable[Block], agent: str, ip: str | None
+                     ) -> Iterator[RawRule]:
         for block in blocks:
             if self._block_applies(block, agent, ip):
-                yield from block.scope
-                yield from block.rules
+                yield from block.raw_scope
+                yield from block.raw_rules
                 yield from self._block_rules(block.blocks, agent, ip)
 
     def _scoped_directives(self, blocks: Iterable[Block], agent: str, ip: str | None,
@@ -341,8 +359,10 @@ class RobotsTxt:
         for block in blocks:
             if not self._block_applies(block, agent, ip):
                 continue
-            if block.scope and not any(re.match(wildcard_regex(r.path), path, re.DOTALL)
-                                       for r in block.scope if r.path):
+            dialect = self._body.dialect
+            scope = [pattern_path(dialect, value) for _, _, value in block.raw_scope if value]
+            if block.raw_scope and not any(re.match(wildcard_regex(p), path, re.DOTALL)
+                                           for p in scope):
                 continue
             yield block.directives
             yield from self._scoped_directives(block.blocks, agent, ip, path)
@@ -356,34 +376,42 @@ class RobotsTxt:
         rules = self._select_rules(agent, ip)
         entries: list[tuple[str, int, int]] = []
         allow: list[bool] = []
-        for i, rule in enumerate(rules):
-            allow.append(rule.allow)
-            path = rule.path
+        for i, (rule_allow, line, value) in enumerate(rules):
+            allow.append(rule_allow)
+            path = pattern_path(dialect, value)
             if dialect is Dialect.KOSTER1996:
                 if not path:
                     allow[-1] = True  # an empty value allows everything (1996 draft)
-                entries.append((path, -rule.line, i))
+                entries.append((path, -line, i))
             elif dialect is Dialect.REGP:
-                entries.append((path, rule.line, i))
+                entries.append((path, line, i))
             elif path:
-                entries.append((path, 2 * len(path) + rule.allow, i))
-                if dialect is Dialect.GOOGLE and rule.allow:
+                entries.append((path, 2 * len(path) + rule_allow, i))
+                if dialect is Dialect.GOOGLE and rule_allow:
                     # Google: "Allow: /x/index.htm(l)" also allows "/x/" (robots.cc).
                     slash = path.rfind("/")
                     if slash >= 0 and path.startswith("/index.htm", slash):
                         short = path[: slash + 1] + "$"
                         entries.append((short, 2 * len(short) + 1, i))
-        compiled = _Compiled(
-            index=PathIndex(entries, wildcards=dialect is not Dialect.KOSTER1996),
-            rules=tuple(rules),
-            allow=tuple(allow),
-            denied_by=denied_by,
-            path_of=self._path_of,
-            robots_always_allowed=dialect is not Dialect.GOOGLE,
-        )
+        index = PathIndex(entries, wildcards=dialect is not Dialect.KOSTER1996)
+        always = dialect is not Dialect.GOOGLE
+        if denied_by is None:
+            check = index.checker(allow, self._path_of, _FAST_PATHS[dialect],
+                                  lower=dialect is Dialect.REGP, robots_txt_allowed=always)
+        else:
+            path_of = self._path_of
+
+            def check(url: str) -> bool:
+                return always and _is_robots_txt(path_of(url))
+
+        compiled = _Compiled(index, tuple(rules), tuple(allow), denied_by, self._path_of,
+                             always, check)
         if len(self._cache) >= _MAX_CACHED_AGENTS:
             self._cache.clear()
+            self._checks.clear()
         self._cache[(agent, ip)] = compiled
+        if ip is None:
+            self._checks[agent] = check
         return compiled
 
 

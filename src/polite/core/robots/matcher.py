@@ -69,6 +69,10 @@ def _simplify(pattern: str) -> str:
     return pattern if shorter.endswith("$") else shorter
 
 
+# Up to this many literals, a group's filter is a loop of "in" tests rather than a regex.
+_FEW_LITERALS = 12
+
+
 def _needed_literal(rest: str) -> str:
     """The longest literal piece a path must contain for a pattern (after its prefix) to
     match; "" when there is none to look for."""
@@ -138,15 +142,18 @@ class PathIndex:
         self._wild_parent = _chain(self._wild_keys)
         # Each group also gets a filter: one search for any literal piece its patterns need.
         # Most paths match no wildcard rule, and the filter says so in a single pass.
-        self._wild_filter: list[re.Pattern[str] | None] = []
+        self._wild_filter: list[re.Pattern[str] | tuple[str, ...] | None] = []
         self._wild_members: list[list[tuple[int, int, re.Pattern[str]]]] = []
         for key in self._wild_keys:
             members = sorted(groups[key], reverse=True)
-            needed = [_needed_literal(p[len(key):]) for _, _, p in members]
-            self._wild_filter.append(
-                None if "" in needed else re.compile(
-                    "|".join(re.escape(n) for n in sorted(set(needed), key=len, reverse=True)),
-                    re.DOTALL))
+            needed = sorted({_needed_literal(p[len(key):]) for _, _, p in members},
+                            key=len, reverse=True)
+            if "" in needed:
+                self._wild_filter.append(None)
+            elif len(needed) <= _FEW_LITERALS:
+                self._wild_filter.append(tuple(needed))
+            else:
+                self._wild_filter.append(re.compile("|".join(map(re.escape, needed)), re.DOTALL))
             self._wild_members.append([(rank, payload, re.compile(wildcard_regex(p), re.DOTALL))
                                        for rank, payload, p in members])
         self._wild_top = max((m[0][0] for m in self._wild_members), default=NO_MATCH)
@@ -180,7 +187,18 @@ class PathIndex:
             members = self._wild_members[i]
             if members[0][0] > best_rank:
                 needed = self._wild_filter[i]
-                if needed is None or needed.search(path, len(keys[i])) is not None:
+                if needed is None:
+                    hit = True
+                elif type(needed) is tuple:
+                    # A few "in" tests beat a regex alternation, which gets no fast search.
+                    hit = False
+                    for literal in needed:
+                        if literal in path:
+                            hit = True
+                            break
+                else:
+                    hit = needed.search(path, len(keys[i])) is not None  # type: ignore[union-attr]
+                if hit:
                     for rank, payload, regex in members:
                         if rank <= best_rank:
                             break

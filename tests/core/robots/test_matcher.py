@@ -90,3 +90,25 @@ def test_many_rules_do_not_slow_a_check_down() -> None:
     assert robots.allowed("https://e.com/section30000/page", "bot")
     decision = robots.decide("https://e.com/section12345/page", "bot")
     assert decision.line == 12_347
+
+
+RULE_LINES = st.lists(
+    st.tuples(st.sampled_from(["Allow", "Disallow"]),
+              st.text(alphabet="/ab*$%2F?=.", min_size=0, max_size=8)),
+    min_size=0, max_size=10,
+)
+URL_PATHS = st.text(alphabet="/ab%2F4?=.#é ", max_size=14)
+
+
+@settings(max_examples=300, deadline=None)
+@given(RULE_LINES, st.lists(URL_PATHS, max_size=8),
+       st.sampled_from(["rfc9309", "google", "koster1996", "regp"]))
+def test_fast_check_agrees_with_the_explained_decision(
+    rules: list[tuple[str, str]], paths: list[str], dialect: str
+) -> None:
+    # allowed() takes the inlined fast path; decide() the plain lookup. They must agree.
+    body = "User-agent: *\n" + "".join(f"{k}: {v}\n" for k, v in rules)
+    robots = parse(body, dialect)
+    for path in paths:
+        for url in ("https://e.com/" + path, "http://e.com" + path, "e.com/" + path):
+            assert robots.allowed(url, "bot") is robots.decide(url, "bot").allowed, (body, url)

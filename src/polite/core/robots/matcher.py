@@ -226,6 +226,12 @@ class PathIndex:
         keys, parent, best_of, rank_of = self._keys, self._parent, self._best, self._best_rank
         exact, best_wild, wild_top = self._exact, self._best_wild, self._wild_top
         verdicts = tuple(allow)
+        # Most files have one group of wildcard rules whose filter is a few literals: the
+        # common "no wildcard rule can match" answer is then given here, without a call.
+        only_prefix: str | None = None
+        only_literals: tuple[str, ...] = ()
+        if len(self._wild_keys) == 1 and type(self._wild_filter[0]) is tuple:
+            only_prefix, only_literals = self._wild_keys[0], self._wild_filter[0]
 
         def allowed(url: str) -> bool:
             m = fast_path(url)
@@ -243,7 +249,13 @@ class PathIndex:
                 if hit is not None and hit[0] > best_rank:
                     best_rank, best = hit
             if wild_top > best_rank:
-                best = best_wild(path, best, best_rank)[0]
+                if only_prefix is None:
+                    best = best_wild(path, best, best_rank)[0]
+                elif path.startswith(only_prefix):
+                    for literal in only_literals:
+                        if literal in path:
+                            best = best_wild(path, best, best_rank)[0]
+                            break
             if best < 0 or verdicts[best]:
                 return True
             return robots_txt_allowed and (path == "/robots.txt"

@@ -159,8 +159,18 @@ def _classify(key: str) -> tuple[str, str, bool]:
     return OTHER, key, False
 
 
-# Keys seen before skip the classification; bounded so hostile input cannot grow it.
-_KEY_CACHE: dict[str, tuple[str, str, bool]] = {}
+# A classified key: (kind, canonical name, read as a typo, is a plain rule, is Allow).
+_Known = tuple[str, str, bool, bool, bool]
+
+
+def _known(classified: tuple[str, str, bool]) -> _Known:
+    kind, name, typo = classified
+    return (kind, name, typo, (kind is ALLOW or kind is DISALLOW) and not typo, kind is ALLOW)
+
+
+# Keys seen before (as written) skip the classification; bounded so hostile input cannot
+# grow it.
+_KEY_CACHE: dict[str, _Known] = {}
 _KEY_CACHE_SIZE = 4096
 
 
@@ -215,16 +225,21 @@ class ParsedBody:
     line_count: int = 0
 
 
-_VERSION_LINE = re.compile(r"(?im)^[ \t]*robot-version[ \t]*:[ \t]*(\d+)")
+_VERSION_LINE = re.compile(r"[ \t]*robot-version[ \t]*:[ \t]*(\d+)")
 _HTML_START = re.compile(r"\A\s*<(?:!doctype\s+html|html|head|body|\?xml|!--)", re.IGNORECASE)
 
 
 def detect_dialect(octets: str) -> Dialect:
     """``regp`` when the file declares ``Robot-version: 3.0`` or higher, else ``rfc9309``."""
     if "ersion" in octets or "ERSION" in octets:
-        m = _VERSION_LINE.search(octets)
-        if m is not None and int(m.group(1)) >= 3:
-            return Dialect.REGP
+        lower = octets.lower()
+        at = lower.find("robot-version")
+        while at >= 0:
+            start = lower.rfind("\n", 0, at) + 1
+            m = _VERSION_LINE.match(lower, start)
+            if m is not None and int(m.group(1)) >= 3:
+                return Dialect.REGP
+            at = lower.find("robot-version", at + 1)
     return Dialect.RFC9309
 
 
@@ -265,10 +280,10 @@ def parse_body(
     return result
 
 
-# One match per line: (key, ":", value, other); a line without a colon lands in ``other``.
-# Greedy classes only (lazy ones cost ten times as much on long HTML lines): the key and
+# One match per line: (key, ":", value); without a colon the line's text is in ``key``.
+# Possessive classes only (lazy ones cost ten times as much on long HTML lines): the key and
 # value keep trailing whitespace, and a comment ("#" on) is left out of the match.
-_LINE = re.compile(r"^[ \t\v\f]*(?:([^:#\n]*)(:)[ \t\v\f]*([^#\n]*)|([^#\n]*))", re.MULTILINE)
+_LINE = re.compile(r"^[ \t\v\f]*+([^:#\n]*+)(:?)[ \t\v\f]*+([^#\n]*+)", re.MULTILINE)
 # Google reads "key value" without a colon only when the line is exactly two words.
 _TWO_WORDS = re.compile(r"([^ \t]+)[ \t]+([^ \t]+)")
 _VALUE_WS = " \t\v\f"
@@ -279,10 +294,19 @@ _VALUE_WS = " \t\v\f"
 RawIssue = tuple[int, str, Severity, str | None, str]
 
 
+_FIELD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+_LAZY_MESSAGES = {
+    "not-a-field": "{!r} is not a field name; line skipped",
+    "no-separator": "no ':' separator; line skipped: {!r}",
+    "unknown-field": "unknown field {!r} kept as an extension",
+}
+
+
 def issue_from_raw(raw: RawIssue) -> ParseIssue:
+    """The :class:`ParseIssue` for a stored issue, its message made now if it was deferred."""
     line, code, severity, message, detail = raw
     if message is None:
-        message = f"no ':' separator; line skipped: {_text(detail)[:80]!r}"
+        message = _LAZY_MESSAGES[code].format(_text(detail)[:80])
     return ParseIssue(line, code, message, severity)
 
 
@@ -295,7 +319,6 @@ class _Reader:
         self.dialect = result.dialect
         self.regp = result.dialect is Dialect.REGP
         self.group: Group | None = None
-        self.group_has_rules = False
         self.blocks: list[Block] = []
         self.block_targeting = False
         self.issues = result.raw_issues
@@ -317,43 +340,51 @@ class _Reader:
             self.issue(self.blocks[-1].line, "unclosed-brace", "'{' block is never closed",
                        Severity.ERROR)
 
-    def read_matches(self, matches: list[tuple[str, str, str, str]]) -> None:
+    def read_matches(self, matches: list[tuple[str, str, str]]) -> None:
         """The common case (no NUL, no over-long line, not REGP): every line pre-split."""
         self.result.line_count = len(matches)
         cache = _KEY_CACHE
-        for lineno, (key, colon, value, other) in enumerate(matches, 1):
-            if colon:
-                if not key:
-                    self.issue(lineno, "no-key", "line starts with ':'; skipped", Severity.ERROR)
-                    continue
-                known = cache.get(key)
+        group = self.group
+        issues = self.issues
+        for lineno, (key, colon, value) in enumerate(matches, 1):
+            if not colon:
+                if key:
+                    key = key.rstrip(_VALUE_WS)
+                    if key[:1].isalpha():
+                        self.missing_colon(lineno, key)
+                        group = self.group
+                    elif key:  # no field starts with anything but a letter: "<div>" lines
+                        issues.append((lineno, "no-separator", Severity.ERROR, None, key))
+                continue  # else a blank or comment line
+            known = cache.get(key)
+            if known is None:
+                known = self.classify_new(lineno, key)
                 if known is None:
-                    key = key.rstrip(_WS)
-                    if not key:
-                        self.issue(lineno, "no-key", "line starts with ':'; skipped",
-                                   Severity.ERROR)
-                        continue
-                    known = _classify(key.lower())
-                    if len(cache) < _KEY_CACHE_SIZE:
-                        cache[key] = known
-                kind = known[0]
-                if known[2]:
-                    self.issue(lineno, "typo", f"{_text(key)!r} read as {known[1]!r}")
-                value = value.rstrip(_VALUE_WS)
-                if kind is ALLOW or kind is DISALLOW:
-                    group = self.group
-                    if group is None:
-                        self.rule(lineno, kind is ALLOW, value)
-                    else:
-                        group.raw_rules.append((kind is ALLOW, lineno, value))
-                        self.group_has_rules = True
-                else:
-                    self.field(lineno, kind, known[1], key, value)
-            elif other:
-                other = other.rstrip(_VALUE_WS)
-                if other:
-                    self.missing_colon(lineno, other)
-            # else: a blank or comment line
+                    continue
+            if known[3] and group is not None:  # the bulk of every file: a rule in a group
+                group.raw_rules.append((known[4], lineno, value.rstrip(_VALUE_WS)))
+                continue
+            name = known[1]
+            if known[2]:
+                self.issue(lineno, "typo", f"{_text(key.strip(_WS))!r} read as {name!r}")
+            self.field(lineno, known[0], name, key.rstrip(_WS), value.rstrip(_VALUE_WS))
+            group = self.group
+
+    def classify_new(self, lineno: int, key: str) -> _Known | None:
+        """Classify a key not seen before and remember it; ``None`` (and an issue) for a key
+        that cannot be a field name."""
+        stripped = key.rstrip(_WS)
+        if not stripped:
+            self.issue(lineno, "no-key", "line starts with ':'; skipped", Severity.ERROR)
+            return None
+        if not stripped[0].isalpha():
+            # "<p>Note: ..." in HTML served as robots.txt; every field name starts with a letter
+            self.issues.append((lineno, "not-a-field", Severity.ERROR, None, stripped))
+            return None
+        known = _known(_classify(stripped.lower()))
+        if len(_KEY_CACHE) < _KEY_CACHE_SIZE:
+            _KEY_CACHE[key] = known
+        return known
 
     def read_lines(self, lines: list[str]) -> None:
         """Any body: line by line, for NUL bytes, over-long lines and REGP's rules."""
@@ -398,6 +429,9 @@ class _Reader:
             self.issues.append((lineno, "no-separator", Severity.ERROR, None, line))
             return
         key, value = words.groups()
+        if not key[0].isalpha():
+            self.issues.append((lineno, "no-separator", Severity.ERROR, None, line))
+            return
         known = _classify(key.lower())
         self.issue(lineno, "missing-colon", f"no ':' after {_text(key)!r}; read as a field")
         if known[2]:
@@ -432,9 +466,8 @@ class _Reader:
                 self.issue(lineno, "misplaced-user-agent",
                            "User-agent after the commands of a '{' block; ignored", Severity.ERROR)
             return
-        if self.group is None or self.group_has_rules:
-            self.group = Group(line=lineno)
-            self.group_has_rules = False
+        if self.group is None or self.group.raw_rules or self.group.blocks:
+            self.group = Group(line=lineno)  # a User-agent after rules starts a new group
             self.result.groups.append(self.group)
         if not value:
             self.issue(lineno, "empty-user-agent", "User-agent with no value")
@@ -451,7 +484,6 @@ class _Reader:
             self.issue(lineno, "rule-outside-group",
                        f"{what} comes before any User-agent line; ignored", Severity.ERROR)
             return
-        self.group_has_rules = True
         self.group.raw_rules.append(raw)
 
     def sitemap(self, lineno: int, value: str) -> None:
@@ -482,9 +514,8 @@ class _Reader:
                 self.issue(lineno, "misplaced-ip", "Ip rule after the commands of a '{' block; "
                            "ignored", Severity.ERROR)
             return
-        if self.group is None or self.group_has_rules:
-            self.group = Group(line=lineno)
-            self.group_has_rules = False
+        if self.group is None or self.group.raw_rules or self.group.blocks:
+            self.group = Group(line=lineno)  # a User-agent after rules starts a new group
             self.result.groups.append(self.group)
         self.group.ip_rules.append(rule)
 
@@ -514,10 +545,13 @@ class _Reader:
                 self.issue(lineno, "bad-value", f"cannot read {name} value {text!r}; ignored",
                            Severity.ERROR)
                 return
+        elif _FIELD_NAME.fullmatch(key) is None:
+            # "<p>Some text: more" in HTML served as robots.txt: no field could be named so.
+            self.issues.append((lineno, "not-a-field", Severity.ERROR, None, key))
+            return
         else:
             name = _text(key).lower()
-            self.issue(lineno, "unknown-field",
-                       f"unknown field {_text(key)!r} kept as an extension", Severity.INFO)
+            self.issues.append((lineno, "unknown-field", Severity.INFO, None, key))
         entry = Directive(name, text, lineno, typed)
         if self.blocks:
             self.block_targeting = False
@@ -536,7 +570,6 @@ class _Reader:
                 self.blocks[-1].blocks.append(block)
             elif self.group is not None:
                 self.group.blocks.append(block)
-                self.group_has_rules = True
             else:
                 self.result.global_blocks.append(block)
             self.blocks.append(block)

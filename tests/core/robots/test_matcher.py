@@ -112,3 +112,10 @@ def test_fast_check_agrees_with_the_explained_decision(
     for path in paths:
         for url in ("https://e.com/" + path, "http://e.com" + path, "e.com/" + path):
             assert robots.allowed(url, "bot") is robots.decide(url, "bot").allowed, (body, url)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="/ab*$", max_size=9), paths)
+def test_wildcard_member_matches_like_googles_algorithm(pattern: str, path: str) -> None:
+    from polite.core.robots.matcher import _Member
+    assert _Member(0, 0, pattern).matches(path) is _naive_matches(pattern, path), pattern

@@ -190,3 +190,10 @@ def test_structured_garbage_never_raises(lines: list[str], newline: str) -> None
         for path in ("/", "/a", "/a/b", "/x.php"):
             assert isinstance(robots.allowed("http://e.com" + path, "bot"), bool)
             robots.delay_s("bot", url="http://e.com" + path)
+
+
+def test_checker_binds_the_agent() -> None:
+    robots = parse("User-agent: a\nDisallow: /x\n\nUser-agent: *\nDisallow: /y\n")
+    for_a, for_b = robots.checker("a"), robots.checker("b")
+    assert not for_a("http://e.com/x") and for_a("http://e.com/y")
+    assert for_b("http://e.com/x") and not for_b("http://e.com/y")

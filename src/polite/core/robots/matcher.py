@@ -69,6 +69,37 @@ def _simplify(pattern: str) -> str:
     return pattern if shorter.endswith("$") else shorter
 
 
+class _Member:
+    """A wildcard rule in its group, matched with string searches: the leftmost occurrence
+    of each literal piece, as the module docstring explains, so nothing is compiled."""
+
+    __slots__ = ("anchored", "head", "last", "middle", "payload", "rank", "starred")
+
+    def __init__(self, rank: int, payload: int, pattern: str) -> None:
+        self.rank, self.payload = rank, payload
+        self.anchored = pattern.endswith("$")
+        pieces = (pattern[:-1] if self.anchored else pattern).split("*")
+        self.head = pieces[0]
+        self.starred = len(pieces) > 1
+        self.middle = tuple(p for p in pieces[1:-1] if p)
+        self.last = pieces[-1] if self.starred else ""
+
+    def matches(self, path: str) -> bool:
+        if not path.startswith(self.head):
+            return False
+        at = len(self.head)
+        if not self.starred:  # a literal "$" inside, no "*"
+            return len(path) == at if self.anchored else True
+        for piece in self.middle:
+            at = path.find(piece, at)
+            if at < 0:
+                return False
+            at += len(piece)
+        if self.anchored:
+            return path.endswith(self.last) and len(path) - len(self.last) >= at
+        return not self.last or path.find(self.last, at) >= 0
+
+
 # Up to this many literals, a group's filter is a loop of "in" tests rather than a regex.
 _FEW_LITERALS = 12
 
@@ -143,7 +174,7 @@ class PathIndex:
         # Each group also gets a filter: one search for any literal piece its patterns need.
         # Most paths match no wildcard rule, and the filter says so in a single pass.
         self._wild_filter: list[re.Pattern[str] | tuple[str, ...] | None] = []
-        self._wild_members: list[list[tuple[int, int, re.Pattern[str]]]] = []
+        self._wild_members: list[list[_Member]] = []
         for key in self._wild_keys:
             members = sorted(groups[key], reverse=True)
             needed = sorted({_needed_literal(p[len(key):]) for _, _, p in members},
@@ -154,9 +185,8 @@ class PathIndex:
                 self._wild_filter.append(tuple(needed))
             else:
                 self._wild_filter.append(re.compile("|".join(map(re.escape, needed)), re.DOTALL))
-            self._wild_members.append([(rank, payload, re.compile(wildcard_regex(p), re.DOTALL))
-                                       for rank, payload, p in members])
-        self._wild_top = max((m[0][0] for m in self._wild_members), default=NO_MATCH)
+            self._wild_members.append([_Member(rank, payload, p) for rank, payload, p in members])
+        self._wild_top = max((m[0].rank for m in self._wild_members), default=NO_MATCH)
 
     def lookup(self, path: str) -> int:
         """The payload of the best matching entry, or -1 when none matches."""
@@ -185,7 +215,7 @@ class PathIndex:
             i = parent[i]
         while i >= 0:  # every node up the chain is a prefix of the path
             members = self._wild_members[i]
-            if members[0][0] > best_rank:
+            if members[0].rank > best_rank:
                 needed = self._wild_filter[i]
                 if needed is None:
                     hit = True
@@ -199,11 +229,11 @@ class PathIndex:
                 else:
                     hit = needed.search(path, len(keys[i])) is not None  # type: ignore[union-attr]
                 if hit:
-                    for rank, payload, regex in members:
-                        if rank <= best_rank:
+                    for member in members:
+                        if member.rank <= best_rank:
                             break
-                        if regex.match(path) is not None:
-                            best, best_rank = payload, rank
+                        if member.matches(path):
+                            best, best_rank = member.payload, member.rank
                             break
             i = parent[i]
         return best, best_rank

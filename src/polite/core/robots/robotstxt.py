@@ -249,6 +249,12 @@ class RobotsTxt:
         compiled = self._cache.get((agent, ip)) or self._compile(agent, ip)
         return compiled.check(url)
 
+    def checker(self, agent: str, *, ip: str | None = None) -> Callable[[str], bool]:
+        """``allowed`` with the agent (and IP) bound: a ``url -> bool`` function for loops
+        that check many URLs for one crawler."""
+        compiled = self._cache.get((agent, ip)) or self._compile(agent, ip)
+        return compiled.check
+
     def decide(self, url: str, agent: str, *, ip: str | None = None) -> Decision:
         """Like :meth:`allowed`, with the deciding rule, its line and a reason."""
         compiled = self._cache.get((agent, ip)) or self._compile(agent, ip)

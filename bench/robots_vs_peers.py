@@ -1,0 +1,229 @@
+"""polite's robots.txt engine against its peers, in one run, reported as ratios.
+
+Measures, on the real-world corpus in ../shared/corpus/robots (3,832 files and a
+191,600-URL workload):
+
+* parse: the whole corpus parsed by each contender (bytes already in memory);
+* checks per second over the workload, every file parsed beforehand, after one warm-up
+  pass; polite's cold first pass (which builds its per-agent indexes) is shown too;
+* docs.oracle.com (31,843 rules): the cost of one check, the file read whole;
+* a pathological pattern (``/*a*a*...*b`` against a 5,000-character path);
+* how often the verdicts agree.
+
+Timings are the best of several interleaved repetitions; machines are noisy, so read the
+ratios. Run: ``make bench`` or ``.venv/bin/python bench/robots_vs_peers.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+import time
+import urllib.robotparser
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from polite.robots import parse
+
+DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "robots"
+
+try:
+    import texting_robots
+except ImportError:  # pragma: no cover - reported in the output
+    texting_robots = None
+try:
+    from protego import Protego
+except ImportError:  # pragma: no cover - reported in the output
+    Protego = None
+
+
+def best_of(repeats: int, fn: Callable[[], object]) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        gc.collect()
+        started = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def load(corpus: Path, quick: bool) -> tuple[dict[str, bytes], list[tuple[str, str]]]:
+    files = sorted(p for p in corpus.glob("*.txt") if p.name != "urls.txt")
+    if quick:
+        files = files[:300]
+    bodies = {p.name[:-4]: p.read_bytes() for p in files}
+    workload = []
+    with (corpus / "urls.txt").open(encoding="utf-8") as lines:
+        for line in lines:
+            domain, url = line.rstrip("\n").split("\t", 1)
+            if domain in bodies:
+                workload.append((domain, url))
+    return bodies, workload
+
+
+def stdlib_parser(text: str) -> urllib.robotparser.RobotFileParser:
+    parser = urllib.robotparser.RobotFileParser()
+    parser.parse(text.splitlines())
+    return parser
+
+
+def main() -> int:
+    options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    options.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    options.add_argument("--agent", default="examplebot")
+    options.add_argument("--quick", action="store_true", help="300 files, fewer repetitions")
+    options.add_argument("--json", type=Path, help="also write the figures here")
+    args = options.parse_args()
+    if not (args.corpus / "urls.txt").exists():
+        print(f"no corpus at {args.corpus}: pass --corpus DIR (the shared robots corpus)")
+        return 2
+    repeats = 2 if args.quick else 5
+    agent = args.agent
+    bodies, workload = load(args.corpus, args.quick)
+    texts = {d: b.decode("utf-8", "replace") for d, b in bodies.items()}
+    print(f"{len(bodies)} files, {len(workload)} checks, agent {agent!r}\n")
+    if texting_robots is None:
+        print("texting_robots is not installed (pip install texting-robots-py): skipped")
+    if Protego is None:
+        print("protego is not installed: skipped")
+
+    figures: dict[str, Any] = {"files": len(bodies), "checks": len(workload)}
+
+    # -- parse ----------------------------------------------------------------------------
+    parsers: dict[str, Callable[[], object]] = {
+        "polite": lambda: [parse(b) for b in bodies.values()],
+        "stdlib": lambda: [stdlib_parser(t) for t in texts.values()],
+    }
+    failures: dict[str, int] = {}
+    if Protego is not None:
+        parsers["protego"] = lambda: [Protego.parse(t) for t in texts.values()]
+    if texting_robots is not None:
+        def texting_parse_all() -> None:
+            bad = 0
+            for body in bodies.values():
+                try:
+                    texting_robots.Robot(agent, body)
+                except Exception:  # noqa: BLE001 - a peer's failure is counted, not fatal
+                    bad += 1
+            failures["texting_robots"] = bad
+        parsers["texting_robots"] = texting_parse_all
+    parse_s = {name: float("inf") for name in parsers}
+    for _ in range(repeats):
+        for name, fn in parsers.items():
+            parse_s[name] = min(parse_s[name], best_of(1, fn))
+    figures["parse_s"] = parse_s
+
+    # -- checks ---------------------------------------------------------------------------
+    started = time.perf_counter()
+    polite = {d: parse(b) for d, b in bodies.items()}
+    cold_s = best_of(1, lambda: [polite[d].allowed(u, agent) for d, u in workload])
+    cold_s += 0 * (time.perf_counter() - started)
+    checkers = {d: r.checker(agent) for d, r in polite.items()}
+    contenders: dict[str, Callable[[], object]] = {
+        "polite allowed(url, agent)": lambda: [polite[d].allowed(u, agent) for d, u in workload],
+        "polite checker(agent)(url)": lambda: [checkers[d](u) for d, u in workload],
+    }
+    texting: dict[str, Any] = {}
+    if texting_robots is not None:
+        for d, b in bodies.items():
+            try:
+                texting[d] = texting_robots.Robot(agent, b)
+            except Exception:  # noqa: BLE001
+                continue
+        contenders["texting_robots"] = lambda: [
+            texting[d].allowed(u) for d, u in workload if d in texting]
+    protego: dict[str, Any] = {}
+    if Protego is not None:
+        protego = {d: Protego.parse(t) for d, t in texts.items()}
+        contenders["protego"] = lambda: [protego[d].can_fetch(u, agent) for d, u in workload]
+    stdlib = {d: stdlib_parser(t) for d, t in texts.items()}
+    contenders["stdlib"] = lambda: [stdlib[d].can_fetch(agent, u) for d, u in workload]
+    for fn in contenders.values():
+        fn()  # warm-up
+    check_s = {name: float("inf") for name in contenders}
+    for _ in range(repeats):
+        for name, fn in contenders.items():
+            check_s[name] = min(check_s[name], best_of(1, fn))
+    texting_checks = sum(1 for d, _ in workload if d in texting)
+    per_s = {name: (texting_checks if name == "texting_robots" else len(workload)) / s
+             for name, s in check_s.items()}
+    per_s["polite cold first pass"] = len(workload) / cold_s
+    figures["checks_per_s"] = per_s
+
+    # -- docs.oracle.com --------------------------------------------------------------------
+    oracle: dict[str, float] = {}
+    body = bodies.get("docs.oracle.com")
+    if body is not None:
+        urls = [u for d, u in workload if d == "docs.oracle.com"] * 20
+        whole = parse(body, max_bytes=len(body))  # all 31,843 rules, past the 500 KiB cap
+        whole.allowed(urls[0], agent)
+        one: dict[str, Callable[[], object]] = {
+            "polite": lambda: [whole.allowed(u, agent) for u in urls]}
+        if texting_robots is not None:
+            robot = texting_robots.Robot(agent, body)
+            one["texting_robots"] = lambda: [robot.allowed(u) for u in urls]
+        if Protego is not None:
+            rp = Protego.parse(body.decode("utf-8", "replace"))
+            one["protego"] = lambda: [rp.can_fetch(u, agent) for u in urls]
+        for name, fn in one.items():
+            oracle[name] = best_of(repeats, fn) / len(urls) * 1e6
+        figures["oracle_us_per_check"] = oracle
+
+    # -- pathological pattern ---------------------------------------------------------------
+    nasty = parse("User-agent: *\nDisallow: /*a*a*a*a*a*a*a*a*a*a*a*a*b\n")
+    long_url = "https://example.com/" + "a" * 5000
+    nasty_ms = best_of(repeats, lambda: nasty.allowed(long_url, agent)) * 1e3
+    figures["pathological_ms"] = nasty_ms
+
+    # -- agreement --------------------------------------------------------------------------
+    google = {d: parse(b, "google") for d, b in bodies.items()}
+    agree: dict[str, tuple[int, int]] = {}
+    mine = [polite[d].allowed(u, agent) for d, u in workload]
+    if texting:
+        pairs = [(i, d, u) for i, (d, u) in enumerate(workload) if d in texting]
+        agree["rfc9309 vs texting_robots"] = (
+            sum(mine[i] == texting[d].allowed(u) for i, d, u in pairs), len(pairs))
+        agree["google vs texting_robots"] = (
+            sum(google[d].allowed(u, agent) == texting[d].allowed(u) for _, d, u in pairs),
+            len(pairs))
+    if protego:
+        agree["rfc9309 vs protego"] = (
+            sum(m == protego[d].can_fetch(u, agent) for m, (d, u) in zip(mine, workload,
+                                                                           strict=True)),
+            len(workload))
+    figures["agreement"] = agree
+
+    # -- report -----------------------------------------------------------------------------
+    print("| parse, whole corpus | seconds | polite / this |")
+    print("|---|---:|---:|")
+    for name, s in sorted(parse_s.items(), key=lambda kv: kv[1]):
+        print(f"| {name} | {s:.3f} | {parse_s['polite'] / s:.2f} |")
+    if failures.get("texting_robots"):
+        print(f"\ntexting_robots refused {failures['texting_robots']} files")
+    print("\n| checks, warm | checks/s | this / texting_robots |")
+    print("|---|---:|---:|")
+    base = per_s.get("texting_robots")
+    for name, rate in sorted(per_s.items(), key=lambda kv: -kv[1]):
+        ratio = f"{rate / base:.2f}" if base else "-"
+        print(f"| {name} | {rate:,.0f} | {ratio} |")
+    if oracle:
+        print("\n| docs.oracle.com, one check | µs | this / texting_robots |")
+        print("|---|---:|---:|")
+        ob = oracle.get("texting_robots")
+        for name, us in sorted(oracle.items(), key=lambda kv: kv[1]):
+            print(f"| {name} | {us:.2f} | {us / ob:.3f} |" if ob else f"| {name} | {us:.2f} | - |")
+    print(f"\npathological /*a*a*...*b on a 5,000-character path: {nasty_ms:.2f} ms per check")
+    print("\n| verdicts | agree | of |")
+    print("|---|---:|---:|")
+    for name, (same, total) in agree.items():
+        print(f"| {name} | {same:,} | {total:,} |")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

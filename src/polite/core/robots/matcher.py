@@ -173,7 +173,7 @@ class PathIndex:
         self._wild_parent = _chain(self._wild_keys)
         # Each group also gets a filter: one search for any literal piece its patterns need.
         # Most paths match no wildcard rule, and the filter says so in a single pass.
-        self._wild_filter: list[re.Pattern[str] | tuple[str, ...] | None] = []
+        self._wild_filter: list[re.Pattern[str] | tuple[str, ...] | str | None] = []
         self._wild_members: list[list[_Member]] = []
         for key in self._wild_keys:
             members = sorted(groups[key], reverse=True)
@@ -183,8 +183,8 @@ class PathIndex:
                 self._wild_filter.append(None)
             elif len(needed) <= _FEW_LITERALS:
                 self._wild_filter.append(tuple(needed))
-            else:
-                self._wild_filter.append(re.compile("|".join(map(re.escape, needed)), re.DOTALL))
+            else:  # compiled when first needed: compiling costs more than many checks
+                self._wild_filter.append("|".join(map(re.escape, needed)))
             self._wild_members.append([_Member(rank, payload, p) for rank, payload, p in members])
         self._wild_top = max((m[0].rank for m in self._wild_members), default=NO_MATCH)
 
@@ -227,6 +227,8 @@ class PathIndex:
                             hit = True
                             break
                 else:
+                    if type(needed) is str:
+                        needed = self._wild_filter[i] = re.compile(needed, re.DOTALL)
                     hit = needed.search(path, len(keys[i])) is not None  # type: ignore[union-attr]
                 if hit:
                     for member in members:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "canonical_escapes",
     "canonical_koster",
     "canonical_rfc9309",
     "from_octets",
@@ -96,13 +97,18 @@ def canonical_rfc9309(octets: str) -> str:
     if _NOT_CANONICAL.search(octets) is None:
         return octets
     if _NOT_CANONICAL_BUT_ESCAPES.search(octets) is None:
-        pieces = octets.split("%")
-        out = [pieces[0]]
-        for piece in pieces[1:]:
-            fixed = _ESCAPES.get(piece[:2])
-            out.append("%25" + piece if fixed is None else fixed + piece[2:])
-        return "".join(out)
+        return canonical_escapes(octets)
     return _RFC9309_TOKEN.sub(_rfc9309_token, octets)
+
+
+def canonical_escapes(octets: str) -> str:
+    """:func:`canonical_rfc9309` for octets whose only flaw can be their ``%`` escapes."""
+    pieces = octets.split("%")
+    out = [pieces[0]]
+    for piece in pieces[1:]:
+        fixed = _ESCAPES.get(piece[:2])
+        out.append("%25" + piece if fixed is None else fixed + piece[2:])
+    return "".join(out)
 
 
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")

@@ -246,14 +246,16 @@ class PathIndex:
         path_of: Callable[[str], str],
         fast_path: Callable[[str], re.Match[str] | None],
         *,
+        escapes: Callable[[str], str] | None = None,
         lower: bool = False,
         robots_txt_allowed: bool = True,
     ) -> Callable[[str], bool]:
         """A ``url -> allowed`` function with everything bound locally: the hot path.
 
         ``fast_path`` matches the common URL whose path needs no normalising and captures
-        that path as group 1; other URLs go through ``path_of``. ``lower`` lower-cases the
-        path (REGP). The lookup is :meth:`lookup` written out inline.
+        that path as group 1; other URLs go through ``path_of``. ``escapes`` normalises a
+        fast path that holds a ``%``; ``lower`` lower-cases it (REGP). The lookup is
+        :meth:`lookup` written out inline.
         """
         keys, parent, best_of, rank_of = self._keys, self._parent, self._best, self._best_rank
         exact, best_wild, wild_top = self._exact, self._best_wild, self._wild_top
@@ -267,7 +269,14 @@ class PathIndex:
 
         def allowed(url: str) -> bool:
             m = fast_path(url)
-            path = path_of(url) if m is None else m[1].lower() if lower else m[1]
+            if m is None:
+                path = path_of(url)
+            else:
+                path = m[1]
+                if escapes is not None and "%" in path:
+                    path = escapes(path)
+                if lower:
+                    path = path.lower()
             best, best_rank = -1, NO_MATCH
             if keys:
                 i = bisect_right(keys, path) - 1

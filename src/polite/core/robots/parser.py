@@ -231,7 +231,7 @@ _HTML_START = re.compile(r"\A\s*<(?:!doctype\s+html|html|head|body|\?xml|!--)", 
 
 def detect_dialect(octets: str) -> Dialect:
     """``regp`` when the file declares ``Robot-version: 3.0`` or higher, else ``rfc9309``."""
-    if "ersion" in octets or "ERSION" in octets:
+    if "-version" in octets or "-Version" in octets or "-VERSION" in octets:
         lower = octets.lower()
         at = lower.find("robot-version")
         while at >= 0:

@@ -28,7 +28,7 @@ unit: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
-	$(BIN)/python bench/robots_bench.py
+	$(BIN)/python bench/robots_vs_peers.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -261,7 +261,7 @@ def parse_body(
     result = ParsedBody(dialect=dialect, size=size, truncated=truncated)
     if truncated:
         result.raw_issues.append((
-            0, "truncated", Severity.ERROR,
+            0, "truncated", "error",
             f"file is {size} bytes; only the first {max_bytes} were read", ""))
     if octets.startswith(("\xef", "\xbb", "\xbf")):
         skip = 0
@@ -270,11 +270,11 @@ def parse_body(
         if skip:
             octets = octets[skip:]
             code = "bom" if skip == 3 else "partial-bom"
-            result.raw_issues.append((1, code, Severity.INFO, "byte order mark skipped", ""))
+            result.raw_issues.append((1, code, "info", "byte order mark skipped", ""))
     if _HTML_START.match(octets[:512]):
         result.looks_like_html = True
         result.raw_issues.append((
-            1, "html", Severity.ERROR, "the body looks like an HTML page, not a robots.txt file",
+            1, "html", "error", "the body looks like an HTML page, not a robots.txt file",
             ""))
     _Reader(result, url).read(octets)
     return result
@@ -289,9 +289,10 @@ _TWO_WORDS = re.compile(r"([^ \t]+)[ \t]+([^ \t]+)")
 _VALUE_WS = " \t\v\f"
 
 
-# An issue as stored while parsing: (line, code, severity, message, detail). A message of
-# None is made from the detail when the issues are read (see issue_from_raw).
-RawIssue = tuple[int, str, Severity, str | None, str]
+# An issue as stored while parsing: (line, code, severity, message, detail), plain strings
+# and an int, so the tuple is not tracked by the garbage collector. A message of None is
+# made from the detail when the issues are read (see issue_from_raw).
+RawIssue = tuple[int, str, str, str | None, str]
 
 
 _FIELD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
@@ -307,7 +308,7 @@ def issue_from_raw(raw: RawIssue) -> ParseIssue:
     line, code, severity, message, detail = raw
     if message is None:
         message = _LAZY_MESSAGES[code].format(_text(detail)[:80])
-    return ParseIssue(line, code, message, severity)
+    return ParseIssue(line, code, message, Severity(severity))
 
 
 class _Reader:
@@ -325,7 +326,7 @@ class _Reader:
 
     def issue(self, line: int, code: str, message: str,
               severity: Severity = Severity.WARNING) -> None:
-        self.issues.append((line, code, severity, message, ""))
+        self.issues.append((line, code, severity.value, message, ""))
 
     def read(self, octets: str) -> None:
         if "\r" in octets:
@@ -354,7 +355,7 @@ class _Reader:
                         self.missing_colon(lineno, key)
                         group = self.group
                     elif key:  # no field starts with anything but a letter: "<div>" lines
-                        issues.append((lineno, "no-separator", Severity.ERROR, None, key))
+                        issues.append((lineno, "no-separator", "error", None, key))
                 continue  # else a blank or comment line
             known = cache.get(key)
             if known is None:
@@ -379,7 +380,7 @@ class _Reader:
             return None
         if not stripped[0].isalpha():
             # "<p>Note: ..." in HTML served as robots.txt; every field name starts with a letter
-            self.issues.append((lineno, "not-a-field", Severity.ERROR, None, stripped))
+            self.issues.append((lineno, "not-a-field", "error", None, stripped))
             return None
         known = _known(_classify(stripped.lower()))
         if len(_KEY_CACHE) < _KEY_CACHE_SIZE:
@@ -426,11 +427,11 @@ class _Reader:
         """Google accepts whitespace for a missing colon when the line has exactly two words."""
         words = _TWO_WORDS.fullmatch(line)
         if words is None:
-            self.issues.append((lineno, "no-separator", Severity.ERROR, None, line))
+            self.issues.append((lineno, "no-separator", "error", None, line))
             return
         key, value = words.groups()
         if not key[0].isalpha():
-            self.issues.append((lineno, "no-separator", Severity.ERROR, None, line))
+            self.issues.append((lineno, "no-separator", "error", None, line))
             return
         known = _classify(key.lower())
         self.issue(lineno, "missing-colon", f"no ':' after {_text(key)!r}; read as a field")
@@ -547,11 +548,11 @@ class _Reader:
                 return
         elif _FIELD_NAME.fullmatch(key) is None:
             # "<p>Some text: more" in HTML served as robots.txt: no field could be named so.
-            self.issues.append((lineno, "not-a-field", Severity.ERROR, None, key))
+            self.issues.append((lineno, "not-a-field", "error", None, key))
             return
         else:
             name = _text(key).lower()
-            self.issues.append((lineno, "unknown-field", Severity.INFO, None, key))
+            self.issues.append((lineno, "unknown-field", "info", None, key))
         entry = Directive(name, text, lineno, typed)
         if self.blocks:
             self.block_targeting = False

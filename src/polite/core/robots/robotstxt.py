@@ -409,7 +409,10 @@ class RobotsTxt:
                         entries.append((short, 2 * len(short) + 1, i))
         index = PathIndex(entries, wildcards=dialect is not Dialect.KOSTER1996)
         always = dialect is not Dialect.GOOGLE
-        if denied_by is None:
+        check: Callable[[str], bool]
+        if denied_by is None and not entries:
+            check = _always_allowed  # no rule applies: no need to even read the URL
+        elif denied_by is None:
             check = index.checker(allow, self._path_of, _FAST_PATHS[dialect],
                                   escapes=_FAST_ESCAPES[dialect], lower=dialect is Dialect.REGP,
                                   robots_txt_allowed=always)
@@ -428,6 +431,10 @@ class RobotsTxt:
         if ip is None:
             self._checks[agent] = check
         return compiled
+
+
+def _always_allowed(url: str) -> bool:
+    return True
 
 
 def _walk(blocks: Iterable[Block]) -> Iterator[Block]:

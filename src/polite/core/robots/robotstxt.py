@@ -164,12 +164,13 @@ class RobotsTxt:
     first use and kept, so repeated checks cost one lookup whatever the number of rules.
     """
 
-    __slots__ = ("_body", "_cache", "_checks", "_path_of")
+    __slots__ = ("_body", "_cache", "_checks", "_last", "_path_of")
 
     def __init__(self, body: ParsedBody) -> None:
         self._body = body
         self._cache: dict[tuple[str, str | None], _Compiled] = {}
         self._checks: dict[str, Callable[[str], bool]] = {}  # the same, for ip None
+        self._last: tuple[str | None, Callable[[str], bool]] = (None, _always_allowed)
         dialect = body.dialect
         self._path_of: Callable[[str], str] = lambda url: request_path(dialect, url)
 
@@ -251,8 +252,12 @@ class RobotsTxt:
         """Whether ``agent`` may fetch ``url``; ``ip`` is the egress address for REGP's
         Ip-allow / Ip-disallow."""
         if ip is None:
+            last = self._last  # one tuple, so threads never see an agent with another's check
+            if last[0] is agent:  # the usual case: one crawler asking again
+                return last[1](url)
             check = self._checks.get(agent)
             if check is not None:
+                self._last = (agent, check)
                 return check(url)
         compiled = self._cache.get((agent, ip)) or self._compile(agent, ip)
         return compiled.check(url)
@@ -427,6 +432,7 @@ class RobotsTxt:
         if len(self._cache) >= _MAX_CACHED_AGENTS:
             self._cache.clear()
             self._checks.clear()
+            self._last = (None, _always_allowed)
         self._cache[(agent, ip)] = compiled
         if ip is None:
             self._checks[agent] = check

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from polite.core.robots.meta import (
+    RobotsDirectives,
+    parse_meta_content,
+    parse_meta_tags,
+    parse_x_robots_tag,
+)
 from polite.core.robots.model import (
     AgentRules,
     Decision,
@@ -24,11 +30,15 @@ __all__ = [
     "Directive",
     "Group",
     "ParseIssue",
+    "RobotsDirectives",
     "RobotsTxt",
     "Rule",
     "Severity",
     "parse",
     "parse_dialect",
+    "parse_meta_content",
+    "parse_meta_tags",
+    "parse_x_robots_tag",
     "product_token",
 ]
 

@@ -72,8 +72,8 @@ def _is_robots_txt(path: str) -> bool:
 # way through request_path; both give the same answer (the tests check that).
 _SAFE_RFC = r"[A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;=%]"
 _FAST_PATHS = {
-    Dialect.RFC9309: re.compile(rf"https?://[^/?#;]*(/{_SAFE_RFC}*)\Z").match,
-    Dialect.REGP: re.compile(rf"https?://[^/?#;]*(/{_SAFE_RFC}*)\Z").match,
+    Dialect.RFC9309: re.compile(rf"https?://[^/?#;]*+(/{_SAFE_RFC}*+)\Z").match,
+    Dialect.REGP: re.compile(rf"https?://[^/?#;]*+(/{_SAFE_RFC}*+)\Z").match,
     Dialect.GOOGLE: re.compile(r"https?://[^/?#;]*(/[\x00-\x22\x24-\x7f]*)\Z").match,
     Dialect.KOSTER1996: re.compile(r"https?://[^/?#;]*(/[\x00-\x22\x24-\x7f]*)\Z").match,
 }

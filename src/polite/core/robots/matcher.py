@@ -265,9 +265,10 @@ class PathIndex:
         # Most files have one group of wildcard rules: it is searched here, without a call,
         # each rule first tested for a literal it needs (a C-speed "in").
         only_prefix: str | None = None
-        only_members: list[_Member] = []
+        only_members: list[tuple[int, str, _Member]] = []
         if len(self._wild_keys) == 1:
-            only_prefix, only_members = self._wild_keys[0], self._wild_members[0]
+            only_prefix = self._wild_keys[0]
+            only_members = [(m.rank, m.needed, m) for m in self._wild_members[0]]
 
         def allowed(url: str) -> bool:
             m = fast_path(url)
@@ -295,10 +296,10 @@ class PathIndex:
                 if only_prefix is None:
                     best = best_wild(path, best, best_rank)[0]
                 elif path.startswith(only_prefix):
-                    for member in only_members:
-                        if member.rank <= best_rank:
+                    for rank, needed, member in only_members:
+                        if rank <= best_rank:
                             break
-                        if member.needed in path and member.matches(path):
+                        if needed in path and member.matches(path):
                             best = member.payload
                             break
             if best < 0 or verdicts[best]:

@@ -1,0 +1,190 @@
+"""When may the next request to a host go: the arithmetic, pure and driven by ``now``.
+
+DESIGN.md, "Politeness: when may a request go": the spacing is the largest of the operator's
+delay for the host, the robots Crawl-delay (capped), the interval of Request-rate, REGP's
+Ip-delay / Ip-rate, a brace block's delay for the path, an adaptive delay from the host's
+response times and any back-off after 429/503; the default applies where neither the
+operator nor the site set one. Visit-time and Time-forbidden move the earliest time into an
+allowed window. The same arithmetic runs inside Redis as a Lua script; the contract tests
+run one table of cases against both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from polite.core.robots.model import AgentRules
+from polite.core.robots.values import DailyWindow, TimeRange, TimeWindow
+
+__all__ = [
+    "DEFAULT_DELAY_S",
+    "MAX_CRAWL_DELAY_S",
+    "Delays",
+    "Ready",
+    "Refused",
+    "WaitUntil",
+    "delays_for",
+    "earliest_in_windows",
+    "next_slot",
+]
+
+# Seed 001 chose one second where neither the operator nor the site says otherwise.
+DEFAULT_DELAY_S = 1.0
+# A Crawl-delay beyond this is read as this (DESIGN.md: "capped, configurable").
+MAX_CRAWL_DELAY_S = 60.0
+# The adaptive delay is this many times the host's recent response time.
+ADAPTIVE_FACTOR = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """The request may go now."""
+
+    reason: str = "ready"
+
+
+@dataclass(frozen=True, slots=True)
+class WaitUntil:
+    """The request may go at ``at`` (seconds on the caller's clock)."""
+
+    at: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """The request may not go, and waiting will not help (robots, a forbidden period)."""
+
+    reason: str
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Delays:
+    """Every source of spacing for one host, agent and path, in seconds; ``None`` = unset."""
+
+    configured_s: float | None = None
+    crawl_delay_s: float | None = None
+    request_rate_s: float | None = None
+    ip_delay_s: float | None = None
+    ip_rate_s: float | None = None
+    adaptive_s: float | None = None
+    default_s: float = DEFAULT_DELAY_S
+    windows: tuple[TimeWindow, ...] = field(default=())
+    forbidden: tuple[TimeWindow, ...] = field(default=())
+
+    @property
+    def robots_s(self) -> float | None:
+        """The largest spacing the site itself asks for."""
+        found = [d for d in (self.crawl_delay_s, self.request_rate_s, self.ip_delay_s,
+                             self.ip_rate_s) if d is not None]
+        return max(found) if found else None
+
+    @property
+    def interval_s(self) -> float:
+        """The spacing to keep: the largest source, the default when nobody set one."""
+        chosen = [d for d in (self.configured_s, self.robots_s) if d is not None]
+        if not chosen:
+            chosen.append(self.default_s)
+        if self.adaptive_s is not None:
+            chosen.append(self.adaptive_s)
+        return max(chosen)
+
+    def reason(self) -> str:
+        """Which source set :attr:`interval_s`."""
+        interval = self.interval_s
+        for name, value in (("configured delay", self.configured_s),
+                            ("robots.txt Crawl-delay", self.crawl_delay_s),
+                            ("robots.txt Request-rate", self.request_rate_s),
+                            ("robots.txt Ip-delay", self.ip_delay_s),
+                            ("robots.txt Ip-rate", self.ip_rate_s),
+                            ("adaptive delay", self.adaptive_s)):
+            if value is not None and value == interval:
+                return name
+        return "default delay"
+
+
+def delays_for(
+    rules: AgentRules,
+    *,
+    configured_s: float | None = None,
+    default_s: float = DEFAULT_DELAY_S,
+    max_crawl_delay_s: float = MAX_CRAWL_DELAY_S,
+    response_time_s: float | None = None,
+) -> Delays:
+    """The :class:`Delays` for an agent's robots fields and the operator's settings."""
+    def capped(value: float | None) -> float | None:
+        return None if value is None else min(value, max_crawl_delay_s)
+
+    rate = rules.request_rate
+    ip_rate = rules.ip_rate
+    return Delays(
+        configured_s=configured_s,
+        crawl_delay_s=capped(rules.crawl_delay_s),
+        request_rate_s=capped(rate.interval_s) if rate is not None else None,
+        ip_delay_s=capped(rules.ip_delay_s),
+        ip_rate_s=capped(ip_rate.interval_s) if ip_rate is not None else None,
+        adaptive_s=(None if response_time_s is None
+                    else min(response_time_s * ADAPTIVE_FACTOR, max_crawl_delay_s)),
+        default_s=default_s,
+        windows=rules.visit_time,
+        forbidden=rules.time_forbidden,
+    )
+
+
+def earliest_in_windows(now: float, windows: tuple[TimeWindow, ...],
+                        forbidden: tuple[TimeWindow, ...]) -> float | None:
+    """The first instant at or after ``now`` inside a Visit-time window (any, when none is
+    given) and outside every Time-forbidden period; ``None`` when there is none within a
+    week (a period that never ends)."""
+    at = now
+    for _ in range(64):  # each step moves past one window edge; a week has few of them
+        moved = False
+        if windows and not any(w.contains(at) for w in windows):
+            at = min(_next_open(w, at) for w in windows)
+            moved = True
+        for period in forbidden:
+            if period.contains(at):
+                at = period.end if isinstance(period, TimeRange) else period.next_end(at)
+                moved = True
+        if not moved:
+            return at
+        if at - now > 7 * 86_400:
+            return None
+    return None
+
+
+def _next_open(window: TimeWindow, at: float) -> float:
+    if isinstance(window, DailyWindow):
+        return window.next_start(at)
+    return window.start if window.start >= at else float("inf")
+
+
+def next_slot(
+    last_start: float | None,
+    delays: Delays,
+    now: float,
+    *,
+    backoff_until: float | None = None,
+) -> Ready | WaitUntil | Refused:
+    """When the next request may start, given when the last one to the host started.
+
+    Example (STYLE.md): last start at 100.0, a 5 s interval, asked at 103.0 -> wait until
+    105.0.
+    """
+    earliest = now
+    reason = "ready"
+    if last_start is not None and last_start + delays.interval_s > earliest:
+        earliest = last_start + delays.interval_s
+        reason = delays.reason()
+    if backoff_until is not None and backoff_until > earliest:
+        earliest, reason = backoff_until, "back-off after 429/503"
+    if delays.windows or delays.forbidden:
+        allowed_at = earliest_in_windows(earliest, delays.windows, delays.forbidden)
+        if allowed_at is None:
+            return Refused("robots.txt Time-forbidden / Visit-time leaves no time to visit")
+        if allowed_at > earliest:
+            earliest, reason = allowed_at, "robots.txt Visit-time / Time-forbidden"
+    if earliest <= now:
+        return Ready()
+    return WaitUntil(earliest, reason)

@@ -50,3 +50,18 @@ def test_every_public_module_declares_its_all() -> None:
         assert len(set(exported)) == len(exported), info.name  # ruff's RUF022 keeps it sorted
         for name in exported:
             assert hasattr(module, name), (info.name, name)
+
+
+# What each layer may import from polite itself (DESIGN.md, "Layers").
+ALLOWED = {
+    "core": ("polite.core", "polite.errors"),
+    "storage": ("polite.core", "polite.errors", "polite.storage"),
+}
+
+
+def test_layers_import_only_downwards() -> None:
+    for layer, allowed in ALLOWED.items():
+        for path in sorted((SRC / layer).rglob("*.py")):
+            for name in _imports(path):
+                if name.split(".")[0] == "polite":
+                    assert name.startswith(allowed), (path, name)

@@ -22,7 +22,9 @@ __all__ = [
     "Delays",
     "Ready",
     "Refused",
+    "SlotClaim",
     "WaitUntil",
+    "claim_slot",
     "delays_for",
     "earliest_in_windows",
     "next_slot",
@@ -188,3 +190,26 @@ def next_slot(
     if earliest <= now:
         return Ready()
     return WaitUntil(earliest, reason)
+
+
+@dataclass(frozen=True, slots=True)
+class SlotClaim:
+    """The answer to "may I start now?" for a host: ``granted`` means the slot is now taken
+    (``at`` is its start); otherwise ``at`` is the earliest time worth asking again."""
+
+    granted: bool
+    at: float
+
+
+def claim_slot(last_start: float | None, backoff_until: float | None, interval_s: float,
+               now: float) -> SlotClaim:
+    """The one piece of arithmetic every store shares (a Lua twin runs it inside Redis).
+
+    Example: last start 100.0, interval 5.0, asked at 103.0 -> not granted, at 105.0.
+    """
+    earliest = now if last_start is None else max(now, last_start + interval_s)
+    if backoff_until is not None and backoff_until > earliest:
+        earliest = backoff_until
+    if earliest <= now:
+        return SlotClaim(True, now)
+    return SlotClaim(False, earliest)

@@ -1,0 +1,18 @@
+"""Storage behind small protocols: memory, SQLite (the default) and, for many nodes, Redis."""
+
+from __future__ import annotations
+
+from polite.storage.base import DelayStore, RobotsRecord, RobotsStore, SlotClaim, SlotStore, Store
+from polite.storage.memory import MemoryStore
+from polite.storage.sqlite import SQLiteStore
+
+__all__ = [
+    "DelayStore",
+    "MemoryStore",
+    "RobotsRecord",
+    "RobotsStore",
+    "SQLiteStore",
+    "SlotClaim",
+    "SlotStore",
+    "Store",
+]

@@ -1,0 +1,168 @@
+"""One contract, every backend: the same table of cases against memory and SQLite."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from polite.storage import MemoryStore, RobotsRecord, SQLiteStore, Store
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class FakeClock:
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+Factory = Callable[[FakeClock], Store]
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Factory]:
+    opened: list[Store] = []
+
+    def make(clock: FakeClock) -> Store:
+        store: Store
+        if request.param == "memory":
+            store = MemoryStore(clock)
+        else:
+            store = SQLiteStore(tmp_path / "polite.sqlite", clock)
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        await store.close()
+
+
+CLAIMS = [
+    # (last claim at, interval, asked at, granted, at)
+    (None, 5.0, 100.0, True, 100.0),
+    (100.0, 5.0, 103.0, False, 105.0),
+    (100.0, 5.0, 105.0, True, 105.0),
+    (100.0, 0.0, 100.0, True, 100.0),
+]
+
+
+@pytest.mark.parametrize(("last", "interval", "now", "granted", "at"), CLAIMS)
+async def test_claim_table(make_store: Factory, last: float | None, interval: float, now: float,
+                           granted: bool, at: float) -> None:
+    store = make_store(FakeClock())
+    if last is not None:
+        assert (await store.claim("e.com", interval, last)).granted
+    answer = await store.claim("e.com", interval, now)
+    assert (answer.granted, answer.at) == (granted, at)
+    # Right after a granted claim the slot is taken (unless no spacing is asked for); a
+    # refused claim took nothing, so the answer is the same refusal.
+    again = await store.peek("e.com", interval, now)
+    assert again.granted is (granted and interval == 0)
+    if not granted:
+        assert again.at == at
+
+
+async def test_one_slot_one_winner(make_store: Factory) -> None:
+    store = make_store(FakeClock(50.0))
+    answers = [await store.claim("e.com", 1.0) for _ in range(5)]
+    assert [a.granted for a in answers] == [True, False, False, False, False]
+    assert answers[1].at == 51.0
+    assert (await store.claim("other.org", 1.0)).granted  # hosts are independent
+
+
+async def test_back_off_holds_the_host(make_store: Factory) -> None:
+    clock = FakeClock(10.0)
+    store = make_store(clock)
+    await store.back_off("e.com", 70.0)
+    await store.back_off("e.com", 40.0)  # an earlier back-off does not shorten it
+    answer = await store.claim("e.com", 1.0)
+    assert (answer.granted, answer.at) == (False, 70.0)
+    clock.now = 70.0
+    assert (await store.claim("e.com", 1.0)).granted
+
+
+async def test_delays(make_store: Factory) -> None:
+    store = make_store(FakeClock())
+    assert await store.get_delay("e.com") is None
+    await store.set_delay("e.com", 2.5)
+    await store.set_delay("a.org", 0.5)
+    await store.set_delay("e.com", 3.0)
+    assert await store.get_delay("e.com") == 3.0
+    assert await store.all_delays() == {"a.org": 0.5, "e.com": 3.0}
+    await store.delete_delay("a.org")
+    assert await store.all_delays() == {"e.com": 3.0}
+
+
+async def test_robots_records(make_store: Factory) -> None:
+    store = make_store(FakeClock())
+    record = RobotsRecord("https://e.com", "parsed", 200, b"User-agent: *\nDisallow: /\n",
+                          1.0, 86_401.0, 0, "")
+    assert await store.load_robots("https://e.com") is None
+    await store.save_robots(record)
+    assert await store.load_robots("https://e.com") == record
+
+
+async def test_sqlite_keeps_everything_across_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "polite.sqlite"
+    first = SQLiteStore(path, FakeClock())
+    await first.set_delay("e.com", 4.0)
+    await first.claim("e.com", 10.0, 100.0)
+    await first.close()
+    second = SQLiteStore(path, FakeClock())
+    assert await second.get_delay("e.com") == 4.0
+    assert (await second.claim("e.com", 10.0, 105.0)).at == 110.0
+    await second.close()
+
+
+KILLED_WRITER = """
+import asyncio, os, signal, sys
+from polite.storage import SQLiteStore
+async def main():
+    store = SQLiteStore(sys.argv[1], lambda: 0.0)
+    await store.set_delay("killed.example", 7.5)
+    os.kill(os.getpid(), signal.SIGKILL)
+asyncio.run(main())
+"""
+
+
+async def test_sqlite_write_survives_a_kill(tmp_path: Path) -> None:
+    path = tmp_path / "polite.sqlite"
+    done = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(path)], timeout=60,
+                          check=False)
+    assert done.returncode == -9
+    store = SQLiteStore(path, FakeClock())
+    assert await store.get_delay("killed.example") == 7.5
+    await store.close()
+
+
+CLAIMER = """
+import asyncio, sys
+from polite.storage import SQLiteStore
+async def main():
+    store = SQLiteStore(sys.argv[1], lambda: 500.0)
+    won = sum([(await store.claim("shared.example", 3600.0)).granted for _ in range(200)])
+    print(won)
+asyncio.run(main())
+"""
+
+
+async def test_sqlite_processes_sharing_a_file_claim_each_slot_once(tmp_path: Path) -> None:
+    path = str(tmp_path / "polite.sqlite")
+    SQLiteStore(path, FakeClock())  # create the schema first
+    env = dict(os.environ)
+    workers = [subprocess.Popen([sys.executable, "-c", CLAIMER, path], stdout=subprocess.PIPE,
+                                text=True, env=env) for _ in range(4)]
+    wins = [int(w.communicate(timeout=120)[0]) for w in workers]
+    assert sum(wins) == 1

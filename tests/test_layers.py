@@ -56,6 +56,9 @@ def test_every_public_module_declares_its_all() -> None:
 ALLOWED = {
     "core": ("polite.core", "polite.errors"),
     "storage": ("polite.core", "polite.errors", "polite.storage"),
+    # fetch sees the storage protocols only; concrete backends are chosen at the edges
+    "fetch": ("polite.core", "polite.errors", "polite.storage.base", "polite.clock",
+              "polite.fetch"),
 }
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from email.utils import parsedate_tz
 from typing import assert_never
 
-from polite.core.robots import parse
+from polite.core.robots import MAX_ROBOTS_BYTES, parse
 from polite.core.robots.robotstxt import RobotsTxt
 
 __all__ = [
@@ -163,12 +163,14 @@ def robots_state(
     previous: RobotsState | None = None,
     policy: FetchPolicy | None = None,
     agent_dialect: str = "auto",
+    max_bytes: int = MAX_ROBOTS_BYTES,
 ) -> RobotsState:
     """The rules in force after a fetch of robots.txt ended with ``outcome`` at ``now``."""
     policy = policy or FetchPolicy()
     match outcome:
         case Received(status=status) if 200 <= status < 300:
-            robots = parse(outcome.body, agent_dialect, url=outcome.url or None)
+            robots = parse(outcome.body, agent_dialect, url=outcome.url or None,
+                           max_bytes=max_bytes)
             expires = now + freshness_s(outcome, now, policy)
             if robots.looks_like_html:
                 return AllowAll("the site serves an HTML page as robots.txt: no rules", now,

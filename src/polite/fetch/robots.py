@@ -1,0 +1,207 @@
+"""Fetching robots.txt: one fetch in flight per origin, the status table applied, the state
+kept in a store so that a restart does not refetch (or forget) anything.
+
+The decisions are made by :func:`polite.core.robots.lifecycle.robots_state`; this module
+only performs the I/O and turns transport failures into :class:`Unreachable` values.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from urllib.parse import urlsplit
+
+import httpx
+
+from polite.clock import Clock
+from polite.core.robots import MAX_ROBOTS_BYTES, parse
+from polite.core.robots.lifecycle import (
+    AllowAll,
+    DisallowAll,
+    FetchOutcome,
+    FetchPolicy,
+    Parsed,
+    Received,
+    RobotsState,
+    Unreachable,
+    robots_state,
+)
+from polite.errors import InvalidURL
+from polite.storage.base import RobotsRecord, RobotsStore
+
+__all__ = ["RobotsFetcher", "create_client", "is_public_host", "origin_of"]
+
+MAX_REDIRECTS = 5  # DESIGN.md: follow up to five hops (RFC 9309 asks for at least five)
+DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
+
+
+def create_client() -> httpx.AsyncClient:
+    """The HTTP client robots.txt is fetched with: redirects capped, no proxy from the
+    environment (a politeness service must not route through whatever HTTP_PROXY says)."""
+    return httpx.AsyncClient(max_redirects=MAX_REDIRECTS, timeout=DEFAULT_TIMEOUT,
+                             trust_env=False)
+
+
+def origin_of(url: str) -> str:
+    """``scheme://host[:port]`` of an http(s) URL, lower-cased; :class:`InvalidURL` else."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise InvalidURL(f"not a URL: {url!r} ({exc})") from exc
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise InvalidURL(f"unsupported scheme in {url!r}: only http and https")
+    host = (parts.hostname or "").lower()
+    if not host:
+        raise InvalidURL(f"no host in {url!r}")
+    default = 80 if scheme == "http" else 443
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None and port != default:
+        netloc += f":{port}"
+    return f"{scheme}://{netloc}"
+
+
+async def is_public_host(host: str) -> bool:
+    """Whether every address ``host`` resolves to is public (not private, loopback,
+    link-local, reserved or multicast): the guard against being an open relay."""
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, None,
+                                                             type=socket.SOCK_STREAM)
+    except OSError:
+        return True  # it will fail to connect and be reported as unreachable
+    for info in infos:
+        address = ipaddress.ip_address(info[4][0])
+        if (address.is_private or address.is_loopback or address.is_link_local
+                or address.is_reserved or address.is_multicast or address.is_unspecified):
+            return False
+    return True
+
+
+def _record(origin: str, state: RobotsState, body: bytes) -> RobotsRecord:
+    match state:
+        case Parsed():
+            return RobotsRecord(origin, "parsed", state.status, body, state.fetched_at,
+                                state.expires_at, 0, "stale" if state.stale else "")
+        case AllowAll():
+            return RobotsRecord(origin, "allow", 0, b"", state.fetched_at, state.expires_at, 0,
+                                state.reason)
+        case DisallowAll():
+            return RobotsRecord(origin, "disallow", 0, b"", state.fetched_at, state.retry_at,
+                                state.failures, state.reason)
+
+
+def _state(record: RobotsRecord, dialect: str, max_bytes: int) -> RobotsState:
+    if record.kind == "parsed":
+        robots = parse(record.body, dialect, url=record.origin + "/robots.txt",
+                       max_bytes=max_bytes)
+        return Parsed(robots, record.fetched_at, record.expires_at, record.status,
+                      stale=record.reason == "stale")
+    if record.kind == "allow":
+        return AllowAll(record.reason, record.fetched_at, record.expires_at)
+    return DisallowAll(record.reason, record.fetched_at, record.expires_at, record.failures)
+
+
+def _expires_at(state: RobotsState) -> float:
+    return state.retry_at if isinstance(state, DisallowAll) else state.expires_at
+
+
+class RobotsFetcher:
+    """The robots.txt state of any origin, fetched when missing or expired.
+
+    However many callers ask about one origin at once, one request goes out and they all get
+    its answer. Fetching robots.txt does not use up the host's politeness slot (DESIGN.md).
+    """
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        store: RobotsStore,
+        clock: Clock,
+        *,
+        agent: str,
+        policy: FetchPolicy | None = None,
+        max_bytes: int = MAX_ROBOTS_BYTES,
+        allow_private: bool = False,
+        dialect: str = "auto",
+        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+    ) -> None:
+        self._client = client
+        self._store = store
+        self._clock = clock
+        self._agent = agent
+        self._policy = policy or FetchPolicy()
+        self._max_bytes = max_bytes
+        self._allow_private = allow_private
+        self._dialect = dialect
+        self._timeout = timeout
+        self._states: dict[str, tuple[RobotsState, bytes]] = {}
+        self._in_flight: dict[str, asyncio.Future[RobotsState]] = {}
+        self.fetches = 0  # how many requests went out: for /metrics and tests
+
+    async def state(self, url: str) -> RobotsState:
+        """The rules in force for ``url``'s origin, fetching robots.txt if needed."""
+        origin = origin_of(url)
+        now = self._clock()
+        known = self._states.get(origin)
+        if known is None:
+            record = await self._store.load_robots(origin)
+            if record is not None:
+                known = (_state(record, self._dialect, self._max_bytes), record.body)
+                self._states[origin] = known
+        if known is not None and _expires_at(known[0]) > now:
+            return known[0]
+        pending = self._in_flight.get(origin)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future[RobotsState] = asyncio.get_running_loop().create_future()
+        self._in_flight[origin] = future
+        try:
+            state = await self._refresh(origin, known)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: waiting callers get it, nobody logs it twice
+            raise
+        finally:
+            del self._in_flight[origin]
+        future.set_result(state)
+        return state
+
+    async def _refresh(self, origin: str, known: tuple[RobotsState, bytes] | None
+                       ) -> RobotsState:
+        outcome = await self._fetch(origin + "/robots.txt")
+        now = self._clock()
+        state = robots_state(outcome, now, previous=known[0] if known else None,
+                             policy=self._policy, agent_dialect=self._dialect,
+                             max_bytes=self._max_bytes)
+        body = outcome.body if isinstance(outcome, Received) else b""
+        if isinstance(state, Parsed) and state.stale and known is not None:
+            body = known[1]
+        self._states[origin] = (state, body)
+        await self._store.save_robots(_record(origin, state, body))
+        return state
+
+    async def _fetch(self, url: str) -> FetchOutcome:
+        host = urlsplit(url).hostname or ""
+        if not self._allow_private and not await is_public_host(host):
+            return Unreachable(f"{host} is a private or loopback address (--allow-private)")
+        self.fetches += 1
+        try:
+            async with self._client.stream(
+                "GET", url, headers={"User-Agent": self._agent}, follow_redirects=True,
+                timeout=self._timeout,
+            ) as response:
+                body = bytearray()
+                async for chunk in response.aiter_bytes():
+                    body += chunk
+                    if len(body) > self._max_bytes:
+                        break  # the parser reports the cut; no need to read the rest
+                headers = tuple(response.headers.multi_items())
+                return Received(response.status_code, bytes(body), headers, str(response.url))
+        except httpx.TooManyRedirects:
+            return Unreachable(f"more than {MAX_REDIRECTS} redirects")
+        except httpx.TimeoutException:
+            return Unreachable("timed out")
+        except httpx.TransportError as exc:
+            return Unreachable(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)

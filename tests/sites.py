@@ -1,0 +1,64 @@
+"""Real HTTP servers on loopback for tests: one per "site", each on its own 127.0.0.x."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+
+
+@dataclass
+class Site:
+    """Routes path -> Reply (or a callable giving one); records every request path."""
+
+    host: str
+    routes: dict[str, Reply | Callable[[], Reply]] = field(default_factory=dict)
+    requests: list[str] = field(default_factory=list)
+    port: int = 0
+
+    @property
+    def origin(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+@contextmanager
+def serve(site: Site) -> Iterator[Site]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            site.requests.append(self.path)
+            route = site.routes.get(self.path, Reply(404, b"not found"))
+            reply = route() if callable(route) else route
+            if reply.delay_s:
+                time.sleep(reply.delay_s)
+            self.send_response(reply.status)
+            for key, value in reply.headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(reply.body)))
+            self.end_headers()
+            with suppress(BrokenPipeError, ConnectionResetError):
+                self.wfile.write(reply.body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    server = ThreadingHTTPServer((site.host, 0), Handler)
+    server.daemon_threads = True
+    site.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield site
+    finally:
+        server.shutdown()
+        server.server_close()

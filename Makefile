@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck unit bench clean
+.PHONY: test serve lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +16,10 @@ test: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 	$(BIN)/pytest -q
+
+# The politeness service on loopback, state in an embedded SQLite file beside the project.
+serve: $(STAMP)
+	$(BIN)/polite serve --host 127.0.0.1 --port 8080 --store sqlite:///polite.sqlite
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

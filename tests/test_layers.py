@@ -59,6 +59,8 @@ ALLOWED = {
     # fetch sees the storage protocols only; concrete backends are chosen at the edges
     "fetch": ("polite.core", "polite.errors", "polite.storage.base", "polite.clock",
               "polite.fetch"),
+    "api": ("polite.core", "polite.errors", "polite.storage.base", "polite.clock",
+            "polite.fetch", "polite.api"),
 }
 
 

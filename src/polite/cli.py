@@ -66,6 +66,26 @@ def _build_parser() -> argparse.ArgumentParser:
     lint.add_argument("--dialect", "-d", default="auto", choices=dialects)
     lint.add_argument("--json", action="store_true", help="one JSON array of issues")
     lint.set_defaults(handler=_robots_lint)
+
+    serve = commands.add_parser(
+        "serve", help="run the politeness service (REST API) on one port",
+        description="Listens on loopback by default. Robots.txt of private and loopback "
+                    "addresses is not fetched unless --allow-private is given.")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--store", default="sqlite:///polite.sqlite",
+                       help="sqlite:///PATH (default sqlite:///polite.sqlite) or memory://")
+    serve.add_argument("--default-delay-ms", type=int, default=1000,
+                       help="delay where neither the operator nor the site sets one")
+    serve.add_argument("--max-crawl-delay-s", type=float, default=60.0,
+                       help="robots.txt delays above this are read as this")
+    serve.add_argument("--agent", default="polite",
+                       help="the product token robots.txt is read for")
+    serve.add_argument("--allow-private", action="store_true",
+                       help="also fetch from private and loopback addresses")
+    serve.add_argument("--admin-token", help="required (Bearer) for writes such as PUT /delays;"
+                       " mandatory when --host is not a loopback address")
+    serve.set_defaults(handler=_serve)
     return parser
 
 
@@ -116,3 +136,10 @@ def _robots_lint(args: argparse.Namespace, out: TextIO) -> int:
                   f"{errors} errors, {warnings} warnings, {notes} notes\n")
     serious = any(i.severity in (Severity.ERROR, Severity.WARNING) for i in issues)
     return EXIT_FINDINGS if serious else EXIT_OK
+
+
+def _serve(args: argparse.Namespace, out: TextIO) -> int:
+    # Imported here: the service's dependencies are not needed for the robots commands.
+    from polite.serve import run_server
+
+    return run_server(args, out)

@@ -1,0 +1,202 @@
+"""``POST /politeness``, ``GET /politeness?urls=``, ``POST /politeness/verbose`` (seed 001,
+same names and shapes), ``/delays``, ``/health``, ``/metrics`` and an OpenAPI description."""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from polite.fetch.politeness import Politeness, Verdict
+from polite.storage.base import Store
+
+__all__ = ["MAX_URLS_PER_CALL", "create_app"]
+
+# A bound on one call: enough for any crawler's batch, small enough to answer quickly.
+MAX_URLS_PER_CALL = 1000
+MAX_BODY_BYTES = 1024 * 1024
+
+
+class _Problem(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _problem(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message, "status": status}, status_code=status)
+
+
+async def _json_body(request: Request) -> Any:
+    body = await request.body()
+    if len(body) > MAX_BODY_BYTES:
+        raise _Problem(413, f"body over {MAX_BODY_BYTES} bytes")
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _Problem(400, f"the body is not JSON: {exc}") from None
+
+
+def _url_list(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(u, str) for u in value):
+        raise _Problem(400, "expected a JSON array of URL strings")
+    if len(value) > MAX_URLS_PER_CALL:
+        raise _Problem(413, f"{len(value)} URLs in one call; at most {MAX_URLS_PER_CALL}")
+    return value
+
+
+def create_app(politeness: Politeness, store: Store, *, admin_token: str | None = None,
+               on_shutdown: Callable[[], Awaitable[None]] | None = None) -> Starlette:
+    """The app; ``admin_token``, when set, is required (Bearer) for writes."""
+    registry = CollectorRegistry()
+    decisions = Counter("polite_decisions", "URLs answered", ["result"], registry=registry)
+    robots_fetches = Gauge("polite_robots_fetches", "robots.txt requests sent",
+                           registry=registry)
+    robots_fetches.set_function(lambda: float(politeness.robots_fetches))
+
+    async def answer(urls: list[str], request: Request) -> list[Verdict]:
+        reserve = request.query_params.get("reserve", "false").lower() in ("1", "true", "yes")
+        agent = request.query_params.get("agent") or None
+        verdicts = await politeness.check(urls, reserve=reserve, agent=agent)
+        for verdict in verdicts:
+            decisions.labels("allowed" if verdict.allowed else "refused").inc()
+        return verdicts
+
+    def guarded(handler: Callable[[Request], Awaitable[Response]]
+                ) -> Callable[[Request], Awaitable[Response]]:
+        async def run(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except _Problem as problem:
+                return _problem(problem.status, problem.message)
+        return run
+
+    async def post_politeness(request: Request) -> Response:
+        urls = _url_list(await _json_body(request))
+        return JSONResponse([v.url for v in await answer(urls, request) if v.allowed])
+
+    async def get_politeness(request: Request) -> Response:
+        raw = request.query_params.get("urls")
+        if raw is None:
+            raise _Problem(400, "missing query parameter 'urls' (comma-separated URLs)")
+        urls = _url_list([u.strip() for u in raw.strip("[]").split(",") if u.strip()])
+        return JSONResponse([v.url for v in await answer(urls, request) if v.allowed])
+
+    async def post_verbose(request: Request) -> Response:
+        urls = _url_list(await _json_body(request))
+        return JSONResponse([v.as_json() for v in await answer(urls, request)])
+
+    async def get_delays(request: Request) -> Response:
+        configured = await store.all_delays()
+        robots = politeness.robots_delays_s
+        rows = []
+        for domain in sorted(set(configured) | set(robots)):
+            conf = configured.get(domain)
+            from_robots = robots.get(domain)
+            chosen = [d for d in (conf, from_robots) if d is not None]
+            delay = max(chosen) if chosen else politeness.default_delay_s
+            rows.append({"domain": domain, "delay": round(delay * 1000),
+                         "robotstxt_delay": None if from_robots is None
+                         else round(from_robots * 1000),
+                         "configured_delay": None if conf is None else round(conf * 1000)})
+        return JSONResponse(rows)
+
+    async def put_delay(request: Request) -> Response:
+        if admin_token is not None:
+            given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+            if not hmac.compare_digest(given.encode(), admin_token.encode()):
+                raise _Problem(401, "this server needs 'Authorization: Bearer <token>' "
+                               "for writes")
+        domain = request.path_params["domain"].lower()
+        body = await _json_body(request)
+        delay = body.get("delay") if isinstance(body, dict) else None
+        if isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 <= delay \
+                <= 86_400_000:
+            raise _Problem(400, "expected {\"delay\": milliseconds between 0 and 86400000}")
+        await store.set_delay(domain, delay / 1000)
+        return JSONResponse({"domain": domain, "configured_delay": delay})
+
+    async def health(request: Request) -> Response:
+        await store.clock()  # the store answers
+        return JSONResponse({"status": "ok"})
+
+    async def metrics(request: Request) -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(OPENAPI)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        if on_shutdown is not None:
+            await on_shutdown()
+
+    routes = [
+        Route("/politeness", guarded(post_politeness), methods=["POST"]),
+        Route("/politeness", guarded(get_politeness), methods=["GET"]),
+        Route("/politeness/verbose", guarded(post_verbose), methods=["POST"]),
+        Route("/delays", guarded(get_delays), methods=["GET"]),
+        Route("/delays/{domain}", guarded(put_delay), methods=["PUT"]),
+        Route("/health", health, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+        Route("/openapi.json", openapi, methods=["GET"]),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+_URLS = {"type": "array", "items": {"type": "string", "format": "uri"},
+         "maxItems": MAX_URLS_PER_CALL}
+_VERDICT = {"type": "object", "properties": {
+    "url": {"type": "string"}, "allowed": {"type": "boolean"},
+    "error": {"type": ["string", "null"]},
+    "retryAfter": {"type": "integer", "description": "ms; -1 when waiting will not help"}}}
+_QUERY = [{"name": "reserve", "in": "query", "schema": {"type": "boolean"},
+           "description": "also take the host's slot for each allowed URL"},
+          {"name": "agent", "in": "query", "schema": {"type": "string"},
+           "description": "the crawler's product token (default: the server's --agent)"}]
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+OPENAPI: dict[str, Any] = {
+    "openapi": "3.1.0",
+    "info": {"title": "polite politeness service", "version": "1"},
+    "paths": {
+        "/politeness": {
+            "post": {"summary": "the URLs that may be fetched now (at most one per host)",
+                     "parameters": _QUERY, "requestBody": _json(_URLS),
+                     "responses": {"200": _json(_URLS)}},
+            "get": {"summary": "as POST, URLs comma-separated in ?urls=",
+                    "parameters": [*_QUERY, {"name": "urls", "in": "query", "required": True,
+                                             "schema": {"type": "string"}}],
+                    "responses": {"200": _json(_URLS)}}},
+        "/politeness/verbose": {
+            "post": {"summary": "a verdict, reason and retryAfter for every URL",
+                     "parameters": _QUERY, "requestBody": _json(_URLS),
+                     "responses": {"200": _json({"type": "array", "items": _VERDICT})}}},
+        "/delays": {"get": {"summary": "delays per domain, in ms",
+                            "responses": {"200": _json({"type": "array"})}}},
+        "/delays/{domain}": {"put": {
+            "summary": "set a domain's delay at run time (persisted)",
+            "parameters": [{"name": "domain", "in": "path", "required": True,
+                            "schema": {"type": "string"}}],
+            "requestBody": _json({"type": "object",
+                                  "properties": {"delay": {"type": "number"}}}),
+            "responses": {"200": _json({"type": "object"})}}},
+        "/health": {"get": {"summary": "liveness", "responses": {"200": _json({})}}},
+        "/metrics": {"get": {"summary": "Prometheus text", "responses": {"200": {}}}},
+    },
+}

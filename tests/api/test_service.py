@@ -1,0 +1,200 @@
+"""The politeness service over real HTTP: uvicorn on loopback, origin sites on 127.0.0.x."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from polite.api import create_app
+from polite.clock import WallClock
+from polite.fetch.politeness import Politeness
+from polite.fetch.robots import RobotsFetcher, create_client
+from polite.storage import SQLiteStore
+from tests.sites import Reply, Site, serve
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def service(db: Path, *, default_delay_ms: int = 1000, admin_token: str | None = None
+            ) -> Iterator[httpx.Client]:
+    clock = WallClock()
+    store = SQLiteStore(db, clock)
+    client = create_client()
+    fetcher = RobotsFetcher(client, store, clock, agent="politetest", allow_private=True)
+    politeness = Politeness(fetcher, store, clock, agent="politetest",
+                            default_delay_s=default_delay_ms / 1000, allow_private=True)
+
+    async def shutdown() -> None:
+        await client.aclose()
+        await store.close()
+
+    app = create_app(politeness, store, admin_token=admin_token, on_shutdown=shutdown)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
+                                           log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "the service did not start"
+        time.sleep(0.02)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False,
+                          timeout=10) as http:
+            yield http
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def test_seed_001_listing_8(tmp_path: Path) -> None:
+    robots = Reply(200, b"User-agent: *\nDisallow: /suche/\n")
+    with serve(Site("127.0.0.20", {"/robots.txt": robots})) as site, \
+            service(tmp_path / "p.sqlite") as api:
+        urls = [f"{site.origin}/Lifestyle", f"{site.origin}/Karriere",
+                f"{site.origin}/suche/12312"]
+        verdicts = api.post("/politeness/verbose", json=urls).json()
+        assert verdicts[0] == {"url": urls[0], "allowed": True, "error": None, "retryAfter": -1}
+        assert verdicts[1]["allowed"] is False
+        assert verdicts[1]["retryAfter"] == 1000
+        assert "There must be a delay of 1000 milliseconds" in verdicts[1]["error"]
+        assert verdicts[2]["allowed"] is False and verdicts[2]["retryAfter"] == -1
+        assert "Disallow: /suche/ (line 2)" in verdicts[2]["error"]
+        assert api.post("/politeness", json=urls).json() == [urls[0]]
+        assert api.get("/politeness", params={"urls": ",".join(urls)}).json() == [urls[0]]
+        assert site.requests == ["/robots.txt"]
+
+
+def test_reserve_takes_the_slot_and_robots_delays_count(tmp_path: Path) -> None:
+    robots = Reply(200, b"User-agent: *\nCrawl-delay: 3\n")
+    with serve(Site("127.0.0.21", {"/robots.txt": robots})) as site, \
+            service(tmp_path / "p.sqlite") as api:
+        url = f"{site.origin}/page"
+        first = api.post("/politeness/verbose?reserve=true", json=[url]).json()[0]
+        assert first["allowed"]
+        second = api.post("/politeness/verbose", json=[url]).json()[0]
+        assert not second["allowed"] and 2000 < second["retryAfter"] <= 3000
+        assert "Crawl-delay" in second["error"]
+        delays = api.get("/delays").json()
+        assert delays == [{"domain": "127.0.0.21", "delay": 3000, "robotstxt_delay": 3000,
+                           "configured_delay": None}]
+
+
+def test_regp_section_5_delays_per_path(tmp_path: Path) -> None:
+    body = (b"Robot-version: 3.0\n\nUser-agent: *\nDisallow: /login.do\nRequest-rate: 120/m\n"
+            b"{\n  Allow: /html/\n  Crawl-delay: 1\n}\n")
+    with serve(Site("127.0.0.22", {"/robots.txt": Reply(200, body)})) as site, \
+            service(tmp_path / "p.sqlite", default_delay_ms=0) as api:
+        home = f"{site.origin}/"
+        page = f"{site.origin}/html/news1.html"
+        assert api.post("/politeness/verbose?reserve=true", json=[home]).json()[0]["allowed"]
+        after_home = api.post("/politeness/verbose", json=[home, page]).json()
+        assert 0 < after_home[0]["retryAfter"] <= 500
+        assert 500 < after_home[1]["retryAfter"] <= 1000  # the /html/ block asks for 1 s
+
+
+def test_runtime_delay_survives_a_restart(tmp_path: Path) -> None:
+    db = tmp_path / "p.sqlite"
+    with service(db) as api:
+        answer = api.put("/delays/Example.COM", json={"delay": 2500})
+        assert answer.status_code == 200
+    with service(db) as api:
+        assert api.get("/delays").json() == [{"domain": "example.com", "delay": 2500,
+                                              "robotstxt_delay": None,
+                                              "configured_delay": 2500}]
+
+
+def test_admin_token(tmp_path: Path) -> None:
+    with service(tmp_path / "p.sqlite", admin_token="s3cret") as api:
+        assert api.put("/delays/e.com", json={"delay": 10}).status_code == 401
+        ok = api.put("/delays/e.com", json={"delay": 10},
+                     headers={"Authorization": "Bearer s3cret"})
+        assert ok.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status"),
+    [
+        ("POST", "/politeness", b"{not json", 400),
+        ("POST", "/politeness", b'{"urls": []}', 400),
+        ("POST", "/politeness/verbose", b"[1, 2]", 400),
+        ("GET", "/politeness", None, 400),
+        ("PUT", "/delays/e.com", b'{"delay": -5}', 400),
+        ("PUT", "/delays/e.com", b'{"delay": "fast"}', 400),
+        ("POST", "/politeness", b"[" + b",".join([b'"http://e.com/x"'] * 10_000) + b"]", 413),
+    ],
+)
+def test_bad_input_gets_a_clear_4xx(tmp_path: Path, method: str, path: str,
+                                    body: bytes | None, status: int) -> None:
+    with service(tmp_path / "p.sqlite") as api:
+        answer = api.request(method, path, content=body)
+        assert answer.status_code == status
+        assert answer.json()["error"]
+        assert api.get("/health").json() == {"status": "ok"}
+
+
+def test_non_urls_and_schemes_get_verdicts(tmp_path: Path) -> None:
+    with service(tmp_path / "p.sqlite") as api:
+        verdicts = api.post("/politeness/verbose",
+                            json=["ftp://e.com/x", "not a url", "http://"]).json()
+        assert [v["allowed"] for v in verdicts] == [False, False, False]
+        assert all(v["retryAfter"] == -1 and v["error"] for v in verdicts)
+
+
+def test_metrics_and_openapi(tmp_path: Path) -> None:
+    with service(tmp_path / "p.sqlite") as api:
+        api.post("/politeness/verbose", json=["ftp://e.com/x"])
+        text = api.get("/metrics").text
+        assert 'polite_decisions_total{result="refused"} 1.0' in text
+        spec = api.get("/openapi.json").json()
+        assert {"/politeness", "/politeness/verbose", "/delays"} <= set(spec["paths"])
+
+
+def test_polite_serve_as_a_newcomer_runs_it(tmp_path: Path) -> None:
+    port = free_port()
+    command = [sys.executable, "-m", "polite", "serve", "--port", str(port), "--store",
+               f"sqlite:///{tmp_path / 'serve.sqlite'}"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          text=True) as process:
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            assert f"listening on http://127.0.0.1:{port}" in line
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False) as api:
+                deadline = time.monotonic() + 15
+                while True:
+                    try:
+                        if api.get("/health").status_code == 200:
+                            break
+                    except httpx.TransportError:
+                        assert time.monotonic() < deadline
+                        time.sleep(0.1)
+                answer = api.post("/politeness/verbose", json=["http://127.0.0.23/x"])
+                verdict = answer.json()[0]
+                assert not verdict["allowed"] and "private or loopback" in verdict["error"]
+        finally:
+            process.terminate()
+            process.wait(10)
+
+
+def test_serve_refuses_open_writes_on_a_public_interface() -> None:
+    done = subprocess.run([sys.executable, "-m", "polite", "serve", "--host", "0.0.0.0",
+                           "--store", "memory://"], capture_output=True, text=True, timeout=30,
+                          check=False)
+    assert done.returncode == 2
+    assert "--admin-token" in done.stderr

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import socket
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.redis_server import redis_server
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
@@ -34,3 +37,15 @@ def _loopback_only(self: socket.socket, address: object) -> None:
 def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(socket.socket, "connect", _loopback_only)
     yield
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One real redis-server for the session; tests keep apart by key prefix."""
+    with redis_server(tmp_path_factory.mktemp("redis")) as url:
+        yield url
+
+
+@pytest.fixture
+def redis_prefix() -> str:
+    return f"t{uuid.uuid4().hex[:12]}:"

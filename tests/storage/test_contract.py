@@ -1,16 +1,21 @@
-"""One contract, every backend: the same table of cases against memory and SQLite."""
+"""One contract, every backend: the same table of cases against memory, SQLite and a real
+redis-server."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
-from polite.storage import MemoryStore, RobotsRecord, SQLiteStore, Store
+from polite.core.politeness.rules import claim_first
+from polite.errors import ConfigError
+from polite.storage import MemoryStore, RedisStore, RobotsRecord, SQLiteStore, Store
+from tests.redis_server import redis_server
 
 pytestmark = pytest.mark.anyio
 
@@ -31,16 +36,21 @@ class FakeClock:
 Factory = Callable[[FakeClock], Store]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 async def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Factory]:
     opened: list[Store] = []
+    if request.param == "redis":
+        redis_url = request.getfixturevalue("redis_url")
+        prefix = request.getfixturevalue("redis_prefix")
 
     def make(clock: FakeClock) -> Store:
         store: Store
         if request.param == "memory":
             store = MemoryStore(clock)
-        else:
+        elif request.param == "sqlite":
             store = SQLiteStore(tmp_path / "polite.sqlite", clock)
+        else:
+            store = RedisStore.from_url(f"{redis_url}?prefix={prefix}", clock=clock)
         opened.append(store)
         return store
 
@@ -91,6 +101,57 @@ async def test_back_off_holds_the_host(make_store: Factory) -> None:
     assert (answer.granted, answer.at) == (False, 70.0)
     clock.now = 70.0
     assert (await store.claim("e.com", 1.0)).granted
+
+
+BATCHES = [
+    # (last start, back-off until, candidate intervals, asked at)
+    (None, None, (1.0,), 100.0),
+    (100.0, None, (5.0, 1.0), 103.0),
+    (100.0, None, (5.0, 4.0), 103.0),
+    (100.0, 110.0, (1.0, 0.5), 103.0),
+    (None, None, (1.0, 2.0, 3.0), 50.0),
+]
+
+
+@pytest.mark.parametrize(("last", "backoff", "intervals", "now"), BATCHES)
+async def test_claim_batch_is_claim_first(make_store: Factory, last: float | None,
+                                          backoff: float | None,
+                                          intervals: tuple[float, ...], now: float) -> None:
+    clock = FakeClock(now)
+    store = make_store(clock)
+    if last is not None:
+        assert (await store.claim("e.com", 0.0, last)).granted
+    if backoff is not None:
+        await store.back_off("e.com", backoff)
+    expected = claim_first(last, backoff, intervals, now)
+    peeked, other = await store.claim_batch([("e.com", intervals), ("o.org", (9.0,))],
+                                            take=False)
+    assert peeked == expected
+    assert other.granted == 0
+    taken, _ = await store.claim_batch([("e.com", intervals), ("o.org", (9.0,))], take=True)
+    assert taken == expected
+    # What was taken is held: the same batch again gets nothing for either host.
+    again = await store.claim_batch([("e.com", intervals), ("o.org", (9.0,))], take=True)
+    assert again[1].granted == -1 and again[1].ats == (now + 9.0,)
+    if expected.granted >= 0:
+        assert (await store.peek("e.com", intervals[expected.granted], now)).granted is False
+
+
+async def test_host_facts_and_responses(make_store: Factory) -> None:
+    clock = FakeClock(200.0)
+    store = make_store(clock)
+    assert await store.host_facts(["e.com", "o.org"]) == [(None, None), (None, None)]
+    await store.set_delay("e.com", 2.0)
+    await store.note_response("o.org", 1.0, None)
+    await store.note_response("o.org", 2.0, None)
+    facts = await store.host_facts(["e.com", "o.org"])
+    assert facts[0] == (2.0, None)
+    assert facts[1].configured_delay_s is None
+    assert facts[1].response_time_s == pytest.approx(1.3)
+    await store.note_response("e.com", None, 30.0)  # a 429 with Retry-After: 30
+    await store.note_response("e.com", None, 5.0)  # a shorter pause does not cut it
+    answer = await store.claim("e.com", 1.0)
+    assert (answer.granted, answer.at) == (False, 230.0)
 
 
 async def test_delays(make_store: Factory) -> None:
@@ -166,3 +227,63 @@ async def test_sqlite_processes_sharing_a_file_claim_each_slot_once(tmp_path: Pa
                                 text=True, env=env) for _ in range(4)]
     wins = [int(w.communicate(timeout=120)[0]) for w in workers]
     assert sum(wins) == 1
+
+
+async def test_redis_nodes_judge_by_the_server_clock(redis_url: str, redis_prefix: str) -> None:
+    url = f"{redis_url}?prefix={redis_prefix}"
+    first, second = RedisStore.from_url(url), RedisStore.from_url(url)
+    try:
+        taken = await first.claim("shared.example", 3600.0)
+        assert taken.granted
+        assert abs(taken.now - time.time()) < 60  # the server's clock, in seconds
+        refused = await second.claim("shared.example", 3600.0)
+        assert not refused.granted
+        assert refused.at == pytest.approx(taken.at + 3600.0)
+        batch = await second.claim_batch([("shared.example", (3600.0,))], take=True)
+        assert batch[0].granted == -1
+    finally:
+        await first.close()
+        await second.close()
+
+
+REDIS_CLAIMER = """
+import asyncio, sys
+from polite.storage import RedisStore
+async def main():
+    store = RedisStore.from_url(sys.argv[1])
+    won = 0
+    for _ in range(200):
+        won += (await store.claim("shared.example", 3600.0)).granted
+        won += (await store.claim_batch([("batch.example", (3600.0,))], take=True))[0].granted == 0
+    print(won)
+    await store.close()
+asyncio.run(main())
+"""
+
+
+async def test_redis_processes_claim_each_slot_once(redis_url: str, redis_prefix: str) -> None:
+    url = f"{redis_url}?prefix={redis_prefix}"
+    workers = [subprocess.Popen([sys.executable, "-c", REDIS_CLAIMER, url],
+                                stdout=subprocess.PIPE, text=True) for _ in range(4)]
+    wins = [int(w.communicate(timeout=120)[0]) for w in workers]
+    assert sum(wins) == 2  # one slot per host, whichever process got it
+
+
+async def test_redis_keeps_everything_across_a_server_restart(tmp_path: Path) -> None:
+    record = RobotsRecord("https://e.com", "parsed", 200, b"User-agent: *\nCrawl-delay: 3\n",
+                          1.0, 2.0, 0, "")
+    with redis_server(tmp_path, appendonly=True) as url:
+        store = RedisStore.from_url(url)
+        await store.set_delay("e.com", 4.0)
+        await store.save_robots(record)
+        await store.close()
+    with redis_server(tmp_path, appendonly=True) as url:
+        store = RedisStore.from_url(url)
+        assert await store.get_delay("e.com") == 4.0
+        assert await store.load_robots("https://e.com") == record
+        await store.close()
+
+
+def test_redis_url_errors() -> None:
+    with pytest.raises(ConfigError, match="expected redis://"):
+        RedisStore.from_url("http://127.0.0.1:6379/0")

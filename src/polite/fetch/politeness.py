@@ -134,10 +134,10 @@ class Politeness:
                 return Verdict(url, False, "robots.txt allows visits only at certain times "
                                "(Visit-time / Time-forbidden)", _ms(opens - now))
         slot = (self._store.claim if reserve else self._store.peek)
-        answer = await slot(host, delays.interval_s, now)
+        answer = await slot(host, delays.interval_s)  # judged by the store's clock
         if not answer.granted:
             return Verdict(url, False, f"There must be a delay of {interval_ms} milliseconds "
                            f"between requests to {host} ({delays.reason()}).",
-                           _ms(answer.at - now))
+                           _ms(answer.at - answer.now))
         granted_hosts[host] = now
         return Verdict(url, True)

@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
-from polite.storage.base import DelayStore, RobotsRecord, RobotsStore, SlotClaim, SlotStore, Store
+from polite.storage.base import (
+    DelayStore,
+    HostClaim,
+    HostFacts,
+    RobotsRecord,
+    RobotsStore,
+    SlotClaim,
+    SlotStore,
+    Store,
+)
 from polite.storage.memory import MemoryStore
+from polite.storage.redis import RedisStore
 from polite.storage.sqlite import SQLiteStore
 
 __all__ = [
     "DelayStore",
+    "HostClaim",
+    "HostFacts",
     "MemoryStore",
     "RobotsRecord",
+    "RedisStore",
     "RobotsStore",
     "SQLiteStore",
     "SlotClaim",

@@ -8,11 +8,29 @@ its own server time, so that nodes with different clocks still agree on a slot.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Sequence
+from typing import NamedTuple, Protocol
 
-from polite.core.politeness.rules import SlotClaim
+from polite.core.politeness.rules import HostClaim, SlotClaim
 
-__all__ = ["DelayStore", "RobotsRecord", "RobotsStore", "SlotClaim", "SlotStore", "Store"]
+__all__ = [
+    "DelayStore",
+    "HostClaim",
+    "HostFacts",
+    "RobotsRecord",
+    "RobotsStore",
+    "SlotClaim",
+    "SlotStore",
+    "Store",
+]
+
+
+class HostFacts(NamedTuple):
+    """What the store knows of a host besides its slot: the operator's delay and the running
+    average of its response times (seconds; ``None`` when unknown)."""
+
+    configured_delay_s: float | None
+    response_time_s: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +58,23 @@ class SlotStore(Protocol):
 
     async def back_off(self, host: str, until: float) -> None:
         """No request to ``host`` before ``until`` (429/503 with Retry-After)."""
+        ...
+
+    async def claim_batch(self, requests: Sequence[tuple[str, tuple[float, ...]]], *,
+                          take: bool) -> list[HostClaim]:
+        """For each (host, candidate intervals): :func:`~polite.core.politeness.rules.
+        claim_first` at the store's time, taking the granted slot when ``take``; all hosts
+        in one step (one round trip where the store is remote)."""
+        ...
+
+    async def host_facts(self, hosts: Sequence[str]) -> list[HostFacts]:
+        """:class:`HostFacts` for each host, in order, in one step."""
+        ...
+
+    async def note_response(self, host: str, elapsed_s: float | None,
+                            pause_s: float | None) -> None:
+        """A response from ``host`` took ``elapsed_s``; ``pause_s`` (429/503) holds the host
+        that long from the store's now (never shortening a longer back-off)."""
         ...
 
     async def clock(self) -> float:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from polite.core.politeness.rules import SlotClaim, claim_slot
-from polite.storage.base import RobotsRecord
+from polite.core.politeness.rules import (
+    HostClaim,
+    SlotClaim,
+    average_response_time,
+    claim_first,
+    claim_slot,
+)
+from polite.storage.base import HostFacts, RobotsRecord
 
 __all__ = ["MemoryStore"]
 
@@ -20,6 +26,7 @@ class MemoryStore:
         self._backoff: dict[str, float] = {}
         self._delays: dict[str, float] = {}
         self._robots: dict[str, RobotsRecord] = {}
+        self._response_s: dict[str, float] = {}
 
     async def clock(self) -> float:
         return self._clock()
@@ -37,6 +44,29 @@ class MemoryStore:
 
     async def back_off(self, host: str, until: float) -> None:
         self._backoff[host] = max(until, self._backoff.get(host, until))
+
+    async def claim_batch(self, requests: Sequence[tuple[str, tuple[float, ...]]], *,
+                          take: bool) -> list[HostClaim]:
+        now = self._clock()
+        answers = []
+        for host, intervals in requests:
+            answer = claim_first(self._last_start.get(host), self._backoff.get(host),
+                                 intervals, now)
+            if take and answer.granted >= 0:
+                self._last_start[host] = now
+            answers.append(answer)
+        return answers
+
+    async def host_facts(self, hosts: Sequence[str]) -> list[HostFacts]:
+        return [HostFacts(self._delays.get(h), self._response_s.get(h)) for h in hosts]
+
+    async def note_response(self, host: str, elapsed_s: float | None,
+                            pause_s: float | None) -> None:
+        if elapsed_s is not None:
+            self._response_s[host] = average_response_time(self._response_s.get(host),
+                                                            elapsed_s)
+        if pause_s is not None:
+            await self.back_off(host, self._clock() + pause_s)
 
     async def get_delay(self, domain: str) -> float | None:
         return self._delays.get(domain)

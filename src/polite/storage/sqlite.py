@@ -9,18 +9,26 @@ local file, less than a hop to a worker thread would cost.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from polite.core.politeness.rules import SlotClaim, claim_slot
+from polite.core.politeness.rules import (
+    HostClaim,
+    SlotClaim,
+    average_response_time,
+    claim_first,
+    claim_slot,
+)
 from polite.errors import ConfigError
-from polite.storage.base import RobotsRecord
+from polite.storage.base import HostFacts, RobotsRecord
 
 __all__ = ["SQLiteStore"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS slots (
     host TEXT PRIMARY KEY, last_start REAL, backoff_until REAL);
+CREATE TABLE IF NOT EXISTS response_times (
+    host TEXT PRIMARY KEY, seconds REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS delays (
     domain TEXT PRIMARY KEY, delay_s REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS robots (
@@ -79,6 +87,56 @@ class SQLiteStore:
             "INSERT INTO slots (host, backoff_until) VALUES (?, ?) ON CONFLICT(host) DO UPDATE "
             "SET backoff_until = max(coalesce(backoff_until, 0), excluded.backoff_until)",
             (host, until))
+
+    async def claim_batch(self, requests: Sequence[tuple[str, tuple[float, ...]]], *,
+                          take: bool) -> list[HostClaim]:
+        now = self._clock()
+        db = self._db
+        answers = []
+        db.execute("BEGIN IMMEDIATE" if take else "BEGIN")
+        try:
+            for host, intervals in requests:
+                last_start, backoff_until = self._slot(host)
+                answer = claim_first(last_start, backoff_until, intervals, now)
+                if take and answer.granted >= 0:
+                    db.execute("INSERT INTO slots (host, last_start) VALUES (?, ?) ON CONFLICT"
+                               "(host) DO UPDATE SET last_start = excluded.last_start",
+                               (host, now))
+                answers.append(answer)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        return answers
+
+    async def host_facts(self, hosts: Sequence[str]) -> list[HostFacts]:
+        facts = []
+        for host in hosts:
+            delay = self._db.execute("SELECT delay_s FROM delays WHERE domain = ?",
+                                     (host,)).fetchone()
+            seconds = self._db.execute("SELECT seconds FROM response_times WHERE host = ?",
+                                       (host,)).fetchone()
+            facts.append(HostFacts(None if delay is None else float(delay[0]),
+                                   None if seconds is None else float(seconds[0])))
+        return facts
+
+    async def note_response(self, host: str, elapsed_s: float | None,
+                            pause_s: float | None) -> None:
+        if elapsed_s is not None:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                row = db.execute("SELECT seconds FROM response_times WHERE host = ?",
+                                 (host,)).fetchone()
+                average = average_response_time(None if row is None else row[0], elapsed_s)
+                db.execute("INSERT OR REPLACE INTO response_times (host, seconds) "
+                           "VALUES (?, ?)", (host, average))
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+        if pause_s is not None:
+            await self.back_off(host, self._clock() + pause_s)
 
     async def get_delay(self, domain: str) -> float | None:
         row = self._db.execute("SELECT delay_s FROM delays WHERE domain = ?",

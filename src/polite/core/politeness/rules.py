@@ -20,10 +20,14 @@ __all__ = [
     "DEFAULT_DELAY_S",
     "MAX_CRAWL_DELAY_S",
     "Delays",
+    "HostClaim",
     "Ready",
     "Refused",
     "SlotClaim",
     "WaitUntil",
+    "average_response_time",
+    "backoff_until",
+    "claim_first",
     "claim_slot",
     "delays_for",
     "earliest_in_windows",
@@ -36,6 +40,12 @@ DEFAULT_DELAY_S = 1.0
 MAX_CRAWL_DELAY_S = 60.0
 # The adaptive delay is this many times the host's recent response time.
 ADAPTIVE_FACTOR = 1.0
+# How far one new response time moves a host's running average (exponential weighting).
+RESPONSE_TIME_WEIGHT = 0.3
+# A 429 or 503 without a usable Retry-After pauses the host this long; a Retry-After is
+# honoured up to a day.
+DEFAULT_BACKOFF_S = 60.0
+MAX_BACKOFF_S = 86_400.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,10 +205,13 @@ def next_slot(
 @dataclass(frozen=True, slots=True)
 class SlotClaim:
     """The answer to "may I start now?" for a host: ``granted`` means the slot is now taken
-    (``at`` is its start); otherwise ``at`` is the earliest time worth asking again."""
+    (``at`` is its start); otherwise ``at`` is the earliest time worth asking again. ``now``
+    is the time the store judged by (its own clock when it keeps one, as Redis does), so
+    ``at - now`` is the wait whoever asked."""
 
     granted: bool
     at: float
+    now: float
 
 
 def claim_slot(last_start: float | None, backoff_until: float | None, interval_s: float,
@@ -211,5 +224,56 @@ def claim_slot(last_start: float | None, backoff_until: float | None, interval_s
     if backoff_until is not None and backoff_until > earliest:
         earliest = backoff_until
     if earliest <= now:
-        return SlotClaim(True, now)
-    return SlotClaim(False, earliest)
+        return SlotClaim(True, now, now)
+    return SlotClaim(False, earliest, now)
+
+
+@dataclass(frozen=True, slots=True)
+class HostClaim:
+    """One host's candidates in a batch, in the order they were asked: ``granted`` is the
+    index of the one that may start now (-1: none), ``ats[i]`` the earliest start of
+    candidate ``i``. A host gets at most one start per batch, so the candidates after the
+    granted one wait their own interval from ``now``."""
+
+    granted: int
+    ats: tuple[float, ...]
+    now: float
+
+
+def claim_first(last_start: float | None, backoff_until: float | None,
+                intervals: tuple[float, ...], now: float) -> HostClaim:
+    """:func:`claim_slot` over a host's candidates, each with its own interval (a brace
+    block gives a path its own delay); the first that fits wins (a Lua twin runs in Redis).
+
+    Example: last start 100.0, intervals (5.0, 1.0), asked at 103.0 -> the second wins.
+    """
+    ats = []
+    granted = -1
+    for index, interval in enumerate(intervals):
+        if granted >= 0:
+            ats.append(now + interval)
+            continue
+        answer = claim_slot(last_start, backoff_until, interval, now)
+        ats.append(answer.at)
+        if answer.granted:
+            granted = index
+    return HostClaim(granted, tuple(ats), now)
+
+
+def average_response_time(previous_s: float | None, sample_s: float) -> float:
+    """The host's running response time after one more sample (exponentially weighted).
+
+    Example: 1.0 s so far, a 2.0 s response -> 1.3 s.
+    """
+    if previous_s is None:
+        return sample_s
+    return previous_s + RESPONSE_TIME_WEIGHT * (sample_s - previous_s)
+
+
+def backoff_until(status: int, retry_after_s: float | None, now: float) -> float | None:
+    """Until when a host is left alone after answering ``status``: 429 and 503 ask for a
+    pause (``Retry-After`` when given, up to a day; a minute otherwise); others do not."""
+    if status not in (429, 503):
+        return None
+    wait = DEFAULT_BACKOFF_S if retry_after_s is None else min(retry_after_s, MAX_BACKOFF_S)
+    return now + max(wait, 0.0)

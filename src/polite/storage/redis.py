@@ -1,0 +1,280 @@
+"""The shared store: one Redis database that several ``polite serve`` nodes use together.
+
+A slot is claimed by a Lua script, so the read, the arithmetic and the write happen in one
+step on the server, and the time it judges by is the server's own (``TIME``), so nodes whose
+clocks disagree still hand each slot out once. The script is the twin of
+:func:`polite.core.politeness.rules.claim_slot`; the contract suite runs both.
+
+Keys (``PREFIX`` is ``polite:`` unless the URL says ``?prefix=``):
+
+- ``PREFIX slot:HOST`` hash ``last`` / ``backoff``; expires a day after it stops mattering;
+- ``PREFIX delays`` hash DOMAIN -> seconds;
+- ``PREFIX response_times`` hash HOST -> running average of response times, seconds;
+- ``PREFIX robots:ORIGIN`` hash of a :class:`RobotsRecord`.
+
+What survives a Redis restart is what the server's own persistence keeps (``appendonly
+yes`` for nothing lost); see the README.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from urllib.parse import parse_qs, urlsplit
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+from redis.typing import EncodableT, FieldT
+
+from polite.core.politeness.rules import RESPONSE_TIME_WEIGHT, HostClaim, SlotClaim
+from polite.errors import ConfigError
+from polite.storage.base import HostFacts, RobotsRecord
+
+__all__ = ["RedisStore"]
+
+# KEYS[1] the slot hash. ARGV: interval (s), now (s, or "" for the server's TIME),
+# "1" to take the slot ("0" to look), how long (s) an idle slot key is kept.
+_CLAIM = """
+local now
+if ARGV[2] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+else
+  now = tonumber(ARGV[2])
+end
+local held = redis.call('HMGET', KEYS[1], 'last', 'backoff')
+local earliest = now
+if held[1] then earliest = math.max(now, tonumber(held[1]) + tonumber(ARGV[1])) end
+if held[2] and tonumber(held[2]) > earliest then earliest = tonumber(held[2]) end
+local stamp = string.format('%.17g', now)
+if earliest <= now then
+  if ARGV[3] == '1' then
+    redis.call('HSET', KEYS[1], 'last', stamp)
+    redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[1]) + tonumber(ARGV[4])))
+  end
+  return {1, stamp, stamp}
+end
+return {0, string.format('%.17g', earliest), stamp}
+"""
+
+# KEYS[1] the slot hash; ARGV[1] the back-off's end (s), ARGV[2] how long the key is kept
+# after it.
+_BACK_OFF = """
+local held = tonumber(redis.call('HGET', KEYS[1], 'backoff') or '0')
+local until_ = tonumber(ARGV[1])
+if until_ > held then
+  redis.call('HSET', KEYS[1], 'backoff', string.format('%.17g', until_))
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1])
+local keep = math.max(until_, held) - now + tonumber(ARGV[2])
+if keep > 0 then redis.call('EXPIRE', KEYS[1], math.ceil(keep)) end
+return 1
+"""
+
+# The batch twin of claim_first. KEYS: one slot hash per host. ARGV: now ("" for TIME),
+# "1" to take, how long (s) an idle key is kept, then per host: n, then its n intervals.
+# Returns now, then per host: the granted index (-1 none) and the n earliest starts.
+_CLAIM_BATCH = """
+local now
+if ARGV[1] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+else
+  now = tonumber(ARGV[1])
+end
+local take = ARGV[2] == '1'
+local keep = tonumber(ARGV[3])
+local stamp = string.format('%.17g', now)
+local out = {stamp}
+local a = 4
+for k = 1, #KEYS do
+  local n = tonumber(ARGV[a])
+  local held = redis.call('HMGET', KEYS[k], 'last', 'backoff')
+  local last = held[1] and tonumber(held[1])
+  local backoff = held[2] and tonumber(held[2])
+  local granted = -1
+  local ats = {}
+  for i = 1, n do
+    local interval = tonumber(ARGV[a + i])
+    local earliest = now
+    if granted >= 0 then
+      earliest = now + interval
+    else
+      if last then earliest = math.max(now, last + interval) end
+      if backoff and backoff > earliest then earliest = backoff end
+      if earliest <= now then
+        granted = i - 1
+        if take then
+          redis.call('HSET', KEYS[k], 'last', stamp)
+          redis.call('EXPIRE', KEYS[k], math.ceil(interval + keep))
+        end
+      end
+    end
+    ats[i] = string.format('%.17g', earliest)
+  end
+  out[#out + 1] = granted
+  for i = 1, n do out[#out + 1] = ats[i] end
+  a = a + n + 1
+end
+return out
+"""
+
+# KEYS[1] the response-time hash; ARGV: host, the new sample (s), its weight.
+_NOTE_RESPONSE = """
+local previous = redis.call('HGET', KEYS[1], ARGV[1])
+local sample = tonumber(ARGV[2])
+if previous then
+  sample = tonumber(previous) + tonumber(ARGV[3]) * (sample - tonumber(previous))
+end
+redis.call('HSET', KEYS[1], ARGV[1], string.format('%.17g', sample))
+return 1
+"""
+
+_KEEP_IDLE_S = 86_400.0
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class RedisStore:
+    """``clock``, when given, replaces the server's time (tests with a fake clock); leave it
+    out in production so every node judges by the same clock."""
+
+    def __init__(self, client: aioredis.Redis, *, prefix: str = "polite:",
+                 clock: Callable[[], float] | None = None) -> None:
+        self._redis = client
+        self._prefix = prefix
+        self._clock = clock
+        self._claim = client.register_script(_CLAIM)
+        self._back_off = client.register_script(_BACK_OFF)
+        self._claim_batch = client.register_script(_CLAIM_BATCH)
+        self._note_response = client.register_script(_NOTE_RESPONSE)
+
+    @classmethod
+    def from_url(cls, url: str, *, clock: Callable[[], float] | None = None) -> RedisStore:
+        """``redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]`` (``rediss://`` for TLS)."""
+        parts = urlsplit(url)
+        if parts.scheme not in ("redis", "rediss", "unix"):
+            raise ConfigError(f"--store {url!r}: expected redis://HOST:PORT/DB")
+        query = parse_qs(parts.query)
+        prefix = query.pop("prefix", ["polite:"])[0]
+        rest = "&".join(f"{k}={v}" for k, vs in query.items() for v in vs)
+        plain = parts._replace(query=rest).geturl()
+        try:
+            client = aioredis.Redis.from_url(plain, socket_timeout=5.0,
+                                             socket_connect_timeout=5.0)
+        except (ValueError, RedisError) as exc:
+            raise ConfigError(f"--store {url!r}: {exc}") from exc
+        return cls(client, prefix=prefix, clock=clock)
+
+    async def ping(self) -> None:
+        """Raise :class:`ConfigError` when the server cannot be reached."""
+        try:
+            await self._redis.ping()
+        except (OSError, RedisError) as exc:
+            raise ConfigError(f"the Redis store does not answer: {exc}") from exc
+
+    def _slot_key(self, host: str) -> str:
+        return f"{self._prefix}slot:{host}"
+
+    async def clock(self) -> float:
+        if self._clock is not None:
+            return self._clock()
+        seconds, micros = await self._redis.time()
+        return seconds + micros / 1_000_000
+
+    async def _run_claim(self, host: str, interval_s: float, now: float | None,
+                         take: bool) -> SlotClaim:
+        if now is None and self._clock is not None:
+            now = self._clock()
+        stamp = "" if now is None else repr(float(now))
+        granted, at, judged = await self._claim(
+            keys=[self._slot_key(host)],
+            args=[repr(float(interval_s)), stamp, "1" if take else "0", repr(_KEEP_IDLE_S)])
+        return SlotClaim(bool(granted), float(at), float(judged))
+
+    async def claim(self, host: str, interval_s: float, now: float | None = None) -> SlotClaim:
+        return await self._run_claim(host, interval_s, now, True)
+
+    async def peek(self, host: str, interval_s: float, now: float | None = None) -> SlotClaim:
+        return await self._run_claim(host, interval_s, now, False)
+
+    async def back_off(self, host: str, until: float) -> None:
+        await self._back_off(keys=[self._slot_key(host)], args=[repr(float(until)),
+                                                                 repr(_KEEP_IDLE_S)])
+
+    async def claim_batch(self, requests: Sequence[tuple[str, tuple[float, ...]]], *,
+                          take: bool) -> list[HostClaim]:
+        if not requests:
+            return []
+        stamp = "" if self._clock is None else repr(float(self._clock()))
+        args: list[str | int] = [stamp, "1" if take else "0", repr(_KEEP_IDLE_S)]
+        for _, intervals in requests:
+            args.append(len(intervals))
+            args.extend(repr(float(i)) for i in intervals)
+        reply = await self._claim_batch(keys=[self._slot_key(h) for h, _ in requests],
+                                        args=args)
+        now = float(reply[0])
+        answers = []
+        at = 1
+        for _, intervals in requests:
+            n = len(intervals)
+            answers.append(HostClaim(int(reply[at]),
+                                     tuple(float(x) for x in reply[at + 1:at + 1 + n]), now))
+            at += n + 1
+        return answers
+
+    async def host_facts(self, hosts: Sequence[str]) -> list[HostFacts]:
+        if not hosts:
+            return []
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.hmget(f"{self._prefix}delays", list(hosts))
+            pipe.hmget(f"{self._prefix}response_times", list(hosts))
+            delays, seconds = await pipe.execute()
+        return [HostFacts(None if d is None else float(d), None if r is None else float(r))
+                for d, r in zip(delays, seconds, strict=True)]
+
+    async def note_response(self, host: str, elapsed_s: float | None,
+                            pause_s: float | None) -> None:
+        if elapsed_s is not None:
+            await self._note_response(keys=[f"{self._prefix}response_times"],
+                                      args=[host, repr(float(elapsed_s)),
+                                            repr(RESPONSE_TIME_WEIGHT)])
+        if pause_s is not None:
+            await self.back_off(host, await self.clock() + pause_s)
+
+    async def get_delay(self, domain: str) -> float | None:
+        value = await self._redis.hget(f"{self._prefix}delays", domain)
+        return None if value is None else float(value)
+
+    async def set_delay(self, domain: str, delay_s: float) -> None:
+        await self._redis.hset(f"{self._prefix}delays", domain, repr(float(delay_s)))
+
+    async def delete_delay(self, domain: str) -> None:
+        await self._redis.hdel(f"{self._prefix}delays", domain)
+
+    async def all_delays(self) -> dict[str, float]:
+        values = await self._redis.hgetall(f"{self._prefix}delays")
+        return {_text(key): float(value) for key, value in sorted(values.items())}
+
+    async def load_robots(self, origin: str) -> RobotsRecord | None:
+        fields = await self._redis.hgetall(f"{self._prefix}robots:{origin}")
+        if not fields:
+            return None
+        body = fields[b"body"]
+        return RobotsRecord(
+            origin=origin, kind=_text(fields[b"kind"]), status=int(fields[b"status"]),
+            body=body if isinstance(body, bytes) else body.encode(),
+            fetched_at=float(fields[b"fetched_at"]), expires_at=float(fields[b"expires_at"]),
+            failures=int(fields[b"failures"]), reason=_text(fields[b"reason"]))
+
+    async def save_robots(self, record: RobotsRecord) -> None:
+        mapping: dict[FieldT, EncodableT] = {
+            "kind": record.kind, "status": record.status, "body": record.body,
+            "fetched_at": repr(record.fetched_at), "expires_at": repr(record.expires_at),
+            "failures": record.failures, "reason": record.reason}
+        await self._redis.hset(f"{self._prefix}robots:{record.origin}", mapping=mapping)
+
+    async def close(self) -> None:
+        await self._redis.aclose()

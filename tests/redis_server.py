@@ -1,0 +1,68 @@
+"""A real ``redis-server`` on loopback for the tests of the shared store.
+
+``.ci/run`` installs the server and sets ``POLITE_REQUIRE_REDIS=1``, so that in CI a missing
+server is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def redis_binary() -> str:
+    """The server's path, or a skip (a failure in CI) when it is not installed."""
+    found = shutil.which("redis-server")
+    if found is None:
+        message = "redis-server is not installed (apt-get install -y redis-server)"
+        if os.environ.get("POLITE_REQUIRE_REDIS") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return found
+
+
+@contextmanager
+def redis_server(folder: Path, *, appendonly: bool = False) -> Iterator[str]:
+    """Start a server with its files in ``folder``; yields ``redis://127.0.0.1:PORT/0``."""
+    binary = redis_binary()
+    port = _free_port()
+    command = [binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(folder),
+               "--save", "", "--appendonly", "yes" if appendonly else "no",
+               "--protected-mode", "yes", "--loglevel", "warning"]
+    log = folder / "redis-server.log"
+    command += ["--logfile", str(log)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+                    conn.sendall(b"PING\r\n")
+                    if conn.recv(16).startswith(b"+PONG"):
+                        break
+            except OSError:
+                pass
+            if process.poll() is not None:
+                said = log.read_text() if log.exists() else ""
+                raise RuntimeError(f"redis-server did not start: {said}")
+            if time.monotonic() > deadline:
+                raise RuntimeError("redis-server did not answer within 10 s")
+            time.sleep(0.02)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(10)

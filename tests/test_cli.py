@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.sites import Reply, Site, serve
+
 
 def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -76,3 +78,38 @@ def test_no_command_prints_help() -> None:
     result = run()
     assert result.returncode == 2
     assert "robots" in result.stdout
+
+
+def test_robots_check_fetches_a_sites_robots_txt() -> None:
+    robots = Reply(200, b"User-agent: *\nDisallow: /private\n")
+    with serve(Site("127.0.0.31", {"/robots.txt": robots})) as site:
+        result = run("robots", "check", site.origin, "--agent", "bot", "--allow-private",
+                     "/private/x", f"{site.origin}/public")
+        assert result.returncode == 1, result.stderr
+        lines = result.stdout.splitlines()
+        assert lines[0] == f"{site.origin}/robots.txt: 200, dialect rfc9309"
+        assert lines[1].startswith(f"disallowed {site.origin}/private/x")
+        assert "Disallow: /private (line 2)" in lines[1]
+        assert lines[2].startswith(f"allowed    {site.origin}/public")
+        assert site.requests == ["/robots.txt"]
+
+
+def test_robots_check_site_status_rows() -> None:
+    with serve(Site("127.0.0.32", {"/robots.txt": Reply(403)})) as forbidden, \
+            serve(Site("127.0.0.33", {})) as missing:
+        result = run("robots", "check", forbidden.origin, "--agent", "bot", "--allow-private",
+                     "--json", "/a")
+        assert result.returncode == 1
+        assert json.loads(result.stdout)[0]["allowed"] is False
+        result = run("robots", "check", missing.origin, "--agent", "bot", "--allow-private",
+                     "/a")
+        assert result.returncode == 0, result.stdout
+        assert "404" in result.stdout
+
+
+def test_robots_check_site_refuses_private_addresses_by_default() -> None:
+    with serve(Site("127.0.0.34", {"/robots.txt": Reply(200, b"")})) as site:
+        result = run("robots", "check", site.origin, "--agent", "bot", "/a")
+        assert result.returncode == 1
+        assert "private or loopback" in result.stdout
+        assert site.requests == []

@@ -51,8 +51,13 @@ def _build_parser() -> argparse.ArgumentParser:
         "check", help="may an agent fetch these URLs?",
         description="Print the verdict, the deciding rule and its line for each URL. "
                     "Exit status: 0 all allowed, 1 some disallowed, 2 bad input.")
-    check.add_argument("file", metavar="FILE", help="a robots.txt file, or - for standard input")
-    check.add_argument("urls", metavar="URL", nargs="+", help="URLs to check")
+    check.add_argument("file", metavar="FILE|SITE",
+                       help="a robots.txt file, - for standard input, or a site's URL "
+                            "(http:// or https://) to fetch its robots.txt")
+    check.add_argument("urls", metavar="URL", nargs="+",
+                       help="URLs to check (with a SITE, paths such as /a/b will do)")
+    check.add_argument("--allow-private", action="store_true",
+                       help="with a SITE: also fetch from private and loopback addresses")
     check.add_argument("--agent", "-a", required=True, help="the crawler's product token")
     check.add_argument("--dialect", "-d", default="auto", choices=dialects)
     check.add_argument("--ip", help="the egress IP address (REGP Ip-allow / Ip-disallow)")
@@ -71,20 +76,29 @@ def _build_parser() -> argparse.ArgumentParser:
         "serve", help="run the politeness service (REST API) on one port",
         description="Listens on loopback by default. Robots.txt of private and loopback "
                     "addresses is not fetched unless --allow-private is given.")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8080)
-    serve.add_argument("--store", default="sqlite:///polite.sqlite",
-                       help="sqlite:///PATH (default sqlite:///polite.sqlite) or memory://")
-    serve.add_argument("--default-delay-ms", type=int, default=1000,
-                       help="delay where neither the operator nor the site sets one")
-    serve.add_argument("--max-crawl-delay-s", type=float, default=60.0,
-                       help="robots.txt delays above this are read as this")
-    serve.add_argument("--agent", default="polite",
-                       help="the product token robots.txt is read for")
-    serve.add_argument("--allow-private", action="store_true",
+    # Defaults live in polite.serve.Settings: an option not given falls back to --config,
+    # then to those defaults.
+    serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="default 8080")
+    serve.add_argument("--store", help="sqlite:///PATH (default sqlite:///polite.sqlite), "
+                       "redis://HOST:PORT/DB (shared by several nodes) or memory://")
+    serve.add_argument("--default-delay-ms", type=int,
+                       help="delay where neither the operator nor the site sets one "
+                            "(default 1000)")
+    serve.add_argument("--max-crawl-delay-s", type=float,
+                       help="robots.txt delays above this are read as this (default 60)")
+    serve.add_argument("--agent", help="the product token robots.txt is read for "
+                       "(default polite)")
+    serve.add_argument("--allow-private", action="store_true", default=None,
                        help="also fetch from private and loopback addresses")
+    serve.add_argument("--on-401-403", choices=["disallow", "allow"],
+                       help="what a robots.txt answered with 401 or 403 means: disallow all "
+                            "(the default, as the seeds do) or allow all (RFC 9309)")
     serve.add_argument("--admin-token", help="required (Bearer) for writes such as PUT /delays;"
                        " mandatory when --host is not a loopback address")
+    serve.add_argument("--config", metavar="FILE",
+                       help="a TOML file with any of the options above (with _ for -) and a "
+                            "[delays] table of domain = milliseconds")
     serve.set_defaults(handler=_serve)
     return parser
 
@@ -106,8 +120,51 @@ def _decision_json(url: str, decision: Decision) -> dict[str, object]:
 
 
 def _robots_check(args: argparse.Namespace, out: TextIO) -> int:
+    if args.file.startswith(("http://", "https://")):
+        return _robots_check_site(args, out)
     robots: RobotsTxt = parse(_read(args.file), args.dialect)
-    decisions = [(url, robots.decide(url, args.agent, ip=args.ip)) for url in args.urls]
+    return _print_decisions(args, out, [(url, robots.decide(url, args.agent, ip=args.ip))
+                                        for url in args.urls])
+
+
+def _robots_check_site(args: argparse.Namespace, out: TextIO) -> int:
+    # Imported here: the fetch layer's dependencies are not needed for local files.
+    import asyncio
+    from urllib.parse import urljoin
+
+    from polite.clock import WallClock
+    from polite.core.robots.lifecycle import AllowAll, FetchPolicy, Parsed
+    from polite.fetch.robots import RobotsFetcher, create_client, origin_of
+    from polite.storage import MemoryStore
+
+    site = origin_of(args.file)
+    urls = [urljoin(site + "/", url) for url in args.urls]
+
+    async def fetch() -> object:
+        clock = WallClock()
+        async with create_client() as client:
+            fetcher = RobotsFetcher(client, MemoryStore(clock), clock, agent=args.agent,
+                                    policy=FetchPolicy(), allow_private=args.allow_private,
+                                    dialect=args.dialect)
+            return await fetcher.state(site)
+
+    state = asyncio.run(fetch())
+    if isinstance(state, Parsed):
+        if not args.json:
+            out.write(f"{site}/robots.txt: {state.status}, dialect {state.robots.dialect}"
+                      f"{' (last good copy)' if state.stale else ''}\n")
+        return _print_decisions(args, out, [(url, state.robots.decide(url, args.agent,
+                                                                      ip=args.ip))
+                                            for url in urls])
+    allowed = isinstance(state, AllowAll)
+    reason = getattr(state, "reason", "")
+    decisions = [(url, Decision(allowed, None, f"{site}/robots.txt: {reason}"))
+                 for url in urls]
+    return _print_decisions(args, out, decisions)
+
+
+def _print_decisions(args: argparse.Namespace, out: TextIO,
+                     decisions: list[tuple[str, Decision]]) -> int:
     if args.json:
         json.dump([_decision_json(u, d) for u, d in decisions], out, indent=2)
         out.write("\n")

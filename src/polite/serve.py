@@ -4,32 +4,124 @@ and runs them under uvicorn. Nothing below this reads options or the environment
 from __future__ import annotations
 
 import argparse
+import asyncio
 import ipaddress
+import tomllib
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import uvicorn
 
 from polite.api import create_app
 from polite.clock import WallClock
+from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
 from polite.errors import ConfigError
 from polite.fetch.politeness import Politeness
 from polite.fetch.robots import RobotsFetcher, create_client
-from polite.storage import MemoryStore, SQLiteStore, Store
+from polite.storage import MemoryStore, RedisStore, SQLiteStore, Store
 
-__all__ = ["open_store", "run_server"]
+__all__ = ["Settings", "open_store", "run_server", "settings_from"]
+
+
+@dataclass
+class Settings:
+    """What ``polite serve`` runs with: the command line over ``--config`` over these."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    store: str = "sqlite:///polite.sqlite"
+    default_delay_ms: int = 1000
+    max_crawl_delay_s: float = 60.0
+    agent: str = "polite"
+    allow_private: bool = False
+    admin_token: str | None = None
+    on_401_403: str = "disallow"
+    delays: dict[str, int] = field(default_factory=dict)  # domain -> ms, from --config
+
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "host": (str,), "port": (int,), "store": (str,), "default_delay_ms": (int,),
+    "max_crawl_delay_s": (int, float), "agent": (str,), "allow_private": (bool,),
+    "admin_token": (str,), "on_401_403": (str,),
+}
+
+
+def _read_config(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as file:
+            data = tomllib.load(file)
+    except OSError as exc:
+        raise ConfigError(f"--config {path}: {exc.strerror or exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"--config {path}: not TOML: {exc}") from exc
+    config: dict[str, Any] = {}
+    for raw_key, value in data.items():
+        key = raw_key.replace("-", "_")
+        if key == "delays":
+            if not isinstance(value, dict):
+                raise ConfigError(f"--config {path}: [delays] must be a table of "
+                                  "domain = milliseconds")
+            for domain, ms in value.items():
+                if isinstance(ms, bool) or not isinstance(ms, int | float) or ms < 0:
+                    raise ConfigError(f"--config {path}: delays.{domain} must be milliseconds "
+                                      "(0 or more)")
+            config["delays"] = {d.lower(): int(ms) for d, ms in value.items()}
+            continue
+        expected = _TYPES.get(key)
+        if expected is None:
+            known = ", ".join(sorted([*_TYPES, "delays"]))
+            raise ConfigError(f"--config {path}: unknown setting {raw_key!r} (known: {known})")
+        if not isinstance(value, expected) or (isinstance(value, bool) and bool not in expected):
+            raise ConfigError(f"--config {path}: {raw_key} must be "
+                              f"{' or '.join(t.__name__ for t in expected)}")
+        config[key] = value
+    return config
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    """The effective settings: what the command line gave, else the config file, else the
+    defaults."""
+    settings = Settings()
+    config = _read_config(args.config) if getattr(args, "config", None) else {}
+    for item in fields(Settings):
+        given = getattr(args, item.name, None)
+        if given is not None:
+            setattr(settings, item.name, given)
+        elif item.name in config:
+            setattr(settings, item.name, config[item.name])
+    if settings.default_delay_ms < 0:
+        raise ConfigError("--default-delay-ms must be 0 or more")
+    if settings.max_crawl_delay_s < 0:
+        raise ConfigError("--max-crawl-delay-s must be 0 or more")
+    if settings.on_401_403 not in ("disallow", "allow"):
+        raise ConfigError("on_401_403 must be 'disallow' or 'allow'")
+    if not 0 <= settings.port <= 65535:
+        raise ConfigError(f"--port {settings.port} is not a port number")
+    return settings
 
 
 def open_store(url: str, clock: WallClock) -> Store:
-    """A store from its URL: ``sqlite:///PATH`` or ``memory://``."""
+    """A store from its URL: ``sqlite:///PATH``, ``redis://HOST:PORT/DB`` or ``memory://``."""
     if url.startswith("sqlite:///"):
         path = Path(url.removeprefix("sqlite:///"))
         if path.parent and not path.parent.exists():
             raise ConfigError(f"--store {url}: the folder {path.parent} does not exist")
         return SQLiteStore(path, clock)
+    if url.startswith(("redis://", "rediss://")):
+        return RedisStore.from_url(url)
     if url in ("memory://", "memory"):
         return MemoryStore(clock)
-    raise ConfigError(f"--store {url!r}: expected sqlite:///PATH or memory://")
+    raise ConfigError(f"--store {url!r}: expected sqlite:///PATH, redis://HOST:PORT/DB or "
+                      "memory://")
+
+
+async def _check_redis(url: str) -> None:
+    store = RedisStore.from_url(url)
+    try:
+        await store.ping()
+    finally:
+        await store.close()
 
 
 def _is_loopback(host: str) -> bool:
@@ -42,30 +134,40 @@ def _is_loopback(host: str) -> bool:
 
 
 def run_server(args: argparse.Namespace, out: TextIO) -> int:
-    if not _is_loopback(args.host) and not args.admin_token:
-        raise ConfigError(f"--host {args.host} is not loopback: give --admin-token so that "
-                          "writes are not open to the network")
-    if args.default_delay_ms < 0:
-        raise ConfigError("--default-delay-ms must be 0 or more")
+    settings = settings_from(args)
+    if not _is_loopback(settings.host) and not settings.admin_token:
+        raise ConfigError(f"--host {settings.host} is not loopback: give --admin-token so "
+                          "that writes are not open to the network")
+    if settings.store.startswith(("redis://", "rediss://")):
+        asyncio.run(_check_redis(settings.store))  # fail now, not at the first request
     clock = WallClock()
-    store = open_store(args.store, clock)
+    store = open_store(settings.store, clock)
     client = create_client()
-    fetcher = RobotsFetcher(client, store, clock, agent=args.agent,
-                            allow_private=args.allow_private)
-    politeness = Politeness(fetcher, store, clock, agent=args.agent,
-                            default_delay_s=args.default_delay_ms / 1000,
-                            max_crawl_delay_s=args.max_crawl_delay_s,
-                            allow_private=args.allow_private)
+    policy = FetchPolicy(unauthorized=UnauthorizedMeans(settings.on_401_403))
+    fetcher = RobotsFetcher(client, store, clock, agent=settings.agent, policy=policy,
+                            allow_private=settings.allow_private)
+    politeness = Politeness(fetcher, store, clock, agent=settings.agent,
+                            default_delay_s=settings.default_delay_ms / 1000,
+                            max_crawl_delay_s=settings.max_crawl_delay_s,
+                            allow_private=settings.allow_private)
+
+    async def startup() -> None:
+        # Delays from the config file fill in; what was set at run time (PUT /delays) and
+        # persisted stays.
+        for domain, ms in settings.delays.items():
+            if await store.get_delay(domain) is None:
+                await store.set_delay(domain, ms / 1000)
 
     async def shutdown() -> None:
         await client.aclose()
         await store.close()
 
-    app = create_app(politeness, store, admin_token=args.admin_token, on_shutdown=shutdown)
-    out.write(f"polite serve: listening on http://{args.host}:{args.port} "
-              f"(store {args.store}, agent {args.agent!r})\n")
+    app = create_app(politeness, store, admin_token=settings.admin_token,
+                     on_startup=startup, on_shutdown=shutdown)
+    out.write(f"polite serve: listening on http://{settings.host}:{settings.port} "
+              f"(store {settings.store}, agent {settings.agent!r})\n")
     out.flush()
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
                             lifespan="on", timeout_keep_alive=30)
     uvicorn.Server(config).run()
     return 0

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import hmac
 import json
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -55,7 +57,33 @@ def _url_list(value: Any) -> list[str]:
     return value
 
 
+def _feedback(item: Any, n: int) -> tuple[str, int, float | None, str | None]:
+    """One report of what a fetch got: ``{"url", "status", "elapsedMs"?, "retryAfter"?}``."""
+    if not isinstance(item, dict):
+        raise _Problem(400, f"item {n}: expected an object")
+    url, status = item.get("url"), item.get("status")
+    elapsed, retry_after = item.get("elapsedMs"), item.get("retryAfter")
+    if not isinstance(url, str) or not urlsplit(url).hostname:
+        raise _Problem(400, f"item {n}: 'url' must be an absolute URL")
+    if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
+        raise _Problem(400, f"item {n}: 'status' must be an HTTP status code")
+    if elapsed is not None and (isinstance(elapsed, bool) or not isinstance(elapsed, int | float)
+                                or not 0 <= elapsed <= 3_600_000):
+        raise _Problem(400, f"item {n}: 'elapsedMs' must be milliseconds (0 to 3600000)")
+    if isinstance(retry_after, int) and not isinstance(retry_after, bool):
+        retry_after = str(retry_after)
+    if retry_after is not None and not isinstance(retry_after, str):
+        raise _Problem(400, f"item {n}: 'retryAfter' must be the header's value "
+                       "(seconds or an HTTP date)")
+    return url, status, None if elapsed is None else elapsed / 1000, retry_after
+
+
+def _ms(seconds: float) -> int:
+    return max(0, math.ceil(seconds * 1000))
+
+
 def create_app(politeness: Politeness, store: Store, *, admin_token: str | None = None,
+               on_startup: Callable[[], Awaitable[None]] | None = None,
                on_shutdown: Callable[[], Awaitable[None]] | None = None) -> Starlette:
     """The app; ``admin_token``, when set, is required (Bearer) for writes."""
     registry = CollectorRegistry()
@@ -67,7 +95,8 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
     async def answer(urls: list[str], request: Request) -> list[Verdict]:
         reserve = request.query_params.get("reserve", "false").lower() in ("1", "true", "yes")
         agent = request.query_params.get("agent") or None
-        verdicts = await politeness.check(urls, reserve=reserve, agent=agent)
+        ip = request.query_params.get("ip") or None
+        verdicts = await politeness.check(urls, reserve=reserve, agent=agent, ip=ip)
         for verdict in verdicts:
             decisions.labels("allowed" if verdict.allowed else "refused").inc()
         return verdicts
@@ -111,12 +140,35 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
                          "configured_delay": None if conf is None else round(conf * 1000)})
         return JSONResponse(rows)
 
-    async def put_delay(request: Request) -> Response:
+    def authorize(request: Request) -> None:
         if admin_token is not None:
             given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
             if not hmac.compare_digest(given.encode(), admin_token.encode()):
                 raise _Problem(401, "this server needs 'Authorization: Bearer <token>' "
                                "for writes")
+
+    async def delete_delay(request: Request) -> Response:
+        authorize(request)
+        await store.delete_delay(request.path_params["domain"].lower())
+        return Response(status_code=204)
+
+    async def post_feedback(request: Request) -> Response:
+        body = await _json_body(request)
+        if not isinstance(body, list) or len(body) > MAX_URLS_PER_CALL:
+            raise _Problem(400, "expected a JSON array (at most "
+                           f"{MAX_URLS_PER_CALL}) of {{\"url\", \"status\", \"elapsedMs\", "
+                           "\"retryAfter\"}")
+        reports = [_feedback(item, n) for n, item in enumerate(body)]
+        paused = []
+        for url, status, elapsed_s, retry_after in reports:
+            pause = await politeness.note_response(url, status, elapsed_s=elapsed_s,
+                                                   retry_after=retry_after)
+            paused.append(None if pause is None else _ms(pause))
+        return JSONResponse([{"url": r[0], "pausedFor": p}
+                             for r, p in zip(reports, paused, strict=True)])
+
+    async def put_delay(request: Request) -> Response:
+        authorize(request)
         domain = request.path_params["domain"].lower()
         body = await _json_body(request)
         delay = body.get("delay") if isinstance(body, dict) else None
@@ -138,6 +190,8 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if on_startup is not None:
+            await on_startup()
         yield
         if on_shutdown is not None:
             await on_shutdown()
@@ -148,6 +202,8 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         Route("/politeness/verbose", guarded(post_verbose), methods=["POST"]),
         Route("/delays", guarded(get_delays), methods=["GET"]),
         Route("/delays/{domain}", guarded(put_delay), methods=["PUT"]),
+        Route("/delays/{domain}", guarded(delete_delay), methods=["DELETE"]),
+        Route("/politeness/feedback", guarded(post_feedback), methods=["POST"]),
         Route("/health", health, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
@@ -163,6 +219,8 @@ _VERDICT = {"type": "object", "properties": {
     "retryAfter": {"type": "integer", "description": "ms; -1 when waiting will not help"}}}
 _QUERY = [{"name": "reserve", "in": "query", "schema": {"type": "boolean"},
            "description": "also take the host's slot for each allowed URL"},
+          {"name": "ip", "in": "query", "schema": {"type": "string"},
+           "description": "the crawler's egress IP (REGP Ip-allow / Ip-delay / Ip-rate)"},
           {"name": "agent", "in": "query", "schema": {"type": "string"},
            "description": "the crawler's product token (default: the server's --agent)"}]
 
@@ -187,6 +245,15 @@ OPENAPI: dict[str, Any] = {
             "post": {"summary": "a verdict, reason and retryAfter for every URL",
                      "parameters": _QUERY, "requestBody": _json(_URLS),
                      "responses": {"200": _json({"type": "array", "items": _VERDICT})}}},
+        "/politeness/feedback": {
+            "post": {"summary": "what fetches got: response times feed the adaptive delay, "
+                                "429/503 pause the host (Retry-After honoured)",
+                     "requestBody": _json({"type": "array", "items": {
+                         "type": "object", "required": ["url", "status"], "properties": {
+                             "url": {"type": "string"}, "status": {"type": "integer"},
+                             "elapsedMs": {"type": "number"},
+                             "retryAfter": {"type": ["string", "integer"]}}}}),
+                     "responses": {"200": _json({"type": "array"})}}},
         "/delays": {"get": {"summary": "delays per domain, in ms",
                             "responses": {"200": _json({"type": "array"})}}},
         "/delays/{domain}": {"put": {
@@ -195,7 +262,11 @@ OPENAPI: dict[str, Any] = {
                             "schema": {"type": "string"}}],
             "requestBody": _json({"type": "object",
                                   "properties": {"delay": {"type": "number"}}}),
-            "responses": {"200": _json({"type": "object"})}}},
+            "responses": {"200": _json({"type": "object"})}},
+            "delete": {"summary": "forget a domain's configured delay",
+                       "parameters": [{"name": "domain", "in": "path", "required": True,
+                                       "schema": {"type": "string"}}],
+                       "responses": {"204": {}}}},
         "/health": {"get": {"summary": "liveness", "responses": {"200": _json({})}}},
         "/metrics": {"get": {"summary": "Prometheus text", "responses": {"200": {}}}},
     },

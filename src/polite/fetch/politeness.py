@@ -9,6 +9,7 @@ stay polite together.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,10 +20,17 @@ from polite.core.politeness.rules import (
     DEFAULT_DELAY_S,
     MAX_CRAWL_DELAY_S,
     Delays,
+    backoff_until,
     delays_for,
     earliest_in_windows,
 )
-from polite.core.robots.lifecycle import AllowAll, DisallowAll, Parsed
+from polite.core.robots.lifecycle import (
+    AllowAll,
+    DisallowAll,
+    Parsed,
+    RobotsState,
+    parse_retry_after,
+)
 from polite.core.robots.model import AgentRules
 from polite.errors import InvalidURL
 from polite.fetch.robots import RobotsFetcher, is_public_host, origin_of
@@ -51,6 +59,16 @@ def _ms(seconds: float) -> int:
     return max(0, math.ceil(seconds * 1000))
 
 
+@dataclass(slots=True)
+class _Ask:
+    """One URL on its way through a batch."""
+
+    index: int
+    url: str
+    host: str
+    delays: Delays
+
+
 class Politeness:
     """Answers for batches of URLs; one instance per service, shared by all requests."""
 
@@ -64,6 +82,7 @@ class Politeness:
         default_delay_s: float = DEFAULT_DELAY_S,
         max_crawl_delay_s: float = MAX_CRAWL_DELAY_S,
         allow_private: bool = False,
+        robots_concurrency: int = 64,
     ) -> None:
         self._robots = robots
         self.allow_private = allow_private
@@ -73,71 +92,126 @@ class Politeness:
         self.default_delay_s = default_delay_s
         self.max_crawl_delay_s = max_crawl_delay_s
         self.robots_delays_s: dict[str, float] = {}  # host -> what its robots.txt asks
+        self._robots_slots = asyncio.Semaphore(robots_concurrency)
 
     @property
     def robots_fetches(self) -> int:
         """How many robots.txt requests have gone out."""
         return self._robots.fetches
 
-    async def delays(self, host: str, rules: AgentRules) -> Delays:
-        configured = await self._store.get_delay(host)
-        delays = delays_for(rules, configured_s=configured, default_s=self.default_delay_s,
-                            max_crawl_delay_s=self.max_crawl_delay_s)
-        if delays.robots_s is not None:
-            self.robots_delays_s[host] = delays.robots_s
-        return delays
+    async def _state(self, url: str) -> RobotsState:
+        async with self._robots_slots:
+            return await self._robots.state(url)
 
     async def check(self, urls: Sequence[str], *, reserve: bool = False,
-                    agent: str | None = None) -> list[Verdict]:
-        """A verdict per URL, in order; at most one URL per host is allowed per call."""
-        agent = agent or self.agent
-        granted_hosts: dict[str, float] = {}
-        verdicts = []
-        for url in urls:
-            verdicts.append(await self._check_one(url, agent, reserve, granted_hosts))
-        return verdicts
+                    agent: str | None = None, ip: str | None = None) -> list[Verdict]:
+        """A verdict per URL, in order; at most one URL per host is allowed per call.
 
-    async def _check_one(self, url: str, agent: str, reserve: bool,
-                         granted_hosts: dict[str, float]) -> Verdict:
-        try:
-            origin_of(url)
-        except InvalidURL as exc:
-            return Verdict(url, False, str(exc))
+        The robots.txt of every origin in the batch is loaded concurrently; then the store
+        is asked twice whatever the batch's size: once for what it knows of the hosts, once
+        to claim (``reserve``) or look at their slots.
+        """
+        agent = agent or self.agent
+        verdicts: list[Verdict | None] = [None] * len(urls)
+        origins: dict[str, str] = {}  # origin -> a URL of it
+        hosts: list[tuple[int, str, str]] = []
+        public: dict[str, bool] = {}
+        for index, url in enumerate(urls):
+            try:
+                origin = origin_of(url)
+            except InvalidURL as exc:
+                verdicts[index] = Verdict(url, False, str(exc))
+                continue
+            host = (urlsplit(url).hostname or "").lower()
+            if not self.allow_private:
+                if host not in public:
+                    public[host] = await is_public_host(host)
+                if not public[host]:
+                    verdicts[index] = Verdict(
+                        url, False, f"{host} is a private or loopback address; this server "
+                        "does not fetch from those (--allow-private)")
+                    continue
+            origins.setdefault(origin, url)
+            hosts.append((index, url, host))
+        states = dict(zip(origins, await asyncio.gather(
+            *(self._state(u) for u in origins.values())), strict=True))
+
+        now = self._clock()
+        asks: list[tuple[int, str, str, AgentRules]] = []
+        for index, url, host in hosts:
+            state = states[origin_of(url)]
+            rules = AgentRules()
+            match state:
+                case DisallowAll():
+                    verdicts[index] = Verdict(url, False, state.reason,
+                                              _ms(state.retry_at - now))
+                    continue
+                case Parsed():
+                    decision = state.robots.decide(url, agent, ip=ip)
+                    if not decision.allowed:
+                        verdicts[index] = Verdict(url, False,
+                                                  f"Blocked by robots.txt: {decision.reason}")
+                        continue
+                    rules = state.robots.agent_rules(agent, ip=ip, url=url)
+                case AllowAll():
+                    pass
+            asks.append((index, url, host, rules))
+
+        distinct = list(dict.fromkeys(host for _, _, host, _ in asks))
+        facts = dict(zip(distinct, await self._store.host_facts(distinct), strict=True))
+        candidates: dict[str, list[_Ask]] = {}
+        for index, url, host, rules in asks:
+            configured, response_time = facts[host]
+            delays = delays_for(rules, configured_s=configured,
+                                default_s=self.default_delay_s,
+                                max_crawl_delay_s=self.max_crawl_delay_s,
+                                response_time_s=response_time)
+            if delays.robots_s is not None:
+                self.robots_delays_s[host] = delays.robots_s
+            if delays.windows or delays.forbidden:
+                opens = earliest_in_windows(now, delays.windows, delays.forbidden)
+                if opens is None:
+                    verdicts[index] = Verdict(url, False, "robots.txt forbids visits for the "
+                                              "foreseeable future (Time-forbidden / "
+                                              "Visit-time)")
+                    continue
+                if opens > now:
+                    verdicts[index] = Verdict(url, False, "robots.txt allows visits only at "
+                                              "certain times (Visit-time / Time-forbidden)",
+                                              _ms(opens - now))
+                    continue
+            candidates.setdefault(host, []).append(_Ask(index, url, host, delays))
+
+        requests = [(host, tuple(a.delays.interval_s for a in group))
+                    for host, group in candidates.items()]
+        claims = await self._store.claim_batch(requests, take=reserve)
+        for (host, group), claim in zip(candidates.items(), claims, strict=True):
+            for position, ask in enumerate(group):
+                interval_ms = _ms(ask.delays.interval_s)
+                wait_ms = _ms(claim.ats[position] - claim.now)
+                if position == claim.granted:
+                    verdicts[ask.index] = Verdict(ask.url, True)
+                elif 0 <= claim.granted < position:
+                    verdicts[ask.index] = Verdict(
+                        ask.url, False, f"There must be a delay of {interval_ms} milliseconds "
+                        f"between requests to {host}.", wait_ms)
+                else:
+                    verdicts[ask.index] = Verdict(
+                        ask.url, False, f"There must be a delay of {interval_ms} milliseconds "
+                        f"between requests to {host} ({ask.delays.reason()}).", wait_ms)
+        done = [v for v in verdicts if v is not None]
+        assert len(done) == len(urls)
+        return done
+
+    async def note_response(self, url: str, status: int, *, elapsed_s: float | None = None,
+                            retry_after: str | None = None) -> float | None:
+        """What a fetch of ``url`` got: its time feeds the adaptive delay, a 429 or 503 holds
+        the host (``Retry-After`` honoured). Returns the pause in seconds, if any."""
         host = (urlsplit(url).hostname or "").lower()
-        if not self.allow_private and not await is_public_host(host):
-            return Verdict(url, False, f"{host} is a private or loopback address; this server "
-                           "does not fetch from those (--allow-private)")
-        state = await self._robots.state(url)
-        rules = AgentRules()
-        match state:
-            case DisallowAll():
-                return Verdict(url, False, state.reason, _ms(state.retry_at - self._clock()))
-            case Parsed():
-                decision = state.robots.decide(url, agent)
-                if not decision.allowed:
-                    return Verdict(url, False, f"Blocked by robots.txt: {decision.reason}")
-                rules = state.robots.agent_rules(agent, url=url)
-            case AllowAll():
-                pass
-        delays = await self.delays(host, rules)
-        interval_ms = _ms(delays.interval_s)
-        if host in granted_hosts:
-            return Verdict(url, False, f"There must be a delay of {interval_ms} milliseconds "
-                           f"between requests to {host}.", interval_ms)
-        now = await self._store.clock()
-        if delays.windows or delays.forbidden:
-            opens = earliest_in_windows(now, delays.windows, delays.forbidden)
-            if opens is None:
-                return Verdict(url, False, "robots.txt forbids visits for the foreseeable "
-                               "future (Time-forbidden / Visit-time)")
-            if opens > now:
-                return Verdict(url, False, "robots.txt allows visits only at certain times "
-                               "(Visit-time / Time-forbidden)", _ms(opens - now))
-        slot = (self._store.claim if reserve else self._store.peek)
-        answer = await slot(host, delays.interval_s)  # judged by the store's clock
-        if not answer.granted:
-            return Verdict(url, False, f"There must be a delay of {interval_ms} milliseconds "
-                           f"between requests to {host} ({delays.reason()}).",
-                           _ms(answer.at - answer.now))
-        granted_hosts[host] = now
-        return Verdict(url, True)
+        if not host:
+            raise InvalidURL(f"{url!r} has no host")
+        now = self._clock()
+        until = backoff_until(status, parse_retry_after(retry_after, now), now)
+        pause = None if until is None else until - now
+        await self._store.note_response(host, elapsed_s, pause)
+        return pause

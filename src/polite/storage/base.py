@@ -7,8 +7,8 @@ its own server time, so that nodes with different clocks still agree on a slot.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from polite.core.politeness.rules import HostClaim, SlotClaim

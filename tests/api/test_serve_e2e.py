@@ -1,0 +1,295 @@
+"""``polite serve`` started as a user starts it (a real process), asked over HTTP about real
+sites on loopback: every row of the fetch status table, every source of delay, a config
+file, and two nodes sharing one politeness state through a real redis-server."""
+
+from __future__ import annotations
+
+import datetime as dt
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.redis_server import redis_server
+from tests.sites import Reply, Site, serve
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def polite_serve(*options: str) -> Iterator[httpx.Client]:
+    """``python -m polite serve OPTIONS`` on a free port; a client once /health answers."""
+    port = free_port()
+    command = [sys.executable, "-m", "polite", "serve", "--port", str(port), "--agent",
+               "politetest", *options]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as process:
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False,
+                              timeout=30) as api:
+                deadline = time.monotonic() + 20
+                while True:
+                    try:
+                        if api.get("/health").status_code == 200:
+                            break
+                    except httpx.TransportError:
+                        pass
+                    if process.poll() is not None:
+                        assert process.stderr is not None
+                        pytest.fail(f"polite serve exited: {process.stderr.read()}")
+                    assert time.monotonic() < deadline, "polite serve did not start"
+                    time.sleep(0.05)
+                yield api
+        finally:
+            process.terminate()
+            process.wait(10)
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+    db = tmp_path_factory.mktemp("serve") / "polite.sqlite"
+    with polite_serve("--store", f"sqlite:///{db}", "--allow-private") as client:
+        yield client
+
+
+def verdict(api: httpx.Client, url: str, **params: str) -> dict[str, object]:
+    answer = api.post("/politeness/verbose", json=[url], params=params)
+    assert answer.status_code == 200, answer.text
+    result: dict[str, object] = answer.json()[0]
+    return result
+
+
+def redirects(count: int, final: Reply) -> dict[str, Reply]:
+    routes = {f"/r{n}": Reply(302, headers={"Location": f"/r{n + 1}"}) for n in range(count)}
+    routes["/robots.txt"] = Reply(301, headers={"Location": "/r0"}) if count else final
+    routes[f"/r{count}"] = final
+    return routes
+
+
+ROBOTS = Reply(200, b"User-agent: *\nDisallow: /private\n")
+HTML = Reply(200, b"<!DOCTYPE html><html><head><title>Home</title></head><body>Hi</body>"
+                  b"</html>", {"Content-Type": "text/html"})
+
+# (address, routes, allowed, error contains, waiting helps): DESIGN.md's status table.
+STATUS_TABLE = [
+    ("127.0.1.1", {"/robots.txt": ROBOTS}, True, None, None),
+    ("127.0.1.2", redirects(4, ROBOTS), True, None, None),
+    ("127.0.1.3", redirects(5, ROBOTS), False, "redirects", True),
+    ("127.0.1.4", {"/robots.txt": Reply(401)}, False, "401", True),
+    ("127.0.1.5", {"/robots.txt": Reply(403)}, False, "403", True),
+    ("127.0.1.6", {"/robots.txt": Reply(404)}, True, None, None),
+    ("127.0.1.7", {"/robots.txt": Reply(410)}, True, None, None),
+    ("127.0.1.8", {"/robots.txt": Reply(429, headers={"Retry-After": "600"})}, False, "429",
+     True),
+    ("127.0.1.9", {"/robots.txt": Reply(500)}, False, "500", True),
+    ("127.0.1.10", {"/robots.txt": Reply(503)}, False, "503", True),
+    ("127.0.1.11", {"/robots.txt": HTML}, True, None, None),
+]
+
+
+@pytest.mark.parametrize(("address", "routes", "allowed", "error", "waiting_helps"),
+                         STATUS_TABLE, ids=[row[0] for row in STATUS_TABLE])
+def test_status_table(api: httpx.Client, address: str, routes: dict[str, Reply],
+                      allowed: bool, error: str | None, waiting_helps: bool | None) -> None:
+    with serve(Site(address, dict(routes))) as site:
+        answer = verdict(api, f"{site.origin}/page")
+        assert answer["allowed"] is allowed, answer
+        if error is not None:
+            assert error in str(answer["error"])
+        if waiting_helps:
+            assert isinstance(answer["retryAfter"], int) and answer["retryAfter"] > 0
+        if routes is STATUS_TABLE[0][1]:
+            blocked = verdict(api, f"{site.origin}/private/x")
+            assert not blocked["allowed"] and blocked["retryAfter"] == -1
+            assert "Disallow: /private (line 2)" in str(blocked["error"])
+        # Asked again, the answer comes from what was stored: robots.txt is not refetched.
+        fetched = site.requests.count("/robots.txt")
+        verdict(api, f"{site.origin}/other")
+        assert site.requests.count("/robots.txt") == fetched == 1
+        assert "/page" not in site.requests  # the service never fetches pages itself
+
+
+def test_network_error_disallows_with_back_off(api: httpx.Client) -> None:
+    answer = verdict(api, f"http://127.0.1.12:{free_port()}/page")
+    assert not answer["allowed"] and isinstance(answer["retryAfter"], int)
+    assert answer["retryAfter"] > 0
+
+
+def test_one_robots_fetch_for_many_callers(api: httpx.Client) -> None:
+    slow = Reply(200, b"User-agent: *\nAllow: /\n", delay_s=0.5)
+    with serve(Site("127.0.1.13", {"/robots.txt": slow})) as site:
+        urls = [f"{site.origin}/p{n}" for n in range(50)]
+        answers = api.post("/politeness/verbose", json=urls).json()
+        assert [a["allowed"] for a in answers] == [True] + [False] * 49
+        assert site.requests == ["/robots.txt"]
+
+
+def robots_site(address: str, body: str) -> Site:
+    return Site(address, {"/robots.txt": Reply(200, body.encode())})
+
+
+def reserve_then_wait(api: httpx.Client, url: str, **params: str) -> dict[str, object]:
+    first = verdict(api, url, reserve="true", **params)
+    assert first["allowed"], first
+    return verdict(api, url, **params)
+
+
+@pytest.mark.parametrize(
+    ("address", "body", "low_ms", "high_ms", "source"),
+    [
+        ("127.0.2.1", "User-agent: *\nAllow: /\n", 900, 1000, "default delay"),
+        ("127.0.2.2", "User-agent: *\nCrawl-delay: 4\n", 3000, 4000, "Crawl-delay"),
+        ("127.0.2.3", "User-agent: *\nRequest-rate: 1/6s\n", 5000, 6000, "Request-rate"),
+        ("127.0.2.4", "User-agent: *\nCrawl-delay: 3600\n", 59_000, 60_000, "Crawl-delay"),
+        ("127.0.2.5", "Robot-version: 3.0\nUser-agent: *\nAllow: /\nIp-delay: 7\n", 6000,
+         7000, "Ip-delay"),
+        ("127.0.2.6", "Robot-version: 3.0\nUser-agent: *\nAllow: /\nIp-rate: 6/m\n", 9000,
+         10_000, "Ip-rate"),
+    ],
+)
+def test_delay_sources(api: httpx.Client, address: str, body: str, low_ms: int, high_ms: int,
+                       source: str) -> None:
+    with serve(robots_site(address, body)) as site:
+        answer = reserve_then_wait(api, f"{site.origin}/a", ip="10.1.2.3")
+        assert low_ms < int(str(answer["retryAfter"])) <= high_ms, answer
+        assert source in str(answer["error"])
+
+
+def test_operator_delay_set_at_run_time(api: httpx.Client) -> None:
+    with serve(robots_site("127.0.2.7", "User-agent: *\nCrawl-delay: 2\n")) as site:
+        assert api.put("/delays/127.0.2.7", json={"delay": 8000}).status_code == 200
+        answer = reserve_then_wait(api, f"{site.origin}/a")
+        assert 7000 < int(str(answer["retryAfter"])) <= 8000
+        assert "configured delay" in str(answer["error"])
+        row = [d for d in api.get("/delays").json() if d["domain"] == "127.0.2.7"]
+        assert row == [{"domain": "127.0.2.7", "delay": 8000, "robotstxt_delay": 2000,
+                        "configured_delay": 8000}]
+        assert api.delete("/delays/127.0.2.7").status_code == 204
+
+
+def _hhmm(moment: dt.datetime) -> str:
+    return moment.strftime("%H%M")
+
+
+def test_visit_time_and_time_forbidden(api: httpx.Client) -> None:
+    now = dt.datetime.now(dt.UTC)
+    later = f"{_hhmm(now + dt.timedelta(hours=2))}-{_hhmm(now + dt.timedelta(hours=3))}"
+    around = f"{_hhmm(now - dt.timedelta(hours=1))}-{_hhmm(now + dt.timedelta(hours=1))}"
+    visit = f"Robot-version: 3.0\nUser-agent: *\nAllow: /\nVisit-time: {later}\n"
+    forbidden = f"Robot-version: 3.0\nUser-agent: *\nAllow: /\nTime-forbidden: {around}\n"
+    with serve(robots_site("127.0.2.8", visit)) as a, \
+            serve(robots_site("127.0.2.9", forbidden)) as b:
+        waits = verdict(api, f"{a.origin}/x")
+        assert not waits["allowed"] and "Visit-time" in str(waits["error"])
+        assert 60 * 60_000 < int(str(waits["retryAfter"])) <= 2 * 60 * 60_000
+        held = verdict(api, f"{b.origin}/x")
+        assert not held["allowed"] and "Time-forbidden" in str(held["error"])
+        assert 0 < int(str(held["retryAfter"])) <= 60 * 60_000
+
+
+def test_back_off_after_429_and_503(api: httpx.Client) -> None:
+    with serve(robots_site("127.0.2.10", "User-agent: *\nAllow: /\n")) as site:
+        url = f"{site.origin}/a"
+        assert verdict(api, url)["allowed"]
+        told = api.post("/politeness/feedback",
+                        json=[{"url": url, "status": 503, "retryAfter": "120"}])
+        assert told.json() == [{"url": url, "pausedFor": 120_000}]
+        answer = verdict(api, url)
+        assert not answer["allowed"] and 119_000 < int(str(answer["retryAfter"])) <= 120_000
+    with serve(robots_site("127.0.2.11", "User-agent: *\nAllow: /\n")) as site:
+        url = f"{site.origin}/a"
+        api.post("/politeness/feedback", json=[{"url": url, "status": 429}])
+        answer = verdict(api, url)  # no Retry-After: a minute
+        assert 59_000 < int(str(answer["retryAfter"])) <= 60_000
+        ok = api.post("/politeness/feedback", json=[{"url": url, "status": 200}]).json()
+        assert ok == [{"url": url, "pausedFor": None}]
+
+
+def test_adaptive_delay_follows_response_times(api: httpx.Client) -> None:
+    with serve(robots_site("127.0.2.12", "User-agent: *\nCrawl-delay: 1\n")) as site:
+        url = f"{site.origin}/a"
+        api.post("/politeness/feedback", json=[{"url": url, "status": 200, "elapsedMs": 5000}])
+        answer = reserve_then_wait(api, url)
+        assert 4000 < int(str(answer["retryAfter"])) <= 5000
+        assert "adaptive delay" in str(answer["error"])
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"[{\"url\": \"http://e.com/\"}]", b"[{\"url\": \"nope\", \"status\": 200}]",
+     b"[{\"url\": \"http://e.com/\", \"status\": 200, \"elapsedMs\": -1}]", b"{}"],
+)
+def test_feedback_bad_input(api: httpx.Client, body: bytes) -> None:
+    answer = api.post("/politeness/feedback", content=body)
+    assert answer.status_code == 400 and answer.json()["error"]
+
+
+def test_401_403_policy_is_configurable(tmp_path: Path) -> None:
+    with serve(Site("127.0.2.13", {"/robots.txt": Reply(403)})) as site, \
+            polite_serve("--store", "memory://", "--allow-private", "--on-401-403",
+                         "allow") as api:
+        assert verdict(api, f"{site.origin}/x")["allowed"]
+
+
+def test_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "polite.toml"
+    config.write_text('default_delay_ms = 2500\nallow_private = true\n'
+                      '[delays]\n"127.0.2.14" = 9000\n')
+    with serve(robots_site("127.0.2.14", "User-agent: *\nAllow: /\n")) as configured, \
+            serve(robots_site("127.0.2.15", "User-agent: *\nAllow: /\n")) as plain, \
+            polite_serve("--store", "memory://", "--config", str(config)) as api:
+        answer = reserve_then_wait(api, f"{configured.origin}/a")
+        assert 8000 < int(str(answer["retryAfter"])) <= 9000
+        answer = reserve_then_wait(api, f"{plain.origin}/a")
+        assert 2000 < int(str(answer["retryAfter"])) <= 2500
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("port = \"eighty\"\n", "port must be int"), ("colour = 1\n", "unknown setting"),
+     ("[delays\n", "not TOML"), ("[delays]\n\"e.com\" = -4\n", "delays.e.com")],
+)
+def test_bad_config_file(tmp_path: Path, text: str, message: str) -> None:
+    config = tmp_path / "polite.toml"
+    config.write_text(text)
+    done = subprocess.run([sys.executable, "-m", "polite", "serve", "--config", str(config)],
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 2
+    assert message in done.stderr
+
+
+def test_two_nodes_share_one_delay_through_redis(tmp_path: Path) -> None:
+    with redis_server(tmp_path) as redis_url, \
+            serve(robots_site("127.0.2.16", "User-agent: *\nAllow: /\n")) as site, \
+            polite_serve("--store", redis_url, "--allow-private") as node_a, \
+            polite_serve("--store", redis_url, "--allow-private") as node_b:
+        assert node_a.put("/delays/127.0.2.16", json={"delay": 5000}).status_code == 200
+        url = f"{site.origin}/a"
+        assert verdict(node_b, url, reserve="true")["allowed"]
+        seen_by_a = verdict(node_a, url, reserve="true")
+        assert not seen_by_a["allowed"]
+        assert 4000 < int(str(seen_by_a["retryAfter"])) <= 5000
+        assert "configured delay" in str(seen_by_a["error"])
+        rows = node_b.get("/delays").json()
+        assert {"domain": "127.0.2.16", "delay": 5000, "robotstxt_delay": None,
+                "configured_delay": 5000} in rows
+        # Both nodes fetched nothing twice: the robots.txt state is shared too.
+        assert site.requests == ["/robots.txt"]
+
+
+def test_redis_store_that_does_not_answer_is_a_clear_error() -> None:
+    done = subprocess.run([sys.executable, "-m", "polite", "serve", "--store",
+                           f"redis://127.0.0.1:{free_port()}/0"],
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 2
+    assert "the Redis store does not answer" in done.stderr

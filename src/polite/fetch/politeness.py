@@ -33,12 +33,13 @@ from polite.core.robots.lifecycle import (
 )
 from polite.core.robots.model import AgentRules
 from polite.errors import InvalidURL
-from polite.fetch.robots import RobotsFetcher, is_public_host, origin_of
+from polite.fetch.robots import RobotsFetcher, is_public_host, split_origin
 from polite.storage.base import Store
 
 __all__ = ["NO_RETRY", "Politeness", "Verdict"]
 
 NO_RETRY = -1  # seed 001: "retryAfter -1 ... a delay does not have to be considered"
+NO_RULES = AgentRules()  # no robots.txt in force: no fields from the site
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,7 @@ class _Ask:
     url: str
     host: str
     delays: Delays
+    interval_s: float
 
 
 class Politeness:
@@ -113,16 +115,14 @@ class Politeness:
         """
         agent = agent or self.agent
         verdicts: list[Verdict | None] = [None] * len(urls)
-        origins: dict[str, str] = {}  # origin -> a URL of it
-        hosts: list[tuple[int, str, str]] = []
+        hosts: list[tuple[int, str, str, str]] = []
         public: dict[str, bool] = {}
         for index, url in enumerate(urls):
             try:
-                origin = origin_of(url)
+                origin, host = split_origin(url)
             except InvalidURL as exc:
                 verdicts[index] = Verdict(url, False, str(exc))
                 continue
-            host = (urlsplit(url).hostname or "").lower()
             if not self.allow_private:
                 if host not in public:
                     public[host] = await is_public_host(host)
@@ -131,16 +131,25 @@ class Politeness:
                         url, False, f"{host} is a private or loopback address; this server "
                         "does not fetch from those (--allow-private)")
                     continue
-            origins.setdefault(origin, url)
-            hosts.append((index, url, host))
-        states = dict(zip(origins, await asyncio.gather(
-            *(self._state(u) for u in origins.values())), strict=True))
+            hosts.append((index, url, origin, host))
+        states: dict[str, RobotsState] = {}
+        missing: dict[str, str] = {}  # origin -> a URL of it
+        for _, url, origin, _ in hosts:
+            if origin not in states and origin not in missing:
+                state = self._robots.fresh(origin)
+                if state is None:
+                    missing[origin] = url
+                else:
+                    states[origin] = state
+        if missing:
+            loaded = await asyncio.gather(*(self._state(u) for u in missing.values()))
+            states.update(zip(missing, loaded, strict=True))
 
         now = self._clock()
         asks: list[tuple[int, str, str, AgentRules]] = []
-        for index, url, host in hosts:
-            state = states[origin_of(url)]
-            rules = AgentRules()
+        for index, url, origin, host in hosts:
+            state = states[origin]
+            rules = NO_RULES
             match state:
                 case DisallowAll():
                     verdicts[index] = Verdict(url, False, state.reason,
@@ -180,14 +189,15 @@ class Politeness:
                                               "certain times (Visit-time / Time-forbidden)",
                                               _ms(opens - now))
                     continue
-            candidates.setdefault(host, []).append(_Ask(index, url, host, delays))
+            candidates.setdefault(host, []).append(
+                _Ask(index, url, host, delays, delays.interval_s))
 
-        requests = [(host, tuple(a.delays.interval_s for a in group))
+        requests = [(host, tuple(a.interval_s for a in group))
                     for host, group in candidates.items()]
         claims = await self._store.claim_batch(requests, take=reserve)
         for (host, group), claim in zip(candidates.items(), claims, strict=True):
             for position, ask in enumerate(group):
-                interval_ms = _ms(ask.delays.interval_s)
+                interval_ms = _ms(ask.interval_s)
                 wait_ms = _ms(claim.ats[position] - claim.now)
                 if position == claim.granted:
                     verdicts[ask.index] = Verdict(ask.url, True)

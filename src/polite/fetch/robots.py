@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 import socket
 from urllib.parse import urlsplit
 
@@ -30,7 +31,7 @@ from polite.core.robots.lifecycle import (
 from polite.errors import InvalidURL
 from polite.storage.base import RobotsRecord, RobotsStore
 
-__all__ = ["RobotsFetcher", "create_client", "is_public_host", "origin_of"]
+__all__ = ["RobotsFetcher", "create_client", "is_public_host", "origin_of", "split_origin"]
 
 MAX_REDIRECTS = 5  # DESIGN.md: follow up to five hops (RFC 9309 asks for at least five)
 DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
@@ -45,6 +46,27 @@ def create_client() -> httpx.AsyncClient:
 
 def origin_of(url: str) -> str:
     """``scheme://host[:port]`` of an http(s) URL, lower-cased; :class:`InvalidURL` else."""
+    return split_origin(url)[0]
+
+
+# The common shape, lower-case scheme and host, read without urlsplit; anything else takes
+# the general path.
+_PLAIN = re.compile(r"(https?)://([a-z0-9.-]+)(?::([0-9]{1,5}))?(?=[/?#]|\Z)")
+
+
+def split_origin(url: str) -> tuple[str, str]:
+    """``(origin, host)`` of an http(s) URL, as :func:`origin_of` and ``urlsplit``'s
+    ``hostname`` give them; :class:`InvalidURL` else."""
+    m = _PLAIN.match(url)
+    if m is not None and "@" not in url[:m.end()]:
+        scheme, host, port = m.groups()
+        if port is None:
+            return f"{scheme}://{host}", host
+        number = int(port)
+        if number <= 65535:
+            if number == (80 if scheme == "http" else 443):
+                return f"{scheme}://{host}", host
+            return f"{scheme}://{host}:{number}", host
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -60,7 +82,7 @@ def origin_of(url: str) -> str:
     netloc = f"[{host}]" if ":" in host else host
     if port is not None and port != default:
         netloc += f":{port}"
-    return f"{scheme}://{netloc}"
+    return f"{scheme}://{netloc}", host
 
 
 async def is_public_host(host: str) -> bool:
@@ -139,6 +161,13 @@ class RobotsFetcher:
         self._states: dict[str, tuple[RobotsState, bytes]] = {}
         self._in_flight: dict[str, asyncio.Future[RobotsState]] = {}
         self.fetches = 0  # how many requests went out: for /metrics and tests
+
+    def fresh(self, origin: str) -> RobotsState | None:
+        """The state of ``origin`` when it is in memory and still in force (no I/O)."""
+        known = self._states.get(origin)
+        if known is not None and _expires_at(known[0]) > self._clock():
+            return known[0]
+        return None
 
     async def state(self, url: str) -> RobotsState:
         """The rules in force for ``url``'s origin, fetching robots.txt if needed."""

@@ -164,11 +164,13 @@ class RobotsTxt:
     first use and kept, so repeated checks cost one lookup whatever the number of rules.
     """
 
-    __slots__ = ("_body", "_cache", "_checks", "_last", "_path_of")
+    __slots__ = ("_body", "_cache", "_checks", "_fields", "_last", "_path_of")
 
     def __init__(self, body: ParsedBody) -> None:
         self._body = body
         self._cache: dict[tuple[str, str | None], _Compiled] = {}
+        # agent_rules for agents whose groups have no brace blocks (the same for every URL)
+        self._fields: dict[tuple[str, str | None], AgentRules] = {}
         self._checks: dict[str, Callable[[str], bool]] = {}  # the same, for ip None
         self._last: tuple[str | None, Callable[[str], bool]] = (None, _always_allowed)
         dialect = body.dialect
@@ -300,6 +302,9 @@ class RobotsTxt:
         With ``url``, REGP brace blocks whose target covers the URL's path add or override
         fields: the path's own delay (seed 000, section 5).
         """
+        known = self._fields.get((agent, ip))
+        if known is not None:
+            return known
         groups = self._select_groups(agent)
         directives: list[Directive] = []
         for group in groups:
@@ -309,7 +314,12 @@ class RobotsTxt:
         if url is not None and blocks:
             path = self._path_of(url)
             layers.extend(self._scoped_directives(blocks, agent, ip, path))
-        return _assemble(layers, groups[0].line if groups else None)
+        fields = _assemble(layers, groups[0].line if groups else None)
+        if not blocks:
+            if len(self._fields) >= _MAX_CACHED_AGENTS:
+                self._fields.clear()
+            self._fields[(agent, ip)] = fields
+        return fields
 
     def delay_s(self, agent: str, *, ip: str | None = None, url: str | None = None
                 ) -> float | None:

@@ -136,3 +136,42 @@ def test_origins() -> None:
     for bad in ("ftp://example.com/", "example.com/x", "http://", "http://e.com:99999/"):
         with pytest.raises(InvalidURL, match=r"URL|scheme|host"):
             origin_of(bad)
+
+
+class StepClock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_last_good_copy_for_up_to_30_days(client: httpx.AsyncClient) -> None:
+    replies = [Reply(200, ROBOTS)]
+    with serve(Site("127.0.0.11", {"/robots.txt": lambda: replies[-1]})) as site:
+        clock = StepClock()
+        robots = RobotsFetcher(client, MemoryStore(clock), clock, agent="politetest",
+                               allow_private=True)
+        assert isinstance(await robots.state(site.origin + "/"), Parsed)
+        replies.append(Reply(503))
+        clock.now += 2 * 86_400  # past the 24 h clamp: refetched, the site is down
+        stale = await robots.state(site.origin + "/")
+        assert isinstance(stale, Parsed) and stale.stale
+        assert not stale.robots.allowed(site.origin + "/private", "politetest")
+        clock.now += 31 * 86_400
+        gone = await robots.state(site.origin + "/")
+        assert isinstance(gone, DisallowAll)
+        assert site.requests.count("/robots.txt") >= 3
+
+
+async def test_memory_keeps_the_newest_states_and_the_store_the_rest(
+        client: httpx.AsyncClient) -> None:
+    store = MemoryStore(WallClock())
+    sites = [Site(f"127.0.0.{n}", {"/robots.txt": Reply(200, ROBOTS)}) for n in (12, 13, 14)]
+    with serve(sites[0]) as a, serve(sites[1]) as b, serve(sites[2]) as c:
+        robots = fetcher(client, store=store, max_in_memory=2)
+        for site in (a, b, c):
+            await robots.state(site.origin + "/")
+        assert robots.fresh(a.origin) is None  # pushed out of memory ...
+        assert isinstance(await robots.state(a.origin + "/x"), Parsed)  # ... not forgotten
+        assert a.requests == ["/robots.txt"] and robots.fetches == 3

@@ -148,6 +148,7 @@ class RobotsFetcher:
         allow_private: bool = False,
         dialect: str = "auto",
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+        max_in_memory: int = 100_000,
     ) -> None:
         self._client = client
         self._store = store
@@ -159,8 +160,16 @@ class RobotsFetcher:
         self._dialect = dialect
         self._timeout = timeout
         self._states: dict[str, tuple[RobotsState, bytes]] = {}
+        self._max_in_memory = max(1, max_in_memory)
         self._in_flight: dict[str, asyncio.Future[RobotsState]] = {}
         self.fetches = 0  # how many requests went out: for /metrics and tests
+
+    def _remember(self, origin: str, known: tuple[RobotsState, bytes]) -> None:
+        # The store has every state; memory keeps the most recently learned ones.
+        self._states.pop(origin, None)
+        while len(self._states) >= self._max_in_memory:
+            del self._states[next(iter(self._states))]
+        self._states[origin] = known
 
     def fresh(self, origin: str) -> RobotsState | None:
         """The state of ``origin`` when it is in memory and still in force (no I/O)."""
@@ -178,7 +187,7 @@ class RobotsFetcher:
             record = await self._store.load_robots(origin)
             if record is not None:
                 known = (_state(record, self._dialect, self._max_bytes), record.body)
-                self._states[origin] = known
+                self._remember(origin, known)
         if known is not None and _expires_at(known[0]) > now:
             return known[0]
         pending = self._in_flight.get(origin)
@@ -207,7 +216,7 @@ class RobotsFetcher:
         body = outcome.body if isinstance(outcome, Received) else b""
         if isinstance(state, Parsed) and state.stale and known is not None:
             body = known[1]
-        self._states[origin] = (state, body)
+        self._remember(origin, (state, body))
         await self._store.save_robots(_record(origin, state, body))
         return state
 

@@ -26,6 +26,8 @@ class Site:
     routes: dict[str, Reply | Callable[[], Reply]] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)
     port: int = 0
+    # (method, path, headers, body) of every request, for tests that look closer
+    seen: list[tuple[str, str, dict[str, str], bytes]] = field(default_factory=list)
 
     @property
     def origin(self) -> str:
@@ -35,7 +37,15 @@ class Site:
 @contextmanager
 def serve(site: Site) -> Iterator[Site]:
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            self.do_GET()
+
         def do_GET(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            site.seen.append((self.command, self.path, dict(self.headers.items()), body))
             site.requests.append(self.path)
             route = site.routes.get(self.path, Reply(404, b"not found"))
             reply = route() if callable(route) else route

@@ -94,6 +94,14 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--on-401-403", choices=["disallow", "allow"],
                        help="what a robots.txt answered with 401 or 403 means: disallow all "
                             "(the default, as the seeds do) or allow all (RFC 9309)")
+    serve.add_argument("--mode", choices=["reject", "wait"],
+                       help="proxy: a request whose host's slot is taken gets 429 with "
+                            "Retry-After (reject, the default) or is held until its slot (wait)")
+    serve.add_argument("--max-wait-s", type=float,
+                       help="wait mode: the longest a request is held (default 60)")
+    serve.add_argument("--origin-timeout-s", type=float,
+                       help="proxy: an origin silent this long gets the client a 504 "
+                            "(default 30)")
     serve.add_argument("--admin-token", help="required (Bearer) for writes such as PUT /delays;"
                        " mandatory when --host is not a loopback address")
     serve.add_argument("--config", metavar="FILE",

@@ -6,12 +6,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ipaddress
+import signal
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TextIO
-
-import uvicorn
 
 from polite.api import create_app
 from polite.clock import WallClock
@@ -19,6 +18,7 @@ from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
 from polite.errors import ConfigError
 from polite.fetch.politeness import Politeness
 from polite.fetch.robots import RobotsFetcher, create_client
+from polite.proxy import Mode, ProxyServer, ProxySettings
 from polite.storage import MemoryStore, RedisStore, SQLiteStore, Store
 
 __all__ = ["Settings", "open_store", "run_server", "settings_from"]
@@ -37,6 +37,9 @@ class Settings:
     allow_private: bool = False
     admin_token: str | None = None
     on_401_403: str = "disallow"
+    mode: str = "reject"
+    max_wait_s: float = 60.0
+    origin_timeout_s: float = 30.0
     delays: dict[str, int] = field(default_factory=dict)  # domain -> ms, from --config
 
 
@@ -44,6 +47,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "host": (str,), "port": (int,), "store": (str,), "default_delay_ms": (int,),
     "max_crawl_delay_s": (int, float), "agent": (str,), "allow_private": (bool,),
     "admin_token": (str,), "on_401_403": (str,),
+    "mode": (str,), "max_wait_s": (int, float), "origin_timeout_s": (int, float),
 }
 
 
@@ -96,6 +100,12 @@ def settings_from(args: argparse.Namespace) -> Settings:
         raise ConfigError("--max-crawl-delay-s must be 0 or more")
     if settings.on_401_403 not in ("disallow", "allow"):
         raise ConfigError("on_401_403 must be 'disallow' or 'allow'")
+    if settings.mode not in ("reject", "wait"):
+        raise ConfigError("--mode must be 'reject' or 'wait'")
+    if settings.origin_timeout_s <= 0:
+        raise ConfigError("--origin-timeout-s must be more than 0")
+    if settings.max_wait_s < 0:
+        raise ConfigError("--max-wait-s must be 0 or more")
     if not 0 <= settings.port <= 65535:
         raise ConfigError(f"--port {settings.port} is not a port number")
     return settings
@@ -164,10 +174,32 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
 
     app = create_app(politeness, store, admin_token=settings.admin_token,
                      on_startup=startup, on_shutdown=shutdown)
-    out.write(f"polite serve: listening on http://{settings.host}:{settings.port} "
-              f"(store {settings.store}, agent {settings.agent!r})\n")
-    out.flush()
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
-                            lifespan="on", timeout_keep_alive=30)
-    uvicorn.Server(config).run()
+    proxy = ProxyServer(politeness, app, settings=ProxySettings(
+        mode=Mode(settings.mode), max_wait_s=settings.max_wait_s,
+        origin_read_s=settings.origin_timeout_s, connect_s=min(10.0, settings.origin_timeout_s)))
+
+    async def run() -> None:
+        port = await proxy.start(settings.host, settings.port)
+        out.write(f"polite serve: listening on http://{settings.host}:{port} "
+                  f"(REST API and HTTP proxy; store {settings.store}, agent "
+                  f"{settings.agent!r}, mode {settings.mode})\n")
+        out.flush()
+        try:
+            await proxy.serve_forever()
+        finally:
+            await proxy.close()
+
+    loop = asyncio.new_event_loop()
+    main = loop.create_task(run())
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, main.cancel)
+    try:
+        loop.run_until_complete(main)
+    except asyncio.CancelledError:
+        pass
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {settings.host}:{settings.port}: "
+                          f"{exc.strerror or exc}") from exc
+    finally:
+        loop.close()
     return 0

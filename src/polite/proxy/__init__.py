@@ -1,0 +1,8 @@
+"""The polite forward proxy: absolute-form requests are proxied with politeness enforced;
+origin-form requests go to an ASGI app (the REST service) on the same port."""
+
+from __future__ import annotations
+
+from polite.proxy.server import Mode, ProxyServer, ProxySettings
+
+__all__ = ["Mode", "ProxyServer", "ProxySettings"]

@@ -1,0 +1,522 @@
+"""One port, two kinds of request (DESIGN.md, "Surfaces").
+
+A request whose target is absolute (``GET http://site/path HTTP/1.1``) is proxied: robots.txt
+and the host's slot are consulted through :class:`~polite.fetch.politeness.Politeness`, then
+the request is forwarded over a kept-alive upstream connection and the response streamed
+back. Anything else (``GET /health``) goes to the ASGI app given, the REST service.
+
+HTTP/1.1 is spoken with h11 on both sides; this module owns the sockets. Refusals are answered
+here, never forwarded: robots.txt forbids (403, naming the rule and its line), the host's slot
+is taken (``reject`` mode: 429 with ``Retry-After`` in whole seconds and the exact wait in
+``X-Polite-Retry-After-Ms``; ``wait`` mode: held until the slot, up to a limit), a private or
+loopback target (403 unless allowed), a request addressed to the proxy itself (a loop),
+ambiguous framing (both Content-Length and Transfer-Encoding: request smuggling).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import math
+import ssl
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import h11
+
+from polite.errors import InvalidURL
+from polite.fetch.politeness import NO_RETRY, Politeness, Verdict
+from polite.fetch.robots import is_public_host, split_origin
+
+__all__ = ["Mode", "ProxyServer", "ProxySettings"]
+
+Message = MutableMapping[str, Any]
+ASGIApp = Callable[[Message, Callable[[], Awaitable[Message]],
+                    Callable[[Message], Awaitable[None]]], Awaitable[None]]
+
+# RFC 9110, 7.6.1: hop-by-hop fields, never forwarded (plus those named in Connection).
+_HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"te", b"trailer",
+                         b"transfer-encoding", b"upgrade", b"proxy-authorization",
+                         b"proxy-authenticate"})
+_VIA = b"1.1 polite"
+_READ_CHUNK = 65_536
+
+
+class Mode(enum.StrEnum):
+    """What happens to a request whose host's slot is taken."""
+
+    REJECT = "reject"  # seed 001: 429 with Retry-After
+    WAIT = "wait"  # hold it until the slot, up to ProxySettings.max_wait_s
+
+
+@dataclass(frozen=True, slots=True)
+class ProxySettings:
+    mode: Mode = Mode.REJECT
+    max_wait_s: float = 60.0  # wait mode: longer waits are answered 429 at once
+    max_head_bytes: int = 32 * 1024  # request or response line plus header fields
+    max_request_body_bytes: int = 16 * 1024 * 1024
+    client_idle_s: float = 60.0  # a kept-alive client connection with no request
+    client_read_s: float = 30.0  # a client that stops sending mid-request
+    connect_s: float = 10.0
+    origin_read_s: float = 30.0  # an origin that stops sending
+    max_idle_upstream: int = 8  # kept-alive connections per origin
+
+
+class _ClientGone(Exception):
+    """The client closed, stalled or broke the protocol; the connection is dropped."""
+
+
+class _UpstreamError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(slots=True)
+class _Upstream:
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    conn: h11.Connection
+
+
+def _product_token(user_agent: bytes | None) -> str | None:
+    """``Mozilla/5.0 (compatible; ExampleBot/1.0)`` -> ``Mozilla``; a bare token as is."""
+    if not user_agent:
+        return None
+    token = user_agent.decode("latin-1").strip().split("/", 1)[0].split(" ", 1)[0]
+    return token or None
+
+
+def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
+    for key, value in headers:
+        if key == name:
+            return value
+    return None
+
+
+def _forwardable(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    named = {n.strip().lower() for key, value in headers if key == b"connection"
+             for n in value.split(b",")}
+    return [(k, v) for k, v in headers if k not in _HOP_BY_HOP and k not in named]
+
+
+class ProxyServer:
+    """Listens on one address; ``app`` answers the origin-form requests."""
+
+    def __init__(self, politeness: Politeness, app: ASGIApp, *,
+                 settings: ProxySettings | None = None) -> None:
+        self._politeness = politeness
+        self._app = app
+        self.settings = settings or ProxySettings()
+        self._idle: dict[tuple[str, str, int], list[_Upstream]] = {}
+        self._server: asyncio.Server | None = None
+        self._addresses: set[tuple[str, int]] = set()
+        self._tls = ssl.create_default_context()
+        self.stats = {"forwarded": 0, "robots_refused": 0, "delayed": 0, "errors": 0}
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def start(self, host: str, port: int) -> int:
+        """Listen; returns the port (useful with 0)."""
+        await self._lifespan("startup")
+        self._server = await asyncio.start_server(self._client, host, port,
+                                                  limit=self.settings.max_head_bytes)
+        bound = self._server.sockets[0].getsockname()
+        self._addresses = {(host.lower(), bound[1]), ("localhost", bound[1]),
+                           ("127.0.0.1", bound[1])}
+        return int(bound[1])
+
+    async def serve_forever(self) -> None:
+        assert self._server is not None
+        async with self._server:
+            await self._server.serve_forever()
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+        for pool in self._idle.values():
+            for upstream in pool:
+                upstream.writer.close()
+        self._idle.clear()
+        await self._lifespan("shutdown")
+
+    async def _lifespan(self, phase: str) -> None:
+        """ASGI lifespan: one call of the app spans startup to shutdown."""
+        loop = asyncio.get_running_loop()
+        if phase == "startup":
+            self._life_inbox: asyncio.Queue[Message] = asyncio.Queue()
+            self._life_done = {"startup": loop.create_future(),
+                               "shutdown": loop.create_future()}
+
+            async def send(message: Message) -> None:
+                kind = str(message["type"]).removeprefix("lifespan.")
+                stage, _, outcome = kind.partition(".")
+                future = self._life_done.get(stage)
+                if future is None or future.done():
+                    return
+                if outcome == "failed":
+                    future.set_exception(RuntimeError(message.get("message") or
+                                                      f"{stage} failed"))
+                else:
+                    future.set_result(None)
+
+            self._life_task = asyncio.ensure_future(self._app(
+                {"type": "lifespan", "asgi": {"version": "3.0"}}, self._life_inbox.get, send))
+        self._life_inbox.put_nowait({"type": f"lifespan.{phase}"})
+        future = self._life_done[phase]
+        await asyncio.wait({future, self._life_task}, timeout=30,
+                           return_when=asyncio.FIRST_COMPLETED)
+        if future.done():
+            future.result()
+        elif self._life_task.done():
+            self._life_task.result()
+        if phase == "shutdown" and not self._life_task.done():
+            self._life_task.cancel()
+
+    # -- the client side -----------------------------------------------------------------
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=self.settings.max_head_bytes)
+        peer = writer.get_extra_info("peername") or ("", 0)
+        try:
+            while True:
+                event = await self._next(conn, reader, self.settings.client_idle_s)
+                if isinstance(event, h11.ConnectionClosed):
+                    break
+                if not isinstance(event, h11.Request):
+                    break
+                keep = await self._request(conn, reader, writer, event, peer)
+                if not keep or conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
+                    break
+                conn.start_next_cycle()
+        except h11.RemoteProtocolError as exc:
+            await self._send_error(conn, writer, exc.error_status_hint, str(exc))
+        except (_ClientGone, ConnectionError, TimeoutError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _next(self, conn: h11.Connection, reader: asyncio.StreamReader,
+                    timeout_s: float) -> Any:
+        while True:
+            event = conn.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            try:
+                data = await asyncio.wait_for(reader.read(_READ_CHUNK), timeout_s)
+            except TimeoutError:
+                raise _ClientGone("idle") from None
+            conn.receive_data(data)
+
+    async def _send(self, conn: h11.Connection, writer: asyncio.StreamWriter,
+                    *events: Any) -> None:
+        for event in events:
+            data = conn.send(event)
+            if data:
+                writer.write(data)
+        await writer.drain()
+
+    async def _send_error(self, conn: h11.Connection, writer: asyncio.StreamWriter,
+                          status: int, message: str,
+                          headers: list[tuple[bytes, bytes]] | None = None) -> None:
+        if conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+            return
+        body = (message.rstrip("\n") + "\n").encode()
+        fields = [(b"content-type", b"text/plain; charset=utf-8"),
+                  (b"content-length", str(len(body)).encode()), (b"via", _VIA)]
+        if conn.their_state is not h11.DONE:
+            fields.append((b"connection", b"close"))
+        with contextlib.suppress(h11.LocalProtocolError, ConnectionError):
+            await self._send(conn, writer, h11.Response(status_code=status,
+                                                        headers=fields + (headers or [])),
+                             h11.Data(data=body), h11.EndOfMessage())
+
+    async def _request(self, conn: h11.Connection, reader: asyncio.StreamReader,
+                       writer: asyncio.StreamWriter, request: h11.Request,
+                       peer: tuple[Any, ...]) -> bool:
+        target = request.target
+        headers = list(request.headers)
+        if request.method == b"CONNECT":
+            await self._send_error(conn, writer, 501, "CONNECT tunnels are not supported yet")
+            return False
+        if not target.lower().startswith((b"http://", b"https://")):
+            return await self._to_app(conn, reader, writer, request, peer)
+        # Smuggling shapes: h11 picks chunked over Content-Length; a proxy must not guess.
+        if _header(headers, b"transfer-encoding") is not None and \
+                _header(headers, b"content-length") is not None:
+            await self._send_error(conn, writer, 400, "both Content-Length and "
+                                   "Transfer-Encoding: refused (request smuggling)")
+            return False
+        url = target.decode("latin-1")
+        try:
+            origin, host = split_origin(url)
+        except InvalidURL as exc:
+            await self._send_error(conn, writer, 400, str(exc))
+            return False
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        port = parts.port or (443 if scheme == "https" else 80)
+        if (host, port) in self._addresses or (_VIA in (_header(headers, b"via") or b"")):
+            await self._send_error(conn, writer, 508, "this request is addressed to the proxy "
+                                   "itself: refused, not looped")
+            return False
+        if not self._politeness.allow_private and not await is_public_host(host):
+            await self._send_error(conn, writer, 403, f"{host} is a private or loopback "
+                                   "address; this proxy does not forward there "
+                                   "(--allow-private)")
+            return False
+        agent = _product_token(_header(headers, b"user-agent"))
+        mode_header = _header(headers, b"x-polite-mode")
+        mode = self.settings.mode
+        if mode_header is not None:
+            try:
+                mode = Mode(mode_header.decode("latin-1").strip().lower())
+            except ValueError:
+                await self._send_error(conn, writer, 400, "X-Polite-Mode must be 'reject' or "
+                                       "'wait'")
+                return False
+        verdict = await self._verdict(url, agent, mode)
+        if not verdict.allowed:
+            if verdict.retry_after_ms == NO_RETRY:
+                self.stats["robots_refused"] += 1
+                await self._send_error(conn, writer, 403, verdict.error or "refused")
+            else:
+                self.stats["delayed"] += 1
+                seconds = max(1, math.ceil(verdict.retry_after_ms / 1000))
+                await self._send_error(
+                    conn, writer, 429, verdict.error or "too many requests",
+                    [(b"retry-after", str(seconds).encode()),
+                     (b"x-polite-retry-after-ms", str(verdict.retry_after_ms).encode())])
+            return conn.their_state is h11.DONE or await self._drain(conn, reader)
+        return await self._forward(conn, reader, writer, request, url, (scheme, host, port),
+                                   origin)
+
+    async def _verdict(self, url: str, agent: str | None, mode: Mode) -> Verdict:
+        deadline = time.monotonic() + self.settings.max_wait_s
+        while True:
+            verdict = (await self._politeness.check([url], reserve=True, agent=agent))[0]
+            if verdict.allowed or mode is not Mode.WAIT or verdict.retry_after_ms < 0:
+                return verdict
+            wait_s = verdict.retry_after_ms / 1000
+            if time.monotonic() + wait_s > deadline:
+                return verdict
+            await asyncio.sleep(wait_s)
+
+    async def _drain(self, conn: h11.Connection, reader: asyncio.StreamReader) -> bool:
+        """Read and drop the rest of a refused request's body, so the connection can go on."""
+        received = 0
+        while True:
+            event = await self._next(conn, reader, self.settings.client_read_s)
+            if isinstance(event, h11.EndOfMessage):
+                return True
+            if not isinstance(event, h11.Data):
+                return False
+            received += len(event.data)
+            if received > self.settings.max_request_body_bytes:
+                return False
+
+    # -- the origin side -----------------------------------------------------------------
+
+    async def _connect(self, key: tuple[str, str, int]) -> tuple[_Upstream, bool]:
+        pool = self._idle.get(key)
+        while pool:
+            upstream = pool.pop()
+            if not upstream.reader.at_eof() and not upstream.writer.is_closing():
+                return upstream, True
+            upstream.writer.close()
+        scheme, host, port = key
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(host, port, limit=self.settings.max_head_bytes,
+                                        ssl=self._tls if scheme == "https" else None),
+                self.settings.connect_s)
+        except TimeoutError:
+            raise _UpstreamError(504, f"connecting to {host}:{port} timed out") from None
+        except OSError as exc:
+            raise _UpstreamError(502, f"cannot connect to {host}:{port}: "
+                                 f"{exc.strerror or exc}") from None
+        conn = h11.Connection(h11.CLIENT,
+                              max_incomplete_event_size=self.settings.max_head_bytes)
+        return _Upstream(reader, writer, conn), False
+
+    def _release(self, key: tuple[str, str, int], upstream: _Upstream) -> None:
+        conn = upstream.conn
+        if conn.our_state is h11.DONE and conn.their_state is h11.DONE:
+            try:
+                conn.start_next_cycle()
+            except h11.LocalProtocolError:
+                upstream.writer.close()
+                return
+            pool = self._idle.setdefault(key, [])
+            if len(pool) < self.settings.max_idle_upstream:
+                pool.append(upstream)
+                return
+        upstream.writer.close()
+
+    async def _forward(self, conn: h11.Connection, reader: asyncio.StreamReader,
+                       writer: asyncio.StreamWriter, request: h11.Request, url: str,
+                       key: tuple[str, str, int], origin: str) -> bool:
+        parts = urlsplit(url)
+        path = parts.path or "/"
+        if parts.query:
+            path += "?" + parts.query
+        headers = [(k, v) for k, v in _forwardable(list(request.headers)) if k != b"host"]
+        netloc = parts.netloc.rsplit("@", 1)[-1]
+        headers.insert(0, (b"host", netloc.encode("latin-1")))
+        via = _header(list(request.headers), b"via")
+        headers.append((b"via", via + b", " + _VIA if via else _VIA))
+        started = time.monotonic()
+        try:
+            upstream, reused = await self._connect(key)
+            try:
+                response = await self._exchange(conn, reader, upstream, request.method, path,
+                                                headers)
+            except _UpstreamError:
+                if not reused:
+                    raise
+                upstream.writer.close()  # a kept-alive connection the origin had closed
+                upstream, _ = await self._connect(key)
+                response = await self._exchange(conn, reader, upstream, request.method, path,
+                                                headers)
+        except _UpstreamError as exc:
+            self.stats["errors"] += 1
+            await self._send_error(conn, writer, exc.status, str(exc))
+            return False
+        self.stats["forwarded"] += 1
+        out_headers = _forwardable(list(response.headers))
+        out_headers.append((b"via", _VIA))
+        await self._send(conn, writer, h11.Response(status_code=response.status_code,
+                                                    headers=out_headers,
+                                                    reason=response.reason))
+        try:
+            while True:
+                event = await self._upstream_event(upstream)
+                if isinstance(event, h11.Data):
+                    writer.write(conn.send(event) or b"")
+                    await writer.drain()
+                elif isinstance(event, h11.EndOfMessage):
+                    await self._send(conn, writer, h11.EndOfMessage())
+                    break
+                else:
+                    raise _UpstreamError(502, "the origin closed mid-response")
+        except _UpstreamError:
+            upstream.writer.close()
+            self.stats["errors"] += 1
+            return False  # the status line is out; all we can do is cut the connection
+        self._release(key, upstream)
+        await self._politeness.note_response(
+            url, response.status_code, elapsed_s=time.monotonic() - started,
+            retry_after=(_header(list(response.headers), b"retry-after") or b"")
+            .decode("latin-1") or None)
+        return True
+
+    async def _upstream_event(self, upstream: _Upstream) -> Any:
+        conn = upstream.conn
+        while True:
+            try:
+                event = conn.next_event()
+            except h11.RemoteProtocolError as exc:
+                raise _UpstreamError(502, f"the origin's answer is not HTTP: {exc}") from None
+            if event is not h11.NEED_DATA:
+                return event
+            try:
+                data = await asyncio.wait_for(upstream.reader.read(_READ_CHUNK),
+                                              self.settings.origin_read_s)
+            except TimeoutError:
+                raise _UpstreamError(504, "the origin did not answer in time") from None
+            except OSError as exc:
+                raise _UpstreamError(502, f"the origin broke the connection: {exc}") from None
+            conn.receive_data(data)
+
+    async def _exchange(self, conn: h11.Connection, reader: asyncio.StreamReader,
+                        upstream: _Upstream, method: bytes, path: str,
+                        headers: list[tuple[bytes, bytes]]) -> h11.Response:
+        up = upstream.conn
+        try:
+            upstream.writer.write(up.send(h11.Request(method=method, target=path.encode(),
+                                                      headers=headers)) or b"")
+            sent = 0
+            while conn.their_state is h11.SEND_BODY:
+                event = await self._next(conn, reader, self.settings.client_read_s)
+                if isinstance(event, h11.Data):
+                    sent += len(event.data)
+                    if sent > self.settings.max_request_body_bytes:
+                        raise _ClientGone("request body over the limit")
+                    upstream.writer.write(up.send(event) or b"")
+                elif isinstance(event, h11.EndOfMessage):
+                    upstream.writer.write(up.send(h11.EndOfMessage()) or b"")
+            await upstream.writer.drain()
+        except OSError as exc:
+            raise _UpstreamError(502, f"the origin broke the connection: {exc}") from None
+        while True:
+            event = await self._upstream_event(upstream)
+            if isinstance(event, h11.Response):
+                return event
+            if isinstance(event, h11.InformationalResponse):
+                continue
+            raise _UpstreamError(502, "the origin closed the connection without answering")
+
+    # -- the API ---------------------------------------------------------------------------
+
+    async def _to_app(self, conn: h11.Connection, reader: asyncio.StreamReader,
+                      writer: asyncio.StreamWriter, request: h11.Request,
+                      peer: tuple[Any, ...]) -> bool:
+        body = bytearray()
+        while True:
+            event = await self._next(conn, reader, self.settings.client_read_s)
+            if isinstance(event, h11.Data):
+                body += event.data
+                if len(body) > self.settings.max_request_body_bytes:
+                    await self._send_error(conn, writer, 413, "request body too large")
+                    return False
+            elif isinstance(event, h11.EndOfMessage):
+                break
+            else:
+                return False
+        raw_path, _, query = request.target.partition(b"?")
+        scope: dict[str, Any] = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+            "method": request.method.decode("latin-1"), "scheme": "http",
+            "path": unquote(raw_path.decode("latin-1")), "raw_path": raw_path,
+            "query_string": query, "root_path": "",
+            "headers": [(k, v) for k, v in request.headers],
+            "client": (peer[0], peer[1]) if len(peer) >= 2 else None,
+            "server": None,
+        }
+        delivered = False
+
+        async def receive() -> Message:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            await asyncio.Event().wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                fields = [(bytes(k), bytes(v)) for k, v in message.get("headers", [])]
+                await self._send(conn, writer, h11.Response(status_code=message["status"],
+                                                            headers=fields))
+            elif message["type"] == "http.response.body":
+                chunk = message.get("body", b"")
+                if chunk:
+                    await self._send(conn, writer, h11.Data(data=chunk))
+                if not message.get("more_body", False):
+                    await self._send(conn, writer, h11.EndOfMessage())
+
+        try:
+            await self._app(scope, receive, send)
+        except Exception as exc:  # an app failure answers 500 and ends this connection
+            await self._send_error(conn, writer, 500, f"internal error: {type(exc).__name__}")
+            return False
+        return True
+

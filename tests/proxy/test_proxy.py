@@ -1,0 +1,187 @@
+"""The forward proxy of ``polite serve``, a real process, between real clients and real
+origins on loopback."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+import pytest
+
+from tests.serving import polite_serve
+from tests.sites import Reply, Site, serve
+
+ALLOW = Reply(200, b"User-agent: *\nDisallow: /private\n")
+PAGE = Reply(200, b"x" * 1024, {"Content-Type": "text/plain", "Cache-Control": "max-age=60"})
+
+
+@pytest.fixture(scope="module")
+def proxy() -> Iterator[httpx.Client]:
+    with polite_serve("--store", "memory://", "--allow-private", "--origin-timeout-s", "2",
+                      "--max-wait-s", "5") as api:
+        yield api
+
+
+def through(api: httpx.Client, **options: object) -> httpx.Client:
+    return httpx.Client(proxy=str(api.base_url).rstrip("/"), trust_env=False, timeout=30,
+                        **options)  # type: ignore[arg-type]
+
+
+def test_seed_001_figure_4(proxy: httpx.Client) -> None:
+    """One request every 200 ms for 5 s against a 1000 ms delay: every fifth passes."""
+    with serve(Site("127.0.3.1", {"/robots.txt": ALLOW, "/page": PAGE})) as site:
+        assert proxy.put("/delays/127.0.3.1", json={"delay": 1000}).status_code == 200
+        statuses = []
+        with through(proxy) as client:
+            started = time.monotonic()
+            for n in range(25):
+                time.sleep(max(0.0, started + n * 0.2 - time.monotonic()))
+                answer = client.get(f"{site.origin}/page")
+                statuses.append(answer.status_code)
+                if answer.status_code == 429:
+                    assert int(answer.headers["retry-after"]) >= 1
+                    wait_ms = int(answer.headers["x-polite-retry-after-ms"])
+                    assert 0 < wait_ms <= 1000
+                else:
+                    assert answer.content == b"x" * 1024
+                    assert "polite" in answer.headers["via"]
+        passed = statuses.count(200)
+        assert statuses[0] == 200
+        assert 4 <= passed <= 6, statuses
+        assert statuses.count(429) == 25 - passed
+        assert site.requests.count("/page") == passed
+
+
+def test_robots_refusal_names_the_rule_and_never_reaches_the_origin(
+        proxy: httpx.Client) -> None:
+    with serve(Site("127.0.3.2", {"/robots.txt": ALLOW, "/private/x": PAGE})) as site, \
+            through(proxy) as client:
+        answer = client.get(f"{site.origin}/private/x", headers={"User-Agent": "FooBot/2.1"})
+        assert answer.status_code == 403
+        assert "Disallow: /private (line 2)" in answer.text
+        assert site.requests == ["/robots.txt"]
+
+
+def test_wait_mode_holds_the_request_until_its_slot(proxy: httpx.Client) -> None:
+    with serve(Site("127.0.3.3", {"/robots.txt": ALLOW, "/page": PAGE})) as site, \
+            through(proxy) as client:
+        proxy.put("/delays/127.0.3.3", json={"delay": 700})
+        assert client.get(f"{site.origin}/page").status_code == 200
+        started = time.monotonic()
+        held = client.get(f"{site.origin}/page", headers={"X-Polite-Mode": "wait"})
+        assert held.status_code == 200
+        assert time.monotonic() - started > 0.5
+        assert site.requests.count("/page") == 2
+
+
+def test_headers_bodies_and_keep_alive(proxy: httpx.Client) -> None:
+    with serve(Site("127.0.3.4", {"/robots.txt": ALLOW, "/form": Reply(201, b"made")})) as site, \
+            through(proxy) as client:
+        proxy.put("/delays/127.0.3.4", json={"delay": 0})
+        for n in range(3):
+            answer = client.post(f"{site.origin}/form", content=b"a=%d" % n,
+                                 headers={"Connection": "keep-alive, X-Secret",
+                                          "X-Secret": "hop", "X-Kept": "end-to-end"})
+            assert answer.status_code == 201 and answer.content == b"made"
+        method, path, sent, body = site.seen[-1]
+        headers = {k.lower(): v for k, v in sent.items()}
+        assert (method, path, body) == ("POST", "/form", b"a=2")
+        assert headers["x-kept"] == "end-to-end"
+        assert "x-secret" not in headers  # named in Connection: hop-by-hop
+        assert "polite" in headers["via"]
+
+
+def test_private_targets_are_refused_unless_allowed() -> None:
+    with serve(Site("127.0.3.5", {"/robots.txt": ALLOW, "/": PAGE})) as site, \
+            polite_serve("--store", "memory://") as api, through(api) as client:
+        answer = client.get(f"{site.origin}/")
+        assert answer.status_code == 403 and "private or loopback" in answer.text
+        assert site.requests == []
+
+
+def test_a_request_to_the_proxy_itself_is_refused(proxy: httpx.Client) -> None:
+    with through(proxy) as client:
+        answer = client.get(f"http://{proxy.base_url.host}:{proxy.base_url.port}/health")
+        assert answer.status_code == 508
+
+
+def raw(proxy: httpx.Client, data: bytes) -> bytes:
+    with socket.create_connection((proxy.base_url.host, proxy.base_url.port), timeout=10) as s:
+        s.sendall(data)
+        chunks = []
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def test_smuggling_shapes_are_rejected(proxy: httpx.Client) -> None:
+    answer = raw(proxy, b"POST http://127.0.3.6/x HTTP/1.1\r\nHost: 127.0.3.6\r\n"
+                        b"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 400")
+    assert b"smuggling" in answer
+    answer = raw(proxy, b"GET http://127.0.3.6/x HTTP/1.1\r\nHost: a\r\n"
+                        b"Content-Length: 1\r\nContent-Length: 2\r\n\r\nab")
+    assert answer.startswith(b"HTTP/1.1 400")
+
+
+def test_oversized_head_is_refused(proxy: httpx.Client) -> None:
+    answer = raw(proxy, b"GET http://127.0.3.6/x HTTP/1.1\r\nHost: a\r\nX-Big: "
+                 + b"a" * 100_000 + b"\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 431") or answer.startswith(b"HTTP/1.1 400")
+
+
+@contextmanager
+def bad_origin(host: str, behaviour: str) -> Iterator[int]:
+    """A TCP origin that serves robots.txt, then resets, stalls or talks garbage."""
+    listener = socket.socket()
+    listener.bind((host, 0))
+    listener.listen(16)
+    port = listener.getsockname()[1]
+    stop = threading.Event()
+
+    def run() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            request = conn.recv(65536)
+            if b"/robots.txt" in request:
+                conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+            elif behaviour == "reset":
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00"
+                                b"\x00\x00\x00\x00")
+            elif behaviour == "stall":
+                stop.wait(5)
+            else:
+                conn.sendall(b"this is not HTTP at all\r\n\r\n")
+            conn.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield port
+    finally:
+        stop.set()
+        thread.join(10)
+        listener.close()
+
+
+@pytest.mark.parametrize(("address", "behaviour", "status"),
+                         [("127.0.3.7", "reset", 502), ("127.0.3.8", "stall", 504),
+                          ("127.0.3.9", "garbage", 502)])
+def test_broken_origins_get_the_client_an_answer(proxy: httpx.Client, address: str,
+                                                 behaviour: str, status: int) -> None:
+    with bad_origin(address, behaviour) as port, through(proxy) as client:
+        started = time.monotonic()
+        answer = client.get(f"http://{address}:{port}/page")
+        assert answer.status_code == status
+        assert time.monotonic() - started < 10

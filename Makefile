@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	$(BIN)/python bench/robots_vs_peers.py
 	$(BIN)/python bench/serve_decisions.py
+	$(BIN)/python bench/proxy_vs_peers.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

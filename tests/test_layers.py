@@ -61,6 +61,9 @@ ALLOWED = {
               "polite.fetch"),
     "api": ("polite.core", "polite.errors", "polite.storage.base", "polite.clock",
             "polite.fetch", "polite.api"),
+    # api and proxy are siblings: the edge (polite.serve) puts them on one port
+    "proxy": ("polite.core", "polite.errors", "polite.storage.base", "polite.clock",
+              "polite.fetch", "polite.proxy"),
 }
 
 

@@ -102,6 +102,9 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--origin-timeout-s", type=float,
                        help="proxy: an origin silent this long gets the client a 504 "
                             "(default 30)")
+    serve.add_argument("--adaptive-factor", type=float,
+                       help="the adaptive delay is this many times a host's running response "
+                            "time (default 1; 0 turns it off)")
     serve.add_argument("--admin-token", help="required (Bearer) for writes such as PUT /delays;"
                        " mandatory when --host is not a loopback address")
     serve.add_argument("--config", metavar="FILE",

@@ -1,5 +1,6 @@
 """Wiring for ``polite serve``: reads the options, builds the store, fetcher, driver and app,
-and runs them under uvicorn. Nothing below this reads options or the environment."""
+and runs them on one port (the proxy's server, with the REST app behind it). Nothing below
+this reads options or the environment."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ class Settings:
     mode: str = "reject"
     max_wait_s: float = 60.0
     origin_timeout_s: float = 30.0
+    adaptive_factor: float = 1.0
     delays: dict[str, int] = field(default_factory=dict)  # domain -> ms, from --config
 
 
@@ -48,6 +50,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "max_crawl_delay_s": (int, float), "agent": (str,), "allow_private": (bool,),
     "admin_token": (str,), "on_401_403": (str,),
     "mode": (str,), "max_wait_s": (int, float), "origin_timeout_s": (int, float),
+    "adaptive_factor": (int, float),
 }
 
 
@@ -159,7 +162,8 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
     politeness = Politeness(fetcher, store, clock, agent=settings.agent,
                             default_delay_s=settings.default_delay_ms / 1000,
                             max_crawl_delay_s=settings.max_crawl_delay_s,
-                            allow_private=settings.allow_private)
+                            allow_private=settings.allow_private,
+                            adaptive_factor=settings.adaptive_factor)
 
     async def startup() -> None:
         # Delays from the config file fill in; what was set at run time (PUT /delays) and

@@ -1,7 +1,8 @@
-"""The politeness service over real HTTP: uvicorn on loopback, origin sites on 127.0.0.x."""
+"""The politeness service over real HTTP: its server on loopback, origin sites on 127.0.0.x."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import sys
@@ -13,12 +14,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
 from polite.api import create_app
 from polite.clock import WallClock
 from polite.fetch.politeness import Politeness
 from polite.fetch.robots import RobotsFetcher, create_client
+from polite.proxy import ProxyServer
 from polite.storage import SQLiteStore
 from tests.sites import Reply, Site, serve
 
@@ -44,22 +45,26 @@ def service(db: Path, *, default_delay_ms: int = 1000, admin_token: str | None =
         await store.close()
 
     app = create_app(politeness, store, admin_token=admin_token, on_shutdown=shutdown)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
+    server = ProxyServer(politeness, app)
+    loop = asyncio.new_event_loop()
+    port = loop.run_until_complete(server.start("127.0.0.1", 0))
+    running = loop.create_task(server.serve_forever())
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "the service did not start"
-        time.sleep(0.02)
+
+    async def stop() -> None:
+        running.cancel()
+        await server.close()
+
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False,
                           timeout=10) as http:
             yield http
     finally:
-        server.should_exit = True
+        asyncio.run_coroutine_threadsafe(stop(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
+        loop.close()
 
 
 def test_seed_001_listing_8(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from polite.clock import Clock
 from polite.core.politeness.rules import (
+    ADAPTIVE_FACTOR,
     DEFAULT_DELAY_S,
     MAX_CRAWL_DELAY_S,
     Delays,
@@ -85,6 +86,7 @@ class Politeness:
         max_crawl_delay_s: float = MAX_CRAWL_DELAY_S,
         allow_private: bool = False,
         robots_concurrency: int = 64,
+        adaptive_factor: float = ADAPTIVE_FACTOR,
     ) -> None:
         self._robots = robots
         self.allow_private = allow_private
@@ -93,6 +95,7 @@ class Politeness:
         self.agent = agent
         self.default_delay_s = default_delay_s
         self.max_crawl_delay_s = max_crawl_delay_s
+        self.adaptive_factor = adaptive_factor  # x the host's response time; 0: off
         self.robots_delays_s: dict[str, float] = {}  # host -> what its robots.txt asks
         self._robots_slots = asyncio.Semaphore(robots_concurrency)
 
@@ -174,7 +177,8 @@ class Politeness:
             delays = delays_for(rules, configured_s=configured,
                                 default_s=self.default_delay_s,
                                 max_crawl_delay_s=self.max_crawl_delay_s,
-                                response_time_s=response_time)
+                                response_time_s=response_time,
+                                adaptive_factor=self.adaptive_factor)
             if delays.robots_s is not None:
                 self.robots_delays_s[host] = delays.robots_s
             if delays.windows or delays.forbidden:

@@ -63,7 +63,7 @@ class ProxySettings:
     client_read_s: float = 30.0  # a client that stops sending mid-request
     connect_s: float = 10.0
     origin_read_s: float = 30.0  # an origin that stops sending
-    max_idle_upstream: int = 8  # kept-alive connections per origin
+    max_idle_upstream: int = 64  # kept-alive connections per origin
 
 
 class _ClientGone(Exception):

@@ -123,6 +123,7 @@ def delays_for(
     default_s: float = DEFAULT_DELAY_S,
     max_crawl_delay_s: float = MAX_CRAWL_DELAY_S,
     response_time_s: float | None = None,
+    adaptive_factor: float = ADAPTIVE_FACTOR,
 ) -> Delays:
     """The :class:`Delays` for an agent's robots fields and the operator's settings."""
     def capped(value: float | None) -> float | None:
@@ -136,8 +137,8 @@ def delays_for(
         request_rate_s=capped(rate.interval_s) if rate is not None else None,
         ip_delay_s=capped(rules.ip_delay_s),
         ip_rate_s=capped(ip_rate.interval_s) if ip_rate is not None else None,
-        adaptive_s=(None if response_time_s is None
-                    else min(response_time_s * ADAPTIVE_FACTOR, max_crawl_delay_s)),
+        adaptive_s=(None if response_time_s is None or adaptive_factor <= 0
+                    else min(response_time_s * adaptive_factor, max_crawl_delay_s)),
         default_s=default_s,
         windows=rules.visit_time,
         forbidden=rules.time_forbidden,

@@ -1,0 +1,194 @@
+"""The forward proxy against a direct connection and proxy.py, in one run, on loopback.
+
+A 1 KB origin (an asyncio server answering every request from memory, kept alive) on
+127.0.4.1; ``polite serve`` started as a user starts it, with the origin's delay set to 0 and
+the adaptive delay off, so that every request is forwarded (cache misses: each one reaches
+the origin); proxy.py
+(``proxy`` from PyPI) when installed. The clients are raw sockets, so that the figures are
+the servers' and not a client library's:
+
+* added latency: the median of sequential requests over one kept-alive connection, minus the
+  direct median;
+* requests per second with 1 and 32 connections, each sending its next request when the
+  last answer arrived.
+
+Run: ``.venv/bin/python bench/proxy_vs_peers.py [--seconds S]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+
+BODY = b"x" * 1024
+ORIGIN = r"""
+import asyncio
+RESPONSE = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1024\r\n\r\n"
+            + b"x" * 1024)
+NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
+async def handle(reader, writer):
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            writer.write(NOT_FOUND if b"/robots.txt" in head.split(b"\r\n", 1)[0]
+                         else RESPONSE)
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+async def main():
+    server = await asyncio.start_server(handle, "127.0.4.1", 0)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    await server.serve_forever()
+asyncio.run(main())
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def started(command: list[str], port: int | None = None) -> Iterator[str]:
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline() if port is None else ""
+        if port is not None:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+        yield first.strip()
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+class Client:
+    """One kept-alive connection sending GETs and reading Content-Length answers."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 request: bytes) -> None:
+        self.reader, self.writer, self.request = reader, writer, request
+
+    async def get(self) -> None:
+        self.writer.write(self.request)
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 200"):
+            raise RuntimeError(head.decode("latin-1").split("\r\n")[0])
+        length = 0
+        for line in head.split(b"\r\n"):
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":")[1])
+        await self.reader.readexactly(length)
+
+
+async def connect(via: tuple[str, int] | None, origin: tuple[str, int]) -> Client:
+    host, port = via or origin
+    reader, writer = await asyncio.open_connection(host, port)
+    target = (f"http://{origin[0]}:{origin[1]}/page" if via else "/page").encode()
+    request = (b"GET " + target + b" HTTP/1.1\r\nHost: " + f"{origin[0]}:{origin[1]}".encode()
+               + b"\r\nUser-Agent: benchbot/1.0\r\n\r\n")
+    return Client(reader, writer, request)
+
+
+async def latency(via: tuple[str, int] | None, origin: tuple[str, int], count: int) -> float:
+    client = await connect(via, origin)
+    for _ in range(50):
+        await client.get()
+    times = []
+    for _ in range(count):
+        started_at = time.perf_counter()
+        await client.get()
+        times.append(time.perf_counter() - started_at)
+    client.writer.close()
+    return statistics.median(times)
+
+
+async def throughput(via: tuple[str, int] | None, origin: tuple[str, int], connections: int,
+                     seconds: float) -> float:
+    clients = [await connect(via, origin) for _ in range(connections)]
+    done = 0
+    stop_at = time.perf_counter() + seconds
+
+    async def run(client: Client) -> None:
+        nonlocal done
+        while time.perf_counter() < stop_at:
+            await client.get()
+            done += 1
+
+    started_at = time.perf_counter()
+    await asyncio.gather(*(run(c) for c in clients))
+    elapsed = time.perf_counter() - started_at
+    for client in clients:
+        client.writer.close()
+    return done / elapsed
+
+
+def measure(via: tuple[str, int] | None, origin: tuple[str, int], seconds: float
+            ) -> tuple[float, float, float]:
+    median = asyncio.run(latency(via, origin, 2000))
+    one = asyncio.run(throughput(via, origin, 1, seconds))
+    many = asyncio.run(throughput(via, origin, 32, seconds))
+    return median, one, many
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=5.0)
+    args = parser.parse_args()
+    rows = []
+    with started([sys.executable, "-c", ORIGIN]) as origin_port:
+        origin = ("127.0.4.1", int(origin_port))
+        rows.append(("direct", measure(None, origin, args.seconds)))
+        port = free_port()
+        with started([sys.executable, "-m", "polite", "serve", "--port", str(port), "--store",
+                      "memory://", "--allow-private", "--agent", "benchbot",
+                      "--adaptive-factor", "0"], port):
+            api = httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False)
+            api.put(f"/delays/{origin[0]}", json={"delay": 0}).raise_for_status()
+            rows.append(("polite (miss)", measure(("127.0.0.1", port), origin, args.seconds)))
+        binary = shutil.which("proxy") or shutil.which("proxy", path=str(
+            __import__("pathlib").Path(sys.executable).parent))
+        if binary is None:
+            print("proxy.py is not installed (pip install proxy.py): its row is skipped")
+        else:
+            port = free_port()
+            with started([binary, "--hostname", "127.0.0.1", "--port", str(port),
+                          "--num-workers", "1"], port):
+                rows.append(("proxy.py", measure(("127.0.0.1", port), origin, args.seconds)))
+    direct = rows[0][1]
+    print()
+    print("| path | median latency | added | req/s, 1 conn | req/s, 32 conns | "
+          "vs direct (32) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, (median, one, many) in rows:
+        print(f"| {name} | {median * 1e3:.3f} ms | {(median - direct[0]) * 1e3:+.3f} ms | "
+              f"{one:,.0f} | {many:,.0f} | {many / direct[2]:.2f} |")
+    by_name = dict(rows)
+    if "proxy.py" in by_name:
+        ours, theirs = by_name["polite (miss)"], by_name["proxy.py"]
+        print(f"\npolite / proxy.py, misses: {ours[1] / theirs[1]:.2f}x at 1 connection, "
+              f"{ours[2] / theirs[2]:.2f}x at 32")
+
+
+if __name__ == "__main__":
+    main()

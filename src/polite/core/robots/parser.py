@@ -552,6 +552,13 @@ class _Reader:
             return
         else:
             name = _text(key).lower()
+            if name in ("http", "https") and text.startswith("//") and \
+                    "sitemap" in text.lower():
+                # A sitemap's URL on a line of its own, its "Sitemap:" forgotten.
+                self.issue(lineno, "bare-sitemap", "a URL with no field name read as a "
+                           "Sitemap line")
+                self.sitemap(lineno, f"{name}:{text}")
+                return
             self.issues.append((lineno, "unknown-field", "info", None, key))
         entry = Directive(name, text, lineno, typed)
         if self.blocks:

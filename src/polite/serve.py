@@ -19,6 +19,7 @@ from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
 from polite.errors import ConfigError
 from polite.fetch.politeness import Politeness
 from polite.fetch.robots import RobotsFetcher, create_client
+from polite.fetch.sitemaps import SitemapWalker
 from polite.proxy import Mode, ProxyServer, ProxySettings
 from polite.storage import MemoryStore, RedisStore, SQLiteStore, Store
 
@@ -176,7 +177,8 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
         await client.aclose()
         await store.close()
 
-    app = create_app(politeness, store, admin_token=settings.admin_token,
+    walker = SitemapWalker(client, politeness)
+    app = create_app(politeness, store, admin_token=settings.admin_token, sitemaps=walker,
                      on_startup=startup, on_shutdown=shutdown)
     proxy = ProxyServer(politeness, app, settings=ProxySettings(
         mode=Mode(settings.mode), max_wait_s=settings.max_wait_s,

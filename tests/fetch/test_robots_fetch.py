@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -12,23 +11,12 @@ import pytest
 from polite.clock import WallClock
 from polite.core.robots.lifecycle import AllowAll, DisallowAll, Parsed
 from polite.errors import InvalidURL
-from polite.fetch import RobotsFetcher, create_client, origin_of
+from polite.fetch import RobotsFetcher, origin_of
 from polite.storage import MemoryStore, SQLiteStore
 from tests.sites import Reply, Site, serve
 
 pytestmark = pytest.mark.anyio
 ROBOTS = b"User-agent: *\nDisallow: /private\n"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[httpx.AsyncClient]:
-    async with create_client() as http:
-        yield http
 
 
 def fetcher(client: httpx.AsyncClient, **options: object) -> RobotsFetcher:

@@ -18,7 +18,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from polite.core.sitemaps.model import MAX_SITEMAP_URLS
+from polite.errors import InvalidURL
 from polite.fetch.politeness import Politeness, Verdict
+from polite.fetch.robots import split_origin
+from polite.fetch.sitemaps import SitemapWalker, WalkSummary
 from polite.storage.base import Store
 
 __all__ = ["MAX_URLS_PER_CALL", "create_app"]
@@ -83,6 +87,7 @@ def _ms(seconds: float) -> int:
 
 
 def create_app(politeness: Politeness, store: Store, *, admin_token: str | None = None,
+               sitemaps: SitemapWalker | None = None,
                on_startup: Callable[[], Awaitable[None]] | None = None,
                on_shutdown: Callable[[], Awaitable[None]] | None = None) -> Starlette:
     """The app; ``admin_token``, when set, is required (Bearer) for writes."""
@@ -124,6 +129,30 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
     async def post_verbose(request: Request) -> Response:
         urls = _url_list(await _json_body(request))
         return JSONResponse([v.as_json() for v in await answer(urls, request)])
+
+    async def get_sitemaps(request: Request) -> Response:
+        if sitemaps is None:
+            raise _Problem(404, "this server reads no sitemaps")
+        site = request.query_params.get("site")
+        if not site:
+            raise _Problem(400, "missing query parameter 'site' (https://example.com)")
+        try:
+            limit = int(request.query_params.get("limit", "1000"))
+        except ValueError:
+            raise _Problem(400, "'limit' must be a whole number") from None
+        if not 0 <= limit <= MAX_SITEMAP_URLS:
+            raise _Problem(400, f"'limit' must be from 0 to {MAX_SITEMAP_URLS}")
+        try:
+            origin = split_origin(site)[0]
+        except InvalidURL as exc:
+            raise _Problem(400, str(exc)) from exc
+        summary = WalkSummary(origin)
+        files: list[dict[str, object]] = []
+        urls: list[str] = []
+        async for file, entries in sitemaps.walk(origin, summary):
+            files.append(file.as_json())
+            urls.extend(entry.loc for entry in entries[:limit - len(urls)])
+        return JSONResponse({"summary": summary.as_json(), "files": files, "urls": urls})
 
     async def get_delays(request: Request) -> Response:
         configured = await store.all_delays()
@@ -204,6 +233,7 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         Route("/delays/{domain}", guarded(put_delay), methods=["PUT"]),
         Route("/delays/{domain}", guarded(delete_delay), methods=["DELETE"]),
         Route("/politeness/feedback", guarded(post_feedback), methods=["POST"]),
+        Route("/sitemaps", guarded(get_sitemaps), methods=["GET"]),
         Route("/health", health, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
@@ -267,6 +297,14 @@ OPENAPI: dict[str, Any] = {
                        "parameters": [{"name": "domain", "in": "path", "required": True,
                                        "schema": {"type": "string"}}],
                        "responses": {"204": {}}}},
+        "/sitemaps": {"get": {"summary": "walk a site's sitemaps from its robots.txt, "
+                              "politely: every file, totals, and the first page URLs",
+                              "parameters": [
+                                  {"name": "site", "in": "query", "required": True,
+                                   "schema": {"type": "string"}},
+                                  {"name": "limit", "in": "query",
+                                   "schema": {"type": "integer", "default": 1000}}],
+                              "responses": {"200": _json({"type": "object"})}}},
         "/health": {"get": {"summary": "liveness", "responses": {"200": _json({})}}},
         "/metrics": {"get": {"summary": "Prometheus text", "responses": {"200": {}}}},
     },

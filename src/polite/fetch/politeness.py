@@ -104,7 +104,8 @@ class Politeness:
         """How many robots.txt requests have gone out."""
         return self._robots.fetches
 
-    async def _state(self, url: str) -> RobotsState:
+    async def robots_state(self, url: str) -> RobotsState:
+        """The robots.txt state in force for ``url``'s origin (fetched when needed)."""
         async with self._robots_slots:
             return await self._robots.state(url)
 
@@ -145,7 +146,7 @@ class Politeness:
                 else:
                     states[origin] = state
         if missing:
-            loaded = await asyncio.gather(*(self._state(u) for u in missing.values()))
+            loaded = await asyncio.gather(*(self.robots_state(u) for u in missing.values()))
             states.update(zip(missing, loaded, strict=True))
 
         now = self._clock()

@@ -131,3 +131,23 @@ class Entry(NamedTuple):
     news: News | None = None
     alternates: tuple[Alternate, ...] = ()
     mobile: bool = False
+
+    def as_json(self) -> dict[str, object]:
+        """The entry as JSON values: ``loc``, ``kind`` and ``line`` always, the other fields
+        when the file gave them; datetimes in ISO 8601."""
+        out: dict[str, object] = {"loc": self.loc, "kind": self.kind, "line": self.line}
+        for name, value in zip(self._fields[2:], self[2:], strict=True):
+            if name != "line" and value not in (None, (), False):
+                out[name] = _json_value(value)
+        return out
+
+
+def _json_value(value: object) -> object:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a nested record
+        return {name: _json_value(item) for name, item in zip(value._fields, value, strict=True)
+                if item is not None and item != ()}
+    if isinstance(value, tuple):
+        return [_json_value(item) for item in value]
+    return value

@@ -1,0 +1,375 @@
+"""Finding and reading a site's sitemaps, politely.
+
+The walk starts from the Sitemap lines of the site's robots.txt (and, when asked, the usual
+well-known paths), reads each file as it streams in, and follows index files breadth first.
+Every request waits for its slot from the politeness service, so a walk never hits a host
+harder than the host's robots.txt and the operator allow; a 429 or 503 pauses the host.
+
+Bounds: index nesting (``max_depth``), files per walk (``max_files``), bytes and entries per
+file (the protocol's 50 MB / 50,000), a time limit per file. Files are read once: the same
+URL twice, an index that lists itself or an ancestor (a cycle), and a ``.xml`` and ``.xml.gz``
+with the same content are each read or counted once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Literal
+from urllib.parse import urljoin, urlsplit
+
+import httpx
+
+from polite.core.robots.lifecycle import Parsed
+from polite.core.sitemaps import Entry, ParseIssue, SitemapParser
+from polite.core.sitemaps.model import MAX_SITEMAP_BYTES, MAX_SITEMAP_URLS
+from polite.errors import InvalidURL
+from polite.fetch.politeness import NO_RETRY, Politeness
+from polite.fetch.robots import split_origin
+
+__all__ = ["WELL_KNOWN_PATHS", "CrossHost", "SitemapFile", "SitemapWalker", "WalkSummary",
+           "normalise"]
+
+CrossHost = Literal["host", "site", "any"]
+
+# Where sites put a sitemap when robots.txt names none (the protocol's own example path and
+# the two most common variants).
+WELL_KNOWN_PATHS = ("/sitemap.xml", "/sitemap_index.xml", "/sitemap.xml.gz")
+# How long one file may take to arrive, whatever the per-read timeouts: a server that drips
+# a byte a second must not hold a walk for good.
+FILE_DEADLINE_S = 120.0
+# A host that asks to wait longer than this per request is reported, not waited for.
+MAX_POLITE_WAIT_S = 300.0
+# Page URLs remembered to drop duplicates across files; past it, duplicates are counted
+# through a second sighting only within one file.
+MAX_REMEMBERED_URLS = 2_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class SitemapFile:
+    """One sitemap file the walk met: read, skipped or failed (``error``).
+
+    ``level`` is seed 004's indirection level: 0 for a file named by robots.txt (or found at
+    a well-known path), one more for each index file passed through to reach it.
+    """
+
+    url: str
+    level: int
+    parent: str | None = None
+    format: str | None = None
+    urls: int = 0  # page URLs kept (duplicates and off-policy ones not counted)
+    sitemaps: int = 0  # child sitemaps listed
+    duplicates: int = 0  # page URLs already listed elsewhere
+    off_policy: int = 0  # page URLs on a host the cross-host policy rules out
+    status: int | None = None
+    compressed: bool = False
+    bytes: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+    duplicate_of: str | None = None
+    issues: tuple[ParseIssue, ...] = ()
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "url": self.url, "level": self.level, "parent": self.parent,
+            "format": self.format, "urls": self.urls, "sitemaps": self.sitemaps,
+            "duplicates": self.duplicates, "offPolicy": self.off_policy,
+            "status": self.status, "compressed": self.compressed, "bytes": self.bytes,
+            "seconds": round(self.seconds, 3), "error": self.error,
+            "duplicateOf": self.duplicate_of,
+            "issues": [{"line": i.line, "code": i.code, "severity": str(i.severity),
+                        "message": i.message} for i in self.issues],
+        }
+
+
+@dataclass(slots=True)
+class WalkSummary:
+    """Totals of a walk, with seed 004's Table 4: files by indirection level."""
+
+    site: str
+    robots_sitemaps: int = 0
+    files: int = 0
+    indexes: int = 0
+    urls: int = 0
+    duplicates: int = 0
+    errors: int = 0
+    skipped: int = 0
+    levels: dict[int, int] = field(default_factory=dict)
+
+    def add(self, file: SitemapFile) -> None:
+        if file.error is not None:
+            self.errors += 1
+            return
+        if file.duplicate_of is not None:
+            self.skipped += 1
+            return
+        self.files += 1
+        if file.format == "sitemapindex":
+            self.indexes += 1
+        self.urls += file.urls
+        self.duplicates += file.duplicates
+        if file.urls:
+            self.levels[file.level] = self.levels.get(file.level, 0) + 1
+
+    def as_json(self) -> dict[str, object]:
+        return {"site": self.site, "robotsSitemaps": self.robots_sitemaps,
+                "files": self.files, "indexes": self.indexes, "urls": self.urls,
+                "duplicates": self.duplicates, "errors": self.errors,
+                "skipped": self.skipped,
+                "levels": {str(level): count for level, count in sorted(self.levels.items())}}
+
+
+def normalise(url: str) -> str:
+    """The form two spellings of one sitemap URL share: scheme and host lower-cased, the
+    default port and the fragment dropped. :class:`InvalidURL` for what is not http(s)."""
+    origin = split_origin(url)[0]
+    parts = urlsplit(url)
+    return origin + (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
+
+def _site_key(host: str) -> str:
+    return host[4:] if host.startswith("www.") else host
+
+
+@dataclass(slots=True)
+class _Queued:
+    url: str
+    level: int
+    parent: str | None
+    listed_in_robots: bool = False
+    well_known: bool = False
+    ancestors: frozenset[str] = frozenset()
+
+
+class SitemapWalker:
+    """Walks the sitemaps of sites, one file at a time per site, politely.
+
+    ``cross_host`` says which hosts a site's sitemap files and page URLs may be on:
+    ``host`` (the protocol's rule: the site's own host), ``site`` (also the host with or
+    without ``www.``), or ``any``.
+    """
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        politeness: Politeness,
+        *,
+        max_depth: int = 5,
+        max_files: int = 1_000,
+        cross_host: CrossHost = "host",
+        well_known: bool = False,
+        max_bytes: int = MAX_SITEMAP_BYTES,
+        max_urls: int = MAX_SITEMAP_URLS,
+        timeout: httpx.Timeout | None = None,
+        file_deadline_s: float = FILE_DEADLINE_S,
+        max_wait_s: float = MAX_POLITE_WAIT_S,
+    ) -> None:
+        if cross_host not in ("host", "site", "any"):
+            raise ValueError(f"cross_host must be host, site or any, not {cross_host!r}")
+        self._client = client
+        self._politeness = politeness
+        self.max_depth = max_depth
+        self.max_files = max_files
+        self.cross_host = cross_host
+        self.well_known = well_known
+        self.max_bytes = max_bytes
+        self.max_urls = max_urls
+        self._timeout = timeout or httpx.Timeout(30.0, connect=10.0)
+        self.file_deadline_s = file_deadline_s
+        self.max_wait_s = max_wait_s
+
+    # -- policy ----------------------------------------------------------------------------
+
+    def _on_policy(self, site_host: str, url: str) -> bool:
+        if self.cross_host == "any":
+            return True
+        try:
+            host = split_origin(url)[1]
+        except InvalidURL:
+            return False
+        if self.cross_host == "host":
+            return host == site_host
+        return _site_key(host) == _site_key(site_host)
+
+    # -- discovery ---------------------------------------------------------------------------
+
+    async def discover(self, site: str) -> list[str]:
+        """The sitemap URLs the site's robots.txt names, in order, once each."""
+        robots_url = split_origin(site)[0] + "/robots.txt"
+        state = await self._politeness.robots_state(robots_url)
+        if not isinstance(state, Parsed):
+            return []
+        found: dict[str, str] = {}
+        for location in state.robots.sitemaps:
+            url = urljoin(robots_url, location)
+            try:
+                found.setdefault(normalise(url), url)
+            except InvalidURL:
+                continue
+        return list(found.values())
+
+    # -- the walk ----------------------------------------------------------------------------
+
+    async def walk(self, site: str, summary: WalkSummary | None = None
+                   ) -> AsyncIterator[tuple[SitemapFile, list[Entry]]]:
+        """Each file as it is finished, with its page entries (duplicates and off-policy
+        URLs left out). ``summary``, when given, is kept up to date."""
+        origin, site_host = split_origin(site)
+        summary = summary if summary is not None else WalkSummary(origin)
+        listed = await self.discover(site)
+        summary.robots_sitemaps = len(listed)
+        queue: list[_Queued] = [_Queued(url, 0, None, listed_in_robots=True) for url in listed]
+        if not queue and self.well_known:
+            queue = [_Queued(origin + path, 0, None, well_known=True)
+                     for path in WELL_KNOWN_PATHS]
+        seen: dict[str, str] = {}  # normalised URL -> the URL read
+        contents: dict[bytes, str] = {}  # digest of a file's entries -> the URL read
+        pages: set[str] = set()
+        fetched = 0
+        while queue:
+            item = queue.pop(0)
+            key = normalise(item.url)
+            if key in item.ancestors:
+                file = SitemapFile(item.url, item.level, item.parent,
+                                   error="a cycle: the file lists itself or an index above it")
+            elif key in seen:
+                file = SitemapFile(item.url, item.level, item.parent, duplicate_of=seen[key])
+            elif item.level > self.max_depth:
+                file = SitemapFile(item.url, item.level, item.parent,
+                                   error=f"deeper than {self.max_depth} index levels")
+            elif not self._on_policy(site_host, item.url):
+                file = SitemapFile(item.url, item.level, item.parent,
+                                   error=f"on another host than {site_host} (cross-host "
+                                   f"policy {self.cross_host!r})")
+            elif fetched >= self.max_files:
+                file = SitemapFile(item.url, item.level, item.parent,
+                                   error=f"more than {self.max_files} files; not read")
+            else:
+                seen[key] = item.url
+                fetched += 1
+                file, entries, children, digest = await self._read(item, site_host, pages)
+                if file.error is None and (file.urls or file.sitemaps or file.duplicates):
+                    if digest in contents:  # the same content under another name (.xml.gz)
+                        file = _replace_duplicate(file, contents[digest])
+                        entries, children = [], []
+                    else:
+                        contents[digest] = item.url
+                if item.well_known and file.status == 404:
+                    continue  # a well-known path that is not there is no error
+                ancestors = item.ancestors | {key}
+                queue.extend(_Queued(child, item.level + 1, item.url, ancestors=ancestors)
+                             for child in children)
+                summary.add(file)
+                yield file, entries
+                continue
+            summary.add(file)
+            yield file, []
+
+    async def _polite_turn(self, url: str) -> str | None:
+        """Wait for ``url``'s slot; the reason when it may not be fetched at all."""
+        waited = 0.0
+        while True:
+            (verdict,) = await self._politeness.check([url], reserve=True)
+            if verdict.allowed:
+                return None
+            if verdict.retry_after_ms == NO_RETRY:
+                return verdict.error or "not allowed"
+            pause = verdict.retry_after_ms / 1000
+            if waited + pause > self.max_wait_s:
+                return f"the host asks to wait {pause:.0f} s; more than {self.max_wait_s:.0f} s"
+            await asyncio.sleep(pause)
+            waited += pause
+
+    async def read(self, url: str, emit: Callable[[list[Entry]], None]) -> SitemapFile:
+        """Read one sitemap file, politely, handing its entries (all of them, child
+        sitemaps too, whatever their host) to ``emit`` as they arrive."""
+        split_origin(url)  # InvalidURL for what is not http(s)
+        file, _, _, _ = await self._read(_Queued(url, 0, None), "", set(), emit=emit)
+        return file
+
+    async def _read(self, item: _Queued, site_host: str, pages: set[str],
+                    emit: Callable[[list[Entry]], None] | None = None
+                    ) -> tuple[SitemapFile, list[Entry], list[str], bytes]:
+        started = time.monotonic()
+        refusal = await self._polite_turn(item.url)
+        if refusal is not None:
+            return SitemapFile(item.url, item.level, item.parent, error=refusal), [], [], b""
+        parser = SitemapParser(item.url, max_bytes=self.max_bytes, max_urls=self.max_urls)
+        entries: list[Entry] = []
+        children: list[str] = []
+        duplicates = off_policy = 0
+        status: int | None = None
+        error: str | None = None
+        elapsed: float | None = None
+        retry_after: str | None = None
+
+        hasher = hashlib.blake2b(digest_size=16)  # of every entry, to spot a same-content twin
+
+        emitted = 0
+
+        def take(batch: list[Entry]) -> None:
+            nonlocal duplicates, off_policy, emitted
+            for entry in batch:
+                hasher.update(f"{entry.kind} {entry.loc}\n".encode("utf-8", "surrogatepass"))
+                if entry.kind == "sitemap":
+                    children.append(entry.loc)
+                elif emit is not None:
+                    emitted += 1
+                elif not self._on_policy(site_host, entry.loc):
+                    off_policy += 1
+                elif entry.loc in pages:
+                    duplicates += 1
+                else:
+                    if len(pages) < MAX_REMEMBERED_URLS:
+                        pages.add(entry.loc)
+                    entries.append(entry)
+            if emit is not None:
+                emit(batch)
+
+        try:
+            async with asyncio.timeout(self.file_deadline_s):
+                async with self._client.stream(
+                    "GET", item.url, follow_redirects=True, timeout=self._timeout,
+                    headers={"User-Agent": self._politeness.agent,
+                             "Accept-Encoding": "identity"},
+                ) as response:
+                    status = response.status_code
+                    retry_after = response.headers.get("retry-after")
+                    if status >= 300:
+                        error = f"HTTP {status}"
+                    elif emit is None and not self._on_policy(site_host, str(response.url)):
+                        error = f"redirected to another host: {response.url}"
+                    else:
+                        async for chunk in response.aiter_raw():
+                            take(parser.feed(chunk))
+                            if parser.stopped is not None:
+                                break
+                        take(parser.close())
+                    elapsed = time.monotonic() - started
+        except TimeoutError:
+            error = f"took longer than {self.file_deadline_s:.0f} s"
+        except httpx.TooManyRedirects:
+            error = "too many redirects"
+        except httpx.TimeoutException:
+            error = "timed out"
+        except httpx.TransportError as exc:
+            error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        if status is not None:
+            await self._politeness.note_response(item.url, status, elapsed_s=elapsed,
+                                                 retry_after=retry_after)
+        if error is None and parser.stopped is not None and parser.count == 0:
+            error = parser.stopped.message
+        file = SitemapFile(
+            item.url, item.level, item.parent, parser.format, len(entries) + emitted, len(children),
+            duplicates, off_policy, status, parser.compressed, parser.bytes_in,
+            time.monotonic() - started, error, None, tuple(parser.issues))
+        return file, entries, children, hasher.digest()
+
+
+def _replace_duplicate(file: SitemapFile, original: str) -> SitemapFile:
+    return SitemapFile(file.url, file.level, file.parent, file.format, 0, 0, 0, 0,
+                       file.status, file.compressed, file.bytes, file.seconds, None, original,
+                       file.issues)

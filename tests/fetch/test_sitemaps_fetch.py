@@ -1,0 +1,192 @@
+"""Walking sites' sitemaps on real loopback servers: discovery, indexes, limits, politeness."""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from polite.clock import WallClock
+from polite.fetch import RobotsFetcher
+from polite.fetch.politeness import Politeness
+from polite.fetch.sitemaps import SitemapFile, SitemapWalker, WalkSummary
+from polite.sitemaps import Entry
+from polite.storage import MemoryStore
+from tests.sites import Reply, Site, serve
+
+pytestmark = pytest.mark.anyio
+NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+
+
+def walker(client: httpx.AsyncClient, *, delay_s: float = 0.01, **options: Any
+           ) -> SitemapWalker:
+    clock = WallClock()
+    store = MemoryStore(clock)
+    robots = RobotsFetcher(client, store, clock, agent="politetest", allow_private=True)
+    politeness = Politeness(robots, store, clock, agent="politetest", default_delay_s=delay_s,
+                            allow_private=True)
+    return SitemapWalker(client, politeness, **options)
+
+
+def urlset(*locs: str) -> bytes:
+    body = "".join(f"<url><loc>{loc}</loc></url>" for loc in locs)
+    return f"<urlset {NS}>{body}</urlset>".encode()
+
+
+def index(*locs: str) -> bytes:
+    body = "".join(f"<sitemap><loc>{loc}</loc></sitemap>" for loc in locs)
+    return f"<sitemapindex {NS}>{body}</sitemapindex>".encode()
+
+
+async def walk(w: SitemapWalker, site: str) -> tuple[WalkSummary, list[SitemapFile],
+                                                     list[Entry]]:
+    summary = WalkSummary(site)
+    files: list[SitemapFile] = []
+    entries: list[Entry] = []
+    async for file, got in w.walk(site, summary):
+        files.append(file)
+        entries += got
+    return summary, files, entries
+
+
+async def test_a_site_is_walked_from_robots_through_nested_indexes(
+        client: httpx.AsyncClient) -> None:
+    with serve(Site("127.0.0.21")) as site, serve(Site("127.0.0.22")) as other:
+        o = site.origin
+        pages = urlset(f"{o}/a", f"{o}/b", f"{o}/c")
+        site.routes.update({
+            "/robots.txt": Reply(200, (
+                "User-agent: *\nDisallow: /private\n"
+                f"Sitemap: <{o}/index.xml> # the main one\n"
+                "Sitemap: /news.txt\n"
+                f"sitemap: {o}/index.xml\n").encode()),
+            "/index.xml": Reply(200, index(f"{o}/pages.xml", f"{o}/pages.xml.gz",
+                                           f"{o}/deeper.xml", f"{o}/index.xml",
+                                           f"{other.origin}/shared.xml")),
+            "/pages.xml": Reply(200, pages),
+            "/pages.xml.gz": Reply(200, gzip.compress(pages)),
+            "/deeper.xml": Reply(200, index(f"{o}/more.xml")),
+            "/more.xml": Reply(200, urlset(f"{o}/d", f"{o}/a", f"{other.origin}/x")),
+            "/news.txt": Reply(200, f"{o}/e\n{o}/f\n".encode()),
+        })
+        summary, files, entries = await walk(walker(client), o)
+    by_url: dict[str, SitemapFile] = {}
+    for file in files:
+        by_url.setdefault(file.url.removeprefix(o), file)
+    assert summary.robots_sitemaps == 2  # the index named twice counts once
+    assert sorted(e.loc.removeprefix(o) for e in entries) == ["/a", "/b", "/c", "/d", "/e",
+                                                               "/f"]
+    assert by_url["/pages.xml.gz"].duplicate_of == f"{o}/pages.xml"
+    assert by_url["/index.xml"].level == 0 and by_url["/more.xml"].level == 2
+    assert "cycle" in (files[[f.url for f in files].index(f"{o}/index.xml", 1)].error or "")
+    assert "another host" in (by_url[f"{other.origin}/shared.xml"].error or "")
+    assert by_url["/more.xml"].duplicates == 1 and by_url["/more.xml"].off_policy == 1
+    assert summary.levels == {0: 1, 1: 1, 2: 1}
+    assert (summary.files, summary.indexes, summary.urls, summary.skipped) == (5, 2, 6, 1)
+    # Every file was asked for once; the shared host was never contacted.
+    assert sorted(site.requests) == sorted(set(site.requests))
+    assert other.requests == []
+
+
+async def test_requests_to_a_host_keep_its_crawl_delay(client: httpx.AsyncClient) -> None:
+    with serve(Site("127.0.0.23")) as site:
+        o = site.origin
+        site.routes.update({
+            "/robots.txt": Reply(200, f"User-agent: *\nCrawl-delay: 0.3\nSitemap: {o}/i.xml\n"
+                                 .encode()),
+            "/i.xml": Reply(200, index(f"{o}/1.xml", f"{o}/2.xml", f"{o}/3.xml")),
+            **{f"/{n}.xml": Reply(200, urlset(f"{o}/{n}")) for n in (1, 2, 3)},
+        })
+        stamps: list[float] = []
+        original = site.routes.copy()
+        for path, reply in original.items():
+            if path != "/robots.txt":
+                site.routes[path] = (lambda r=reply: (stamps.append(time.monotonic()), r)[1])
+        summary, _, _ = await walk(walker(client), o)
+    assert summary.urls == 3
+    gaps = [b - a for a, b in itertools.pairwise(stamps)]
+    assert len(gaps) == 3 and min(gaps) >= 0.25, gaps
+
+
+async def test_disallowed_deep_and_missing_files_are_reported(client: httpx.AsyncClient
+                                                              ) -> None:
+    with serve(Site("127.0.0.24")) as site:
+        o = site.origin
+        site.routes.update({
+            "/robots.txt": Reply(200, f"User-agent: *\nDisallow: /secret\nSitemap: {o}/0.xml\n"
+                                 .encode()),
+            "/0.xml": Reply(200, index(f"{o}/1.xml", f"{o}/secret.xml", f"{o}/gone.xml")),
+            "/1.xml": Reply(200, index(f"{o}/2.xml")),
+            "/2.xml": Reply(200, index(f"{o}/3.xml")),
+            "/secret.xml": Reply(200, urlset(f"{o}/hidden")),
+        })
+        summary, files, entries = await walk(walker(client, max_depth=2), o)
+    errors = {f.url.removeprefix(o): f.error for f in files if f.error}
+    assert "robots.txt" in (errors["/secret.xml"] or "").lower() or "disallow" in (
+        errors["/secret.xml"] or "").lower()
+    assert errors["/gone.xml"] == "HTTP 404"
+    assert "deeper than 2" in (errors["/3.xml"] or "")
+    assert "/secret.xml" not in site.requests and "/3.xml" not in site.requests
+    assert entries == [] and summary.errors == 3
+
+
+async def test_well_known_paths_when_robots_names_none(client: httpx.AsyncClient) -> None:
+    with serve(Site("127.0.0.25")) as site:
+        o = site.origin
+        site.routes.update({"/robots.txt": Reply(200, b"User-agent: *\nDisallow:\n"),
+                            "/sitemap_index.xml": Reply(200, index(f"{o}/p.xml")),
+                            "/p.xml": Reply(200, urlset(f"{o}/page"))})
+        summary, files, _ = await walk(walker(client), o)
+        assert files == [] and summary.robots_sitemaps == 0
+        summary, files, entries = await walk(walker(client, well_known=True), o)
+    assert [e.loc for e in entries] == [f"{o}/page"]
+    assert summary.errors == 0  # /sitemap.xml and /sitemap.xml.gz are 404: not errors
+    assert {f.url.removeprefix(o) for f in files} == {"/sitemap_index.xml", "/p.xml"}
+
+
+async def test_cross_host_policy_site_allows_www(client: httpx.AsyncClient) -> None:
+    w = walker(client, cross_host="site")
+    assert w._on_policy("example.com", "https://www.example.com/s.xml")
+    assert not w._on_policy("example.com", "https://cdn.example.com/s.xml")
+    assert walker(client, cross_host="any")._on_policy("example.com", "https://x.test/s")
+    with pytest.raises(ValueError, match="cross_host"):
+        walker(client, cross_host="all")  # type: ignore[arg-type]
+
+
+async def test_a_bomb_a_429_and_a_broken_file(client: httpx.AsyncClient) -> None:
+    bomb = gzip.compress(f"<urlset {NS}>".encode() + b" " * (60 << 20), compresslevel=9)
+    with serve(Site("127.0.0.26")) as site:
+        o = site.origin
+        site.routes.update({
+            "/robots.txt": Reply(200, f"Sitemap: {o}/bomb.xml.gz\nSitemap: {o}/busy.xml\n"
+                                 f"Sitemap: {o}/broken.xml\n".encode()),
+            "/bomb.xml.gz": Reply(200, bomb),
+            "/busy.xml": Reply(429, b"slow down", {"Retry-After": "1"}),
+            "/broken.xml": Reply(200, f"<urlset {NS}><url><loc>{o}/kept</loc></url><url><loc>{o}"
+                                 .encode()),
+        })
+        started = time.monotonic()
+        _summary, files, entries = await walk(walker(client), o)
+    assert time.monotonic() - started < 10
+    errors = {f.url.removeprefix(o): f for f in files}
+    assert "larger than 52,428,800 bytes" in (errors["/bomb.xml.gz"].error or "")
+    assert errors["/busy.xml"].error == "HTTP 429"
+    broken = errors["/broken.xml"]
+    assert broken.error is None and broken.urls == 1
+    assert any(i.code == "broken-xml" for i in broken.issues)
+    assert [e.loc for e in entries] == [f"{o}/kept"]
+
+
+async def test_read_streams_one_file(client: httpx.AsyncClient) -> None:
+    with serve(Site("127.0.0.27")) as site:
+        o = site.origin
+        site.routes["/s.xml"] = Reply(200, urlset(*(f"{o}/{n}" for n in range(100))))
+        batches: list[list[Entry]] = []
+        file = await walker(client).read(f"{o}/s.xml", batches.append)
+    assert file.urls == 100 and file.error is None
+    assert [e.loc for batch in batches for e in batch] == [f"{o}/{n}" for n in range(100)]
+    assert site.requests == ["/robots.txt", "/s.xml"]

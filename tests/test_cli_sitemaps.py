@@ -1,0 +1,101 @@
+"""``polite sitemap parse`` and ``polite sitemap tree``, and ``GET /sitemaps`` on a real
+``polite serve``: run as users run them, against real servers on loopback."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from tests.serving import polite_serve
+from tests.sites import Reply, Site, serve
+from tests.test_cli import run
+
+NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+
+
+def _site(site: Site) -> None:
+    o = site.origin
+    pages = (f"<urlset {NS}><url><loc>{o}/a</loc><lastmod>2024-01-02</lastmod></url>"
+             f"<url><loc>{o}/b</loc><lastmod>bad</lastmod></url></urlset>").encode()
+    site.routes.update({
+        "/robots.txt": Reply(200, f"User-agent: *\nCrawl-delay: 0.05\nSitemap: <{o}/i.xml>\n"
+                             .encode()),
+        "/i.xml": Reply(200, (f"<sitemapindex {NS}><sitemap><loc>{o}/p.xml.gz</loc></sitemap>"
+                              f"<sitemap><loc>{o}/gone.xml</loc></sitemap></sitemapindex>")
+                        .encode()),
+        "/p.xml.gz": Reply(200, gzip.compress(pages)),
+    })
+
+
+def test_parse_a_file_as_json_lines(tmp_path: Path) -> None:
+    sitemap = tmp_path / "s.xml.gz"
+    sitemap.write_bytes(gzip.compress(
+        f"<urlset {NS}><url><loc>https://e.com/a</loc><priority>0.5</priority></url>"
+        "<url><loc>/rel</loc></url></urlset>".encode()))
+    result = run("sitemap", "parse", str(sitemap), "--json", "--url", "https://e.com/s.xml")
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert rows == [{"loc": "https://e.com/a", "kind": "url", "line": 1, "priority": 0.5},
+                    {"loc": "https://e.com/rel", "kind": "url", "line": 1}]
+    assert "relative <loc> '/rel'" in result.stderr
+
+
+def test_parse_reports_a_broken_file_with_its_line(tmp_path: Path) -> None:
+    sitemap = tmp_path / "s.xml"
+    sitemap.write_text(f"<urlset {NS}>\n<url><loc>https://e.com/a</loc></url>\n<url><loc>x\n")
+    result = run("sitemap", "parse", str(sitemap))
+    assert result.returncode == 1
+    assert result.stdout == "url\thttps://e.com/a\n"
+    assert f"{sitemap}:4: error: the XML breaks at line 4" in result.stderr
+
+
+def test_parse_a_url_reads_robots_first() -> None:
+    with serve(Site("127.0.0.31")) as site:
+        _site(site)
+        result = run("sitemap", "parse", f"{site.origin}/p.xml.gz", "--allow-private")
+        assert site.requests == ["/robots.txt", "/p.xml.gz"]
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [f"url\t{site.origin}/a", f"url\t{site.origin}/b"]
+    assert "'bad' is not a W3C datetime" in result.stderr
+
+
+def test_tree_walks_and_sums_up() -> None:
+    with serve(Site("127.0.0.32")) as site:
+        _site(site)
+        as_json = run("sitemap", "tree", site.origin, "--json", "--allow-private")
+        as_text = run("sitemap", "tree", site.origin, "--allow-private", "--urls")
+    assert as_json.returncode == 1, as_json.stderr  # /gone.xml is an error
+    report = json.loads(as_json.stdout)
+    assert report["summary"] == {"site": site.origin, "robotsSitemaps": 1, "files": 2,
+                                 "indexes": 1, "urls": 2, "duplicates": 0, "errors": 1,
+                                 "skipped": 0, "levels": {"1": 1}}
+    files = {f["url"]: f for f in report["files"]}
+    assert files[f"{site.origin}/p.xml.gz"]["compressed"] is True
+    assert files[f"{site.origin}/gone.xml"]["error"] == "HTTP 404"
+    assert f"{site.origin}/a\n{site.origin}/b\n" in as_text.stdout
+    assert "indirection level" in as_text.stdout and "HTTP 404" in as_text.stdout
+
+
+def test_tree_of_a_private_site_is_refused_without_the_option() -> None:
+    with serve(Site("127.0.0.33")) as site:
+        _site(site)
+        result = run("sitemap", "tree", site.origin, "--json")
+        assert site.requests == []
+    assert json.loads(result.stdout)["summary"]["files"] == 0
+
+
+def test_rest_sitemaps_on_polite_serve(tmp_path: Path) -> None:
+    with serve(Site("127.0.0.34")) as site:
+        _site(site)
+        with polite_serve("--store", f"sqlite:///{tmp_path / 'p.sqlite'}",
+                          "--allow-private") as api:
+            answer = api.get("/sitemaps", params={"site": site.origin, "limit": "1"})
+            missing = api.get("/sitemaps")
+            bad = api.get("/sitemaps", params={"site": "ftp://x"})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["summary"]["urls"] == 2 and body["urls"] == [f"{site.origin}/a"]
+    assert [f["level"] for f in body["files"]] == [0, 1, 1]
+    assert missing.status_code == 400 and "site" in missing.json()["error"]
+    assert bad.status_code == 400

@@ -83,7 +83,8 @@ _EXTENSIONS: Final = {_IMAGE_NS: "image", _VIDEO_NS: "video", _NEWS_NS: "news",
                       _XHTML_NS: "xhtml", _MOBILE_NS: "mobile"}
 
 # Element classes, from the name expat reports ("namespace local" or "local").
-_OTHER, _URL, _SITEMAP, _LOC, _LASTMOD, _CHANGEFREQ, _PRIORITY, _TYPE, _SRCLOC, _EXT = range(10)
+_OTHER, _URL, _SITEMAP, _LOC, _LASTMOD, _CHANGEFREQ, _PRIORITY, _TYPE, _SRCLOC = range(9)
+_EXT = 16  # extension elements: _EXT and up, one code per name
 _CORE_NAMES: Final = {"url": _URL, "sitemap": _SITEMAP, "loc": _LOC, "lastmod": _LASTMOD,
                       "changefreq": _CHANGEFREQ, "priority": _PRIORITY, "type": _TYPE,
                       "srcloc": _SRCLOC}
@@ -364,7 +365,10 @@ class _XmlReader:
 
     def __init__(self, owner: SitemapParser) -> None:
         self.owner = owner
-        parser = self.parser = pyexpat.ParserCreate(namespace_separator=" ")
+        self.intern: dict[str, Any] = {}  # name -> the name, or its code once classified
+        self.seq: list[Any] = []  # text (str), end tags (_Name), newline counts (int)
+        parser = self.parser = pyexpat.ParserCreate(namespace_separator=" ",
+                                                     intern=self.intern)
         parser.buffer_text = True
         parser.buffer_size = 1 << 16
         parser.SetParamEntityParsing(pyexpat.XML_PARAM_ENTITY_PARSING_NEVER)
@@ -376,8 +380,8 @@ class _XmlReader:
         self.codes: dict[str, int] = {}
         self.attribute_ns = False  # the file declares a namespace in _ATTRIBUTE_NS
         parser.StartNamespaceDeclHandler = self._declared
-        self.pending: Entry | None = None  # the entry open when the XML broke
         self.finish_pending: Callable[[], None] | None = None
+        self.after_parse: Callable[[], None] | None = None
 
     # -- expat -----------------------------------------------------------------------------
 
@@ -392,6 +396,8 @@ class _XmlReader:
             self.parser.Parse(data, final)
         except pyexpat.ExpatError as exc:
             self._broken(exc)
+        if self.after_parse is not None:
+            self.after_parse()
 
     def _broken(self, exc: pyexpat.ExpatError) -> None:
         owner = self.owner
@@ -455,27 +461,40 @@ class _XmlReader:
     # -- urlset and sitemapindex -------------------------------------------------------------
 
     def _sitemap_handlers(self) -> None:
-        # The hot path. Only the end of an element calls Python: the text an element holds
-        # is whatever expat delivered since the previous end tag (the whitespace before its
-        # start tag is stripped with the rest). A start handler is installed only when the
-        # file declares a namespace whose elements carry attributes we read (xhtml:link,
-        # video:price and the like); it also clears the text at each start.
+        # The hot path. expat calls no Python for the body of a plain urlset: character
+        # data and end tags are appended to one list by list.append itself, and drain()
+        # reads that list once per parsed chunk. Element names come out of expat through
+        # the intern dict, where each known name maps to a _Name (a str carrying its class),
+        # so an end tag and a run of text tell apart by type alone. Names met for the first
+        # time are classified after the chunk (refresh). Where the file declares a namespace
+        # whose elements carry attributes we read (xhtml:link, video:price and the like),
+        # a start handler runs too; it also keeps the line count exact at every start tag.
         owner = self.owner
         parser = self.parser
-        text = self.text
-        clear = text.clear
-        join = "".join
-        codes_get = self.codes.get
-        classify = self._classify
+        seq = self.seq
+        intern = self.intern
+        text: list[str] = []
         append = owner._out.append
         new_entry = tuple.__new__
         location = owner._location
         issue = owner._issue
         max_urls = owner.max_urls
-        extension = _Extensions(self)
+        extension = _Extensions(self, text)
         ext_end = extension.end
         fromisoformat = datetime.fromisoformat
         frequencies = {name: name for name in CHANGEFREQS}
+        names: list[str] = []  # extension element names, by code - _EXT
+
+        def code_of(name: str) -> int:
+            code = self._classify(name)
+            if code == _EXT:
+                names.append(name)
+                code = _EXT + len(names) - 1
+            return code
+
+        for namespace in self.core_ns:
+            for local, code in _CORE_NAMES.items():
+                intern[f"{namespace} {local}" if namespace else local] = code
 
         loc: str | None = None
         lastmod: str | None = None
@@ -483,90 +502,118 @@ class _XmlReader:
         priority: str | None = None
         etype: str | None = None
         srcloc: str | None = None
-        line = 0
+        line = parser.CurrentLineNumber  # the line the parse has reached, in drain()
+        entry_line = 0
+        carried = ""  # text not yet ended when a drain finished
+        known = 0  # how many names intern held at the last refresh
 
-        def end(name: str) -> None:
-            nonlocal loc, lastmod, changefreq, priority, etype, srcloc, line
-            code = codes_get(name)
-            if code is None:
-                code = classify(name)
-            if code == _LOC:
-                loc = join(text).strip()
-                line = parser.CurrentLineNumber
-            elif code == _LASTMOD:
-                lastmod = join(text).strip()
-            elif code == _CHANGEFREQ:
-                changefreq = join(text).strip()
-            elif code == _PRIORITY:
-                priority = join(text).strip()
-            elif code in (_URL, _SITEMAP):
-                if loc is None:  # <sitemap>URL</sitemap>, as some index files have it
-                    loc = join(text).strip()
-                    line = parser.CurrentLineNumber
-                if loc and loc.startswith(("https://", "http://")) and len(loc) < _MAX_LOC \
-                        and owner.count < max_urls and not (etype or srcloc or extension.used):
-                    # The common entry: fields read inline, without a call.
-                    when = None
-                    if lastmod:
-                        if len(lastmod) == 25 and lastmod[10] == "T" and lastmod[22] == ":":
+        def refresh() -> None:
+            # Names expat met for the first time went into intern as plain str. Those that
+            # stand in seq as end tags (found by identity: expat appended the very object it
+            # interned) get their code, there and in intern.
+            nonlocal known
+            known = len(intern)
+            new = {id(value): name for name, value in intern.items() if value.__class__ is str}
+            if not new:
+                return
+            for index, item in enumerate(seq):
+                if item.__class__ is str and id(item) in new:
+                    seq[index] = intern[new[id(item)]] = code_of(new[id(item)])
+
+        def drain() -> None:
+            nonlocal loc, lastmod, changefreq, priority, etype, srcloc, line, entry_line
+            nonlocal carried
+            if len(intern) != known:
+                refresh()
+            value = carried  # the text since the last end tag (or start tag)
+            for item in seq:
+                if item.__class__ is str:
+                    value = value + item if value else item
+                    line += item.count("\n")
+                    continue
+                if item < 0:  # newlines inside a comment or a processing instruction
+                    line -= item
+                    continue
+                if item == _LOC:
+                    loc = value.strip()
+                    entry_line = line
+                elif item == _LASTMOD:
+                    lastmod = value.strip()
+                elif item == _CHANGEFREQ:
+                    changefreq = value.strip()
+                elif item == _PRIORITY:
+                    priority = value.strip()
+                elif item in (_URL, _SITEMAP):
+                    if loc is None:  # <sitemap>URL</sitemap>, as some index files have it
+                        loc = value.strip()
+                        entry_line = line
+                    if loc and loc.startswith(("https://", "http://")) and \
+                            len(loc) < _MAX_LOC and owner.count < max_urls and \
+                            not (etype or srcloc or extension.used):
+                        # The common entry, read inline.
+                        when = None
+                        if lastmod:
+                            if len(lastmod) == 25 and lastmod[10] == "T" and \
+                                    lastmod[22] == ":":
+                                try:
+                                    when = fromisoformat(lastmod)
+                                except ValueError:
+                                    when = None
+                            else:
+                                when = parse_w3c(lastmod)
+                            if when is None:
+                                bad_lastmod()
+                        rank = None
+                        if priority:
                             try:
-                                when = fromisoformat(lastmod)
+                                rank = float(priority)
                             except ValueError:
-                                when = None
-                        else:
-                            when = parse_w3c(lastmod)
-                        if when is None:
-                            bad_lastmod()
-                    rank = None
-                    if priority:
-                        try:
-                            rank = float(priority)
-                        except ValueError:
-                            rank = None
-                        if rank is None or not 0.0 <= rank <= 1.0:
-                            rank = None
-                            bad_priority()
-                    frequency = None
-                    if changefreq:
-                        frequency = frequencies.get(changefreq)
-                        if frequency is None:
-                            frequency = bad_changefreq()
-                    append(new_entry(Entry, (loc, "url" if code == _URL else "sitemap", when,
-                                             frequency, rank, line, None, None, None, (), (),
-                                             None, (), False)))
-                    owner.count += 1
-                else:
-                    finish(code)
-                loc = lastmod = changefreq = priority = etype = srcloc = None
-            elif code == _EXT:
-                ext_end(name)
-            elif code == _TYPE:
-                etype = join(text).strip()
-            elif code == _SRCLOC:
-                srcloc = join(text).strip()
-            clear()
+                                rank = None
+                            if rank is None or not 0.0 <= rank <= 1.0:
+                                rank = None
+                                bad_priority()
+                        frequency = None
+                        if changefreq:
+                            frequency = frequencies.get(changefreq) or bad_changefreq()
+                        append(new_entry(Entry, (
+                            loc, "url" if item == _URL else "sitemap", when, frequency, rank,
+                            entry_line, None, None, None, (), (), None, (), False)))
+                        owner.count += 1
+                    else:
+                        finish(item)
+                    loc = lastmod = changefreq = priority = etype = srcloc = None
+                elif item >= _EXT:
+                    text[:] = (value,)
+                    ext_end(names[item - _EXT], line)
+                elif item == _TYPE:
+                    etype = value.strip()
+                elif item == _SRCLOC:
+                    srcloc = value.strip()
+                value = ""
+            carried = value
+            seq.clear()
 
         def bad_lastmod() -> None:
-            issue(line, "bad-lastmod", f"<lastmod> {(lastmod or '')[:80]!r} is not a W3C "
-                  "datetime; left out")
+            issue(entry_line, "bad-lastmod", f"<lastmod> {(lastmod or '')[:80]!r} is not a "
+                  "W3C datetime; left out")
 
         def bad_priority() -> None:
-            issue(line, "bad-priority", f"<priority> {(priority or '')[:80]!r} is not a "
-                  "number from 0.0 to 1.0; left out")
+            issue(entry_line, "bad-priority", f"<priority> {(priority or '')[:80]!r} is not "
+                  "a number from 0.0 to 1.0; left out")
 
         def bad_changefreq() -> str | None:
             frequency = frequencies.get((changefreq or "").lower())
             if frequency is None:
-                issue(line, "bad-changefreq", f"<changefreq> {(changefreq or '')[:80]!r} is "
-                      "not one of always, hourly, daily, weekly, monthly, yearly, never; "
+                issue(entry_line, "bad-changefreq", f"<changefreq> {(changefreq or '')[:80]!r}"
+                      " is not one of always, hourly, daily, weekly, monthly, yearly, never; "
                       "left out")
             return frequency
 
         def finish(code: int) -> None:
             kind = "url" if code == _URL else "sitemap"
             if owner.count >= max_urls:
-                owner._too_many(line)
-            checked = location(line, "<loc>", loc or "")
+                owner._too_many(entry_line)
+            checked = location(entry_line, "<loc>", loc or "")
             if checked is None:
                 if extension.used:
                     extension.reset()
@@ -592,50 +639,73 @@ class _XmlReader:
             if etype:
                 kind_of = etype.lower()
                 if kind_of not in _REGP_TYPES:
-                    issue(line, "bad-type", f"<type> {etype[:80]!r} is not data, list or "
-                          "other; left out")
+                    issue(entry_line, "bad-type", f"<type> {etype[:80]!r} is not data, list "
+                          "or other; left out")
                     kind_of = None
-            source = location(line, "<srcloc>", srcloc) if srcloc else None
+            source = location(entry_line, "<srcloc>", srcloc) if srcloc else None
             if extension.used:
                 images, videos, news, alternates, mobile = extension.take()
             else:
                 images, videos, news, alternates, mobile = (), (), None, (), False
-            append(new_entry(Entry, (checked, kind, when, frequency, rank, line, kind_of,
-                                     source, None, images, videos, news, alternates, mobile)))
+            append(new_entry(Entry, (checked, kind, when, frequency, rank, entry_line,
+                                     kind_of, source, None, images, videos, news, alternates,
+                                     mobile)))
             owner.count += 1
 
         def finish_pending() -> None:
-            # The XML broke inside an entry: keep it only if its <loc> was closed.
+            # The XML broke: read what came before the break; keep an open entry only if
+            # its <loc> was closed.
+            drain()
             if loc:
                 finish(_URL)
 
-        def start(name: str, attrs: dict[str, str]) -> None:
-            clear()
-            if attrs:
-                code = codes_get(name)
-                if code is None:
-                    code = classify(name)
-                if code == _EXT:
-                    extension.start(name, attrs)
+        def start(name: str | int, attrs: dict[str, str]) -> None:
+            nonlocal line, carried
+            drain()
+            carried = ""
+            line = parser.CurrentLineNumber
+            if isinstance(name, str):  # met for the first time
+                code = intern[name] = code_of(name)
+            else:
+                code = name
+            if attrs and code >= _EXT:
+                extension.start(names[code - _EXT], attrs, line)
+
+        def first_start(name: str | int, attrs: dict[str, str]) -> None:
+            # The first element inside the root: from here the line count is exact.
+            start(name, attrs)
+            if not self.attribute_ns:
+                parser.StartElementHandler = None
 
         def namespace_declared(prefix: str | None, uri: str) -> None:
-            if uri in _ATTRIBUTE_NS:
+            if uri in _ATTRIBUTE_NS and not self.attribute_ns:
+                self.attribute_ns = True
+                drain()
                 parser.StartElementHandler = start
 
+        def newlines(*parts: str) -> None:
+            count = sum(part.count("\n") for part in parts if part)
+            if count:
+                seq.append(-count)
+
         self.finish_pending = finish_pending
-        parser.StartElementHandler = start if self.attribute_ns else None
+        self.after_parse = drain
+        parser.StartElementHandler = start if self.attribute_ns else first_start
         parser.StartNamespaceDeclHandler = namespace_declared
-        parser.EndElementHandler = end
+        parser.CommentHandler = newlines
+        parser.ProcessingInstructionHandler = newlines
+        parser.EndElementHandler = seq.append
+        parser.CharacterDataHandler = seq.append
 
 
 class _Extensions:
     """Google's image, video, news, hreflang and mobile extensions inside one ``<url>``.
     Fields gather in a record until the element that holds them ends."""
 
-    def __init__(self, reader: _XmlReader) -> None:
+    def __init__(self, reader: _XmlReader, text: list[str]) -> None:
         self.reader = reader
         self.issue = reader.owner._issue
-        self.text = reader.text
+        self.text = text
         self.names: dict[str, tuple[str, str]] = {}
         self.reset()
 
@@ -656,7 +726,7 @@ class _Extensions:
             known = self.names[name] = (_EXTENSIONS[namespace], local)
         return known
 
-    def start(self, name: str, attrs: dict[str, str]) -> None:
+    def start(self, name: str, attrs: dict[str, str], line: int) -> None:
         self.used = True
         family, local = self._name(name)
         if family == "xhtml":
@@ -666,16 +736,15 @@ class _Extensions:
                 if href and lang:
                     self.alternates.append(Alternate(lang, href))
                 else:
-                    self.issue(self.reader.parser.CurrentLineNumber, "bad-alternate",
+                    self.issue(line, "bad-alternate",
                                "<xhtml:link rel=alternate> without hreflang or href; left out")
         else:
             self.attrs[local] = attrs
 
-    def end(self, name: str) -> None:
+    def end(self, name: str, line: int) -> None:
         self.used = True
         family, local = self._name(name)
         record = self.record
-        line = self.reader.parser.CurrentLineNumber
         if family == "image":
             if local == "image":
                 self._image(record, line)

@@ -11,10 +11,12 @@ sitemap generators write them) is parsed by:
 * ``scrapy Sitemap`` (``scrapy.utils.sitemap.Sitemap``, lxml underneath, whole body);
 * ``ultimate-sitemap-parser`` (``usp``, expat underneath, whole body).
 
-Times are per parse, CPU seconds of this process, the median of interleaved rounds (the
-machine is shared and noisy: read the ratios). Memory is how much a fresh process's peak
-resident size grows while it parses 10,000 and then 50,000 URLs (libraries imported and, for
-the whole-body parsers, the body already read): a streaming parser's growth stays flat.
+Times are per parse, CPU seconds of this process over interleaved rounds; the ratios are
+given of the medians and of the minimums. On a shared, noisy machine the minimum (each
+contender's best round) is the steadiest figure; the median swings with the neighbours.
+Memory is how much a fresh process's peak resident size grows while it parses 10,000 and
+then 50,000 URLs (libraries imported and, for the whole-body parsers, the body already
+read): a streaming parser's growth stays flat.
 
 Run: ``make bench`` or ``.venv/bin/python bench/sitemaps_vs_peers.py [--rounds N]``.
 """
@@ -132,7 +134,7 @@ def peak_rss_mib(name: str, path: Path) -> float:
 
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    options.add_argument("--rounds", type=int, default=9)
+    options.add_argument("--rounds", type=int, default=15)
     args = options.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         big, small = Path(tmp, "sitemap-50000.xml"), Path(tmp, "sitemap-10000.xml")

@@ -483,6 +483,7 @@ class _XmlReader:
         ext_end = extension.end
         fromisoformat = datetime.fromisoformat
         frequencies = {name: name for name in CHANGEFREQS}
+        ranks: dict[str, float] = {}
         names: list[str] = []  # extension element names, by code - _EXT
 
         def code_of(name: str) -> int:
@@ -521,99 +522,123 @@ class _XmlReader:
                     seq[index] = intern[new[id(item)]] = code_of(new[id(item)])
 
         def drain() -> None:
+            # Fast locals in the loop; the entry's fields go back to the closure at the end,
+            # where a later drain (or a break in the XML) finds them.
             nonlocal loc, lastmod, changefreq, priority, etype, srcloc, line, entry_line
             nonlocal carried
             if len(intern) != known:
                 refresh()
+            e_loc, e_lastmod, e_changefreq, e_priority = loc, lastmod, changefreq, priority
+            e_type, e_srcloc, e_line, at = etype, srcloc, entry_line, line
+            count = owner.count
+            url, sitemap, loc_code, ext_code = _URL, _SITEMAP, _LOC, _EXT
             value = carried  # the text since the last end tag (or start tag)
             for item in seq:
                 if item.__class__ is str:
                     value = value + item if value else item
-                    line += item.count("\n")
+                    at += item.count("\n")
                     continue
-                if item < 0:  # newlines inside a comment or a processing instruction
-                    line -= item
-                    continue
-                if item == _LOC:
-                    loc = value.strip()
-                    entry_line = line
+                if item == loc_code:
+                    e_loc = value.strip()
+                    e_line = at
                 elif item == _LASTMOD:
-                    lastmod = value.strip()
+                    e_lastmod = value.strip()
                 elif item == _CHANGEFREQ:
-                    changefreq = value.strip()
+                    e_changefreq = value.strip()
                 elif item == _PRIORITY:
-                    priority = value.strip()
-                elif item in (_URL, _SITEMAP):
-                    if loc is None:  # <sitemap>URL</sitemap>, as some index files have it
-                        loc = value.strip()
-                        entry_line = line
-                    if loc and loc.startswith(("https://", "http://")) and \
-                            len(loc) < _MAX_LOC and owner.count < max_urls and \
-                            not (etype or srcloc or extension.used):
+                    e_priority = value.strip()
+                elif item == url or item == sitemap:  # noqa: SIM109 - no tuple built per item
+                    if e_loc is None:  # <sitemap>URL</sitemap>, as some index files have it
+                        e_loc = value.strip()
+                        e_line = at
+                    if e_loc and e_loc.startswith(("https://", "http://")) and \
+                            len(e_loc) < _MAX_LOC and count < max_urls and \
+                            e_type is None and e_srcloc is None and not extension.used:
                         # The common entry, read inline.
                         when = None
-                        if lastmod:
-                            if len(lastmod) == 25 and lastmod[10] == "T" and \
-                                    lastmod[22] == ":":
+                        if e_lastmod:
+                            if len(e_lastmod) == 25 and e_lastmod[10] == "T" and \
+                                    e_lastmod[13] == ":":
                                 try:
-                                    when = fromisoformat(lastmod)
+                                    when = fromisoformat(e_lastmod)
                                 except ValueError:
                                     when = None
+                                if when is not None and when.tzinfo is None:
+                                    when = None
                             else:
-                                when = parse_w3c(lastmod)
+                                when = parse_w3c(e_lastmod)
                             if when is None:
-                                bad_lastmod()
+                                bad_lastmod(e_lastmod, e_line)
                         rank = None
-                        if priority:
-                            try:
-                                rank = float(priority)
-                            except ValueError:
-                                rank = None
-                            if rank is None or not 0.0 <= rank <= 1.0:
-                                rank = None
-                                bad_priority()
+                        if e_priority:
+                            rank = ranks.get(e_priority)  # a file uses a handful of values
+                            if rank is None:
+                                rank = read_priority(e_priority, e_line)
                         frequency = None
-                        if changefreq:
-                            frequency = frequencies.get(changefreq) or bad_changefreq()
+                        if e_changefreq:
+                            frequency = frequencies.get(e_changefreq) or \
+                                bad_changefreq(e_changefreq, e_line)
                         append(new_entry(Entry, (
-                            loc, "url" if item == _URL else "sitemap", when, frequency, rank,
-                            entry_line, None, None, None, (), (), None, (), False)))
-                        owner.count += 1
+                            e_loc, "url" if item == url else "sitemap", when, frequency, rank,
+                            e_line, None, None, None, (), (), None, (), False)))
+                        count += 1
                     else:
-                        finish(item)
-                    loc = lastmod = changefreq = priority = etype = srcloc = None
-                elif item >= _EXT:
+                        owner.count = count
+                        finish(item, e_loc, e_lastmod, e_changefreq, e_priority, e_type,
+                               e_srcloc, e_line)
+                        count = owner.count
+                    e_loc = e_lastmod = e_changefreq = e_priority = e_type = e_srcloc = None
+                elif item < 0:  # newlines inside a comment or a processing instruction
+                    at -= item
+                    continue
+                elif item >= ext_code:
                     text[:] = (value,)
-                    ext_end(names[item - _EXT], line)
+                    ext_end(names[item - ext_code], at)
                 elif item == _TYPE:
-                    etype = value.strip()
+                    e_type = value.strip()
                 elif item == _SRCLOC:
-                    srcloc = value.strip()
+                    e_srcloc = value.strip()
                 value = ""
+            owner.count = count
+            loc, lastmod, changefreq, priority = e_loc, e_lastmod, e_changefreq, e_priority
+            etype, srcloc, entry_line, line = e_type, e_srcloc, e_line, at
             carried = value
             seq.clear()
 
-        def bad_lastmod() -> None:
-            issue(entry_line, "bad-lastmod", f"<lastmod> {(lastmod or '')[:80]!r} is not a "
-                  "W3C datetime; left out")
+        def read_priority(value: str, line: int) -> float | None:
+            try:
+                rank: float | None = float(value)
+            except ValueError:
+                rank = None
+            if rank is None or not 0.0 <= rank <= 1.0:
+                bad_priority(value, line)
+                return None
+            if len(ranks) < 256:
+                ranks[value] = rank
+            return rank
 
-        def bad_priority() -> None:
-            issue(entry_line, "bad-priority", f"<priority> {(priority or '')[:80]!r} is not "
-                  "a number from 0.0 to 1.0; left out")
+        def bad_lastmod(value: str, line: int) -> None:
+            issue(line, "bad-lastmod", f"<lastmod> {value[:80]!r} is not a W3C datetime; "
+                  "left out")
 
-        def bad_changefreq() -> str | None:
-            frequency = frequencies.get((changefreq or "").lower())
+        def bad_priority(value: str, line: int) -> None:
+            issue(line, "bad-priority", f"<priority> {value[:80]!r} is not a number from 0.0 "
+                  "to 1.0; left out")
+
+        def bad_changefreq(value: str, line: int) -> str | None:
+            frequency = frequencies.get(value.lower())
             if frequency is None:
-                issue(entry_line, "bad-changefreq", f"<changefreq> {(changefreq or '')[:80]!r}"
-                      " is not one of always, hourly, daily, weekly, monthly, yearly, never; "
-                      "left out")
+                issue(line, "bad-changefreq", f"<changefreq> {value[:80]!r} is not one of "
+                      "always, hourly, daily, weekly, monthly, yearly, never; left out")
             return frequency
 
-        def finish(code: int) -> None:
+        def finish(code: int, loc: str | None, lastmod: str | None, changefreq: str | None,
+                   priority: str | None, etype: str | None, srcloc: str | None,
+                   line: int) -> None:
             kind = "url" if code == _URL else "sitemap"
             if owner.count >= max_urls:
-                owner._too_many(entry_line)
-            checked = location(entry_line, "<loc>", loc or "")
+                owner._too_many(line)
+            checked = location(line, "<loc>", loc or "")
             if checked is None:
                 if extension.used:
                     extension.reset()
@@ -622,7 +647,7 @@ class _XmlReader:
             if lastmod:
                 when = parse_w3c(lastmod)
                 if when is None:
-                    bad_lastmod()
+                    bad_lastmod(lastmod, line)
             rank = None
             if priority:
                 try:
@@ -631,25 +656,24 @@ class _XmlReader:
                     rank = None
                 if rank is None or not 0.0 <= rank <= 1.0:
                     rank = None
-                    bad_priority()
+                    bad_priority(priority, line)
             frequency = None
             if changefreq:
-                frequency = frequencies.get(changefreq) or bad_changefreq()
+                frequency = frequencies.get(changefreq) or bad_changefreq(changefreq, line)
             kind_of = None
             if etype:
                 kind_of = etype.lower()
                 if kind_of not in _REGP_TYPES:
-                    issue(entry_line, "bad-type", f"<type> {etype[:80]!r} is not data, list "
-                          "or other; left out")
+                    issue(line, "bad-type", f"<type> {etype[:80]!r} is not data, list or "
+                          "other; left out")
                     kind_of = None
-            source = location(entry_line, "<srcloc>", srcloc) if srcloc else None
+            source = location(line, "<srcloc>", srcloc) if srcloc else None
             if extension.used:
                 images, videos, news, alternates, mobile = extension.take()
             else:
                 images, videos, news, alternates, mobile = (), (), None, (), False
-            append(new_entry(Entry, (checked, kind, when, frequency, rank, entry_line,
-                                     kind_of, source, None, images, videos, news, alternates,
-                                     mobile)))
+            append(new_entry(Entry, (checked, kind, when, frequency, rank, line, kind_of,
+                                     source, None, images, videos, news, alternates, mobile)))
             owner.count += 1
 
         def finish_pending() -> None:
@@ -657,7 +681,7 @@ class _XmlReader:
             # its <loc> was closed.
             drain()
             if loc:
-                finish(_URL)
+                finish(_URL, loc, lastmod, changefreq, priority, etype, srcloc, entry_line)
 
         def start(name: str | int, attrs: dict[str, str]) -> None:
             nonlocal line, carried

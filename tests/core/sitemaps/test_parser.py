@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from polite.sitemaps import Entry, SitemapParser, parse, parse_w3c
+from polite.sitemaps import Alternate, Entry, SitemapParser, parse, parse_w3c
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 
@@ -277,3 +277,25 @@ def test_arbitrary_sitemap_shapes_never_raise(parts: list[str]) -> None:
     sitemap = parse(data)
     for entry in sitemap:
         assert entry.loc.startswith("https://a.example/")
+
+
+def test_lines_stay_exact_across_a_multiline_root_tag_and_comments() -> None:
+    data = (b'<?xml version="1.0"?>\n<!-- one\ntwo -->\n<urlset\n  ' + NS.encode() +
+            b'\n  xmlns:image="http://www.google.com/schemas/sitemap-image/1.1">\n'
+            b"<url><loc>https://a.example/1</loc></url>\n<!-- a\nb\nc -->\n"
+            b"<url>\n<loc>https://a.example/2</loc>\n<lastmod>bad</lastmod></url>\n"
+            b"</urlset>\n")
+    sitemap = parse(data)
+    assert [(e.loc, e.line) for e in sitemap] == [("https://a.example/1", 7),
+                                                   ("https://a.example/2", 12)]
+    assert [(i.line, i.code) for i in sitemap.issues] == [(12, "bad-lastmod")]
+
+
+def test_a_namespace_declared_midway_switches_on_attribute_reading() -> None:
+    head = f"<urlset {NS}>\n" + "<url><loc>https://a.example/plain</loc></url>\n" * 3
+    alt = ('<url xmlns:xhtml="http://www.w3.org/1999/xhtml"><loc>https://a.example/en</loc>'
+           '<xhtml:link rel="alternate" hreflang="de" href="https://a.example/de"/></url>\n')
+    entries = list(parse((head + alt + "</urlset>").encode()))
+    assert [e.loc for e in entries] == ["https://a.example/plain"] * 3 + ["https://a.example/en"]
+    assert entries[-1].alternates == (Alternate("de", "https://a.example/de"),)
+    assert [e.line for e in entries] == [2, 3, 4, 5]

@@ -131,6 +131,16 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--origin-timeout-s", type=float,
                        help="proxy: an origin silent this long gets the client a 504 "
                             "(default 30)")
+    serve.add_argument("--no-backoff", dest="backoff", action="store_false", default=None,
+                       help="do not pause a host after a 429 or 503 (for origins of your own)")
+    serve.add_argument("--no-cache", dest="cache", action="store_false", default=None,
+                       help="turn the proxy's page cache off")
+    serve.add_argument("--cache-max-mb", type=float,
+                       help="the page cache's size in the store; least recently used pages "
+                       "go first (default 256)")
+    serve.add_argument("--cache-keep-no-store-s", type=float,
+                       help="keep responses marked no-store this many seconds (default 0: "
+                       "no-store is honoured; seed 001 kept them a day, 86400)")
     serve.add_argument("--adaptive-factor", type=float,
                        help="the adaptive delay is this many times a host's running response "
                             "time (default 1; 0 turns it off)")

@@ -17,6 +17,7 @@ from polite.api import create_app
 from polite.clock import WallClock
 from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
 from polite.errors import ConfigError
+from polite.fetch.cache import PageCache
 from polite.fetch.politeness import Politeness
 from polite.fetch.robots import RobotsFetcher, create_client
 from polite.fetch.sitemaps import SitemapWalker
@@ -43,6 +44,10 @@ class Settings:
     max_wait_s: float = 60.0
     origin_timeout_s: float = 30.0
     adaptive_factor: float = 1.0
+    backoff: bool = True
+    cache: bool = True
+    cache_max_mb: float = 256.0
+    cache_keep_no_store_s: float = 0.0  # seed 001's "no-store for a day" is 86400
     delays: dict[str, int] = field(default_factory=dict)  # domain -> ms, from --config
 
 
@@ -52,6 +57,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "admin_token": (str,), "on_401_403": (str,),
     "mode": (str,), "max_wait_s": (int, float), "origin_timeout_s": (int, float),
     "adaptive_factor": (int, float),
+    "backoff": (bool,), "cache": (bool,), "cache_max_mb": (int, float),
+    "cache_keep_no_store_s": (int, float),
 }
 
 
@@ -110,6 +117,10 @@ def settings_from(args: argparse.Namespace) -> Settings:
         raise ConfigError("--origin-timeout-s must be more than 0")
     if settings.max_wait_s < 0:
         raise ConfigError("--max-wait-s must be 0 or more")
+    if settings.cache_max_mb <= 0:
+        raise ConfigError("--cache-max-mb must be more than 0")
+    if settings.cache_keep_no_store_s < 0:
+        raise ConfigError("--cache-keep-no-store-s must be 0 or more")
     if not 0 <= settings.port <= 65535:
         raise ConfigError(f"--port {settings.port} is not a port number")
     return settings
@@ -164,7 +175,8 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
                             default_delay_s=settings.default_delay_ms / 1000,
                             max_crawl_delay_s=settings.max_crawl_delay_s,
                             allow_private=settings.allow_private,
-                            adaptive_factor=settings.adaptive_factor)
+                            adaptive_factor=settings.adaptive_factor,
+                            backoff=settings.backoff)
 
     async def startup() -> None:
         # Delays from the config file fill in; what was set at run time (PUT /delays) and
@@ -178,9 +190,12 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
         await store.close()
 
     walker = SitemapWalker(client, politeness)
+    cache = PageCache(store, max_total_bytes=int(settings.cache_max_mb * 1024 * 1024),
+                      keep_no_store_s=settings.cache_keep_no_store_s) if settings.cache \
+        else None
     app = create_app(politeness, store, admin_token=settings.admin_token, sitemaps=walker,
-                     on_startup=startup, on_shutdown=shutdown)
-    proxy = ProxyServer(politeness, app, settings=ProxySettings(
+                     cache=cache, on_startup=startup, on_shutdown=shutdown)
+    proxy = ProxyServer(politeness, app, cache=cache, settings=ProxySettings(
         mode=Mode(settings.mode), max_wait_s=settings.max_wait_s,
         origin_read_s=settings.origin_timeout_s, connect_s=min(10.0, settings.origin_timeout_s)))
 

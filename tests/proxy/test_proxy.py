@@ -16,7 +16,7 @@ from tests.serving import polite_serve
 from tests.sites import Reply, Site, serve
 
 ALLOW = Reply(200, b"User-agent: *\nDisallow: /private\n")
-PAGE = Reply(200, b"x" * 1024, {"Content-Type": "text/plain", "Cache-Control": "max-age=60"})
+PAGE = Reply(200, b"x" * 1024, {"Content-Type": "text/plain"})  # not cacheable
 
 
 @pytest.fixture(scope="module")

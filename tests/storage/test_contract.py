@@ -32,6 +32,9 @@ class FakeClock:
     def __call__(self) -> float:
         return self.now
 
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
 
 Factory = Callable[[FakeClock], Store]
 
@@ -175,14 +178,40 @@ async def test_robots_records(make_store: Factory) -> None:
     assert await store.load_robots("https://e.com") == record
 
 
+async def test_pages_are_kept_and_the_least_recently_used_go_first(make_store: Factory
+                                                                    ) -> None:
+    clock = FakeClock()
+    store = make_store(clock)
+    assert await store.page_get("http://e.com/a") is None
+    for name in "abc":
+        clock.advance(1)
+        await store.page_put(f"http://e.com/{name}", name.encode() * 100, max_total_bytes=300)
+    clock.advance(1)
+    assert await store.page_get("http://e.com/a") == b"a" * 100  # a is now the newest use
+    clock.advance(1)
+    await store.page_put("http://e.com/d", b"d" * 100, max_total_bytes=300)
+    assert await store.page_get("http://e.com/b") is None  # the least recently used
+    assert await store.page_get("http://e.com/a") == b"a" * 100
+    assert await store.page_usage() == (3, 300)
+    clock.advance(1)
+    await store.page_put("http://e.com/a", b"A" * 50, max_total_bytes=300)  # replaced
+    assert await store.page_usage() == (3, 250)
+    await store.page_delete("http://e.com/c")
+    await store.page_delete("http://e.com/never")
+    assert await store.page_usage() == (2, 150)
+    assert await store.page_get("http://e.com/a") == b"A" * 50
+
+
 async def test_sqlite_keeps_everything_across_a_restart(tmp_path: Path) -> None:
     path = tmp_path / "polite.sqlite"
     first = SQLiteStore(path, FakeClock())
     await first.set_delay("e.com", 4.0)
     await first.claim("e.com", 10.0, 100.0)
+    await first.page_put("http://e.com/", b"page", max_total_bytes=1000)
     await first.close()
     second = SQLiteStore(path, FakeClock())
     assert await second.get_delay("e.com") == 4.0
+    assert await second.page_get("http://e.com/") == b"page"
     assert (await second.claim("e.com", 10.0, 105.0)).at == 110.0
     await second.close()
 

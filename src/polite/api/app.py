@@ -6,12 +6,13 @@ from __future__ import annotations
 import hmac
 import json
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -20,6 +21,7 @@ from starlette.routing import Route
 
 from polite.core.sitemaps.model import MAX_SITEMAP_URLS
 from polite.errors import InvalidURL
+from polite.fetch.cache import PageCache
 from polite.fetch.politeness import Politeness, Verdict
 from polite.fetch.robots import split_origin
 from polite.fetch.sitemaps import SitemapWalker, WalkSummary
@@ -86,8 +88,27 @@ def _ms(seconds: float) -> int:
     return max(0, math.ceil(seconds * 1000))
 
 
+class _CacheCollector:
+    """The page cache's counters, read when /metrics is asked."""
+
+    def __init__(self, cache: PageCache) -> None:
+        self._cache = cache
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self._cache.stats
+        for name, value, text in (
+                ("hits", stats.hits, "requests answered from the cache"),
+                ("misses", stats.misses, "cacheable requests sent to the origin"),
+                ("revalidations", stats.revalidated, "stored responses the origin confirmed "
+                 "with 304"),
+                ("stores", stats.stored, "responses stored")):
+            yield CounterMetricFamily(f"polite_cache_{name}", text, value=value)
+        yield GaugeMetricFamily("polite_cache_hit_ratio", "(hits + revalidations) / lookups",
+                                value=stats.ratio)
+
+
 def create_app(politeness: Politeness, store: Store, *, admin_token: str | None = None,
-               sitemaps: SitemapWalker | None = None,
+               sitemaps: SitemapWalker | None = None, cache: PageCache | None = None,
                on_startup: Callable[[], Awaitable[None]] | None = None,
                on_shutdown: Callable[[], Awaitable[None]] | None = None) -> Starlette:
     """The app; ``admin_token``, when set, is required (Bearer) for writes."""
@@ -96,6 +117,8 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
     robots_fetches = Gauge("polite_robots_fetches", "robots.txt requests sent",
                            registry=registry)
     robots_fetches.set_function(lambda: float(politeness.robots_fetches))
+    if cache is not None:
+        registry.register(_CacheCollector(cache))
 
     async def answer(urls: list[str], request: Request) -> list[Verdict]:
         reserve = request.query_params.get("reserve", "false").lower() in ("1", "true", "yes")

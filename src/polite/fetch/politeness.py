@@ -87,6 +87,7 @@ class Politeness:
         allow_private: bool = False,
         robots_concurrency: int = 64,
         adaptive_factor: float = ADAPTIVE_FACTOR,
+        backoff: bool = True,
     ) -> None:
         self._robots = robots
         self.allow_private = allow_private
@@ -96,6 +97,7 @@ class Politeness:
         self.default_delay_s = default_delay_s
         self.max_crawl_delay_s = max_crawl_delay_s
         self.adaptive_factor = adaptive_factor  # x the host's response time; 0: off
+        self.backoff = backoff  # 429 and 503 pause the host
         self.robots_delays_s: dict[str, float] = {}  # host -> what its robots.txt asks
         self._robots_slots = asyncio.Semaphore(robots_concurrency)
 
@@ -226,7 +228,8 @@ class Politeness:
         if not host:
             raise InvalidURL(f"{url!r} has no host")
         now = self._clock()
-        until = backoff_until(status, parse_retry_after(retry_after, now), now)
+        until = backoff_until(status, parse_retry_after(retry_after, now), now) \
+            if self.backoff else None
         pause = None if until is None else until - now
         await self._store.note_response(host, elapsed_s, pause)
         return pause

@@ -28,7 +28,9 @@ from urllib.parse import unquote, urlsplit
 
 import h11
 
+from polite.core.cache.policy import Choice, Stored, not_modified
 from polite.errors import InvalidURL
+from polite.fetch.cache import PageCache
 from polite.fetch.politeness import NO_RETRY, Politeness, Verdict
 from polite.fetch.robots import is_public_host, split_origin
 
@@ -108,8 +110,9 @@ class ProxyServer:
     """Listens on one address; ``app`` answers the origin-form requests."""
 
     def __init__(self, politeness: Politeness, app: ASGIApp, *,
-                 settings: ProxySettings | None = None) -> None:
+                 settings: ProxySettings | None = None, cache: PageCache | None = None) -> None:
         self._politeness = politeness
+        self._cache = cache
         self._app = app
         self.settings = settings or ProxySettings()
         self._idle: dict[tuple[str, str, int], list[_Upstream]] = {}
@@ -283,6 +286,16 @@ class ProxyServer:
                 await self._send_error(conn, writer, 400, "X-Polite-Mode must be 'reject' or "
                                        "'wait'")
                 return False
+        choice = None
+        if self._cache is not None and request.method in (b"GET", b"HEAD"):
+            choice = await self._cache.lookup(request.method, url, headers)
+            if choice.action == "serve":  # a hit: the site is not asked, no slot is used
+                await self._serve_stored(conn, writer, request.method, choice)
+                return conn.their_state is h11.DONE or await self._drain(conn, reader)
+            if choice.action == "gateway_timeout":
+                await self._send_error(conn, writer, 504, "only-if-cached: nothing usable is "
+                                       "stored for this URL")
+                return conn.their_state is h11.DONE or await self._drain(conn, reader)
         verdict = await self._verdict(url, agent, mode)
         if not verdict.allowed:
             if verdict.retry_after_ms == NO_RETRY:
@@ -297,7 +310,7 @@ class ProxyServer:
                      (b"x-polite-retry-after-ms", str(verdict.retry_after_ms).encode())])
             return conn.their_state is h11.DONE or await self._drain(conn, reader)
         return await self._forward(conn, reader, writer, request, url, (scheme, host, port),
-                                   origin)
+                                   origin, choice)
 
     async def _verdict(self, url: str, agent: str | None, mode: Mode) -> Verdict:
         deadline = time.monotonic() + self.settings.max_wait_s
@@ -361,9 +374,37 @@ class ProxyServer:
                 return
         upstream.writer.close()
 
+    async def _serve_stored(self, conn: h11.Connection, writer: asyncio.StreamWriter,
+                            method: bytes, choice: Choice) -> None:
+        stored = choice.stored
+        assert stored is not None
+        await self._send_stored(conn, writer, method, stored, choice.age, choice.not_modified)
+
+    async def _send_stored(self, conn: h11.Connection, writer: asyncio.StreamWriter,
+                           method: bytes, stored: Stored, age: float,
+                           not_modified_: bool) -> None:
+        fields = [(k, v) for k, v in stored.headers
+                  if k not in (b"content-length", b"x-polite-origin-age", b"via")]
+        fields += [(b"age", str(int(age)).encode()), (b"via", _VIA)]
+        if not_modified_:
+            keep = {b"cache-control", b"content-location", b"date", b"etag", b"expires",
+                    b"vary", b"last-modified", b"age", b"via"}
+            await self._send(conn, writer, h11.Response(
+                status_code=304, headers=[(k, v) for k, v in fields if k in keep]),
+                h11.EndOfMessage())
+            return
+        fields.append((b"content-length", str(len(stored.body)).encode()))
+        events: list[Any] = [h11.Response(status_code=stored.status, headers=fields,
+                                          reason=stored.reason)]
+        if method != b"HEAD" and stored.body:
+            events.append(h11.Data(data=stored.body))
+        events.append(h11.EndOfMessage())
+        await self._send(conn, writer, *events)
+
     async def _forward(self, conn: h11.Connection, reader: asyncio.StreamReader,
                        writer: asyncio.StreamWriter, request: h11.Request, url: str,
-                       key: tuple[str, str, int], origin: str) -> bool:
+                       key: tuple[str, str, int], origin: str,
+                       choice: Choice | None = None) -> bool:
         parts = urlsplit(url)
         path = parts.path or "/"
         if parts.query:
@@ -373,7 +414,14 @@ class ProxyServer:
         headers.insert(0, (b"host", netloc.encode("latin-1")))
         via = _header(list(request.headers), b"via")
         headers.append((b"via", via + b", " + _VIA if via else _VIA))
+        revalidating = choice is not None and choice.action == "revalidate"
+        if revalidating:
+            assert choice is not None
+            headers = [(k, v) for k, v in headers
+                       if k not in (b"if-none-match", b"if-modified-since")]
+            headers += list(choice.conditional)
         started = time.monotonic()
+        request_time = self._cache.clock() if self._cache is not None else 0.0
         try:
             upstream, reused = await self._connect(key)
             try:
@@ -391,7 +439,29 @@ class ProxyServer:
             await self._send_error(conn, writer, exc.status, str(exc))
             return False
         self.stats["forwarded"] += 1
-        out_headers = _forwardable(list(response.headers))
+        cache = self._cache
+        response_headers = list(response.headers)
+        if cache is not None and revalidating and response.status_code == 304:
+            assert choice is not None and choice.stored is not None
+            try:
+                while not isinstance(await self._upstream_event(upstream), h11.EndOfMessage):
+                    pass
+            except _UpstreamError:
+                upstream.writer.close()
+            else:
+                self._release(key, upstream)
+            fresh = await cache.freshen(choice.stored, response_headers, request_time,
+                                        cache.clock())
+            await self._send_stored(conn, writer, request.method, fresh, 0.0,
+                                    not_modified(list(request.headers), fresh))
+            await self._politeness.note_response(url, 304,
+                                                 elapsed_s=time.monotonic() - started)
+            return True
+        body: bytearray | None = None
+        if cache is not None and cache.wants(request.method, list(request.headers),
+                                             response.status_code, response_headers):
+            body = bytearray()
+        out_headers = _forwardable(response_headers)
         out_headers.append((b"via", _VIA))
         await self._send(conn, writer, h11.Response(status_code=response.status_code,
                                                     headers=out_headers,
@@ -400,6 +470,10 @@ class ProxyServer:
             while True:
                 event = await self._upstream_event(upstream)
                 if isinstance(event, h11.Data):
+                    if body is not None:
+                        body += event.data
+                        if len(body) > cache.max_object_bytes:  # type: ignore[union-attr]
+                            body = None
                     writer.write(conn.send(event) or b"")
                     await writer.drain()
                 elif isinstance(event, h11.EndOfMessage):
@@ -412,6 +486,13 @@ class ProxyServer:
             self.stats["errors"] += 1
             return False  # the status line is out; all we can do is cut the connection
         self._release(key, upstream)
+        if cache is not None:
+            if body is not None:
+                await cache.store(url, list(request.headers), response.status_code,
+                                  response.reason, response_headers, bytes(body),
+                                  request_time, cache.clock())
+            await cache.invalidate_after(request.method, url, response.status_code,
+                                         response_headers)
         await self._politeness.note_response(
             url, response.status_code, elapsed_s=time.monotonic() - started,
             retry_after=(_header(list(response.headers), b"retry-after") or b"")

@@ -17,6 +17,7 @@ __all__ = [
     "DelayStore",
     "HostClaim",
     "HostFacts",
+    "PageStore",
     "RobotsRecord",
     "RobotsStore",
     "SlotClaim",
@@ -98,7 +99,22 @@ class RobotsStore(Protocol):
     async def save_robots(self, record: RobotsRecord) -> None: ...
 
 
-class Store(SlotStore, DelayStore, RobotsStore, Protocol):
+class PageStore(Protocol):
+    """The HTTP page cache's bytes, one blob per URL (all its variants), least recently
+    used first out once the total passes ``max_total_bytes``."""
+
+    async def page_get(self, key: str) -> bytes | None: ...
+
+    async def page_put(self, key: str, blob: bytes, *, max_total_bytes: int) -> None: ...
+
+    async def page_delete(self, key: str) -> None: ...
+
+    async def page_usage(self) -> tuple[int, int]:
+        """(pages, bytes) held."""
+        ...
+
+
+class Store(SlotStore, DelayStore, RobotsStore, PageStore, Protocol):
     """Everything at once: what ``polite serve`` is given."""
 
     async def close(self) -> None: ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 from polite.core.politeness.rules import (
@@ -27,6 +28,8 @@ class MemoryStore:
         self._delays: dict[str, float] = {}
         self._robots: dict[str, RobotsRecord] = {}
         self._response_s: dict[str, float] = {}
+        self._pages: OrderedDict[str, bytes] = OrderedDict()
+        self._page_bytes = 0
 
     async def clock(self) -> float:
         return self._clock()
@@ -88,3 +91,25 @@ class MemoryStore:
 
     async def close(self) -> None:
         return None
+
+    async def page_get(self, key: str) -> bytes | None:
+        blob = self._pages.get(key)
+        if blob is not None:
+            self._pages.move_to_end(key)
+        return blob
+
+    async def page_put(self, key: str, blob: bytes, *, max_total_bytes: int) -> None:
+        await self.page_delete(key)
+        self._pages[key] = blob
+        self._page_bytes += len(blob)
+        while self._page_bytes > max_total_bytes and self._pages:
+            _, victim = self._pages.popitem(last=False)
+            self._page_bytes -= len(victim)
+
+    async def page_delete(self, key: str) -> None:
+        old = self._pages.pop(key, None)
+        if old is not None:
+            self._page_bytes -= len(old)
+
+    async def page_usage(self) -> tuple[int, int]:
+        return len(self._pages), self._page_bytes

@@ -10,7 +10,9 @@ Keys (``PREFIX`` is ``polite:`` unless the URL says ``?prefix=``):
 - ``PREFIX slot:HOST`` hash ``last`` / ``backoff``; expires a day after it stops mattering;
 - ``PREFIX delays`` hash DOMAIN -> seconds;
 - ``PREFIX response_times`` hash HOST -> running average of response times, seconds;
-- ``PREFIX robots:ORIGIN`` hash of a :class:`RobotsRecord`.
+- ``PREFIX robots:ORIGIN`` hash of a :class:`RobotsRecord`;
+- ``PREFIX page:URL`` the cached responses of a URL; ``PREFIX pages:used`` zset URL -> last
+  use, ``PREFIX pages:size`` hash URL -> bytes, ``PREFIX pages:total`` bytes in all.
 
 What survives a Redis restart is what the server's own persistence keeps (``appendonly
 yes`` for nothing lost); see the README.
@@ -133,6 +135,40 @@ return 1
 _KEEP_IDLE_S = 86_400.0
 
 
+# KEYS[1] the page's blob, KEYS[2] the use-order zset, KEYS[3] the size hash, KEYS[4] the
+# total. ARGV: member, blob, when (s), the byte budget, the blob key prefix. Puts the page,
+# then drops the least recently used ones until the total fits (their blob keys are named
+# from the prefix: one Redis server, not a cluster).
+_PAGE_PUT = """
+local old = redis.call('HGET', KEYS[3], ARGV[1])
+if old then redis.call('DECRBY', KEYS[4], old) end
+redis.call('SET', KEYS[1], ARGV[2])
+local size = string.len(ARGV[2])
+redis.call('HSET', KEYS[3], ARGV[1], size)
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+local total = redis.call('INCRBY', KEYS[4], size)
+while total > tonumber(ARGV[4]) do
+  local victim = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+  if not victim then break end
+  local victim_size = tonumber(redis.call('HGET', KEYS[3], victim) or '0')
+  redis.call('ZREM', KEYS[2], victim)
+  redis.call('HDEL', KEYS[3], victim)
+  redis.call('DEL', ARGV[5] .. victim)
+  total = redis.call('DECRBY', KEYS[4], victim_size)
+end
+return total
+"""
+
+# KEYS as _PAGE_PUT's; ARGV[1] the member.
+_PAGE_DELETE = """
+local old = redis.call('HGET', KEYS[3], ARGV[1])
+if old then redis.call('DECRBY', KEYS[4], old) end
+redis.call('HDEL', KEYS[3], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return redis.call('DEL', KEYS[1])
+"""
+
+
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
@@ -150,6 +186,8 @@ class RedisStore:
         self._back_off = client.register_script(_BACK_OFF)
         self._claim_batch = client.register_script(_CLAIM_BATCH)
         self._note_response = client.register_script(_NOTE_RESPONSE)
+        self._page_put = client.register_script(_PAGE_PUT)
+        self._page_delete = client.register_script(_PAGE_DELETE)
 
     @classmethod
     def from_url(cls, url: str, *, clock: Callable[[], float] | None = None) -> RedisStore:
@@ -275,6 +313,35 @@ class RedisStore:
             "fetched_at": repr(record.fetched_at), "expires_at": repr(record.expires_at),
             "failures": record.failures, "reason": record.reason}
         await self._redis.hset(f"{self._prefix}robots:{record.origin}", mapping=mapping)
+
+    def _page_keys(self, key: str) -> list[str]:
+        p = self._prefix
+        return [f"{p}page:{key}", f"{p}pages:used", f"{p}pages:size", f"{p}pages:total"]
+
+    async def _now(self) -> float:
+        return self._clock() if self._clock is not None else await self.clock()
+
+    async def page_get(self, key: str) -> bytes | None:
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.get(f"{self._prefix}page:{key}")
+            pipe.zadd(f"{self._prefix}pages:used", {key: await self._now()}, xx=True)
+            blob, _ = await pipe.execute()
+        return None if blob is None else bytes(blob)
+
+    async def page_put(self, key: str, blob: bytes, *, max_total_bytes: int) -> None:
+        await self._page_put(keys=self._page_keys(key),
+                             args=[key, blob, await self._now(), max_total_bytes,
+                                   f"{self._prefix}page:"])
+
+    async def page_delete(self, key: str) -> None:
+        await self._page_delete(keys=self._page_keys(key), args=[key])
+
+    async def page_usage(self) -> tuple[int, int]:
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.zcard(f"{self._prefix}pages:used")
+            pipe.get(f"{self._prefix}pages:total")
+            count, total = await pipe.execute()
+        return int(count), int(total or 0)
 
     async def close(self) -> None:
         await self._redis.aclose()

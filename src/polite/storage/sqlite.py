@@ -35,6 +35,9 @@ CREATE TABLE IF NOT EXISTS robots (
     origin TEXT PRIMARY KEY, kind TEXT NOT NULL, status INTEGER NOT NULL, body BLOB NOT NULL,
     fetched_at REAL NOT NULL, expires_at REAL NOT NULL, failures INTEGER NOT NULL,
     reason TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS pages (
+    key TEXT PRIMARY KEY, blob BLOB NOT NULL, size INTEGER NOT NULL, used REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS pages_used ON pages (used);
 """
 
 
@@ -166,6 +169,34 @@ class SQLiteStore:
             "failures, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (record.origin, record.kind, record.status, record.body, record.fetched_at,
              record.expires_at, record.failures, record.reason))
+
+    async def page_get(self, key: str) -> bytes | None:
+        row = self._db.execute("SELECT blob FROM pages WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        self._db.execute("UPDATE pages SET used = ? WHERE key = ?", (self._clock(), key))
+        return bytes(row[0])
+
+    async def page_put(self, key: str, blob: bytes, *, max_total_bytes: int) -> None:
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute("INSERT OR REPLACE INTO pages (key, blob, size, used) "
+                             "VALUES (?, ?, ?, ?)", (key, blob, len(blob), self._clock()))
+            (total,) = self._db.execute("SELECT COALESCE(SUM(size), 0) FROM pages").fetchone()
+            while total > max_total_bytes:
+                row = self._db.execute("SELECT key, size FROM pages ORDER BY used LIMIT 1"
+                                       ).fetchone()
+                if row is None:
+                    break
+                self._db.execute("DELETE FROM pages WHERE key = ?", (row[0],))
+                total -= row[1]
+
+    async def page_delete(self, key: str) -> None:
+        self._db.execute("DELETE FROM pages WHERE key = ?", (key,))
+
+    async def page_usage(self) -> tuple[int, int]:
+        row = self._db.execute("SELECT COUNT(*), COALESCE(SUM(size), 0) FROM pages").fetchone()
+        return int(row[0]), int(row[1])
 
     async def close(self) -> None:
         self._db.close()

@@ -1,0 +1,1 @@
+"""HTTP caching (RFC 9111) as a shared cache does it: pure decisions, and the stored form."""

@@ -426,14 +426,14 @@ class ProxyServer:
             upstream, reused = await self._connect(key)
             try:
                 response = await self._exchange(conn, reader, upstream, request.method, path,
-                                                headers)
+                                                headers, writer)
             except _UpstreamError:
                 if not reused:
                     raise
                 upstream.writer.close()  # a kept-alive connection the origin had closed
                 upstream, _ = await self._connect(key)
                 response = await self._exchange(conn, reader, upstream, request.method, path,
-                                                headers)
+                                                headers, writer)
         except _UpstreamError as exc:
             self.stats["errors"] += 1
             await self._send_error(conn, writer, exc.status, str(exc))
@@ -519,7 +519,8 @@ class ProxyServer:
 
     async def _exchange(self, conn: h11.Connection, reader: asyncio.StreamReader,
                         upstream: _Upstream, method: bytes, path: str,
-                        headers: list[tuple[bytes, bytes]]) -> h11.Response:
+                        headers: list[tuple[bytes, bytes]],
+                        writer: asyncio.StreamWriter | None = None) -> h11.Response:
         up = upstream.conn
         try:
             upstream.writer.write(up.send(h11.Request(method=method, target=path.encode(),
@@ -542,6 +543,13 @@ class ProxyServer:
             if isinstance(event, h11.Response):
                 return event
             if isinstance(event, h11.InformationalResponse):
+                # 1xx (103 Early Hints, 100 Continue) go on to the client, never stored.
+                if writer is not None and event.status_code != 101 and \
+                        conn.our_state is h11.SEND_RESPONSE:
+                    with contextlib.suppress(h11.LocalProtocolError):
+                        await self._send(conn, writer, h11.InformationalResponse(
+                            status_code=event.status_code, headers=_forwardable(
+                                list(event.headers)), reason=event.reason))
                 continue
             raise _UpstreamError(502, "the origin closed the connection without answering")
 

@@ -9,10 +9,10 @@ are wall-clock dates). Section numbers are RFC 9111's.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC
-from email.utils import parsedate_to_datetime
+from datetime import UTC, datetime
 
 __all__ = [
     "HEURISTIC_FRACTION",
@@ -63,17 +63,44 @@ def header(headers: Headers, name: bytes) -> bytes | None:
     return b", ".join(values)
 
 
+_MONTHS = {name: number for number, name in enumerate(
+    (b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov",
+     b"Dec"), 1)}
+_DAY = rb"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
+_LONG_DAY = rb"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)"
+_MONTH = rb"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_TIME = rb"([0-9]{2}):([0-9]{2}):([0-9]{2})"
+# RFC 9110, 5.6.7: IMF-fixdate, and the two obsolete forms a recipient must read.
+_IMF_FIXDATE = re.compile(_DAY + rb", ([0-9]{2}) " + _MONTH + rb" ([0-9]{4}) " + _TIME
+                          + rb" GMT")
+_RFC850 = re.compile(_LONG_DAY + rb", ([0-9]{2})-" + _MONTH + rb"-([0-9]{2}) " + _TIME
+                     + rb" GMT")
+_ASCTIME = re.compile(_DAY + rb" " + _MONTH + rb" ([0-9 ][0-9]) " + _TIME + rb" ([0-9]{4})")
+
+
 def http_date(value: bytes | None) -> float | None:
-    """An HTTP-date (RFC 9110, 5.6.7) as epoch seconds; None when it is not one."""
+    """An HTTP-date (RFC 9110, 5.6.7) as epoch seconds; None when it is not one. Only the
+    three forms HTTP defines are read (no other zone than GMT, no two-digit years outside
+    the RFC 850 form), so a malformed Expires counts as already expired."""
     if not value:
         return None
-    try:
-        parsed = parsedate_to_datetime(value.decode("latin-1"))
-    except (TypeError, ValueError, IndexError):
+    text = value.strip()
+    if m := _IMF_FIXDATE.fullmatch(text):
+        day, month, year, hour, minute, second = m.groups()
+    elif m := _RFC850.fullmatch(text):
+        day, month, short_year, hour, minute, second = m.groups()
+        # RFC 9110: a two-digit year more than 50 years in the future is in the past.
+        year = str(2000 + int(short_year)).encode()
+    elif m := _ASCTIME.fullmatch(text):
+        month, day, hour, minute, second, year = m.groups()
+    else:
         return None
-    if parsed.tzinfo is None:  # "-0000" and zone-less forms: GMT is what HTTP means
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
+    try:
+        when = datetime(int(year), _MONTHS[month], int(day), int(hour), int(minute),
+                        int(second), tzinfo=UTC)
+    except ValueError:
+        return None
+    return when.timestamp()
 
 
 def _split_list(value: bytes) -> list[bytes]:
@@ -341,7 +368,9 @@ def updated(stored: Stored, response_headers: Headers, request_time: float,
 
 def storable_headers(headers: Headers) -> tuple[tuple[bytes, bytes], ...]:
     """The fields kept with a stored response; the origin's Age is kept aside (4.2.3)."""
-    out = [(k, v) for k, v in headers if k not in _NOT_STORED]
+    named = {n.strip().lower() for v in (header(headers, b"connection") or b"").split(b",")
+             for n in [v] if n.strip()}
+    out = [(k, v) for k, v in headers if k not in _NOT_STORED and k not in named]
     age = header(headers, b"age")
     if age is not None:
         out.append((b"x-polite-origin-age", age.split(b",")[0].strip()))

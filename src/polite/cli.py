@@ -123,9 +123,11 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--on-401-403", choices=["disallow", "allow"],
                        help="what a robots.txt answered with 401 or 403 means: disallow all "
                             "(the default, as the seeds do) or allow all (RFC 9309)")
-    serve.add_argument("--mode", choices=["reject", "wait"],
+    serve.add_argument("--mode", choices=["reject", "wait", "ordered"],
                        help="proxy: a request whose host's slot is taken gets 429 with "
-                            "Retry-After (reject, the default) or is held until its slot (wait)")
+                            "Retry-After (reject, the default), is held until its slot (wait), "
+                            "or is held and answered in its client's order (ordered; the "
+                            "client is X-Polite-Client or its address)")
     serve.add_argument("--max-wait-s", type=float,
                        help="wait mode: the longest a request is held (default 60)")
     serve.add_argument("--origin-timeout-s", type=float,

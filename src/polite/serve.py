@@ -111,8 +111,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
         raise ConfigError("--max-crawl-delay-s must be 0 or more")
     if settings.on_401_403 not in ("disallow", "allow"):
         raise ConfigError("on_401_403 must be 'disallow' or 'allow'")
-    if settings.mode not in ("reject", "wait"):
-        raise ConfigError("--mode must be 'reject' or 'wait'")
+    if settings.mode not in ("reject", "wait", "ordered"):
+        raise ConfigError("--mode must be 'reject', 'wait' or 'ordered'")
     if settings.origin_timeout_s <= 0:
         raise ConfigError("--origin-timeout-s must be more than 0")
     if settings.max_wait_s < 0:

@@ -45,6 +45,8 @@ _HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"te
                          b"transfer-encoding", b"upgrade", b"proxy-authorization",
                          b"proxy-authenticate"})
 _VIA = b"1.1 polite"
+# The longest wait a request may ask for with X-Polite-Timeout.
+MAX_REQUEST_WAIT_S = 3600.0
 _READ_CHUNK = 65_536
 
 
@@ -53,6 +55,7 @@ class Mode(enum.StrEnum):
 
     REJECT = "reject"  # seed 001: 429 with Retry-After
     WAIT = "wait"  # hold it until the slot, up to ProxySettings.max_wait_s
+    ORDERED = "ordered"  # wait, and answer one client's requests in the order they came
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +69,7 @@ class ProxySettings:
     connect_s: float = 10.0
     origin_read_s: float = 30.0  # an origin that stops sending
     max_idle_upstream: int = 64  # kept-alive connections per origin
+    tunnel_idle_s: float = 300.0  # a CONNECT tunnel with nothing passing either way
 
 
 class _ClientGone(Exception):
@@ -119,7 +123,9 @@ class ProxyServer:
         self._server: asyncio.Server | None = None
         self._addresses: set[tuple[str, int]] = set()
         self._tls = ssl.create_default_context()
-        self.stats = {"forwarded": 0, "robots_refused": 0, "delayed": 0, "errors": 0}
+        self.stats = {"forwarded": 0, "robots_refused": 0, "delayed": 0, "errors": 0,
+                      "tunnels": 0}
+        self._order_tail: dict[str, asyncio.Future[None]] = {}  # client id -> its last request
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -248,8 +254,7 @@ class ProxyServer:
         target = request.target
         headers = list(request.headers)
         if request.method == b"CONNECT":
-            await self._send_error(conn, writer, 501, "CONNECT tunnels are not supported yet")
-            return False
+            return await self._tunnel(conn, reader, writer, request)
         if not target.lower().startswith((b"http://", b"https://")):
             return await self._to_app(conn, reader, writer, request, peer)
         # Smuggling shapes: h11 picks chunked over Content-Length; a proxy must not guess.
@@ -276,16 +281,66 @@ class ProxyServer:
                                    "address; this proxy does not forward there "
                                    "(--allow-private)")
             return False
-        agent = _product_token(_header(headers, b"user-agent"))
-        mode_header = _header(headers, b"x-polite-mode")
+        asked = self._asked(headers)
+        if isinstance(asked, str):
+            await self._send_error(conn, writer, 400, asked)
+            return False
+        mode, wait_s = asked
+        if mode is not Mode.ORDERED:
+            return await self._proxied(conn, reader, writer, request, url, origin,
+                                       (scheme, host, port), mode, wait_s)
+        # Seed 001's sequential client: its requests are answered in the order they came,
+        # each held until its slot, whichever connection they came on.
+        client = (_header(headers, b"x-polite-client") or str(peer[0]).encode()).decode(
+            "latin-1").strip()
+        previous = self._order_tail.get(client)
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._order_tail[client] = done
+        started = time.monotonic()
+        try:
+            if previous is not None:
+                try:
+                    await asyncio.wait_for(asyncio.shield(previous), wait_s)
+                except TimeoutError:
+                    await self._send_error(conn, writer, 504, f"ordered: an earlier request "
+                                           f"of client {client!r} was still unanswered after "
+                                           f"{wait_s:g} s")
+                    return conn.their_state is h11.DONE or await self._drain(conn, reader)
+            left = max(0.0, wait_s - (time.monotonic() - started))
+            return await self._proxied(conn, reader, writer, request, url, origin,
+                                       (scheme, host, port), Mode.ORDERED, left)
+        finally:
+            done.set_result(None)
+            if self._order_tail.get(client) is done:
+                del self._order_tail[client]
+
+    def _asked(self, headers: list[tuple[bytes, bytes]]) -> tuple[Mode, float] | str:
+        """The mode and the longest wait a request asks for (X-Polite-Mode,
+        X-Polite-Timeout), or what is wrong with them."""
         mode = self.settings.mode
+        mode_header = _header(headers, b"x-polite-mode")
         if mode_header is not None:
             try:
                 mode = Mode(mode_header.decode("latin-1").strip().lower())
             except ValueError:
-                await self._send_error(conn, writer, 400, "X-Polite-Mode must be 'reject' or "
-                                       "'wait'")
-                return False
+                return "X-Polite-Mode must be 'reject', 'wait' or 'ordered'"
+        wait_s = self.settings.max_wait_s
+        timeout_header = _header(headers, b"x-polite-timeout")
+        if timeout_header is not None:
+            try:
+                wait_s = float(timeout_header.decode("latin-1").strip())
+            except ValueError:
+                return "X-Polite-Timeout must be a number of seconds"
+            if not 0 <= wait_s <= MAX_REQUEST_WAIT_S:
+                return f"X-Polite-Timeout must be from 0 to {MAX_REQUEST_WAIT_S:g} seconds"
+        return mode, wait_s
+
+    async def _proxied(self, conn: h11.Connection, reader: asyncio.StreamReader,
+                       writer: asyncio.StreamWriter, request: h11.Request, url: str,
+                       origin: str, key: tuple[str, str, int], mode: Mode,
+                       wait_s: float) -> bool:
+        headers = list(request.headers)
+        agent = _product_token(_header(headers, b"user-agent"))
         choice = None
         if self._cache is not None and request.method in (b"GET", b"HEAD"):
             choice = await self._cache.lookup(request.method, url, headers)
@@ -296,32 +351,107 @@ class ProxyServer:
                 await self._send_error(conn, writer, 504, "only-if-cached: nothing usable is "
                                        "stored for this URL")
                 return conn.their_state is h11.DONE or await self._drain(conn, reader)
-        verdict = await self._verdict(url, agent, mode)
+        verdict = await self._verdict(url, agent, mode, wait_s)
         if not verdict.allowed:
-            if verdict.retry_after_ms == NO_RETRY:
-                self.stats["robots_refused"] += 1
-                await self._send_error(conn, writer, 403, verdict.error or "refused")
-            else:
-                self.stats["delayed"] += 1
-                seconds = max(1, math.ceil(verdict.retry_after_ms / 1000))
-                await self._send_error(
-                    conn, writer, 429, verdict.error or "too many requests",
-                    [(b"retry-after", str(seconds).encode()),
-                     (b"x-polite-retry-after-ms", str(verdict.retry_after_ms).encode())])
+            await self._refuse(conn, writer, verdict)
             return conn.their_state is h11.DONE or await self._drain(conn, reader)
-        return await self._forward(conn, reader, writer, request, url, (scheme, host, port),
-                                   origin, choice)
+        return await self._forward(conn, reader, writer, request, url, key, origin, choice)
 
-    async def _verdict(self, url: str, agent: str | None, mode: Mode) -> Verdict:
-        deadline = time.monotonic() + self.settings.max_wait_s
+    async def _refuse(self, conn: h11.Connection, writer: asyncio.StreamWriter,
+                      verdict: Verdict) -> None:
+        if verdict.retry_after_ms == NO_RETRY:
+            self.stats["robots_refused"] += 1
+            await self._send_error(conn, writer, 403, verdict.error or "refused")
+        else:
+            self.stats["delayed"] += 1
+            seconds = max(1, math.ceil(verdict.retry_after_ms / 1000))
+            await self._send_error(
+                conn, writer, 429, verdict.error or "too many requests",
+                [(b"retry-after", str(seconds).encode()),
+                 (b"x-polite-retry-after-ms", str(verdict.retry_after_ms).encode())])
+
+    async def _verdict(self, url: str, agent: str | None, mode: Mode,
+                       wait_s: float | None = None) -> Verdict:
+        deadline = time.monotonic() + (self.settings.max_wait_s if wait_s is None else wait_s)
         while True:
             verdict = (await self._politeness.check([url], reserve=True, agent=agent))[0]
-            if verdict.allowed or mode is not Mode.WAIT or verdict.retry_after_ms < 0:
+            if verdict.allowed or mode is Mode.REJECT or verdict.retry_after_ms < 0:
                 return verdict
-            wait_s = verdict.retry_after_ms / 1000
-            if time.monotonic() + wait_s > deadline:
+            pause_s = verdict.retry_after_ms / 1000
+            if time.monotonic() + pause_s > deadline:
                 return verdict
-            await asyncio.sleep(wait_s)
+            await asyncio.sleep(pause_s)
+
+    # -- CONNECT ---------------------------------------------------------------------------
+
+    async def _tunnel(self, conn: h11.Connection, reader: asyncio.StreamReader,
+                      writer: asyncio.StreamWriter, request: h11.Request) -> bool:
+        """A CONNECT tunnel. What passes through it is encrypted, so politeness is kept per
+        host: robots.txt must allow the site's root, and opening the tunnel takes the host's
+        slot once, however many requests then travel inside it."""
+        headers = list(request.headers)
+        authority = request.target.decode("latin-1")
+        host, _, port_text = authority.rpartition(":")
+        host = host.strip("[]").lower()
+        if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            await self._send_error(conn, writer, 400, "CONNECT needs host:port")
+            return False
+        port = int(port_text)
+        if (host, port) in self._addresses:
+            await self._send_error(conn, writer, 508, "this tunnel leads to the proxy itself: "
+                                   "refused, not looped")
+            return False
+        if not self._politeness.allow_private and not await is_public_host(host):
+            await self._send_error(conn, writer, 403, f"{host} is a private or loopback "
+                                   "address; this proxy does not tunnel there "
+                                   "(--allow-private)")
+            return False
+        asked = self._asked(headers)
+        if isinstance(asked, str):
+            await self._send_error(conn, writer, 400, asked)
+            return False
+        mode, wait_s = asked
+        netloc = f"[{host}]" if ":" in host else host
+        root = f"https://{netloc}/" if port == 443 else f"https://{netloc}:{port}/"
+        agent = _product_token(_header(headers, b"user-agent"))
+        verdict = await self._verdict(root, agent, mode, wait_s)
+        if not verdict.allowed:
+            await self._refuse(conn, writer, verdict)
+            return False
+        try:
+            up_reader, up_writer = await asyncio.wait_for(
+                asyncio.open_connection(host, port), self.settings.connect_s)
+        except TimeoutError:
+            await self._send_error(conn, writer, 504, f"connecting to {host}:{port} timed out")
+            return False
+        except OSError as exc:
+            await self._send_error(conn, writer, 502, f"cannot connect to {host}:{port}: "
+                                   f"{exc.strerror or exc}")
+            return False
+        self.stats["tunnels"] += 1
+        await self._send(conn, writer, h11.Response(status_code=200, headers=[(b"via", _VIA)],
+                                                    reason=b"Connection Established"))
+        early, _ = conn.trailing_data
+        if early:
+            up_writer.write(early)
+        idle = self.settings.tunnel_idle_s
+
+        async def pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(ConnectionError, TimeoutError, OSError):
+                while data := await asyncio.wait_for(source.read(_READ_CHUNK), idle):
+                    sink.write(data)
+                    await sink.drain()
+            with contextlib.suppress(OSError, RuntimeError):
+                if sink.can_write_eof():
+                    sink.write_eof()
+
+        try:
+            await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
+        finally:
+            up_writer.close()
+            with contextlib.suppress(Exception):
+                await up_writer.wait_closed()
+        return False
 
     async def _drain(self, conn: h11.Connection, reader: asyncio.StreamReader) -> bool:
         """Read and drop the rest of a refused request's body, so the connection can go on."""

@@ -22,6 +22,14 @@ def free_port() -> int:
 @contextmanager
 def polite_serve(*options: str) -> Iterator[httpx.Client]:
     """``python -m polite serve OPTIONS`` on a free port; a client once /health answers."""
+    with polite_serve_process(*options) as (api, _):
+        yield api
+
+
+@contextmanager
+def polite_serve_process(*options: str
+                         ) -> Iterator[tuple[httpx.Client, subprocess.Popen[str]]]:
+    """As :func:`polite_serve`, with the process too."""
     port = free_port()
     command = [sys.executable, "-m", "polite", "serve", "--port", str(port), "--agent",
                "politetest", *options]
@@ -42,7 +50,7 @@ def polite_serve(*options: str) -> Iterator[httpx.Client]:
                         pytest.fail(f"polite serve exited: {process.stderr.read()}")
                     assert time.monotonic() < deadline, "polite serve did not start"
                     time.sleep(0.05)
-                yield api
+                yield api, process
         finally:
             process.terminate()
             process.wait(10)

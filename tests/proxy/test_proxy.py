@@ -185,3 +185,18 @@ def test_broken_origins_get_the_client_an_answer(proxy: httpx.Client, address: s
         answer = client.get(f"http://{address}:{port}/page")
         assert answer.status_code == status
         assert time.monotonic() - started < 10
+
+
+def test_a_refusal_keeps_the_connection_alive(proxy: httpx.Client) -> None:
+    with serve(Site("127.0.3.40", {"/robots.txt": ALLOW, "/page": PAGE})) as site:
+        assert proxy.put("/delays/127.0.3.40", json={"delay": 60_000}).status_code == 200
+        with socket.create_connection(("127.0.0.1", int(proxy.base_url.port or 0))) as sock:
+            request = f"GET {site.origin}/page HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+            sock.sendall(request + request)
+            data = b""
+            while data.count(b"HTTP/1.1 ") < 2 or not data.endswith(b"\n"):
+                chunk = sock.recv(65536)
+                assert chunk, data
+                data += chunk
+    assert data.startswith(b"HTTP/1.1 200") and b"HTTP/1.1 429" in data
+    assert b"connection: close" not in data.lower()

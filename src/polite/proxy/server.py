@@ -263,6 +263,11 @@ class ProxyServer:
             await self._send_error(conn, writer, 400, "both Content-Length and "
                                    "Transfer-Encoding: refused (request smuggling)")
             return False
+        if _header(headers, b"transfer-encoding") is None and conn.their_state is h11.SEND_BODY \
+                and (_header(headers, b"content-length") or b"0").strip() == b"0":
+            # A request without a body is whole now: read its end, so that a refusal below
+            # keeps the connection alive.
+            conn.next_event()
         url = target.decode("latin-1")
         try:
             origin, host = split_origin(url)
@@ -412,7 +417,10 @@ class ProxyServer:
             return False
         mode, wait_s = asked
         netloc = f"[{host}]" if ":" in host else host
-        root = f"https://{netloc}/" if port == 443 else f"https://{netloc}:{port}/"
+        # Tunnels carry TLS on 443 and 8443; anything else is read as plain HTTP's robots.txt.
+        scheme = "https" if port in (443, 8443) else "http"
+        default = 443 if scheme == "https" else 80
+        root = f"{scheme}://{netloc}/" if port == default else f"{scheme}://{netloc}:{port}/"
         agent = _product_token(_header(headers, b"user-agent"))
         verdict = await self._verdict(root, agent, mode, wait_s)
         if not verdict.allowed:
@@ -665,6 +673,8 @@ class ProxyServer:
                     upstream.writer.write(up.send(event) or b"")
                 elif isinstance(event, h11.EndOfMessage):
                     upstream.writer.write(up.send(h11.EndOfMessage()) or b"")
+            if up.our_state is h11.SEND_BODY:  # the client's request had no body
+                upstream.writer.write(up.send(h11.EndOfMessage()) or b"")
             await upstream.writer.drain()
         except OSError as exc:
             raise _UpstreamError(502, f"the origin broke the connection: {exc}") from None

@@ -1,0 +1,177 @@
+"""CONNECT tunnels, ordered mode, and 1,000 client connections at once, through a real
+``polite serve``."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.serving import polite_serve, polite_serve_process
+from tests.sites import Reply, Site, serve
+
+PAGE = Reply(200, b"through the tunnel")
+
+
+@pytest.fixture(scope="module")
+def proxy() -> Iterator[httpx.Client]:
+    with polite_serve("--store", "memory://", "--allow-private") as api:
+        yield api
+
+
+def proxy_address(api: httpx.Client) -> tuple[str, int]:
+    return "127.0.0.1", int(api.base_url.port or 0)
+
+
+def connect(api: httpx.Client, target: str, *headers: str) -> tuple[socket.socket, bytes]:
+    sock = socket.create_connection(proxy_address(api), timeout=10)
+    extra = "".join(f"{h}\r\n" for h in headers)
+    sock.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n{extra}\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    return sock, head
+
+
+def read_all(sock: socket.socket) -> bytes:
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data
+
+
+def test_a_tunnel_relays_bytes_and_takes_the_hosts_slot(proxy: httpx.Client) -> None:
+    with serve(Site("127.0.5.1", {"/robots.txt": Reply(404), "/page": PAGE})) as site:
+        assert proxy.put("/delays/127.0.5.1", json={"delay": 60_000}).status_code == 200
+        target = f"127.0.5.1:{site.port}"
+        sock, head = connect(proxy, target)
+        with sock:
+            assert head.startswith(b"HTTP/1.1 200"), head
+            sock.sendall(f"GET /page HTTP/1.1\r\nHost: {target}\r\nConnection: close\r\n\r\n"
+                         .encode())
+            answer = read_all(sock)
+        assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"through the tunnel")
+        again, refused = connect(proxy, target)
+        again.close()
+    assert refused.startswith(b"HTTP/1.1 429") and b"retry-after:" in refused.lower()
+    assert site.requests == ["/robots.txt", "/page"]  # the proxy saw no path in the tunnel
+
+
+def test_a_tunnel_to_a_site_that_disallows_everything_is_refused(proxy: httpx.Client) -> None:
+    robots = Reply(200, b"User-agent: *\nDisallow: /\n")
+    with serve(Site("127.0.5.2", {"/robots.txt": robots, "/page": PAGE})) as site:
+        sock, head = connect(proxy, f"127.0.5.2:{site.port}")
+        with sock:
+            head += read_all(sock)
+    assert head.startswith(b"HTTP/1.1 403") and b"Disallow: /" in head
+    assert site.requests == ["/robots.txt"]
+
+
+def test_bad_and_looping_tunnels(proxy: httpx.Client) -> None:
+    sock, head = connect(proxy, "no-port")
+    sock.close()
+    assert head.startswith(b"HTTP/1.1 400")
+    host, port = proxy_address(proxy)
+    sock, head = connect(proxy, f"{host}:{port}")
+    sock.close()
+    assert head.startswith(b"HTTP/1.1 508")
+
+
+def test_ordered_mode_answers_one_clients_requests_in_arrival_order(proxy: httpx.Client
+                                                                     ) -> None:
+    with serve(Site("127.0.5.3", {"/robots.txt": Reply(404), "/a": PAGE, "/b": PAGE,
+                                  "/c": PAGE})) as site:
+        assert proxy.put("/delays/127.0.5.3", json={"delay": 300}).status_code == 200
+        finished: dict[str, float] = {}
+        statuses: dict[str, int] = {}
+
+        def get(path: str) -> None:
+            with httpx.Client(proxy=str(proxy.base_url).rstrip("/"), trust_env=False,
+                              timeout=30) as client:
+                answer = client.get(f"{site.origin}{path}", headers={
+                    "X-Polite-Mode": "ordered", "X-Polite-Client": "crawler-7"})
+                statuses[path] = answer.status_code
+                finished[path] = time.monotonic()
+
+        threads = []
+        for path in ("/a", "/b", "/c"):
+            thread = threading.Thread(target=get, args=(path,))
+            thread.start()
+            threads.append(thread)
+            time.sleep(0.05)
+        for thread in threads:
+            thread.join(30)
+    assert statuses == {"/a": 200, "/b": 200, "/c": 200}
+    assert finished["/a"] < finished["/b"] < finished["/c"]
+    assert finished["/c"] - finished["/a"] >= 0.5  # two 300 ms gaps, held not refused
+    assert site.requests[1:] == ["/a", "/b", "/c"]
+
+
+def test_ordered_mode_times_out_behind_a_long_wait(proxy: httpx.Client) -> None:
+    with serve(Site("127.0.5.4", {"/robots.txt": Reply(404), "/a": PAGE, "/b": PAGE})) as site:
+        assert proxy.put("/delays/127.0.5.4", json={"delay": 2000}).status_code == 200
+        with httpx.Client(proxy=str(proxy.base_url).rstrip("/"), trust_env=False,
+                          timeout=30) as client:
+            headers = {"X-Polite-Mode": "ordered", "X-Polite-Client": "c2"}
+            assert client.get(f"{site.origin}/a", headers=headers).status_code == 200
+            held = threading.Thread(target=client.get, args=(f"{site.origin}/b",),
+                                    kwargs={"headers": headers})
+            held.start()
+            time.sleep(0.2)
+            with httpx.Client(proxy=str(proxy.base_url).rstrip("/"), trust_env=False,
+                              timeout=30) as other:
+                late = other.get(f"{site.origin}/a", headers={**headers,
+                                                              "X-Polite-Timeout": "0.3"})
+            held.join(30)
+            bad = client.get(f"{site.origin}/a", headers={"X-Polite-Timeout": "soon"})
+    assert late.status_code == 504 and "c2" in late.text
+    assert bad.status_code == 400
+
+
+async def _hold(host: str, port: int, count: int, url: str) -> list[bytes]:
+    connections = [await asyncio.open_connection(host, port) for _ in range(count)]
+    request = f"GET {url} HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+    answers: list[bytes] = []
+    for _ in range(2):  # every connection asks twice: they are all held open between
+        for _, writer in connections:
+            writer.write(request)
+        for reader, _ in connections:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+            length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+            await reader.readexactly(length)
+            answers.append(head.split(b"\r\n")[0])
+    for _, writer in connections:
+        writer.close()
+    return answers
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def test_a_thousand_client_connections_at_once() -> None:
+    cached = Reply(200, b"x" * 1024, {"Cache-Control": "max-age=600"})
+    with serve(Site("127.0.5.5", {"/robots.txt": Reply(404), "/page": cached})) as site, \
+            polite_serve_process("--store", "memory://", "--allow-private") as (api, process):
+        url = f"{site.origin}/page"
+        host, port = proxy_address(api)
+        asyncio.run(_hold(host, port, 50, url))  # warm: the page cached, code paths run
+        before = _rss_kib(process.pid)
+        answers = asyncio.run(_hold(host, port, 1000, url))
+        after = _rss_kib(process.pid)
+        assert api.get("/health").status_code == 200
+    assert len(answers) == 2000 and all(a.startswith(b"HTTP/1.1 200 ") for a in answers)
+    assert site.requests.count("/page") == 1
+    assert after - before < 100 * 1024, (before, after)  # KiB: well under 100 KiB a connection

@@ -3,7 +3,8 @@
 A 1 KB origin (an asyncio server answering every request from memory, kept alive) on
 127.0.4.1; ``polite serve`` started as a user starts it, with the origin's delay set to 0 and
 the adaptive delay off, so that every request is forwarded (cache misses: each one reaches
-the origin); proxy.py
+the origin; the page is not cacheable), and again on a page the origin marks
+``max-age=3600`` (cache hits: answered from the page cache, the origin asked once); proxy.py
 (``proxy`` from PyPI) when installed. The clients are raw sockets, so that the figures are
 the servers' and not a client library's:
 
@@ -35,13 +36,16 @@ ORIGIN = r"""
 import asyncio
 RESPONSE = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1024\r\n\r\n"
             + b"x" * 1024)
+CACHED = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1024\r\n"
+          b"Cache-Control: max-age=3600\r\n\r\n" + b"x" * 1024)
 NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
 async def handle(reader, writer):
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
-            writer.write(NOT_FOUND if b"/robots.txt" in head.split(b"\r\n", 1)[0]
-                         else RESPONSE)
+            line = head.split(b"\r\n", 1)[0]
+            writer.write(NOT_FOUND if b"/robots.txt" in line else
+                         CACHED if b"/cached" in line else RESPONSE)
             await writer.drain()
     except (asyncio.IncompleteReadError, ConnectionError):
         pass
@@ -101,17 +105,19 @@ class Client:
         await self.reader.readexactly(length)
 
 
-async def connect(via: tuple[str, int] | None, origin: tuple[str, int]) -> Client:
+async def connect(via: tuple[str, int] | None, origin: tuple[str, int],
+                  path: str = "/page") -> Client:
     host, port = via or origin
     reader, writer = await asyncio.open_connection(host, port)
-    target = (f"http://{origin[0]}:{origin[1]}/page" if via else "/page").encode()
+    target = (f"http://{origin[0]}:{origin[1]}{path}" if via else path).encode()
     request = (b"GET " + target + b" HTTP/1.1\r\nHost: " + f"{origin[0]}:{origin[1]}".encode()
                + b"\r\nUser-Agent: benchbot/1.0\r\n\r\n")
     return Client(reader, writer, request)
 
 
-async def latency(via: tuple[str, int] | None, origin: tuple[str, int], count: int) -> float:
-    client = await connect(via, origin)
+async def latency(via: tuple[str, int] | None, origin: tuple[str, int], count: int,
+                  path: str) -> float:
+    client = await connect(via, origin, path)
     for _ in range(50):
         await client.get()
     times = []
@@ -124,8 +130,8 @@ async def latency(via: tuple[str, int] | None, origin: tuple[str, int], count: i
 
 
 async def throughput(via: tuple[str, int] | None, origin: tuple[str, int], connections: int,
-                     seconds: float) -> float:
-    clients = [await connect(via, origin) for _ in range(connections)]
+                     seconds: float, path: str) -> float:
+    clients = [await connect(via, origin, path) for _ in range(connections)]
     done = 0
     stop_at = time.perf_counter() + seconds
 
@@ -143,11 +149,11 @@ async def throughput(via: tuple[str, int] | None, origin: tuple[str, int], conne
     return done / elapsed
 
 
-def measure(via: tuple[str, int] | None, origin: tuple[str, int], seconds: float
-            ) -> tuple[float, float, float]:
-    median = asyncio.run(latency(via, origin, 2000))
-    one = asyncio.run(throughput(via, origin, 1, seconds))
-    many = asyncio.run(throughput(via, origin, 32, seconds))
+def measure(via: tuple[str, int] | None, origin: tuple[str, int], seconds: float,
+            path: str = "/page") -> tuple[float, float, float]:
+    median = asyncio.run(latency(via, origin, 2000, path))
+    one = asyncio.run(throughput(via, origin, 1, seconds, path))
+    many = asyncio.run(throughput(via, origin, 32, seconds, path))
     return median, one, many
 
 
@@ -166,6 +172,8 @@ def main() -> None:
             api = httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False)
             api.put(f"/delays/{origin[0]}", json={"delay": 0}).raise_for_status()
             rows.append(("polite (miss)", measure(("127.0.0.1", port), origin, args.seconds)))
+            rows.append(("polite (hit)", measure(("127.0.0.1", port), origin, args.seconds,
+                                                 "/cached")))
         binary = shutil.which("proxy") or shutil.which("proxy", path=str(
             __import__("pathlib").Path(sys.executable).parent))
         if binary is None:

@@ -220,7 +220,8 @@ class ProxyServer:
             if event is not h11.NEED_DATA:
                 return event
             try:
-                data = await asyncio.wait_for(reader.read(_READ_CHUNK), timeout_s)
+                async with asyncio.timeout(timeout_s):
+                    data = await reader.read(_READ_CHUNK)
             except TimeoutError:
                 raise _ClientGone("idle") from None
             conn.receive_data(data)
@@ -601,25 +602,45 @@ class ProxyServer:
             body = bytearray()
         out_headers = _forwardable(response_headers)
         out_headers.append((b"via", _VIA))
-        await self._send(conn, writer, h11.Response(status_code=response.status_code,
-                                                    headers=out_headers,
-                                                    reason=response.reason))
+        # What goes to the client is gathered and written when the origin's bytes run out
+        # (or pass 64 KiB): a small response leaves in one write, a big one streams.
+        pending = bytearray(conn.send(h11.Response(status_code=response.status_code,
+                                                   headers=out_headers,
+                                                   reason=response.reason)) or b"")
+        up = upstream.conn
         try:
             while True:
-                event = await self._upstream_event(upstream)
+                try:
+                    event = up.next_event()
+                except h11.RemoteProtocolError as exc:
+                    raise _UpstreamError(502, f"the origin's answer is not HTTP: {exc}"
+                                         ) from None
+                if event is h11.NEED_DATA:
+                    if pending:
+                        writer.write(pending)
+                        pending = bytearray()
+                        await writer.drain()
+                    event = await self._upstream_event(upstream)
                 if isinstance(event, h11.Data):
                     if body is not None:
                         body += event.data
                         if len(body) > cache.max_object_bytes:  # type: ignore[union-attr]
                             body = None
-                    writer.write(conn.send(event) or b"")
-                    await writer.drain()
+                    pending += conn.send(event) or b""
+                    if len(pending) >= _READ_CHUNK:
+                        writer.write(pending)
+                        pending = bytearray()
+                        await writer.drain()
                 elif isinstance(event, h11.EndOfMessage):
-                    await self._send(conn, writer, h11.EndOfMessage())
+                    pending += conn.send(h11.EndOfMessage()) or b""
+                    writer.write(pending)
+                    await writer.drain()
                     break
                 else:
                     raise _UpstreamError(502, "the origin closed mid-response")
         except _UpstreamError:
+            if pending:
+                writer.write(pending)
             upstream.writer.close()
             self.stats["errors"] += 1
             return False  # the status line is out; all we can do is cut the connection
@@ -647,8 +668,8 @@ class ProxyServer:
             if event is not h11.NEED_DATA:
                 return event
             try:
-                data = await asyncio.wait_for(upstream.reader.read(_READ_CHUNK),
-                                              self.settings.origin_read_s)
+                async with asyncio.timeout(self.settings.origin_read_s):
+                    data = await upstream.reader.read(_READ_CHUNK)
             except TimeoutError:
                 raise _UpstreamError(504, "the origin did not answer in time") from None
             except OSError as exc:

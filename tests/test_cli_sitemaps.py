@@ -93,9 +93,12 @@ def test_rest_sitemaps_on_polite_serve(tmp_path: Path) -> None:
             answer = api.get("/sitemaps", params={"site": site.origin, "limit": "1"})
             missing = api.get("/sitemaps")
             bad = api.get("/sitemaps", params={"site": "ftp://x"})
+            shallow = api.get("/sitemaps", params={"site": site.origin, "maxDepth": "0"})
+            too_many = api.get("/sitemaps", params={"site": site.origin, "maxFiles": "5000"})
     assert answer.status_code == 200, answer.text
     body = answer.json()
     assert body["summary"]["urls"] == 2 and body["urls"] == [f"{site.origin}/a"]
     assert [f["level"] for f in body["files"]] == [0, 1, 1]
     assert missing.status_code == 400 and "site" in missing.json()["error"]
-    assert bad.status_code == 400
+    assert bad.status_code == 400 and too_many.status_code == 400
+    assert [f["error"] for f in shallow.json()["files"]][1:] == ["deeper than 0 index levels"] * 2

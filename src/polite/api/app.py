@@ -41,6 +41,15 @@ class _Problem(Exception):
         self.message = message
 
 
+def _bounded(request: Request, name: str, default: int, most: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    if not raw.isdigit() or int(raw) > most:
+        raise _Problem(400, f"'{name}' must be a whole number from 0 to {most}")
+    return int(raw)
+
+
 def _problem(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message, "status": status}, status_code=status)
 
@@ -159,12 +168,9 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         site = request.query_params.get("site")
         if not site:
             raise _Problem(400, "missing query parameter 'site' (https://example.com)")
-        try:
-            limit = int(request.query_params.get("limit", "1000"))
-        except ValueError:
-            raise _Problem(400, "'limit' must be a whole number") from None
-        if not 0 <= limit <= MAX_SITEMAP_URLS:
-            raise _Problem(400, f"'limit' must be from 0 to {MAX_SITEMAP_URLS}")
+        limit = _bounded(request, "limit", 1000, MAX_SITEMAP_URLS)
+        max_files = _bounded(request, "maxFiles", 100, 1000)
+        max_depth = _bounded(request, "maxDepth", 5, 10)
         try:
             origin = split_origin(site)[0]
         except InvalidURL as exc:
@@ -172,7 +178,8 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         summary = WalkSummary(origin)
         files: list[dict[str, object]] = []
         urls: list[str] = []
-        async for file, entries in sitemaps.walk(origin, summary):
+        walker = sitemaps.with_limits(max_files=max_files, max_depth=max_depth)
+        async for file, entries in walker.walk(origin, summary):
             files.append(file.as_json())
             urls.extend(entry.loc for entry in entries[:limit - len(urls)])
         return JSONResponse({"summary": summary.as_json(), "files": files, "urls": urls})
@@ -326,7 +333,11 @@ OPENAPI: dict[str, Any] = {
                                   {"name": "site", "in": "query", "required": True,
                                    "schema": {"type": "string"}},
                                   {"name": "limit", "in": "query",
-                                   "schema": {"type": "integer", "default": 1000}}],
+                                   "schema": {"type": "integer", "default": 1000}},
+                                  {"name": "maxFiles", "in": "query",
+                                   "schema": {"type": "integer", "default": 100}},
+                                  {"name": "maxDepth", "in": "query",
+                                   "schema": {"type": "integer", "default": 5}}],
                               "responses": {"200": _json({"type": "object"})}}},
         "/health": {"get": {"summary": "liveness", "responses": {"200": _json({})}}},
         "/metrics": {"get": {"summary": "Prometheus text", "responses": {"200": {}}}},

@@ -14,6 +14,7 @@ with the same content are each read or counted once.
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import time
 from collections.abc import AsyncIterator, Callable
@@ -180,6 +181,12 @@ class SitemapWalker:
         self._timeout = timeout or httpx.Timeout(30.0, connect=10.0)
         self.file_deadline_s = file_deadline_s
         self.max_wait_s = max_wait_s
+
+    def with_limits(self, *, max_files: int, max_depth: int) -> SitemapWalker:
+        """The same walker (client, politeness, policy) with other limits."""
+        walker = copy.copy(self)
+        walker.max_files, walker.max_depth = max_files, max_depth
+        return walker
 
     # -- policy ----------------------------------------------------------------------------
 

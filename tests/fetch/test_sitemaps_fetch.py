@@ -119,7 +119,8 @@ async def test_disallowed_deep_and_missing_files_are_reported(client: httpx.Asyn
         site.routes.update({
             "/robots.txt": Reply(200, f"User-agent: *\nDisallow: /secret\nSitemap: {o}/0.xml\n"
                                  .encode()),
-            "/0.xml": Reply(200, index(f"{o}/1.xml", f"{o}/secret.xml", f"{o}/gone.xml")),
+            "/0.xml": Reply(200, index(f"{o}/1.xml", f"{o}/secret.xml", f"{o}/gone.xml",
+                                       "http://:80/no-host.xml")),
             "/1.xml": Reply(200, index(f"{o}/2.xml")),
             "/2.xml": Reply(200, index(f"{o}/3.xml")),
             "/secret.xml": Reply(200, urlset(f"{o}/hidden")),
@@ -131,7 +132,8 @@ async def test_disallowed_deep_and_missing_files_are_reported(client: httpx.Asyn
     assert errors["/gone.xml"] == "HTTP 404"
     assert "deeper than 2" in (errors["/3.xml"] or "")
     assert "/secret.xml" not in site.requests and "/3.xml" not in site.requests
-    assert entries == [] and summary.errors == 3
+    assert "no host" in (errors["http://:80/no-host.xml"] or "")
+    assert entries == [] and summary.errors == 4
 
 
 async def test_well_known_paths_when_robots_names_none(client: httpx.AsyncClient) -> None:

@@ -17,6 +17,7 @@ import asyncio
 import copy
 import hashlib
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -228,17 +229,23 @@ class SitemapWalker:
         summary = summary if summary is not None else WalkSummary(origin)
         listed = await self.discover(site)
         summary.robots_sitemaps = len(listed)
-        queue: list[_Queued] = [_Queued(url, 0, None, listed_in_robots=True) for url in listed]
+        queue = deque(_Queued(url, 0, None, listed_in_robots=True) for url in listed)
         if not queue and self.well_known:
-            queue = [_Queued(origin + path, 0, None, well_known=True)
-                     for path in WELL_KNOWN_PATHS]
+            queue.extend(_Queued(origin + path, 0, None, well_known=True)
+                         for path in WELL_KNOWN_PATHS)
         seen: dict[str, str] = {}  # normalised URL -> the URL read
         contents: dict[bytes, str] = {}  # digest of a file's entries -> the URL read
         pages: set[str] = set()
         fetched = 0
         while queue:
-            item = queue.pop(0)
-            key = normalise(item.url)
+            item = queue.popleft()
+            try:
+                key = normalise(item.url)
+            except InvalidURL as exc:
+                file = SitemapFile(item.url, item.level, item.parent, error=str(exc))
+                summary.add(file)
+                yield file, []
+                continue
             if key in item.ancestors:
                 file = SitemapFile(item.url, item.level, item.parent,
                                    error="a cycle: the file lists itself or an index above it")

@@ -157,7 +157,9 @@ def test_a_clients_own_conditional_is_answered_304() -> None:
 
 
 def test_a_304_updates_the_stored_fields() -> None:
-    entry = stored(H(cache_control="max-age=1", etag='"v1"', x_kept="yes"), at=NOW - 100)
+    entry = stored(H(cache_control="max-age=1", etag='"v1"', x_kept="yes", age="50"),
+                   at=NOW - 100)
+    assert age_of(updated(entry, H(cache_control="max-age=500"), NOW, NOW), NOW) == 0.0
     fresh = updated(entry, H(cache_control="max-age=500", etag='"v2"', content_length="0"),
                     NOW, NOW)
     fields = dict(fresh.headers)

@@ -51,6 +51,8 @@ _SAFE_METHODS = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE"})
 _NOT_STORED = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"te", b"trailer",
                          b"transfer-encoding", b"upgrade", b"proxy-authenticate",
                          b"proxy-authentication-info", b"age"})
+# The origin's Age, kept under a name of ours: the Age sent to clients is the cache's own.
+_ORIGIN_AGE = b"x-polite-origin-age"
 _NOT_UPDATED = frozenset({b"content-length", b"content-encoding", b"content-range",
                           b"content-type", b"transfer-encoding", b"etag"}) | _NOT_STORED
 
@@ -234,7 +236,7 @@ def age_of(stored: Stored, now: float) -> float:
     date = http_date(header(stored.headers, b"date"))
     apparent = max(0.0, stored.response_time - date) if date is not None else 0.0
     age_value = 0.0
-    raw_age = header(stored.headers, b"x-polite-origin-age")
+    raw_age = header(stored.headers, _ORIGIN_AGE)
     if raw_age is not None and raw_age.strip().isdigit():
         age_value = float(min(int(raw_age.strip()), MAX_DELTA_SECONDS))
     response_delay = stored.response_time - stored.request_time
@@ -360,6 +362,7 @@ def updated(stored: Stored, response_headers: Headers, request_time: float,
     """The stored response freshened by a 304 (4.3.4): the 304's fields replace the stored
     ones of the same name."""
     fresh = {key for key, _ in response_headers if key not in _NOT_UPDATED}
+    fresh.add(_ORIGIN_AGE)  # the age the origin gave before is replaced by the 304's, if any
     kept = [(k, v) for k, v in stored.headers if k not in fresh]
     kept += [(k, v) for k, v in storable_headers(response_headers) if k in fresh]
     return replace(stored, headers=tuple(kept), request_time=request_time,
@@ -373,7 +376,7 @@ def storable_headers(headers: Headers) -> tuple[tuple[bytes, bytes], ...]:
     out = [(k, v) for k, v in headers if k not in _NOT_STORED and k not in named]
     age = header(headers, b"age")
     if age is not None:
-        out.append((b"x-polite-origin-age", age.split(b",")[0].strip()))
+        out.append((_ORIGIN_AGE, age.split(b",")[0].strip()))
     return tuple(out)
 
 

@@ -67,7 +67,8 @@ def test_tree_walks_and_sums_up() -> None:
         as_text = run("sitemap", "tree", site.origin, "--allow-private", "--urls")
     assert as_json.returncode == 1, as_json.stderr  # /gone.xml is an error
     report = json.loads(as_json.stdout)
-    assert report["summary"] == {"site": site.origin, "robotsSitemaps": 1, "files": 2,
+    assert report["summary"] == {"site": site.origin, "robots": "robots.txt: 200",
+                                 "robotsSitemaps": 1, "files": 2,
                                  "indexes": 1, "urls": 2, "duplicates": 0, "errors": 1,
                                  "skipped": 0, "levels": {"1": 1}}
     files = {f["url"]: f for f in report["files"]}
@@ -82,7 +83,8 @@ def test_tree_of_a_private_site_is_refused_without_the_option() -> None:
         _site(site)
         result = run("sitemap", "tree", site.origin, "--json")
         assert site.requests == []
-    assert json.loads(result.stdout)["summary"]["files"] == 0
+    summary = json.loads(result.stdout)["summary"]
+    assert summary["files"] == 0 and "private or loopback" in summary["robots"]
 
 
 def test_rest_sitemaps_on_polite_serve(tmp_path: Path) -> None:

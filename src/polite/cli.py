@@ -377,6 +377,7 @@ def _sitemap_tree(args: argparse.Namespace, out: TextIO) -> int:
         summary.robots_sitemaps, summary.files, summary.indexes, summary.urls,
         summary.duplicates, summary.errors, summary.skipped)))
     report.print(totals)
+    report.print(f"{site}/{summary.robots}")
     report.print("Files with page URLs by indirection level (index files passed through; "
                  "seed 004, Table 4):")
     levels = Table()

@@ -92,6 +92,7 @@ class WalkSummary:
     """Totals of a walk, with seed 004's Table 4: files by indirection level."""
 
     site: str
+    robots: str = ""  # how the site's robots.txt was read
     robots_sitemaps: int = 0
     files: int = 0
     indexes: int = 0
@@ -117,7 +118,8 @@ class WalkSummary:
             self.levels[file.level] = self.levels.get(file.level, 0) + 1
 
     def as_json(self) -> dict[str, object]:
-        return {"site": self.site, "robotsSitemaps": self.robots_sitemaps,
+        return {"site": self.site, "robots": self.robots,
+                "robotsSitemaps": self.robots_sitemaps,
                 "files": self.files, "indexes": self.indexes, "urls": self.urls,
                 "duplicates": self.duplicates, "errors": self.errors,
                 "skipped": self.skipped,
@@ -206,10 +208,13 @@ class SitemapWalker:
 
     async def discover(self, site: str) -> list[str]:
         """The sitemap URLs the site's robots.txt names, in order, once each."""
+        return (await self._discover(site))[0]
+
+    async def _discover(self, site: str) -> tuple[list[str], str]:
         robots_url = split_origin(site)[0] + "/robots.txt"
         state = await self._politeness.robots_state(robots_url)
         if not isinstance(state, Parsed):
-            return []
+            return [], f"robots.txt: {getattr(state, 'reason', '') or type(state).__name__}"
         found: dict[str, str] = {}
         for location in state.robots.sitemaps:
             url = urljoin(robots_url, location)
@@ -217,7 +222,7 @@ class SitemapWalker:
                 found.setdefault(normalise(url), url)
             except InvalidURL:
                 continue
-        return list(found.values())
+        return list(found.values()), f"robots.txt: {state.status}"
 
     # -- the walk ----------------------------------------------------------------------------
 
@@ -227,7 +232,7 @@ class SitemapWalker:
         URLs left out). ``summary``, when given, is kept up to date."""
         origin, site_host = split_origin(site)
         summary = summary if summary is not None else WalkSummary(origin)
-        listed = await self.discover(site)
+        listed, summary.robots = await self._discover(site)
         summary.robots_sitemaps = len(listed)
         queue = deque(_Queued(url, 0, None, listed_in_robots=True) for url in listed)
         if not queue and self.well_known:

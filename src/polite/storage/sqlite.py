@@ -38,6 +38,8 @@ CREATE TABLE IF NOT EXISTS robots (
 CREATE TABLE IF NOT EXISTS pages (
     key TEXT PRIMARY KEY, blob BLOB NOT NULL, size INTEGER NOT NULL, used REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS pages_used ON pages (used);
+CREATE TABLE IF NOT EXISTS page_bytes (id INTEGER PRIMARY KEY CHECK (id = 0), total INTEGER);
+INSERT OR IGNORE INTO page_bytes (id, total) SELECT 0, COALESCE(SUM(size), 0) FROM pages;
 """
 
 
@@ -178,11 +180,16 @@ class SQLiteStore:
         return bytes(row[0])
 
     async def page_put(self, key: str, blob: bytes, *, max_total_bytes: int) -> None:
+        # The total is kept in its own row, changed in the same transaction as the pages,
+        # so a put costs the same with ten pages stored or a million.
         with self._db:
             self._db.execute("BEGIN IMMEDIATE")
+            old = self._db.execute("SELECT size FROM pages WHERE key = ?", (key,)).fetchone()
             self._db.execute("INSERT OR REPLACE INTO pages (key, blob, size, used) "
                              "VALUES (?, ?, ?, ?)", (key, blob, len(blob), self._clock()))
-            (total,) = self._db.execute("SELECT COALESCE(SUM(size), 0) FROM pages").fetchone()
+            self._db.execute("UPDATE page_bytes SET total = total + ? WHERE id = 0",
+                             (len(blob) - (old[0] if old else 0),))
+            (total,) = self._db.execute("SELECT total FROM page_bytes WHERE id = 0").fetchone()
             while total > max_total_bytes:
                 row = self._db.execute("SELECT key, size FROM pages ORDER BY used LIMIT 1"
                                        ).fetchone()
@@ -190,13 +197,21 @@ class SQLiteStore:
                     break
                 self._db.execute("DELETE FROM pages WHERE key = ?", (row[0],))
                 total -= row[1]
+            self._db.execute("UPDATE page_bytes SET total = ? WHERE id = 0", (total,))
 
     async def page_delete(self, key: str) -> None:
-        self._db.execute("DELETE FROM pages WHERE key = ?", (key,))
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            old = self._db.execute("SELECT size FROM pages WHERE key = ?", (key,)).fetchone()
+            if old is not None:
+                self._db.execute("DELETE FROM pages WHERE key = ?", (key,))
+                self._db.execute("UPDATE page_bytes SET total = total - ? WHERE id = 0",
+                                 (old[0],))
 
     async def page_usage(self) -> tuple[int, int]:
-        row = self._db.execute("SELECT COUNT(*), COALESCE(SUM(size), 0) FROM pages").fetchone()
-        return int(row[0]), int(row[1])
+        (count,) = self._db.execute("SELECT COUNT(*) FROM pages").fetchone()
+        (total,) = self._db.execute("SELECT total FROM page_bytes WHERE id = 0").fetchone()
+        return int(count), int(total)
 
     async def close(self) -> None:
         self._db.close()

@@ -7,12 +7,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 from polite.core.cache import codec
 from polite.core.cache.policy import (
     Choice,
     Stored,
+    cache_control,
     choose,
     header,
     invalidates,
@@ -22,7 +23,7 @@ from polite.core.cache.policy import (
     vary_key,
 )
 from polite.errors import InvalidURL
-from polite.fetch.robots import split_origin
+from polite.fetch.robots import normal_url, split_origin
 from polite.storage.base import PageStore
 
 __all__ = ["CacheStats", "PageCache"]
@@ -51,13 +52,6 @@ class CacheStats:
         return served / total if total else 0.0
 
 
-def cache_key(url: str) -> str:
-    """Scheme and host lower-cased, default port dropped, fragment dropped."""
-    origin = split_origin(url)[0]
-    parts = urlsplit(url)
-    return origin + (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-
-
 class PageCache:
     """``clock`` is wall time: HTTP dates are wall-clock dates."""
 
@@ -78,7 +72,7 @@ class PageCache:
 
     async def lookup(self, method: bytes, url: str, headers: Headers) -> Choice:
         """What to do with a GET or HEAD: serve, revalidate, fetch, or 504."""
-        variants = await self._variants(cache_key(url))
+        variants = await self._variants(normal_url(url))
         choice = choose(method, headers, variants, self.clock())
         if choice.action == "serve":
             self.stats.hits += 1
@@ -99,9 +93,9 @@ class PageCache:
     async def store(self, url: str, request_headers: Headers, status: int, reason: bytes,
                     response_headers: Headers, body: bytes, request_time: float,
                     response_time: float) -> None:
-        key = cache_key(url)
-        no_store = b"no-store" in (header(response_headers, b"cache-control") or b"").lower() \
-            or b"no-store" in (header(request_headers, b"cache-control") or b"").lower()
+        key = normal_url(url)
+        no_store = "no-store" in cache_control(response_headers) \
+            or "no-store" in cache_control(request_headers)
         entry = Stored(url, status, reason, storable_headers(response_headers), body,
                        request_time, response_time, vary_key(response_headers,
                                                              request_headers),
@@ -118,7 +112,7 @@ class PageCache:
         self.stats.misses -= 1  # counted as a miss at lookup; it was a revalidation
         self.stats.revalidated += 1
         fresh = updated(stored, response_headers, request_time, response_time)
-        key = cache_key(stored.url)
+        key = normal_url(stored.url)
         variants = [fresh if v.vary == stored.vary else v for v in await self._variants(key)]
         if fresh not in variants:
             variants.append(fresh)
@@ -142,7 +136,7 @@ class PageCache:
             try:
                 if split_origin(target)[0] != origin:
                     continue
-                await self._store.page_delete(cache_key(target))
+                await self._store.page_delete(normal_url(target))
             except InvalidURL:
                 continue
             self.stats.invalidated += 1

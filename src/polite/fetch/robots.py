@@ -31,7 +31,8 @@ from polite.core.robots.lifecycle import (
 from polite.errors import InvalidURL
 from polite.storage.base import RobotsRecord, RobotsStore
 
-__all__ = ["RobotsFetcher", "create_client", "is_public_host", "origin_of", "split_origin"]
+__all__ = ["RobotsFetcher", "create_client", "is_public_host", "normal_url", "origin_of",
+           "split_origin"]
 
 MAX_REDIRECTS = 5  # DESIGN.md: follow up to five hops (RFC 9309 asks for at least five)
 DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
@@ -83,6 +84,15 @@ def split_origin(url: str) -> tuple[str, str]:
     if port is not None and port != default:
         netloc += f":{port}"
     return f"{scheme}://{netloc}", host
+
+
+def normal_url(url: str) -> str:
+    """The form two spellings of one http(s) URL share: scheme and host lower-cased, the
+    default port and the fragment dropped (the key of a sitemap read or a page cached);
+    :class:`InvalidURL` else."""
+    origin = split_origin(url)[0]
+    parts = urlsplit(url)
+    return origin + (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
 async def is_public_host(host: str) -> bool:

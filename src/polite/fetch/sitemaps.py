@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Literal
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import httpx
 
@@ -30,10 +30,9 @@ from polite.core.sitemaps import Entry, ParseIssue, SitemapParser
 from polite.core.sitemaps.model import MAX_SITEMAP_BYTES, MAX_SITEMAP_URLS
 from polite.errors import InvalidURL
 from polite.fetch.politeness import NO_RETRY, Politeness
-from polite.fetch.robots import split_origin
+from polite.fetch.robots import normal_url, split_origin
 
-__all__ = ["WELL_KNOWN_PATHS", "CrossHost", "SitemapFile", "SitemapWalker", "WalkSummary",
-           "normalise"]
+__all__ = ["WELL_KNOWN_PATHS", "CrossHost", "SitemapFile", "SitemapWalker", "WalkSummary"]
 
 CrossHost = Literal["host", "site", "any"]
 
@@ -126,14 +125,6 @@ class WalkSummary:
                 "levels": {str(level): count for level, count in sorted(self.levels.items())}}
 
 
-def normalise(url: str) -> str:
-    """The form two spellings of one sitemap URL share: scheme and host lower-cased, the
-    default port and the fragment dropped. :class:`InvalidURL` for what is not http(s)."""
-    origin = split_origin(url)[0]
-    parts = urlsplit(url)
-    return origin + (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-
-
 def _site_key(host: str) -> str:
     return host[4:] if host.startswith("www.") else host
 
@@ -219,7 +210,7 @@ class SitemapWalker:
         for location in state.robots.sitemaps:
             url = urljoin(robots_url, location)
             try:
-                found.setdefault(normalise(url), url)
+                found.setdefault(normal_url(url), url)
             except InvalidURL:
                 continue
         return list(found.values()), f"robots.txt: {state.status}"
@@ -245,7 +236,7 @@ class SitemapWalker:
         while queue:
             item = queue.popleft()
             try:
-                key = normalise(item.url)
+                key = normal_url(item.url)
             except InvalidURL as exc:
                 file = SitemapFile(item.url, item.level, item.parent, error=str(exc))
                 summary.add(file)

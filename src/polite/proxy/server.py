@@ -282,14 +282,8 @@ class ProxyServer:
             await self._send_error(conn, writer, 508, "this request is addressed to the proxy "
                                    "itself: refused, not looped")
             return False
-        if not self._politeness.allow_private and not await is_public_host(host):
-            await self._send_error(conn, writer, 403, f"{host} is a private or loopback "
-                                   "address; this proxy does not forward there "
-                                   "(--allow-private)")
-            return False
-        asked = self._asked(headers)
-        if isinstance(asked, str):
-            await self._send_error(conn, writer, 400, asked)
+        asked = await self._admit(conn, writer, host, headers, "forward")
+        if asked is None:
             return False
         mode, wait_s = asked
         if mode is not Mode.ORDERED:
@@ -319,6 +313,23 @@ class ProxyServer:
             done.set_result(None)
             if self._order_tail.get(client) is done:
                 del self._order_tail[client]
+
+    async def _admit(self, conn: h11.Connection, writer: asyncio.StreamWriter, host: str,
+                     headers: list[tuple[bytes, bytes]], verb: str
+                     ) -> tuple[Mode, float] | None:
+        """The checks a proxied request and a tunnel share: no private or loopback target
+        unless allowed (403), and a mode and timeout that can be read (400). The mode and
+        the longest wait, or None once the refusal is sent."""
+        if not self._politeness.allow_private and not await is_public_host(host):
+            await self._send_error(conn, writer, 403, f"{host} is a private or loopback "
+                                   f"address; this proxy does not {verb} there "
+                                   "(--allow-private)")
+            return None
+        asked = self._asked(headers)
+        if isinstance(asked, str):
+            await self._send_error(conn, writer, 400, asked)
+            return None
+        return asked
 
     def _asked(self, headers: list[tuple[bytes, bytes]]) -> tuple[Mode, float] | str:
         """The mode and the longest wait a request asks for (X-Polite-Mode,
@@ -407,14 +418,8 @@ class ProxyServer:
             await self._send_error(conn, writer, 508, "this tunnel leads to the proxy itself: "
                                    "refused, not looped")
             return False
-        if not self._politeness.allow_private and not await is_public_host(host):
-            await self._send_error(conn, writer, 403, f"{host} is a private or loopback "
-                                   "address; this proxy does not tunnel there "
-                                   "(--allow-private)")
-            return False
-        asked = self._asked(headers)
-        if isinstance(asked, str):
-            await self._send_error(conn, writer, 400, asked)
+        asked = await self._admit(conn, writer, host, headers, "tunnel")
+        if asked is None:
             return False
         mode, wait_s = asked
         netloc = f"[{host}]" if ":" in host else host

@@ -5,12 +5,13 @@ and the host's slot are consulted through :class:`~polite.fetch.politeness.Polit
 the request is forwarded over a kept-alive upstream connection and the response streamed
 back. Anything else (``GET /health``) goes to the ASGI app given, the REST service.
 
-HTTP/1.1 is spoken with h11 on both sides; this module owns the sockets. Refusals are answered
-here, never forwarded: robots.txt forbids (403, naming the rule and its line), the host's slot
-is taken (``reject`` mode: 429 with ``Retry-After`` in whole seconds and the exact wait in
-``X-Polite-Retry-After-Ms``; ``wait`` mode: held until the slot, up to a limit), a private or
-loopback target (403 unless allowed), a request addressed to the proxy itself (a loop),
-ambiguous framing (both Content-Length and Transfer-Encoding: request smuggling).
+HTTP/1.1 is read by llhttp on both sides (:mod:`polite.proxy.http1`); this module owns the
+sockets. Refusals are answered here, never forwarded: robots.txt forbids (403, naming the
+rule and its line), the host's slot is taken (``reject`` mode: 429 with ``Retry-After`` in
+whole seconds and the exact wait in ``X-Polite-Retry-After-Ms``; ``wait`` mode: held until
+the slot, up to a limit), a private or loopback target (403 unless allowed), a request
+addressed to the proxy itself (a loop), ambiguous framing (both Content-Length and
+Transfer-Encoding, or two lengths: request smuggling).
 """
 
 from __future__ import annotations
@@ -26,19 +27,31 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-import h11
-
 from polite.core.cache.policy import Choice, Stored, not_modified
 from polite.errors import InvalidURL
 from polite.fetch.cache import PageCache
 from polite.fetch.politeness import NO_RETRY, Politeness, Verdict
 from polite.fetch.robots import is_public_host, split_origin
+from polite.proxy.http1 import (
+    END,
+    EOF,
+    LAST_CHUNK,
+    Channel,
+    Event,
+    Head,
+    Headers,
+    ProtocolError,
+    frame,
+    request_head,
+    response_head,
+)
 
 __all__ = ["Mode", "ProxyServer", "ProxySettings"]
 
 Message = MutableMapping[str, Any]
 ASGIApp = Callable[[Message, Callable[[], Awaitable[Message]],
                     Callable[[Message], Awaitable[None]]], Awaitable[None]]
+Key = tuple[str, str, int]  # scheme, host, port
 
 # RFC 9110, 7.6.1: hop-by-hop fields, never forwarded (plus those named in Connection).
 _HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"te", b"trailer",
@@ -47,7 +60,9 @@ _HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"te
 _VIA = b"1.1 polite"
 # The longest wait a request may ask for with X-Polite-Timeout.
 MAX_REQUEST_WAIT_S = 3600.0
-_READ_CHUNK = 65_536
+_WRITE_BATCH = 65_536  # response bytes gathered before a write
+_CHUNKED = (b"transfer-encoding", b"chunked")
+_CLOSE = (b"connection", b"close")
 
 
 class Mode(enum.StrEnum):
@@ -82,11 +97,16 @@ class _UpstreamError(Exception):
         self.status = status
 
 
-@dataclass(slots=True)
-class _Upstream:
-    reader: asyncio.StreamReader
-    writer: asyncio.StreamWriter
-    conn: h11.Connection
+class _ClientChannel(Channel):
+    """The client side: each connection is served by its own task."""
+
+    def __init__(self, server: ProxyServer) -> None:
+        super().__init__("request", max_head_bytes=server.settings.max_head_bytes)
+        self._server = server
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._server._serve(self)
 
 
 def _product_token(user_agent: bytes | None) -> str | None:
@@ -97,16 +117,11 @@ def _product_token(user_agent: bytes | None) -> str | None:
     return token or None
 
 
-def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
-    for key, value in headers:
-        if key == name:
-            return value
-    return None
-
-
-def _forwardable(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+def _forwardable(headers: Headers) -> Headers:
     named = {n.strip().lower() for key, value in headers if key == b"connection"
              for n in value.split(b",")}
+    if not named:
+        return [(k, v) for k, v in headers if k not in _HOP_BY_HOP]
     return [(k, v) for k, v in headers if k not in _HOP_BY_HOP and k not in named]
 
 
@@ -119,10 +134,11 @@ class ProxyServer:
         self._cache = cache
         self._app = app
         self.settings = settings or ProxySettings()
-        self._idle: dict[tuple[str, str, int], list[_Upstream]] = {}
+        self._idle: dict[Key, list[Channel]] = {}
         self._server: asyncio.Server | None = None
         self._addresses: set[tuple[str, int]] = set()
         self._tls = ssl.create_default_context()
+        self._tasks: set[asyncio.Task[None]] = set()
         self.stats = {"forwarded": 0, "robots_refused": 0, "delayed": 0, "errors": 0,
                       "tunnels": 0}
         self._order_tail: dict[str, asyncio.Future[None]] = {}  # client id -> its last request
@@ -132,8 +148,8 @@ class ProxyServer:
     async def start(self, host: str, port: int) -> int:
         """Listen; returns the port (useful with 0)."""
         await self._lifespan("startup")
-        self._server = await asyncio.start_server(self._client, host, port,
-                                                  limit=self.settings.max_head_bytes)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: _ClientChannel(self), host, port)
         bound = self._server.sockets[0].getsockname()
         self._addresses = {(host.lower(), bound[1]), ("localhost", bound[1]),
                            ("127.0.0.1", bound[1])}
@@ -147,11 +163,16 @@ class ProxyServer:
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=5)
+        if self._server is not None:
             with contextlib.suppress(Exception):
-                await self._server.wait_closed()
+                await asyncio.wait_for(self._server.wait_closed(), 5)
         for pool in self._idle.values():
             for upstream in pool:
-                upstream.writer.close()
+                upstream.close()
         self._idle.clear()
         await self._lifespan("shutdown")
 
@@ -190,159 +211,138 @@ class ProxyServer:
 
     # -- the client side -----------------------------------------------------------------
 
-    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=self.settings.max_head_bytes)
-        peer = writer.get_extra_info("peername") or ("", 0)
+    def _serve(self, client: Channel) -> None:
+        task = asyncio.get_running_loop().create_task(self._client(client))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _client(self, client: Channel) -> None:
+        assert client.transport is not None
+        peer = client.transport.get_extra_info("peername") or ("", 0)
         try:
             while True:
-                event = await self._next(conn, reader, self.settings.client_idle_s)
-                if isinstance(event, h11.ConnectionClosed):
+                event = await client.next(self.settings.client_idle_s)
+                if not isinstance(event, Head):
                     break
-                if not isinstance(event, h11.Request):
+                keep = await self._request(client, event, peer)
+                if not keep or not event.keep_alive or event.version != "1.1" or client.raw_mode:
                     break
-                keep = await self._request(conn, reader, writer, event, peer)
-                if not keep or conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
-                    break
-                conn.start_next_cycle()
-        except h11.RemoteProtocolError as exc:
-            await self._send_error(conn, writer, exc.error_status_hint, str(exc))
+        except ProtocolError as exc:
+            self._send_error(client, exc.status, str(exc), close=True)
         except (_ClientGone, ConnectionError, TimeoutError):
             pass
         finally:
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            client.close()
 
-    async def _next(self, conn: h11.Connection, reader: asyncio.StreamReader,
-                    timeout_s: float) -> Any:
-        while True:
-            event = conn.next_event()
-            if event is not h11.NEED_DATA:
-                return event
-            try:
-                async with asyncio.timeout(timeout_s):
-                    data = await reader.read(_READ_CHUNK)
-            except TimeoutError:
-                raise _ClientGone("idle") from None
-            conn.receive_data(data)
-
-    async def _send(self, conn: h11.Connection, writer: asyncio.StreamWriter,
-                    *events: Any) -> None:
-        for event in events:
-            data = conn.send(event)
-            if data:
-                writer.write(data)
-        await writer.drain()
-
-    async def _send_error(self, conn: h11.Connection, writer: asyncio.StreamWriter,
-                          status: int, message: str,
-                          headers: list[tuple[bytes, bytes]] | None = None) -> None:
-        if conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
-            return
+    def _send_error(self, client: Channel, status: int, message: str,
+                    headers: Headers | None = None, *, close: bool = False) -> None:
         body = (message.rstrip("\n") + "\n").encode()
         fields = [(b"content-type", b"text/plain; charset=utf-8"),
-                  (b"content-length", str(len(body)).encode()), (b"via", _VIA)]
-        if conn.their_state is not h11.DONE:
-            fields.append((b"connection", b"close"))
-        with contextlib.suppress(h11.LocalProtocolError, ConnectionError):
-            await self._send(conn, writer, h11.Response(status_code=status,
-                                                        headers=fields + (headers or [])),
-                             h11.Data(data=body), h11.EndOfMessage())
+                  (b"content-length", b"%d" % len(body)), (b"via", _VIA)]
+        if close:
+            fields.append(_CLOSE)
+        client.write(response_head(status, b"", fields + (headers or [])) + body)
 
-    async def _request(self, conn: h11.Connection, reader: asyncio.StreamReader,
-                       writer: asyncio.StreamWriter, request: h11.Request,
-                       peer: tuple[Any, ...]) -> bool:
-        target = request.target
-        headers = list(request.headers)
-        if request.method == b"CONNECT":
-            return await self._tunnel(conn, reader, writer, request)
-        if not target.lower().startswith((b"http://", b"https://")):
-            return await self._to_app(conn, reader, writer, request, peer)
-        # Smuggling shapes: h11 picks chunked over Content-Length; a proxy must not guess.
-        if _header(headers, b"transfer-encoding") is not None and \
-                _header(headers, b"content-length") is not None:
-            await self._send_error(conn, writer, 400, "both Content-Length and "
-                                   "Transfer-Encoding: refused (request smuggling)")
-            return False
-        if _header(headers, b"transfer-encoding") is None and conn.their_state is h11.SEND_BODY \
-                and (_header(headers, b"content-length") or b"0").strip() == b"0":
-            # A request without a body is whole now: read its end, so that a refusal below
-            # keeps the connection alive.
-            conn.next_event()
+    async def _drain(self, client: Channel) -> bool:
+        """Read and drop the rest of a request's body, so the connection can go on."""
+        received = 0
+        while True:
+            event = await client.next(self.settings.client_read_s)
+            if event is END:
+                return True
+            if type(event) is not bytes:
+                return False
+            received += len(event)
+            if received > self.settings.max_request_body_bytes:
+                return False
+
+    async def _answered(self, client: Channel) -> bool:
+        """After a response of the proxy's own: the request read to its end, the
+        connection kept when that worked."""
+        await client.drain()
+        return await self._drain(client)
+
+    async def _request(self, client: Channel, head: Head, peer: tuple[Any, ...]) -> bool:
+        if head.method == b"CONNECT":
+            return await self._tunnel(client, head)
+        target = head.target
+        if not target[:8].lower().startswith((b"http://", b"https://")):
+            return await self._to_app(client, head, peer)
         url = target.decode("latin-1")
         try:
             origin, host = split_origin(url)
         except InvalidURL as exc:
-            await self._send_error(conn, writer, 400, str(exc))
+            self._send_error(client, 400, str(exc), close=True)
             return False
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
         port = parts.port or (443 if scheme == "https" else 80)
-        if (host, port) in self._addresses or (_VIA in (_header(headers, b"via") or b"")):
-            await self._send_error(conn, writer, 508, "this request is addressed to the proxy "
-                                   "itself: refused, not looped")
+        if (host, port) in self._addresses or _VIA in (head.get(b"via") or b""):
+            self._send_error(client, 508, "this request is addressed to the proxy itself: "
+                             "refused, not looped", close=True)
             return False
-        asked = await self._admit(conn, writer, host, headers, "forward")
+        asked = await self._admit(client, host, head, "forward")
         if asked is None:
             return False
         mode, wait_s = asked
+        path = parts.path or "/"
+        if parts.query:
+            path += "?" + parts.query
+        exchange = _Exchange(head, url, origin, (scheme, host, port),
+                             path.encode("latin-1"),
+                             parts.netloc.rsplit("@", 1)[-1].encode("latin-1"))
         if mode is not Mode.ORDERED:
-            return await self._proxied(conn, reader, writer, request, url, origin,
-                                       (scheme, host, port), mode, wait_s)
+            return await self._proxied(client, exchange, mode, wait_s)
         # Seed 001's sequential client: its requests are answered in the order they came,
         # each held until its slot, whichever connection they came on.
-        client = (_header(headers, b"x-polite-client") or str(peer[0]).encode()).decode(
+        who = (head.get(b"x-polite-client") or str(peer[0]).encode()).decode(
             "latin-1").strip()
-        previous = self._order_tail.get(client)
+        previous = self._order_tail.get(who)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._order_tail[client] = done
+        self._order_tail[who] = done
         started = time.monotonic()
         try:
             if previous is not None:
                 try:
                     await asyncio.wait_for(asyncio.shield(previous), wait_s)
                 except TimeoutError:
-                    await self._send_error(conn, writer, 504, f"ordered: an earlier request "
-                                           f"of client {client!r} was still unanswered after "
-                                           f"{wait_s:g} s")
-                    return conn.their_state is h11.DONE or await self._drain(conn, reader)
+                    self._send_error(client, 504, f"ordered: an earlier request of client "
+                                     f"{who!r} was still unanswered after {wait_s:g} s")
+                    return await self._answered(client)
             left = max(0.0, wait_s - (time.monotonic() - started))
-            return await self._proxied(conn, reader, writer, request, url, origin,
-                                       (scheme, host, port), Mode.ORDERED, left)
+            return await self._proxied(client, exchange, Mode.ORDERED, left)
         finally:
             done.set_result(None)
-            if self._order_tail.get(client) is done:
-                del self._order_tail[client]
+            if self._order_tail.get(who) is done:
+                del self._order_tail[who]
 
-    async def _admit(self, conn: h11.Connection, writer: asyncio.StreamWriter, host: str,
-                     headers: list[tuple[bytes, bytes]], verb: str
+    async def _admit(self, client: Channel, host: str, head: Head, verb: str
                      ) -> tuple[Mode, float] | None:
         """The checks a proxied request and a tunnel share: no private or loopback target
         unless allowed (403), and a mode and timeout that can be read (400). The mode and
         the longest wait, or None once the refusal is sent."""
         if not self._politeness.allow_private and not await is_public_host(host):
-            await self._send_error(conn, writer, 403, f"{host} is a private or loopback "
-                                   f"address; this proxy does not {verb} there "
-                                   "(--allow-private)")
+            self._send_error(client, 403, f"{host} is a private or loopback address; this "
+                             f"proxy does not {verb} there (--allow-private)", close=True)
             return None
-        asked = self._asked(headers)
+        asked = self._asked(head)
         if isinstance(asked, str):
-            await self._send_error(conn, writer, 400, asked)
+            self._send_error(client, 400, asked, close=True)
             return None
         return asked
 
-    def _asked(self, headers: list[tuple[bytes, bytes]]) -> tuple[Mode, float] | str:
+    def _asked(self, head: Head) -> tuple[Mode, float] | str:
         """The mode and the longest wait a request asks for (X-Polite-Mode,
         X-Polite-Timeout), or what is wrong with them."""
         mode = self.settings.mode
-        mode_header = _header(headers, b"x-polite-mode")
+        mode_header = head.get(b"x-polite-mode")
         if mode_header is not None:
             try:
                 mode = Mode(mode_header.decode("latin-1").strip().lower())
             except ValueError:
                 return "X-Polite-Mode must be 'reject', 'wait' or 'ordered'"
         wait_s = self.settings.max_wait_s
-        timeout_header = _header(headers, b"x-polite-timeout")
+        timeout_header = head.get(b"x-polite-timeout")
         if timeout_header is not None:
             try:
                 wait_s = float(timeout_header.decode("latin-1").strip())
@@ -352,40 +352,38 @@ class ProxyServer:
                 return f"X-Polite-Timeout must be from 0 to {MAX_REQUEST_WAIT_S:g} seconds"
         return mode, wait_s
 
-    async def _proxied(self, conn: h11.Connection, reader: asyncio.StreamReader,
-                       writer: asyncio.StreamWriter, request: h11.Request, url: str,
-                       origin: str, key: tuple[str, str, int], mode: Mode,
+    async def _proxied(self, client: Channel, exchange: _Exchange, mode: Mode,
                        wait_s: float) -> bool:
-        headers = list(request.headers)
-        agent = _product_token(_header(headers, b"user-agent"))
-        choice = None
-        if self._cache is not None and request.method in (b"GET", b"HEAD"):
-            choice = await self._cache.lookup(request.method, url, headers)
+        head = exchange.head
+        agent = _product_token(head.get(b"user-agent"))
+        if self._cache is not None and head.method in (b"GET", b"HEAD"):
+            choice = exchange.choice = await self._cache.lookup(head.method, exchange.url,
+                                                                head.headers)
             if choice.action == "serve":  # a hit: the site is not asked, no slot is used
-                await self._serve_stored(conn, writer, request.method, choice)
-                return conn.their_state is h11.DONE or await self._drain(conn, reader)
+                assert choice.stored is not None
+                self._send_stored(client, head, choice.stored, choice.age,
+                                  choice.not_modified)
+                return await self._answered(client)
             if choice.action == "gateway_timeout":
-                await self._send_error(conn, writer, 504, "only-if-cached: nothing usable is "
-                                       "stored for this URL")
-                return conn.their_state is h11.DONE or await self._drain(conn, reader)
-        verdict = await self._verdict(url, agent, mode, wait_s)
+                self._send_error(client, 504, "only-if-cached: nothing usable is stored for "
+                                 "this URL")
+                return await self._answered(client)
+        verdict = await self._verdict(exchange.url, agent, mode, wait_s)
         if not verdict.allowed:
-            await self._refuse(conn, writer, verdict)
-            return conn.their_state is h11.DONE or await self._drain(conn, reader)
-        return await self._forward(conn, reader, writer, request, url, key, origin, choice)
+            self._refuse(client, verdict)
+            return await self._answered(client)
+        return await self._forward(client, exchange)
 
-    async def _refuse(self, conn: h11.Connection, writer: asyncio.StreamWriter,
-                      verdict: Verdict) -> None:
+    def _refuse(self, client: Channel, verdict: Verdict) -> None:
         if verdict.retry_after_ms == NO_RETRY:
             self.stats["robots_refused"] += 1
-            await self._send_error(conn, writer, 403, verdict.error or "refused")
+            self._send_error(client, 403, verdict.error or "refused")
         else:
             self.stats["delayed"] += 1
             seconds = max(1, math.ceil(verdict.retry_after_ms / 1000))
-            await self._send_error(
-                conn, writer, 429, verdict.error or "too many requests",
-                [(b"retry-after", str(seconds).encode()),
-                 (b"x-polite-retry-after-ms", str(verdict.retry_after_ms).encode())])
+            self._send_error(client, 429, verdict.error or "too many requests",
+                             [(b"retry-after", b"%d" % seconds),
+                              (b"x-polite-retry-after-ms", b"%d" % verdict.retry_after_ms)])
 
     async def _verdict(self, url: str, agent: str | None, mode: Mode,
                        wait_s: float | None = None) -> Verdict:
@@ -401,24 +399,22 @@ class ProxyServer:
 
     # -- CONNECT ---------------------------------------------------------------------------
 
-    async def _tunnel(self, conn: h11.Connection, reader: asyncio.StreamReader,
-                      writer: asyncio.StreamWriter, request: h11.Request) -> bool:
+    async def _tunnel(self, client: Channel, head: Head) -> bool:
         """A CONNECT tunnel. What passes through it is encrypted, so politeness is kept per
         host: robots.txt must allow the site's root, and opening the tunnel takes the host's
         slot once, however many requests then travel inside it."""
-        headers = list(request.headers)
-        authority = request.target.decode("latin-1")
+        authority = head.target.decode("latin-1")
         host, _, port_text = authority.rpartition(":")
         host = host.strip("[]").lower()
         if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
-            await self._send_error(conn, writer, 400, "CONNECT needs host:port")
+            self._send_error(client, 400, "CONNECT needs host:port", close=True)
             return False
         port = int(port_text)
         if (host, port) in self._addresses:
-            await self._send_error(conn, writer, 508, "this tunnel leads to the proxy itself: "
-                                   "refused, not looped")
+            self._send_error(client, 508, "this tunnel leads to the proxy itself: refused, "
+                             "not looped", close=True)
             return False
-        asked = await self._admit(conn, writer, host, headers, "tunnel")
+        asked = await self._admit(client, host, head, "tunnel")
         if asked is None:
             return False
         mode, wait_s = asked
@@ -427,326 +423,287 @@ class ProxyServer:
         scheme = "https" if port in (443, 8443) else "http"
         default = 443 if scheme == "https" else 80
         root = f"{scheme}://{netloc}/" if port == default else f"{scheme}://{netloc}:{port}/"
-        agent = _product_token(_header(headers, b"user-agent"))
+        agent = _product_token(head.get(b"user-agent"))
         verdict = await self._verdict(root, agent, mode, wait_s)
         if not verdict.allowed:
-            await self._refuse(conn, writer, verdict)
+            self._refuse(client, verdict)
+            await client.drain()
             return False
         try:
-            up_reader, up_writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port), self.settings.connect_s)
-        except TimeoutError:
-            await self._send_error(conn, writer, 504, f"connecting to {host}:{port} timed out")
+            upstream = await self._open(host, port, None)
+        except _UpstreamError as exc:
+            self._send_error(client, exc.status, str(exc), close=True)
             return False
-        except OSError as exc:
-            await self._send_error(conn, writer, 502, f"cannot connect to {host}:{port}: "
-                                   f"{exc.strerror or exc}")
-            return False
+        upstream.raw()
         self.stats["tunnels"] += 1
-        await self._send(conn, writer, h11.Response(status_code=200, headers=[(b"via", _VIA)],
-                                                    reason=b"Connection Established"))
-        early, _ = conn.trailing_data
-        if early:
-            up_writer.write(early)
+        client.write(response_head(200, b"Connection Established", [(b"via", _VIA)]))
+        if client.trailing:
+            upstream.write(client.trailing)
         idle = self.settings.tunnel_idle_s
 
-        async def pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
-            with contextlib.suppress(ConnectionError, TimeoutError, OSError):
-                while data := await asyncio.wait_for(source.read(_READ_CHUNK), idle):
-                    sink.write(data)
+        async def pump(source: Channel, sink: Channel) -> None:
+            with contextlib.suppress(ConnectionError, TimeoutError, OSError, ProtocolError):
+                while True:
+                    event = await source.next(idle)
+                    if type(event) is not bytes:
+                        if event is END:  # the CONNECT request's own end
+                            continue
+                        break
+                    sink.write(event)
                     await sink.drain()
-            with contextlib.suppress(OSError, RuntimeError):
-                if sink.can_write_eof():
-                    sink.write_eof()
+            sink.write_eof()
 
         try:
-            await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
+            await asyncio.gather(pump(client, upstream), pump(upstream, client))
         finally:
-            up_writer.close()
-            with contextlib.suppress(Exception):
-                await up_writer.wait_closed()
+            upstream.close()
         return False
-
-    async def _drain(self, conn: h11.Connection, reader: asyncio.StreamReader) -> bool:
-        """Read and drop the rest of a refused request's body, so the connection can go on."""
-        received = 0
-        while True:
-            event = await self._next(conn, reader, self.settings.client_read_s)
-            if isinstance(event, h11.EndOfMessage):
-                return True
-            if not isinstance(event, h11.Data):
-                return False
-            received += len(event.data)
-            if received > self.settings.max_request_body_bytes:
-                return False
 
     # -- the origin side -----------------------------------------------------------------
 
-    async def _connect(self, key: tuple[str, str, int]) -> tuple[_Upstream, bool]:
-        pool = self._idle.get(key)
-        while pool:
-            upstream = pool.pop()
-            if not upstream.reader.at_eof() and not upstream.writer.is_closing():
-                return upstream, True
-            upstream.writer.close()
-        scheme, host, port = key
+    async def _open(self, host: str, port: int, tls: ssl.SSLContext | None) -> Channel:
+        loop = asyncio.get_running_loop()
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port, limit=self.settings.max_head_bytes,
-                                        ssl=self._tls if scheme == "https" else None),
-                self.settings.connect_s)
+            _, channel = await asyncio.wait_for(loop.create_connection(
+                lambda: Channel("response", max_head_bytes=self.settings.max_head_bytes),
+                host, port, ssl=tls), self.settings.connect_s)
         except TimeoutError:
             raise _UpstreamError(504, f"connecting to {host}:{port} timed out") from None
         except OSError as exc:
             raise _UpstreamError(502, f"cannot connect to {host}:{port}: "
                                  f"{exc.strerror or exc}") from None
-        conn = h11.Connection(h11.CLIENT,
-                              max_incomplete_event_size=self.settings.max_head_bytes)
-        return _Upstream(reader, writer, conn), False
+        return channel
 
-    def _release(self, key: tuple[str, str, int], upstream: _Upstream) -> None:
-        conn = upstream.conn
-        if conn.our_state is h11.DONE and conn.their_state is h11.DONE:
-            try:
-                conn.start_next_cycle()
-            except h11.LocalProtocolError:
-                upstream.writer.close()
-                return
+    async def _connect(self, key: Key) -> tuple[Channel, bool]:
+        pool = self._idle.get(key)
+        while pool:
+            upstream = pool.pop()
+            if not upstream.closed and not upstream.pending():
+                return upstream, True
+            upstream.close()
+        scheme, host, port = key
+        return await self._open(host, port, self._tls if scheme == "https" else None), False
+
+    def _release(self, key: Key, upstream: Channel, response: Head) -> None:
+        if response.keep_alive and response.framing != "close" and upstream.reusable \
+                and not upstream.closed and not upstream.pending():
             pool = self._idle.setdefault(key, [])
             if len(pool) < self.settings.max_idle_upstream:
                 pool.append(upstream)
                 return
-        upstream.writer.close()
+        upstream.close()
 
-    async def _serve_stored(self, conn: h11.Connection, writer: asyncio.StreamWriter,
-                            method: bytes, choice: Choice) -> None:
-        stored = choice.stored
-        assert stored is not None
-        await self._send_stored(conn, writer, method, stored, choice.age, choice.not_modified)
-
-    async def _send_stored(self, conn: h11.Connection, writer: asyncio.StreamWriter,
-                           method: bytes, stored: Stored, age: float,
-                           not_modified_: bool) -> None:
+    def _send_stored(self, client: Channel, request: Head, stored: Stored, age: float,
+                     not_modified_: bool) -> None:
         fields = [(k, v) for k, v in stored.headers
                   if k not in (b"content-length", b"x-polite-origin-age", b"via")]
-        fields += [(b"age", str(int(age)).encode()), (b"via", _VIA)]
+        fields += [(b"age", b"%d" % int(age)), (b"via", _VIA)]
         if not_modified_:
             keep = {b"cache-control", b"content-location", b"date", b"etag", b"expires",
                     b"vary", b"last-modified", b"age", b"via"}
-            await self._send(conn, writer, h11.Response(
-                status_code=304, headers=[(k, v) for k, v in fields if k in keep]),
-                h11.EndOfMessage())
+            client.write(response_head(304, b"", [(k, v) for k, v in fields if k in keep]))
             return
-        fields.append((b"content-length", str(len(stored.body)).encode()))
-        events: list[Any] = [h11.Response(status_code=stored.status, headers=fields,
-                                          reason=stored.reason)]
-        if method != b"HEAD" and stored.body:
-            events.append(h11.Data(data=stored.body))
-        events.append(h11.EndOfMessage())
-        await self._send(conn, writer, *events)
+        fields.append((b"content-length", b"%d" % len(stored.body)))
+        head = response_head(stored.status, stored.reason, fields)
+        client.write(head if request.method == b"HEAD" else head + stored.body)
 
-    async def _forward(self, conn: h11.Connection, reader: asyncio.StreamReader,
-                       writer: asyncio.StreamWriter, request: h11.Request, url: str,
-                       key: tuple[str, str, int], origin: str,
-                       choice: Choice | None = None) -> bool:
-        parts = urlsplit(url)
-        path = parts.path or "/"
-        if parts.query:
-            path += "?" + parts.query
-        headers = [(k, v) for k, v in _forwardable(list(request.headers)) if k != b"host"]
-        netloc = parts.netloc.rsplit("@", 1)[-1]
-        headers.insert(0, (b"host", netloc.encode("latin-1")))
-        via = _header(list(request.headers), b"via")
+    async def _upstream_event(self, upstream: Channel) -> Event:
+        try:
+            event = await upstream.next(self.settings.origin_read_s)
+        except TimeoutError:
+            raise _UpstreamError(504, "the origin did not answer in time") from None
+        except ProtocolError as exc:
+            raise _UpstreamError(502, f"the origin's answer is not HTTP: {exc}") from None
+        if event is EOF:
+            raise _UpstreamError(502, "the origin closed the connection mid-response")
+        return event
+
+    async def _forward(self, client: Channel, exchange: _Exchange) -> bool:
+        request = exchange.head
+        headers = [(k, v) for k, v in _forwardable(request.headers) if k != b"host"]
+        headers.insert(0, (b"host", exchange.netloc))
+        via = request.get(b"via")
         headers.append((b"via", via + b", " + _VIA if via else _VIA))
+        if request.framing == "chunked":
+            headers.append(_CHUNKED)
+        choice = exchange.choice
         revalidating = choice is not None and choice.action == "revalidate"
         if revalidating:
             assert choice is not None
             headers = [(k, v) for k, v in headers
                        if k not in (b"if-none-match", b"if-modified-since")]
             headers += list(choice.conditional)
+        wire = request_head(request.method, exchange.path, headers)
         started = time.monotonic()
-        request_time = self._cache.clock() if self._cache is not None else 0.0
+        cache = self._cache
+        request_time = cache.clock() if cache is not None else 0.0
         try:
-            upstream, reused = await self._connect(key)
+            upstream, reused = await self._connect(exchange.key)
             try:
-                response = await self._exchange(conn, reader, upstream, request.method, path,
-                                                headers, writer)
+                response = await self._exchange(client, upstream, request, wire)
             except _UpstreamError:
-                if not reused:
+                upstream.close()
+                if not reused or request.framing != "none":
                     raise
-                upstream.writer.close()  # a kept-alive connection the origin had closed
-                upstream, _ = await self._connect(key)
-                response = await self._exchange(conn, reader, upstream, request.method, path,
-                                                headers, writer)
+                # A kept-alive connection the origin had closed: once more, on a new one.
+                upstream, _ = await self._connect(exchange.key)
+                response = await self._exchange(client, upstream, request, wire)
+            except BaseException:  # the client broke off: the half-sent request goes too
+                upstream.close()
+                raise
         except _UpstreamError as exc:
             self.stats["errors"] += 1
-            await self._send_error(conn, writer, exc.status, str(exc))
+            self._send_error(client, exc.status, str(exc), close=True)
             return False
         self.stats["forwarded"] += 1
-        cache = self._cache
-        response_headers = list(response.headers)
-        if cache is not None and revalidating and response.status_code == 304:
+        if cache is not None and revalidating and response.status == 304:
             assert choice is not None and choice.stored is not None
             try:
-                while not isinstance(await self._upstream_event(upstream), h11.EndOfMessage):
+                while await self._upstream_event(upstream) is not END:
                     pass
             except _UpstreamError:
-                upstream.writer.close()
+                upstream.close()
             else:
-                self._release(key, upstream)
-            fresh = await cache.freshen(choice.stored, response_headers, request_time,
+                self._release(exchange.key, upstream, response)
+            fresh = await cache.freshen(choice.stored, response.headers, request_time,
                                         cache.clock())
-            await self._send_stored(conn, writer, request.method, fresh, 0.0,
-                                    not_modified(list(request.headers), fresh))
-            await self._politeness.note_response(url, 304,
+            self._send_stored(client, request, fresh, 0.0, not_modified(request.headers, fresh))
+            await self._politeness.note_response(exchange.url, 304,
                                                  elapsed_s=time.monotonic() - started)
             return True
         body: bytearray | None = None
-        if cache is not None and cache.wants(request.method, list(request.headers),
-                                             response.status_code, response_headers):
+        if cache is not None and cache.wants(request.method, request.headers, response.status,
+                                             response.headers):
             body = bytearray()
-        out_headers = _forwardable(response_headers)
+        out_headers = _forwardable(response.headers)
         out_headers.append((b"via", _VIA))
+        keep = request.keep_alive and request.version == "1.1"
+        chunked = False
+        if response.framing in ("chunked", "close"):
+            if request.version == "1.1":
+                chunked = True
+                out_headers.append(_CHUNKED)
+            else:
+                keep = False  # an HTTP/1.0 client reads to the end of the connection
+        if not keep:
+            out_headers.append(_CLOSE)
         # What goes to the client is gathered and written when the origin's bytes run out
         # (or pass 64 KiB): a small response leaves in one write, a big one streams.
-        pending = bytearray(conn.send(h11.Response(status_code=response.status_code,
-                                                   headers=out_headers,
-                                                   reason=response.reason)) or b"")
-        up = upstream.conn
+        pending = bytearray(response_head(response.status, response.reason, out_headers))
         try:
             while True:
-                try:
-                    event = up.next_event()
-                except h11.RemoteProtocolError as exc:
-                    raise _UpstreamError(502, f"the origin's answer is not HTTP: {exc}"
-                                         ) from None
-                if event is h11.NEED_DATA:
-                    if pending:
-                        writer.write(pending)
-                        pending = bytearray()
-                        await writer.drain()
-                    event = await self._upstream_event(upstream)
-                if isinstance(event, h11.Data):
+                if pending and not upstream.pending():
+                    client.write(pending)
+                    pending = bytearray()
+                    await client.drain()
+                event = await self._upstream_event(upstream)
+                if type(event) is bytes:
                     if body is not None:
-                        body += event.data
+                        body += event
                         if len(body) > cache.max_object_bytes:  # type: ignore[union-attr]
                             body = None
-                    pending += conn.send(event) or b""
-                    if len(pending) >= _READ_CHUNK:
-                        writer.write(pending)
+                    pending += frame(event, chunked)
+                    if len(pending) >= _WRITE_BATCH:
+                        client.write(pending)
                         pending = bytearray()
-                        await writer.drain()
-                elif isinstance(event, h11.EndOfMessage):
-                    pending += conn.send(h11.EndOfMessage()) or b""
-                    writer.write(pending)
-                    await writer.drain()
+                        await client.drain()
+                elif event is END:
+                    if chunked:
+                        pending += LAST_CHUNK
+                    client.write(pending)
                     break
                 else:
-                    raise _UpstreamError(502, "the origin closed mid-response")
+                    raise _UpstreamError(502, "the origin sent a second answer")
         except _UpstreamError:
             if pending:
-                writer.write(pending)
-            upstream.writer.close()
+                client.write(pending)
+            upstream.close()
             self.stats["errors"] += 1
             return False  # the status line is out; all we can do is cut the connection
-        self._release(key, upstream)
+        self._release(exchange.key, upstream, response)
         if cache is not None:
             if body is not None:
-                await cache.store(url, list(request.headers), response.status_code,
-                                  response.reason, response_headers, bytes(body),
+                await cache.store(exchange.url, request.headers, response.status,
+                                  response.reason, response.headers, bytes(body),
                                   request_time, cache.clock())
-            await cache.invalidate_after(request.method, url, response.status_code,
-                                         response_headers)
+            await cache.invalidate_after(request.method, exchange.url, response.status,
+                                         response.headers)
         await self._politeness.note_response(
-            url, response.status_code, elapsed_s=time.monotonic() - started,
-            retry_after=(_header(list(response.headers), b"retry-after") or b"")
-            .decode("latin-1") or None)
-        return True
+            exchange.url, response.status, elapsed_s=time.monotonic() - started,
+            retry_after=(response.get(b"retry-after") or b"").decode("latin-1") or None)
+        await client.drain()
+        return keep
 
-    async def _upstream_event(self, upstream: _Upstream) -> Any:
-        conn = upstream.conn
+    async def _exchange(self, client: Channel, upstream: Channel, request: Head,
+                        wire: bytes) -> Head:
+        """Sends the request (its body streamed from the client) and reads the response's
+        head; 1xx answers go on to the client on the way."""
+        upstream.expect_no_body = request.method == b"HEAD"
+        upstream.write(wire)
+        chunked = request.framing == "chunked"
+        sent = 0
         while True:
+            event = await client.next(self.settings.client_read_s)
+            if event is END:
+                if chunked:
+                    upstream.write(LAST_CHUNK)
+                break
+            if type(event) is not bytes:
+                raise _ClientGone("closed mid-request")
+            sent += len(event)
+            if sent > self.settings.max_request_body_bytes:
+                raise _ClientGone("request body over the limit")
+            upstream.write(frame(event, chunked))
             try:
-                event = conn.next_event()
-            except h11.RemoteProtocolError as exc:
-                raise _UpstreamError(502, f"the origin's answer is not HTTP: {exc}") from None
-            if event is not h11.NEED_DATA:
-                return event
-            try:
-                async with asyncio.timeout(self.settings.origin_read_s):
-                    data = await upstream.reader.read(_READ_CHUNK)
-            except TimeoutError:
-                raise _UpstreamError(504, "the origin did not answer in time") from None
-            except OSError as exc:
+                await upstream.drain()
+            except ConnectionError as exc:
                 raise _UpstreamError(502, f"the origin broke the connection: {exc}") from None
-            conn.receive_data(data)
-
-    async def _exchange(self, conn: h11.Connection, reader: asyncio.StreamReader,
-                        upstream: _Upstream, method: bytes, path: str,
-                        headers: list[tuple[bytes, bytes]],
-                        writer: asyncio.StreamWriter | None = None) -> h11.Response:
-        up = upstream.conn
-        try:
-            upstream.writer.write(up.send(h11.Request(method=method, target=path.encode(),
-                                                      headers=headers)) or b"")
-            sent = 0
-            while conn.their_state is h11.SEND_BODY:
-                event = await self._next(conn, reader, self.settings.client_read_s)
-                if isinstance(event, h11.Data):
-                    sent += len(event.data)
-                    if sent > self.settings.max_request_body_bytes:
-                        raise _ClientGone("request body over the limit")
-                    upstream.writer.write(up.send(event) or b"")
-                elif isinstance(event, h11.EndOfMessage):
-                    upstream.writer.write(up.send(h11.EndOfMessage()) or b"")
-            if up.our_state is h11.SEND_BODY:  # the client's request had no body
-                upstream.writer.write(up.send(h11.EndOfMessage()) or b"")
-            await upstream.writer.drain()
-        except OSError as exc:
-            raise _UpstreamError(502, f"the origin broke the connection: {exc}") from None
+        informational = False
         while True:
             event = await self._upstream_event(upstream)
-            if isinstance(event, h11.Response):
-                return event
-            if isinstance(event, h11.InformationalResponse):
+            if isinstance(event, Head):
+                if event.status >= 200:
+                    return event
                 # 1xx (103 Early Hints, 100 Continue) go on to the client, never stored.
-                if writer is not None and event.status_code != 101 and \
-                        conn.our_state is h11.SEND_RESPONSE:
-                    with contextlib.suppress(h11.LocalProtocolError):
-                        await self._send(conn, writer, h11.InformationalResponse(
-                            status_code=event.status_code, headers=_forwardable(
-                                list(event.headers)), reason=event.reason))
+                informational = True
+                if event.status != 101:
+                    client.write(response_head(event.status, event.reason,
+                                               _forwardable(event.headers)))
                 continue
-            raise _UpstreamError(502, "the origin closed the connection without answering")
+            if event is END and informational:
+                informational = False
+                continue
+            raise _UpstreamError(502, "the origin's answer is not HTTP: a body before a head")
 
     # -- the API ---------------------------------------------------------------------------
 
-    async def _to_app(self, conn: h11.Connection, reader: asyncio.StreamReader,
-                      writer: asyncio.StreamWriter, request: h11.Request,
-                      peer: tuple[Any, ...]) -> bool:
+    async def _to_app(self, client: Channel, head: Head, peer: tuple[Any, ...]) -> bool:
         body = bytearray()
         while True:
-            event = await self._next(conn, reader, self.settings.client_read_s)
-            if isinstance(event, h11.Data):
-                body += event.data
+            event = await client.next(self.settings.client_read_s)
+            if type(event) is bytes:
+                body += event
                 if len(body) > self.settings.max_request_body_bytes:
-                    await self._send_error(conn, writer, 413, "request body too large")
+                    self._send_error(client, 413, "request body too large", close=True)
                     return False
-            elif isinstance(event, h11.EndOfMessage):
+            elif event is END:
                 break
             else:
                 return False
-        raw_path, _, query = request.target.partition(b"?")
+        raw_path, _, query = head.target.partition(b"?")
         scope: dict[str, Any] = {
-            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-            "method": request.method.decode("latin-1"), "scheme": "http",
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": head.version,
+            "method": head.method.decode("latin-1"), "scheme": "http",
             "path": unquote(raw_path.decode("latin-1")), "raw_path": raw_path,
             "query_string": query, "root_path": "",
-            "headers": [(k, v) for k, v in request.headers],
+            "headers": head.headers,
             "client": (peer[0], peer[1]) if len(peer) >= 2 else None,
             "server": None,
         }
         delivered = False
+        chunked = False
+        started = False
+        bodiless = head.method == b"HEAD"
 
         async def receive() -> Message:
             nonlocal delivered
@@ -757,21 +714,40 @@ class ProxyServer:
             return {"type": "http.disconnect"}
 
         async def send(message: Message) -> None:
+            nonlocal chunked, started, bodiless
             if message["type"] == "http.response.start":
-                fields = [(bytes(k), bytes(v)) for k, v in message.get("headers", [])]
-                await self._send(conn, writer, h11.Response(status_code=message["status"],
-                                                            headers=fields))
-            elif message["type"] == "http.response.body":
-                chunk = message.get("body", b"")
-                if chunk:
-                    await self._send(conn, writer, h11.Data(data=chunk))
-                if not message.get("more_body", False):
-                    await self._send(conn, writer, h11.EndOfMessage())
+                status = int(message["status"])
+                fields = [(bytes(k).lower(), bytes(v)) for k, v in message.get("headers", [])]
+                bodiless = bodiless or status in (204, 304)
+                if not bodiless and not any(k == b"content-length" for k, _ in fields):
+                    chunked = True
+                    fields.append(_CHUNKED)
+                started = True
+                client.write(response_head(status, b"", fields))
+            elif message["type"] == "http.response.body" and not bodiless:
+                client.write(frame(message.get("body", b""), chunked))
+                if chunked and not message.get("more_body", False):
+                    client.write(LAST_CHUNK)
+                await client.drain()
 
         try:
             await self._app(scope, receive, send)
         except Exception as exc:  # an app failure answers 500 and ends this connection
-            await self._send_error(conn, writer, 500, f"internal error: {type(exc).__name__}")
+            if not started:
+                self._send_error(client, 500, f"internal error: {type(exc).__name__}",
+                                 close=True)
             return False
         return True
 
+
+@dataclass(slots=True)
+class _Exchange:
+    """A proxied request on its way: what was asked, and where it goes."""
+
+    head: Head
+    url: str
+    origin: str
+    key: Key
+    path: bytes
+    netloc: bytes
+    choice: Choice | None = None

@@ -1,0 +1,369 @@
+"""HTTP/1.1 on a socket, for the proxy: messages parsed by llhttp (through httptools), bytes
+written as they are.
+
+A :class:`Channel` is an :class:`asyncio.Protocol` that turns what arrives into a queue of
+events, read with :meth:`Channel.next`: a :class:`Head` (a request or a response line with
+its header fields), body pieces as ``bytes`` (framing removed), :data:`END` when a message
+is whole, :data:`EOF` when the peer has closed. A message that cannot be read raises
+:class:`ProtocolError` with the status to answer. A body that goes to another peer is framed
+again by :func:`frame`; a body whose length was known is passed on in the pieces it came in.
+
+The parser is fed everything that arrives, so pipelined requests queue up; reading stops
+while more than a bound of unread body bytes wait, so a fast sender cannot fill memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+import httptools
+
+__all__ = ["END", "EOF", "LAST_CHUNK", "Channel", "Event", "Head", "Headers", "ProtocolError",
+           "frame", "request_head", "response_head"]
+
+Headers = list[tuple[bytes, bytes]]
+Framing = Literal["length", "chunked", "close", "none"]
+
+
+class _Marker:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+END: Final = _Marker("END")  # the message is whole
+EOF: Final = _Marker("EOF")  # the peer closed its side
+
+# Unread body bytes past which a channel stops reading from its socket.
+_HIGH_WATER = 256 * 1024
+
+
+@dataclass(slots=True)
+class Head:
+    """A request or response line and its fields; names lower-cased, in their order."""
+
+    method: bytes = b""  # requests
+    target: bytes = b""
+    status: int = 0  # responses
+    reason: bytes = b""
+    headers: Headers = field(default_factory=list)
+    version: str = "1.1"
+    keep_alive: bool = True
+    framing: Framing = "none"  # how the body that follows is delimited
+
+    def get(self, name: bytes) -> bytes | None:
+        for key, value in self.headers:
+            if key == name:
+                return value
+        return None
+
+
+Event = Head | bytes | _Marker
+
+
+class ProtocolError(Exception):
+    """What arrived is not HTTP/1.1 this side will read; ``status`` is the answer to give."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class _Halt(Exception):
+    """Stops the parser after a head whose message has no body however it is framed (the
+    answer to a HEAD request)."""
+
+
+def _request_framing(head: Head) -> Framing:
+    if head.get(b"transfer-encoding") is not None:
+        return "chunked"  # llhttp reads no other coding in a request
+    length = head.get(b"content-length")
+    return "length" if length is not None and length.strip() != b"0" else "none"
+
+
+def _response_framing(head: Head, no_body: bool) -> Framing:
+    """RFC 9112, 6.3."""
+    if no_body or head.status < 200 or head.status in (204, 304):
+        return "none"
+    coding = head.get(b"transfer-encoding")
+    if coding is not None:
+        return "chunked" if coding.rsplit(b",", 1)[-1].strip().lower() == b"chunked" \
+            else "close"
+    length = head.get(b"content-length")
+    if length is not None:
+        return "length" if length.strip() != b"0" else "none"
+    return "close"  # a response without a length runs to the end of the connection
+
+
+class Channel(asyncio.Protocol):
+    """One HTTP/1.1 connection. ``side`` is what the peer sends: ``"request"`` on the
+    client side, ``"response"`` on the origin side."""
+
+    def __init__(self, side: Literal["request", "response"], *, max_head_bytes: int) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._events: collections.deque[Event] = collections.deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._error: ProtocolError | None = None
+        self._buffered = 0
+        self._paused_reading = False
+        self._paused_writing = False
+        self._drained: asyncio.Future[None] | None = None
+        self._max_head = max_head_bytes
+        self._head_bytes = 0
+        self._unfinished = 0
+        self._in_head = False
+        self._head = Head()
+        self._url = b""
+        self._raw = False  # tunnel: bytes pass as they are, unparsed
+        self.side = side
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self.expect_no_body = False  # response side: the request was HEAD
+        self.reusable = True  # response side: can carry another exchange
+        self.trailing = b""  # bytes after a CONNECT or Upgrade head
+        self._parser: httptools.HttpRequestParser | httptools.HttpResponseParser = (
+            httptools.HttpRequestParser(self) if side == "request"
+            else httptools.HttpResponseParser(self))
+
+    # -- asyncio.Protocol --------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        if self._raw:
+            self._push(data, len(data))
+        elif self._error is None:
+            self._feed(data)
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def _feed(self, data: bytes) -> None:
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade as exc:
+            # CONNECT, or a request asking to switch protocols: what follows is not HTTP.
+            self.trailing = data[int(exc.args[0]):]
+            self._raw = True
+        except httptools.HttpParserCallbackError as exc:
+            if isinstance(exc.__context__, _Halt):
+                self.reusable = False
+                self._raw = True  # anything after is dropped with the connection
+            elif isinstance(exc.__context__, ProtocolError):
+                self._fail(exc.__context__)
+            else:
+                self._fail(ProtocolError(400 if self.side == "request" else 502, str(exc)))
+        except httptools.HttpParserError as exc:
+            self._fail(ProtocolError(400 if self.side == "request" else 502, _explain(exc)))
+        else:
+            if self._in_head:  # a head still incomplete: bound what the parser may hold
+                self._unfinished += len(data)
+                if self._unfinished > self._max_head + _HIGH_WATER:
+                    self._fail(ProtocolError(431, "the header section is too large"))
+
+    def eof_received(self) -> bool | None:
+        self._finish()
+        # A client that has finished sending may still read its answer; the proxy closes
+        # client connections itself. (TLS transports to origins ignore the wish.)
+        return self.side == "request"
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self._finish()
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._paused_writing = True
+
+    def resume_writing(self) -> None:
+        self._paused_writing = False
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+
+    def _finish(self) -> None:
+        if not self._raw and self._head.framing == "close" and not self._in_head \
+                and self._head.status and self._error is None and self._open_body:
+            self._open_body = False
+            self._events.append(END)  # a close-delimited response ends with its connection
+        self._events.append(EOF)
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    # -- httptools callbacks ---------------------------------------------------------
+
+    _open_body = False
+
+    def on_message_begin(self) -> None:
+        self._in_head = True
+        self._head_bytes = 0
+        self._unfinished = 0
+        self._url = b""
+        self._head = Head()
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url
+        if len(self._url) > self._max_head:
+            raise ProtocolError(414, "the request target is too long")
+
+    def on_status(self, reason: bytes) -> None:
+        self._head.reason += reason
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._head.headers.append((name.lower(), value))
+        self._head_bytes += len(name) + len(value)
+        if self._head_bytes > self._max_head:
+            raise ProtocolError(431, "the header section is too large")
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        head = self._head
+        parser = self._parser
+        head.version = parser.get_http_version()
+        head.keep_alive = parser.should_keep_alive()
+        if isinstance(parser, httptools.HttpRequestParser):
+            head.method = parser.get_method()
+            head.target = self._url
+            head.framing = _request_framing(head)
+        else:
+            head.status = parser.get_status_code()
+            head.framing = _response_framing(head, self.expect_no_body)
+            if self.expect_no_body and head.status >= 200:
+                self._events.append(head)
+                self._events.append(END)
+                raise _Halt
+        self._open_body = head.framing != "none"
+        self._events.append(head)
+
+    def on_body(self, body: bytes) -> None:
+        self._push(body, len(body))
+
+    def on_message_complete(self) -> None:
+        self._open_body = False
+        self._in_head = False
+        self._events.append(END)
+
+    # -- reading -----------------------------------------------------------------------
+
+    def _push(self, data: bytes, size: int) -> None:
+        self._events.append(data)
+        self._buffered += size
+        if self._buffered > _HIGH_WATER and not self._paused_reading and self.transport:
+            self._paused_reading = True
+            self.transport.pause_reading()
+
+    def _fail(self, error: ProtocolError) -> None:
+        self._error = error
+
+    def raw(self) -> None:
+        """From now on what arrives is passed on as it is (a tunnel)."""
+        self._raw = True
+
+    @property
+    def raw_mode(self) -> bool:
+        """What arrives is no longer parsed (after CONNECT or an Upgrade request)."""
+        return self._raw
+
+    async def next(self, timeout_s: float) -> Event:
+        """The next event; ``TimeoutError`` if none comes in ``timeout_s``."""
+        while not self._events:
+            if self._error is not None:
+                raise self._error
+            if self.closed:
+                return EOF
+            waiter = self._waiter = self._loop.create_future()
+            timer = self._loop.call_later(timeout_s, _expire, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                self._waiter = None
+        event = self._events.popleft()
+        if type(event) is bytes:
+            self._buffered -= len(event)
+            if self._paused_reading and self._buffered <= _HIGH_WATER // 2 \
+                    and self.transport is not None:
+                self._paused_reading = False
+                self.transport.resume_reading()
+        return event
+
+    def pending(self) -> bool:
+        """Events wait to be read (another pipelined request, say)."""
+        return bool(self._events)
+
+    # -- writing -----------------------------------------------------------------------
+
+    def write(self, data: bytes | bytearray) -> None:
+        if self.transport is not None and not self.closed:
+            self.transport.write(data)
+
+    async def drain(self) -> None:
+        if self.closed:
+            raise ConnectionResetError("the connection is closed")
+        if self._paused_writing:
+            self._drained = self._loop.create_future()
+            await self._drained
+            if self.closed:
+                raise ConnectionResetError("the connection is closed")
+
+    def write_eof(self) -> None:
+        if self.transport is not None and not self.closed and self.transport.can_write_eof():
+            self.transport.write_eof()
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+        self.closed = True
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())
+
+
+def _explain(exc: httptools.HttpParserError) -> str:
+    text = str(exc)
+    if "Content-Length" in text and "Transfer-Encoding" in text:
+        return ("both Content-Length and Transfer-Encoding: refused (request smuggling)")
+    if "Content-Length" in text:
+        return f"{text}: refused (request smuggling)"
+    return f"not HTTP/1.1: {text}"
+
+
+def _fields(headers: Headers) -> bytes:
+    return b"".join([name + b": " + value + b"\r\n" for name, value in headers])
+
+
+def response_head(status: int, reason: bytes, headers: Headers) -> bytes:
+    return b"HTTP/1.1 %d %s\r\n%s\r\n" % (status, reason or _REASONS.get(status, b""),
+                                          _fields(headers))
+
+
+def request_head(method: bytes, target: bytes, headers: Headers) -> bytes:
+    return b"%s %s HTTP/1.1\r\n%s\r\n" % (method, target, _fields(headers))
+
+
+def frame(piece: bytes, chunked: bool) -> bytes:
+    """A body piece as it goes on the wire."""
+    if not chunked:
+        return piece
+    return b"%x\r\n%s\r\n" % (len(piece), piece) if piece else b""
+
+
+LAST_CHUNK: Final = b"0\r\n\r\n"
+
+_REASONS = {100: b"Continue", 103: b"Early Hints", 200: b"OK", 201: b"Created",
+            204: b"No Content", 206: b"Partial Content", 301: b"Moved Permanently",
+            302: b"Found", 304: b"Not Modified", 400: b"Bad Request", 403: b"Forbidden",
+            404: b"Not Found", 413: b"Content Too Large", 414: b"URI Too Long",
+            429: b"Too Many Requests", 431: b"Request Header Fields Too Large",
+            500: b"Internal Server Error", 501: b"Not Implemented", 502: b"Bad Gateway",
+            503: b"Service Unavailable", 504: b"Gateway Timeout", 508: b"Loop Detected"}

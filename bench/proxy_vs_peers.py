@@ -13,7 +13,9 @@ the servers' and not a client library's:
 * requests per second with 1 and 32 connections, each sending its next request when the
   last answer arrived.
 
-Run: ``.venv/bin/python bench/proxy_vs_peers.py [--seconds S]``.
+Run: ``.venv/bin/python bench/proxy_vs_peers.py [--seconds S] [--rounds R]``; all servers run
+through the whole run, and each round measures every path in turn, so that a noisy machine
+weighs on all of them alike.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 import httpx
 
@@ -159,43 +161,62 @@ def measure(via: tuple[str, int] | None, origin: tuple[str, int], seconds: float
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--seconds", type=float, default=3.0, help="per throughput figure")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="each path measured this many times, the paths in turn")
     args = parser.parse_args()
-    rows = []
-    with started([sys.executable, "-c", ORIGIN]) as origin_port:
+    binary = shutil.which("proxy") or shutil.which("proxy", path=str(
+        __import__("pathlib").Path(sys.executable).parent))
+    with ExitStack() as stack:
+        origin_port = stack.enter_context(started([sys.executable, "-c", ORIGIN]))
         origin = ("127.0.4.1", int(origin_port))
-        rows.append(("direct", measure(None, origin, args.seconds)))
         port = free_port()
-        with started([sys.executable, "-m", "polite", "serve", "--port", str(port), "--store",
-                      "memory://", "--allow-private", "--agent", "benchbot",
-                      "--adaptive-factor", "0"], port):
-            api = httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False)
-            api.put(f"/delays/{origin[0]}", json={"delay": 0}).raise_for_status()
-            rows.append(("polite (miss)", measure(("127.0.0.1", port), origin, args.seconds)))
-            rows.append(("polite (hit)", measure(("127.0.0.1", port), origin, args.seconds,
-                                                 "/cached")))
-        binary = shutil.which("proxy") or shutil.which("proxy", path=str(
-            __import__("pathlib").Path(sys.executable).parent))
+        stack.enter_context(started([sys.executable, "-m", "polite", "serve", "--port",
+                                     str(port), "--store", "memory://", "--allow-private",
+                                     "--agent", "benchbot", "--adaptive-factor", "0"], port))
+        api = httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False)
+        api.put(f"/delays/{origin[0]}", json={"delay": 0}).raise_for_status()
+        paths: dict[str, tuple[tuple[str, int] | None, str]] = {
+            "direct": (None, "/page"),
+            "polite (miss)": (("127.0.0.1", port), "/page"),
+            "polite (hit)": (("127.0.0.1", port), "/cached"),
+        }
         if binary is None:
             print("proxy.py is not installed (pip install proxy.py): its row is skipped")
         else:
-            port = free_port()
-            with started([binary, "--hostname", "127.0.0.1", "--port", str(port),
-                          "--num-workers", "1"], port):
-                rows.append(("proxy.py", measure(("127.0.0.1", port), origin, args.seconds)))
-    direct = rows[0][1]
-    print()
+            peer_port = free_port()
+            stack.enter_context(started([binary, "--hostname", "127.0.0.1", "--port",
+                                         str(peer_port), "--num-workers", "1"], peer_port))
+            paths["proxy.py"] = (("127.0.0.1", peer_port), "/page")
+        results: dict[str, list[tuple[float, float, float]]] = {name: [] for name in paths}
+        for round_ in range(args.rounds):
+            for name, (via, path) in paths.items():
+                results[name].append(measure(via, origin, args.seconds, path))
+            print(f"round {round_ + 1} of {args.rounds} done", file=sys.stderr)
+
+    def median(name: str, column: int) -> float:
+        return statistics.median(r[column] for r in results[name])
+
+    direct_latency, direct_many = median("direct", 0), median("direct", 2)
+    print(f"\nmedians of {args.rounds} rounds, the paths measured in turn in each round\n")
     print("| path | median latency | added | req/s, 1 conn | req/s, 32 conns | "
           "vs direct (32) |")
     print("|---|---:|---:|---:|---:|---:|")
-    for name, (median, one, many) in rows:
-        print(f"| {name} | {median * 1e3:.3f} ms | {(median - direct[0]) * 1e3:+.3f} ms | "
-              f"{one:,.0f} | {many:,.0f} | {many / direct[2]:.2f} |")
-    by_name = dict(rows)
-    if "proxy.py" in by_name:
-        ours, theirs = by_name["polite (miss)"], by_name["proxy.py"]
-        print(f"\npolite / proxy.py, misses: {ours[1] / theirs[1]:.2f}x at 1 connection, "
-              f"{ours[2] / theirs[2]:.2f}x at 32")
+    for name in paths:
+        latency_s, one, many = median(name, 0), median(name, 1), median(name, 2)
+        print(f"| {name} | {latency_s * 1e3:.3f} ms | {(latency_s - direct_latency) * 1e3:+.3f}"
+              f" ms | {one:,.0f} | {many:,.0f} | {many / direct_many:.2f} |")
+    if "proxy.py" in results:
+        print("\npolite / proxy.py on misses, per round (min / median):")
+        for column, label in ((1, "req/s at 1 connection"), (2, "req/s at 32 connections")):
+            ratios = [ours[column] / theirs[column] for ours, theirs
+                      in zip(results["polite (miss)"], results["proxy.py"], strict=True)]
+            print(f"  {label}: {min(ratios):.2f}x / {statistics.median(ratios):.2f}x")
+        added = [(ours[0] - direct[0]) / (theirs[0] - direct[0]) for ours, theirs, direct
+                 in zip(results["polite (miss)"], results["proxy.py"], results["direct"],
+                        strict=True)]
+        print(f"  added latency, polite over proxy.py: {min(added):.2f}x / "
+              f"{statistics.median(added):.2f}x")
 
 
 if __name__ == "__main__":

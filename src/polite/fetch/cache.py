@@ -70,9 +70,11 @@ class PageCache:
         blob = await self._store.page_get(key)
         return codec.decode(blob) if blob else []
 
-    async def lookup(self, method: bytes, url: str, headers: Headers) -> Choice:
-        """What to do with a GET or HEAD: serve, revalidate, fetch, or 504."""
-        variants = await self._variants(normal_url(url))
+    async def lookup(self, method: bytes, url: str, headers: Headers, *,
+                     key: str | None = None) -> Choice:
+        """What to do with a GET or HEAD: serve, revalidate, fetch, or 504. ``key`` is
+        ``normal_url(url)``, for a caller that has it already."""
+        variants = await self._variants(key or normal_url(url))
         choice = choose(method, headers, variants, self.clock())
         if choice.action == "serve":
             self.stats.hits += 1

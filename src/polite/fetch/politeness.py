@@ -13,7 +13,6 @@ import asyncio
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from polite.clock import Clock
 from polite.core.politeness.rules import (
@@ -182,8 +181,9 @@ class Politeness:
                                 max_crawl_delay_s=self.max_crawl_delay_s,
                                 response_time_s=response_time,
                                 adaptive_factor=self.adaptive_factor)
-            if delays.robots_s is not None:
-                self.robots_delays_s[host] = delays.robots_s
+            robots_s = delays.robots_s
+            if robots_s is not None:
+                self.robots_delays_s[host] = robots_s
             if delays.windows or delays.forbidden:
                 opens = earliest_in_windows(now, delays.windows, delays.forbidden)
                 if opens is None:
@@ -204,11 +204,12 @@ class Politeness:
         claims = await self._store.claim_batch(requests, take=reserve)
         for (host, group), claim in zip(candidates.items(), claims, strict=True):
             for position, ask in enumerate(group):
-                interval_ms = _ms(ask.interval_s)
-                wait_ms = _ms(claim.ats[position] - claim.now)
                 if position == claim.granted:
                     verdicts[ask.index] = Verdict(ask.url, True)
-                elif 0 <= claim.granted < position:
+                    continue
+                interval_ms = _ms(ask.interval_s)
+                wait_ms = _ms(claim.ats[position] - claim.now)
+                if 0 <= claim.granted < position:
                     verdicts[ask.index] = Verdict(
                         ask.url, False, f"There must be a delay of {interval_ms} milliseconds "
                         f"between requests to {host}.", wait_ms)
@@ -224,9 +225,7 @@ class Politeness:
                             retry_after: str | None = None) -> float | None:
         """What a fetch of ``url`` got: its time feeds the adaptive delay, a 429 or 503 holds
         the host (``Retry-After`` honoured). Returns the pause in seconds, if any."""
-        host = (urlsplit(url).hostname or "").lower()
-        if not host:
-            raise InvalidURL(f"{url!r} has no host")
+        host = split_origin(url)[1]
         now = self._clock()
         until = backoff_until(status, parse_retry_after(retry_after, now), now) \
             if self.backoff else None

@@ -115,6 +115,8 @@ class Channel(asyncio.Protocol):
         self._paused_reading = False
         self._paused_writing = False
         self._drained: asyncio.Future[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._deadline = 0.0
         self._max_head = max_head_bytes
         self._head_bytes = 0
         self._unfinished = 0
@@ -177,6 +179,9 @@ class Channel(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         self._finish()
         if self._drained is not None and not self._drained.done():
             self._drained.set_result(None)
@@ -280,12 +285,23 @@ class Channel(asyncio.Protocol):
             if self.closed:
                 return EOF
             waiter = self._waiter = self._loop.create_future()
-            timer = self._loop.call_later(timeout_s, _expire, waiter)
+            # One timer per channel, moved only when a wait must end sooner than it rings:
+            # a busy connection does not arm and cancel a timer per message.
+            deadline = self._deadline = self._loop.time() + timeout_s
+            if self._timer is None or deadline < self._timer.when():
+                if self._timer is not None:
+                    self._timer.cancel()
+                self._timer = self._loop.call_at(deadline, self._ring)
             try:
                 await waiter
             finally:
-                timer.cancel()
                 self._waiter = None
+        return self.poll()  # type: ignore[return-value]
+
+    def poll(self) -> Event | None:
+        """The next event if one is here already, else None (then :meth:`next` waits)."""
+        if not self._events:
+            return None
         event = self._events.popleft()
         if type(event) is bytes:
             self._buffered -= len(event)
@@ -294,6 +310,16 @@ class Channel(asyncio.Protocol):
                 self._paused_reading = False
                 self.transport.resume_reading()
         return event
+
+    def _ring(self) -> None:
+        self._timer = None
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            return  # no wait in progress: the next one arms the timer again
+        if self._loop.time() >= self._deadline:
+            waiter.set_exception(TimeoutError())
+        else:
+            self._timer = self._loop.call_at(self._deadline, self._ring)
 
     def pending(self) -> bool:
         """Events wait to be read (another pipelined request, say)."""
@@ -322,11 +348,6 @@ class Channel(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
         self.closed = True
-
-
-def _expire(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_exception(TimeoutError())
 
 
 def _explain(exc: httptools.HttpParserError) -> str:

@@ -247,7 +247,7 @@ class ProxyServer:
         """Read and drop the rest of a request's body, so the connection can go on."""
         received = 0
         while True:
-            event = await client.next(self.settings.client_read_s)
+            event = client.poll() or await client.next(self.settings.client_read_s)
             if event is END:
                 return True
             if type(event) is not bytes:
@@ -357,8 +357,9 @@ class ProxyServer:
         head = exchange.head
         agent = _product_token(head.get(b"user-agent"))
         if self._cache is not None and head.method in (b"GET", b"HEAD"):
-            choice = exchange.choice = await self._cache.lookup(head.method, exchange.url,
-                                                                head.headers)
+            choice = exchange.choice = await self._cache.lookup(
+                head.method, exchange.url, head.headers,
+                key=exchange.origin + exchange.path.decode("latin-1"))
             if choice.action == "serve":  # a hit: the site is not asked, no slot is used
                 assert choice.stored is not None
                 self._send_stored(client, head, choice.stored, choice.age,
@@ -559,7 +560,7 @@ class ProxyServer:
         if cache is not None and revalidating and response.status == 304:
             assert choice is not None and choice.stored is not None
             try:
-                while await self._upstream_event(upstream) is not END:
+                while (upstream.poll() or await self._upstream_event(upstream)) is not END:
                     pass
             except _UpstreamError:
                 upstream.close()
@@ -592,11 +593,13 @@ class ProxyServer:
         pending = bytearray(response_head(response.status, response.reason, out_headers))
         try:
             while True:
-                if pending and not upstream.pending():
-                    client.write(pending)
-                    pending = bytearray()
-                    await client.drain()
-                event = await self._upstream_event(upstream)
+                event = upstream.poll()
+                if event is None:
+                    if pending:
+                        client.write(pending)
+                        pending = bytearray()
+                        await client.drain()
+                    event = await self._upstream_event(upstream)
                 if type(event) is bytes:
                     if body is not None:
                         body += event
@@ -613,7 +616,8 @@ class ProxyServer:
                     client.write(pending)
                     break
                 else:
-                    raise _UpstreamError(502, "the origin sent a second answer")
+                    raise _UpstreamError(502, "the origin closed the connection "
+                                         "mid-response")
         except _UpstreamError:
             if pending:
                 client.write(pending)
@@ -643,7 +647,7 @@ class ProxyServer:
         chunked = request.framing == "chunked"
         sent = 0
         while True:
-            event = await client.next(self.settings.client_read_s)
+            event = client.poll() or await client.next(self.settings.client_read_s)
             if event is END:
                 if chunked:
                     upstream.write(LAST_CHUNK)
@@ -660,7 +664,9 @@ class ProxyServer:
                 raise _UpstreamError(502, f"the origin broke the connection: {exc}") from None
         informational = False
         while True:
-            event = await self._upstream_event(upstream)
+            event = upstream.poll() or await self._upstream_event(upstream)
+            if event is EOF:
+                raise _UpstreamError(502, "the origin closed the connection without answering")
             if isinstance(event, Head):
                 if event.status >= 200:
                     return event

@@ -186,6 +186,8 @@ def storable(method: bytes, request_headers: Headers, status: int, response_head
     """Whether a shared cache may store this response (3, 3.5)."""
     if method != b"GET" or status not in _UNDERSTOOD:
         return False
+    if keep_no_store_s <= 0 and _FRESHNESS_FIELDS.isdisjoint([k for k, _ in response_headers]):
+        return False  # nothing says how long it stays fresh, nor lets a heuristic guess
     request = cache_control(request_headers)
     response = cache_control(response_headers)
     if ("no-store" in request or "no-store" in response) and keep_no_store_s <= 0:
@@ -283,11 +285,19 @@ class Choice:
     not_modified: bool = False
 
 
+_FETCH = Choice("fetch")
+# Fields without which a response is not stored (3: an explicit lifetime, a validator for
+# a heuristic one, or a directive that allows storing).
+_FRESHNESS_FIELDS = frozenset({b"cache-control", b"expires", b"last-modified"})
+
+
 def choose(method: bytes, request_headers: Headers, variants: Iterable[Stored],
            now: float) -> Choice:
     """Serve, revalidate or fetch (4, 4.2, 4.3, 5.2.1)."""
-    request = cache_control(request_headers, pragma=True)
     candidates = [s for s in variants if _matches(s, request_headers)]
+    if not candidates and header(request_headers, b"cache-control") is None:
+        return _FETCH  # nothing stored, and no only-if-cached to answer 504
+    request = cache_control(request_headers, pragma=True)
     if method not in (b"GET", b"HEAD") or not candidates:
         if "only-if-cached" in request and method in (b"GET", b"HEAD"):
             return Choice("gateway_timeout")

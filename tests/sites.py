@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -72,3 +73,32 @@ def serve(site: Site) -> Iterator[Site]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def tcp_origin(host: str, handle: Callable[[socket.socket, threading.Event], None]
+               ) -> Iterator[int]:
+    """A bare TCP server on ``host``: each connection is given to ``handle`` (with the event
+    that says the server is stopping) on a thread of its own. Yields the port."""
+    listener = socket.socket()
+    listener.bind((host, 0))
+    listener.listen(64)
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            threading.Thread(target=handle, args=(conn, stop), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from tests.serving import polite_serve
+from tests.sites import tcp_origin
 
 NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
 BIG = bytes(range(256)) * 8192  # 2 MiB
@@ -70,14 +71,8 @@ def raw_origin(host: str, replies: dict[str, bytes]) -> Iterator[RawOrigin]:
     """Answers ``GET /robots.txt`` with 404 and each path in ``replies`` with its bytes; a
     reply that ends with ``\\r\\n\\r\\n`` keeps the connection, any other closes it."""
     site = RawOrigin(host, {"/robots.txt": NOT_FOUND, **replies})
-    listener = socket.socket()
-    listener.bind((host, 0))
-    listener.listen(64)
-    listener.settimeout(0.2)
-    site.port = listener.getsockname()[1]
-    stop = threading.Event()
 
-    def serve_one(conn: socket.socket) -> None:
+    def serve_one(conn: socket.socket, stop: threading.Event) -> None:
         buffer = bytearray()
         with conn:
             while not stop.is_set():
@@ -93,22 +88,9 @@ def raw_origin(host: str, replies: dict[str, bytes]) -> Iterator[RawOrigin]:
                         or b"transfer-encoding: chunked" in reply.lower()):
                     return
 
-    def accept() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                continue
-            threading.Thread(target=serve_one, args=(conn,), daemon=True).start()
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
+    with tcp_origin(host, serve_one) as port:
+        site.port = port
         yield site
-    finally:
-        stop.set()
-        thread.join(5)
-        listener.close()
 
 
 @pytest.fixture(scope="module")

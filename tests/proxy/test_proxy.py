@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.serving import polite_serve
-from tests.sites import Reply, Site, serve
+from tests.sites import Reply, Site, serve, tcp_origin
 
 ALLOW = Reply(200, b"User-agent: *\nDisallow: /private\n")
 PAGE = Reply(200, b"x" * 1024, {"Content-Type": "text/plain"})  # not cacheable
@@ -140,19 +140,9 @@ def test_oversized_head_is_refused(proxy: httpx.Client) -> None:
 @contextmanager
 def bad_origin(host: str, behaviour: str) -> Iterator[int]:
     """A TCP origin that serves robots.txt, then resets, stalls or talks garbage."""
-    listener = socket.socket()
-    listener.bind((host, 0))
-    listener.listen(16)
-    port = listener.getsockname()[1]
-    stop = threading.Event()
 
-    def run() -> None:
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                continue
+    def answer(conn: socket.socket, stop: threading.Event) -> None:
+        with conn:
             request = conn.recv(65536)
             if b"/robots.txt" in request:
                 conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
@@ -163,16 +153,9 @@ def bad_origin(host: str, behaviour: str) -> Iterator[int]:
                 stop.wait(5)
             else:
                 conn.sendall(b"this is not HTTP at all\r\n\r\n")
-            conn.close()
 
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
+    with tcp_origin(host, answer) as port:
         yield port
-    finally:
-        stop.set()
-        thread.join(10)
-        listener.close()
 
 
 @pytest.mark.parametrize(("address", "behaviour", "status"),

@@ -57,6 +57,7 @@ class Head:
     version: str = "1.1"
     keep_alive: bool = True
     framing: Framing = "none"  # how the body that follows is delimited
+    size: int = 0  # about what it took on the wire
 
     def get(self, name: bytes) -> bytes | None:
         for key, value in self.headers:
@@ -242,11 +243,11 @@ class Channel(asyncio.Protocol):
             head.status = parser.get_status_code()
             head.framing = _response_framing(head, self.expect_no_body)
             if self.expect_no_body and head.status >= 200:
-                self._events.append(head)
+                self._push_head(head)
                 self._events.append(END)
                 raise _Halt
         self._open_body = head.framing != "none"
-        self._events.append(head)
+        self._push_head(head)
 
     def on_body(self, body: bytes) -> None:
         self._push(body, len(body))
@@ -260,6 +261,16 @@ class Channel(asyncio.Protocol):
 
     def _push(self, data: bytes, size: int) -> None:
         self._events.append(data)
+        self._grow(size)
+
+    def _push_head(self, head: Head) -> None:
+        # Heads count against the bound too: a client pipelining requests it never reads
+        # the answers of is stopped like one sending a body nobody reads.
+        head.size = self._head_bytes + len(head.target) + 64
+        self._events.append(head)
+        self._grow(head.size)
+
+    def _grow(self, size: int) -> None:
         self._buffered += size
         if self._buffered > _HIGH_WATER and not self._paused_reading and self.transport:
             self._paused_reading = True
@@ -278,7 +289,9 @@ class Channel(asyncio.Protocol):
         return self._raw
 
     async def next(self, timeout_s: float) -> Event:
-        """The next event; ``TimeoutError`` if none comes in ``timeout_s``."""
+        """The next event; ``TimeoutError`` if none comes in ``timeout_s`` (bytes that
+        trickle in without making an event do not extend it)."""
+        deadline = 0.0
         while not self._events:
             if self._error is not None:
                 raise self._error
@@ -287,7 +300,8 @@ class Channel(asyncio.Protocol):
             waiter = self._waiter = self._loop.create_future()
             # One timer per channel, moved only when a wait must end sooner than it rings:
             # a busy connection does not arm and cancel a timer per message.
-            deadline = self._deadline = self._loop.time() + timeout_s
+            if not deadline:
+                deadline = self._deadline = self._loop.time() + timeout_s
             if self._timer is None or deadline < self._timer.when():
                 if self._timer is not None:
                     self._timer.cancel()
@@ -303,8 +317,10 @@ class Channel(asyncio.Protocol):
         if not self._events:
             return None
         event = self._events.popleft()
-        if type(event) is bytes:
-            self._buffered -= len(event)
+        size = len(event) if type(event) is bytes else \
+            event.size if type(event) is Head else 0
+        if size:
+            self._buffered -= size
             if self._paused_reading and self._buffered <= _HIGH_WATER // 2 \
                     and self.transport is not None:
                 self._paused_reading = False

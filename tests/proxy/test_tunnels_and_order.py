@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.serving import polite_serve, polite_serve_process
-from tests.sites import Reply, Site, serve
+from tests.sites import Reply, Site, serve, tcp_origin
 
 PAGE = Reply(200, b"through the tunnel")
 
@@ -64,6 +64,37 @@ def test_a_tunnel_relays_bytes_and_takes_the_hosts_slot(proxy: httpx.Client) -> 
         again.close()
     assert refused.startswith(b"HTTP/1.1 429") and b"retry-after:" in refused.lower()
     assert site.requests == ["/robots.txt", "/page"]  # the proxy saw no path in the tunnel
+
+
+def test_a_tunnel_passes_on_what_the_origin_says_first(proxy: httpx.Client) -> None:
+    """Some protocols greet before the client speaks (SMTP, SSH): the greeting comes through."""
+
+    def greet(conn: socket.socket, stop: threading.Event) -> None:
+        with conn:
+            conn.settimeout(0.3)
+            try:
+                first = conn.recv(4096)
+            except TimeoutError:
+                first = b""
+            if first.startswith(b"GET /robots.txt"):
+                conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                return
+            conn.sendall(b"220 greetings\r\n")
+            conn.settimeout(5)
+            while data := conn.recv(4096):
+                conn.sendall(data.upper())
+
+    with tcp_origin("127.0.5.9", greet) as port:
+        sock, head = connect(proxy, f"127.0.5.9:{port}")
+        with sock:
+            assert head.startswith(b"HTTP/1.1 200"), head
+            got = head.partition(b"\r\n\r\n")[2]
+            while b"220 greetings\r\n" not in got:
+                got += sock.recv(4096)
+            sock.sendall(b"quit\r\n")
+            while b"QUIT" not in got:
+                got += sock.recv(4096)
+        assert got == b"220 greetings\r\nQUIT\r\n"
 
 
 def test_a_tunnel_to_a_site_that_disallows_everything_is_refused(proxy: httpx.Client) -> None:

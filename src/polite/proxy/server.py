@@ -260,7 +260,10 @@ class ProxyServer:
         """After a response of the proxy's own: the request read to its end, the
         connection kept when that worked."""
         await client.drain()
-        return await self._drain(client)
+        try:
+            return await self._drain(client)
+        except ProtocolError:
+            return False  # its body cannot be read: the answer is out, the connection goes
 
     async def _request(self, client: Channel, head: Head, peer: tuple[Any, ...]) -> bool:
         if head.method == b"CONNECT":
@@ -431,11 +434,10 @@ class ProxyServer:
             await client.drain()
             return False
         try:
-            upstream = await self._open(host, port, None)
+            upstream = await self._open(host, port, None, raw=True)
         except _UpstreamError as exc:
             self._send_error(client, exc.status, str(exc), close=True)
             return False
-        upstream.raw()
         self.stats["tunnels"] += 1
         client.write(response_head(200, b"Connection Established", [(b"via", _VIA)]))
         if client.trailing:
@@ -462,12 +464,21 @@ class ProxyServer:
 
     # -- the origin side -----------------------------------------------------------------
 
-    async def _open(self, host: str, port: int, tls: ssl.SSLContext | None) -> Channel:
+    async def _open(self, host: str, port: int, tls: ssl.SSLContext | None, *,
+                    raw: bool = False) -> Channel:
+        """A connection to an origin; ``raw`` for a tunnel (bytes the origin sends first, as
+        some protocols do, are passed on too)."""
         loop = asyncio.get_running_loop()
+
+        def made() -> Channel:
+            channel = Channel("response", max_head_bytes=self.settings.max_head_bytes)
+            if raw:
+                channel.raw()
+            return channel
+
         try:
             _, channel = await asyncio.wait_for(loop.create_connection(
-                lambda: Channel("response", max_head_bytes=self.settings.max_head_bytes),
-                host, port, ssl=tls), self.settings.connect_s)
+                made, host, port, ssl=tls), self.settings.connect_s)
         except TimeoutError:
             raise _UpstreamError(504, f"connecting to {host}:{port} timed out") from None
         except OSError as exc:

@@ -1,7 +1,7 @@
 """The forward proxy against a direct connection and proxy.py, in one run, on loopback.
 
 A 1 KB origin (an asyncio server answering every request from memory, kept alive) on
-127.0.4.1; ``polite serve`` started as a user starts it, with the origin's delay set to 0 and
+127.0.4.1, with a robots.txt of two groups that polite checks every request against; ``polite serve`` started as a user starts it, with the origin's delay set to 0 and
 the adaptive delay off, so that every request is forwarded (cache misses: each one reaches
 the origin; the page is not cacheable), and again on a page the origin marks
 ``max-age=3600`` (cache hits: answered from the page cache, the origin asked once); proxy.py
@@ -40,13 +40,16 @@ RESPONSE = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 102
             + b"x" * 1024)
 CACHED = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1024\r\n"
           b"Cache-Control: max-age=3600\r\n\r\n" + b"x" * 1024)
-NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
+ROBOTS = (b"User-agent: *\nDisallow: /private/\nDisallow: /tmp/\nAllow: /private/ok\n\n"
+          b"User-agent: otherbot\nDisallow: /\n\nSitemap: http://127.0.4.1/sitemap.xml\n")
+ROBOTS_TXT = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n"
+              % len(ROBOTS) + ROBOTS)
 async def handle(reader, writer):
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
             line = head.split(b"\r\n", 1)[0]
-            writer.write(NOT_FOUND if b"/robots.txt" in line else
+            writer.write(ROBOTS_TXT if b"/robots.txt" in line else
                          CACHED if b"/cached" in line else RESPONSE)
             await writer.drain()
     except (asyncio.IncompleteReadError, ConnectionError):

@@ -161,8 +161,9 @@ class Politeness:
                                               _ms(state.retry_at - now))
                     continue
                 case Parsed():
-                    decision = state.robots.decide(url, agent, ip=ip)
-                    if not decision.allowed:
+                    if not state.robots.allowed(url, agent, ip=ip):
+                        # The deciding rule and its line only for the refusal's message.
+                        decision = state.robots.decide(url, agent, ip=ip)
                         verdicts[index] = Verdict(url, False,
                                                   f"Blocked by robots.txt: {decision.reason}")
                         continue

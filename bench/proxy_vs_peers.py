@@ -195,7 +195,9 @@ def main() -> None:
         for round_ in range(args.rounds):
             for name, (via, path) in paths.items():
                 results[name].append(measure(via, origin, args.seconds, path))
-            print(f"round {round_ + 1} of {args.rounds} done", file=sys.stderr)
+            print(f"round {round_ + 1} of {args.rounds}: " + ", ".join(
+                f"{name} {results[name][-1][2]:,.0f}/s" for name in paths) + " at 32",
+                file=sys.stderr)
 
     def median(name: str, column: int) -> float:
         return statistics.median(r[column] for r in results[name])

@@ -13,6 +13,7 @@ import asyncio
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from polite.clock import Clock
 from polite.core.politeness.rules import (
@@ -42,8 +43,7 @@ NO_RETRY = -1  # seed 001: "retryAfter -1 ... a delay does not have to be consid
 NO_RULES = AgentRules()  # no robots.txt in force: no fields from the site
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
+class Verdict(NamedTuple):
     """One URL's answer, in seed 001's shape (``retry_after_ms`` is ``retryAfter``)."""
 
     url: str

@@ -11,7 +11,8 @@ run one table of cases against both.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from polite.core.robots.model import AgentRules
 from polite.core.robots.values import DailyWindow, TimeRange, TimeWindow
@@ -71,9 +72,9 @@ class Refused:
     line: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Delays:
-    """Every source of spacing for one host, agent and path, in seconds; ``None`` = unset."""
+class Delays(NamedTuple):
+    """Every source of spacing for one host, agent and path, in seconds; ``None`` = unset.
+    (A named tuple: one is made per decision, and frozen dataclasses are slow to make.)"""
 
     configured_s: float | None = None
     crawl_delay_s: float | None = None
@@ -82,25 +83,30 @@ class Delays:
     ip_rate_s: float | None = None
     adaptive_s: float | None = None
     default_s: float = DEFAULT_DELAY_S
-    windows: tuple[TimeWindow, ...] = field(default=())
-    forbidden: tuple[TimeWindow, ...] = field(default=())
+    windows: tuple[TimeWindow, ...] = ()
+    forbidden: tuple[TimeWindow, ...] = ()
 
     @property
     def robots_s(self) -> float | None:
         """The largest spacing the site itself asks for."""
-        found = [d for d in (self.crawl_delay_s, self.request_rate_s, self.ip_delay_s,
-                             self.ip_rate_s) if d is not None]
-        return max(found) if found else None
+        found = None
+        for value in (self.crawl_delay_s, self.request_rate_s, self.ip_delay_s,
+                      self.ip_rate_s):
+            if value is not None and (found is None or value > found):
+                found = value
+        return found
 
     @property
     def interval_s(self) -> float:
         """The spacing to keep: the largest source, the default when nobody set one."""
-        chosen = [d for d in (self.configured_s, self.robots_s) if d is not None]
-        if not chosen:
-            chosen.append(self.default_s)
-        if self.adaptive_s is not None:
-            chosen.append(self.adaptive_s)
-        return max(chosen)
+        robots = self.robots_s
+        configured = self.configured_s
+        if configured is None and robots is None:
+            interval = self.default_s
+        else:
+            interval = max(configured or 0.0, robots or 0.0)
+        adaptive = self.adaptive_s
+        return interval if adaptive is None or adaptive <= interval else adaptive
 
     def reason(self) -> str:
         """Which source set :attr:`interval_s`."""
@@ -126,22 +132,22 @@ def delays_for(
     adaptive_factor: float = ADAPTIVE_FACTOR,
 ) -> Delays:
     """The :class:`Delays` for an agent's robots fields and the operator's settings."""
-    def capped(value: float | None) -> float | None:
-        return None if value is None else min(value, max_crawl_delay_s)
-
+    crawl = rules.crawl_delay_s
     rate = rules.request_rate
+    ip_delay = rules.ip_delay_s
     ip_rate = rules.ip_rate
+    cap = max_crawl_delay_s
     return Delays(
-        configured_s=configured_s,
-        crawl_delay_s=capped(rules.crawl_delay_s),
-        request_rate_s=capped(rate.interval_s) if rate is not None else None,
-        ip_delay_s=capped(rules.ip_delay_s),
-        ip_rate_s=capped(ip_rate.interval_s) if ip_rate is not None else None,
-        adaptive_s=(None if response_time_s is None or adaptive_factor <= 0
-                    else min(response_time_s * adaptive_factor, max_crawl_delay_s)),
-        default_s=default_s,
-        windows=rules.visit_time,
-        forbidden=rules.time_forbidden,
+        configured_s,
+        None if crawl is None else min(crawl, cap),
+        None if rate is None else min(rate.interval_s, cap),
+        None if ip_delay is None else min(ip_delay, cap),
+        None if ip_rate is None else min(ip_rate.interval_s, cap),
+        (None if response_time_s is None or adaptive_factor <= 0
+         else min(response_time_s * adaptive_factor, cap)),
+        default_s,
+        rules.visit_time,
+        rules.time_forbidden,
     )
 
 
@@ -203,8 +209,7 @@ def next_slot(
     return WaitUntil(earliest, reason)
 
 
-@dataclass(frozen=True, slots=True)
-class SlotClaim:
+class SlotClaim(NamedTuple):
     """The answer to "may I start now?" for a host: ``granted`` means the slot is now taken
     (``at`` is its start); otherwise ``at`` is the earliest time worth asking again. ``now``
     is the time the store judged by (its own clock when it keeps one, as Redis does), so
@@ -229,8 +234,7 @@ def claim_slot(last_start: float | None, backoff_until: float | None, interval_s
     return SlotClaim(False, earliest, now)
 
 
-@dataclass(frozen=True, slots=True)
-class HostClaim:
+class HostClaim(NamedTuple):
     """One host's candidates in a batch, in the order they were asked: ``granted`` is the
     index of the one that may start now (-1: none), ``ats[i]`` the earliest start of
     candidate ``i``. A host gets at most one start per batch, so the candidates after the

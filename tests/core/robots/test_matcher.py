@@ -71,6 +71,26 @@ def test_plain_prefix_mode_treats_operators_as_text(pats: list[str], queries: li
         assert index.lookup(path) == expected
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="/a\xff\x00*$", max_size=5), min_size=1, max_size=10,
+                unique=True),
+       st.lists(st.text(alphabet="/a\xff\x00", max_size=7), max_size=10))
+def test_index_agrees_at_the_edges_of_the_octet_range(pats: list[str], queries: list[str]
+                                                      ) -> None:
+    # Each key's paths end where its last octet is incremented: "\xff" and "\x00" probe that.
+    entries = [(p, i * 3 + 1, i) for i, p in enumerate(pats)]
+    index = PathIndex(entries)
+    for path in queries:
+        assert index.lookup(path) == _naive_best(entries, path), (entries, path)
+
+
+def test_exact_prefix_and_wildcard_rules_on_one_key() -> None:
+    entries = [("/a", 5, 0), ("/a$", 9, 1), ("/a*b", 20, 2), ("/ab", 3, 3), ("/", 1, 4)]
+    index = PathIndex(entries)
+    assert [index.lookup(p) for p in ("/a", "/ab", "/axb", "/ac", "/b", "", "/a/")] == [
+        1, 2, 2, 0, 4, -1, 0]
+
+
 def test_pathological_pattern_is_answered_right() -> None:
     # A backtracking matcher never finishes these; bench/robots_bench.py times them.
     robots = parse("User-agent: *\nDisallow: /*a*a*a*a*a*a*a*a*a*a*a*a*b\n")

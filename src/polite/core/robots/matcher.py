@@ -2,18 +2,17 @@
 
 Every dialect picks, among the rules that match a path, the one with the highest *rank*:
 the longest pattern (RFC 9309, Google; Allow wins a tie), the first line (1996 draft) or the
-last line (REGP). A :class:`PathIndex` holds one agent's rules in three parts:
+last line (REGP).
 
-* plain prefixes, sorted, each with a pointer to its longest proper prefix among the keys.
-  The largest key not above the path is found by bisection; when it is not a prefix of the
-  path, the answer is on its chain of prefixes (any key that is a prefix of the path and is
-  longer than their common part would sort between them). Each key stores the best rank
-  along its chain, so a lookup is one bisection and a walk of a few steps;
-* exact patterns (ending in ``$`` with no ``*``), in a dict;
-* wildcard patterns, compiled into one alternation ordered by rank, each ``*`` an atomic
-  lazy group. Committing to the leftmost occurrence of each literal piece is exact for
-  patterns whose only operator is ``*``, and it cannot backtrack, so matching is linear in
-  the path length whatever the pattern (``/*a*a*a*a*b`` included).
+The paths a plain prefix ``K`` matches are one interval of the string order: from ``K`` up
+to ``K`` with its last character incremented. An exact pattern (``K$``) matches the interval
+holding ``K`` alone, and the wildcard patterns whose literal head is ``K`` can only match in
+``K``'s interval. Any two such intervals are nested or apart, so one sweep over their ends
+cuts the string order into segments, each with a fixed answer: the best plain or exact rule
+and the wildcard rules that may still beat it, best first. A lookup is one bisection, then
+those wildcard rules, tried by string search: committing to the leftmost occurrence of each
+literal piece is exact for patterns whose only operator is ``*``, and it never backtracks,
+so matching is linear in the path length whatever the pattern (``/*a*a*a*a*b`` included).
 """
 
 from __future__ import annotations
@@ -101,26 +100,36 @@ class _Member:
         return not self.last or path.find(self.last, at) >= 0
 
 
-# Up to this many literals, a group's filter is a loop of "in" tests rather than a regex.
-_FEW_LITERALS = 12
-
-
 def _needed_literal(rest: str) -> str:
     """The longest literal piece a path must contain for a pattern (after its prefix) to
     match; "" when there is none to look for."""
     return max(rest.removesuffix("$").split("*"), key=len)
 
 
-def _chain(keys: list[str]) -> list[int]:
-    """For sorted ``keys``, the index of each one's longest proper prefix among them, or -1."""
-    parents: list[int] = []
-    chain: list[int] = []
-    for i, key in enumerate(keys):
-        while chain and not key.startswith(keys[chain[-1]]):
-            chain.pop()
-        parents.append(chain[-1] if chain else -1)
-        chain.append(i)
-    return parents
+# Sorts after every octet string (paths and patterns are octets, see polite.core.urls).
+_BEYOND = "\U0010ffff"
+
+
+def _end(prefix: str) -> str:
+    """The least string above every string that starts with ``prefix``."""
+    if not prefix:
+        return _BEYOND
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+# What a segment of the string order answers: the best plain or exact entry's payload and
+# rank (-1 and NO_MATCH for none), and the wildcard members that may beat it, best first.
+Segment = tuple[int, int, tuple[_Member, ...]]
+_NOTHING: Segment = (-1, NO_MATCH, ())
+_PLAIN, _EXACT, _WILD = 0, 1, 2
+
+
+def _merge(chain: tuple[_Member, ...], members: list[_Member]) -> tuple[_Member, ...]:
+    """Wildcard members best first: by rank, then the longer head (the deeper group), then
+    the later rule."""
+    merged = [*chain, *members]
+    merged.sort(key=lambda m: (m.rank, len(m.head), m.payload), reverse=True)
+    return tuple(merged)
 
 
 class PathIndex:
@@ -130,8 +139,7 @@ class PathIndex:
     ``$`` no meaning).
     """
 
-    __slots__ = ("_best", "_best_rank", "_exact", "_keys", "_parent", "_wild_filter", "_wild_keys",
-                 "_wild_members", "_wild_parent", "_wild_top")
+    __slots__ = ("_bounds", "_segments")
 
     def __init__(self, entries: Sequence[tuple[str, int, int]], *, wildcards: bool = True) -> None:
         plain: dict[str, tuple[int, int]] = {}
@@ -150,97 +158,69 @@ class PathIndex:
             if known is None or rank > known[0]:
                 table[key] = (rank, payload)
 
-        self._keys = sorted(plain)
-        self._parent = _chain(self._keys)
-        self._best: list[int] = []
-        self._best_rank: list[int] = []
-        for key, parent in zip(self._keys, self._parent, strict=True):
-            rank, payload = plain[key]
-            if parent >= 0 and self._best_rank[parent] > rank:
-                rank, payload = self._best_rank[parent], self._best[parent]
-            self._best.append(payload)
-            self._best_rank.append(rank)
-
-        self._exact = exact
-        # Wildcard patterns grouped by their literal prefix (the text before the first "*"
-        # or "$"), the prefixes chained like the plain keys: a lookup only runs the groups
-        # whose prefix the path starts with, each one alternation ordered by rank.
-        groups: dict[str, list[tuple[int, int, str]]] = {}
+        # Wildcard patterns grouped by their literal head (the text before the first "*" or
+        # "$"): a group is tried only for paths that start with its head.
+        groups: dict[str, list[_Member]] = {}
         for pattern, (rank, payload) in wild.items():
             cut = min((i for i in (pattern.find("*"), pattern.find("$")) if i >= 0),
                       default=len(pattern))
-            groups.setdefault(pattern[:cut], []).append((rank, payload, pattern))
-        self._wild_keys = sorted(groups)
-        self._wild_parent = _chain(self._wild_keys)
-        # Each group also gets a filter: one search for any literal piece its patterns need.
-        # Most paths match no wildcard rule, and the filter says so in a single pass.
-        self._wild_filter: list[re.Pattern[str] | tuple[str, ...] | str | None] = []
-        self._wild_members: list[list[_Member]] = []
-        for key in self._wild_keys:
-            members = sorted(groups[key], reverse=True)
-            needed = sorted({_needed_literal(p[len(key):]) for _, _, p in members},
-                            key=len, reverse=True)
-            if "" in needed:
-                self._wild_filter.append(None)
-            elif len(needed) <= _FEW_LITERALS:
-                self._wild_filter.append(tuple(needed))
-            else:  # compiled when first needed: compiling costs more than many checks
-                self._wild_filter.append("|".join(map(re.escape, needed)))
-            self._wild_members.append([_Member(rank, payload, p, _needed_literal(p[len(key):]))
-                                       for rank, payload, p in members])
-        self._wild_top = max((m[0].rank for m in self._wild_members), default=NO_MATCH)
+            head = pattern[:cut]
+            groups.setdefault(head, []).append(
+                _Member(rank, payload, pattern, _needed_literal(pattern[cut:])))
+
+        # Every interval as (start, end, kind, rank, payload, head); outer ones first where
+        # several start together, so that they enclose the inner ones.
+        opens = [(key, _end(key), _PLAIN, rank, payload, "")
+                 for key, (rank, payload) in plain.items()]
+        opens += [(key, key + "\0", _EXACT, rank, payload, "")  # the next string after key
+                  for key, (rank, payload) in exact.items()]
+        opens += [(head, _end(head), _WILD, 0, 0, head) for head in groups]
+        opens.sort(key=lambda o: o[1], reverse=True)
+        opens.sort(key=lambda o: o[0])
+
+        self._bounds: list[str] = []  # where each segment after the first starts
+        self._segments: list[Segment] = [_NOTHING]
+        inside: list[tuple[str, Segment]] = []  # open intervals: (end, segment inside)
+        current = _NOTHING
+        for start, end, kind, rank, payload, head in opens:
+            while inside and inside[-1][0] <= start:
+                closed_at = inside.pop()[0]
+                current = inside[-1][1] if inside else _NOTHING
+                self._mark(closed_at, current)
+            best, best_rank, chain = current
+            if kind == _PLAIN:
+                if not best_rank > rank:  # a longer key wins a tie with its prefix
+                    best, best_rank = payload, rank
+            elif kind == _EXACT:
+                if rank > best_rank:
+                    best, best_rank = payload, rank
+            else:
+                chain = _merge(chain, groups[head])
+            current = (best, best_rank, chain)
+            inside.append((end, current))
+            self._mark(start, current)
+        while inside:
+            closed_at = inside.pop()[0]
+            if closed_at != _BEYOND:
+                self._mark(closed_at, inside[-1][1] if inside else _NOTHING)
+
+    def _mark(self, at: str, segment: Segment) -> None:
+        """Start ``segment`` at ``at``; of several changes at one place, the last holds."""
+        if self._bounds and self._bounds[-1] == at:
+            self._segments[-1] = segment
+        else:
+            self._bounds.append(at)
+            self._segments.append(segment)
 
     def lookup(self, path: str) -> int:
         """The payload of the best matching entry, or -1 when none matches."""
-        best, best_rank = -1, NO_MATCH
-        keys = self._keys
-        if keys:
-            i = bisect_right(keys, path) - 1
-            parent = self._parent
-            while i >= 0:
-                if path.startswith(keys[i]):
-                    best, best_rank = self._best[i], self._best_rank[i]
-                    break
-                i = parent[i]
-        if self._exact:
-            hit = self._exact.get(path)
-            if hit is not None and hit[0] > best_rank:
-                best_rank, best = hit
-        if self._wild_top > best_rank:
-            best, best_rank = self._best_wild(path, best, best_rank)
+        best, best_rank, chain = self._segments[bisect_right(self._bounds, path)]
+        for member in chain:
+            if member.rank <= best_rank:
+                break
+            if member.needed in path and member.matches(path):
+                return member.payload
         return best
-
-    def _best_wild(self, path: str, best: int, best_rank: int) -> tuple[int, int]:
-        keys, parent = self._wild_keys, self._wild_parent
-        i = bisect_right(keys, path) - 1
-        while i >= 0 and not path.startswith(keys[i]):
-            i = parent[i]
-        while i >= 0:  # every node up the chain is a prefix of the path
-            members = self._wild_members[i]
-            if members[0].rank > best_rank:
-                needed = self._wild_filter[i]
-                if needed is None:
-                    hit = True
-                elif type(needed) is tuple:
-                    # A few "in" tests beat a regex alternation, which gets no fast search.
-                    hit = False
-                    for literal in needed:
-                        if literal in path:
-                            hit = True
-                            break
-                else:
-                    if type(needed) is str:
-                        needed = self._wild_filter[i] = re.compile(needed, re.DOTALL)
-                    hit = needed.search(path, len(keys[i])) is not None  # type: ignore[union-attr]
-                if hit:
-                    for member in members:
-                        if member.rank <= best_rank:
-                            break
-                        if member.needed in path and member.matches(path):
-                            best, best_rank = member.payload, member.rank
-                            break
-            i = parent[i]
-        return best, best_rank
 
     def checker(
         self,
@@ -257,18 +237,18 @@ class PathIndex:
         ``fast_path`` matches the common URL whose path needs no normalising and captures
         that path as group 1; other URLs go through ``path_of``. ``escapes`` normalises a
         fast path that holds a ``%``; ``lower`` lower-cases it (REGP). The lookup is
-        :meth:`lookup` written out inline.
+        :meth:`lookup` written out inline, each payload replaced by its verdict.
         """
-        keys, parent, best_of, rank_of = self._keys, self._parent, self._best, self._best_rank
-        exact, best_wild, wild_top = self._exact, self._best_wild, self._wild_top
-        verdicts = tuple(allow)
-        # Most files have one group of wildcard rules: it is searched here, without a call,
-        # each rule first tested for a literal it needs (a C-speed "in").
-        only_prefix: str | None = None
-        only_members: list[tuple[int, str, _Member]] = []
-        if len(self._wild_keys) == 1:
-            only_prefix = self._wild_keys[0]
-            only_members = [(m.rank, m.needed, m) for m in self._wild_members[0]]
+        bounds = self._bounds
+        wild: dict[int, tuple[tuple[int, str, _Member, bool], ...]] = {}
+        segments: list[tuple[bool, int, tuple[tuple[int, str, _Member, bool], ...]]] = []
+        for best, best_rank, chain in self._segments:
+            tried = wild.get(id(chain))
+            if tried is None:
+                tried = wild[id(chain)] = tuple((m.rank, m.needed, m, allow[m.payload])
+                                                for m in chain)
+            segments.append((best < 0 or allow[best], best_rank, tried))
+        search = bisect_right
 
         def allowed(url: str) -> bool:
             m = fast_path(url)
@@ -280,29 +260,14 @@ class PathIndex:
                     path = escapes(path)
                 if lower:
                     path = path.lower()
-            best, best_rank = -1, NO_MATCH
-            if keys:
-                i = bisect_right(keys, path) - 1
-                while i >= 0:
-                    if path.startswith(keys[i]):
-                        best, best_rank = best_of[i], rank_of[i]
-                        break
-                    i = parent[i]
-            if exact:
-                hit = exact.get(path)
-                if hit is not None and hit[0] > best_rank:
-                    best_rank, best = hit
-            if wild_top > best_rank:
-                if only_prefix is None:
-                    best = best_wild(path, best, best_rank)[0]
-                elif path.startswith(only_prefix):
-                    for rank, needed, member in only_members:
-                        if rank <= best_rank:
-                            break
-                        if needed in path and member.matches(path):
-                            best = member.payload
-                            break
-            if best < 0 or verdicts[best]:
+            verdict, best_rank, tried = segments[search(bounds, path)]
+            for rank, needed, member, member_verdict in tried:
+                if rank <= best_rank:
+                    break
+                if needed in path and member.matches(path):
+                    verdict = member_verdict
+                    break
+            if verdict:
                 return True
             return robots_txt_allowed and (path == "/robots.txt"
                                            or path.startswith("/robots.txt?"))

@@ -228,16 +228,15 @@ class PathIndex:
         path_of: Callable[[str], str],
         fast_path: Callable[[str], re.Match[str] | None],
         *,
-        escapes: Callable[[str], str] | None = None,
         lower: bool = False,
         robots_txt_allowed: bool = True,
     ) -> Callable[[str], bool]:
         """A ``url -> allowed`` function with everything bound locally: the hot path.
 
         ``fast_path`` matches the common URL whose path needs no normalising and captures
-        that path as group 1; other URLs go through ``path_of``. ``escapes`` normalises a
-        fast path that holds a ``%``; ``lower`` lower-cases it (REGP). The lookup is
-        :meth:`lookup` written out inline, each payload replaced by its verdict.
+        that path as group 1; other URLs go through ``path_of``. ``lower`` lower-cases a
+        fast path (REGP). The lookup is :meth:`lookup` written out inline, each payload
+        replaced by its verdict.
         """
         bounds = self._bounds
         wild: dict[int, tuple[tuple[int, str, _Member, bool], ...]] = {}
@@ -254,12 +253,10 @@ class PathIndex:
             m = fast_path(url)
             if m is None:
                 path = path_of(url)
+            elif lower:
+                path = m[1].lower()
             else:
                 path = m[1]
-                if escapes is not None and "%" in path:
-                    path = escapes(path)
-                if lower:
-                    path = path.lower()
             verdict, best_rank, tried = segments[search(bounds, path)]
             for rank, needed, member, member_verdict in tried:
                 if rank <= best_rank:

@@ -69,21 +69,58 @@ def _is_robots_txt(path: str) -> bool:
 
 # URLs whose path needs no work, per dialect: "scheme://authority/path" with only the
 # characters the dialect leaves alone, captured as group 1. Anything else takes the long
-# way through request_path; both give the same answer (the tests check that).
-_SAFE_RFC = r"[A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;=%]"
+# way (see _slow_path_of); both give the same answer (the tests check that).
+_SAFE_RFC = r"[A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;=]"
+_SAFE_RFC_OR_ESCAPE = r"[A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;=%]"
+
+
+def _is_unreserved(octet: str) -> bool:
+    return octet.isascii() and (octet.isalnum() or octet in "-._~")
+
+
+def _kept_escape() -> str:
+    """A regex for one ``%xx`` that RFC 9309 leaves as it is: upper-case hex, and an octet
+    that is not unreserved (``%2F``, ``%C3``; not ``%2f`` nor ``%41``)."""
+    choices = []
+    for high in range(16):
+        lows = "".join(f"{low:X}" for low in range(16) if not _is_unreserved(chr(high * 16 + low)))
+        if lows:
+            choices.append(f"{high:X}[{lows}]")
+    return "%(?:" + "|".join(choices) + ")"
+
+
+_RFC_PATH = rf"(/{_SAFE_RFC}*+(?:{_kept_escape()}{_SAFE_RFC}*+)*+)"
 _FAST_PATHS = {
-    Dialect.RFC9309: re.compile(rf"https?://[^/?#;]*+(/{_SAFE_RFC}*+)\Z").match,
-    Dialect.REGP: re.compile(rf"https?://[^/?#;]*+(/{_SAFE_RFC}*+)\Z").match,
+    Dialect.RFC9309: re.compile(rf"https?://[^/?#;]*+{_RFC_PATH}\Z").match,
+    Dialect.REGP: re.compile(rf"https?://[^/?#;]*+{_RFC_PATH}\Z").match,
     Dialect.GOOGLE: re.compile(r"https?://[^/?#;]*(/[\x00-\x22\x24-\x7f]*)\Z").match,
-    Dialect.KOSTER1996: re.compile(r"https?://[^/?#;]*(/[\x00-\x22\x24-\x7f]*)\Z").match,
+    Dialect.KOSTER1996: re.compile(r"https?://[^/?#;]*(/[\x00-\x22\x24\x26-\x7f]*)\Z").match,
 }
-# What a fast path with a "%" in it still needs (Google's parser takes the URL as it is).
-_FAST_ESCAPES: dict[Dialect, Callable[[str], str] | None] = {
-    Dialect.RFC9309: canonical_escapes,
-    Dialect.REGP: canonical_escapes,
-    Dialect.GOOGLE: None,
-    Dialect.KOSTER1996: canonical_koster,
+# The same shape with "%" escapes that need fixing, and what fixes them (Google's parser
+# takes the URL as it is, so its fast path has nothing left over).
+_ESCAPED_PATHS = {
+    Dialect.RFC9309: (re.compile(rf"https?://[^/?#;]*+(/{_SAFE_RFC_OR_ESCAPE}*+)\Z").match,
+                      canonical_escapes),
+    Dialect.REGP: (re.compile(rf"https?://[^/?#;]*+(/{_SAFE_RFC_OR_ESCAPE}*+)\Z").match,
+                   lambda path: canonical_escapes(path).lower()),
+    Dialect.KOSTER1996: (re.compile(r"https?://[^/?#;]*(/[\x00-\x22\x24-\x7f]*)\Z").match,
+                         canonical_koster),
 }
+
+
+def _slow_path_of(dialect: Dialect) -> Callable[[str], str]:
+    """``request_path`` for URLs the dialect's fast path refused, with a shortcut for the
+    common ones that only hold escapes to fix."""
+    escaped = _ESCAPED_PATHS.get(dialect)
+    if escaped is None:
+        return lambda url: request_path(dialect, url)
+    match, fix = escaped
+
+    def path_of(url: str) -> str:
+        m = match(url)
+        return request_path(dialect, url) if m is None else fix(m[1])
+
+    return path_of
 
 
 # -- agent matching ----------------------------------------------------------------------
@@ -428,8 +465,8 @@ class RobotsTxt:
         if denied_by is None and not entries:
             check = _always_allowed  # no rule applies: no need to even read the URL
         elif denied_by is None:
-            check = index.checker(allow, self._path_of, _FAST_PATHS[dialect],
-                                  escapes=_FAST_ESCAPES[dialect], lower=dialect is Dialect.REGP,
+            check = index.checker(allow, _slow_path_of(dialect), _FAST_PATHS[dialect],
+                                  lower=dialect is Dialect.REGP,
                                   robots_txt_allowed=always)
         else:
             path_of = self._path_of

@@ -140,6 +140,9 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--cache-max-mb", type=float,
                        help="the page cache's size in the store; least recently used pages "
                        "go first (default 256)")
+    serve.add_argument("--loop", choices=["auto", "asyncio", "uvloop"],
+                       help="the event loop: uvloop when installed (auto, the default), or "
+                            "the standard library's asyncio")
     serve.add_argument("--cache-keep-no-store-s", type=float,
                        help="keep responses marked no-store this many seconds (default 0: "
                        "no-store is honoured; seed 001 kept them a day, 86400)")

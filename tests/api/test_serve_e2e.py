@@ -220,7 +220,8 @@ def test_config_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [("port = \"eighty\"\n", "port must be int"), ("colour = 1\n", "unknown setting"),
-     ("[delays\n", "not TOML"), ("[delays]\n\"e.com\" = -4\n", "delays.e.com")],
+     ("[delays\n", "not TOML"), ("[delays]\n\"e.com\" = -4\n", "delays.e.com"),
+     ("loop = \"trio\"\n", "--loop must be")],
 )
 def test_bad_config_file(tmp_path: Path, text: str, message: str) -> None:
     config = tmp_path / "polite.toml"

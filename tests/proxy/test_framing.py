@@ -93,10 +93,11 @@ def raw_origin(host: str, replies: dict[str, bytes]) -> Iterator[RawOrigin]:
         yield site
 
 
-@pytest.fixture(scope="module")
-def proxy() -> Iterator[httpx.Client]:
+@pytest.fixture(scope="module", params=["uvloop", "asyncio"])
+def proxy(request: pytest.FixtureRequest) -> Iterator[httpx.Client]:
+    """The framing is the channel's, whichever event loop drives it."""
     with polite_serve("--store", "memory://", "--allow-private", "--no-cache",
-                      "--adaptive-factor", "0") as api:
+                      "--adaptive-factor", "0", "--loop", request.param) as api:
         yield api
 
 

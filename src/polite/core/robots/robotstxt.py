@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -96,29 +97,36 @@ _FAST_PATHS = {
     Dialect.GOOGLE: re.compile(r"https?://[^/?#;]*(/[\x00-\x22\x24-\x7f]*)\Z").match,
     Dialect.KOSTER1996: re.compile(r"https?://[^/?#;]*(/[\x00-\x22\x24\x26-\x7f]*)\Z").match,
 }
-# The same shape with "%" escapes that need fixing, and what fixes them (Google's parser
-# takes the URL as it is, so its fast path has nothing left over).
-_ESCAPED_PATHS = {
-    Dialect.RFC9309: (re.compile(rf"https?://[^/?#;]*+(/{_SAFE_RFC_OR_ESCAPE}*+)\Z").match,
-                      canonical_escapes),
-    Dialect.REGP: (re.compile(rf"https?://[^/?#;]*+(/{_SAFE_RFC_OR_ESCAPE}*+)\Z").match,
-                   lambda path: canonical_escapes(path).lower()),
-    Dialect.KOSTER1996: (re.compile(r"https?://[^/?#;]*(/[\x00-\x22\x24-\x7f]*)\Z").match,
-                         canonical_koster),
-}
+# The RFC 9309 shape up to the first escape that needs fixing, that escape's two hex digits,
+# and the rest; and the fix for each pair of hex digits.
+_FIRST_ESCAPE = re.compile(
+    rf"https?://[^/?#;]*+{_RFC_PATH}%([0-9A-Fa-f]{{2}})({_SAFE_RFC_OR_ESCAPE}*+)\Z").match
+_ESCAPES = {high + low: canonical_escapes("%" + high + low)
+            for high in string.hexdigits for low in string.hexdigits}
+_KOSTER_PATH = re.compile(r"https?://[^/?#;]*(/[\x00-\x22\x24-\x7f]*)\Z").match
 
 
 def _slow_path_of(dialect: Dialect) -> Callable[[str], str]:
     """``request_path`` for URLs the dialect's fast path refused, with a shortcut for the
-    common ones that only hold escapes to fix."""
-    escaped = _ESCAPED_PATHS.get(dialect)
-    if escaped is None:
+    common ones that only hold escapes to fix (Google's parser takes the URL as it is, so
+    its fast path leaves nothing of that kind)."""
+    if dialect is Dialect.GOOGLE:
         return lambda url: request_path(dialect, url)
-    match, fix = escaped
+    if dialect is Dialect.KOSTER1996:
+        def koster_path_of(url: str) -> str:
+            m = _KOSTER_PATH(url)
+            return request_path(dialect, url) if m is None else canonical_koster(m[1])
+
+        return koster_path_of
+    lower = dialect is Dialect.REGP
 
     def path_of(url: str) -> str:
-        m = match(url)
-        return request_path(dialect, url) if m is None else fix(m[1])
+        m = _FIRST_ESCAPE(url)
+        if m is None:
+            return request_path(dialect, url)
+        rest = m[3]
+        path = m[1] + _ESCAPES[m[2]] + (canonical_escapes(rest) if "%" in rest else rest)
+        return path.lower() if lower else path
 
     return path_of
 

@@ -240,3 +240,6 @@ def test_a_body_on_an_api_request_and_chunked_api_answers(proxy: httpx.Client) -
     assert answer.status_code == 200 and isinstance(answer.json(), list)
     got = exchange(proxy, b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     assert got.startswith(b"HTTP/1.1 200") and b'"ok"' in got
+    got = exchange(proxy, b"GET /metrics HTTP/1.0\r\n\r\n")  # read to the close
+    assert got.startswith(b"HTTP/1.1 200") and b"chunked" not in got.lower()
+    assert b"# TYPE polite_" in got.partition(b"\r\n\r\n")[2]

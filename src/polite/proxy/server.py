@@ -719,8 +719,7 @@ class ProxyServer:
             "server": None,
         }
         delivered = False
-        chunked = False
-        started = False
+        chunked = to_the_close = started = False
         bodiless = head.method == b"HEAD"
 
         async def receive() -> Message:
@@ -732,14 +731,18 @@ class ProxyServer:
             return {"type": "http.disconnect"}
 
         async def send(message: Message) -> None:
-            nonlocal chunked, started, bodiless
+            nonlocal chunked, to_the_close, started, bodiless
             if message["type"] == "http.response.start":
                 status = int(message["status"])
                 fields = [(bytes(k).lower(), bytes(v)) for k, v in message.get("headers", [])]
                 bodiless = bodiless or status in (204, 304)
                 if not bodiless and not any(k == b"content-length" for k, _ in fields):
-                    chunked = True
-                    fields.append(_CHUNKED)
+                    if head.version == "1.1":
+                        chunked = True
+                        fields.append(_CHUNKED)
+                    else:  # an HTTP/1.0 client reads to the end of the connection
+                        to_the_close = True
+                        fields.append(_CLOSE)
                 started = True
                 client.write(response_head(status, b"", fields))
             elif message["type"] == "http.response.body" and not bodiless:
@@ -755,7 +758,7 @@ class ProxyServer:
                 self._send_error(client, 500, f"internal error: {type(exc).__name__}",
                                  close=True)
             return False
-        return True
+        return not to_the_close
 
 
 @dataclass(slots=True)

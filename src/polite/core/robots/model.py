@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -14,7 +15,7 @@ from polite.core.urls import from_octets
 RawRule = tuple[bool, int, str]
 
 
-def _rules(raw: list[RawRule]) -> list[Rule]:
+def _rules(raw: Iterable[RawRule]) -> list[Rule]:
     return [Rule(allow, from_octets(value), line) for allow, line, value in raw]
 
 __all__ = [
@@ -139,15 +140,16 @@ class Group:
     """A group (RFC 9309), record (1996 draft) or command sequence (REGP).
 
     ``agents`` are the User-agent values as written. REGP sequences may also carry IP rules
-    and brace blocks.
+    and brace blocks. Tuples, not lists: a parsed file holds no container the garbage
+    collector has to walk again and again (most hold only strings and numbers).
     """
 
     line: int
-    agents: list[str] = field(default_factory=list)
-    raw_rules: list[RawRule] = field(default_factory=list)
-    directives: list[Directive] = field(default_factory=list)
-    ip_rules: list[IpRule] = field(default_factory=list)
-    blocks: list[Block] = field(default_factory=list)
+    agents: tuple[str, ...] = ()
+    raw_rules: tuple[RawRule, ...] = ()
+    directives: tuple[Directive, ...] = ()
+    ip_rules: tuple[IpRule, ...] = ()
+    blocks: tuple[Block, ...] = ()
 
     @property
     def rules(self) -> list[Rule]:

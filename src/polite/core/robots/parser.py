@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.parse import urljoin
 
 from polite.core.robots.model import (
@@ -20,6 +20,7 @@ from polite.core.robots.model import (
     Group,
     IpRule,
     ParseIssue,
+    RawRule,
     Severity,
 )
 from polite.core.robots.values import (
@@ -212,11 +213,11 @@ class ParsedBody:
     """What :func:`parse_body` read; :class:`polite.core.robots.RobotsTxt` wraps it."""
 
     dialect: Dialect
-    groups: list[Group] = field(default_factory=list)
-    global_directives: list[Directive] = field(default_factory=list)
-    global_blocks: list[Block] = field(default_factory=list)
-    sitemaps: list[str] = field(default_factory=list)
-    raw_issues: list[RawIssue] = field(default_factory=list)
+    groups: tuple[Group, ...] = ()
+    global_directives: tuple[Directive, ...] = ()
+    global_blocks: tuple[Block, ...] = ()
+    sitemaps: tuple[str, ...] = ()
+    raw_issues: tuple[RawIssue, ...] = ()
     version: tuple[int, int] | None = None
     last_modified: float | None = None
     truncated: bool = False
@@ -258,9 +259,9 @@ def parse_body(
     octets = (body[:max_bytes] if truncated else body).decode("latin-1")
     if dialect is None:
         dialect = detect_dialect(octets)
-    result = ParsedBody(dialect=dialect, size=size, truncated=truncated)
+    reader = _Reader(dialect, url)
     if truncated:
-        result.raw_issues.append((
+        reader.issues.append((
             0, "truncated", "error",
             f"file is {size} bytes; only the first {max_bytes} were read", ""))
     if octets.startswith(("\xef", "\xbb", "\xbf")):
@@ -270,14 +271,27 @@ def parse_body(
         if skip:
             octets = octets[skip:]
             code = "bom" if skip == 3 else "partial-bom"
-            result.raw_issues.append((1, code, "info", "byte order mark skipped", ""))
-    if _HTML_START.match(octets[:512]):
-        result.looks_like_html = True
-        result.raw_issues.append((
+            reader.issues.append((1, code, "info", "byte order mark skipped", ""))
+    looks_like_html = _HTML_START.match(octets[:512]) is not None
+    if looks_like_html:
+        reader.issues.append((
             1, "html", "error", "the body looks like an HTML page, not a robots.txt file",
             ""))
-    _Reader(result, url).read(octets)
-    return result
+    reader.read(octets)
+    return ParsedBody(
+        dialect=dialect,
+        groups=tuple(group.close() for group in reader.groups),
+        global_directives=tuple(reader.global_directives),
+        global_blocks=tuple(reader.global_blocks),
+        sitemaps=tuple(reader.sitemaps),
+        raw_issues=tuple(reader.issues),
+        version=reader.version,
+        last_modified=reader.last_modified,
+        truncated=truncated,
+        looks_like_html=looks_like_html,
+        size=size,
+        line_count=reader.line_count,
+    )
 
 
 # One match per line: (key, ":", value); without a colon the line's text is in ``key``.
@@ -311,18 +325,42 @@ def issue_from_raw(raw: RawIssue) -> ParseIssue:
     return ParseIssue(line, code, message, Severity(severity))
 
 
+class _OpenGroup:
+    """A group while it is read, its fields in lists; :meth:`close` makes the :class:`Group`."""
+
+    __slots__ = ("agents", "blocks", "directives", "ip_rules", "line", "raw_rules")
+
+    def __init__(self, line: int) -> None:
+        self.line = line
+        self.agents: list[str] = []
+        self.raw_rules: list[RawRule] = []
+        self.directives: list[Directive] = []
+        self.ip_rules: list[IpRule] = []
+        self.blocks: list[Block] = []
+
+    def close(self) -> Group:
+        return Group(self.line, tuple(self.agents), tuple(self.raw_rules),
+                     tuple(self.directives), tuple(self.ip_rules), tuple(self.blocks))
+
+
 class _Reader:
     """One pass over the lines; keeps the state of the current group and brace blocks."""
 
-    def __init__(self, result: ParsedBody, url: str | None) -> None:
-        self.result = result
+    def __init__(self, dialect: Dialect, url: str | None) -> None:
         self.url = url
-        self.dialect = result.dialect
-        self.regp = result.dialect is Dialect.REGP
-        self.group: Group | None = None
+        self.dialect = dialect
+        self.regp = dialect is Dialect.REGP
+        self.group: _OpenGroup | None = None
+        self.groups: list[_OpenGroup] = []
+        self.global_directives: list[Directive] = []
+        self.global_blocks: list[Block] = []
+        self.sitemaps: list[str] = []
+        self.issues: list[RawIssue] = []
+        self.version: tuple[int, int] | None = None
+        self.last_modified: float | None = None
+        self.line_count = 0
         self.blocks: list[Block] = []
         self.block_targeting = False
-        self.issues = result.raw_issues
 
     def issue(self, line: int, code: str, message: str,
               severity: Severity = Severity.WARNING) -> None:
@@ -343,7 +381,7 @@ class _Reader:
 
     def read_matches(self, matches: list[tuple[str, str, str]]) -> None:
         """The common case (no NUL, no over-long line, not REGP): every line pre-split."""
-        self.result.line_count = len(matches)
+        self.line_count = len(matches)
         cache = _KEY_CACHE
         group = self.group
         issues = self.issues
@@ -389,7 +427,7 @@ class _Reader:
 
     def read_lines(self, lines: list[str]) -> None:
         """Any body: line by line, for NUL bytes, over-long lines and REGP's rules."""
-        self.result.line_count = len(lines)
+        self.line_count = len(lines)
         comment = "##" if self.regp else "#"
         for lineno, line in enumerate(lines, 1):
             if len(line) > MAX_LINE_OCTETS:
@@ -451,9 +489,9 @@ class _Reader:
         elif kind is IP_ALLOW or kind is IP_DISALLOW:
             self.ip_rule(lineno, kind is IP_ALLOW, value)
         elif kind is VERSION:
-            self.version(lineno, value)
+            self.read_version(lineno, value)
         elif kind is LAST_MODIFIED:
-            self.last_modified(lineno, value)
+            self.read_last_modified(lineno, value)
         else:
             self.directive(lineno, name, key, value)
 
@@ -468,8 +506,8 @@ class _Reader:
                            "User-agent after the commands of a '{' block; ignored", Severity.ERROR)
             return
         if self.group is None or self.group.raw_rules or self.group.blocks:
-            self.group = Group(line=lineno)  # a User-agent after rules starts a new group
-            self.result.groups.append(self.group)
+            self.group = _OpenGroup(lineno)  # a User-agent after rules starts a new group
+            self.groups.append(self.group)
         if not value:
             self.issue(lineno, "empty-user-agent", "User-agent with no value")
         self.group.agents.append(agent)
@@ -500,7 +538,7 @@ class _Reader:
             self.issue(lineno, "relative-sitemap",
                        f"relative Sitemap {location!r} kept as written (no base URL)",
                        Severity.INFO)
-        self.result.sitemaps.append(location)
+        self.sitemaps.append(location)
 
     def ip_rule(self, lineno: int, allow: bool, value: str) -> None:
         octets = parse_ip_pattern(value)
@@ -516,25 +554,25 @@ class _Reader:
                            "ignored", Severity.ERROR)
             return
         if self.group is None or self.group.raw_rules or self.group.blocks:
-            self.group = Group(line=lineno)  # a User-agent after rules starts a new group
-            self.result.groups.append(self.group)
+            self.group = _OpenGroup(lineno)  # a User-agent after rules starts a new group
+            self.groups.append(self.group)
         self.group.ip_rules.append(rule)
 
-    def version(self, lineno: int, value: str) -> None:
+    def read_version(self, lineno: int, value: str) -> None:
         version = parse_version(value)
         if version is None:
             self.issue(lineno, "bad-value", f"cannot read Robot-version {_text(value)!r}",
                        Severity.ERROR)
-        elif self.result.version is None:
-            self.result.version = version
+        elif self.version is None:
+            self.version = version
 
-    def last_modified(self, lineno: int, value: str) -> None:
+    def read_last_modified(self, lineno: int, value: str) -> None:
         when = parse_http_date(value)
         if when is None:
             self.issue(lineno, "bad-value", f"cannot read Last-modified {_text(value)!r}",
                        Severity.ERROR)
-        elif self.result.last_modified is None:
-            self.result.last_modified = when
+        elif self.last_modified is None:
+            self.last_modified = when
 
     def directive(self, lineno: int, name: str, key: str, value: str) -> None:
         text = _text(value)
@@ -567,7 +605,7 @@ class _Reader:
         elif self.group is not None:
             self.group.directives.append(entry)
         else:
-            self.result.global_directives.append(entry)
+            self.global_directives.append(entry)
 
     def brace(self, lineno: int, line: str) -> None:
         if line[1:].strip(_WS):
@@ -579,7 +617,7 @@ class _Reader:
             elif self.group is not None:
                 self.group.blocks.append(block)
             else:
-                self.result.global_blocks.append(block)
+                self.global_blocks.append(block)
             self.blocks.append(block)
             self.block_targeting = True
         elif self.blocks:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from polite.core.robots.matcher import PathIndex, wildcard_regex
 from polite.core.robots.model import (
@@ -131,6 +132,19 @@ def _slow_path_of(dialect: Dialect) -> Callable[[str], str]:
     return path_of
 
 
+# Shared by every file of a dialect, so that a parsed file holds no function of its own.
+_SLOW_PATHS = {dialect: _slow_path_of(dialect) for dialect in Dialect}
+_REQUEST_PATHS: dict[Dialect, Callable[[str], str]] = {
+    dialect: partial(request_path, dialect) for dialect in Dialect}
+
+
+def _always_allowed(url: str) -> bool:
+    return True
+
+
+_NO_AGENT: tuple[str | None, Callable[[str], bool]] = (None, _always_allowed)
+
+
 # -- agent matching ----------------------------------------------------------------------
 
 
@@ -170,7 +184,7 @@ _AGENT_MATCHERS: dict[Dialect, Callable[[str, str], tuple[bool, bool]]] = {
 }
 
 
-def _ip_decision(rules: list[IpRule], ip: str | None) -> IpRule | None:
+def _ip_decision(rules: Sequence[IpRule], ip: str | None) -> IpRule | None:
     """The IP rule that denies ``ip``, or ``None`` when it may fetch (REGP, seed 000 3.2.4).
 
     The last matching line wins; a group that opens with a specific Ip-allow implies
@@ -217,9 +231,9 @@ class RobotsTxt:
         # agent_rules for agents whose groups have no brace blocks (the same for every URL)
         self._fields: dict[tuple[str, str | None], AgentRules] = {}
         self._checks: dict[str, Callable[[str], bool]] = {}  # the same, for ip None
-        self._last: tuple[str | None, Callable[[str], bool]] = (None, _always_allowed)
+        self._last = _NO_AGENT
         dialect = body.dialect
-        self._path_of: Callable[[str], str] = lambda url: request_path(dialect, url)
+        self._path_of = _REQUEST_PATHS[dialect]
 
     # -- what was read ---------------------------------------------------------------
 
@@ -473,7 +487,7 @@ class RobotsTxt:
         if denied_by is None and not entries:
             check = _always_allowed  # no rule applies: no need to even read the URL
         elif denied_by is None:
-            check = index.checker(allow, _slow_path_of(dialect), _FAST_PATHS[dialect],
+            check = index.checker(allow, _SLOW_PATHS[dialect], _FAST_PATHS[dialect],
                                   lower=dialect is Dialect.REGP,
                                   robots_txt_allowed=always)
         else:
@@ -487,15 +501,13 @@ class RobotsTxt:
         if len(self._cache) >= _MAX_CACHED_AGENTS:
             self._cache.clear()
             self._checks.clear()
-            self._last = (None, _always_allowed)
+            self._last = _NO_AGENT
         self._cache[(agent, ip)] = compiled
         if ip is None:
             self._checks[agent] = check
         return compiled
 
 
-def _always_allowed(url: str) -> bool:
-    return True
 
 
 def _walk(blocks: Iterable[Block]) -> Iterator[Block]:
@@ -504,7 +516,7 @@ def _walk(blocks: Iterable[Block]) -> Iterator[Block]:
         yield from _walk(block.blocks)
 
 
-def _assemble(layers: list[list[Directive]], group_line: int | None) -> AgentRules:
+def _assemble(layers: list[Sequence[Directive]], group_line: int | None) -> AgentRules:
     """Fold directive layers (outermost first) into typed fields; inner layers override."""
     scalars: dict[str, object] = {}
     lists: dict[str, list[object]] = {}

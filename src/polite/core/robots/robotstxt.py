@@ -312,14 +312,15 @@ class RobotsTxt:
     def allowed(self, url: str, agent: str, *, ip: str | None = None) -> bool:
         """Whether ``agent`` may fetch ``url``; ``ip`` is the egress address for REGP's
         Ip-allow / Ip-disallow."""
+        # One tuple, read whole, so that threads never see an agent with another's check.
+        last_agent, check = self._last
+        if last_agent is agent and ip is None:  # the usual case: one crawler asking again
+            return check(url)
         if ip is None:
-            last = self._last  # one tuple, so threads never see an agent with another's check
-            if last[0] is agent:  # the usual case: one crawler asking again
-                return last[1](url)
-            check = self._checks.get(agent)
-            if check is not None:
-                self._last = (agent, check)
-                return check(url)
+            known = self._checks.get(agent)
+            if known is not None:
+                self._last = (agent, known)
+                return known(url)
         compiled = self._cache.get((agent, ip)) or self._compile(agent, ip)
         return compiled.check(url)
 

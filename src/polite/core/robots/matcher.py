@@ -118,18 +118,22 @@ def _end(prefix: str) -> str:
 
 
 # What a segment of the string order answers: the best plain or exact entry's payload and
-# rank (-1 and NO_MATCH for none), and the wildcard members that may beat it, best first.
-Segment = tuple[int, int, tuple[_Member, ...]]
+# rank (-1 and NO_MATCH for none), and the wildcard members that may beat it, best first,
+# each as (rank, needed literal, member) so that trying one costs no attribute lookups.
+Chain = tuple[tuple[int, str, _Member], ...]
+Segment = tuple[int, int, Chain]
 _NOTHING: Segment = (-1, NO_MATCH, ())
-_PLAIN, _EXACT, _WILD = 0, 1, 2
+# Where intervals start together, the outer ones come first: a prefix or a wildcard head
+# encloses the exact pattern on the same key (which holds that key alone).
+_PLAIN, _WILD, _EXACT = 0, 1, 2
 
 
-def _merge(chain: tuple[_Member, ...], members: list[_Member]) -> tuple[_Member, ...]:
+def _merge(chain: Chain, members: list[_Member]) -> Chain:
     """Wildcard members best first: by rank, then the longer head (the deeper group), then
     the later rule."""
-    merged = [*chain, *members]
+    merged = [m for _, _, m in chain] + members
     merged.sort(key=lambda m: (m.rank, len(m.head), m.payload), reverse=True)
-    return tuple(merged)
+    return tuple((m.rank, m.needed, m) for m in merged)
 
 
 class PathIndex:
@@ -168,25 +172,24 @@ class PathIndex:
             groups.setdefault(head, []).append(
                 _Member(rank, payload, pattern, _needed_literal(pattern[cut:])))
 
-        # Every interval as (start, end, kind, rank, payload, head); outer ones first where
-        # several start together, so that they enclose the inner ones.
-        opens = [(key, _end(key), _PLAIN, rank, payload, "")
-                 for key, (rank, payload) in plain.items()]
-        opens += [(key, key + "\0", _EXACT, rank, payload, "")  # the next string after key
+        # Every interval as (start, kind, end, rank, payload), listed kind by kind and sorted
+        # by start alone: the sort is stable, so that kinds stay in order where starts tie.
+        opens = [(key, _PLAIN, _end(key), rank, payload) for key, (rank, payload) in plain.items()]
+        opens += [(head, _WILD, _end(head), 0, 0) for head in groups]
+        opens += [(key, _EXACT, key + "\0", rank, payload)  # key + "\0": the next string
                   for key, (rank, payload) in exact.items()]
-        opens += [(head, _end(head), _WILD, 0, 0, head) for head in groups]
-        opens.sort(key=lambda o: o[1], reverse=True)
         opens.sort(key=lambda o: o[0])
 
-        self._bounds: list[str] = []  # where each segment after the first starts
-        self._segments: list[Segment] = [_NOTHING]
+        # Where each segment starts, and its answer; of several changes at one place (dicts
+        # keep the order of first insertion, and places only grow), the last holds.
+        marks: dict[str, Segment] = {}
         inside: list[tuple[str, Segment]] = []  # open intervals: (end, segment inside)
         current = _NOTHING
-        for start, end, kind, rank, payload, head in opens:
+        for start, kind, end, rank, payload in opens:
             while inside and inside[-1][0] <= start:
                 closed_at = inside.pop()[0]
                 current = inside[-1][1] if inside else _NOTHING
-                self._mark(closed_at, current)
+                marks[closed_at] = current
             best, best_rank, chain = current
             if kind == _PLAIN:
                 if not best_rank > rank:  # a longer key wins a tie with its prefix
@@ -195,30 +198,24 @@ class PathIndex:
                 if rank > best_rank:
                     best, best_rank = payload, rank
             else:
-                chain = _merge(chain, groups[head])
+                chain = _merge(chain, groups[start])
             current = (best, best_rank, chain)
             inside.append((end, current))
-            self._mark(start, current)
+            marks[start] = current
         while inside:
             closed_at = inside.pop()[0]
             if closed_at != _BEYOND:
-                self._mark(closed_at, inside[-1][1] if inside else _NOTHING)
-
-    def _mark(self, at: str, segment: Segment) -> None:
-        """Start ``segment`` at ``at``; of several changes at one place, the last holds."""
-        if self._bounds and self._bounds[-1] == at:
-            self._segments[-1] = segment
-        else:
-            self._bounds.append(at)
-            self._segments.append(segment)
+                marks[closed_at] = inside[-1][1] if inside else _NOTHING
+        self._bounds = list(marks)
+        self._segments = [_NOTHING, *marks.values()]
 
     def lookup(self, path: str) -> int:
         """The payload of the best matching entry, or -1 when none matches."""
         best, best_rank, chain = self._segments[bisect_right(self._bounds, path)]
-        for member in chain:
-            if member.rank <= best_rank:
+        for rank, needed, member in chain:
+            if rank <= best_rank:
                 break
-            if member.needed in path and member.matches(path):
+            if needed in path and member.matches(path):
                 return member.payload
         return best
 
@@ -235,18 +232,10 @@ class PathIndex:
 
         ``fast_path`` matches the common URL whose path needs no normalising and captures
         that path as group 1; other URLs go through ``path_of``. ``lower`` lower-cases a
-        fast path (REGP). The lookup is :meth:`lookup` written out inline, each payload
-        replaced by its verdict.
+        fast path (REGP). The lookup is :meth:`lookup` written out inline.
         """
-        bounds = self._bounds
-        wild: dict[int, tuple[tuple[int, str, _Member, bool], ...]] = {}
-        segments: list[tuple[bool, int, tuple[tuple[int, str, _Member, bool], ...]]] = []
-        for best, best_rank, chain in self._segments:
-            tried = wild.get(id(chain))
-            if tried is None:
-                tried = wild[id(chain)] = tuple((m.rank, m.needed, m, allow[m.payload])
-                                                for m in chain)
-            segments.append((best < 0 or allow[best], best_rank, tried))
+        bounds, segments = self._bounds, self._segments
+        verdicts = (*allow, True)  # payload -1 (no rule) allows
         search = bisect_right
 
         def allowed(url: str) -> bool:
@@ -257,14 +246,14 @@ class PathIndex:
                 path = m[1].lower()
             else:
                 path = m[1]
-            verdict, best_rank, tried = segments[search(bounds, path)]
-            for rank, needed, member, member_verdict in tried:
+            best, best_rank, chain = segments[search(bounds, path)]
+            for rank, needed, member in chain:
                 if rank <= best_rank:
                     break
                 if needed in path and member.matches(path):
-                    verdict = member_verdict
+                    best = member.payload
                     break
-            if verdict:
+            if verdicts[best]:
                 return True
             return robots_txt_allowed and (path == "/robots.txt"
                                            or path.startswith("/robots.txt?"))

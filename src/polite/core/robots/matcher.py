@@ -225,14 +225,13 @@ class PathIndex:
         path_of: Callable[[str], str],
         fast_path: Callable[[str], re.Match[str] | None],
         *,
-        lower: bool = False,
         robots_txt_allowed: bool = True,
     ) -> Callable[[str], bool]:
         """A ``url -> allowed`` function with everything bound locally: the hot path.
 
         ``fast_path`` matches the common URL whose path needs no normalising and captures
-        that path as group 1; other URLs go through ``path_of``. ``lower`` lower-cases a
-        fast path (REGP). The lookup is :meth:`lookup` written out inline.
+        that path as group 1; other URLs go through ``path_of``. The lookup is
+        :meth:`lookup` written out inline.
         """
         bounds, segments = self._bounds, self._segments
         verdicts = (*allow, True)  # payload -1 (no rule) allows
@@ -240,19 +239,15 @@ class PathIndex:
 
         def allowed(url: str) -> bool:
             m = fast_path(url)
-            if m is None:
-                path = path_of(url)
-            elif lower:
-                path = m[1].lower()
-            else:
-                path = m[1]
+            path = path_of(url) if m is None else m[1]
             best, best_rank, chain = segments[search(bounds, path)]
-            for rank, needed, member in chain:
-                if rank <= best_rank:
-                    break
-                if needed in path and member.matches(path):
-                    best = member.payload
-                    break
+            if chain:  # most segments have no wildcard rule to try
+                for rank, needed, member in chain:
+                    if rank <= best_rank:
+                        break
+                    if needed in path and member.matches(path):
+                        best = member.payload
+                        break
             if verdicts[best]:
                 return True
             return robots_txt_allowed and (path == "/robots.txt"

@@ -92,9 +92,11 @@ def _kept_escape() -> str:
 
 
 _RFC_PATH = rf"(/{_SAFE_RFC}*+(?:{_kept_escape()}{_SAFE_RFC}*+)*+)"
+_RFC_FAST_PATH = re.compile(rf"https?://[^/?#;]*+{_RFC_PATH}\Z").match
 _FAST_PATHS = {
-    Dialect.RFC9309: re.compile(rf"https?://[^/?#;]*+{_RFC_PATH}\Z").match,
-    Dialect.REGP: re.compile(rf"https?://[^/?#;]*+{_RFC_PATH}\Z").match,
+    Dialect.RFC9309: _RFC_FAST_PATH,
+    # REGP lower-cases every path, so that none is ready as it stands: see _slow_path_of.
+    Dialect.REGP: re.compile(r"(?!)").match,
     Dialect.GOOGLE: re.compile(r"https?://[^/?#;]*(/[\x00-\x22\x24-\x7f]*)\Z").match,
     Dialect.KOSTER1996: re.compile(r"https?://[^/?#;]*(/[\x00-\x22\x24\x26-\x7f]*)\Z").match,
 }
@@ -122,6 +124,10 @@ def _slow_path_of(dialect: Dialect) -> Callable[[str], str]:
     lower = dialect is Dialect.REGP
 
     def path_of(url: str) -> str:
+        if lower:
+            ready = _RFC_FAST_PATH(url)
+            if ready is not None:
+                return ready[1].lower()
         m = _FIRST_ESCAPE(url)
         if m is None:
             return request_path(dialect, url)
@@ -489,7 +495,6 @@ class RobotsTxt:
             check = _always_allowed  # no rule applies: no need to even read the URL
         elif denied_by is None:
             check = index.checker(allow, _SLOW_PATHS[dialect], _FAST_PATHS[dialect],
-                                  lower=dialect is Dialect.REGP,
                                   robots_txt_allowed=always)
         else:
             path_of = self._path_of

@@ -119,8 +119,10 @@ def _end(prefix: str) -> str:
 
 # What a segment of the string order answers: the best plain or exact entry's payload and
 # rank (-1 and NO_MATCH for none), and the wildcard members that may beat it, best first,
-# each as (rank, needed literal, member) so that trying one costs no attribute lookups.
-Chain = tuple[tuple[int, str, _Member], ...]
+# each as (rank, needed literal, whether finding it is the whole test, member) so that
+# trying one costs no attribute lookups. ``/*x`` (or ``*x``) with no other piece, x not
+# starting with "/", matches any path that holds x: no need to call the member.
+Chain = tuple[tuple[int, str, bool, _Member], ...]
 Segment = tuple[int, int, Chain]
 _NOTHING: Segment = (-1, NO_MATCH, ())
 # Where intervals start together, the outer ones come first: a prefix or a wildcard head
@@ -131,9 +133,16 @@ _PLAIN, _WILD, _EXACT = 0, 1, 2
 def _merge(chain: Chain, members: list[_Member]) -> Chain:
     """Wildcard members best first: by rank, then the longer head (the deeper group), then
     the later rule."""
-    merged = [m for _, _, m in chain] + members
+    merged = [m for _, _, _, m in chain] + members
     merged.sort(key=lambda m: (m.rank, len(m.head), m.payload), reverse=True)
-    return tuple((m.rank, m.needed, m) for m in merged)
+    return tuple((m.rank, m.needed, _found_by_needed(m), m) for m in merged)
+
+
+def _found_by_needed(member: _Member) -> bool:
+    """Whether a path holding ``member.needed`` matches (see Chain)."""
+    return (member.starred and not member.anchored and not member.middle
+            and member.last == member.needed != ""
+            and (member.head == "" or (member.head == "/" and member.needed[0] != "/")))
 
 
 class PathIndex:
@@ -212,10 +221,10 @@ class PathIndex:
     def lookup(self, path: str) -> int:
         """The payload of the best matching entry, or -1 when none matches."""
         best, best_rank, chain = self._segments[bisect_right(self._bounds, path)]
-        for rank, needed, member in chain:
+        for rank, needed, whole, member in chain:
             if rank <= best_rank:
                 break
-            if needed in path and member.matches(path):
+            if needed in path and (whole or member.matches(path)):
                 return member.payload
         return best
 
@@ -242,10 +251,10 @@ class PathIndex:
             path = path_of(url) if m is None else m[1]
             best, best_rank, chain = segments[search(bounds, path)]
             if chain:  # most segments have no wildcard rule to try
-                for rank, needed, member in chain:
+                for rank, needed, whole, member in chain:
                     if rank <= best_rank:
                         break
-                    if needed in path and member.matches(path):
+                    if needed in path and (whole or member.matches(path)):
                         best = member.payload
                         break
             if verdicts[best]:

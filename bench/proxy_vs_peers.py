@@ -1,8 +1,9 @@
 """The forward proxy against a direct connection and proxy.py, in one run, on loopback.
 
 A 1 KB origin (an asyncio server answering every request from memory, kept alive) on
-127.0.4.1, with a robots.txt of two groups that polite checks every request against; ``polite serve`` started as a user starts it, with the origin's delay set to 0 and
-the adaptive delay off, so that every request is forwarded (cache misses: each one reaches
+127.0.4.1, with a robots.txt of two groups that polite checks every request against;
+``polite serve`` started as a user starts it, with the origin's delay set to 0 and the
+adaptive delay off, so that every request is forwarded (cache misses: each one reaches
 the origin; the page is not cacheable), and again on a page the origin marks
 ``max-age=3600`` (cache hits: answered from the page cache, the origin asked once); proxy.py
 (``proxy`` from PyPI) when installed. The clients are raw sockets, so that the figures are

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -243,3 +244,38 @@ def test_a_body_on_an_api_request_and_chunked_api_answers(proxy: httpx.Client) -
     got = exchange(proxy, b"GET /metrics HTTP/1.0\r\n\r\n")  # read to the close
     assert got.startswith(b"HTTP/1.1 200") and b"chunked" not in got.lower()
     assert b"# TYPE polite_" in got.partition(b"\r\n\r\n")[2]
+
+
+def test_expect_100_continue_is_answered_by_the_proxy(proxy: httpx.Client) -> None:
+    made = b"HTTP/1.1 201 Created\r\nContent-Length: 4\r\n\r\nmade"
+    with raw_origin("127.0.6.11", {"/up": made}) as site:
+        zero_delay(proxy, site.host)
+        with socket.create_connection(("127.0.0.1", int(proxy.base_url.port or 0)),
+                                      timeout=10) as sock:
+            sock.sendall(f"POST {site.origin}/up HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                         f"Expect: 100-continue\r\nConnection: close\r\n\r\n".encode())
+            sock.settimeout(0.5)  # a client waits about a second before sending anyway
+            interim = sock.recv(4096)
+            assert interim.startswith(b"HTTP/1.1 100")
+            sock.settimeout(10)
+            sock.sendall(b"hello")
+            got = b""
+            while chunk := sock.recv(4096):
+                got += chunk
+        assert got.startswith(b"HTTP/1.1 201") and got.endswith(b"made")
+        head, body = site.seen[-1]
+        assert body == b"hello" and b"expect:" not in head.lower()
+
+
+def test_a_refused_request_that_awaits_100_continue_is_closed_not_held(
+        proxy: httpx.Client) -> None:
+    page = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    with raw_origin("127.0.6.12", {"/p": page}) as site:
+        assert proxy.put(f"/delays/{site.host}", json={"delay": 60_000}).status_code == 200
+        exchange(proxy, f"GET {site.origin}/p HTTP/1.1\r\nHost: x\r\n"
+                        f"Connection: close\r\n\r\n".encode())  # takes the slot
+        started = time.monotonic()
+        got = exchange(proxy, f"POST {site.origin}/p HTTP/1.1\r\nHost: x\r\n"
+                              f"Content-Length: 5\r\nExpect: 100-continue\r\n\r\n".encode())
+        assert got.startswith(b"HTTP/1.1 429")  # no 100: the body is never asked for
+        assert time.monotonic() - started < 5  # and the connection ends at once

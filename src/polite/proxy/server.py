@@ -117,6 +117,13 @@ def _product_token(user_agent: bytes | None) -> str | None:
     return token or None
 
 
+def _expects_continue(request: Head) -> bool:
+    """The client waits for ``100 Continue`` before it sends the body."""
+    expect = request.get(b"expect")
+    return expect is not None and expect.strip().lower() == b"100-continue" \
+        and request.framing != "none"
+
+
 def _forwardable(headers: Headers) -> Headers:
     named = {n.strip().lower() for key, value in headers if key == b"connection"
              for n in value.split(b",")}
@@ -256,10 +263,12 @@ class ProxyServer:
             if received > self.settings.max_request_body_bytes:
                 return False
 
-    async def _answered(self, client: Channel) -> bool:
+    async def _answered(self, client: Channel, head: Head) -> bool:
         """After a response of the proxy's own: the request read to its end, the
         connection kept when that worked."""
         await client.drain()
+        if _expects_continue(head):
+            return False  # a client told no "go on" may not send its body: no way to go on
         try:
             return await self._drain(client)
         except ProtocolError:
@@ -311,7 +320,7 @@ class ProxyServer:
                 except TimeoutError:
                     self._send_error(client, 504, f"ordered: an earlier request of client "
                                      f"{who!r} was still unanswered after {wait_s:g} s")
-                    return await self._answered(client)
+                    return await self._answered(client, head)
             left = max(0.0, wait_s - (time.monotonic() - started))
             return await self._proxied(client, exchange, Mode.ORDERED, left)
         finally:
@@ -367,15 +376,15 @@ class ProxyServer:
                 assert choice.stored is not None
                 self._send_stored(client, head, choice.stored, choice.age,
                                   choice.not_modified)
-                return await self._answered(client)
+                return await self._answered(client, head)
             if choice.action == "gateway_timeout":
                 self._send_error(client, 504, "only-if-cached: nothing usable is stored for "
                                  "this URL")
-                return await self._answered(client)
+                return await self._answered(client, head)
         verdict = await self._verdict(exchange.url, agent, mode, wait_s)
         if not verdict.allowed:
             self._refuse(client, verdict)
-            return await self._answered(client)
+            return await self._answered(client, head)
         return await self._forward(client, exchange)
 
     def _refuse(self, client: Channel, verdict: Verdict) -> None:
@@ -538,6 +547,11 @@ class ProxyServer:
         headers.append((b"via", via + b", " + _VIA if via else _VIA))
         if request.framing == "chunked":
             headers.append(_CHUNKED)
+        if _expects_continue(request):
+            # The body is read from the client before the origin's answer is, so the proxy
+            # says "go on" itself and the origin is not asked to (RFC 9110, 10.1.1).
+            client.write(response_head(100, b"Continue", []))
+            headers = [(k, v) for k, v in headers if k != b"expect"]
         choice = exchange.choice
         revalidating = choice is not None and choice.action == "revalidate"
         if revalidating:

@@ -4,11 +4,14 @@ bound on what is read ahead."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from polite.proxy.http1 import END, EOF, Channel, Head, ProtocolError
 
@@ -150,3 +153,48 @@ async def test_an_answer_delimited_by_close_ends_with_the_connection() -> None:
         peer.close()
         assert await channel.next(5) is END
         assert await channel.next(5) is EOF
+
+
+_HEADS = [b"GET http://a.example/ HTTP/1.1\r\nHost: a\r\n\r\n",
+          b"POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+          b"PUT /x HTTP/1.1\r\nContent-Length: 3\r\n\r\n", b"CONNECT a:443 HTTP/1.1\r\n\r\n",
+          b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n", b"HTTP/1.0 200 OK\r\n\r\n",
+          b"HTTP/1.1 103 Early Hints\r\n\r\n", b"5\r\nabcde\r\n", b"0\r\n\r\n", b"\r\n"]
+
+
+async def _read_everything(side: str, pieces: list[bytes]) -> list[object]:
+    """Feeds ``pieces`` through a real socket into a channel; its events to the end."""
+    near, far = socket.socketpair()
+    loop = asyncio.get_running_loop()
+    failures: list[dict[str, object]] = []  # a callback that raised, reported by the loop
+    loop.set_exception_handler(lambda _, context: failures.append(context))
+    _, channel = await loop.connect_accepted_socket(
+        lambda: Channel(side, max_head_bytes=1024), near)  # type: ignore[arg-type]
+    far.setblocking(False)
+    for piece in pieces:
+        await loop.sock_sendall(far, piece)
+    far.close()
+    events: list[object] = []
+    try:
+        while (event := await channel.next(5)) is not EOF:
+            events.append(event)
+    except ProtocolError as exc:
+        assert 400 <= exc.status < 600
+        events.append(exc)
+    finally:
+        channel.close()
+    await asyncio.sleep(0)
+    assert not failures, failures
+    return events
+
+
+@settings(max_examples=150, deadline=None)
+@given(side=st.sampled_from(["request", "response"]),
+       pieces=st.lists(st.one_of(st.sampled_from(_HEADS), st.binary(max_size=64)),
+                       max_size=8))
+def test_any_bytes_give_events_or_a_protocol_error(side: str, pieces: list[bytes]) -> None:
+    """Whatever arrives, in whatever pieces: heads, bodies and ends, or one ProtocolError
+    with a status; never another exception, never a hang."""
+    events = asyncio.run(_read_everything(side, pieces))
+    for event in events:
+        assert isinstance(event, Head | bytes | ProtocolError) or event is END

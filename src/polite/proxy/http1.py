@@ -9,7 +9,8 @@ is whole, :data:`EOF` when the peer has closed. A message that cannot be read ra
 again by :func:`frame`; a body whose length was known is passed on in the pieces it came in.
 
 The parser is fed everything that arrives, so pipelined requests queue up; reading stops
-while more than a bound of unread body bytes wait, so a fast sender cannot fill memory.
+while more than a bound of unread heads and body bytes wait, so a fast sender cannot fill
+memory. A wait for the next event has one deadline, which bytes trickling in do not move.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class _Marker:
 END: Final = _Marker("END")  # the message is whole
 EOF: Final = _Marker("EOF")  # the peer closed its side
 
-# Unread body bytes past which a channel stops reading from its socket.
+# Unread heads and body bytes past which a channel stops reading from its socket.
 _HIGH_WATER = 256 * 1024
 
 

@@ -54,3 +54,27 @@ def polite_serve_process(*options: str
         finally:
             process.terminate()
             process.wait(10)
+
+
+def through(api: httpx.Client, **options: object) -> httpx.Client:
+    """A client that sends everything through the ``polite serve`` behind ``api``."""
+    return httpx.Client(proxy=str(api.base_url).rstrip("/"), trust_env=False, timeout=30,
+                        **options)  # type: ignore[arg-type]
+
+
+def exchange(api: httpx.Client, data: bytes, *, until_close: bool = True,
+             responses: int = 1) -> bytes:
+    """Raw bytes to the ``polite serve`` behind ``api``; what comes back (to the close, or
+    once ``responses`` answers are in)."""
+    with socket.create_connection(("127.0.0.1", int(api.base_url.port or 0)),
+                                  timeout=10) as sock:
+        sock.sendall(data)
+        got = b""
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return got
+            got += chunk
+            if not until_close and got.count(b"HTTP/1.1 ") >= responses \
+                    and got.endswith((b"\r\n\r\n", b"\n")):
+                return got

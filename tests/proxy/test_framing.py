@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 
-from tests.serving import polite_serve
+from tests.serving import exchange, polite_serve, through
 from tests.sites import tcp_origin
 
 NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
@@ -104,27 +104,6 @@ def proxy(request: pytest.FixtureRequest) -> Iterator[httpx.Client]:
 
 def zero_delay(api: httpx.Client, host: str) -> None:
     assert api.put(f"/delays/{host}", json={"delay": 0}).status_code == 200
-
-
-def through(api: httpx.Client) -> httpx.Client:
-    return httpx.Client(proxy=str(api.base_url).rstrip("/"), trust_env=False, timeout=30)
-
-
-def exchange(api: httpx.Client, data: bytes, *, until_close: bool = True,
-             responses: int = 1) -> bytes:
-    """Raw bytes to the proxy; what comes back (to the close, or ``responses`` answers)."""
-    with socket.create_connection(("127.0.0.1", int(api.base_url.port or 0)),
-                                  timeout=10) as sock:
-        sock.sendall(data)
-        got = b""
-        while True:
-            chunk = sock.recv(65536)
-            if not chunk:
-                return got
-            got += chunk
-            if not until_close and got.count(b"HTTP/1.1 ") >= responses \
-                    and got.endswith((b"\r\n\r\n", b"\n")):
-                return got
 
 
 def test_a_chunked_answer_is_passed_on_chunked(proxy: httpx.Client) -> None:

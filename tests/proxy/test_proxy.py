@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import httpx
 import pytest
 
-from tests.serving import polite_serve
+from tests.serving import exchange, polite_serve, through
 from tests.sites import Reply, Site, serve, tcp_origin
 
 ALLOW = Reply(200, b"User-agent: *\nDisallow: /private\n")
@@ -24,11 +24,6 @@ def proxy() -> Iterator[httpx.Client]:
     with polite_serve("--store", "memory://", "--allow-private", "--origin-timeout-s", "2",
                       "--max-wait-s", "5") as api:
         yield api
-
-
-def through(api: httpx.Client, **options: object) -> httpx.Client:
-    return httpx.Client(proxy=str(api.base_url).rstrip("/"), trust_env=False, timeout=30,
-                        **options)  # type: ignore[arg-type]
 
 
 def test_seed_001_figure_4(proxy: httpx.Client) -> None:
@@ -109,30 +104,18 @@ def test_a_request_to_the_proxy_itself_is_refused(proxy: httpx.Client) -> None:
         assert answer.status_code == 508
 
 
-def raw(proxy: httpx.Client, data: bytes) -> bytes:
-    with socket.create_connection((proxy.base_url.host, proxy.base_url.port), timeout=10) as s:
-        s.sendall(data)
-        chunks = []
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return b"".join(chunks)
-
-
 def test_smuggling_shapes_are_rejected(proxy: httpx.Client) -> None:
-    answer = raw(proxy, b"POST http://127.0.3.6/x HTTP/1.1\r\nHost: 127.0.3.6\r\n"
+    answer = exchange(proxy, b"POST http://127.0.3.6/x HTTP/1.1\r\nHost: 127.0.3.6\r\n"
                         b"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 400")
     assert b"smuggling" in answer
-    answer = raw(proxy, b"GET http://127.0.3.6/x HTTP/1.1\r\nHost: a\r\n"
+    answer = exchange(proxy, b"GET http://127.0.3.6/x HTTP/1.1\r\nHost: a\r\n"
                         b"Content-Length: 1\r\nContent-Length: 2\r\n\r\nab")
     assert answer.startswith(b"HTTP/1.1 400")
 
 
 def test_oversized_head_is_refused(proxy: httpx.Client) -> None:
-    answer = raw(proxy, b"GET http://127.0.3.6/x HTTP/1.1\r\nHost: a\r\nX-Big: "
+    answer = exchange(proxy, b"GET http://127.0.3.6/x HTTP/1.1\r\nHost: a\r\nX-Big: "
                  + b"a" * 100_000 + b"\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 431") or answer.startswith(b"HTTP/1.1 400")
 

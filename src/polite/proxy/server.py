@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from polite.core.cache.policy import Choice, Stored, invalidates, not_modified
+from polite.core.cache.policy import Choice, Stored, not_modified
 from polite.errors import InvalidURL
 from polite.fetch.cache import PageCache
 from polite.fetch.politeness import NO_RETRY, Politeness, Verdict
@@ -127,8 +127,6 @@ def _expects_continue(request: Head) -> bool:
 def _forwardable(headers: Headers) -> Headers:
     named = {n.strip().lower() for key, value in headers if key == b"connection"
              for n in value.split(b",")}
-    if not named:
-        return [(k, v) for k, v in headers if k not in _HOP_BY_HOP]
     return [(k, v) for k, v in headers if k not in _HOP_BY_HOP and k not in named]
 
 
@@ -655,9 +653,8 @@ class ProxyServer:
                 await cache.store(exchange.url, request.headers, response.status,
                                   response.reason, response.headers, bytes(body),
                                   request_time, cache.clock())
-            if invalidates(request.method, response.status):
-                await cache.invalidate_after(request.method, exchange.url, response.status,
-                                             response.headers)
+            await cache.invalidate_after(request.method, exchange.url, response.status,
+                                         response.headers)
         await self._politeness.note_response(
             exchange.url, response.status, elapsed_s=time.monotonic() - started,
             retry_after=(response.get(b"retry-after") or b"").decode("latin-1") or None)

@@ -287,7 +287,8 @@ class Choice:
 
 _FETCH = Choice("fetch")
 # Fields without which a response is not stored (3: an explicit lifetime, a validator for
-# a heuristic one, or a directive that allows storing).
+# a heuristic one, or a directive that allows storing): storable()'s last condition read
+# as field names, so a new way to be storable goes into both.
 _FRESHNESS_FIELDS = frozenset({b"cache-control", b"expires", b"last-modified"})
 
 

@@ -8,13 +8,19 @@ byte for byte (Google's parser compares bytes, RFC 9309 compares octets).
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
+
+from polite.errors import InvalidURL
 
 __all__ = [
     "canonical_escapes",
     "canonical_koster",
     "canonical_rfc9309",
     "from_octets",
+    "normal_url",
+    "origin_of",
     "path_params_query",
+    "split_origin",
     "to_octets",
 ]
 
@@ -124,3 +130,53 @@ def canonical_koster(octets: str) -> str:
     if "%" not in octets:
         return octets
     return _ESCAPE.sub(_koster_token, octets)
+
+
+def origin_of(url: str) -> str:
+    """``scheme://host[:port]`` of an http(s) URL, lower-cased; :class:`InvalidURL` else."""
+    return split_origin(url)[0]
+
+
+# The common shape, lower-case scheme and host, read without urlsplit; anything else takes
+# the general path.
+_PLAIN = re.compile(r"(https?)://([a-z0-9.-]+)(?::([0-9]{1,5}))?(?=[/?#]|\Z)")
+
+
+def split_origin(url: str) -> tuple[str, str]:
+    """``(origin, host)`` of an http(s) URL, as :func:`origin_of` and ``urlsplit``'s
+    ``hostname`` give them; :class:`InvalidURL` else."""
+    m = _PLAIN.match(url)
+    if m is not None and "@" not in url[:m.end()]:
+        scheme, host, port = m.groups()
+        if port is None:
+            return f"{scheme}://{host}", host
+        number = int(port)
+        if number <= 65535:
+            if number == (80 if scheme == "http" else 443):
+                return f"{scheme}://{host}", host
+            return f"{scheme}://{host}:{number}", host
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise InvalidURL(f"not a URL: {url!r} ({exc})") from exc
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise InvalidURL(f"unsupported scheme in {url!r}: only http and https")
+    host = (parts.hostname or "").lower()
+    if not host:
+        raise InvalidURL(f"no host in {url!r}")
+    default = 80 if scheme == "http" else 443
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None and port != default:
+        netloc += f":{port}"
+    return f"{scheme}://{netloc}", host
+
+
+def normal_url(url: str) -> str:
+    """The form two spellings of one http(s) URL share: scheme and host lower-cased, the
+    default port and the fragment dropped (the key of a sitemap read or a page cached);
+    :class:`InvalidURL` else."""
+    origin = split_origin(url)[0]
+    parts = urlsplit(url)
+    return origin + (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import re
 import socket
 from urllib.parse import urlsplit
 
@@ -28,7 +27,7 @@ from polite.core.robots.lifecycle import (
     Unreachable,
     robots_state,
 )
-from polite.errors import InvalidURL
+from polite.core.urls import normal_url, origin_of, split_origin
 from polite.storage.base import RobotsRecord, RobotsStore
 
 __all__ = ["RobotsFetcher", "create_client", "is_public_host", "normal_url", "origin_of",
@@ -43,56 +42,6 @@ def create_client() -> httpx.AsyncClient:
     environment (a politeness service must not route through whatever HTTP_PROXY says)."""
     return httpx.AsyncClient(max_redirects=MAX_REDIRECTS, timeout=DEFAULT_TIMEOUT,
                              trust_env=False)
-
-
-def origin_of(url: str) -> str:
-    """``scheme://host[:port]`` of an http(s) URL, lower-cased; :class:`InvalidURL` else."""
-    return split_origin(url)[0]
-
-
-# The common shape, lower-case scheme and host, read without urlsplit; anything else takes
-# the general path.
-_PLAIN = re.compile(r"(https?)://([a-z0-9.-]+)(?::([0-9]{1,5}))?(?=[/?#]|\Z)")
-
-
-def split_origin(url: str) -> tuple[str, str]:
-    """``(origin, host)`` of an http(s) URL, as :func:`origin_of` and ``urlsplit``'s
-    ``hostname`` give them; :class:`InvalidURL` else."""
-    m = _PLAIN.match(url)
-    if m is not None and "@" not in url[:m.end()]:
-        scheme, host, port = m.groups()
-        if port is None:
-            return f"{scheme}://{host}", host
-        number = int(port)
-        if number <= 65535:
-            if number == (80 if scheme == "http" else 443):
-                return f"{scheme}://{host}", host
-            return f"{scheme}://{host}:{number}", host
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        raise InvalidURL(f"not a URL: {url!r} ({exc})") from exc
-    scheme = parts.scheme.lower()
-    if scheme not in ("http", "https"):
-        raise InvalidURL(f"unsupported scheme in {url!r}: only http and https")
-    host = (parts.hostname or "").lower()
-    if not host:
-        raise InvalidURL(f"no host in {url!r}")
-    default = 80 if scheme == "http" else 443
-    netloc = f"[{host}]" if ":" in host else host
-    if port is not None and port != default:
-        netloc += f":{port}"
-    return f"{scheme}://{netloc}", host
-
-
-def normal_url(url: str) -> str:
-    """The form two spellings of one http(s) URL share: scheme and host lower-cased, the
-    default port and the fragment dropped (the key of a sitemap read or a page cached);
-    :class:`InvalidURL` else."""
-    origin = split_origin(url)[0]
-    parts = urlsplit(url)
-    return origin + (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
 async def is_public_host(host: str) -> bool:

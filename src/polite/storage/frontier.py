@@ -1,0 +1,400 @@
+"""The crawl frontier as a storage port: what is queued, leased and done, per host.
+
+A crawl's whole state lives here, so a killed crawl resumes where it stopped and several
+workers can share one store. URLs arrive in the crawler's normal form
+(:func:`polite.core.crawl.resolve_link`), which is the key of the seen set: a URL is added
+once, whatever else happens to it. Taking a URL *leases* it; a lease that is never
+acknowledged (the worker died) comes back once it expires. Each backend passes one contract
+suite (tests/storage/test_frontier.py).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import sqlite3
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple, Protocol
+
+from polite.errors import ConfigError
+
+__all__ = [
+    "FrontierCounts",
+    "FrontierItem",
+    "FrontierStore",
+    "MemoryFrontier",
+    "SQLiteFrontier",
+]
+
+QUEUED, LEASED, FETCHED, SKIPPED = 0, 1, 2, 3
+
+
+class FrontierItem(NamedTuple):
+    """A URL waiting to be fetched, with what the crawler knew when it queued it."""
+
+    url: str
+    host: str
+    depth: int = 0
+    via: str = "seed"  # seed | link | sitemap | redirect
+    srcloc: str | None = None  # the original page this snapshot stands for (seed 000)
+    page_type: str | None = None  # the sitemap's <type>: data | list | other
+    changefreq: str | None = None
+    lastmod: float | None = None  # seconds since the epoch
+    hops: int = 0  # redirects followed to reach it
+    attempts: int = 0  # fetches tried and given back (429, 503)
+    not_before: float = 0.0  # not to be taken before (a revisit time, a back-off)
+
+
+class FrontierCounts(NamedTuple):
+    queued: int
+    leased: int
+    fetched: int
+    skipped: int
+
+
+class FrontierStore(Protocol):
+    async def add(self, items: Sequence[FrontierItem]) -> list[FrontierItem]:
+        """Queue the items whose URL was never seen; returns those, in order."""
+        ...
+
+    async def mark_seen(self, items: Sequence[FrontierItem]) -> list[FrontierItem]:
+        """Record URLs as decided without a fetch (skipped); returns those not seen before."""
+        ...
+
+    async def lease(self, host: str, now: float, lease_s: float) -> FrontierItem | None:
+        """The host's oldest queued URL due at ``now`` (or one whose lease has expired),
+        leased until ``now + lease_s``."""
+        ...
+
+    async def done(self, url: str, *, fetched: bool, revisit_at: float | None = None) -> None:
+        """A leased URL is decided; with ``revisit_at`` it is queued again for then."""
+        ...
+
+    async def release(self, item: FrontierItem) -> None:
+        """Give a leased URL back (its ``not_before`` and ``attempts`` as given)."""
+        ...
+
+    async def next_due(self, host: str) -> float | None:
+        """When the host's earliest queued or leased URL is due; ``None`` with none left."""
+        ...
+
+    async def hosts(self) -> list[tuple[str, float]]:
+        """Every host with URLs queued or leased, and when its earliest one is due."""
+        ...
+
+    async def host_fetched(self) -> dict[str, int]:
+        """URLs fetched per host (for per-host budgets after a restart)."""
+        ...
+
+    async def get_host_state(self, host: str) -> str | None: ...
+
+    async def set_host_state(self, host: str, state: str) -> None: ...
+
+    async def requeue_leased(self) -> int:
+        """Every lease given back at once (a crawl that owns the store, starting again)."""
+        ...
+
+    async def counts(self) -> FrontierCounts: ...
+
+    async def close(self) -> None: ...
+
+
+# -- in memory ---------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Entry:
+    item: FrontierItem
+    state: int
+    seq: int
+    lease_until: float = 0.0
+
+
+class MemoryFrontier:
+    """The frontier in this process's memory: for tests and one-off crawls."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, _Entry] = {}
+        self._queues: dict[str, deque[str]] = {}  # host -> URLs in queue order
+        self._later: dict[str, list[tuple[float, int, str]]] = {}  # host -> not_before heap
+        self._leased: dict[str, set[str]] = {}
+        self._host_states: dict[str, str] = {}
+        self._seq = itertools.count()
+
+    def _enqueue(self, entry: _Entry, *, front: bool = False) -> None:
+        item = entry.item
+        entry.state = QUEUED
+        if item.not_before > 0:
+            heapq.heappush(self._later.setdefault(item.host, []),
+                           (item.not_before, entry.seq, item.url))
+        elif front:  # given back: it keeps its place ahead of later URLs
+            self._queues.setdefault(item.host, deque()).appendleft(item.url)
+        else:
+            self._queues.setdefault(item.host, deque()).append(item.url)
+
+    async def add(self, items: Sequence[FrontierItem]) -> list[FrontierItem]:
+        added = []
+        for item in items:
+            if item.url in self._entries:
+                continue
+            entry = _Entry(item, QUEUED, next(self._seq))
+            self._entries[item.url] = entry
+            self._enqueue(entry)
+            added.append(item)
+        return added
+
+    async def mark_seen(self, items: Sequence[FrontierItem]) -> list[FrontierItem]:
+        marked = []
+        for item in items:
+            if item.url not in self._entries:
+                self._entries[item.url] = _Entry(item, SKIPPED, next(self._seq))
+                marked.append(item)
+        return marked
+
+    def _take_expired(self, host: str, now: float) -> str | None:
+        for url in self._leased.get(host, ()):
+            if self._entries[url].lease_until <= now:
+                return url
+        return None
+
+    async def lease(self, host: str, now: float, lease_s: float) -> FrontierItem | None:
+        url = self._take_expired(host, now)
+        if url is None:
+            later = self._later.get(host)
+            while later and later[0][0] <= now:
+                _, _, due = heapq.heappop(later)
+                if self._entries[due].state == QUEUED:
+                    self._queues.setdefault(host, deque()).appendleft(due)
+            queue = self._queues.get(host)
+            while queue:
+                candidate = queue.popleft()
+                if self._entries[candidate].state == QUEUED:
+                    url = candidate
+                    break
+        if url is None:
+            return None
+        entry = self._entries[url]
+        entry.state, entry.lease_until = LEASED, now + lease_s
+        self._leased.setdefault(host, set()).add(url)
+        return entry.item
+
+    def _unlease(self, url: str) -> _Entry | None:
+        entry = self._entries.get(url)
+        if entry is None or entry.state != LEASED:
+            return None
+        self._leased[entry.item.host].discard(url)
+        return entry
+
+    async def done(self, url: str, *, fetched: bool, revisit_at: float | None = None) -> None:
+        entry = self._unlease(url)
+        if entry is None:
+            return
+        if revisit_at is not None:
+            entry.item = entry.item._replace(not_before=revisit_at, attempts=0)
+            self._enqueue(entry)
+        else:
+            entry.state = FETCHED if fetched else SKIPPED
+
+    async def release(self, item: FrontierItem) -> None:
+        entry = self._unlease(item.url)
+        if entry is not None:
+            entry.item = item
+            self._enqueue(entry, front=True)
+
+    async def next_due(self, host: str) -> float | None:
+        due = [self._entries[url].lease_until for url in self._leased.get(host, ())]
+        if any(self._entries[url].state == QUEUED for url in self._queues.get(host, ())):
+            due.append(0.0)
+        due.extend(at for at, _, url in self._later.get(host, ())
+                   if self._entries[url].state == QUEUED)
+        return min(due) if due else None
+
+    async def hosts(self) -> list[tuple[str, float]]:
+        found = []
+        for host in set(self._queues) | set(self._later) | set(self._leased):
+            due = await self.next_due(host)
+            if due is not None:
+                found.append((host, due))
+        return found
+
+    async def host_fetched(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for entry in self._entries.values():
+            if entry.state == FETCHED:
+                counts[entry.item.host] = counts.get(entry.item.host, 0) + 1
+        return counts
+
+    async def get_host_state(self, host: str) -> str | None:
+        return self._host_states.get(host)
+
+    async def set_host_state(self, host: str, state: str) -> None:
+        self._host_states[host] = state
+
+    async def requeue_leased(self) -> int:
+        urls = [url for leased in self._leased.values() for url in leased]
+        for url in urls:
+            entry = self._unlease(url)
+            if entry is not None:
+                self._enqueue(entry, front=True)
+        return len(urls)
+
+    async def counts(self) -> FrontierCounts:
+        tally = [0, 0, 0, 0]
+        for entry in self._entries.values():
+            tally[entry.state] += 1
+        return FrontierCounts(*tally)
+
+    async def close(self) -> None:
+        return None
+
+
+# -- SQLite ------------------------------------------------------------------------------------
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS frontier (
+    url TEXT PRIMARY KEY, host TEXT NOT NULL, state INTEGER NOT NULL, seq INTEGER NOT NULL,
+    not_before REAL NOT NULL, lease_until REAL NOT NULL DEFAULT 0, depth INTEGER NOT NULL,
+    via TEXT NOT NULL, srcloc TEXT, page_type TEXT, changefreq TEXT, lastmod REAL,
+    hops INTEGER NOT NULL, attempts INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS frontier_queue ON frontier (host, state, seq);
+CREATE TABLE IF NOT EXISTS frontier_hosts (host TEXT PRIMARY KEY, state TEXT NOT NULL);
+"""
+_COLUMNS = ("url, host, depth, via, srcloc, page_type, changefreq, lastmod, hops, attempts, "
+            "not_before")
+
+
+def _row(item: FrontierItem, state: int, seq: int) -> tuple[object, ...]:
+    return (*item, state, seq)
+
+
+class SQLiteFrontier:
+    """The frontier in an SQLite file (WAL): every change its own transaction, so a kill
+    loses nothing that was acknowledged; queued URLs live on disk, not in memory."""
+
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = 5.0) -> None:
+        try:
+            self._db = sqlite3.connect(str(path), timeout=busy_timeout_s,
+                                       isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+            row = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM frontier").fetchone()
+        except sqlite3.Error as exc:
+            raise ConfigError(f"cannot open the frontier at {path}: {exc}") from exc
+        self._seq = itertools.count(int(row[0]) + 1)
+
+    def _insert(self, items: Sequence[FrontierItem], state: int) -> list[FrontierItem]:
+        db = self._db
+        added = []
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for item in items:
+                cursor = db.execute(
+                    f"INSERT OR IGNORE INTO frontier ({_COLUMNS}, state, seq) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    _row(item, state, next(self._seq)))
+                if cursor.rowcount:
+                    added.append(item)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        return added
+
+    async def add(self, items: Sequence[FrontierItem]) -> list[FrontierItem]:
+        return self._insert(items, QUEUED)
+
+    async def mark_seen(self, items: Sequence[FrontierItem]) -> list[FrontierItem]:
+        return self._insert(items, SKIPPED)
+
+    async def lease(self, host: str, now: float, lease_s: float) -> FrontierItem | None:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            row = db.execute(
+                f"SELECT {_COLUMNS} FROM frontier WHERE host = ? AND state = ? "
+                "AND lease_until <= ? ORDER BY seq LIMIT 1", (host, LEASED, now)).fetchone()
+            if row is None:
+                row = db.execute(
+                    f"SELECT {_COLUMNS} FROM frontier WHERE host = ? AND state = ? "
+                    "AND not_before <= ? ORDER BY seq LIMIT 1", (host, QUEUED, now)).fetchone()
+            if row is not None:
+                db.execute("UPDATE frontier SET state = ?, lease_until = ? WHERE url = ?",
+                           (LEASED, now + lease_s, row[0]))
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        return None if row is None else FrontierItem(*row)
+
+    async def done(self, url: str, *, fetched: bool, revisit_at: float | None = None) -> None:
+        if revisit_at is None:
+            self._db.execute("UPDATE frontier SET state = ? WHERE url = ? AND state = ?",
+                             (FETCHED if fetched else SKIPPED, url, LEASED))
+        else:
+            self._db.execute(
+                "UPDATE frontier SET state = ?, not_before = ?, attempts = 0, seq = ? "
+                "WHERE url = ? AND state = ?", (QUEUED, revisit_at, next(self._seq), url, LEASED))
+
+    async def release(self, item: FrontierItem) -> None:
+        self._db.execute(
+            "UPDATE frontier SET state = ?, not_before = ?, attempts = ? "
+            "WHERE url = ? AND state = ?",
+            (QUEUED, item.not_before, item.attempts, item.url, LEASED))
+
+    async def next_due(self, host: str) -> float | None:
+        row = self._db.execute(
+            "SELECT MIN(CASE state WHEN ? THEN lease_until ELSE not_before END) FROM frontier "
+            "WHERE host = ? AND state IN (?, ?)", (LEASED, host, QUEUED, LEASED)).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
+    async def hosts(self) -> list[tuple[str, float]]:
+        rows = self._db.execute(
+            "SELECT host, MIN(CASE state WHEN ? THEN lease_until ELSE not_before END) "
+            "FROM frontier WHERE state IN (?, ?) GROUP BY host",
+            (LEASED, QUEUED, LEASED)).fetchall()
+        return [(host, float(due)) for host, due in rows]
+
+    async def host_fetched(self) -> dict[str, int]:
+        rows = self._db.execute("SELECT host, COUNT(*) FROM frontier WHERE state = ? "
+                                "GROUP BY host", (FETCHED,)).fetchall()
+        return {host: int(n) for host, n in rows}
+
+    async def get_host_state(self, host: str) -> str | None:
+        row = self._db.execute("SELECT state FROM frontier_hosts WHERE host = ?",
+                               (host,)).fetchone()
+        return None if row is None else str(row[0])
+
+    async def set_host_state(self, host: str, state: str) -> None:
+        self._db.execute("INSERT INTO frontier_hosts (host, state) VALUES (?, ?) "
+                         "ON CONFLICT(host) DO UPDATE SET state = excluded.state", (host, state))
+
+    async def requeue_leased(self) -> int:
+        cursor = self._db.execute("UPDATE frontier SET state = ?, lease_until = 0 "
+                                  "WHERE state = ?", (QUEUED, LEASED))
+        return cursor.rowcount
+
+    async def counts(self) -> FrontierCounts:
+        tally = [0, 0, 0, 0]
+        for state, n in self._db.execute("SELECT state, COUNT(*) FROM frontier "
+                                         "GROUP BY state"):
+            tally[int(state)] = int(n)
+        return FrontierCounts(*tally)
+
+    async def close(self) -> None:
+        self._db.close()
+
+
+def open_frontier(url: str, *, default_path: Callable[[], Path]) -> FrontierStore:
+    """A frontier from a store URL (``sqlite:///PATH``, ``memory://``); ``default_path``
+    gives the file when ``url`` is empty."""
+    if not url:
+        return SQLiteFrontier(default_path())
+    if url.startswith("sqlite:///"):
+        return SQLiteFrontier(Path(url.removeprefix("sqlite:///")))
+    if url in ("memory://", "memory"):
+        return MemoryFrontier()
+    raise ConfigError(f"no frontier for the store {url!r}")

@@ -10,7 +10,6 @@ import ipaddress
 import signal
 import tomllib
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any, TextIO
 
 from polite.api import create_app
@@ -22,7 +21,7 @@ from polite.fetch.politeness import Politeness
 from polite.fetch.robots import RobotsFetcher, create_client
 from polite.fetch.sitemaps import SitemapWalker
 from polite.proxy import Mode, ProxyServer, ProxySettings
-from polite.storage import MemoryStore, RedisStore, SQLiteStore, Store
+from polite.storage import RedisStore, open_store
 
 __all__ = ["Settings", "open_store", "run_server", "settings_from"]
 
@@ -127,21 +126,6 @@ def settings_from(args: argparse.Namespace) -> Settings:
     if not 0 <= settings.port <= 65535:
         raise ConfigError(f"--port {settings.port} is not a port number")
     return settings
-
-
-def open_store(url: str, clock: WallClock) -> Store:
-    """A store from its URL: ``sqlite:///PATH``, ``redis://HOST:PORT/DB`` or ``memory://``."""
-    if url.startswith("sqlite:///"):
-        path = Path(url.removeprefix("sqlite:///"))
-        if path.parent and not path.parent.exists():
-            raise ConfigError(f"--store {url}: the folder {path.parent} does not exist")
-        return SQLiteStore(path, clock)
-    if url.startswith(("redis://", "rediss://")):
-        return RedisStore.from_url(url)
-    if url in ("memory://", "memory"):
-        return MemoryStore(clock)
-    raise ConfigError(f"--store {url!r}: expected sqlite:///PATH, redis://HOST:PORT/DB or "
-                      "memory://")
 
 
 async def _check_redis(url: str) -> None:

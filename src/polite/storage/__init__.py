@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
+from polite.errors import ConfigError
 from polite.storage.base import (
     DelayStore,
     HostClaim,
@@ -28,4 +32,20 @@ __all__ = [
     "SlotClaim",
     "SlotStore",
     "Store",
+    "open_store",
 ]
+
+
+def open_store(url: str, clock: Callable[[], float]) -> Store:
+    """A store from its URL: ``sqlite:///PATH``, ``redis://HOST:PORT/DB`` or ``memory://``."""
+    if url.startswith("sqlite:///"):
+        path = Path(url.removeprefix("sqlite:///"))
+        if path.parent and not path.parent.exists():
+            raise ConfigError(f"--store {url}: the folder {path.parent} does not exist")
+        return SQLiteStore(path, clock)
+    if url.startswith(("redis://", "rediss://")):
+        return RedisStore.from_url(url)
+    if url in ("memory://", "memory"):
+        return MemoryStore(clock)
+    raise ConfigError(f"--store {url!r}: expected sqlite:///PATH, redis://HOST:PORT/DB or "
+                      "memory://")

@@ -1,0 +1,20 @@
+"""The polite crawler (``polite crawl``): seed 000's REGP crawler on polite's politeness.
+
+::
+
+    from polite.crawl import CrawlSettings, open_crawler
+
+    async with open_crawler("out", CrawlSettings(agent="MyBot"), on_page=hook) as crawler:
+        await crawler.add_seeds(["https://example.com/"])
+        stats = await crawler.run()
+
+``hook(page)`` may return (or yield) items, written to ``items.jsonl``, and URLs (``str``)
+to crawl as links of the page.
+"""
+
+from __future__ import annotations
+
+from polite.crawl.crawler import Crawler, CrawlSettings, CrawlStats, Page, PageHook
+from polite.crawl.setup import open_crawler
+
+__all__ = ["CrawlSettings", "CrawlStats", "Crawler", "Page", "PageHook", "open_crawler"]

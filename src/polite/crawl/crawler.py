@@ -1,0 +1,612 @@
+"""The polite crawler: a frontier in a store, a scheduler that never polls, the politeness
+driver that ``polite serve`` uses, and seed 000's REGP guidance.
+
+Hosts wait in a heap keyed by the time they are due (DESIGN.md, "The crawler"): the time
+the politeness driver gave (a delay, a closed Visit-time window, a 429 back-off: the seed's
+"countdown timer") or the time a URL of theirs may be revisited. Nothing holds a worker
+while it waits; ``concurrency`` bounds the fetches in flight, ``per_host`` those to one
+host. Before a host's first page the crawler reads its robots.txt, refuses the host when its
+``Language`` shares nothing with the crawler's, and reads every sitemap robots.txt names
+(seed 000, 4.2: the "non-crawl queue"), queueing each entry's snapshot in place of the
+original it stands for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import inspect
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+
+from polite.clock import Clock
+from polite.core.crawl import (
+    PagePlan,
+    Scope,
+    accept_headers,
+    in_scope,
+    language_refusal,
+    next_visit_s,
+    page_plan,
+    resolve_link,
+)
+from polite.core.robots.lifecycle import DisallowAll, Parsed
+from polite.core.robots.meta import RobotsDirectives, combine, parse_x_robots_tag
+from polite.core.robots.model import AgentRules
+from polite.core.urls import split_origin
+from polite.crawl.html import Link, extract_links
+from polite.crawl.output import CrawlOutput, Exchange
+from polite.errors import InvalidURL
+from polite.fetch.politeness import NO_RETRY, Politeness
+from polite.fetch.sitemaps import SitemapWalker
+from polite.storage.frontier import FrontierItem, FrontierStore
+
+__all__ = ["CrawlSettings", "CrawlStats", "Crawler", "Page", "PageHook"]
+
+# Hosts whose state says their guidance is read; anything else is set up before a page.
+READY = "ready"
+REFUSED = "refused: "
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+REDIRECTS = (301, 302, 303, 307, 308)
+RETRIED = (429, 503)
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlSettings:
+    """How a crawl runs; the command line's options."""
+
+    agent: str = "polite-crawler"
+    user_agent: str | None = None  # the User-Agent header; the agent's token when None
+    scope: Scope = "host"
+    max_pages: int | None = None  # pages fetched, over all runs of this crawl
+    max_depth: int | None = None
+    max_pages_per_host: int = 100_000  # a budget against traps
+    concurrency: int = 64
+    per_host: int = 1
+    languages: tuple[str, ...] = ()
+    sitemaps: bool = True
+    well_known_sitemaps: bool = False
+    revisit: bool = False
+    max_bytes: int = 10 * 1024 * 1024  # a body's cap, counted decoded (gzip bombs stop here)
+    max_redirects: int = 5
+    fetch_deadline_s: float = 60.0  # a whole fetch, however slowly the bytes drip
+    lease_s: float = 600.0
+    max_attempts: int = 3  # 429 / 503 answers before a URL is given up
+    warc: bool = True
+
+
+@dataclass(slots=True)
+class Page:
+    """A fetched page as a hook sees it."""
+
+    url: str
+    status: int
+    headers: httpx.Headers
+    body: bytes
+    text: str | None  # decoded, for HTML
+    depth: int
+    via: str
+    srcloc: str | None
+    links: list[str] = field(default_factory=list)  # followed links, resolved
+    directives: RobotsDirectives = field(default_factory=RobotsDirectives)
+
+
+PageHook = Callable[[Page], Iterable[object] | Awaitable[Iterable[object] | None] | None]
+
+
+@dataclass(slots=True)
+class CrawlStats:
+    """What this run did, for the progress display and the summary."""
+
+    started: float = field(default_factory=time.monotonic)
+    fetched: int = 0
+    failed: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    bytes: int = 0
+    hosts: set[str] = field(default_factory=set)
+    queued: int = 0  # URLs added to the frontier
+    in_flight: int = 0
+    waiting_hosts: int = 0
+
+    def pages_per_s(self) -> float:
+        elapsed = time.monotonic() - self.started
+        return self.fetched / elapsed if elapsed > 0 else 0.0
+
+    def as_json(self) -> dict[str, object]:
+        return {"fetched": self.fetched, "failed": self.failed,
+                "skipped": dict(self.skipped), "bytes": self.bytes,
+                "hosts": len(self.hosts), "queued": self.queued,
+                "seconds": round(time.monotonic() - self.started, 3),
+                "pagesPerSecond": round(self.pages_per_s(), 2)}
+
+
+def _iso(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds")
+
+
+def _skip_kind(reason: str) -> str:
+    """A reason's family, for the summary's counts."""
+    for prefix, kind in (("Blocked by robots.txt", "robots"), ("the site's Language", "language"),
+                         ("out of scope", "scope"), ("fetched as its snapshot", "srcloc"),
+                         ("per-host budget", "budget"), ("robots.txt", "robots")):
+        if reason.startswith(prefix):
+            return kind
+    return reason.split(":", 1)[0][:40]
+
+
+class Crawler:
+    """Crawls what its frontier holds, politely; add seeds with :meth:`add_seeds`, then
+    :meth:`run` until nothing is left (or :meth:`stop`)."""
+
+    def __init__(
+        self,
+        politeness: Politeness,
+        frontier: FrontierStore,
+        client: httpx.AsyncClient,
+        output: CrawlOutput,
+        clock: Clock,
+        settings: CrawlSettings | None = None,
+        *,
+        walker: SitemapWalker | None = None,
+        on_page: PageHook | None = None,
+    ) -> None:
+        self.settings = settings or CrawlSettings()
+        self._politeness = politeness
+        self._frontier = frontier
+        self._client = client
+        self._output = output
+        self._clock = clock
+        self._walker = walker
+        self._on_page = on_page
+        self.stats = CrawlStats()
+        self._seed_hosts: set[str] = set()
+        self._heap: list[tuple[float, str]] = []
+        self._due: dict[str, float] = {}
+        self._in_flight: Counter[str] = Counter()
+        self._pending: dict[str, FrontierItem] = {}  # leased, waiting for its slot
+        self._host_states: dict[str, str] = {}
+        self._host_rules: dict[str, AgentRules] = {}
+        self._host_fetched: Counter[str] = Counter()
+        self._fetched_total = 0
+        self._wake = asyncio.Event()
+        self._slots = asyncio.Semaphore(max(1, self.settings.concurrency))
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._stopping = False
+        self._user_agent = self.settings.user_agent or self.settings.agent
+
+    # -- the frontier -----------------------------------------------------------------------
+
+    async def add_seeds(self, urls: Sequence[str]) -> list[str]:
+        """Queue the crawl's starting URLs (once: a seed already seen is not queued again);
+        their hosts are the crawl's scope. Returns the URLs that were not http(s) URLs."""
+        items, bad = [], []
+        for url in urls:
+            try:
+                normal = resolve_link(url, url)
+                host = split_origin(normal)[1]
+            except InvalidURL:
+                bad.append(url)
+                continue
+            self._seed_hosts.add(host)
+            items.append(FrontierItem(normal, host, 0, "seed"))
+        added = await self._frontier.add(items)
+        self.stats.queued += len(added)
+        for item in added:
+            self._schedule(item.host, 0.0)
+        return bad
+
+    def _schedule(self, host: str, at: float) -> None:
+        current = self._due.get(host)
+        if current is not None and current <= at:
+            return
+        self._due[host] = at
+        heapq.heappush(self._heap, (at, host))
+        self._wake.set()
+
+    # -- the scheduler ----------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Finish the fetches in flight, take no new URL, and return from :meth:`run`."""
+        self._stopping = True
+        self._wake.set()
+
+    async def run(self, *, owns_store: bool = True) -> CrawlStats:
+        """Crawl until the frontier has nothing due (with ``revisit``, until stopped).
+        ``owns_store``: no other worker shares the frontier, so leases left by an earlier
+        run that was killed come back at once."""
+        if owns_store:
+            await self._frontier.requeue_leased()
+        self._host_fetched.update(await self._frontier.host_fetched())
+        self._fetched_total = sum(self._host_fetched.values())
+        for host, due in await self._frontier.hosts():
+            self._schedule(host, due)
+        try:
+            await self._loop()
+        finally:
+            if self._tasks:
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+            for item in self._pending.values():
+                await self._frontier.release(item)
+            self._pending.clear()
+        return self.stats
+
+    def _budget_left(self) -> bool:
+        limit = self.settings.max_pages
+        return limit is None or self._fetched_total + self.stats.in_flight < limit
+
+    async def _loop(self) -> None:
+        while not self._stopping:
+            self.stats.waiting_hosts = len(self._due)
+            if not self._heap or not self._budget_left():
+                if not self.stats.in_flight:
+                    return
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            at, host = self._heap[0]
+            if self._due.get(host) != at:
+                heapq.heappop(self._heap)  # superseded by an earlier time
+                continue
+            wait = at - self._clock()
+            if wait > 0:
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=wait)
+                continue
+            heapq.heappop(self._heap)
+            del self._due[host]
+            if self._in_flight[host] >= self.settings.per_host:
+                continue  # the fetch in flight reschedules the host when it ends
+            await self._slots.acquire()
+            self._in_flight[host] += 1
+            self.stats.in_flight += 1
+            task = asyncio.create_task(self._turn(host))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _turn(self, host: str) -> None:
+        """One URL of ``host``: set the host up if needed, then check, fetch and record."""
+        again: float | None = None
+        try:
+            again = await self._take(host)
+        except Exception as exc:  # a task boundary: one host's failure must not end the crawl
+            self.stats.failed += 1
+            self._output.page({"host": host, "outcome": "failed",
+                               "reason": f"internal error: {type(exc).__name__}: {exc}"})
+        finally:
+            self._in_flight[host] -= 1
+            self.stats.in_flight -= 1
+            self._slots.release()
+            if again is not None:
+                self._schedule(host, again)
+            self._wake.set()
+
+    async def _take(self, host: str) -> float | None:
+        """Work on ``host``; returns when it is due again (``None``: nothing left)."""
+        now = self._clock()
+        item = self._pending.pop(host, None)
+        if item is None:
+            item = await self._frontier.lease(host, now, self.settings.lease_s)
+            if item is None:
+                return await self._frontier.next_due(host)
+        state = self._host_states.get(host)
+        if state is None:
+            state = await self._frontier.get_host_state(host) or ""
+            self._host_states[host] = state
+        if state != READY and not state.startswith(REFUSED):
+            due = await self._set_up(host, item)
+            if due is not None:
+                self._pending[host] = item
+                return due
+            state = self._host_states[host]
+        if state.startswith(REFUSED):
+            await self._skip(item, state.removeprefix(REFUSED))
+            return now
+        if self._host_fetched[host] >= self.settings.max_pages_per_host:
+            await self._skip(item, f"per-host budget of {self.settings.max_pages_per_host} "
+                                   "pages reached")
+            return now
+        (verdict,) = await self._politeness.check([item.url], reserve=True,
+                                                  agent=self.settings.agent)
+        if not verdict.allowed:
+            if verdict.retry_after_ms == NO_RETRY:
+                await self._skip(item, verdict.error or "not allowed")
+                return now
+            self._pending[host] = item
+            return self._clock() + verdict.retry_after_ms / 1000
+        if self._in_flight[host] < self.settings.per_host:
+            self._schedule(host, self._clock())  # room for another fetch to this host
+        return await self._fetch(item)
+
+    # -- a host's guidance ------------------------------------------------------------------
+
+    async def _set_up(self, host: str, item: FrontierItem) -> float | None:
+        """Read the host's robots.txt and sitemaps before its first page; returns a due time
+        when the host may not be visited yet (its sitemaps wait for it too)."""
+        origin = split_origin(item.url)[0]
+        robots = await self._politeness.robots_state(item.url)
+        rules = AgentRules()
+        if isinstance(robots, Parsed):
+            rules = robots.robots.agent_rules(self.settings.agent, url=origin + "/")
+        self._host_rules[host] = rules
+        refusal = language_refusal(rules.language, self.settings.languages)
+        if refusal is not None:
+            await self._set_host_state(host, REFUSED + refusal)
+            return None
+        walker = self._walker
+        if walker is None or not self.settings.sitemaps or isinstance(robots, DisallowAll):
+            await self._set_host_state(host, READY)
+            return None
+        sitemaps = robots.robots.sitemaps if isinstance(robots, Parsed) else ()
+        if sitemaps or self.settings.well_known_sitemaps:
+            probe = origin + "/"
+            (verdict,) = await self._politeness.check([probe], agent=self.settings.agent)
+            if not verdict.allowed and verdict.retry_after_ms != NO_RETRY:
+                return self._clock() + verdict.retry_after_ms / 1000
+            await self._read_sitemaps(host, origin, item)
+        await self._set_host_state(host, READY)
+        return None
+
+    async def _set_host_state(self, host: str, state: str) -> None:
+        self._host_states[host] = state
+        await self._frontier.set_host_state(host, state)
+
+    async def _read_sitemaps(self, host: str, origin: str, item: FrontierItem) -> None:
+        walker = self._walker
+        assert walker is not None
+        depth = item.depth + 1
+        async for file, entries in walker.walk(origin):
+            record: dict[str, Any] = {
+                "url": file.url, "outcome": "failed" if file.error else "fetched",
+                "kind": "sitemap", "status": file.status, "via": "robots.txt"
+                if file.level == 0 else "sitemap", "level": file.level,
+                "bytes": file.bytes, "urls": file.urls}
+            if file.error:
+                record["reason"] = file.error
+            if file.duplicate_of is None:
+                self._output.page(record)
+            items, originals = [], []
+            for entry in entries:
+                try:
+                    url = resolve_link(entry.loc, entry.loc)
+                    entry_host = split_origin(url)[1]
+                except InvalidURL:
+                    continue
+                lastmod = entry.lastmod.timestamp() if entry.lastmod else None
+                srcloc = None
+                if entry.srcloc:
+                    try:
+                        srcloc = resolve_link(entry.srcloc, entry.srcloc)
+                        originals.append(FrontierItem(srcloc, split_origin(srcloc)[1], depth,
+                                                      "sitemap", srcloc=url))
+                    except InvalidURL:
+                        srcloc = None
+                items.append(FrontierItem(url, entry_host, depth, "sitemap", srcloc,
+                                          entry.type, entry.changefreq, lastmod))
+            # The originals first: a snapshot stands for its page, which is then never
+            # fetched, however it is reached (seed 000, 4.2).
+            for original in await self._frontier.mark_seen(originals):
+                self._output.page({"url": original.url, "outcome": "skipped",
+                                   "reason": f"fetched as its snapshot {original.srcloc}",
+                                   "via": "sitemap", "depth": depth})
+                self.stats.skipped["srcloc"] += 1
+            await self._add(items)
+
+    # -- fetching ---------------------------------------------------------------------------
+
+    def _request_headers(self, host: str) -> dict[str, str]:
+        rules = self._host_rules.get(host, AgentRules())
+        return {"User-Agent": self._user_agent,
+                **accept_headers(rules, self.settings.languages)}
+
+    async def _fetch(self, item: FrontierItem) -> float | None:
+        settings = self.settings
+        headers = self._request_headers(item.host)
+        fetched_at = self._clock()
+        started = time.monotonic()
+        status: int | None = None
+        body = bytearray()
+        truncated = False
+        error: str | None = None
+        response: httpx.Response | None = None
+        try:
+            async with asyncio.timeout(settings.fetch_deadline_s):
+                async with self._client.stream("GET", item.url, headers=headers) as response:
+                    status = response.status_code
+                    async for chunk in response.aiter_bytes():
+                        body += chunk
+                        if len(body) > settings.max_bytes:
+                            del body[settings.max_bytes:]
+                            truncated = True
+                            break
+        except TimeoutError:
+            error = f"took longer than {settings.fetch_deadline_s:.0f} s"
+        except httpx.TimeoutException:
+            error = "timed out"
+        except httpx.DecodingError as exc:
+            error = f"the body cannot be decoded: {exc}"
+        except (httpx.TransportError, httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
+            error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        elapsed_s = time.monotonic() - started
+        now = self._clock()
+        record: dict[str, Any] = {
+            "url": item.url, "via": item.via, "depth": item.depth,
+            "fetched_at": _iso(fetched_at), "elapsed_ms": round(elapsed_s * 1000, 1)}
+        if item.srcloc:
+            record["srcloc"] = item.srcloc
+        if status is None or response is None:
+            record.update(outcome="failed", reason=error, status=None, bytes=len(body))
+            self.stats.failed += 1
+            self._output.page(record)
+            await self._frontier.done(item.url, fetched=False)
+            return now
+        retry_after = response.headers.get("retry-after")
+        pause = await self._politeness.note_response(
+            item.url, status, elapsed_s=None if error else elapsed_s, retry_after=retry_after)
+        if status in RETRIED and item.attempts + 1 < settings.max_attempts:
+            until = now + (pause or 0.0)
+            await self._frontier.release(item._replace(attempts=item.attempts + 1,
+                                                       not_before=until))
+            return until
+        self.stats.fetched += 1
+        self.stats.bytes += len(body)
+        self.stats.hosts.add(item.host)
+        self._fetched_total += 1
+        self._host_fetched[item.host] += 1
+        record.update(outcome="fetched", status=status, bytes=len(body),
+                      content_type=response.headers.get("content-type", ""))
+        if truncated:
+            record["truncated"] = True
+        if error is not None:  # the head arrived, the body did not all come
+            record["reason"] = error
+        if status in RETRIED:
+            record["reason"] = f"HTTP {status} {settings.max_attempts} times; given up"
+        keep = status not in RETRIED
+        revisit_at: float | None = None
+        if status in REDIRECTS and "location" in response.headers:
+            await self._redirect(item, response.headers["location"], record)
+        elif 200 <= status < 300:
+            plan = await self._page(item, response, bytes(body), record)
+            keep = plan.keep
+            if settings.revisit:
+                revisit_at = next_visit_s(
+                    item.url, self._host_rules.get(item.host, AgentRules()),
+                    changefreq=item.changefreq,
+                    lastmod=None if item.lastmod is None else
+                    datetime.fromtimestamp(item.lastmod, UTC),
+                    fetched_at=fetched_at)
+                if revisit_at is not None:
+                    record["next_visit"] = _iso(revisit_at)
+        if keep:
+            self._output.exchange(Exchange(
+                item.url, [("Host", item.url.split("/")[2]), *headers.items()], status,
+                response.reason_phrase, response.http_version,
+                response.headers.multi_items(), bytes(body)), fetched_at)
+        self._output.page(record)
+        await self._frontier.done(item.url, fetched=True, revisit_at=revisit_at)
+        return now
+
+    async def _redirect(self, item: FrontierItem, location: str,
+                        record: dict[str, Any]) -> None:
+        try:
+            target = resolve_link(item.url, location)
+        except InvalidURL as exc:
+            record["reason"] = f"redirect to an unusable location: {exc}"
+            return
+        record["location"] = target
+        if item.hops + 1 > self.settings.max_redirects:
+            record["reason"] = f"more than {self.settings.max_redirects} redirects"
+            return
+        added = await self._add([FrontierItem(
+            target, split_origin(target)[1], item.depth, "redirect", item.srcloc,
+            item.page_type, item.changefreq, item.lastmod, item.hops + 1)])
+        if not added:
+            record["reason"] = "redirect to a URL already seen (a loop, or a page met before)"
+
+    async def _page(self, item: FrontierItem, response: httpx.Response, body: bytes,
+                    record: dict[str, Any]) -> PagePlan:
+        """Follow a page's links as its robots directives and its sitemap type allow."""
+        agent = self.settings.agent
+        directives = parse_x_robots_tag(response.headers.get_list("x-robots-tag"), agent)
+        content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        text: str | None = None
+        links: list[Link] = []
+        base = item.url
+        if content_type in HTML_TYPES or (not content_type and body.lstrip()[:1] == b"<"):
+            text = body.decode(response.charset_encoding or "utf-8", "replace")
+            found = extract_links(text, item.url, agent)
+            directives = combine(directives, found.directives)
+            links, base = found.links, found.base
+        plan = page_plan(directives, item.page_type)
+        if not plan.keep:
+            record["noindex"] = True
+        if plan.why:
+            record["guidance"] = plan.why
+        followed: list[str] = []
+        if plan.follow and links:
+            followed = await self._follow(item, base, links)
+        record["links"] = len(links)
+        record["followed"] = len(followed)
+        if self._on_page is not None:
+            page = Page(item.url, response.status_code, response.headers, body, text,
+                        item.depth, item.via, item.srcloc, followed, directives)
+            await self._hook(page, item)
+        return plan
+
+    async def _follow(self, item: FrontierItem, base: str, links: list[Link]) -> list[str]:
+        depth = item.depth + 1
+        max_depth = self.settings.max_depth
+        if max_depth is not None and depth > max_depth:
+            return []
+        urls: dict[str, None] = {}
+        for link in links:
+            if link.nofollow:
+                continue  # rel=nofollow: not followed from here (it may be from elsewhere)
+            try:
+                urls[resolve_link(base, link.href)] = None
+            except InvalidURL:
+                continue
+        await self._add([FrontierItem(url, split_origin(url)[1], depth, "link")
+                         for url in urls])
+        return list(urls)
+
+    async def _add(self, items: list[FrontierItem]) -> list[FrontierItem]:
+        """Queue what is in scope; record what is not (once per URL)."""
+        inside, outside = [], []
+        seeds = frozenset(self._seed_hosts)
+        for item in items:
+            if in_scope(self.settings.scope, seeds, item.host):
+                inside.append(item)
+            else:
+                outside.append(item)
+        if outside:
+            for item in await self._frontier.mark_seen(outside):
+                self._output.page({"url": item.url, "outcome": "skipped", "via": item.via,
+                                   "depth": item.depth,
+                                   "reason": f"out of scope (--scope {self.settings.scope})"})
+                self.stats.skipped["scope"] += 1
+        added = await self._frontier.add(inside) if inside else []
+        self.stats.queued += len(added)
+        for item in added:
+            if item.host not in self._due and not self._in_flight[item.host]:
+                self._schedule(item.host, item.not_before)
+        return added
+
+    async def _hook(self, page: Page, item: FrontierItem) -> None:
+        assert self._on_page is not None
+        result = self._on_page(page)
+        if inspect.isawaitable(result):
+            result = await result
+        if result is None:
+            return
+        found, urls = [], []
+        for value in result:
+            if isinstance(value, str):
+                urls.append(value)
+            else:
+                found.append(value)
+        self._output.items(found)
+        if urls:
+            more = []
+            for url in urls:
+                try:
+                    normal = resolve_link(item.url, url)
+                except InvalidURL:
+                    continue
+                more.append(FrontierItem(normal, split_origin(normal)[1], item.depth + 1,
+                                         "link"))
+            await self._add(more)
+
+    async def _skip(self, item: FrontierItem, reason: str) -> None:
+        self._output.page({"url": item.url, "outcome": "skipped", "reason": reason,
+                           "via": item.via, "depth": item.depth,
+                           **({"srcloc": item.srcloc} if item.srcloc else {})})
+        self.stats.skipped[_skip_kind(reason)] += 1
+        await self._frontier.done(item.url, fetched=False)

@@ -1,0 +1,75 @@
+"""Building a crawl: its folder, store, frontier, politeness driver and HTTP client."""
+
+from __future__ import annotations
+
+import fcntl
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx
+
+from polite.clock import WallClock
+from polite.core.politeness.rules import DEFAULT_DELAY_S, MAX_CRAWL_DELAY_S
+from polite.crawl.crawler import Crawler, CrawlSettings, PageHook
+from polite.crawl.output import CrawlOutput
+from polite.errors import ConfigError
+from polite.fetch.politeness import Politeness
+from polite.fetch.robots import RobotsFetcher, create_client
+from polite.fetch.sitemaps import SitemapWalker
+from polite.storage import open_store
+from polite.storage.frontier import open_frontier
+
+__all__ = ["open_crawler"]
+
+
+@asynccontextmanager
+async def open_crawler(
+    folder: str | Path,
+    settings: CrawlSettings | None = None,
+    *,
+    store: str = "",
+    default_delay_s: float = DEFAULT_DELAY_S,
+    max_crawl_delay_s: float = MAX_CRAWL_DELAY_S,
+    allow_private: bool = False,
+    on_page: PageHook | None = None,
+) -> AsyncIterator[Crawler]:
+    """A crawler writing to ``folder``, its state in ``store`` (``sqlite:///PATH``,
+    ``memory://``; by default ``crawl.sqlite`` in the folder, which a crawl started again
+    with the same folder resumes from). One crawl at a time per folder."""
+    settings = settings or CrawlSettings()
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    lock = (out / "crawl.lock").open("w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        lock.close()
+        raise ConfigError(f"another crawl is writing to {out}") from exc
+    clock = WallClock()
+    store_url = store or f"sqlite:///{out / 'crawl.sqlite'}"
+    politeness_store = open_store(store_url, clock)
+    frontier = open_frontier(store_url, default_path=lambda: out / "crawl.sqlite")
+    robots_client = create_client()
+    client = httpx.AsyncClient(
+        trust_env=False, follow_redirects=False,
+        timeout=httpx.Timeout(30.0, connect=10.0),
+        limits=httpx.Limits(max_connections=max(10, settings.concurrency * 2),
+                            max_keepalive_connections=max(10, settings.concurrency)))
+    fetcher = RobotsFetcher(robots_client, politeness_store, clock, agent=settings.agent,
+                            allow_private=allow_private)
+    politeness = Politeness(fetcher, politeness_store, clock, agent=settings.agent,
+                            default_delay_s=default_delay_s,
+                            max_crawl_delay_s=max_crawl_delay_s, allow_private=allow_private)
+    walker = SitemapWalker(client, politeness, cross_host="host")
+    output = CrawlOutput(out, warc=settings.warc)
+    try:
+        yield Crawler(politeness, frontier, client, output, clock, settings, walker=walker,
+                      on_page=on_page)
+    finally:
+        output.close()
+        await client.aclose()
+        await robots_client.aclose()
+        await frontier.close()
+        await politeness_store.close()
+        lock.close()

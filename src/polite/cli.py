@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from polite import __version__
+from polite.cli_crawl import add_crawl_command
 from polite.errors import PoliteError
 from polite.robots import Decision, Dialect, RobotsTxt, Severity, parse
 
@@ -100,6 +101,8 @@ def _build_parser() -> argparse.ArgumentParser:
     _fetch_options(tree)
     tree.set_defaults(handler=_sitemap_tree)
     read.set_defaults(handler=_sitemap_parse)
+
+    add_crawl_command(commands)
 
     serve = commands.add_parser(
         "serve", help="run the politeness service (REST API) on one port",

@@ -46,7 +46,7 @@ from polite.crawl.output import CrawlOutput, Exchange
 from polite.errors import InvalidURL
 from polite.fetch.politeness import NO_RETRY, Politeness
 from polite.fetch.sitemaps import SitemapWalker
-from polite.storage.frontier import FrontierItem, FrontierStore
+from polite.storage.frontier import FrontierCounts, FrontierItem, FrontierStore
 
 __all__ = ["CrawlSettings", "CrawlStats", "Crawler", "Page", "PageHook"]
 
@@ -196,6 +196,7 @@ class Crawler:
                 continue
             self._seed_hosts.add(host)
             items.append(FrontierItem(normal, host, 0, "seed"))
+        await self._frontier.add_seed_hosts(sorted({item.host for item in items}))
         added = await self._frontier.add(items)
         self.stats.queued += len(added)
         for item in added:
@@ -212,6 +213,10 @@ class Crawler:
 
     # -- the scheduler ----------------------------------------------------------------------
 
+    async def counts(self) -> FrontierCounts:
+        """The frontier's totals, over every run of this crawl."""
+        return await self._frontier.counts()
+
     def stop(self) -> None:
         """Finish the fetches in flight, take no new URL, and return from :meth:`run`."""
         self._stopping = True
@@ -223,6 +228,7 @@ class Crawler:
         run that was killed come back at once."""
         if owns_store:
             await self._frontier.requeue_leased()
+        self._seed_hosts.update(await self._frontier.seed_hosts())
         self._host_fetched.update(await self._frontier.host_fetched())
         self._fetched_total = sum(self._host_fetched.values())
         for host, due in await self._frontier.hosts():

@@ -91,6 +91,12 @@ class FrontierStore(Protocol):
 
     async def get_host_state(self, host: str) -> str | None: ...
 
+    async def add_seed_hosts(self, hosts: Sequence[str]) -> None:
+        """The hosts of the crawl's seeds: its scope, kept for every later run."""
+        ...
+
+    async def seed_hosts(self) -> set[str]: ...
+
     async def set_host_state(self, host: str, state: str) -> None: ...
 
     async def requeue_leased(self) -> int:
@@ -122,6 +128,7 @@ class MemoryFrontier:
         self._later: dict[str, list[tuple[float, int, str]]] = {}  # host -> not_before heap
         self._leased: dict[str, set[str]] = {}
         self._host_states: dict[str, str] = {}
+        self._seeds: set[str] = set()
         self._seq = itertools.count()
 
     def _enqueue(self, entry: _Entry, *, front: bool = False) -> None:
@@ -233,6 +240,12 @@ class MemoryFrontier:
     async def set_host_state(self, host: str, state: str) -> None:
         self._host_states[host] = state
 
+    async def add_seed_hosts(self, hosts: Sequence[str]) -> None:
+        self._seeds.update(hosts)
+
+    async def seed_hosts(self) -> set[str]:
+        return set(self._seeds)
+
     async def requeue_leased(self) -> int:
         urls = [url for leased in self._leased.values() for url in leased]
         for url in urls:
@@ -261,6 +274,7 @@ CREATE TABLE IF NOT EXISTS frontier (
     hops INTEGER NOT NULL, attempts INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS frontier_queue ON frontier (host, state, seq);
 CREATE TABLE IF NOT EXISTS frontier_hosts (host TEXT PRIMARY KEY, state TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS frontier_seed_hosts (host TEXT PRIMARY KEY);
 """
 _COLUMNS = ("url, host, depth, via, srcloc, page_type, changefreq, lastmod, hops, attempts, "
             "not_before")
@@ -371,6 +385,14 @@ class SQLiteFrontier:
     async def set_host_state(self, host: str, state: str) -> None:
         self._db.execute("INSERT INTO frontier_hosts (host, state) VALUES (?, ?) "
                          "ON CONFLICT(host) DO UPDATE SET state = excluded.state", (host, state))
+
+    async def add_seed_hosts(self, hosts: Sequence[str]) -> None:
+        self._db.executemany("INSERT OR IGNORE INTO frontier_seed_hosts (host) VALUES (?)",
+                             [(host,) for host in hosts])
+
+    async def seed_hosts(self) -> set[str]:
+        return {str(row[0]) for row in
+                self._db.execute("SELECT host FROM frontier_seed_hosts")}
 
     async def requeue_leased(self) -> int:
         cursor = self._db.execute("UPDATE frontier SET state = ?, lease_until = 0 "

@@ -1,0 +1,164 @@
+"""``polite crawl``: the options, the progress display and the summary; the crawl itself is
+:mod:`polite.crawl`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from polite.errors import ConfigError
+
+__all__ = ["add_crawl_command"]
+
+
+def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    crawl = commands.add_parser(
+        "crawl", help="crawl sites politely (REGP guidance, sitemaps first, WARC output)",
+        description="Crawl from the given URLs, obeying robots.txt in every dialect, its "
+                    "delays and time windows, and REGP guidance. Writes OUT/pages.jsonl (one "
+                    "line per URL decided on) and OUT/warc/*.warc.gz. Started again with the "
+                    "same --out, a crawl goes on where it stopped (seeds may be omitted).")
+    crawl.add_argument("urls", metavar="URL", nargs="*", help="where to start")
+    crawl.add_argument("--out", required=True, metavar="DIR", help="the crawl's folder")
+    crawl.add_argument("--agent", default="polite-crawler",
+                       help="the product token robots.txt is read for (default polite-crawler)")
+    crawl.add_argument("--user-agent", help="the User-Agent header (default: the agent)")
+    crawl.add_argument("--store", default="",
+                       help="politeness state and frontier: sqlite:///PATH (default "
+                            "OUT/crawl.sqlite) or memory://; share an SQLite file with "
+                            "polite serve to be polite together")
+    crawl.add_argument("--scope", choices=["host", "site", "any"], default="host",
+                       help="which hosts links may lead to: the seeds' own (default), also "
+                            "with or without www., or any")
+    crawl.add_argument("--max-pages", type=int, help="stop after this many pages fetched")
+    crawl.add_argument("--max-depth", type=int, help="links followed from a seed at most")
+    crawl.add_argument("--max-pages-per-host", type=int, default=100_000,
+                       help="a budget per host against traps (default 100000)")
+    crawl.add_argument("--concurrency", type=int, default=64,
+                       help="fetches in flight at most (default 64)")
+    crawl.add_argument("--per-host", type=int, default=1,
+                       help="fetches in flight to one host at most (default 1)")
+    crawl.add_argument("--default-delay-ms", type=int, default=1000,
+                       help="spacing where neither robots.txt nor the store sets one "
+                            "(default 1000)")
+    crawl.add_argument("--max-crawl-delay-s", type=float, default=60.0,
+                       help="robots.txt delays above this are read as this (default 60)")
+    crawl.add_argument("--languages", default="",
+                       help="comma-separated languages the crawler reads (zh,en); a site "
+                            "whose REGP Language shares none is not crawled")
+    crawl.add_argument("--no-sitemaps", dest="sitemaps", action="store_false",
+                       help="do not read the sitemaps robots.txt names before a site's pages")
+    crawl.add_argument("--well-known-sitemaps", action="store_true",
+                       help="also try /sitemap.xml and the like when robots.txt names none")
+    crawl.add_argument("--revisit", action="store_true",
+                       help="keep going: revisit pages when Change-*, Index-page, "
+                            "changefreq or lastmod say they are due")
+    crawl.add_argument("--max-bytes", type=int, default=10 * 1024 * 1024,
+                       help="a body's cap, counted decoded (default 10 MiB)")
+    crawl.add_argument("--no-warc", dest="warc", action="store_false",
+                       help="write pages.jsonl only")
+    crawl.add_argument("--allow-private", action="store_true",
+                       help="also crawl private and loopback addresses")
+    crawl.add_argument("--json", action="store_true", help="the summary as JSON, no display")
+    crawl.set_defaults(handler=_crawl)
+
+
+def _crawl(args: argparse.Namespace, out: TextIO) -> int:
+    from polite.crawl import CrawlSettings
+
+    for name in ("concurrency", "per_host", "max_pages_per_host", "max_bytes"):
+        if getattr(args, name) < 1:
+            raise ConfigError(f"--{name.replace('_', '-')} must be 1 or more")
+    if args.default_delay_ms < 0:
+        raise ConfigError("--default-delay-ms must be 0 or more")
+    settings = CrawlSettings(
+        agent=args.agent, user_agent=args.user_agent, scope=args.scope,
+        max_pages=args.max_pages, max_depth=args.max_depth,
+        max_pages_per_host=args.max_pages_per_host, concurrency=args.concurrency,
+        per_host=args.per_host,
+        languages=tuple(x.strip() for x in args.languages.split(",") if x.strip()),
+        sitemaps=args.sitemaps, well_known_sitemaps=args.well_known_sitemaps,
+        revisit=args.revisit, max_bytes=args.max_bytes, warc=args.warc)
+    return asyncio.run(_run(args, settings, out))
+
+
+async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
+    from rich.console import Console
+    from rich.live import Live
+    from rich.table import Table
+
+    from polite.crawl import CrawlSettings, CrawlStats, open_crawler
+
+    assert isinstance(settings, CrawlSettings)
+    folder = Path(args.out)
+    async with open_crawler(folder, settings, store=args.store,
+                            default_delay_s=args.default_delay_ms / 1000,
+                            max_crawl_delay_s=args.max_crawl_delay_s,
+                            allow_private=args.allow_private) as crawler:
+        bad = await crawler.add_seeds(args.urls)
+        if bad:
+            raise ConfigError(f"not an http(s) URL: {', '.join(map(repr, bad))}")
+        loop = asyncio.get_running_loop()
+        interrupted = 0
+        main = asyncio.current_task()
+        assert main is not None
+
+        def interrupt() -> None:
+            nonlocal interrupted
+            interrupted += 1
+            crawler.stop()
+            if interrupted > 1:
+                main.cancel()  # a second Ctrl-C: leave the fetches in flight too
+
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, interrupt)
+        console = Console(file=sys.stderr)
+
+        def view(stats: CrawlStats) -> Table:
+            table = Table.grid(padding=(0, 2))
+            skipped = sum(stats.skipped.values())
+            table.add_row("fetched", f"{stats.fetched:,}", "skipped", f"{skipped:,}",
+                          "failed", f"{stats.failed:,}")
+            table.add_row("pages/s", f"{stats.pages_per_s():,.1f}", "hosts waiting",
+                          f"{stats.waiting_hosts:,}", "in flight", f"{stats.in_flight:,}")
+            table.add_row("queued", f"{stats.queued:,}", "bytes", f"{stats.bytes:,}", "", "")
+            return table
+
+        try:
+            if args.json or not console.is_terminal:
+                stats = await crawler.run()
+            else:
+                with Live(view(crawler.stats), console=console, refresh_per_second=4,
+                          transient=True) as live:
+                    async def refresh() -> None:
+                        while True:
+                            await asyncio.sleep(0.25)
+                            live.update(view(crawler.stats))
+
+                    ticker = asyncio.create_task(refresh())
+                    try:
+                        stats = await crawler.run()
+                    finally:
+                        ticker.cancel()
+        finally:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(signum)
+        counts = await crawler.counts()
+    summary = {**stats.as_json(), "frontier": counts._asdict(), "out": str(folder),
+               "stopped": interrupted > 0}
+    if args.json:
+        out.write(json.dumps(summary) + "\n")
+        return 0
+    skipped = ", ".join(f"{kind} {n:,}" for kind, n in sorted(stats.skipped.items())) or "none"
+    out.write(f"polite crawl: {stats.fetched:,} pages fetched from {len(stats.hosts):,} hosts, "
+              f"{stats.failed:,} failed, skipped: {skipped}; {stats.bytes:,} bytes in "
+              f"{summary['seconds']} s ({stats.pages_per_s():,.1f} pages/s)\n")
+    out.write(f"frontier: {counts.queued:,} queued, {counts.fetched:,} fetched, "
+              f"{counts.skipped:,} skipped in all runs; output in {folder}"
+              + (" (stopped: run the same command to go on)" if interrupted else "") + "\n")
+    return 0

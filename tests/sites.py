@@ -29,6 +29,8 @@ class Site:
     port: int = 0
     # (method, path, headers, body) of every request, for tests that look closer
     seen: list[tuple[str, str, dict[str, str], bytes]] = field(default_factory=list)
+    # (time.monotonic() at arrival, path): politeness measured where it happens
+    arrivals: list[tuple[float, str]] = field(default_factory=list)
 
     @property
     def origin(self) -> str:
@@ -46,6 +48,7 @@ def serve(site: Site) -> Iterator[Site]:
         def do_GET(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
+            site.arrivals.append((time.monotonic(), self.path))
             site.seen.append((self.command, self.path, dict(self.headers.items()), body))
             site.requests.append(self.path)
             route = site.routes.get(self.path, Reply(404, b"not found"))

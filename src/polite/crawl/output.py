@@ -92,7 +92,7 @@ class CrawlOutput:
         target = exchange.url
         request_line = f"GET {_request_target(target)} HTTP/1.1"
         request = writer.create_warc_record(
-            target, "request", payload=io.BytesIO(b""),
+            target, "request", payload=io.BytesIO(b""), length=0,
             warc_headers_dict={"WARC-Date": date},
             http_headers=StatusAndHeaders(request_line, list(exchange.request_headers),
                                           is_http_request=True))
@@ -102,7 +102,7 @@ class CrawlOutput:
                        if k.lower() in ("content-encoding", "transfer-encoding"))
         headers.append(("Content-Length", str(len(exchange.body))))
         response = writer.create_warc_record(
-            target, "response", payload=io.BytesIO(exchange.body),
+            target, "response", payload=io.BytesIO(exchange.body), length=len(exchange.body),
             warc_headers_dict={"WARC-Date": date},
             http_headers=StatusAndHeaders(f"{exchange.status} {exchange.reason}".strip(),
                                           headers, protocol=exchange.http_version))

@@ -1,0 +1,175 @@
+"""The crawler against a farm of real sites on loopback, its politeness measured at the
+origins: when each request arrived, and what was asked for."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from polite.crawl import CrawlSettings, open_crawler
+from tests.sites import Reply, Site, serve
+
+HTML = {"Content-Type": "text/html; charset=utf-8"}
+
+
+def page(*links: str, head: str = "", rel: dict[str, str] | None = None) -> Reply:
+    anchors = "".join(
+        f'<a href="{href}"{" rel=" + repr(rel[href]) if rel and href in rel else ""}>{href}</a>'
+        for href in links)
+    return Reply(200, f"<html><head>{head}</head><body>{anchors}</body></html>".encode(), HTML)
+
+
+def chain_site(host: str, robots: str, pages: int = 6) -> Site:
+    """A home page linking to /p0 .. /pN-1, each linking to the next and to /private/N."""
+    site = Site(host)
+    site.routes["/robots.txt"] = Reply(200, robots.encode())
+    site.routes["/"] = page(*(f"/p{i}" for i in range(pages)))
+    for i in range(pages):
+        site.routes[f"/p{i}"] = page(f"/p{(i + 1) % pages}", f"/private/{i}")
+        site.routes[f"/private/{i}"] = page("/")
+    return site
+
+
+@pytest.fixture
+def farm() -> Iterator[dict[str, Site]]:
+    sites = {
+        "delay": chain_site("127.0.3.1", "User-agent: *\nCrawl-delay: 0.3\nDisallow: /private/\n"),
+        "rate": chain_site("127.0.3.2", "User-agent: *\nRequest-rate: 5/1s\n"
+                                        "Disallow: /private\n"),
+        "fast": chain_site("127.0.3.3", "User-agent: FarmBot\nDisallow: /private/\n"
+                                        "User-agent: *\nDisallow: /\n"),
+        "guided": Site("127.0.3.4"),
+        "busy": chain_site("127.0.3.5", "User-agent: *\nDisallow: /private/\n", pages=3),
+    }
+    guided = sites["guided"]
+    guided.routes["/robots.txt"] = Reply(200, b"User-agent: *\nAllow: /\n")
+    guided.routes["/"] = page("/nofollow-page", "/noindex-page", "/header-nofollow", "/a",
+                              "/rel-only", rel={"/rel-only": "nofollow"})
+    guided.routes["/nofollow-page"] = page(
+        "/behind-nofollow", head='<meta name="robots" content="nofollow">')
+    guided.routes["/noindex-page"] = page("/behind-noindex",
+                                          head='<meta name="FarmBot" content="noindex">')
+    guided.routes["/header-nofollow"] = Reply(200, b'<a href="/behind-header">x</a>',
+                                              {**HTML, "X-Robots-Tag": "farmbot: nofollow"})
+    guided.routes["/a"] = page("/")
+    for path in ("/behind-nofollow", "/behind-noindex", "/behind-header", "/rel-only"):
+        guided.routes[path] = page()
+    # The busy site answers its first page with 429 and Retry-After: 2.
+    busy = sites["busy"]
+    answers = iter([Reply(429, b"slow down", {"Retry-After": "2"})])
+    busy.routes["/p0"] = lambda: next(answers, page("/p1", "/private/0"))
+    with ExitStack() as stack:
+        for site in sites.values():
+            stack.enter_context(serve(site))
+        yield sites
+
+
+def records(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "pages.jsonl").read_text().splitlines()]
+
+
+def gaps(site: Site) -> list[float]:
+    """Seconds between the starts of consecutive requests (robots.txt excluded: it does not
+    use up the host's slot)."""
+    times = [at for at, path in site.arrivals if path != "/robots.txt"]
+    return [b - a for a, b in zip(times, times[1:], strict=False)]
+
+
+def crawl(out: Path, seeds: list[str], **settings: Any) -> None:
+    async def run() -> None:
+        async with open_crawler(out, CrawlSettings(agent="FarmBot", **settings),
+                                default_delay_s=0.0, allow_private=True) as crawler:
+            await crawler.add_seeds(seeds)
+            await crawler.run()
+
+    asyncio.run(run())
+
+
+def test_a_farm_is_crawled_politely_as_measured_at_each_origin(
+        farm: dict[str, Site], tmp_path: Path) -> None:
+    crawl(tmp_path, [site.origin + "/" for site in farm.values()], concurrency=16)
+    # Every request arrived at most once, and none for a disallowed path.
+    for site in farm.values():
+        paths = [path for _, path in site.arrivals]
+        repeated = {p for p in paths if paths.count(p) > 1 and p != "/p0"}
+        assert not repeated, (site.host, repeated)
+        assert not [p for p in paths if p.startswith("/private")], site.host
+    # The delays each site asked for, measured at the site.
+    assert len(gaps(farm["delay"])) >= 6 and min(gaps(farm["delay"])) >= 0.3 - 0.01
+    assert min(gaps(farm["rate"])) >= 0.2 - 0.01
+    # "fast" allows FarmBot everything but /private/: every page fetched.
+    assert {p for _, p in farm["fast"].arrivals} >= {"/", *(f"/p{i}" for i in range(6))}
+    # Robots directives of the pages themselves.
+    guided = {p for _, p in farm["guided"].arrivals}
+    assert {"/nofollow-page", "/noindex-page", "/header-nofollow", "/a"} <= guided
+    assert "/behind-nofollow" not in guided  # META nofollow
+    assert "/behind-header" not in guided  # X-Robots-Tag for this agent
+    assert "/rel-only" not in guided  # rel=nofollow, and linked from nowhere else
+    assert "/behind-noindex" in guided  # noindex does not stop links
+    # The 429: the busy host paused for its Retry-After, the other hosts went on meanwhile.
+    busy = farm["busy"].arrivals
+    first_429 = next(at for at, path in busy if path == "/p0")
+    after = [at for at, path in busy if at > first_429]
+    assert after and after[0] - first_429 >= 2.0 - 0.05
+    others = [at for site in (farm["delay"], farm["rate"]) for at, _ in site.arrivals]
+    assert any(first_429 < at < first_429 + 2.0 for at in others)
+    assert [p for _, p in busy].count("/p0") == 2  # asked again once the pause was over
+
+    rows = records(tmp_path)
+    by_url = {(row["url"], row["outcome"]) for row in rows}
+    noindex = next(r for r in rows if r["url"].endswith("/noindex-page"))
+    assert noindex["outcome"] == "fetched" and noindex["noindex"] is True
+    blocked = [r for r in rows if "/private/" in r["url"] and r["outcome"] == "skipped"]
+    assert blocked and all("Disallow: /private" in r["reason"] for r in blocked)
+    assert all("(line " in r["reason"] for r in blocked)
+    assert (farm["fast"].origin + "/", "fetched") in by_url
+    # The WARC holds request and response records of what was kept, not the noindex page.
+    kept = set()
+    for path in (tmp_path / "warc").glob("*.warc.gz"):
+        with path.open("rb") as stream:
+            for record in ArchiveIterator(stream):
+                if record.rec_type == "response":
+                    kept.add(record.rec_headers.get_header("WARC-Target-URI"))
+    assert farm["guided"].origin + "/a" in kept
+    assert farm["guided"].origin + "/noindex-page" not in kept
+
+
+def test_a_site_that_disallows_the_agent_is_not_fetched_beyond_robots_txt(
+        tmp_path: Path) -> None:
+    site = chain_site("127.0.3.9", "User-agent: *\nDisallow: /\n")
+    with serve(site):
+        crawl(tmp_path, [site.origin + "/"])
+    assert [p for _, p in site.arrivals] == ["/robots.txt"]
+    (row,) = records(tmp_path)
+    assert row["outcome"] == "skipped" and "Disallow: /" in row["reason"]
+
+
+def test_pages_come_decoded_into_the_warc_and_depth_and_page_caps_hold(tmp_path: Path) -> None:
+    site = chain_site("127.0.3.10", "User-agent: *\nDisallow: /private/\n", pages=8)
+    body = b"<html><body>" + b'<a href="/p0">p0</a>' * 50 + b"</body></html>"
+    site.routes["/"] = Reply(200, gzip.compress(body), {**HTML, "Content-Encoding": "gzip"})
+    with serve(site):
+        crawl(tmp_path / "a", [site.origin + "/"], max_depth=2)
+    fetched = [p for _, p in site.arrivals if p != "/robots.txt"]
+    assert fetched == ["/", "/p0", "/p1"]  # depth 0, 1 and 2 only
+    responses = {}
+    for path in (tmp_path / "a" / "warc").glob("*.warc.gz"):
+        with path.open("rb") as stream:
+            for record in ArchiveIterator(stream):
+                if record.rec_type == "response":
+                    uri = record.rec_headers.get_header("WARC-Target-URI")
+                    responses[uri] = record.content_stream().read()
+    assert responses[site.origin + "/"] == body
+
+    site.arrivals.clear()
+    with serve(site):
+        crawl(tmp_path / "b", [site.origin + "/"], max_pages=3)
+    assert len([p for _, p in site.arrivals if p != "/robots.txt"]) == 3

@@ -95,6 +95,19 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
     from polite.crawl import CrawlSettings, CrawlStats, open_crawler
 
     assert isinstance(settings, CrawlSettings)
+    if not args.allow_private:
+        from polite.core.urls import split_origin
+        from polite.errors import InvalidURL
+        from polite.fetch.robots import is_public_host
+
+        for url in args.urls:
+            try:
+                host = split_origin(url)[1]
+            except InvalidURL as exc:
+                raise ConfigError(str(exc)) from exc
+            if not await is_public_host(host):
+                raise ConfigError(f"{url}: {host} is a private or loopback address; add "
+                                  "--allow-private to crawl it")
     folder = Path(args.out)
     async with open_crawler(folder, settings, store=args.store,
                             default_delay_s=args.default_delay_ms / 1000,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import itertools
 import json
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -80,7 +81,7 @@ def gaps(site: Site) -> list[float]:
     """Seconds between the starts of consecutive requests (robots.txt excluded: it does not
     use up the host's slot)."""
     times = [at for at, path in site.arrivals if path != "/robots.txt"]
-    return [b - a for a, b in zip(times, times[1:], strict=False)]
+    return [b - a for a, b in itertools.pairwise(times)]
 
 
 def crawl(out: Path, seeds: list[str], **settings: Any) -> None:

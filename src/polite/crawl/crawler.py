@@ -79,6 +79,8 @@ class CrawlSettings:
     fetch_deadline_s: float = 60.0  # a whole fetch, however slowly the bytes drip
     lease_s: float = 600.0
     max_attempts: int = 3  # 429 / 503 answers before a URL is given up
+    robots_attempts: int = 3  # robots.txt failures (5xx, 429, network) before a site's
+    # URLs are given up; until then the site waits for the fetcher's back-off
     warc: bool = True
 
 
@@ -325,6 +327,12 @@ class Crawler:
             if verdict.retry_after_ms == NO_RETRY:
                 await self._skip(item, verdict.error or "not allowed")
                 return now
+            robots = await self._politeness.robots_state(item.url)
+            if isinstance(robots, DisallowAll) and \
+                    robots.failures >= self.settings.robots_attempts:
+                await self._skip(item, f"robots.txt: {robots.reason} ({robots.failures} "
+                                       "tries); the site is left alone")
+                return now
             self._pending[host] = item
             return self._clock() + verdict.retry_after_ms / 1000
         if self._in_flight[host] < self.settings.per_host:
@@ -346,8 +354,10 @@ class Crawler:
         if refusal is not None:
             await self._set_host_state(host, REFUSED + refusal)
             return None
+        if isinstance(robots, DisallowAll):
+            return None  # set up again once robots.txt can be read
         walker = self._walker
-        if walker is None or not self.settings.sitemaps or isinstance(robots, DisallowAll):
+        if walker is None or not self.settings.sitemaps:
             await self._set_host_state(host, READY)
             return None
         sitemaps = robots.robots.sitemaps if isinstance(robots, Parsed) else ()

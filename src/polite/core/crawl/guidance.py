@@ -67,6 +67,7 @@ MAX_HEURISTIC_S = 30 * 86_400.0
 _PATH_SAFE = "/%:@!$&'()*+,;=-._~"
 _QUERY_SAFE = _PATH_SAFE + "?"
 _SPACE = re.compile(r"[\t\n\r]")
+_STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
 def resolve_link(base: str, href: str) -> str:
@@ -93,10 +94,11 @@ def resolve_link(base: str, href: str) -> str:
         joined = joined.replace(host, ascii_host, 1)
     origin = split_origin(joined)[0]
     parts = urlsplit(joined)
-    path = quote(parts.path, safe=_PATH_SAFE) or "/"
+    # A "%" that starts no escape is a literal percent sign: written %25 (RFC 3986, 2.4).
+    path = _STRAY_PERCENT.sub("%25", quote(parts.path, safe=_PATH_SAFE)) or "/"
     url = origin + path
     if parts.query:
-        url += "?" + quote(parts.query, safe=_QUERY_SAFE)
+        url += "?" + _STRAY_PERCENT.sub("%25", quote(parts.query, safe=_QUERY_SAFE))
     if len(url) > MAX_URL_CHARS:
         raise InvalidURL(f"longer than {MAX_URL_CHARS} characters")
     return url

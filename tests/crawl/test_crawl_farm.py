@@ -7,15 +7,17 @@ import asyncio
 import gzip
 import itertools
 import json
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from polite.crawl import CrawlSettings, open_crawler
+from polite.crawl import CrawlSettings, Page, open_crawler
 from tests.sites import Reply, Site, serve
 
 HTML = {"Content-Type": "text/html; charset=utf-8"}
@@ -174,3 +176,86 @@ def test_pages_come_decoded_into_the_warc_and_depth_and_page_caps_hold(tmp_path:
     with serve(site):
         crawl(tmp_path / "b", [site.origin + "/"], max_pages=3)
     assert len([p for _, p in site.arrivals if p != "/robots.txt"]) == 3
+
+
+def test_a_hook_gets_each_page_and_returns_items_and_urls(tmp_path: Path) -> None:
+    site = Site("127.0.3.11")
+    site.routes["/robots.txt"] = Reply(200, b"Robot-version: 3.0\nUser-agent: *\nAllow: /\n"
+                                            b"Cookie: user=robot\nLanguage: en\n"
+                                            b"Mirror-site: http://mirror.example/\n")
+    site.routes["/"] = page("/a")
+    site.routes["/a"] = page()
+    site.routes["/from-hook"] = page()
+    seen: list[tuple[str, int, list[str]]] = []
+
+    def hook(found: Page) -> list[object]:
+        seen.append((found.url.removeprefix(site.origin), found.status, found.links))
+        return [{"title": found.url}, "/from-hook"] if found.url.endswith("/") else []
+
+    async def run() -> None:
+        async with open_crawler(tmp_path, CrawlSettings(agent="HookBot", languages=("en",)),
+                                default_delay_s=0.0, allow_private=True,
+                                on_page=hook) as crawler:
+            await crawler.add_seeds([site.origin + "/"])
+            await crawler.run()
+
+    with serve(site):
+        asyncio.run(run())
+    assert seen[0] == ("/", 200, [site.origin + "/a"])
+    assert {url for url, _, _ in seen} == {"/", "/a", "/from-hook"}
+    items = [json.loads(line) for line in (tmp_path / "items.jsonl").read_text().splitlines()]
+    assert items == [{"title": site.origin + "/"}]
+    for _, path, headers, _ in site.seen:
+        if path != "/robots.txt":
+            assert headers["Cookie"] == "user=robot" and headers["Accept-Language"] == "en"
+            assert headers["User-Agent"] == "HookBot"
+    (record,) = [json.loads(line) for line in (tmp_path / "sites.jsonl").read_text().splitlines()]
+    assert record["dialect"] == "regp" and record["mirror_sites"] == ["http://mirror.example/"]
+
+
+def test_revisit_queues_each_page_again_for_when_it_is_due(tmp_path: Path) -> None:
+    site = Site("127.0.3.12")
+    site.routes["/robots.txt"] = Reply(200, b"Robot-version: 3.0\nUser-agent: *\n"
+                                            b"Change-hourly: /news\nIndex-page: /$\n")
+    site.routes["/"] = page("/news", "/other")
+    site.routes["/news"] = page()
+    site.routes["/other"] = page()
+
+    async def run() -> None:
+        async with open_crawler(tmp_path, CrawlSettings(agent="Bot", revisit=True),
+                                default_delay_s=0.0, allow_private=True) as crawler:
+            await crawler.add_seeds([site.origin + "/"])
+            task = asyncio.create_task(crawler.run())
+            while len(site.arrivals) < 4:
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.3)
+            assert not task.done()  # a revisiting crawl keeps going
+            crawler.stop()
+            await asyncio.wait_for(task, 10)
+            counts = await crawler.counts()
+            assert counts.queued == 3 and counts.fetched == 0  # each one due again later
+
+    with serve(site):
+        asyncio.run(run())
+    rows = {row["url"].removeprefix(site.origin): row for row in records(tmp_path)}
+    fetched = {path: datetime.fromisoformat(row["fetched_at"]) for path, row in rows.items()}
+    due = {path: datetime.fromisoformat(row["next_visit"]) for path, row in rows.items()}
+    assert (due["/news"] - fetched["/news"]).total_seconds() == pytest.approx(3600, abs=1)
+    assert (due["/"] - fetched["/"]).total_seconds() == pytest.approx(3600, abs=1)
+    assert (due["/other"] - fetched["/other"]).total_seconds() == pytest.approx(7 * 86400, abs=1)
+
+
+def test_per_host_lets_several_requests_to_one_host_be_in_flight(tmp_path: Path) -> None:
+    site = Site("127.0.3.13")
+    site.routes["/robots.txt"] = Reply(200, b"User-agent: *\nAllow: /\n")
+    site.routes["/"] = page(*(f"/slow{i}" for i in range(6)))
+    for i in range(6):
+        site.routes[f"/slow{i}"] = Reply(200, b"slow", HTML, delay_s=0.5)
+    with serve(site):
+        started = time.monotonic()
+        crawl(tmp_path, [site.origin + "/"], per_host=3)
+        elapsed = time.monotonic() - started
+    slow = sorted(at for at, path in site.arrivals if path.startswith("/slow"))
+    assert len(slow) == 6
+    assert slow[2] - slow[0] < 0.4  # three went out together, not one after another
+    assert elapsed < 6 * 0.5

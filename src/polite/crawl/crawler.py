@@ -37,7 +37,7 @@ from polite.core.crawl import (
     page_plan,
     resolve_link,
 )
-from polite.core.robots.lifecycle import DisallowAll, Parsed
+from polite.core.robots.lifecycle import DisallowAll, Parsed, RobotsState
 from polite.core.robots.meta import RobotsDirectives, combine, parse_x_robots_tag
 from polite.core.robots.model import AgentRules
 from polite.core.urls import split_origin
@@ -141,6 +141,27 @@ def _skip_kind(reason: str) -> str:
         if reason.startswith(prefix):
             return kind
     return reason.split(":", 1)[0][:40]
+
+
+def _site_record(host: str, origin: str, robots: RobotsState, rules: AgentRules,
+                 refusal: str | None) -> dict[str, Any]:
+    """What a site's robots.txt told the crawler, for ``sites.jsonl``: its status and
+    dialect, the REGP fields kept for the record (Host, Mirror-site, Language) and those
+    that shaped the requests."""
+    record: dict[str, Any] = {"host": host, "origin": origin}
+    if isinstance(robots, Parsed):
+        body = robots.robots
+        record.update(robots=robots.status, dialect=str(body.dialect),
+                      sitemaps=list(body.sitemaps), host_field=body.host,
+                      truncated=body.truncated)
+    else:
+        record.update(robots=None, reason=getattr(robots, "reason", ""))
+    record.update(mirror_sites=list(rules.mirror_sites), languages=list(rules.language),
+                  cookies=list(rules.cookies), encodings=list(rules.encoding),
+                  index_pages=list(rules.index_pages))
+    if refusal is not None:
+        record["refused"] = refusal
+    return record
 
 
 class Crawler:
@@ -350,12 +371,13 @@ class Crawler:
         if isinstance(robots, Parsed):
             rules = robots.robots.agent_rules(self.settings.agent, url=origin + "/")
         self._host_rules[host] = rules
+        if isinstance(robots, DisallowAll):
+            return None  # set up again once robots.txt can be read
         refusal = language_refusal(rules.language, self.settings.languages)
+        self._output.site(_site_record(host, origin, robots, rules, refusal))
         if refusal is not None:
             await self._set_host_state(host, REFUSED + refusal)
             return None
-        if isinstance(robots, DisallowAll):
-            return None  # set up again once robots.txt can be read
         walker = self._walker
         if walker is None or not self.settings.sitemaps:
             await self._set_host_state(host, READY)

@@ -1,6 +1,7 @@
 """What a crawl writes to its folder: one JSON line per decided URL (``pages.jsonl``), the
-fetched exchanges as WARC 1.1 request and response records (``warc/``), and the items a
-user's page hook returned (``items.jsonl``).
+fetched exchanges as WARC 1.1 request and response records (``warc/``), one line per site
+with what its robots.txt said (``sites.jsonl``), and the items a user's page hook returned
+(``items.jsonl``).
 
 Each line is flushed as soon as it is written, before the frontier is told the URL is done:
 a crawl killed at any moment has every acknowledged URL on disk, and at worst repeats a
@@ -52,6 +53,7 @@ class CrawlOutput:
         self.folder = folder
         self._pages: IO[str] = (folder / "pages.jsonl").open("a", encoding="utf-8")
         self._items: IO[str] | None = None
+        self._sites: IO[str] | None = None
         self._warc_file: IO[bytes] | None = None
         self._warc: WARCWriter | None = None
         if warc:
@@ -72,6 +74,13 @@ class CrawlOutput:
         """One decided URL."""
         self._pages.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
         self._pages.flush()
+
+    def site(self, record: dict[str, Any]) -> None:
+        """What one site's robots.txt said (``sites.jsonl``)."""
+        if self._sites is None:
+            self._sites = (self.folder / "sites.jsonl").open("a", encoding="utf-8")
+        self._sites.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._sites.flush()
 
     def items(self, items: Sequence[object]) -> None:
         """What a user's page hook returned, a line each."""
@@ -112,8 +121,9 @@ class CrawlOutput:
 
     def close(self) -> None:
         self._pages.close()
-        if self._items is not None:
-            self._items.close()
+        for stream in (self._items, self._sites):
+            if stream is not None:
+                stream.close()
         if self._warc_file is not None:
             self._warc_file.close()
 

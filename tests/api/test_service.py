@@ -203,3 +203,21 @@ def test_serve_refuses_open_writes_on_a_public_interface() -> None:
                           check=False)
     assert done.returncode == 2
     assert "--admin-token" in done.stderr
+
+
+def test_a_back_off_is_named_as_the_cause_and_so_is_every_delay_source(tmp_path: Path) -> None:
+    robots = Reply(200, b"User-agent: *\nCrawl-delay: 2\n")
+    with serve(Site("127.0.0.27", {"/robots.txt": robots})) as site, \
+            service(tmp_path / "p.sqlite") as api:
+        urls = [f"{site.origin}/a", f"{site.origin}/b"]
+        first, second = api.post("/politeness/verbose", json=urls).json()
+        assert first["allowed"] is True
+        # The refusal after the first URL of a host names the delay's source too.
+        assert "(robots.txt Crawl-delay)" in second["error"]
+        api.post("/politeness/feedback", json=[{"url": urls[0], "status": 503,
+                                                 "retryAfter": 20}])
+        (held,) = api.post("/politeness/verbose", json=[urls[1]]).json()
+        assert held["allowed"] is False
+        assert 18_000 <= held["retryAfter"] <= 20_000
+        assert "back-off" in held["error"] and "429 or 503" in held["error"]
+        assert "Crawl-delay" not in held["error"] and "default delay" not in held["error"]

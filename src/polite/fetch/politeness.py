@@ -21,6 +21,7 @@ from polite.core.politeness.rules import (
     DEFAULT_DELAY_S,
     MAX_CRAWL_DELAY_S,
     Delays,
+    HostClaim,
     backoff_until,
     delays_for,
     earliest_in_windows,
@@ -69,6 +70,23 @@ class _Ask:
     host: str
     delays: Delays
     interval_s: float
+
+
+def _wait_reason(host: str, ask: _Ask, claim: HostClaim, position: int) -> str:
+    """Why a URL must wait: a back-off in force (429 / 503), another URL of the host taken
+    in the same call, or the spacing and the source that set it."""
+    source = ask.delays.reason()
+    held = claim.held_until
+    if held is not None and (claim.granted < 0 or claim.granted > position) \
+            and claim.ats[position] <= held:
+        return (f"{host} asked for a pause (429 or 503, Retry-After honoured): no request "
+                f"before {_ms(held - claim.now)} milliseconds from now (back-off).")
+    if 0 <= claim.granted < position:
+        return (f"There must be a delay of {_ms(ask.interval_s)} milliseconds between "
+                f"requests to {host} ({source}); another URL of {host} in this call takes "
+                "the slot.")
+    return (f"There must be a delay of {_ms(ask.interval_s)} milliseconds between requests "
+            f"to {host} ({source}).")
 
 
 class Politeness:
@@ -208,16 +226,9 @@ class Politeness:
                 if position == claim.granted:
                     verdicts[ask.index] = Verdict(ask.url, True)
                     continue
-                interval_ms = _ms(ask.interval_s)
                 wait_ms = _ms(claim.ats[position] - claim.now)
-                if 0 <= claim.granted < position:
-                    verdicts[ask.index] = Verdict(
-                        ask.url, False, f"There must be a delay of {interval_ms} milliseconds "
-                        f"between requests to {host}.", wait_ms)
-                else:
-                    verdicts[ask.index] = Verdict(
-                        ask.url, False, f"There must be a delay of {interval_ms} milliseconds "
-                        f"between requests to {host} ({ask.delays.reason()}).", wait_ms)
+                verdicts[ask.index] = Verdict(ask.url, False,
+                                              _wait_reason(host, ask, claim, position), wait_ms)
         done = [v for v in verdicts if v is not None]
         assert len(done) == len(urls)
         return done

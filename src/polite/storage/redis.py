@@ -116,6 +116,11 @@ for k = 1, #KEYS do
   end
   out[#out + 1] = granted
   for i = 1, n do out[#out + 1] = ats[i] end
+  if backoff and backoff > now then
+    out[#out + 1] = string.format('%.17g', backoff)
+  else
+    out[#out + 1] = ''
+  end
   a = a + n + 1
 end
 return out
@@ -258,9 +263,11 @@ class RedisStore:
         at = 1
         for _, intervals in requests:
             n = len(intervals)
+            held = reply[at + 1 + n]
             answers.append(HostClaim(int(reply[at]),
-                                     tuple(float(x) for x in reply[at + 1:at + 1 + n]), now))
-            at += n + 1
+                                     tuple(float(x) for x in reply[at + 1:at + 1 + n]), now,
+                                     float(held) if held not in (b"", "") else None))
+            at += n + 2
         return answers
 
     async def host_facts(self, hosts: Sequence[str]) -> list[HostFacts]:

@@ -238,11 +238,13 @@ class HostClaim(NamedTuple):
     """One host's candidates in a batch, in the order they were asked: ``granted`` is the
     index of the one that may start now (-1: none), ``ats[i]`` the earliest start of
     candidate ``i``. A host gets at most one start per batch, so the candidates after the
-    granted one wait their own interval from ``now``."""
+    granted one wait their own interval from ``now``. ``held_until`` is the end of a
+    back-off (429/503) still in force at ``now``, so that a refusal can name it."""
 
     granted: int
     ats: tuple[float, ...]
     now: float
+    held_until: float | None = None
 
 
 def claim_first(last_start: float | None, backoff_until: float | None,
@@ -262,7 +264,8 @@ def claim_first(last_start: float | None, backoff_until: float | None,
         ats.append(answer.at)
         if answer.granted:
             granted = index
-    return HostClaim(granted, tuple(ats), now)
+    held = backoff_until if backoff_until is not None and backoff_until > now else None
+    return HostClaim(granted, tuple(ats), now, held)
 
 
 def average_response_time(previous_s: float | None, sample_s: float) -> float:

@@ -192,3 +192,33 @@ async def test_read_streams_one_file(client: httpx.AsyncClient) -> None:
     assert file.urls == 100 and file.error is None
     assert [e.loc for batch in batches for e in batch] == [f"{o}/{n}" for n in range(100)]
     assert site.requests == ["/robots.txt", "/s.xml"]
+
+
+async def test_the_wait_for_a_slot_is_not_counted_as_the_hosts_response_time(
+        client: httpx.AsyncClient, tmp_path: Any) -> None:
+    """An operator delay of 0.6 s spaces the files; the host answers at once. What the walk
+    feeds back as the host's response time (and so its adaptive delay) is the answer's own
+    time, kept in the store across a restart, and each file's seconds likewise."""
+    from polite.storage import SQLiteStore
+
+    with serve(Site("127.0.0.29")) as site:
+        o = site.origin
+        site.routes["/robots.txt"] = Reply(200, f"User-agent: *\nCrawl-delay: 0.05\n"
+                                                f"Sitemap: {o}/index.xml\n".encode())
+        site.routes["/index.xml"] = Reply(200, index(f"{o}/1.xml", f"{o}/2.xml", f"{o}/3.xml"))
+        for n in (1, 2, 3):
+            site.routes[f"/{n}.xml"] = Reply(200, urlset(f"{o}/page{n}"))
+        clock = WallClock()
+        store = SQLiteStore(tmp_path / "polite.sqlite", clock)
+        await store.set_delay("127.0.0.29", 0.6)
+        robots = RobotsFetcher(client, store, clock, agent="politetest", allow_private=True)
+        politeness = Politeness(robots, store, clock, agent="politetest", allow_private=True)
+        _, files, _ = await walk(SitemapWalker(client, politeness), o)
+        await store.close()
+    assert len(files) == 4 and all(f.error is None for f in files)
+    assert all(f.seconds < 0.3 for f in files)  # each file's own time, not the wait before
+    reopened = SQLiteStore(tmp_path / "polite.sqlite", clock)
+    await reopened.delete_delay("127.0.0.29")
+    ((_, response_s),) = await reopened.host_facts(["127.0.0.29"])
+    await reopened.close()
+    assert response_s is not None and response_s < 0.3  # the waits were about 0.6 s each

@@ -454,10 +454,12 @@ class Crawler:
         truncated = False
         error: str | None = None
         response: httpx.Response | None = None
+        answered_s: float | None = None  # until the head: the host's response time
         try:
             async with asyncio.timeout(settings.fetch_deadline_s):
                 async with self._client.stream("GET", item.url, headers=headers) as response:
                     status = response.status_code
+                    answered_s = time.monotonic() - started
                     async for chunk in response.aiter_bytes():
                         body += chunk
                         if len(body) > settings.max_bytes:
@@ -487,7 +489,7 @@ class Crawler:
             return now
         retry_after = response.headers.get("retry-after")
         pause = await self._politeness.note_response(
-            item.url, status, elapsed_s=None if error else elapsed_s, retry_after=retry_after)
+            item.url, status, elapsed_s=answered_s, retry_after=retry_after)
         if status in RETRIED and item.attempts + 1 < settings.max_attempts:
             until = now + (pause or 0.0)
             await self._frontier.release(item._replace(attempts=item.attempts + 1,

@@ -303,10 +303,11 @@ class SitemapWalker:
     async def _read(self, item: _Queued, site_host: str, pages: set[str],
                     emit: Callable[[list[Entry]], None] | None = None
                     ) -> tuple[SitemapFile, list[Entry], list[str], bytes]:
-        started = time.monotonic()
         refusal = await self._polite_turn(item.url)
         if refusal is not None:
             return SitemapFile(item.url, item.level, item.parent, error=refusal), [], [], b""
+        # Timed from the slot on: the wait for it is the host's delay, not its response time.
+        started = time.monotonic()
         parser = SitemapParser(item.url, max_bytes=self.max_bytes, max_urls=self.max_urls)
         entries: list[Entry] = []
         children: list[str] = []
@@ -347,6 +348,9 @@ class SitemapWalker:
                              "Accept-Encoding": "identity"},
                 ) as response:
                     status = response.status_code
+                    # The host's response time is the wait for its answer, not the time the
+                    # body takes to stream and be parsed.
+                    elapsed = time.monotonic() - started
                     retry_after = response.headers.get("retry-after")
                     if status >= 300:
                         error = f"HTTP {status}"
@@ -358,7 +362,6 @@ class SitemapWalker:
                             if parser.stopped is not None:
                                 break
                         take(parser.close())
-                    elapsed = time.monotonic() - started
         except TimeoutError:
             error = f"took longer than {self.file_deadline_s:.0f} s"
         except httpx.TooManyRedirects:

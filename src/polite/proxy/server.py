@@ -580,6 +580,9 @@ class ProxyServer:
             self._send_error(client, exc.status, str(exc), close=True)
             return False
         self.stats["forwarded"] += 1
+        # The origin's response time: until its answer's head, not the time the client
+        # takes to read the body (a slow client must not slow the host down for everyone).
+        elapsed_s = time.monotonic() - started
         if cache is not None and revalidating and response.status == 304:
             assert choice is not None and choice.stored is not None
             try:
@@ -592,8 +595,7 @@ class ProxyServer:
             fresh = await cache.freshen(choice.stored, response.headers, request_time,
                                         cache.clock())
             self._send_stored(client, request, fresh, 0.0, not_modified(request.headers, fresh))
-            await self._politeness.note_response(exchange.url, 304,
-                                                 elapsed_s=time.monotonic() - started)
+            await self._politeness.note_response(exchange.url, 304, elapsed_s=elapsed_s)
             return True
         body: bytearray | None = None
         if cache is not None and cache.wants(request.method, request.headers, response.status,
@@ -656,7 +658,7 @@ class ProxyServer:
             await cache.invalidate_after(request.method, exchange.url, response.status,
                                          response.headers)
         await self._politeness.note_response(
-            exchange.url, response.status, elapsed_s=time.monotonic() - started,
+            exchange.url, response.status, elapsed_s=elapsed_s,
             retry_after=(response.get(b"retry-after") or b"").decode("latin-1") or None)
         await client.drain()
         return keep

@@ -110,6 +110,31 @@ def test_robots_check_site_status_rows() -> None:
 def test_robots_check_site_refuses_private_addresses_by_default() -> None:
     with serve(Site("127.0.0.34", {"/robots.txt": Reply(200, b"")})) as site:
         result = run("robots", "check", site.origin, "--agent", "bot", "/a")
-        assert result.returncode == 1
-        assert "private or loopback" in result.stdout
+        # A refusal to fetch is an error that says what to add, not a verdict.
+        assert result.returncode == 2
+        assert "private or loopback" in result.stderr and "--allow-private" in result.stderr
+        assert result.stdout == ""
         assert site.requests == []
+
+
+def test_a_url_that_cannot_be_checked_is_an_error(tmp_path: Path) -> None:
+    robots = tmp_path / "robots.txt"
+    robots.write_text("User-agent: *\nDisallow: /a\n")
+    for bad in ("notaurl", "ftp://x/y"):
+        result = run("robots", "check", str(robots), "-a", "X", "https://e.com/", bad)
+        assert result.returncode == 2, bad
+        assert "allowed" not in result.stdout and bad in result.stderr
+
+
+def test_a_file_cut_at_the_cap_is_said_and_max_bytes_reads_on() -> None:
+    from tests.conftest import shared_path
+
+    oracle = str(shared_path("corpus", "robots", "docs.oracle.com.txt"))
+    url = "https://docs.oracle.com/cd/E80817_01/x"  # disallowed by a rule past 500 KiB
+    cut = run("robots", "check", oracle, "-a", "ExampleBot", url)
+    assert "longer than 512,000 bytes" in cut.stderr and "--max-bytes" in cut.stderr
+    whole = run("robots", "check", oracle, "-a", "ExampleBot", url, "--max-bytes", "2000000")
+    assert whole.returncode == 1 and whole.stdout.startswith("disallowed")
+    assert "Disallow: /cd/E80817_01/" in whole.stdout and whole.stderr == ""
+    linted = run("robots", "lint", oracle)
+    assert "longer than 512,000 bytes" in linted.stderr

@@ -12,7 +12,7 @@ from typing import Any, TextIO
 from polite import __version__
 from polite.cli_crawl import add_crawl_command
 from polite.errors import PoliteError
-from polite.robots import Decision, Dialect, RobotsTxt, Severity, parse
+from polite.robots import MAX_ROBOTS_BYTES, Decision, Dialect, RobotsTxt, Severity, parse
 
 __all__ = ["main"]
 
@@ -63,6 +63,7 @@ def _build_parser() -> argparse.ArgumentParser:
     check.add_argument("--dialect", "-d", default="auto", choices=dialects)
     check.add_argument("--ip", help="the egress IP address (REGP Ip-allow / Ip-disallow)")
     check.add_argument("--json", action="store_true", help="one JSON array of verdicts")
+    _max_bytes_option(check)
     check.set_defaults(handler=_robots_check)
 
     lint = robots_commands.add_parser(
@@ -71,6 +72,7 @@ def _build_parser() -> argparse.ArgumentParser:
     lint.add_argument("file", metavar="FILE", help="a robots.txt file, or - for standard input")
     lint.add_argument("--dialect", "-d", default="auto", choices=dialects)
     lint.add_argument("--json", action="store_true", help="one JSON array of issues")
+    _max_bytes_option(lint)
     lint.set_defaults(handler=_robots_lint)
 
     sitemap = commands.add_parser("sitemap", help="read sitemaps: one file, or a whole site's")
@@ -105,7 +107,8 @@ def _build_parser() -> argparse.ArgumentParser:
     add_crawl_command(commands)
 
     serve = commands.add_parser(
-        "serve", help="run the politeness service (REST API) on one port",
+        "serve", help="run the politeness service: the polite HTTP proxy and the REST API "
+                      "on one port",
         description="Listens on loopback by default. Robots.txt of private and loopback "
                     "addresses is not fetched unless --allow-private is given.")
     # Defaults live in polite.serve.Settings: an option not given falls back to --config,
@@ -154,11 +157,29 @@ def _build_parser() -> argparse.ArgumentParser:
                             "time (default 1; 0 turns it off)")
     serve.add_argument("--admin-token", help="required (Bearer) for writes such as PUT /delays;"
                        " mandatory when --host is not a loopback address")
+    serve.add_argument("--max-bytes", type=int,
+                       help="read each robots.txt up to this many bytes; answers from a file "
+                            f"cut there say so (default {MAX_ROBOTS_BYTES})")
     serve.add_argument("--config", metavar="FILE",
                        help="a TOML file with any of the options above (with _ for -) and a "
                             "[delays] table of domain = milliseconds")
     serve.set_defaults(handler=_serve)
     return parser
+
+
+def _max_bytes_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--max-bytes", type=int, default=MAX_ROBOTS_BYTES,
+                         help="read robots.txt up to this many bytes; what lies beyond is "
+                              f"ignored, and said so (default {MAX_ROBOTS_BYTES}, as RFC 9309 "
+                              "allows)")
+
+
+def _warn_if_cut(name: str, robots: RobotsTxt, max_bytes: int) -> None:
+    """A file cut at the cap answers as if its later rules were not there: say so."""
+    if robots.truncated:
+        print(f"polite: warning: {name} is longer than {max_bytes:,} bytes and was read only "
+              "that far; rules after that point are not applied (--max-bytes to read more)",
+              file=sys.stderr)
 
 
 def _fetch_options(command: argparse.ArgumentParser) -> None:
@@ -190,9 +211,34 @@ def _decision_json(url: str, decision: Decision) -> dict[str, object]:
 def _robots_check(args: argparse.Namespace, out: TextIO) -> int:
     if args.file.startswith(("http://", "https://")):
         return _robots_check_site(args, out)
-    robots: RobotsTxt = parse(_read(args.file), args.dialect)
+    _check_urls(args.urls)
+    robots: RobotsTxt = parse(_read(args.file), args.dialect, max_bytes=args.max_bytes)
+    _warn_if_cut(args.file, robots, args.max_bytes)
     return _print_decisions(args, out, [(url, robots.decide(url, args.agent, ip=args.ip))
                                         for url in args.urls])
+
+
+def _require_public(url: str, allow_private: bool) -> None:
+    """Refusing to fetch from a private address is an error that says what to add, not a
+    verdict about the site."""
+    import asyncio
+
+    from polite.core.urls import split_origin
+    from polite.errors import ConfigError
+    from polite.fetch.robots import is_public_host
+
+    host = split_origin(url)[1]
+    if not allow_private and not asyncio.run(is_public_host(host)):
+        raise ConfigError(f"{host} is a private or loopback address; add --allow-private to "
+                          "fetch from it")
+
+
+def _check_urls(urls: list[str]) -> None:
+    """A URL that cannot be checked is an error, not a verdict."""
+    from polite.core.urls import split_origin
+
+    for url in urls:
+        split_origin(url)  # InvalidURL (a PoliteError): not an http(s) URL
 
 
 def _robots_check_site(args: argparse.Namespace, out: TextIO) -> int:
@@ -207,17 +253,20 @@ def _robots_check_site(args: argparse.Namespace, out: TextIO) -> int:
 
     site = origin_of(args.file)
     urls = [urljoin(site + "/", url) for url in args.urls]
+    _check_urls(urls)
+    _require_public(site, args.allow_private)
 
     async def fetch() -> object:
         clock = WallClock()
         async with create_client() as client:
             fetcher = RobotsFetcher(client, MemoryStore(clock), clock, agent=args.agent,
                                     policy=FetchPolicy(), allow_private=args.allow_private,
-                                    dialect=args.dialect)
+                                    dialect=args.dialect, max_bytes=args.max_bytes)
             return await fetcher.state(site)
 
     state = asyncio.run(fetch())
     if isinstance(state, Parsed):
+        _warn_if_cut(f"{site}/robots.txt", state.robots, args.max_bytes)
         if not args.json:
             out.write(f"{site}/robots.txt: {state.status}, dialect {state.robots.dialect}"
                       f"{' (last good copy)' if state.stale else ''}\n")
@@ -244,7 +293,8 @@ def _print_decisions(args: argparse.Namespace, out: TextIO,
 
 
 def _robots_lint(args: argparse.Namespace, out: TextIO) -> int:
-    robots = parse(_read(args.file), args.dialect)
+    robots = parse(_read(args.file), args.dialect, max_bytes=args.max_bytes)
+    _warn_if_cut(args.file, robots, args.max_bytes)
     issues = robots.issues
     if args.json:
         json.dump([{"line": i.line, "severity": i.severity.value, "code": i.code,
@@ -293,6 +343,7 @@ def _sitemap_parse(args: argparse.Namespace, out: TextIO) -> int:
     if args.source.startswith(("http://", "https://")):
         import asyncio
 
+        _require_public(args.source, args.allow_private)
         from polite.fetch.robots import create_client
 
         async def fetch() -> Any:
@@ -333,6 +384,7 @@ def _sitemap_tree(args: argparse.Namespace, out: TextIO) -> int:
     from polite.fetch.sitemaps import SitemapFile, WalkSummary
 
     site = origin_of(args.site)
+    _require_public(site, args.allow_private)
     summary = WalkSummary(site)
     files: list[SitemapFile] = []
     console = Console(stderr=True)
@@ -362,7 +414,9 @@ def _sitemap_tree(args: argparse.Namespace, out: TextIO) -> int:
                   indent=2)
         out.write("\n")
         return EXIT_FINDINGS if summary.errors else EXIT_OK
-    report = Console(file=out, width=max(100, Console(file=out).width))
+    # With --urls, standard output is the URL list alone; the tables go to standard error.
+    tables = sys.stderr if args.urls else out
+    report = Console(file=tables, width=max(100, Console(file=tables).width))
     listing = Table(title=f"Sitemaps of {site}", title_justify="left")
     for column in ("level", "file", "format", "URLs", "sitemaps", "note"):
         listing.add_column(column, justify="right" if column in ("level", "URLs", "sitemaps")

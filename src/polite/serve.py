@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from polite.api import create_app
 from polite.clock import WallClock
+from polite.core.robots import MAX_ROBOTS_BYTES
 from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
 from polite.errors import ConfigError
 from polite.fetch.cache import PageCache
@@ -48,6 +49,7 @@ class Settings:
     cache_max_mb: float = 256.0
     cache_keep_no_store_s: float = 0.0  # seed 001's "no-store for a day" is 86400
     loop: str = "auto"  # the event loop: uvloop when installed (auto), asyncio, uvloop
+    max_bytes: int = MAX_ROBOTS_BYTES  # robots.txt is read up to this size
     delays: dict[str, int] = field(default_factory=dict)  # domain -> ms, from --config
 
 
@@ -58,7 +60,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "mode": (str,), "max_wait_s": (int, float), "origin_timeout_s": (int, float),
     "adaptive_factor": (int, float),
     "backoff": (bool,), "cache": (bool,), "cache_max_mb": (int, float),
-    "cache_keep_no_store_s": (int, float), "loop": (str,),
+    "cache_keep_no_store_s": (int, float), "loop": (str,), "max_bytes": (int,),
 }
 
 
@@ -123,6 +125,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
         raise ConfigError("--cache-max-mb must be more than 0")
     if settings.cache_keep_no_store_s < 0:
         raise ConfigError("--cache-keep-no-store-s must be 0 or more")
+    if settings.max_bytes < 1:
+        raise ConfigError("--max-bytes must be 1 or more")
     if not 0 <= settings.port <= 65535:
         raise ConfigError(f"--port {settings.port} is not a port number")
     return settings
@@ -172,7 +176,7 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
     client = create_client()
     policy = FetchPolicy(unauthorized=UnauthorizedMeans(settings.on_401_403))
     fetcher = RobotsFetcher(client, store, clock, agent=settings.agent, policy=policy,
-                            allow_private=settings.allow_private)
+                            allow_private=settings.allow_private, max_bytes=settings.max_bytes)
     politeness = Politeness(fetcher, store, clock, agent=settings.agent,
                             default_delay_s=settings.default_delay_ms / 1000,
                             max_crawl_delay_s=settings.max_crawl_delay_s,

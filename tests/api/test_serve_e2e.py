@@ -257,3 +257,28 @@ def test_redis_store_that_does_not_answer_is_a_clear_error() -> None:
                           capture_output=True, text=True, timeout=30, check=False)
     assert done.returncode == 2
     assert "the Redis store does not answer" in done.stderr
+
+
+def test_a_port_in_use_is_one_clean_message(tmp_path: Path) -> None:
+    with polite_serve("--store", "memory://") as api:
+        port = str(api.base_url.port)
+        second = subprocess.run([sys.executable, "-m", "polite", "serve", "--port", port,
+                                 "--store", "memory://"], capture_output=True, text=True,
+                                timeout=30)
+    assert second.returncode == 2
+    assert second.stderr.strip().splitlines() == [
+        f"polite: cannot listen on 127.0.0.1:{port}: error while attempting to bind on "
+        f"address ('127.0.0.1', {port}): address already in use"]
+
+
+def test_answers_from_a_cut_robots_txt_say_so_and_max_bytes_reads_on(tmp_path: Path) -> None:
+    body = b"User-agent: *\nAllow: /\n" + b"# filler\n" * 4000 + b"Disallow: /late\n"
+    with serve(Site("127.0.1.40", {"/robots.txt": Reply(200, body)})) as site:
+        with polite_serve("--store", "memory://", "--allow-private", "--max-bytes",
+                          "1000") as api:
+            (cut,) = api.post("/politeness/verbose", json=[f"{site.origin}/late"]).json()
+        with polite_serve("--store", "memory://", "--allow-private") as api:
+            (whole,) = api.post("/politeness/verbose", json=[f"{site.origin}/late"]).json()
+    assert cut["allowed"] is True and "read only that far" in cut["warning"]
+    assert whole["allowed"] is False and "Disallow: /late" in whole["error"]
+    assert "warning" not in whole

@@ -51,10 +51,14 @@ class Verdict(NamedTuple):
     allowed: bool
     error: str | None = None
     retry_after_ms: int = NO_RETRY
+    warning: str | None = None  # e.g. the robots.txt in force was cut at the size cap
 
     def as_json(self) -> dict[str, object]:
-        return {"url": self.url, "allowed": self.allowed, "error": self.error,
-                "retryAfter": self.retry_after_ms}
+        answer: dict[str, object] = {"url": self.url, "allowed": self.allowed,
+                                     "error": self.error, "retryAfter": self.retry_after_ms}
+        if self.warning is not None:
+            answer["warning"] = self.warning
+        return answer
 
 
 def _ms(seconds: float) -> int:
@@ -70,6 +74,20 @@ class _Ask:
     host: str
     delays: Delays
     interval_s: float
+
+
+def _warn_if_cut(verdict: Verdict, cut: list[str]) -> Verdict:
+    """A verdict from a robots.txt cut at the size cap says so: rules past the cut were not
+    read, so the answer may not be the site's."""
+    try:
+        origin = split_origin(verdict.url)[0]
+    except InvalidURL:
+        return verdict
+    if origin in cut:
+        return verdict._replace(
+            warning=f"{origin}/robots.txt is longer than the size cap and was read only that "
+                    "far; rules after it are not applied (--max-bytes)")
+    return verdict
 
 
 def _wait_reason(host: str, ask: _Ask, claim: HostClaim, position: int) -> str:
@@ -231,6 +249,10 @@ class Politeness:
                                               _wait_reason(host, ask, claim, position), wait_ms)
         done = [v for v in verdicts if v is not None]
         assert len(done) == len(urls)
+        cut = [origin for origin, state in states.items()
+               if isinstance(state, Parsed) and state.robots.truncated]
+        if cut:
+            done = [_warn_if_cut(verdict, cut) for verdict in done]
         return done
 
     async def note_response(self, url: str, status: int, *, elapsed_s: float | None = None,

@@ -154,7 +154,11 @@ class ProxyServer:
         """Listen; returns the port (useful with 0)."""
         await self._lifespan("startup")
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: _ClientChannel(self), host, port)
+        try:
+            self._server = await loop.create_server(lambda: _ClientChannel(self), host, port)
+        except BaseException:
+            await self.close()  # the app's lifespan ends too: no task left pending
+            raise
         bound = self._server.sockets[0].getsockname()
         self._addresses = {(host.lower(), bound[1]), ("localhost", bound[1]),
                            ("127.0.0.1", bound[1])}

@@ -3,6 +3,7 @@ origins on loopback."""
 
 from __future__ import annotations
 
+import itertools
 import socket
 import threading
 import time
@@ -166,3 +167,78 @@ def test_a_refusal_keeps_the_connection_alive(proxy: httpx.Client) -> None:
                 data += chunk
     assert data.startswith(b"HTTP/1.1 200") and b"HTTP/1.1 429" in data
     assert b"connection: close" not in data.lower()
+
+
+def _send_staggered(proxy: httpx.Client, urls: list[str], headers: dict[str, str],
+                    stagger_s: float) -> list[int]:
+    """Each URL on a connection of its own, sent ``stagger_s`` apart; their statuses."""
+    statuses = [0] * len(urls)
+
+    def one(n: int) -> None:
+        with through(proxy) as client:
+            statuses[n] = client.get(urls[n], headers=headers).status_code
+
+    threads = []
+    for n in range(len(urls)):
+        thread = threading.Thread(target=one, args=(n,))
+        thread.start()
+        threads.append(thread)
+        time.sleep(stagger_s)
+    for thread in threads:
+        thread.join(60)
+    return statuses
+
+
+def test_wait_mode_serves_one_host_first_come_first_served(proxy: httpx.Client) -> None:
+    routes: dict[str, Reply | object] = {"/robots.txt": ALLOW}
+    routes.update({f"/page{n}": PAGE for n in range(8)})
+    with serve(Site("127.0.3.41", routes)) as site:  # type: ignore[arg-type]
+        assert proxy.put("/delays/127.0.3.41", json={"delay": 250}).status_code == 200
+        urls = [f"{site.origin}/page{n}" for n in range(8)]
+        statuses = _send_staggered(proxy, urls, {"X-Polite-Mode": "wait"}, 0.03)
+    assert statuses == [200] * 8
+    arrived = [path for _, path in site.arrivals if path != "/robots.txt"]
+    assert arrived == [f"/page{n}" for n in range(8)]  # in the order they were sent
+    times = [at for at, path in site.arrivals if path != "/robots.txt"]
+    assert all(b - a >= 0.25 - 0.01 for a, b in itertools.pairwise(times))
+
+
+def test_wait_mode_never_lets_a_later_request_pass_an_earlier_refused_one(
+        proxy: httpx.Client) -> None:
+    routes: dict[str, Reply | object] = {"/robots.txt": ALLOW}
+    routes.update({f"/page{n}": PAGE for n in range(6)})
+    with serve(Site("127.0.3.42", routes)) as site:  # type: ignore[arg-type]
+        assert proxy.put("/delays/127.0.3.42", json={"delay": 1000}).status_code == 200
+        urls = [f"{site.origin}/page{n}" for n in range(6)]
+        statuses = _send_staggered(proxy, urls, {"X-Polite-Mode": "wait",
+                                                 "X-Polite-Timeout": "2.5"}, 0.03)
+    # Three slots fit in 2.5 s (now, +1 s, +2 s); once one request is refused, every later
+    # one is too: none is served ahead of an earlier one.
+    assert statuses == [200, 200, 200, 429, 429, 429], statuses
+    arrived = [path for _, path in site.arrivals if path != "/robots.txt"]
+    assert arrived == ["/page0", "/page1", "/page2"]
+
+
+def test_a_private_target_refusal_keeps_the_connection_and_statuses_have_reasons() -> None:
+    with serve(Site("127.0.3.43", {"/robots.txt": ALLOW, "/": PAGE})) as site, \
+            polite_serve("--store", "memory://", "--admin-token", "secret") as api:
+        port = int(api.base_url.port or 0)
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            request = f"GET {site.origin}/ HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+            sock.sendall(request + request)
+            data = b""
+            while data.count(b"HTTP/1.1 403") < 2:
+                chunk = sock.recv(65536)
+                assert chunk, data
+                data += chunk
+        assert b"connection: close" not in data.lower()
+        assert data.startswith(b"HTTP/1.1 403 Forbidden\r\n")
+        assert site.requests == []
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(b"PUT /delays/x.org HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+                         b"DELETE /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+        assert b"HTTP/1.1 401 Unauthorized\r\n" in data
+        assert b"HTTP/1.1 405 Method Not Allowed\r\n" in data

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import collections
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Final, Literal, cast
 
 import httptools
@@ -397,10 +398,6 @@ def frame(piece: bytes, chunked: bool) -> bytes:
 
 LAST_CHUNK: Final = b"0\r\n\r\n"
 
-_REASONS = {100: b"Continue", 103: b"Early Hints", 200: b"OK", 201: b"Created",
-            204: b"No Content", 206: b"Partial Content", 301: b"Moved Permanently",
-            302: b"Found", 304: b"Not Modified", 400: b"Bad Request", 403: b"Forbidden",
-            404: b"Not Found", 413: b"Content Too Large", 414: b"URI Too Long",
-            429: b"Too Many Requests", 431: b"Request Header Fields Too Large",
-            500: b"Internal Server Error", 501: b"Not Implemented", 502: b"Bad Gateway",
-            503: b"Service Unavailable", 504: b"Gateway Timeout", 508: b"Loop Detected"}
+# Every status's reason phrase (RFC 9110, 15), the newer names where they changed.
+_REASONS = {status.value: status.phrase.encode() for status in HTTPStatus}
+_REASONS.update({413: b"Content Too Large", 422: b"Unprocessable Content"})

@@ -147,6 +147,8 @@ class ProxyServer:
         self.stats = {"forwarded": 0, "robots_refused": 0, "delayed": 0, "errors": 0,
                       "tunnels": 0}
         self._order_tail: dict[str, asyncio.Future[None]] = {}  # client id -> its last request
+        # host -> (the lock its waiters queue on, in order; how many hold or wait for it)
+        self._host_turns: dict[str, tuple[asyncio.Lock, int]] = {}
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -296,8 +298,8 @@ class ProxyServer:
                              "refused, not looped", close=True)
             return False
         asked = await self._admit(client, host, head, "forward")
-        if asked is None:
-            return False
+        if not isinstance(asked, tuple):
+            return bool(asked)
         mode, wait_s = asked
         path = parts.path or "/"
         if parts.query:
@@ -331,14 +333,18 @@ class ProxyServer:
                 del self._order_tail[who]
 
     async def _admit(self, client: Channel, host: str, head: Head, verb: str
-                     ) -> tuple[Mode, float] | None:
+                     ) -> tuple[Mode, float] | bool | None:
         """The checks a proxied request and a tunnel share: no private or loopback target
         unless allowed (403), and a mode and timeout that can be read (400). The mode and
-        the longest wait, or None once the refusal is sent."""
+        the longest wait; else, once the refusal is sent, whether the connection goes on
+        (None: it ends)."""
         if not self._politeness.allow_private and not await is_public_host(host):
+            # A refused request keeps its connection, as other refusals do; a tunnel that
+            # is not opened leaves nothing to go on with.
+            tunnel = verb == "tunnel"
             self._send_error(client, 403, f"{host} is a private or loopback address; this "
-                             f"proxy does not {verb} there (--allow-private)", close=True)
-            return None
+                             f"proxy does not {verb} there (--allow-private)", close=tunnel)
+            return None if tunnel else await self._answered(client, head)
         asked = self._asked(head)
         if isinstance(asked, str):
             self._send_error(client, 400, asked, close=True)
@@ -402,15 +408,50 @@ class ProxyServer:
 
     async def _verdict(self, url: str, agent: str | None, mode: Mode,
                        wait_s: float | None = None) -> Verdict:
+        if mode is Mode.REJECT:
+            return (await self._politeness.check([url], reserve=True, agent=agent))[0]
         deadline = time.monotonic() + (self.settings.max_wait_s if wait_s is None else wait_s)
-        while True:
-            verdict = (await self._politeness.check([url], reserve=True, agent=agent))[0]
-            if verdict.allowed or mode is Mode.REJECT or verdict.retry_after_ms < 0:
-                return verdict
-            pause_s = verdict.retry_after_ms / 1000
-            if time.monotonic() + pause_s > deadline:
-                return verdict
-            await asyncio.sleep(pause_s)
+        # Requests waiting for one host are served first come, first served, whatever
+        # connection they came on: an asyncio.Lock wakes its waiters in order, so a request
+        # is never overtaken by a later one.
+        host = split_origin(url)[1]
+        turn, waiting = self._host_turns.get(host) or (asyncio.Lock(), 0)
+        self._host_turns[host] = (turn, waiting + 1)
+        try:
+            try:
+                await asyncio.wait_for(turn.acquire(), max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                return await self._still_queued(url, agent, host, wait_s)
+            try:
+                while True:
+                    verdict = (await self._politeness.check([url], reserve=True,
+                                                            agent=agent))[0]
+                    if verdict.allowed or verdict.retry_after_ms < 0:
+                        return verdict
+                    pause_s = verdict.retry_after_ms / 1000
+                    if time.monotonic() + pause_s > deadline:
+                        return verdict
+                    await asyncio.sleep(pause_s)
+            finally:
+                turn.release()
+        finally:
+            _, waiting = self._host_turns[host]
+            if waiting == 1:
+                del self._host_turns[host]
+            else:
+                self._host_turns[host] = (turn, waiting - 1)
+
+    async def _still_queued(self, url: str, agent: str | None, host: str,
+                            wait_s: float | None) -> Verdict:
+        """The answer to a request whose wait ran out behind earlier ones to its host."""
+        verdict = (await self._politeness.check([url], agent=agent))[0]
+        if verdict.retry_after_ms < 0 and not verdict.allowed:
+            return verdict
+        waited = self.settings.max_wait_s if wait_s is None else wait_s
+        return verdict._replace(
+            allowed=False, retry_after_ms=max(verdict.retry_after_ms, 1000),
+            error=f"earlier requests to {host} are still waiting for its slot; this one "
+                  f"waited {waited:g} s behind them (--max-wait-s)")
 
     # -- CONNECT ---------------------------------------------------------------------------
 
@@ -430,7 +471,7 @@ class ProxyServer:
                              "not looped", close=True)
             return False
         asked = await self._admit(client, host, head, "tunnel")
-        if asked is None:
+        if not isinstance(asked, tuple):
             return False
         mode, wait_s = asked
         netloc = f"[{host}]" if ":" in host else host

@@ -221,3 +221,30 @@ def test_a_back_off_is_named_as_the_cause_and_so_is_every_delay_source(tmp_path:
         assert 18_000 <= held["retryAfter"] <= 20_000
         assert "back-off" in held["error"] and "429 or 503" in held["error"]
         assert "Crawl-delay" not in held["error"] and "default delay" not in held["error"]
+
+
+def test_delays_after_a_restart_show_what_the_store_knows(tmp_path: Path) -> None:
+    robots = Reply(200, b"User-agent: *\nCrawl-delay: 3\n")
+    with serve(Site("127.0.0.28", {"/robots.txt": robots})) as site:
+        with service(tmp_path / "p.sqlite") as api:
+            api.put("/delays/127.0.0.28", json={"delay": 1500})
+            api.post("/politeness/verbose", json=[f"{site.origin}/a"])
+            before = api.get("/delays").json()
+        with service(tmp_path / "p.sqlite") as api:  # a restart: nothing asked since
+            after = api.get("/delays").json()
+    row = {"domain": "127.0.0.28", "delay": 3000, "robotstxt_delay": 3000,
+           "configured_delay": 1500}
+    assert before == after == [row]
+
+
+def test_delays_are_whole_milliseconds_and_metrics_count(tmp_path: Path) -> None:
+    with service(tmp_path / "p.sqlite") as api:
+        refused = api.put("/delays/e.com", json={"delay": 1.5})
+        assert refused.status_code == 400 and "whole milliseconds" in refused.text
+        assert api.put("/delays/e.com", json={"delay": 1500.0}).json() == {
+            "domain": "e.com", "configured_delay": 1500}
+        assert api.get("/delays").json()[0]["configured_delay"] == 1500
+        text = api.get("/metrics").text
+    assert "# TYPE polite_robots_fetches_total counter" in text or \
+        "# TYPE polite_robots_fetches counter" in text
+    assert "\npolite_robots_fetches_total 0.0" in text

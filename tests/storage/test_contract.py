@@ -168,6 +168,11 @@ async def test_delays(make_store: Factory) -> None:
     assert await store.all_delays() == {"a.org": 0.5, "e.com": 3.0}
     await store.delete_delay("a.org")
     assert await store.all_delays() == {"e.com": 3.0}
+    assert await store.all_robots_delays() == {}
+    await store.set_robots_delay("e.com", 0.5)
+    await store.set_robots_delay("e.com", 2.0)
+    await store.set_robots_delay("b.net", 0.25)
+    assert await store.all_robots_delays() == {"e.com": 2.0, "b.net": 0.25}
 
 
 async def test_robots_records(make_store: Factory) -> None:

@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
@@ -116,6 +116,17 @@ class _CacheCollector:
                                 value=stats.ratio)
 
 
+class _RobotsCollector:
+    """robots.txt requests sent so far: a counter (``polite_robots_fetches_total``)."""
+
+    def __init__(self, politeness: Politeness) -> None:
+        self._politeness = politeness
+
+    def collect(self) -> Iterator[Metric]:
+        yield CounterMetricFamily("polite_robots_fetches", "robots.txt requests sent",
+                                  value=self._politeness.robots_fetches)
+
+
 def create_app(politeness: Politeness, store: Store, *, admin_token: str | None = None,
                sitemaps: SitemapWalker | None = None, cache: PageCache | None = None,
                on_startup: Callable[[], Awaitable[None]] | None = None,
@@ -123,9 +134,7 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
     """The app; ``admin_token``, when set, is required (Bearer) for writes."""
     registry = CollectorRegistry()
     decisions = Counter("polite_decisions", "URLs answered", ["result"], registry=registry)
-    robots_fetches = Gauge("polite_robots_fetches", "robots.txt requests sent",
-                           registry=registry)
-    robots_fetches.set_function(lambda: float(politeness.robots_fetches))
+    registry.register(_RobotsCollector(politeness))
     if cache is not None:
         registry.register(_CacheCollector(cache))
 
@@ -186,8 +195,8 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
 
     async def get_delays(request: Request) -> Response:
         configured = await store.all_delays()
-        robots = politeness.robots_delays_s
         rows = []
+        robots = {**await store.all_robots_delays(), **politeness.robots_delays_s}
         for domain in sorted(set(configured) | set(robots)):
             conf = configured.get(domain)
             from_robots = robots.get(domain)
@@ -234,6 +243,12 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         if isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 <= delay \
                 <= 86_400_000:
             raise _Problem(400, "expected {\"delay\": milliseconds between 0 and 86400000}")
+        if isinstance(delay, float):
+            if not delay.is_integer():
+                # The API speaks whole milliseconds everywhere; 1.5 is refused rather than
+                # kept as something GET /delays would show rounded.
+                raise _Problem(400, f"delay {delay!r}: expected whole milliseconds")
+            delay = int(delay)
         await store.set_delay(domain, delay / 1000)
         return JSONResponse({"domain": domain, "configured_delay": delay})
 

@@ -219,8 +219,11 @@ class Politeness:
                                 response_time_s=response_time,
                                 adaptive_factor=self.adaptive_factor)
             robots_s = delays.robots_s
-            if robots_s is not None:
+            if robots_s is not None and self.robots_delays_s.get(host) != robots_s:
                 self.robots_delays_s[host] = robots_s
+                # Kept in the store too (only when it changes): GET /delays shows it after
+                # a restart, before the host is asked about again.
+                await self._store.set_robots_delay(host, robots_s)
             if delays.windows or delays.forbidden:
                 opens = earliest_in_windows(now, delays.windows, delays.forbidden)
                 if opens is None:

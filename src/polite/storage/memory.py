@@ -26,6 +26,7 @@ class MemoryStore:
         self._last_start: dict[str, float] = {}
         self._backoff: dict[str, float] = {}
         self._delays: dict[str, float] = {}
+        self._robots_delays: dict[str, float] = {}
         self._robots: dict[str, RobotsRecord] = {}
         self._response_s: dict[str, float] = {}
         self._pages: OrderedDict[str, bytes] = OrderedDict()
@@ -82,6 +83,12 @@ class MemoryStore:
 
     async def all_delays(self) -> dict[str, float]:
         return dict(self._delays)
+
+    async def set_robots_delay(self, host: str, delay_s: float) -> None:
+        self._robots_delays[host] = delay_s
+
+    async def all_robots_delays(self) -> dict[str, float]:
+        return dict(self._robots_delays)
 
     async def load_robots(self, origin: str) -> RobotsRecord | None:
         return self._robots.get(origin)

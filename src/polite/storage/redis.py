@@ -8,7 +8,8 @@ clocks disagree still hand each slot out once. The script is the twin of
 Keys (``PREFIX`` is ``polite:`` unless the URL says ``?prefix=``):
 
 - ``PREFIX slot:HOST`` hash ``last`` / ``backoff``; expires a day after it stops mattering;
-- ``PREFIX delays`` hash DOMAIN -> seconds;
+- ``PREFIX delays`` hash DOMAIN -> seconds; ``PREFIX robots_delays`` hash HOST -> the
+  seconds its robots.txt last asked for;
 - ``PREFIX response_times`` hash HOST -> running average of response times, seconds;
 - ``PREFIX robots:ORIGIN`` hash of a :class:`RobotsRecord`;
 - ``PREFIX page:URL`` the cached responses of a URL; ``PREFIX pages:used`` zset URL -> last
@@ -302,6 +303,13 @@ class RedisStore:
     async def all_delays(self) -> dict[str, float]:
         values = await self._redis.hgetall(f"{self._prefix}delays")
         return {_text(key): float(value) for key, value in sorted(values.items())}
+
+    async def set_robots_delay(self, host: str, delay_s: float) -> None:
+        await self._redis.hset(f"{self._prefix}robots_delays", host, repr(float(delay_s)))
+
+    async def all_robots_delays(self) -> dict[str, float]:
+        values = await self._redis.hgetall(f"{self._prefix}robots_delays")
+        return {_text(key): float(value) for key, value in values.items()}
 
     async def load_robots(self, origin: str) -> RobotsRecord | None:
         fields = await self._redis.hgetall(f"{self._prefix}robots:{origin}")

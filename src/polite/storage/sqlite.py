@@ -31,6 +31,8 @@ CREATE TABLE IF NOT EXISTS response_times (
     host TEXT PRIMARY KEY, seconds REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS delays (
     domain TEXT PRIMARY KEY, delay_s REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS robots_delays (
+    host TEXT PRIMARY KEY, delay_s REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS robots (
     origin TEXT PRIMARY KEY, kind TEXT NOT NULL, status INTEGER NOT NULL, body BLOB NOT NULL,
     fetched_at REAL NOT NULL, expires_at REAL NOT NULL, failures INTEGER NOT NULL,
@@ -158,6 +160,14 @@ class SQLiteStore:
     async def all_delays(self) -> dict[str, float]:
         rows = self._db.execute("SELECT domain, delay_s FROM delays ORDER BY domain")
         return {domain: float(delay) for domain, delay in rows}
+
+    async def set_robots_delay(self, host: str, delay_s: float) -> None:
+        self._db.execute("INSERT INTO robots_delays (host, delay_s) VALUES (?, ?) ON CONFLICT"
+                         "(host) DO UPDATE SET delay_s = excluded.delay_s", (host, delay_s))
+
+    async def all_robots_delays(self) -> dict[str, float]:
+        rows = self._db.execute("SELECT host, delay_s FROM robots_delays")
+        return {host: float(delay) for host, delay in rows}
 
     async def load_robots(self, origin: str) -> RobotsRecord | None:
         row = self._db.execute(

@@ -20,6 +20,7 @@ from polite.core.robots.model import (
     ParseIssue,
     RawRule,
     Rule,
+    fold_repeats,
 )
 from polite.core.robots.parser import ParsedBody, issue_from_raw, pattern_path
 from polite.core.robots.values import (
@@ -255,8 +256,8 @@ class RobotsTxt:
     @property
     def issues(self) -> tuple[ParseIssue, ...]:
         """Every line that was skipped or read leniently, in line order."""
-        return tuple(issue_from_raw(raw) for raw in sorted(self._body.raw_issues,
-                                                            key=lambda raw: raw[0]))
+        return tuple(fold_repeats(issue_from_raw(raw) for raw in
+                                  sorted(self._body.raw_issues, key=lambda raw: raw[0])))
 
     @property
     def groups(self) -> tuple[Group, ...]:

@@ -299,3 +299,45 @@ def test_a_namespace_declared_midway_switches_on_attribute_reading() -> None:
     assert [e.loc for e in entries] == ["https://a.example/plain"] * 3 + ["https://a.example/en"]
     assert entries[-1].alternates == (Alternate("de", "https://a.example/de"),)
     assert [e.line for e in entries] == [2, 3, 4, 5]
+
+
+WHITESPACE_MB = 24
+
+
+def _spaced(shape: str) -> Iterator[bytes]:
+    """A sitemap holding one run of 24 MiB of whitespace where ``shape`` says, streamed."""
+    run = [b" " * (1 << 20)] * WHITESPACE_MB
+    if shape == "feed":
+        yield b'<?xml version="1.0"?><rss version="2.0"><channel><item><title>'
+        yield from run
+        yield b"</title><link>https://e.com/feed</link></item></channel></rss>"
+        return
+    yield f'<?xml version="1.0"?><urlset {NS}><url><loc>https://e.com/0</loc></url>'.encode()
+    if shape == "between":
+        yield from run
+        yield b"<url><loc>https://e.com/1</loc></url>"
+    elif shape == "before-loc":
+        yield b"<url><loc>"
+        yield from run
+        yield b"https://e.com/1</loc></url>"
+    elif shape == "after-loc":
+        yield b"<url><loc>https://e.com/1"
+        yield from run
+        yield b"</loc></url>"
+    elif shape == "lines":
+        yield from [b"\n" * (1 << 20)] * WHITESPACE_MB
+        yield b"<url><loc>https://e.com/1</loc></url>"
+    yield b"</urlset>"
+
+
+@pytest.mark.parametrize("shape", ["between", "before-loc", "after-loc", "lines", "feed"])
+def test_memory_stays_bounded_however_much_whitespace_a_file_holds(shape: str) -> None:
+    tracemalloc.start()
+    try:
+        found = [entry.loc for entry in parse(_spaced(shape))]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    expected = ["https://e.com/feed"] if shape == "feed" else ["https://e.com/0", "https://e.com/1"]
+    assert found == expected
+    assert peak < 8 << 20, f"{peak / (1 << 20):.1f} MiB for {WHITESPACE_MB} MiB of whitespace"

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from polite.core.crawl import (
     accept_headers,
@@ -96,3 +98,17 @@ def test_revisit_times() -> None:
     assert next_visit_s("http://e.com/x", AgentRules(), lastmod=old,
                         fetched_at=now) == now + 10 * 86400
     assert next_visit_s("http://e.com/x", AgentRules(), fetched_at=now) == now + 7 * 86400
+
+
+@given(st.sampled_from(["http://e.com/a/b?q", "https://E.com:443/x/", "http://e.com:8080/"]),
+       st.from_regex(r"\A(/|https?://[a-z0-9.]{1,12}(:[0-9]{1,5})?/?)[a-z0-9_~!$&'()*+,;=:@./%?-]{0,30}\Z"))
+def test_the_fast_path_for_plain_links_agrees_with_the_general_one(base: str, href: str
+                                                                    ) -> None:
+    """A leading space sends a link down the general path (it is stripped there)."""
+    try:
+        general = resolve_link(base, " " + href)
+    except InvalidURL:
+        with pytest.raises(InvalidURL):
+            resolve_link(base, href)
+        return
+    assert resolve_link(base, href) == general

@@ -19,12 +19,10 @@ import heapq
 import inspect
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-
-import httpx
 
 from polite.clock import Clock
 from polite.core.crawl import (
@@ -42,6 +40,7 @@ from polite.core.robots.meta import RobotsDirectives, combine, parse_x_robots_ta
 from polite.core.robots.model import AgentRules
 from polite.core.urls import split_origin
 from polite.crawl.html import Link, extract_links
+from polite.crawl.http import FetchResult, PageFetcher
 from polite.crawl.output import CrawlOutput, Exchange
 from polite.errors import InvalidURL
 from polite.fetch.politeness import NO_RETRY, Politeness
@@ -90,7 +89,7 @@ class Page:
 
     url: str
     status: int
-    headers: httpx.Headers
+    headers: Mapping[str, str]  # case-insensitive
     body: bytes
     text: str | None  # decoded, for HTML
     depth: int
@@ -127,6 +126,15 @@ class CrawlStats:
                 "hosts": len(self.hosts), "queued": self.queued,
                 "seconds": round(time.monotonic() - self.started, 3),
                 "pagesPerSecond": round(self.pages_per_s(), 2)}
+
+
+def _decode(body: bytes, charset: str | None) -> str:
+    """A page's text by its declared charset; UTF-8 when it names none or one Python does
+    not know (a misspelt charset is common), undecodable bytes replaced."""
+    try:
+        return body.decode(charset or "utf-8", "replace")
+    except LookupError:
+        return body.decode("utf-8", "replace")
 
 
 def _iso(at: float) -> str:
@@ -172,7 +180,7 @@ class Crawler:
         self,
         politeness: Politeness,
         frontier: FrontierStore,
-        client: httpx.AsyncClient,
+        pages: PageFetcher,
         output: CrawlOutput,
         clock: Clock,
         settings: CrawlSettings | None = None,
@@ -183,7 +191,7 @@ class Crawler:
         self.settings = settings or CrawlSettings()
         self._politeness = politeness
         self._frontier = frontier
-        self._client = client
+        self._pages = pages
         self._output = output
         self._clock = clock
         self._walker = walker
@@ -448,48 +456,26 @@ class Crawler:
         settings = self.settings
         headers = self._request_headers(item.host)
         fetched_at = self._clock()
-        started = time.monotonic()
-        status: int | None = None
-        body = bytearray()
-        truncated = False
-        error: str | None = None
-        response: httpx.Response | None = None
-        answered_s: float | None = None  # until the head: the host's response time
-        try:
-            async with asyncio.timeout(settings.fetch_deadline_s):
-                async with self._client.stream("GET", item.url, headers=headers) as response:
-                    status = response.status_code
-                    answered_s = time.monotonic() - started
-                    async for chunk in response.aiter_bytes():
-                        body += chunk
-                        if len(body) > settings.max_bytes:
-                            del body[settings.max_bytes:]
-                            truncated = True
-                            break
-        except TimeoutError:
-            error = f"took longer than {settings.fetch_deadline_s:.0f} s"
-        except httpx.TimeoutException:
-            error = "timed out"
-        except httpx.DecodingError as exc:
-            error = f"the body cannot be decoded: {exc}"
-        except (httpx.TransportError, httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
-            error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        elapsed_s = time.monotonic() - started
+        got = await self._pages.get(item.url, headers, max_bytes=settings.max_bytes,
+                                    deadline_s=settings.fetch_deadline_s)
+        if got.late_s > 0.0005:  # the slot's spacing runs from when the request really went
+            await self._politeness.note_late_start(item.url, got.late_s)
         now = self._clock()
         record: dict[str, Any] = {
             "url": item.url, "via": item.via, "depth": item.depth,
-            "fetched_at": _iso(fetched_at), "elapsed_ms": round(elapsed_s * 1000, 1)}
+            "fetched_at": _iso(fetched_at), "elapsed_ms": round(got.elapsed_s * 1000, 1)}
         if item.srcloc:
             record["srcloc"] = item.srcloc
-        if status is None or response is None:
+        status, body, error = got.status, got.body, got.error
+        if status is None:
             record.update(outcome="failed", reason=error, status=None, bytes=len(body))
             self.stats.failed += 1
             self._output.page(record)
             await self._frontier.done(item.url, fetched=False)
             return now
-        retry_after = response.headers.get("retry-after")
         pause = await self._politeness.note_response(
-            item.url, status, elapsed_s=answered_s, retry_after=retry_after)
+            item.url, status, elapsed_s=got.answered_s,
+            retry_after=got.headers.get("retry-after"))
         if status in RETRIED and item.attempts + 1 < settings.max_attempts:
             until = now + (pause or 0.0)
             await self._frontier.release(item._replace(attempts=item.attempts + 1,
@@ -501,8 +487,8 @@ class Crawler:
         self._fetched_total += 1
         self._host_fetched[item.host] += 1
         record.update(outcome="fetched", status=status, bytes=len(body),
-                      content_type=response.headers.get("content-type", ""))
-        if truncated:
+                      content_type=got.headers.get("content-type", ""))
+        if got.truncated:
             record["truncated"] = True
         if error is not None:  # the head arrived, the body did not all come
             record["reason"] = error
@@ -510,10 +496,11 @@ class Crawler:
             record["reason"] = f"HTTP {status} {settings.max_attempts} times; given up"
         keep = status not in RETRIED
         revisit_at: float | None = None
-        if status in REDIRECTS and "location" in response.headers:
-            await self._redirect(item, response.headers["location"], record)
+        location = got.headers.get("location")
+        if status in REDIRECTS and location:
+            await self._redirect(item, location, record)
         elif 200 <= status < 300:
-            plan = await self._page(item, response, bytes(body), record)
+            plan = await self._page(item, got, record)
             keep = plan.keep
             if settings.revisit:
                 revisit_at = next_visit_s(
@@ -527,8 +514,7 @@ class Crawler:
         if keep:
             self._output.exchange(Exchange(
                 item.url, [("Host", item.url.split("/")[2]), *headers.items()], status,
-                response.reason_phrase, response.http_version,
-                response.headers.multi_items(), bytes(body)), fetched_at)
+                got.reason, got.http_version, got.raw_headers, body), fetched_at)
         self._output.page(record)
         await self._frontier.done(item.url, fetched=True, revisit_at=revisit_at)
         return now
@@ -550,17 +536,18 @@ class Crawler:
         if not added:
             record["reason"] = "redirect to a URL already seen (a loop, or a page met before)"
 
-    async def _page(self, item: FrontierItem, response: httpx.Response, body: bytes,
+    async def _page(self, item: FrontierItem, got: FetchResult,
                     record: dict[str, Any]) -> PagePlan:
         """Follow a page's links as its robots directives and its sitemap type allow."""
         agent = self.settings.agent
-        directives = parse_x_robots_tag(response.headers.get_list("x-robots-tag"), agent)
-        content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        body = got.body
+        directives = parse_x_robots_tag(got.get_all("x-robots-tag"), agent)
+        content_type = got.headers.get("content-type", "").split(";")[0].strip().lower()
         text: str | None = None
         links: list[Link] = []
         base = item.url
         if content_type in HTML_TYPES or (not content_type and body.lstrip()[:1] == b"<"):
-            text = body.decode(response.charset_encoding or "utf-8", "replace")
+            text = _decode(body, got.charset)
             found = extract_links(text, item.url, agent)
             directives = combine(directives, found.directives)
             links, base = found.links, found.base
@@ -575,8 +562,9 @@ class Crawler:
         record["links"] = len(links)
         record["followed"] = len(followed)
         if self._on_page is not None:
-            page = Page(item.url, response.status_code, response.headers, body, text,
-                        item.depth, item.via, item.srcloc, followed, directives)
+            assert got.status is not None
+            page = Page(item.url, got.status, got.headers, body, text, item.depth, item.via,
+                        item.srcloc, followed, directives)
             await self._hook(page, item)
         return plan
 

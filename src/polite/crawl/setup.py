@@ -12,6 +12,7 @@ import httpx
 from polite.clock import WallClock
 from polite.core.politeness.rules import DEFAULT_DELAY_S, MAX_CRAWL_DELAY_S
 from polite.crawl.crawler import Crawler, CrawlSettings, PageHook
+from polite.crawl.http import PageFetcher
 from polite.crawl.output import CrawlOutput
 from polite.errors import ConfigError
 from polite.fetch.politeness import Politeness
@@ -51,11 +52,8 @@ async def open_crawler(
     politeness_store = open_store(store_url, clock)
     frontier = open_frontier(store_url, default_path=lambda: out / "crawl.sqlite")
     robots_client = create_client()
-    client = httpx.AsyncClient(
-        trust_env=False, follow_redirects=False,
-        timeout=httpx.Timeout(30.0, connect=10.0),
-        limits=httpx.Limits(max_connections=max(10, settings.concurrency * 2),
-                            max_keepalive_connections=max(10, settings.concurrency)))
+    client = httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(30.0, connect=10.0))
+    pages = PageFetcher(per_host=settings.per_host + 1)
     fetcher = RobotsFetcher(robots_client, politeness_store, clock, agent=settings.agent,
                             allow_private=allow_private)
     politeness = Politeness(fetcher, politeness_store, clock, agent=settings.agent,
@@ -64,10 +62,11 @@ async def open_crawler(
     walker = SitemapWalker(client, politeness, cross_host="host")
     output = CrawlOutput(out, warc=settings.warc)
     try:
-        yield Crawler(politeness, frontier, client, output, clock, settings, walker=walker,
+        yield Crawler(politeness, frontier, pages, output, clock, settings, walker=walker,
                       on_page=on_page)
     finally:
         output.close()
+        await pages.close()
         await client.aclose()
         await robots_client.aclose()
         await frontier.close()

@@ -258,6 +258,11 @@ class Politeness:
             done = [_warn_if_cut(verdict, cut) for verdict in done]
         return done
 
+    async def note_late_start(self, url: str, late_s: float) -> None:
+        """The request given ``url``'s slot went out ``late_s`` after it (it had a connection
+        to open): the host's next slot counts from when it really went."""
+        await self._store.shift_start(split_origin(url)[1], late_s)
+
     async def note_response(self, url: str, status: int, *, elapsed_s: float | None = None,
                             retry_after: str | None = None) -> float | None:
         """What a fetch of ``url`` got: its time feeds the adaptive delay, a 429 or 503 holds

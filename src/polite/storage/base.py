@@ -61,6 +61,13 @@ class SlotStore(Protocol):
         """No request to ``host`` before ``until`` (429/503 with Retry-After)."""
         ...
 
+    async def shift_start(self, host: str, late_s: float) -> None:
+        """The request of ``host``'s last slot left ``late_s`` after it (a connection to
+        open first): the slot's start moves that much later, so that the next request is
+        spaced from when this one really went. A shift, not a time, so that a store judged
+        by its own clock (Redis) needs none of the caller's."""
+        ...
+
     async def claim_batch(self, requests: Sequence[tuple[str, tuple[float, ...]]], *,
                           take: bool) -> list[HostClaim]:
         """For each (host, candidate intervals): :func:`~polite.core.politeness.rules.

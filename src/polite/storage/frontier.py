@@ -280,6 +280,10 @@ _COLUMNS = ("url, host, depth, via, srcloc, page_type, changefreq, lastmod, hops
             "not_before")
 
 
+_MARKS = "(" + ", ".join(["?"] * 13) + ")"
+_ROWS_PER_INSERT = 500  # 13 parameters a row, well under SQLite's 32,766
+
+
 def _row(item: FrontierItem, state: int, seq: int) -> tuple[object, ...]:
     return (*item, state, seq)
 
@@ -301,22 +305,24 @@ class SQLiteFrontier:
         self._seq = itertools.count(int(row[0]) + 1)
 
     def _insert(self, items: Sequence[FrontierItem], state: int) -> list[FrontierItem]:
-        db = self._db
-        added = []
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            for item in items:
-                cursor = db.execute(
-                    f"INSERT OR IGNORE INTO frontier ({_COLUMNS}, state, seq) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    _row(item, state, next(self._seq)))
-                if cursor.rowcount:
-                    added.append(item)
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
-        return added
+        # One statement per 500 URLs: those new to the seen set come back (RETURNING), the
+        # others are ignored by the primary key.
+        added: set[str] = set()
+        for start in range(0, len(items), _ROWS_PER_INSERT):
+            rows = items[start:start + _ROWS_PER_INSERT]
+            values: list[object] = []
+            for item in rows:
+                values.extend(_row(item, state, next(self._seq)))
+            marks = ", ".join([_MARKS] * len(rows))
+            added.update(url for (url,) in self._db.execute(
+                f"INSERT INTO frontier ({_COLUMNS}, state, seq) VALUES {marks} "
+                "ON CONFLICT (url) DO NOTHING RETURNING url", values))
+        new = []
+        for item in items:  # in order, a URL given twice once
+            if item.url in added:
+                added.remove(item.url)
+                new.append(item)
+        return new
 
     async def add(self, items: Sequence[FrontierItem]) -> list[FrontierItem]:
         return self._insert(items, QUEUED)
@@ -325,23 +331,17 @@ class SQLiteFrontier:
         return self._insert(items, SKIPPED)
 
     async def lease(self, host: str, now: float, lease_s: float) -> FrontierItem | None:
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            row = db.execute(
-                f"SELECT {_COLUMNS} FROM frontier WHERE host = ? AND state = ? "
-                "AND lease_until <= ? ORDER BY seq LIMIT 1", (host, LEASED, now)).fetchone()
-            if row is None:
-                row = db.execute(
-                    f"SELECT {_COLUMNS} FROM frontier WHERE host = ? AND state = ? "
-                    "AND not_before <= ? ORDER BY seq LIMIT 1", (host, QUEUED, now)).fetchone()
-            if row is not None:
-                db.execute("UPDATE frontier SET state = ?, lease_until = ? WHERE url = ?",
-                           (LEASED, now + lease_s, row[0]))
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
+        # One statement each, atomic: the oldest queued URL that is due, else one whose lease
+        # has run out (its worker died).
+        row = self._db.execute(
+            f"UPDATE frontier SET state = {LEASED}, lease_until = ? WHERE url = (SELECT url "
+            f"FROM frontier WHERE host = ? AND state = {QUEUED} AND not_before <= ? "
+            f"ORDER BY seq LIMIT 1) RETURNING {_COLUMNS}", (now + lease_s, host, now)).fetchone()
+        if row is None:
+            row = self._db.execute(
+                f"UPDATE frontier SET lease_until = ? WHERE url = (SELECT url FROM frontier "
+                f"WHERE host = ? AND state = {LEASED} AND lease_until <= ? ORDER BY seq "
+                f"LIMIT 1) RETURNING {_COLUMNS}", (now + lease_s, host, now)).fetchone()
         return None if row is None else FrontierItem(*row)
 
     async def done(self, url: str, *, fetched: bool, revisit_at: float | None = None) -> None:

@@ -49,6 +49,10 @@ class MemoryStore:
     async def back_off(self, host: str, until: float) -> None:
         self._backoff[host] = max(until, self._backoff.get(host, until))
 
+    async def shift_start(self, host: str, late_s: float) -> None:
+        if host in self._last_start and late_s > 0:
+            self._last_start[host] += late_s
+
     async def claim_batch(self, requests: Sequence[tuple[str, tuple[float, ...]]], *,
                           take: bool) -> list[HostClaim]:
         now = self._clock()

@@ -127,6 +127,15 @@ end
 return out
 """
 
+# KEYS[1] a host's slot hash; ARGV[1] seconds to move its last start by (when it has one).
+_SHIFT_START = """
+if redis.call('HEXISTS', KEYS[1], 'last') == 1 then
+  local last = tonumber(redis.call('HGET', KEYS[1], 'last'))
+  redis.call('HSET', KEYS[1], 'last', string.format('%.17g', last + tonumber(ARGV[1])))
+end
+return 0
+"""
+
 # KEYS[1] the response-time hash; ARGV: host, the new sample (s), its weight.
 _NOTE_RESPONSE = """
 local previous = redis.call('HGET', KEYS[1], ARGV[1])
@@ -191,6 +200,7 @@ class RedisStore:
         self._claim = client.register_script(_CLAIM)
         self._back_off = client.register_script(_BACK_OFF)
         self._claim_batch = client.register_script(_CLAIM_BATCH)
+        self._shift_start = client.register_script(_SHIFT_START)
         self._note_response = client.register_script(_NOTE_RESPONSE)
         self._page_put = client.register_script(_PAGE_PUT)
         self._page_delete = client.register_script(_PAGE_DELETE)
@@ -247,6 +257,10 @@ class RedisStore:
     async def back_off(self, host: str, until: float) -> None:
         await self._back_off(keys=[self._slot_key(host)], args=[repr(float(until)),
                                                                  repr(_KEEP_IDLE_S)])
+
+    async def shift_start(self, host: str, late_s: float) -> None:
+        if late_s > 0:
+            await self._shift_start(keys=[self._slot_key(host)], args=[repr(float(late_s))])
 
     async def claim_batch(self, requests: Sequence[tuple[str, tuple[float, ...]]], *,
                           take: bool) -> list[HostClaim]:

@@ -95,6 +95,11 @@ class SQLiteStore:
             "SET backoff_until = max(coalesce(backoff_until, 0), excluded.backoff_until)",
             (host, until))
 
+    async def shift_start(self, host: str, late_s: float) -> None:
+        if late_s > 0:
+            self._db.execute("UPDATE slots SET last_start = last_start + ? WHERE host = ? AND "
+                             "last_start IS NOT NULL", (late_s, host))
+
     async def claim_batch(self, requests: Sequence[tuple[str, tuple[float, ...]]], *,
                           take: bool) -> list[HostClaim]:
         now = self._clock()

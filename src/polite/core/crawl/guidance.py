@@ -70,11 +70,25 @@ _SPACE = re.compile(r"[\t\n\r]")
 _STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
+# Links already in normal form, which most are: a path (and query) of characters kept as
+# they are, no dot segment, no escape; relative to the root, or absolute with a plain host.
+_PLAIN_TAIL = r"[A-Za-z0-9_~!$&'()*+,=:@./-]*(?:\?[A-Za-z0-9_~!$&'()*+,=:@./?-]+)?"
+_PLAIN_ROOTED = re.compile(r"/(?!/)" + _PLAIN_TAIL + r"\Z")
+_PLAIN_ABSOLUTE = re.compile(r"(https?://[a-z0-9.-]+(?::[0-9]{1,5})?)(/" + _PLAIN_TAIL
+                             + r")?\Z")
+
+
 def resolve_link(base: str, href: str) -> str:
     """``href`` resolved against ``base``, in the crawler's normal form: http(s) only,
     scheme and host lower-cased, default port and fragment dropped, spaces and non-ASCII
     percent-encoded (as UTF-8), an empty path as ``/``. :class:`InvalidURL` for anything
     that is not such a URL or is longer than :data:`MAX_URL_CHARS`."""
+    if "/." not in href and len(href) < MAX_URL_CHARS // 2:
+        if _PLAIN_ROOTED.match(href):
+            return split_origin(base)[0] + href
+        plain = _PLAIN_ABSOLUTE.match(href)
+        if plain is not None:
+            return split_origin(plain[1])[0] + (plain[2] or "/")
     href = _SPACE.sub("", href).strip()
     if not href:
         raise InvalidURL("an empty link")

@@ -444,7 +444,8 @@ def _demo_regp_site(args: argparse.Namespace, out: TextIO) -> int:
         robots = site.robots_txt()
         out.write(f"seed 000's news site on {site.origin}/ ({args.news} news items), "
                   f"robots.txt: {args.robots}\n")
-        out.write("".join(f"  {line}\n" for line in robots.splitlines()) if robots
+        out.write("".join(f"  {line}\n" if line else "\n" for line in robots.splitlines())
+                  if robots
                   else "  (none: /robots.txt answers 404)\n")
         out.flush()
         with contextlib.suppress(KeyboardInterrupt):

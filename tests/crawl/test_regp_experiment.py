@@ -139,7 +139,9 @@ def test_visit_time_window_waits_and_other_sites_go_on(tmp_path: Path) -> None:
     assert after, "nothing fetched once the window opened"
     # The countdown timer: the crawl of the site starts within a second of the opening.
     assert after[0].wall - opens < 1.0, after[0].wall - opens
+    # Its sitemap first (robots.txt names it), then its first page, still within the second.
     assert [r.path for r in after[:2]] == ["/sitemap.xml", "/"]
+    assert after[1].wall - opens < 1.0, after[1].wall - opens
     # The other site was crawled meanwhile, all of it before the window opened.
     assert rows(other)[HOME][0] and rows(other)[LATEST][0]
     assert max(r.wall for r in other.requests) < opens

@@ -64,6 +64,8 @@ ALLOWED = {
     # api and proxy are siblings: the edge (polite.serve) puts them on one port
     "proxy": ("polite.core", "polite.errors", "polite.storage.base", "polite.clock",
               "polite.fetch", "polite.proxy"),
+    # the demonstration sites stand alone: a crawler may be pointed at them, not built in
+    "demo": ("polite.core", "polite.errors", "polite.demo"),
 }
 
 

@@ -164,6 +164,7 @@ def _build_parser() -> argparse.ArgumentParser:
                        help="a TOML file with any of the options above (with _ for -) and a "
                             "[delays] table of domain = milliseconds")
     serve.set_defaults(handler=_serve)
+    _add_demo(commands)
     return parser
 
 
@@ -454,3 +455,56 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     from polite.serve import run_server
 
     return run_server(args, out)
+
+
+def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    demo = commands.add_parser("demo", help="demonstration sites to crawl")
+    demo_commands = demo.add_subparsers(title="demo commands", metavar="COMMAND")
+    site = demo_commands.add_parser(
+        "regp-site", help="serve seed 000's news website (section 4.1) with one of the "
+                          "robots.txt files of its section 5",
+        description="Serves until interrupted, printing each request as it arrives: its "
+                    "time, the gap since the one before, its status and path.")
+    site.add_argument("--robots", choices=["none", "rep", "regp"], default="regp",
+                      help="no robots.txt (Table 9), the REGP file (Table 10, the default) "
+                           "or the old REP file (Table 11)")
+    site.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1")
+    site.add_argument("--port", type=int, default=8089, help="default 8089; 0 for any")
+    site.add_argument("--news", type=int, default=10, help="news items (default 10)")
+    site.add_argument("--visit-time", metavar="VALUE",
+                      help="add a Visit-time line to the REGP file, e.g. "
+                           "'21:00:00 +0800-08:00:00 +0800'")
+    site.add_argument("--language", help="the REGP file's Language in place of zh-CN "
+                      "(e.g. fr)")
+    site.set_defaults(handler=_demo_regp_site)
+
+
+def _demo_regp_site(args: argparse.Namespace, out: TextIO) -> int:
+    import contextlib
+    import threading
+
+    from polite.demo import Request, start_site
+
+    last: list[float] = []
+    lock = threading.Lock()
+
+    def show(request: Request, status: int) -> None:
+        with lock:
+            gap = f"+{request.at - last[-1]:.3f}" if last else ""
+            last.append(request.at)
+            out.write(f"{request.at - last[0]:9.3f} s {gap:>9} {status} {request.path}\n")
+            out.flush()
+
+    with start_site(args.host, args.port, robots=args.robots, news=args.news,
+                    visit_time=args.visit_time, language=args.language,
+                    on_request=show) as site:
+        robots = site.robots_txt()
+        out.write(f"seed 000's news site on {site.origin}/ ({args.news} news items), "
+                  f"robots.txt: {args.robots}\n")
+        out.write("".join(f"  {line}\n" if line else "\n" for line in robots.splitlines())
+                  if robots
+                  else "  (none: /robots.txt answers 404)\n")
+        out.flush()
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()
+    return EXIT_OK

@@ -106,8 +106,8 @@ def test_a_farm_is_crawled_politely_as_measured_at_each_origin(
         assert not repeated, (site.host, repeated)
         assert not [p for p in paths if p.startswith("/private")], site.host
     # The delays each site asked for, measured at the site.
-    assert len(gaps(farm["delay"])) >= 6 and min(gaps(farm["delay"])) >= 0.3 - 0.01
-    assert min(gaps(farm["rate"])) >= 0.2 - 0.01
+    assert len(gaps(farm["delay"])) >= 6 and min(gaps(farm["delay"])) >= 0.3
+    assert min(gaps(farm["rate"])) >= 0.2
     # "fast" allows FarmBot everything but /private/: every page fetched.
     assert {p for _, p in farm["fast"].arrivals} >= {"/", *(f"/p{i}" for i in range(6))}
     # Robots directives of the pages themselves.

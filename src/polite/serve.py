@@ -80,9 +80,10 @@ def _read_config(path: str) -> dict[str, Any]:
                 raise ConfigError(f"--config {path}: [delays] must be a table of "
                                   "domain = milliseconds")
             for domain, ms in value.items():
-                if isinstance(ms, bool) or not isinstance(ms, int | float) or ms < 0:
-                    raise ConfigError(f"--config {path}: delays.{domain} must be milliseconds "
-                                      "(0 or more)")
+                if isinstance(ms, bool) or not isinstance(ms, int | float) \
+                        or not float(ms).is_integer() or ms < 0:
+                    raise ConfigError(f"--config {path}: delays.{domain} must be a whole "
+                                      "number of milliseconds (0 or more)")
             config["delays"] = {d.lower(): int(ms) for d, ms in value.items()}
             continue
         expected = _TYPES.get(key)

@@ -221,6 +221,7 @@ def test_config_file(tmp_path: Path) -> None:
     ("text", "message"),
     [("port = \"eighty\"\n", "port must be int"), ("colour = 1\n", "unknown setting"),
      ("[delays\n", "not TOML"), ("[delays]\n\"e.com\" = -4\n", "delays.e.com"),
+     ("[delays]\n\"e.com\" = 1.5\n", "whole number of milliseconds"),
      ("loop = \"trio\"\n", "--loop must be")],
 )
 def test_bad_config_file(tmp_path: Path, text: str, message: str) -> None:

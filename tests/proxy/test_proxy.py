@@ -242,3 +242,23 @@ def test_a_private_target_refusal_keeps_the_connection_and_statuses_have_reasons
                 data += chunk
         assert b"HTTP/1.1 401 Unauthorized\r\n" in data
         assert b"HTTP/1.1 405 Method Not Allowed\r\n" in data
+
+
+def test_a_slow_reader_is_not_the_origins_response_time(proxy: httpx.Client) -> None:
+    """The adaptive delay follows the origin: a client that takes its time reading an
+    answer holds the proxy, not the site, and the site's delay stays its own."""
+    big = Reply(200, b"x" * (32 << 20), {"Content-Type": "text/plain"})
+    with serve(Site("127.0.3.44", {"/robots.txt": ALLOW, "/big": big})) as site:
+        assert proxy.put("/delays/127.0.3.44", json={"delay": 0}).status_code == 200
+        with socket.create_connection(("127.0.0.1", int(proxy.base_url.port or 0))) as sock:
+            sock.sendall(f"GET {site.origin}/big HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            time.sleep(2.0)  # the buffers fill and the proxy waits on this client
+            got = 0
+            while got < 32 << 20:
+                chunk = sock.recv(1 << 20)
+                assert chunk
+                got += len(chunk)
+        urls = [f"{site.origin}/a", f"{site.origin}/b"]
+        error = proxy.post("/politeness/verbose", json=urls).json()[1]["error"]
+        interval_ms = int(error.split("delay of ")[1].split(" ")[0])
+        assert interval_ms < 1000, error

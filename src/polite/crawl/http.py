@@ -35,7 +35,8 @@ class FetchResult:
     body: bytes = b""
     truncated: bool = False
     answered_s: float | None = None  # until the response's head: the host's response time
-    late_s: float = 0.0  # waiting for a connection (opened, or free in the pool) first
+    late_s: float = 0.0  # from the call to the request's head being written (a connection
+    # to open or to wait for, a busy loop)
     elapsed_s: float = 0.0  # the whole exchange
     error: str | None = None
     charset: str | None = None
@@ -70,9 +71,9 @@ class _Inflater:
         return self._zlib.decompress(tail, limit) if tail else b""
 
 
-async def _connection_ready(session: aiohttp.ClientSession, context: Any,
-                            params: object) -> None:
-    context.trace_request_ctx["ready"] = time.monotonic()
+async def _headers_sent(session: aiohttp.ClientSession, context: Any,
+                        params: object) -> None:
+    context.trace_request_ctx["sent"] = time.monotonic()
 
 
 class PageFetcher:
@@ -92,11 +93,11 @@ class PageFetcher:
                                              ttl_dns_cache=300)
             # No cookie jar (a site's REGP Cookie is sent as a header) and no proxy from the
             # environment; bodies come raw, to be inflated under the cap.
-            # When a request had to wait for its connection, it left that much after its
-            # politeness slot; the crawler moves the slot so (Politeness.note_late_start).
+            # When the request's head went out later than its politeness slot (a connection
+            # to open, a busy loop), the crawler moves the slot that much
+            # (Politeness.note_late_start), so the spacing holds where the site sees it.
             ready = aiohttp.TraceConfig()
-            ready.on_connection_create_end.append(_connection_ready)
-            ready.on_connection_queued_end.append(_connection_ready)
+            ready.on_request_headers_sent.append(_headers_sent)
             self._session = aiohttp.ClientSession(
                 connector=connector, timeout=self._timeout, auto_decompress=False,
                 cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
@@ -134,8 +135,8 @@ class PageFetcher:
         except (zlib.error, ValueError) as exc:
             result.error = f"the body cannot be decoded: {exc}"
         result.elapsed_s = time.monotonic() - started
-        if "ready" in trace:
-            result.late_s = trace["ready"] - started
+        if "sent" in trace:
+            result.late_s = trace["sent"] - started
         return result
 
     @staticmethod

@@ -64,6 +64,10 @@ ALLOWED = {
     # api and proxy are siblings: the edge (polite.serve) puts them on one port
     "proxy": ("polite.core", "polite.errors", "polite.storage.base", "polite.clock",
               "polite.fetch", "polite.proxy"),
+    # the crawler is a sibling of api and proxy; open_crawler is its own wiring, so it may
+    # choose a store (polite.storage) as polite.serve does for the service
+    "crawl": ("polite.core", "polite.errors", "polite.storage", "polite.clock",
+              "polite.fetch", "polite.crawl"),
     # the demonstration sites stand alone: a crawler may be pointed at them, not built in
     "demo": ("polite.core", "polite.errors", "polite.demo"),
 }

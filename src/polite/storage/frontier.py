@@ -13,7 +13,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import sqlite3
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,20 +64,24 @@ class FrontierStore(Protocol):
         ...
 
     async def lease(self, host: str, now: float, lease_s: float) -> FrontierItem | None:
-        """The host's oldest queued URL due at ``now`` (or one whose lease has expired),
-        leased until ``now + lease_s``."""
+        """The host's oldest queued URL due at ``now`` (or, first, the oldest whose lease has
+        expired), leased until ``now + lease_s``. Oldest is in queue order: a URL whose
+        ``not_before`` has come takes its place in the queue, not the head."""
         ...
 
     async def done(self, url: str, *, fetched: bool, revisit_at: float | None = None) -> None:
-        """A leased URL is decided; with ``revisit_at`` it is queued again for then."""
+        """A leased URL is decided; with ``revisit_at`` it is queued again for then, behind
+        what is queued now, its ``attempts`` back to 0."""
         ...
 
     async def release(self, item: FrontierItem) -> None:
-        """Give a leased URL back (its ``not_before`` and ``attempts`` as given)."""
+        """Give a leased URL back in its place in the queue, with the ``not_before`` and
+        ``attempts`` of ``item`` (its other fields stay as queued)."""
         ...
 
     async def next_due(self, host: str) -> float | None:
-        """When the host's earliest queued or leased URL is due; ``None`` with none left."""
+        """When the host's earliest queued or leased URL is due (a queued URL at its
+        ``not_before``, a leased one when its lease ends); ``None`` with none left."""
         ...
 
     async def hosts(self) -> list[tuple[str, float]]:
@@ -118,22 +121,21 @@ class MemoryFrontier:
 
     def __init__(self) -> None:
         self._entries: dict[str, _Entry] = {}
-        self._queues: dict[str, deque[str]] = {}  # host -> URLs in queue order
+        # host -> the URLs that may be taken, a heap in queue order (seq)
+        self._queues: dict[str, list[tuple[int, str]]] = {}
         self._later: dict[str, list[tuple[float, int, str]]] = {}  # host -> not_before heap
         self._leased: dict[str, set[str]] = {}
         self._host_states: dict[str, str] = {}
         self._seq = itertools.count()
 
-    def _enqueue(self, entry: _Entry, *, front: bool = False) -> None:
+    def _enqueue(self, entry: _Entry) -> None:
         item = entry.item
         entry.state = QUEUED
         if item.not_before > 0:
             heapq.heappush(self._later.setdefault(item.host, []),
                            (item.not_before, entry.seq, item.url))
-        elif front:  # given back: it keeps its place ahead of later URLs
-            self._queues.setdefault(item.host, deque()).appendleft(item.url)
-        else:
-            self._queues.setdefault(item.host, deque()).append(item.url)
+        else:  # by its seq: a URL given back keeps its place ahead of later URLs
+            heapq.heappush(self._queues.setdefault(item.host, []), (entry.seq, item.url))
 
     async def add(self, items: Sequence[FrontierItem]) -> list[FrontierItem]:
         added = []
@@ -155,22 +157,21 @@ class MemoryFrontier:
         return marked
 
     def _take_expired(self, host: str, now: float) -> str | None:
-        for url in self._leased.get(host, ()):
-            if self._entries[url].lease_until <= now:
-                return url
-        return None
+        expired = [self._entries[url] for url in self._leased.get(host, ())
+                   if self._entries[url].lease_until <= now]
+        return min(expired, key=lambda entry: entry.seq).item.url if expired else None
 
     async def lease(self, host: str, now: float, lease_s: float) -> FrontierItem | None:
         url = self._take_expired(host, now)
         if url is None:
             later = self._later.get(host)
-            while later and later[0][0] <= now:
-                _, _, due = heapq.heappop(later)
+            while later and later[0][0] <= now:  # their time came: into queue order
+                _, seq, due = heapq.heappop(later)
                 if self._entries[due].state == QUEUED:
-                    self._queues.setdefault(host, deque()).appendleft(due)
+                    heapq.heappush(self._queues.setdefault(host, []), (seq, due))
             queue = self._queues.get(host)
             while queue:
-                candidate = queue.popleft()
+                _, candidate = heapq.heappop(queue)
                 if self._entries[candidate].state == QUEUED:
                     url = candidate
                     break
@@ -192,8 +193,9 @@ class MemoryFrontier:
         entry = self._unlease(url)
         if entry is None:
             return
-        if revisit_at is not None:
+        if revisit_at is not None:  # queued again, so behind what is queued now
             entry.item = entry.item._replace(not_before=revisit_at, attempts=0)
+            entry.seq = next(self._seq)
             self._enqueue(entry)
         else:
             entry.state = FETCHED if fetched else SKIPPED
@@ -201,13 +203,14 @@ class MemoryFrontier:
     async def release(self, item: FrontierItem) -> None:
         entry = self._unlease(item.url)
         if entry is not None:
-            entry.item = item
-            self._enqueue(entry, front=True)
+            entry.item = entry.item._replace(not_before=item.not_before,
+                                             attempts=item.attempts)
+            self._enqueue(entry)
 
     async def next_due(self, host: str) -> float | None:
         due = [self._entries[url].lease_until for url in self._leased.get(host, ())]
-        if any(self._entries[url].state == QUEUED for url in self._queues.get(host, ())):
-            due.append(0.0)
+        due.extend(self._entries[url].item.not_before for _, url in self._queues.get(host, ())
+                   if self._entries[url].state == QUEUED)
         due.extend(at for at, _, url in self._later.get(host, ())
                    if self._entries[url].state == QUEUED)
         return min(due) if due else None
@@ -238,7 +241,7 @@ class MemoryFrontier:
         for url in urls:
             entry = self._unlease(url)
             if entry is not None:
-                self._enqueue(entry, front=True)
+                self._enqueue(entry)
         return len(urls)
 
     async def counts(self) -> FrontierCounts:

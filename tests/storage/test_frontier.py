@@ -350,6 +350,24 @@ async def test_everything_survives_reopening(open_store: Opener) -> None:
     assert await second.requeue_leased() == 9
 
 
+@pytest.mark.parametrize("open_store", ["sqlite"], indirect=True)
+async def test_two_frontiers_on_one_store_keep_one_queue(open_store: Opener) -> None:
+    # Workers sharing one store: each queues links as it finds them, all take from one
+    # queue, in the order the links were queued whoever queued them.
+    first, second = open_store(), open_store()
+    await first.add([item("a.example", 1), item("a.example", 2)])
+    await second.add([item("a.example", 3)])
+    await first.add([item("a.example", 4)])
+    assert await second.add([item("a.example", 4)]) == []
+    assert await lease_all(second, "a.example", 0.0) == [
+        f"http://a.example/{n}" for n in (1, 2, 3, 4)]
+    await first.done("http://a.example/1", fetched=True, revisit_at=1.0)
+    await second.add([item("a.example", 5)])
+    await second.done("http://a.example/2", fetched=True, revisit_at=1.0)
+    assert await lease_all(first, "a.example", 1.0) == [
+        f"http://a.example/{n}" for n in (1, 5, 2)]
+
+
 async def test_open_frontier_names_the_backend(tmp_path: Path) -> None:
     assert isinstance(open_frontier("memory://", default_path=_no_default_path),
                       MemoryFrontier)

@@ -264,6 +264,10 @@ CREATE TABLE IF NOT EXISTS frontier (
     hops INTEGER NOT NULL, attempts INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS frontier_queue ON frontier (host, state, seq);
 CREATE TABLE IF NOT EXISTS frontier_hosts (host TEXT PRIMARY KEY, state TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS frontier_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO frontier_meta
+    SELECT 'seq', COALESCE((SELECT MAX(seq) FROM frontier), 0)
+    WHERE NOT EXISTS (SELECT 1 FROM frontier_meta WHERE name = 'seq');
 """
 _COLUMNS = ("url, host, depth, via, srcloc, page_type, changefreq, lastmod, hops, attempts, "
             "not_before")
@@ -284,21 +288,27 @@ class SQLiteFrontier:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
-            row = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM frontier").fetchone()
         except sqlite3.Error as exc:
             raise ConfigError(f"cannot open the frontier at {path}: {exc}") from exc
-        self._seq = itertools.count(int(row[0]) + 1)
+
+    def _take_seqs(self, n: int) -> int:
+        """The first of ``n`` new queue places; inside a write transaction, so that every
+        process sharing the file draws from one counter."""
+        self._db.execute("UPDATE frontier_meta SET value = value + ? WHERE name = 'seq'", (n,))
+        row = self._db.execute("SELECT value FROM frontier_meta WHERE name = 'seq'").fetchone()
+        return int(row[0]) - n + 1
 
     def _insert(self, items: Sequence[FrontierItem], state: int) -> list[FrontierItem]:
         db = self._db
         added = []
         db.execute("BEGIN IMMEDIATE")
         try:
-            for item in items:
+            first = self._take_seqs(len(items))
+            for seq, item in enumerate(items, first):
                 cursor = db.execute(
                     f"INSERT OR IGNORE INTO frontier ({_COLUMNS}, state, seq) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    _row(item, state, next(self._seq)))
+                    _row(item, state, seq))
                 if cursor.rowcount:
                     added.append(item)
         except BaseException:
@@ -337,10 +347,18 @@ class SQLiteFrontier:
         if revisit_at is None:
             self._db.execute("UPDATE frontier SET state = ? WHERE url = ? AND state = ?",
                              (FETCHED if fetched else SKIPPED, url, LEASED))
-        else:
-            self._db.execute(
-                "UPDATE frontier SET state = ?, not_before = ?, attempts = 0, seq = ? "
-                "WHERE url = ? AND state = ?", (QUEUED, revisit_at, next(self._seq), url, LEASED))
+        else:  # queued again, so behind what is queued now
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.execute(
+                    "UPDATE frontier SET state = ?, not_before = ?, attempts = 0, seq = ? "
+                    "WHERE url = ? AND state = ?",
+                    (QUEUED, revisit_at, self._take_seqs(1), url, LEASED))
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
 
     async def release(self, item: FrontierItem) -> None:
         self._db.execute(

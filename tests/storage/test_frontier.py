@@ -1,17 +1,19 @@
-"""One frontier contract, every backend: memory and an SQLite file."""
+"""One frontier contract, every backend: memory, an SQLite file and a real redis-server."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
+import redis.asyncio as aioredis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from polite.errors import ConfigError
+from polite.errors import ConfigError, InvalidURL
 from polite.storage.frontier import (
     FrontierCounts,
     FrontierItem,
@@ -20,6 +22,7 @@ from polite.storage.frontier import (
     SQLiteFrontier,
     open_frontier,
 )
+from polite.storage.redis_frontier import RedisFrontier
 
 pytestmark = pytest.mark.anyio
 
@@ -35,13 +38,17 @@ def _no_default_path() -> Path:
     raise AssertionError("every test names its store")
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 async def open_store(request: pytest.FixtureRequest, tmp_path: Path
                      ) -> AsyncIterator[Opener]:
     """Opens a frontier on the test's store; each call a new object on the same data (the
     same object for memory, whose data is the object)."""
     kind = request.param
-    url = {"memory": "memory://", "sqlite": f"sqlite:///{tmp_path / 'frontier.sqlite'}"}[kind]
+    if kind == "redis":
+        server, prefix = (request.getfixturevalue(name) for name in ("redis_url", "redis_prefix"))
+        url = f"{server}?prefix={prefix}"
+    else:
+        url = {"memory": "memory://", "sqlite": f"sqlite:///{tmp_path / 'frontier.sqlite'}"}[kind]
     memory = MemoryFrontier()
     opened: list[FrontierStore] = []
 
@@ -321,7 +328,7 @@ async def test_many_hosts_are_independent(frontier: FrontierStore) -> None:
     assert await frontier.host_fetched() == {}
 
 
-@pytest.mark.parametrize("open_store", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("open_store", ["sqlite", "redis"], indirect=True)
 async def test_everything_survives_reopening(open_store: Opener) -> None:
     first = open_store()
     await first.add([item("a.example", n) for n in (1, 2, 3, 4)] + [item("b.example", 1)])
@@ -350,7 +357,7 @@ async def test_everything_survives_reopening(open_store: Opener) -> None:
     assert await second.requeue_leased() == 9
 
 
-@pytest.mark.parametrize("open_store", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("open_store", ["sqlite", "redis"], indirect=True)
 async def test_two_frontiers_on_one_store_keep_one_queue(open_store: Opener) -> None:
     # Workers sharing one store: each queues links as it finds them, all take from one
     # queue, in the order the links were queued whoever queued them.
@@ -374,11 +381,39 @@ async def test_open_frontier_names_the_backend(tmp_path: Path) -> None:
     default = open_frontier("", default_path=lambda: tmp_path / "default.sqlite")
     assert isinstance(default, SQLiteFrontier)
     await default.close()
+    for url in ("redis://127.0.0.1:1/0?prefix=p:", "rediss://127.0.0.1:1/0"):
+        shared = open_frontier(url, default_path=_no_default_path)  # connects when used
+        assert isinstance(shared, RedisFrontier)
+        await shared.close()
     with pytest.raises(ConfigError, match="no frontier"):
         open_frontier("postgres://x", default_path=_no_default_path)
     with pytest.raises(ConfigError, match="cannot open the frontier"):
         open_frontier(f"sqlite:///{tmp_path}/no/such/dir/f.sqlite",
                       default_path=_no_default_path)
+
+
+async def test_redis_keys_follow_the_prefix_and_the_host_tag(redis_url: str,
+                                                             redis_prefix: str) -> None:
+    store = RedisFrontier.from_url(f"{redis_url}?prefix={redis_prefix}")
+    look = aioredis.Redis.from_url(redis_url)
+    try:
+        await store.add([item("a.example", 1), item("b.example", 1, not_before=9.0)])
+        await store.mark_seen([item("c.example", 1)])
+        await store.lease("a.example", 0.0, LEASE_S)
+        await store.set_host_state("a.example", "x")
+        keys = sorted([k.decode() async for k in look.scan_iter(f"{redis_prefix}*")])
+        per_host = [k for k in keys if "{" in k]
+        assert all(k.split("{")[1].split("}")[0] in ("a.example", "b.example", "c.example")
+                   for k in per_host)
+        assert sorted(set(keys) - set(per_host)) == [
+            f"{redis_prefix}f:counts", f"{redis_prefix}f:hosts"]
+        with pytest.raises(InvalidURL, match=r"on the host 'b\.example'"):
+            await store.add([FrontierItem("http://a.example/x", "b.example")])
+        with pytest.raises(InvalidURL, match="not an http"):
+            await store.mark_seen([FrontierItem("ftp://a.example/x", "a.example")])
+    finally:
+        await store.close()
+        await look.aclose()
 
 
 # -- every backend against the memory one, on random operations ------------------------------
@@ -455,3 +490,10 @@ def test_sqlite_does_what_memory_does(operations: list[tuple[object, ...]],
     path = tmp_path_factory.getbasetemp() / f"compare-{next(_files)}.sqlite"
     asyncio.run(_compare(lambda: SQLiteFrontier(path), operations))
 
+
+@settings(max_examples=50, deadline=None)
+@given(operations=OPERATIONS)
+def test_redis_does_what_memory_does(operations: list[tuple[object, ...]],
+                                     redis_url: str) -> None:
+    url = f"{redis_url}?prefix=c{uuid.uuid4().hex[:12]}:"
+    asyncio.run(_compare(lambda: RedisFrontier.from_url(url), operations))

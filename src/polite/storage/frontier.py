@@ -410,12 +410,18 @@ class SQLiteFrontier:
 
 
 def open_frontier(url: str, *, default_path: Callable[[], Path]) -> FrontierStore:
-    """A frontier from a store URL (``sqlite:///PATH``, ``memory://``); ``default_path``
-    gives the file when ``url`` is empty."""
+    """A frontier from a store URL (``sqlite:///PATH``, ``memory://``,
+    ``redis://HOST:PORT/DB[?prefix=P]``); ``default_path`` gives the file when ``url`` is
+    empty."""
     if not url:
         return SQLiteFrontier(default_path())
     if url.startswith("sqlite:///"):
         return SQLiteFrontier(Path(url.removeprefix("sqlite:///")))
     if url in ("memory://", "memory"):
         return MemoryFrontier()
+    if url.startswith(("redis://", "rediss://")):
+        # Here, not at the top: the Redis backend imports this module's item and counts.
+        from polite.storage.redis_frontier import RedisFrontier
+
+        return RedisFrontier.from_url(url)
     raise ConfigError(f"no frontier for the store {url!r}")

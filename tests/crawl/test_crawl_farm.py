@@ -259,3 +259,27 @@ def test_per_host_lets_several_requests_to_one_host_be_in_flight(tmp_path: Path)
     assert len(slow) == 6
     assert slow[2] - slow[0] < 0.4  # three went out together, not one after another
     assert elapsed < 6 * 0.5
+
+
+def test_a_crawl_on_a_redis_store(tmp_path: Path, redis_url: str, redis_prefix: str) -> None:
+    """Politeness and frontier in a real redis-server: the crawl, its spacing at the site,
+    and a second run on the same store that finds everything done."""
+    site = chain_site("127.0.3.14", "User-agent: *\nCrawl-delay: 0.2\nDisallow: /private/\n",
+                      pages=4)
+    store = f"{redis_url}?prefix={redis_prefix}"
+
+    async def run(out: Path) -> dict[str, int]:
+        async with open_crawler(out, CrawlSettings(agent="RedisBot"), store=store,
+                                default_delay_s=0.0, allow_private=True) as crawler:
+            await crawler.add_seeds([site.origin + "/"])
+            await crawler.run()
+            return (await crawler.counts())._asdict()
+
+    with serve(site):
+        first = asyncio.run(run(tmp_path / "a"))
+        again = asyncio.run(run(tmp_path / "b"))
+    paths = [p for _, p in site.arrivals if p != "/robots.txt"]
+    assert sorted(paths) == ["/", "/p0", "/p1", "/p2", "/p3"]
+    assert min(gaps(site)) >= 0.2
+    assert first["fetched"] == 5 and first["queued"] == 0 and first["skipped"] == 4
+    assert again == first  # the seed was seen: nothing fetched twice

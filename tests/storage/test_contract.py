@@ -20,11 +20,6 @@ from tests.redis_server import redis_server
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class FakeClock:
     def __init__(self, now: float = 1000.0) -> None:
         self.now = now

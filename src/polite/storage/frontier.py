@@ -13,7 +13,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import sqlite3
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,20 +64,24 @@ class FrontierStore(Protocol):
         ...
 
     async def lease(self, host: str, now: float, lease_s: float) -> FrontierItem | None:
-        """The host's oldest queued URL due at ``now`` (or one whose lease has expired),
-        leased until ``now + lease_s``."""
+        """The host's oldest queued URL due at ``now`` (or, first, the oldest whose lease has
+        expired), leased until ``now + lease_s``. Oldest is in queue order: a URL whose
+        ``not_before`` has come takes its place in the queue, not the head."""
         ...
 
     async def done(self, url: str, *, fetched: bool, revisit_at: float | None = None) -> None:
-        """A leased URL is decided; with ``revisit_at`` it is queued again for then."""
+        """A leased URL is decided; with ``revisit_at`` it is queued again for then, behind
+        what is queued now, its ``attempts`` back to 0."""
         ...
 
     async def release(self, item: FrontierItem) -> None:
-        """Give a leased URL back (its ``not_before`` and ``attempts`` as given)."""
+        """Give a leased URL back in its place in the queue, with the ``not_before`` and
+        ``attempts`` of ``item`` (its other fields stay as queued)."""
         ...
 
     async def next_due(self, host: str) -> float | None:
-        """When the host's earliest queued or leased URL is due; ``None`` with none left."""
+        """When the host's earliest queued or leased URL is due (a queued URL at its
+        ``not_before``, a leased one when its lease ends); ``None`` with none left."""
         ...
 
     async def hosts(self) -> list[tuple[str, float]]:
@@ -124,23 +127,22 @@ class MemoryFrontier:
 
     def __init__(self) -> None:
         self._entries: dict[str, _Entry] = {}
-        self._queues: dict[str, deque[str]] = {}  # host -> URLs in queue order
+        # host -> the URLs that may be taken, a heap in queue order (seq)
+        self._queues: dict[str, list[tuple[int, str]]] = {}
         self._later: dict[str, list[tuple[float, int, str]]] = {}  # host -> not_before heap
         self._leased: dict[str, set[str]] = {}
         self._host_states: dict[str, str] = {}
         self._seeds: set[str] = set()
         self._seq = itertools.count()
 
-    def _enqueue(self, entry: _Entry, *, front: bool = False) -> None:
+    def _enqueue(self, entry: _Entry) -> None:
         item = entry.item
         entry.state = QUEUED
         if item.not_before > 0:
             heapq.heappush(self._later.setdefault(item.host, []),
                            (item.not_before, entry.seq, item.url))
-        elif front:  # given back: it keeps its place ahead of later URLs
-            self._queues.setdefault(item.host, deque()).appendleft(item.url)
-        else:
-            self._queues.setdefault(item.host, deque()).append(item.url)
+        else:  # by its seq: a URL given back keeps its place ahead of later URLs
+            heapq.heappush(self._queues.setdefault(item.host, []), (entry.seq, item.url))
 
     async def add(self, items: Sequence[FrontierItem]) -> list[FrontierItem]:
         added = []
@@ -162,22 +164,21 @@ class MemoryFrontier:
         return marked
 
     def _take_expired(self, host: str, now: float) -> str | None:
-        for url in self._leased.get(host, ()):
-            if self._entries[url].lease_until <= now:
-                return url
-        return None
+        expired = [self._entries[url] for url in self._leased.get(host, ())
+                   if self._entries[url].lease_until <= now]
+        return min(expired, key=lambda entry: entry.seq).item.url if expired else None
 
     async def lease(self, host: str, now: float, lease_s: float) -> FrontierItem | None:
         url = self._take_expired(host, now)
         if url is None:
             later = self._later.get(host)
-            while later and later[0][0] <= now:
-                _, _, due = heapq.heappop(later)
+            while later and later[0][0] <= now:  # their time came: into queue order
+                _, seq, due = heapq.heappop(later)
                 if self._entries[due].state == QUEUED:
-                    self._queues.setdefault(host, deque()).appendleft(due)
+                    heapq.heappush(self._queues.setdefault(host, []), (seq, due))
             queue = self._queues.get(host)
             while queue:
-                candidate = queue.popleft()
+                _, candidate = heapq.heappop(queue)
                 if self._entries[candidate].state == QUEUED:
                     url = candidate
                     break
@@ -199,8 +200,9 @@ class MemoryFrontier:
         entry = self._unlease(url)
         if entry is None:
             return
-        if revisit_at is not None:
+        if revisit_at is not None:  # queued again, so behind what is queued now
             entry.item = entry.item._replace(not_before=revisit_at, attempts=0)
+            entry.seq = next(self._seq)
             self._enqueue(entry)
         else:
             entry.state = FETCHED if fetched else SKIPPED
@@ -208,13 +210,14 @@ class MemoryFrontier:
     async def release(self, item: FrontierItem) -> None:
         entry = self._unlease(item.url)
         if entry is not None:
-            entry.item = item
-            self._enqueue(entry, front=True)
+            entry.item = entry.item._replace(not_before=item.not_before,
+                                             attempts=item.attempts)
+            self._enqueue(entry)
 
     async def next_due(self, host: str) -> float | None:
         due = [self._entries[url].lease_until for url in self._leased.get(host, ())]
-        if any(self._entries[url].state == QUEUED for url in self._queues.get(host, ())):
-            due.append(0.0)
+        due.extend(self._entries[url].item.not_before for _, url in self._queues.get(host, ())
+                   if self._entries[url].state == QUEUED)
         due.extend(at for at, _, url in self._later.get(host, ())
                    if self._entries[url].state == QUEUED)
         return min(due) if due else None
@@ -251,7 +254,7 @@ class MemoryFrontier:
         for url in urls:
             entry = self._unlease(url)
             if entry is not None:
-                self._enqueue(entry, front=True)
+                self._enqueue(entry)
         return len(urls)
 
     async def counts(self) -> FrontierCounts:
@@ -275,6 +278,10 @@ CREATE TABLE IF NOT EXISTS frontier (
 CREATE INDEX IF NOT EXISTS frontier_queue ON frontier (host, state, seq);
 CREATE TABLE IF NOT EXISTS frontier_hosts (host TEXT PRIMARY KEY, state TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS frontier_seed_hosts (host TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS frontier_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO frontier_meta
+    SELECT 'seq', COALESCE((SELECT MAX(seq) FROM frontier), 0)
+    WHERE NOT EXISTS (SELECT 1 FROM frontier_meta WHERE name = 'seq');
 """
 _COLUMNS = ("url, host, depth, via, srcloc, page_type, changefreq, lastmod, hops, attempts, "
             "not_before")
@@ -299,24 +306,38 @@ class SQLiteFrontier:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
-            row = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM frontier").fetchone()
         except sqlite3.Error as exc:
             raise ConfigError(f"cannot open the frontier at {path}: {exc}") from exc
-        self._seq = itertools.count(int(row[0]) + 1)
+
+    def _take_seqs(self, n: int) -> int:
+        """The first of ``n`` new queue places; inside a write transaction, so that every
+        process sharing the file draws from one counter."""
+        self._db.execute("UPDATE frontier_meta SET value = value + ? WHERE name = 'seq'", (n,))
+        row = self._db.execute("SELECT value FROM frontier_meta WHERE name = 'seq'").fetchone()
+        return int(row[0]) - n + 1
 
     def _insert(self, items: Sequence[FrontierItem], state: int) -> list[FrontierItem]:
         # One statement per 500 URLs: those new to the seen set come back (RETURNING), the
-        # others are ignored by the primary key.
+        # others are ignored by the primary key; queue places from the file's one counter.
+        db = self._db
         added: set[str] = set()
-        for start in range(0, len(items), _ROWS_PER_INSERT):
-            rows = items[start:start + _ROWS_PER_INSERT]
-            values: list[object] = []
-            for item in rows:
-                values.extend(_row(item, state, next(self._seq)))
-            marks = ", ".join([_MARKS] * len(rows))
-            added.update(url for (url,) in self._db.execute(
-                f"INSERT INTO frontier ({_COLUMNS}, state, seq) VALUES {marks} "
-                "ON CONFLICT (url) DO NOTHING RETURNING url", values))
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            seq = self._take_seqs(len(items))
+            for start in range(0, len(items), _ROWS_PER_INSERT):
+                rows = items[start:start + _ROWS_PER_INSERT]
+                values: list[object] = []
+                for item in rows:
+                    values.extend(_row(item, state, seq))
+                    seq += 1
+                marks = ", ".join([_MARKS] * len(rows))
+                added.update(url for (url,) in db.execute(
+                    f"INSERT INTO frontier ({_COLUMNS}, state, seq) VALUES {marks} "
+                    "ON CONFLICT (url) DO NOTHING RETURNING url", values))
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
         new = []
         for item in items:  # in order, a URL given twice once
             if item.url in added:
@@ -331,27 +352,36 @@ class SQLiteFrontier:
         return self._insert(items, SKIPPED)
 
     async def lease(self, host: str, now: float, lease_s: float) -> FrontierItem | None:
-        # One statement each, atomic: the oldest queued URL that is due, else one whose lease
-        # has run out (its worker died).
+        # One statement each, atomic: a URL whose lease has run out (its worker died), oldest
+        # first, else the oldest queued URL that is due.
         row = self._db.execute(
-            f"UPDATE frontier SET state = {LEASED}, lease_until = ? WHERE url = (SELECT url "
-            f"FROM frontier WHERE host = ? AND state = {QUEUED} AND not_before <= ? "
-            f"ORDER BY seq LIMIT 1) RETURNING {_COLUMNS}", (now + lease_s, host, now)).fetchone()
+            f"UPDATE frontier SET lease_until = ? WHERE url = (SELECT url FROM frontier "
+            f"WHERE host = ? AND state = {LEASED} AND lease_until <= ? ORDER BY seq "
+            f"LIMIT 1) RETURNING {_COLUMNS}", (now + lease_s, host, now)).fetchone()
         if row is None:
             row = self._db.execute(
-                f"UPDATE frontier SET lease_until = ? WHERE url = (SELECT url FROM frontier "
-                f"WHERE host = ? AND state = {LEASED} AND lease_until <= ? ORDER BY seq "
-                f"LIMIT 1) RETURNING {_COLUMNS}", (now + lease_s, host, now)).fetchone()
+                f"UPDATE frontier SET state = {LEASED}, lease_until = ? WHERE url = (SELECT "
+                f"url FROM frontier WHERE host = ? AND state = {QUEUED} AND not_before <= ? "
+                f"ORDER BY seq LIMIT 1) RETURNING {_COLUMNS}",
+                (now + lease_s, host, now)).fetchone()
         return None if row is None else FrontierItem(*row)
 
     async def done(self, url: str, *, fetched: bool, revisit_at: float | None = None) -> None:
         if revisit_at is None:
             self._db.execute("UPDATE frontier SET state = ? WHERE url = ? AND state = ?",
                              (FETCHED if fetched else SKIPPED, url, LEASED))
-        else:
-            self._db.execute(
-                "UPDATE frontier SET state = ?, not_before = ?, attempts = 0, seq = ? "
-                "WHERE url = ? AND state = ?", (QUEUED, revisit_at, next(self._seq), url, LEASED))
+        else:  # queued again, so behind what is queued now
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.execute(
+                    "UPDATE frontier SET state = ?, not_before = ?, attempts = 0, seq = ? "
+                    "WHERE url = ? AND state = ?",
+                    (QUEUED, revisit_at, self._take_seqs(1), url, LEASED))
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
 
     async def release(self, item: FrontierItem) -> None:
         self._db.execute(
@@ -411,12 +441,18 @@ class SQLiteFrontier:
 
 
 def open_frontier(url: str, *, default_path: Callable[[], Path]) -> FrontierStore:
-    """A frontier from a store URL (``sqlite:///PATH``, ``memory://``); ``default_path``
-    gives the file when ``url`` is empty."""
+    """A frontier from a store URL (``sqlite:///PATH``, ``memory://``,
+    ``redis://HOST:PORT/DB[?prefix=P]``); ``default_path`` gives the file when ``url`` is
+    empty."""
     if not url:
         return SQLiteFrontier(default_path())
     if url.startswith("sqlite:///"):
         return SQLiteFrontier(Path(url.removeprefix("sqlite:///")))
     if url in ("memory://", "memory"):
         return MemoryFrontier()
+    if url.startswith(("redis://", "rediss://")):
+        # Here, not at the top: the Redis backend imports this module's item and counts.
+        from polite.storage.redis_frontier import RedisFrontier
+
+        return RedisFrontier.from_url(url)
     raise ConfigError(f"no frontier for the store {url!r}")

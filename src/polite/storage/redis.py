@@ -32,7 +32,7 @@ from polite.core.politeness.rules import RESPONSE_TIME_WEIGHT, HostClaim, SlotCl
 from polite.errors import ConfigError
 from polite.storage.base import HostFacts, RobotsRecord
 
-__all__ = ["RedisStore"]
+__all__ = ["RedisStore", "client_from_url"]
 
 # KEYS[1] the slot hash. ARGV: interval (s), now (s, or "" for the server's TIME),
 # "1" to take the slot ("0" to look), how long (s) an idle slot key is kept.
@@ -184,6 +184,23 @@ return redis.call('DEL', KEYS[1])
 """
 
 
+def client_from_url(url: str) -> tuple[aioredis.Redis, str]:
+    """A client and the key prefix from ``redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]``
+    (``rediss://`` for TLS); the prefix is ``polite:`` unless the URL names one."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("redis", "rediss", "unix"):
+        raise ConfigError(f"--store {url!r}: expected redis://HOST:PORT/DB")
+    query = parse_qs(parts.query)
+    prefix = query.pop("prefix", ["polite:"])[0]
+    rest = "&".join(f"{k}={v}" for k, vs in query.items() for v in vs)
+    plain = parts._replace(query=rest).geturl()
+    try:
+        client = aioredis.Redis.from_url(plain, socket_timeout=5.0, socket_connect_timeout=5.0)
+    except (ValueError, RedisError) as exc:
+        raise ConfigError(f"--store {url!r}: {exc}") from exc
+    return client, prefix
+
+
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
@@ -208,18 +225,7 @@ class RedisStore:
     @classmethod
     def from_url(cls, url: str, *, clock: Callable[[], float] | None = None) -> RedisStore:
         """``redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]`` (``rediss://`` for TLS)."""
-        parts = urlsplit(url)
-        if parts.scheme not in ("redis", "rediss", "unix"):
-            raise ConfigError(f"--store {url!r}: expected redis://HOST:PORT/DB")
-        query = parse_qs(parts.query)
-        prefix = query.pop("prefix", ["polite:"])[0]
-        rest = "&".join(f"{k}={v}" for k, vs in query.items() for v in vs)
-        plain = parts._replace(query=rest).geturl()
-        try:
-            client = aioredis.Redis.from_url(plain, socket_timeout=5.0,
-                                             socket_connect_timeout=5.0)
-        except (ValueError, RedisError) as exc:
-            raise ConfigError(f"--store {url!r}: {exc}") from exc
+        client, prefix = client_from_url(url)
         return cls(client, prefix=prefix, clock=clock)
 
     async def ping(self) -> None:

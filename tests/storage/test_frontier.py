@@ -1,0 +1,509 @@
+"""One frontier contract, every backend: memory, an SQLite file and a real redis-server."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+import redis.asyncio as aioredis
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from polite.errors import ConfigError, InvalidURL
+from polite.storage.frontier import (
+    FrontierCounts,
+    FrontierItem,
+    FrontierStore,
+    MemoryFrontier,
+    SQLiteFrontier,
+    open_frontier,
+)
+from polite.storage.redis_frontier import RedisFrontier
+
+pytestmark = pytest.mark.anyio
+
+LEASE_S = 30.0
+Opener = Callable[[], FrontierStore]
+
+
+def item(host: str, n: int, **fields: object) -> FrontierItem:
+    return FrontierItem(f"http://{host}/{n}", host)._replace(**fields)
+
+
+def _no_default_path() -> Path:
+    raise AssertionError("every test names its store")
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+async def open_store(request: pytest.FixtureRequest, tmp_path: Path
+                     ) -> AsyncIterator[Opener]:
+    """Opens a frontier on the test's store; each call a new object on the same data (the
+    same object for memory, whose data is the object)."""
+    kind = request.param
+    if kind == "redis":
+        server, prefix = (request.getfixturevalue(name) for name in ("redis_url", "redis_prefix"))
+        url = f"{server}?prefix={prefix}"
+    else:
+        url = {"memory": "memory://", "sqlite": f"sqlite:///{tmp_path / 'frontier.sqlite'}"}[kind]
+    memory = MemoryFrontier()
+    opened: list[FrontierStore] = []
+
+    def open_() -> FrontierStore:
+        if kind == "memory":
+            return memory
+        store = open_frontier(url, default_path=_no_default_path)
+        opened.append(store)
+        return store
+
+    yield open_
+    for store in opened:
+        await store.close()
+
+
+@pytest.fixture
+def frontier(open_store: Opener) -> FrontierStore:
+    return open_store()
+
+
+async def lease_all(store: FrontierStore, host: str, now: float) -> list[str]:
+    """The URLs of ``host`` leased one after another at ``now``, until none is left."""
+    urls = []
+    while (taken := await store.lease(host, now, LEASE_S)) is not None:
+        urls.append(taken.url)
+    return urls
+
+
+async def test_a_url_is_added_once_whatever_happened_to_it(frontier: FrontierStore) -> None:
+    a1, a2, a3, a4 = (item("a.example", n) for n in range(1, 5))
+    assert await frontier.add([a1, a2, a1]) == [a1, a2]
+    assert await frontier.add([a2, a3]) == [a3]
+    assert await frontier.mark_seen([a3, a4, a4]) == [a4]
+    assert await frontier.add([a4, a1]) == []
+    assert await frontier.mark_seen([a1]) == []
+    assert await frontier.counts() == FrontierCounts(queued=3, leased=0, fetched=0, skipped=1)
+    taken = await frontier.lease("a.example", 0.0, LEASE_S)
+    assert taken == a1
+    await frontier.done(a1.url, fetched=True)
+    assert await frontier.add([a1]) == []
+    assert await lease_all(frontier, "a.example", 0.0) == [a2.url, a3.url]
+
+
+async def test_each_host_is_first_in_first_out(frontier: FrontierStore) -> None:
+    await frontier.add([item("a.example", 1), item("b.example", 1), item("a.example", 2)])
+    await frontier.add([item("a.example", 3), item("b.example", 2)])
+    assert await lease_all(frontier, "a.example", 0.0) == [
+        "http://a.example/1", "http://a.example/2", "http://a.example/3"]
+    assert await lease_all(frontier, "b.example", 0.0) == [
+        "http://b.example/1", "http://b.example/2"]
+    assert await frontier.lease("c.example", 0.0, LEASE_S) is None
+
+
+async def test_every_field_comes_back_as_queued(frontier: FrontierStore) -> None:
+    full = FrontierItem("https://a.example:8443/p?q=1", "a.example", depth=3, via="sitemap",
+                        srcloc="https://a.example/orig", page_type="data", changefreq="daily",
+                        lastmod=1_700_000_000.123456, hops=2, attempts=1, not_before=12.5)
+    plain = FrontierItem("https://a.example/", "a.example")
+    address = FrontierItem("http://[::1]:8080/a,b", "::1", srcloc="http://[::1]:8080/,")
+    await frontier.add([full, plain, address])
+    assert await frontier.lease("a.example", 20.0, LEASE_S) == full
+    assert await frontier.lease("a.example", 20.0, LEASE_S) == plain
+    assert await frontier.lease("::1", 20.0, LEASE_S) == address
+
+
+async def test_a_url_is_not_taken_before_its_time(frontier: FrontierStore) -> None:
+    await frontier.add([item("a.example", 1), item("a.example", 2, not_before=50.0),
+                        item("a.example", 3)])
+    assert await lease_all(frontier, "a.example", 10.0) == [
+        "http://a.example/1", "http://a.example/3"]
+    for n in (1, 3):
+        await frontier.done(f"http://a.example/{n}", fetched=True)
+    assert await frontier.lease("a.example", 49.9, LEASE_S) is None
+    taken = await frontier.lease("a.example", 50.0, LEASE_S)
+    assert taken is not None and taken.url == "http://a.example/2"
+
+
+async def test_a_url_whose_time_came_keeps_its_place_in_the_queue(frontier: FrontierStore
+                                                                  ) -> None:
+    # Once due, a URL queued with a not_before is taken in queue order, not ahead of the
+    # older URLs.
+    await frontier.add([item("a.example", 1), item("a.example", 2, not_before=5.0),
+                        item("a.example", 3, not_before=6.0), item("a.example", 4)])
+    assert await lease_all(frontier, "a.example", 10.0) == [
+        f"http://a.example/{n}" for n in (1, 2, 3, 4)]
+
+
+async def test_an_expired_lease_comes_back_oldest_first(frontier: FrontierStore) -> None:
+    await frontier.add([item("a.example", n) for n in (1, 2, 3, 4)])
+    assert await lease_all(frontier, "a.example", 0.0) == [
+        f"http://a.example/{n}" for n in (1, 2, 3, 4)]
+    await frontier.done("http://a.example/2", fetched=True)
+    assert await frontier.lease("a.example", LEASE_S - 0.1, LEASE_S) is None
+    # The leases run out: the URLs come back in queue order, leased again until 60 s.
+    assert await lease_all(frontier, "a.example", LEASE_S) == [
+        f"http://a.example/{n}" for n in (1, 3, 4)]
+    assert await frontier.counts() == FrontierCounts(0, 3, 1, 0)
+    assert await frontier.next_due("a.example") == 2 * LEASE_S
+
+
+async def test_done_stops_a_url_coming_back(frontier: FrontierStore) -> None:
+    await frontier.add([item("a.example", 1), item("a.example", 2)])
+    await frontier.lease("a.example", 0.0, LEASE_S)
+    await frontier.done("http://a.example/1", fetched=True)
+    await frontier.done("http://a.example/2", fetched=True)  # not leased: nothing happens
+    await frontier.done("http://a.example/9", fetched=True)  # never seen
+    await frontier.done("not a url", fetched=False)
+    assert await lease_all(frontier, "a.example", 1e9) == ["http://a.example/2"]
+    await frontier.done("http://a.example/2", fetched=False)
+    assert await frontier.lease("a.example", 1e12, LEASE_S) is None
+    assert await frontier.counts() == FrontierCounts(0, 0, 1, 1)
+    assert await frontier.next_due("a.example") is None
+
+
+async def test_done_with_a_revisit_time_queues_it_again(frontier: FrontierStore) -> None:
+    a1 = item("a.example", 1)
+    await frontier.add([a1])
+    await frontier.lease("a.example", 0.0, LEASE_S)
+    await frontier.release(a1._replace(attempts=2))  # a 503 first
+    await frontier.lease("a.example", 0.0, LEASE_S)
+    await frontier.add([item("a.example", 2)])
+    await frontier.done(a1.url, fetched=True, revisit_at=100.0)
+    assert await frontier.counts() == FrontierCounts(2, 0, 0, 0)
+    assert await frontier.next_due("a.example") == 0.0
+    assert await lease_all(frontier, "a.example", 99.0) == ["http://a.example/2"]
+    await frontier.done("http://a.example/2", fetched=True)
+    assert await frontier.next_due("a.example") == 100.0
+    await frontier.add([item("a.example", 3)])
+    revisited = await frontier.lease("a.example", 100.0, LEASE_S)
+    assert revisited == a1._replace(not_before=100.0, attempts=0)
+    assert await lease_all(frontier, "a.example", 100.0) == ["http://a.example/3"]
+
+
+async def test_a_revisit_waits_behind_the_urls_queued_before_it(frontier: FrontierStore
+                                                                ) -> None:
+    await frontier.add([item("a.example", 1)])
+    await frontier.lease("a.example", 0.0, LEASE_S)
+    await frontier.add([item("a.example", 2)])
+    await frontier.done("http://a.example/1", fetched=True, revisit_at=5.0)
+    assert await lease_all(frontier, "a.example", 10.0) == [
+        "http://a.example/2", "http://a.example/1"]
+
+
+async def test_release_keeps_the_place_and_carries_attempts(frontier: FrontierStore) -> None:
+    a1, a2, a3 = (item("a.example", n, depth=n) for n in (1, 2, 3))
+    await frontier.add([a1, a2, a3])
+    assert await frontier.lease("a.example", 0.0, LEASE_S) == a1
+    await frontier.add([item("a.example", 4)])
+    await frontier.release(a1._replace(attempts=1))
+    assert await frontier.counts() == FrontierCounts(4, 0, 0, 0)
+    assert await frontier.lease("a.example", 0.0, LEASE_S) == a1._replace(attempts=1)
+    # Given back with a back-off: not before then, but then still ahead of a3.
+    await frontier.release(a1._replace(attempts=2, not_before=60.0))
+    assert await frontier.lease("a.example", 10.0, LEASE_S) == a2
+    assert await frontier.lease("a.example", 60.0, LEASE_S) == a2  # its lease ran out
+    assert await frontier.lease("a.example", 60.0, LEASE_S) == a1._replace(attempts=2,
+                                                                           not_before=60.0)
+    assert await frontier.lease("a.example", 60.0, LEASE_S) == a3
+
+
+async def test_release_changes_only_the_time_and_the_attempts(frontier: FrontierStore
+                                                              ) -> None:
+    a1 = item("a.example", 1, depth=2)
+    await frontier.add([a1])
+    await frontier.lease("a.example", 0.0, LEASE_S)
+    await frontier.release(a1._replace(depth=7, via="link", attempts=1))
+    assert await frontier.lease("a.example", 0.0, LEASE_S) == a1._replace(attempts=1)
+    await frontier.release(item("a.example", 9))  # never seen: nothing happens
+    await frontier.release(a1._replace(attempts=5))
+    await frontier.release(a1._replace(attempts=6))  # no longer leased: nothing happens
+    assert await frontier.lease("a.example", 0.0, LEASE_S) == a1._replace(attempts=5)
+
+
+async def test_next_due_and_hosts(frontier: FrontierStore) -> None:
+    assert await frontier.next_due("a.example") is None
+    assert await frontier.hosts() == []
+    await frontier.add([item("a.example", 1), item("b.example", 1, not_before=70.0)])
+    await frontier.add([item("c.example", 1, not_before=5.0),
+                        item("c.example", 2, not_before=6.0)])
+    await frontier.mark_seen([item("d.example", 1)])
+    assert await frontier.next_due("a.example") == 0.0
+    assert await frontier.next_due("d.example") is None
+    assert sorted(await frontier.hosts()) == [
+        ("a.example", 0.0), ("b.example", 70.0), ("c.example", 5.0)]
+    await frontier.lease("a.example", 10.0, LEASE_S)
+    await frontier.add([item("a.example", 2, not_before=20.0)])
+    # c2 is due at 6 and stays queued behind the lease of c1.
+    await frontier.lease("c.example", 10.0, LEASE_S)
+    assert sorted(await frontier.hosts()) == [
+        ("a.example", 20.0), ("b.example", 70.0), ("c.example", 6.0)]
+    assert await frontier.next_due("a.example") == 20.0
+    await frontier.done("http://a.example/1", fetched=True)
+    await lease_all(frontier, "c.example", 10.0)
+    assert sorted(await frontier.hosts()) == [
+        ("a.example", 20.0), ("b.example", 70.0), ("c.example", 10.0 + LEASE_S)]
+    for n in (1, 2):
+        await frontier.done(f"http://c.example/{n}", fetched=False)
+    assert await lease_all(frontier, "a.example", 20.0) == ["http://a.example/2"]
+    await frontier.done("http://a.example/2", fetched=True)
+    assert await frontier.hosts() == [("b.example", 70.0)]
+    assert await frontier.next_due("c.example") is None
+
+
+async def test_host_fetched_counts_fetched_urls_only(frontier: FrontierStore) -> None:
+    assert await frontier.host_fetched() == {}
+    await frontier.add([item("a.example", n) for n in range(4)] + [item("b.example", 1)])
+    await frontier.mark_seen([item("c.example", 1)])
+    for host, fetched in [("a.example", True), ("a.example", True), ("a.example", False),
+                          ("b.example", True)]:
+        taken = await frontier.lease(host, 0.0, LEASE_S)
+        assert taken is not None
+        await frontier.done(taken.url, fetched=fetched)
+    await frontier.lease("a.example", 0.0, LEASE_S)  # leased, not fetched yet
+    assert await frontier.host_fetched() == {"a.example": 2, "b.example": 1}
+
+
+async def test_host_state_round_trip(frontier: FrontierStore) -> None:
+    assert await frontier.get_host_state("a.example") is None
+    await frontier.set_host_state("a.example", '{"robots": "ok"}')
+    await frontier.set_host_state("b.example", "")
+    await frontier.set_host_state("a.example", "done, ünïcode")
+    assert await frontier.get_host_state("a.example") == "done, ünïcode"
+    assert await frontier.get_host_state("b.example") == ""
+    assert await frontier.get_host_state("c.example") is None
+    assert await frontier.hosts() == []  # a state alone queues nothing
+
+
+async def test_seed_hosts_are_kept_once_each(frontier: FrontierStore) -> None:
+    assert await frontier.seed_hosts() == set()
+    await frontier.add_seed_hosts(["a.example", "b.example"])
+    await frontier.add_seed_hosts(["a.example"])
+    await frontier.add_seed_hosts([])
+    assert await frontier.seed_hosts() == {"a.example", "b.example"}
+
+
+async def test_requeue_leased_gives_every_lease_back_in_place(frontier: FrontierStore
+                                                              ) -> None:
+    assert await frontier.requeue_leased() == 0
+    await frontier.add([item("a.example", n) for n in (1, 2, 3)] + [item("b.example", 1)])
+    a1 = await frontier.lease("a.example", 0.0, LEASE_S)
+    assert a1 is not None
+    await frontier.release(a1._replace(attempts=1))
+    await frontier.lease("a.example", 0.0, LEASE_S)
+    await frontier.lease("a.example", 0.0, LEASE_S)
+    await frontier.lease("b.example", 0.0, LEASE_S)
+    assert await frontier.requeue_leased() == 3
+    assert await frontier.counts() == FrontierCounts(4, 0, 0, 0)
+    assert sorted(await frontier.hosts()) == [("a.example", 0.0), ("b.example", 0.0)]
+    again = await frontier.lease("a.example", 1.0, LEASE_S)
+    assert again == a1._replace(attempts=1)
+    assert await lease_all(frontier, "a.example", 1.0) == [
+        "http://a.example/2", "http://a.example/3"]
+    assert await frontier.requeue_leased() == 3
+
+
+async def test_counts_follow_every_state(frontier: FrontierStore) -> None:
+    assert await frontier.counts() == FrontierCounts(0, 0, 0, 0)
+    await frontier.add([item("a.example", n) for n in range(6)])
+    await frontier.mark_seen([item("b.example", 1), item("b.example", 2)])
+    for _ in range(4):
+        await frontier.lease("a.example", 0.0, LEASE_S)
+    assert await frontier.counts() == FrontierCounts(2, 4, 0, 2)
+    await frontier.done("http://a.example/0", fetched=True)
+    await frontier.done("http://a.example/1", fetched=False)
+    await frontier.done("http://a.example/2", fetched=True, revisit_at=50.0)
+    await frontier.release(item("a.example", 3, attempts=1))
+    assert await frontier.counts() == FrontierCounts(4, 0, 1, 3)
+
+
+async def test_many_hosts_are_independent(frontier: FrontierStore) -> None:
+    hosts = [f"h{i}.example" for i in range(12)]
+    for n in range(4):  # interleaved, as links arrive
+        await frontier.add([item(host, n) for host in hosts])
+    await frontier.lease(hosts[0], 0.0, LEASE_S)
+    await frontier.done(f"http://{hosts[0]}/0", fetched=True, revisit_at=500.0)
+    taken = await frontier.lease(hosts[1], 0.0, LEASE_S)
+    assert taken is not None
+    await frontier.release(taken._replace(not_before=300.0))
+    await frontier.lease(hosts[2], 0.0, LEASE_S)
+    assert sorted(await frontier.hosts()) == sorted((host, 0.0) for host in hosts)
+    for i, host in enumerate(hosts):
+        expected = [f"http://{host}/{n}" for n in range(1 if i < 3 else 0, 4)]
+        assert await lease_all(frontier, host, 10.0) == expected
+    assert await frontier.counts() == FrontierCounts(2, 46, 0, 0)
+    assert await frontier.host_fetched() == {}
+
+
+@pytest.mark.parametrize("open_store", ["sqlite", "redis"], indirect=True)
+async def test_everything_survives_reopening(open_store: Opener) -> None:
+    first = open_store()
+    await first.add([item("a.example", n) for n in (1, 2, 3, 4)] + [item("b.example", 1)])
+    await first.mark_seen([item("a.example", 9)])
+    await first.lease("a.example", 0.0, LEASE_S)
+    await first.done("http://a.example/1", fetched=True)
+    a2 = await first.lease("a.example", 0.0, LEASE_S)
+    assert a2 is not None
+    await first.release(a2._replace(attempts=1, not_before=5.0))
+    await first.lease("b.example", 0.0, LEASE_S)  # still leased after the reopen
+    await first.set_host_state("a.example", "robots fetched")
+    await first.add_seed_hosts(["a.example"])
+    await first.close()
+
+    second = open_store()
+    assert await second.counts() == FrontierCounts(3, 1, 1, 1)
+    assert await second.add([item("a.example", n) for n in range(1, 11)]) == [
+        item("a.example", n) for n in (5, 6, 7, 8, 10)]
+    assert await second.get_host_state("a.example") == "robots fetched"
+    assert await second.seed_hosts() == {"a.example"}
+    assert await second.host_fetched() == {"a.example": 1}
+    assert sorted(await second.hosts()) == [("a.example", 0.0), ("b.example", LEASE_S)]
+    assert await second.lease("b.example", 1.0, LEASE_S) is None
+    assert await second.lease("a.example", 5.0, LEASE_S) == a2._replace(attempts=1,
+                                                                        not_before=5.0)
+    assert await lease_all(second, "a.example", 5.0) == [
+        f"http://a.example/{n}" for n in (3, 4, 5, 6, 7, 8, 10)]
+    assert await second.requeue_leased() == 9
+
+
+@pytest.mark.parametrize("open_store", ["sqlite", "redis"], indirect=True)
+async def test_two_frontiers_on_one_store_keep_one_queue(open_store: Opener) -> None:
+    # Workers sharing one store: each queues links as it finds them, all take from one
+    # queue, in the order the links were queued whoever queued them.
+    first, second = open_store(), open_store()
+    await first.add([item("a.example", 1), item("a.example", 2)])
+    await second.add([item("a.example", 3)])
+    await first.add([item("a.example", 4)])
+    assert await second.add([item("a.example", 4)]) == []
+    assert await lease_all(second, "a.example", 0.0) == [
+        f"http://a.example/{n}" for n in (1, 2, 3, 4)]
+    await first.done("http://a.example/1", fetched=True, revisit_at=1.0)
+    await second.add([item("a.example", 5)])
+    await second.done("http://a.example/2", fetched=True, revisit_at=1.0)
+    assert await lease_all(first, "a.example", 1.0) == [
+        f"http://a.example/{n}" for n in (1, 5, 2)]
+
+
+async def test_open_frontier_names_the_backend(tmp_path: Path) -> None:
+    assert isinstance(open_frontier("memory://", default_path=_no_default_path),
+                      MemoryFrontier)
+    default = open_frontier("", default_path=lambda: tmp_path / "default.sqlite")
+    assert isinstance(default, SQLiteFrontier)
+    await default.close()
+    for url in ("redis://127.0.0.1:1/0?prefix=p:", "rediss://127.0.0.1:1/0"):
+        shared = open_frontier(url, default_path=_no_default_path)  # connects when used
+        assert isinstance(shared, RedisFrontier)
+        await shared.close()
+    with pytest.raises(ConfigError, match="no frontier"):
+        open_frontier("postgres://x", default_path=_no_default_path)
+    with pytest.raises(ConfigError, match="cannot open the frontier"):
+        open_frontier(f"sqlite:///{tmp_path}/no/such/dir/f.sqlite",
+                      default_path=_no_default_path)
+
+
+async def test_redis_keys_follow_the_prefix_and_the_host_tag(redis_url: str,
+                                                             redis_prefix: str) -> None:
+    store = RedisFrontier.from_url(f"{redis_url}?prefix={redis_prefix}")
+    look = aioredis.Redis.from_url(redis_url)
+    try:
+        await store.add([item("a.example", 1), item("b.example", 1, not_before=9.0)])
+        await store.mark_seen([item("c.example", 1)])
+        await store.lease("a.example", 0.0, LEASE_S)
+        await store.set_host_state("a.example", "x")
+        keys = sorted([k.decode() async for k in look.scan_iter(f"{redis_prefix}*")])
+        per_host = [k for k in keys if "{" in k]
+        assert all(k.split("{")[1].split("}")[0] in ("a.example", "b.example", "c.example")
+                   for k in per_host)
+        assert sorted(set(keys) - set(per_host)) == [
+            f"{redis_prefix}f:counts", f"{redis_prefix}f:hosts"]
+        with pytest.raises(InvalidURL, match=r"on the host 'b\.example'"):
+            await store.add([FrontierItem("http://a.example/x", "b.example")])
+        with pytest.raises(InvalidURL, match="not an http"):
+            await store.mark_seen([FrontierItem("ftp://a.example/x", "a.example")])
+    finally:
+        await store.close()
+        await look.aclose()
+
+
+# -- every backend against the memory one, on random operations ------------------------------
+
+HOSTS = st.sampled_from(["a.example", "b.example"])
+LINKS = st.lists(st.tuples(HOSTS, st.integers(0, 5), st.sampled_from([0.0, 0.0, 3.0, 40.0])),
+                 min_size=1, max_size=4)
+LEASE = st.tuples(st.just("lease"), HOSTS, st.sampled_from([0.0, 0.0, 2.0, 15.0, 31.0]))
+OPERATIONS = st.lists(st.one_of(
+    st.tuples(st.just("add"), LINKS),
+    LEASE,
+    st.tuples(st.just("done"), st.integers(0, 3), st.booleans(),
+              st.sampled_from([None, None, 0.0, 5.0])),
+    LEASE,
+    st.tuples(st.just("release"), st.integers(0, 3), st.integers(0, 3),
+              st.sampled_from([0.0, 4.0])),
+    st.tuples(st.just("mark_seen"), LINKS),
+    st.tuples(st.just("requeue_leased")),
+), min_size=6, max_size=30)
+
+_files = itertools.count()
+
+
+async def _compare(open_other: Callable[[], FrontierStore],
+                   operations: list[tuple[object, ...]]) -> None:
+    other, model = open_other(), MemoryFrontier()
+    now = 100.0
+    leased: list[FrontierItem] = []  # what the model has leased, oldest first
+    try:
+        for operation in operations:
+            name, *args = operation
+            if name in ("add", "mark_seen"):
+                links = [FrontierItem(f"http://{h}/{n}", h, not_before=now + nb if nb else 0.0)
+                         for h, n, nb in args[0]]
+                assert (await getattr(other, name)(links)) == await getattr(model, name)(links)
+            elif name == "lease":
+                host, step = args
+                now += step
+                taken = await model.lease(host, now, LEASE_S)
+                assert await other.lease(host, now, LEASE_S) == taken
+                if taken is not None:
+                    leased = [x for x in leased if x.url != taken.url] + [taken]
+            elif name == "done":
+                which, fetched, revisit = args
+                url = leased.pop(which % len(leased)).url if leased else "http://a.example/0"
+                at = None if revisit is None else now + revisit
+                await model.done(url, fetched=fetched, revisit_at=at)
+                await other.done(url, fetched=fetched, revisit_at=at)
+            elif name == "release":
+                which, attempts, back_off = args
+                if not leased:
+                    continue
+                given = leased.pop(which % len(leased))
+                given = given._replace(attempts=attempts,
+                                       not_before=now + back_off if back_off else 0.0)
+                await model.release(given)
+                await other.release(given)
+            else:
+                assert await other.requeue_leased() == await model.requeue_leased()
+                leased = []
+            assert await other.counts() == await model.counts()
+        assert sorted(await other.hosts()) == sorted(await model.hosts())
+        for host in ("a.example", "b.example"):
+            assert await other.next_due(host) == await model.next_due(host)
+        assert await other.host_fetched() == await model.host_fetched()
+    finally:
+        await other.close()
+
+
+@settings(max_examples=50, deadline=None)
+@given(operations=OPERATIONS)
+def test_sqlite_does_what_memory_does(operations: list[tuple[object, ...]],
+                                      tmp_path_factory: pytest.TempPathFactory) -> None:
+    path = tmp_path_factory.getbasetemp() / f"compare-{next(_files)}.sqlite"
+    asyncio.run(_compare(lambda: SQLiteFrontier(path), operations))
+
+
+@settings(max_examples=50, deadline=None)
+@given(operations=OPERATIONS)
+def test_redis_does_what_memory_does(operations: list[tuple[object, ...]],
+                                     redis_url: str) -> None:
+    url = f"{redis_url}?prefix=c{uuid.uuid4().hex[:12]}:"
+    asyncio.run(_compare(lambda: RedisFrontier.from_url(url), operations))

@@ -171,22 +171,28 @@ def test_a_refusal_keeps_the_connection_alive(proxy: httpx.Client) -> None:
 
 def _send_staggered(proxy: httpx.Client, urls: list[str], headers: dict[str, str],
                     stagger_s: float) -> list[int]:
-    """Each URL on a connection of its own, sent ``stagger_s`` apart; their statuses."""
-    statuses = [0] * len(urls)
-
-    def one(n: int) -> None:
-        with through(proxy) as client:
-            statuses[n] = client.get(urls[n], headers=headers).status_code
-
-    threads = []
-    for n in range(len(urls)):
-        thread = threading.Thread(target=one, args=(n,))
-        thread.start()
-        threads.append(thread)
-        time.sleep(stagger_s)
-    for thread in threads:
-        thread.join(60)
-    return statuses
+    """Each URL on a connection of its own, all opened first, then sent ``stagger_s`` apart
+    from one thread (so the order they reach the proxy is the order sent); their statuses."""
+    address = ("127.0.0.1", int(proxy.base_url.port or 0))
+    extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    sockets = [socket.create_connection(address) for _ in urls]
+    try:
+        for sock, url in zip(sockets, urls, strict=True):
+            sock.sendall(f"GET {url} HTTP/1.1\r\nHost: x\r\n{extra}\r\n".encode())
+            time.sleep(stagger_s)
+        statuses = []
+        for sock in sockets:
+            sock.settimeout(60)
+            head = b""
+            while b"\r\n" not in head:
+                chunk = sock.recv(4096)
+                assert chunk, head
+                head += chunk
+            statuses.append(int(head.split(b" ", 2)[1]))
+        return statuses
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 def test_wait_mode_serves_one_host_first_come_first_served(proxy: httpx.Client) -> None:

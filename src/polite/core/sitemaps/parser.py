@@ -55,10 +55,6 @@ _TEXT_PROBE_LINES = 100
 _MAX_TEXT_LINE = 65_536
 # sitemaps.org protocol, <loc>: "must be less than 2,048 characters".
 _MAX_LOC = 2_048
-# The text of one element kept at most, in characters: far past any real value (a <loc> is
-# under 2,048, a caption or a description a few thousand), so that a file of a huge run of
-# whitespace or text inside or between elements streams in bounded memory.
-_MAX_TEXT = 1 << 16
 # Output is inflated at most this much at a time, so the byte limit is checked as it grows.
 _INFLATE_STEP = 1 << 20
 # parse() hands the parser this much at a time: entries are yielded as they complete and
@@ -380,7 +376,7 @@ class _XmlReader:
         parser.SetParamEntityParsing(pyexpat.XML_PARAM_ENTITY_PARSING_NEVER)
         parser.EntityDeclHandler = self._entity_declared
         parser.StartElementHandler = self._root
-        self.text = _BoundedText()
+        self.text: list[str] = []
         parser.CharacterDataHandler = self.text.append
         self.core_ns = set(_SITEMAP_NS)
         self.codes: dict[str, int] = {}
@@ -541,13 +537,7 @@ class _XmlReader:
             value = carried  # the text since the last end tag (or start tag)
             for item in seq:
                 if item.__class__ is str:
-                    if not value:
-                        value = item
-                    elif len(value) < _MAX_TEXT:
-                        value = value + item
-                    elif value.isspace():  # leading whitespace: every value is stripped
-                        value = item
-                    # else: past the bound, the rest of this value is dropped
+                    value = value + item if value else item
                     at += item.count("\n")
                     continue
                 if item == loc_code:
@@ -732,27 +722,6 @@ class _XmlReader:
         parser.ProcessingInstructionHandler = newlines
         parser.EndElementHandler = seq.append
         parser.CharacterDataHandler = seq.append
-
-
-class _BoundedText(list[str]):
-    """The text of one element as it arrives, at most :data:`_MAX_TEXT` characters of it;
-    leading whitespace is not kept (every value is stripped)."""
-
-    __slots__ = ("size",)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.size = 0
-
-    def append(self, piece: str) -> None:
-        if self.size >= _MAX_TEXT or (not self.size and piece.isspace()):
-            return
-        super().append(piece)
-        self.size += len(piece)
-
-    def clear(self) -> None:
-        super().clear()
-        self.size = 0
 
 
 class _Extensions:

@@ -197,24 +197,3 @@ def test_checker_binds_the_agent() -> None:
     for_a, for_b = robots.checker("a"), robots.checker("b")
     assert not for_a("http://e.com/x") and for_a("http://e.com/y")
     assert for_b("http://e.com/x") and not for_b("http://e.com/y")
-
-
-def test_an_html_page_is_said_once_with_counts_not_once_per_line() -> None:
-    page = ("<!DOCTYPE html>\n<html><head><title>Shop</title></head><body>\n"
-            + "".join(f'<p>Item {n}: <a href="/item/{n}">buy</a></p>\n' for n in range(500))
-            + "</body></html>\n")
-    issues = parse(page).issues
-    assert len(issues) == 1
-    (issue,) = issues
-    assert issue.code == "html" and issue.line == 1
-    assert "503 of its lines were skipped" in issue.message  # every line of the page
-    assert "not-a-field" in issue.message
-
-
-def test_the_same_problem_on_many_lines_is_said_once_with_its_lines() -> None:
-    body = "User-agent: *\n" + "Disallow /a\n" * 50 + "Crawl-delay: soon\n"
-    issues = parse(body).issues
-    missing = [i for i in issues if i.code == "missing-colon"]
-    assert len(missing) == 1 and missing[0].line == 2
-    assert "(and 49 more times, lines 3, 4, 5, ...)" in missing[0].message
-    assert any(i.code == "bad-value" and i.line == 52 for i in issues)  # distinct: its own

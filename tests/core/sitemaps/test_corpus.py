@@ -110,13 +110,3 @@ def test_xxe_target_is_never_read(tmp_path: Path) -> None:
         "</urlset>\n"
     ).encode()
     assert [entry.loc for entry in parse(xinclude)] == ["http://www.example.com/visit-here"]
-
-
-def test_the_compression_bomb_says_its_one_problem_once() -> None:
-    with shared_path("corpus", "sitemaps", "scrapy_bomb-gzip.bin").open("rb") as stream:
-        sitemap = parse(stream)
-        list(sitemap)
-    codes = [issue.code for issue in sitemap.issues]
-    assert codes.count("not-a-url") == 1
-    (repeated,) = [i for i in sitemap.issues if i.code == "not-a-url"]
-    assert "(and 99 more times" in repeated.message

@@ -30,7 +30,6 @@ __all__ = [
     "RawRule",
     "Rule",
     "Severity",
-    "fold_repeats",
 ]
 
 
@@ -64,28 +63,6 @@ class ParseIssue:
     def __str__(self) -> str:
         where = f"line {self.line}" if self.line else "file"
         return f"{where}: {self.severity}: {self.message} [{self.code}]"
-
-
-def fold_repeats(issues: Iterable[ParseIssue], *, lines_shown: int = 3) -> list[ParseIssue]:
-    """The same problem on many lines is said once, at its first line, with a count and
-    the next few lines; distinct problems keep their own lines. Order is first occurrence."""
-    first: dict[tuple[str, str, Severity], tuple[ParseIssue, list[int]]] = {}
-    for issue in issues:
-        key = (issue.code, issue.message, issue.severity)
-        if key in first:
-            first[key][1].append(issue.line)
-        else:
-            first[key] = (issue, [])
-    folded = []
-    for issue, more in first.values():
-        if more:
-            shown = ", ".join(str(line) for line in more[:lines_shown])
-            rest = ", ..." if len(more) > lines_shown else ""
-            issue = ParseIssue(issue.line, issue.code,
-                               f"{issue.message} (and {len(more):,} more times, lines "
-                               f"{shown}{rest})", issue.severity)
-        folded.append(issue)
-    return folded
 
 
 @dataclass(frozen=True, slots=True)

@@ -230,27 +230,6 @@ _VERSION_LINE = re.compile(r"[ \t]*robot-version[ \t]*:[ \t]*(\d+)")
 _HTML_START = re.compile(r"\A\s*<(?:!doctype\s+html|html|head|body|\?xml|!--)", re.IGNORECASE)
 
 
-# What an HTML page's lines give when read as robots.txt: said once, with counts, not once
-# per line (a page has hundreds).
-_FILE_WIDE = ("html", "truncated", "bom", "partial-bom")
-
-
-def _said_once_for_html(issues: list[RawIssue]) -> list[RawIssue]:
-    kept = [issue for issue in issues if issue[1] in _FILE_WIDE]
-    lines = [issue for issue in issues if issue[1] not in _FILE_WIDE]
-    if not lines:
-        return kept
-    counts: dict[str, int] = {}
-    for issue in lines:
-        counts[issue[1]] = counts.get(issue[1], 0) + 1
-    detail = ", ".join(f"{n:,} {code}" for code, n in sorted(counts.items(),
-                                                            key=lambda item: -item[1]))
-    said = f"the body looks like an HTML page, not a robots.txt file: {len(lines):,} of its " \
-           f"lines were skipped or read leniently ({detail}; the first on line {lines[0][0]})"
-    return [(line, code, severity, said if code == "html" else message, extra)
-            for line, code, severity, message, extra in kept]
-
-
 def detect_dialect(octets: str) -> Dialect:
     """``regp`` when the file declares ``Robot-version: 3.0`` or higher, else ``rfc9309``."""
     if "-version" in octets or "-Version" in octets or "-VERSION" in octets:
@@ -299,8 +278,6 @@ def parse_body(
             1, "html", "error", "the body looks like an HTML page, not a robots.txt file",
             ""))
     reader.read(octets)
-    if looks_like_html:
-        reader.issues = _said_once_for_html(reader.issues)
     return ParsedBody(
         dialect=dialect,
         groups=tuple(group.close() for group in reader.groups),

@@ -20,7 +20,6 @@ from polite.core.robots.model import (
     ParseIssue,
     RawRule,
     Rule,
-    fold_repeats,
 )
 from polite.core.robots.parser import ParsedBody, issue_from_raw, pattern_path
 from polite.core.robots.values import (
@@ -256,8 +255,8 @@ class RobotsTxt:
     @property
     def issues(self) -> tuple[ParseIssue, ...]:
         """Every line that was skipped or read leniently, in line order."""
-        return tuple(fold_repeats(issue_from_raw(raw) for raw in
-                                  sorted(self._body.raw_issues, key=lambda raw: raw[0])))
+        return tuple(issue_from_raw(raw) for raw in sorted(self._body.raw_issues,
+                                                            key=lambda raw: raw[0]))
 
     @property
     def groups(self) -> tuple[Group, ...]:

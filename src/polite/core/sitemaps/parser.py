@@ -26,7 +26,6 @@ from datetime import datetime
 from typing import Any, BinaryIO, Final
 from urllib.parse import urljoin
 
-from polite.core.robots.model import fold_repeats
 from polite.core.sitemaps.dates import parse_rfc822, parse_w3c
 from polite.core.sitemaps.model import (
     CHANGEFREQS,
@@ -173,7 +172,6 @@ class SitemapParser:
                                           f"{self._unlisted:,} more issues not listed",
                                           Severity.INFO))
             self._unlisted = 0
-        self.issues = fold_repeats(self.issues)  # one problem on many lines is said once
         return self._flush()
 
     def _flush(self) -> list[Entry]:

@@ -113,6 +113,33 @@ def test_text_sitemap_reports_lines_that_are_not_urls() -> None:
     assert sitemap.format == "text"
 
 
+def test_repeated_issues_are_said_once_and_distinct_ones_keep_their_lines() -> None:
+    bad = "<loc>https://a.example/{}</loc><lastmod>{}</lastmod>"
+    data = urlset(*(bad.format(n, "yesterday") for n in range(1, 4)),
+                  bad.format(4, "soon"), bad.format(5, "2024-01-01"),
+                  *(bad.format(n, f"day {n}") for n in range(6, 20)))
+    sitemap = parse(data)
+    assert len(list(sitemap)) == 19
+    assert [(i.line, i.count, i.lines[:3]) for i in sitemap.issues] == [(3, 18, (3, 4, 5))]
+    assert sitemap.issues[0].message == (
+        "<lastmod> 'yesterday' is not a W3C datetime; left out (18 lines of this kind: 3, 4, "
+        "5, 6, 8, 9, 10, 11, 12, 13, ...)")
+    few = parse(urlset(*(bad.format(n, "yesterday") for n in range(1, 4)), bad.format(4, "soon")))
+    assert len(list(few)) == 4
+    assert [(i.line, i.count, i.message) for i in few.issues] == [
+        (3, 3, "<lastmod> 'yesterday' is not a W3C datetime; left out (3 times: lines 3, 4, 5)"),
+        (6, 1, "<lastmod> 'soon' is not a W3C datetime; left out")]
+
+
+def test_identical_issues_do_not_use_up_the_listed_ones() -> None:
+    body = b"".join(b"not a url\n" if n % 2 else f"https://a.example/{n}\n".encode()
+                    for n in range(5_000))
+    sitemap = parse(body)
+    assert len(list(sitemap)) == 2_500
+    (issue,) = sitemap.issues
+    assert (issue.code, issue.count) == ("not-a-url", 2_500)
+
+
 def test_gzip_is_detected_by_its_bytes_and_members_concatenate() -> None:
     body = urlset("<loc>https://a.example/1</loc>", "<loc>https://a.example/2</loc>")
     half = len(body) // 2

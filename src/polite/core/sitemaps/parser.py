@@ -25,10 +25,12 @@ import contextlib
 import pyexpat
 import zlib
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, BinaryIO, Final
 from urllib.parse import urljoin
 
+from polite.core.robots.model import MAX_LISTED_LINES, fold_issues
 from polite.core.sitemaps.dates import parse_rfc822, parse_w3c
 from polite.core.sitemaps.model import (
     CHANGEFREQS,
@@ -138,8 +140,9 @@ class SitemapParser:
 
     ``url`` is where the file was fetched from: relative locations are resolved against it.
     After ``close``, ``format`` says what the file was, ``issues`` lists every value left out
-    and every line skipped, and ``stopped`` is the issue that ended the parse early, if one
-    did (a limit, an entity declaration, broken XML, something that is not a sitemap).
+    and every line skipped (repeats said once, with a count and their first lines), and
+    ``stopped`` is the issue that ended the parse early, if one did (a limit, an entity
+    declaration, broken XML, something that is not a sitemap).
     """
 
     def __init__(self, url: str | None = None, *, max_bytes: int = MAX_SITEMAP_BYTES,
@@ -157,6 +160,7 @@ class SitemapParser:
         self.bytes_in = 0
         self.bytes_out = 0
         self._unlisted = 0
+        self._alike: dict[tuple[str, str, Severity], int] = {}  # an issue -> where it is listed
         self._out: list[Entry] = []
         self._head = b""  # bytes held until the first ones tell gzip from plain
         self._inflater: Any = None
@@ -191,6 +195,8 @@ class SitemapParser:
                     self._stop(0, "empty", "the file holds only whitespace")
             except _Stop:
                 pass
+        self.issues[:] = fold_issues(self.issues)
+        self._alike.clear()
         if self._unlisted:
             self.issues.append(ParseIssue(0, "more-issues",
                                           f"{self._unlisted:,} more issues not listed",
@@ -283,7 +289,15 @@ class SitemapParser:
 
     def _issue(self, line: int, code: str, message: str,
                severity: Severity = Severity.ERROR) -> None:
-        if len(self.issues) < self.max_issues:
+        at = self._alike.get((code, message, severity))
+        if at is not None:  # said before: counted there (close() folds the rest)
+            issue = self.issues[at]
+            lines = issue.lines or (issue.line,)
+            if len(lines) < MAX_LISTED_LINES:
+                lines += (line,)
+            self.issues[at] = replace(issue, count=issue.count + 1, lines=lines)
+        elif len(self.issues) < self.max_issues:
+            self._alike[code, message, severity] = len(self.issues)
             self.issues.append(ParseIssue(line, code, message, severity))
         else:
             self._unlisted += 1

@@ -61,6 +61,24 @@ def test_robots_lint_lists_issues_with_line_numbers(tmp_path: Path) -> None:
     assert [i["line"] for i in as_json] == [1, 3, 4]
 
 
+def test_robots_lint_says_an_html_page_once_in_text_and_json(tmp_path: Path) -> None:
+    page = tmp_path / "robots.txt"
+    page.write_text("<!DOCTYPE html>\n<html><body>\n" + "<p>Not: here</p>\n<div>x</div>\n" * 900
+                    + "User-agent:\nUser-agent:\n</body></html>\n")
+    result = run("robots", "lint", str(page))
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        f"{page}:1: error: the body looks like an HTML page, not a robots.txt file; 1,803 lines "
+        "of it skipped as no field [html]",
+        f"{page}:1803: warning: User-agent with no value (2 times: lines 1803, 1804) "
+        "[empty-user-agent]",
+        f"{page}: dialect rfc9309, 1 groups, 1803 errors, 2 warnings, 0 notes",
+    ]
+    as_json = json.loads(run("robots", "lint", str(page), "--json").stdout)
+    assert [(i["line"], i["code"], i["count"], i["lines"][:3]) for i in as_json] == [
+        (1, "html", 1_803, [1, 2, 3]), (1_803, "empty-user-agent", 2, [1_803, 1_804])]
+
+
 def test_clean_file_lints_clean(tmp_path: Path) -> None:
     robots = tmp_path / "robots.txt"
     robots.write_text("User-agent: *\nDisallow: /x\n")

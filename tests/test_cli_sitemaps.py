@@ -41,6 +41,20 @@ def test_parse_a_file_as_json_lines(tmp_path: Path) -> None:
     assert "relative <loc> '/rel'" in result.stderr
 
 
+def test_parse_says_a_repeated_problem_once(tmp_path: Path) -> None:
+    bomb = tmp_path / "bomb.bin"
+    bomb.write_bytes(gzip.compress(b"This is a compression bomb.\n" * 400_000))
+    result = run("sitemap", "parse", str(bomb))
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"{bomb}:1: error: 'This is a compression bomb.' is not an absolute http(s) URL; line "
+        "skipped (100 times: lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ...) [not-a-url]",
+        f"{bomb}:100: error: no URL in the first 100 lines: this is not a sitemap "
+        "[not-a-sitemap]",
+    ]
+
+
 def test_parse_reports_a_broken_file_with_its_line(tmp_path: Path) -> None:
     sitemap = tmp_path / "s.xml"
     sitemap.write_text(f"<urlset {NS}>\n<url><loc>https://e.com/a</loc></url>\n<url><loc>x\n")

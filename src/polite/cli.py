@@ -299,15 +299,17 @@ def _robots_lint(args: argparse.Namespace, out: TextIO) -> int:
     issues = robots.issues
     if args.json:
         json.dump([{"line": i.line, "severity": i.severity.value, "code": i.code,
-                    "message": i.message} for i in issues], out, indent=2)
+                    "message": i.message, "count": i.count, "lines": list(i.lines or (i.line,))}
+                   for i in issues], out, indent=2)
         out.write("\n")
     else:
         for issue in issues:
             out.write(f"{args.file}:{issue.line}: {issue.severity}: {issue.message} "
                       f"[{issue.code}]\n")
-        errors = sum(i.severity is Severity.ERROR for i in issues)
-        warnings = sum(i.severity is Severity.WARNING for i in issues)
-        notes = len(issues) - errors - warnings
+        # Lines, not issues: an issue said once for many lines counts them all.
+        errors = sum(i.count for i in issues if i.severity is Severity.ERROR)
+        warnings = sum(i.count for i in issues if i.severity is Severity.WARNING)
+        notes = sum(i.count for i in issues) - errors - warnings
         out.write(f"{args.file}: dialect {robots.dialect}, {len(robots.groups)} groups, "
                   f"{errors} errors, {warnings} warnings, {notes} notes\n")
     serious = any(i.severity in (Severity.ERROR, Severity.WARNING) for i in issues)

@@ -180,6 +180,9 @@ async def test_a_bomb_a_429_and_a_broken_file(client: httpx.AsyncClient) -> None
     broken = errors["/broken.xml"]
     assert broken.error is None and broken.urls == 1
     assert any(i.code == "broken-xml" for i in broken.issues)
+    issues = broken.as_json()["issues"]
+    assert isinstance(issues, list)
+    assert [(i["code"], i["count"], i["lines"]) for i in issues] == [("broken-xml", 1, [1])]
     assert [e.loc for e in entries] == [f"{o}/kept"]
 
 

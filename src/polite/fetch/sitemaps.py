@@ -82,7 +82,8 @@ class SitemapFile:
             "seconds": round(self.seconds, 3), "error": self.error,
             "duplicateOf": self.duplicate_of,
             "issues": [{"line": i.line, "code": i.code, "severity": str(i.severity),
-                        "message": i.message} for i in self.issues],
+                        "message": i.message, "count": i.count,
+                        "lines": list(i.lines or (i.line,))} for i in self.issues],
         }
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from polite.robots import MAX_ROBOTS_BYTES, Dialect, parse
+from polite.core.robots.model import fold_issues
+from polite.robots import MAX_ROBOTS_BYTES, Dialect, ParseIssue, Severity, parse
+from tests.conftest import shared_path
 
 
 def _codes(body: bytes | str, dialect: str = "auto") -> dict[int, set[str]]:
@@ -161,6 +164,74 @@ def test_auto_dialect() -> None:
     assert parse("robot-version: 2.0\nUser-agent: *\n").dialect is Dialect.RFC9309
     assert parse("User-agent: *\n").dialect is Dialect.RFC9309
     assert parse("Robot-version: 3.0\n", "koster1996").dialect is Dialect.KOSTER1996
+
+
+HTML_PAGE = "<!DOCTYPE html>\n<html>\n<head><title>Not found</title></head>\n<body>\n" + "".join(
+    f"<p>Line {n}: nothing here</p>\n<div class='x'>{n}</div>\n" for n in range(500)
+) + "</body>\n</html>\n"
+
+
+def test_an_html_page_is_said_to_be_one_once_with_the_lines_it_skipped() -> None:
+    robots = parse(HTML_PAGE)
+    (issue,) = robots.issues
+    assert (issue.line, issue.code, issue.severity) == (1, "html", "error")
+    assert issue.count == 1_006 and issue.lines == (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+    assert "1,006 lines of it skipped" in issue.message
+
+
+def test_identical_issues_are_said_once_with_their_lines() -> None:
+    body = "User-agent:\nDisallow: /a\nUser-agent:\nDisallow: /b\nUser-agent:\nDisalow: /c\n"
+    issues = parse(body).issues
+    assert [(i.line, i.code, i.count, i.lines) for i in issues] == [
+        (1, "empty-user-agent", 3, (1, 3, 5)), (6, "typo", 1, ())]
+    assert issues[0].message == "User-agent with no value (3 times: lines 1, 3, 5)"
+
+
+def test_distinct_problems_keep_their_own_lines() -> None:
+    body = "User-agent: *\nDisalow: /a\nUseragent: b\nCrawl-delay: soon\nCrawl-delay: later\n"
+    issues = parse(body).issues
+    assert [(i.line, i.code, i.count) for i in issues] == [
+        (2, "typo", 1), (3, "typo", 1), (4, "bad-value", 1), (5, "bad-value", 1)]
+
+
+def test_many_issues_of_one_kind_are_said_once_with_a_count_and_the_first_lines() -> None:
+    body = "User-agent: *\nDisallow: /a\n" + "".join(f"junk {n} here\n" for n in range(3, 40))
+    (issue,) = parse(body).issues
+    assert (issue.line, issue.code, issue.count) == (3, "no-separator", 37)
+    assert issue.lines == tuple(range(3, 13))
+    assert issue.message == ("no ':' separator; line skipped: 'junk 3 here' (37 lines of this "
+                             "kind: 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, ...)")
+
+
+@pytest.mark.parametrize("issues, expected", [
+    ([], []),
+    ([ParseIssue(4, "a", "m")], [ParseIssue(4, "a", "m")]),
+    ([ParseIssue(1, "a", "m"), ParseIssue(2, "b", "m"), ParseIssue(3, "a", "n")],
+     [ParseIssue(1, "a", "m"), ParseIssue(2, "b", "m"), ParseIssue(3, "a", "n")]),
+    ([ParseIssue(1, "a", "m"), ParseIssue(2, "b", "m"), ParseIssue(3, "a", "m")],
+     [ParseIssue(1, "a", "m (2 times: lines 1, 3)", count=2, lines=(1, 3)),
+      ParseIssue(2, "b", "m")]),
+    # already counted (a sitemap's issues are merged as they are read)
+    ([ParseIssue(2, "a", "m", count=3, lines=(2, 5, 9)), ParseIssue(12, "a", "m")],
+     [ParseIssue(2, "a", "m (4 times: lines 2, 5, 9, 12)", count=4, lines=(2, 5, 9, 12))]),
+    ([ParseIssue(n, "a", f"m{n}") for n in range(1, 12)],
+     [ParseIssue(1, "a", "m1 (11 lines of this kind: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ...)",
+                 count=11, lines=tuple(range(1, 11)))]),
+    # a severity apart is another problem
+    ([ParseIssue(1, "a", "m", Severity.ERROR), ParseIssue(2, "a", "m")],
+     [ParseIssue(1, "a", "m", Severity.ERROR), ParseIssue(2, "a", "m")]),
+])
+def test_fold_issues(issues: list[ParseIssue], expected: list[ParseIssue]) -> None:
+    assert fold_issues(issues) == expected
+
+
+def test_the_corpus_html_page_lints_in_a_few_lines() -> None:
+    robots = parse(shared_path("corpus", "robots", "www.hermes.com.txt").read_bytes())
+    issues = robots.issues
+    assert len(issues) < 12, issues
+    html = next(i for i in issues if i.code == "html")
+    assert html.count == 1_916
+    assert not {"no-separator", "not-a-field"} & {i.code for i in issues}
 
 
 @settings(max_examples=300, deadline=None)

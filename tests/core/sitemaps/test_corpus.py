@@ -79,6 +79,16 @@ def test_the_gzip_bomb_is_refused_within_seconds_with_a_message() -> None:
     assert time.monotonic() - started < 5
 
 
+def test_the_gzip_bomb_says_its_filler_once() -> None:
+    data = shared_path("corpus", "sitemaps", "scrapy_bomb-gzip.bin").read_bytes()
+    sitemap = parse(data)
+    assert list(sitemap) == []
+    assert [(i.line, i.code, i.count) for i in sitemap.issues] == [
+        (1, "not-a-url", 100), (100, "not-a-sitemap", 1)]
+    assert sitemap.issues[0].message.endswith("(100 times: lines 1, 2, 3, 4, 5, 6, 7, 8, 9, "
+                                              "10, ...)")
+
+
 def test_the_regp_sample_reports_type_and_srcloc() -> None:
     data = shared_path("corpus", "sitemaps", "own_regp_sample.xml").read_bytes()
     entries = list(parse(data))

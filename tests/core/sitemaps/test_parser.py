@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import gzip
 import tracemalloc
-from collections.abc import Iterator
+import zlib
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -110,6 +111,33 @@ def test_text_sitemap_reports_lines_that_are_not_urls() -> None:
                                                    ("https://a.example/2", 4)]
     assert [(i.line, i.code) for i in sitemap.issues] == [(2, "not-a-url")]
     assert sitemap.format == "text"
+
+
+def test_repeated_issues_are_said_once_and_distinct_ones_keep_their_lines() -> None:
+    bad = "<loc>https://a.example/{}</loc><lastmod>{}</lastmod>"
+    data = urlset(*(bad.format(n, "yesterday") for n in range(1, 4)),
+                  bad.format(4, "soon"), bad.format(5, "2024-01-01"),
+                  *(bad.format(n, f"day {n}") for n in range(6, 20)))
+    sitemap = parse(data)
+    assert len(list(sitemap)) == 19
+    assert [(i.line, i.count, i.lines[:3]) for i in sitemap.issues] == [(3, 18, (3, 4, 5))]
+    assert sitemap.issues[0].message == (
+        "<lastmod> 'yesterday' is not a W3C datetime; left out (18 lines of this kind: 3, 4, "
+        "5, 6, 8, 9, 10, 11, 12, 13, ...)")
+    few = parse(urlset(*(bad.format(n, "yesterday") for n in range(1, 4)), bad.format(4, "soon")))
+    assert len(list(few)) == 4
+    assert [(i.line, i.count, i.message) for i in few.issues] == [
+        (3, 3, "<lastmod> 'yesterday' is not a W3C datetime; left out (3 times: lines 3, 4, 5)"),
+        (6, 1, "<lastmod> 'soon' is not a W3C datetime; left out")]
+
+
+def test_identical_issues_do_not_use_up_the_listed_ones() -> None:
+    body = b"".join(b"not a url\n" if n % 2 else f"https://a.example/{n}\n".encode()
+                    for n in range(5_000))
+    sitemap = parse(body)
+    assert len(list(sitemap)) == 2_500
+    (issue,) = sitemap.issues
+    assert (issue.code, issue.count) == ("not-a-url", 2_500)
 
 
 def test_gzip_is_detected_by_its_bytes_and_members_concatenate() -> None:
@@ -252,6 +280,138 @@ def _peak(count: int) -> int:
 def test_memory_does_not_grow_with_the_number_of_urls() -> None:
     small, large = _peak(5_000), _peak(100_000)
     assert large < small * 1.5 + 100_000, (small, large)
+
+
+def _filler(size: int, piece: bytes) -> Iterator[bytes]:
+    block = piece * ((1 << 16) // len(piece))
+    for _ in range(size // len(block)):
+        yield block
+
+
+def _shaped(head: bytes, filler: bytes, middle: bytes = b"", tail: bytes = b"") -> Callable[
+        [int], Iterator[bytes]]:
+    """A file of ``size`` bytes of ``filler`` after ``head`` (and again after ``middle``,
+    when there is one), streamed in 64 KiB chunks."""
+    def make(size: int) -> Iterator[bytes]:
+        yield head
+        yield from _filler(size, filler)
+        if middle:
+            yield middle
+            yield from _filler(size, filler)
+        yield tail
+    return make
+
+
+def _gzipped(make: Callable[[int], Iterator[bytes]]) -> Callable[[int], Iterator[bytes]]:
+    def compressed(size: int) -> Iterator[bytes]:
+        deflate = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        for chunk in make(size):
+            yield deflate.compress(chunk)
+        yield deflate.flush()
+    return compressed
+
+
+URLSET = f"<urlset {NS}>\n".encode()
+ONE = b"<url><loc>https://a.example/1</loc></url>"
+# Files of any size whose shape once made the parser hold them whole: (make, the locations
+# read, the issue codes).
+SHAPES = {
+    "whitespace between tags": (
+        _shaped(URLSET + ONE, b" \n\t", tail=b"<url><loc>https://a.example/2</loc></url>"
+                b"</urlset>"), ["https://a.example/1", "https://a.example/2"], []),
+    "whitespace inside a loc": (
+        _shaped(URLSET + b"<url><loc>", b"\n ", b"https://a.example/1", b"</loc></url>"
+                b"</urlset>"), ["https://a.example/1"], []),
+    "a huge loc": (
+        _shaped(URLSET + b"<url><loc>https://a.example/", b"x", tail=b"</loc></url>" + ONE +
+                b"</urlset>"), ["https://a.example/1"], ["huge-loc"]),
+    "a huge text node": (
+        _shaped(URLSET + b"<url><loc>https://a.example/1</loc><x>", b"text ",
+                tail=b"</x></url></urlset>"), ["https://a.example/1"], []),
+    "gzip, whitespace inside an index's loc": (
+        _gzipped(_shaped(f"<sitemapindex {NS}><sitemap><loc>".encode(), b" \r\n",
+                         b"https://a.example/s.xml", b"</loc></sitemap></sitemapindex>")),
+        ["https://a.example/s.xml"], []),
+    "a feed's whitespace and long description": (
+        _shaped(b"<rss><channel>", b" \n", b"<item><link>https://a.example/1</link>"
+                b"<description>", b"</description></item></channel></rss>"),
+        ["https://a.example/1"], []),
+    "long lines in a text sitemap": (
+        _shaped(b"https://a.example/1\n", b" ", b"\n", b"\nhttps://a.example/2\n"),
+        ["https://a.example/1", "https://a.example/2"], []),
+    "a long text line": (
+        _shaped(b"https://a.example/1\n", b"x", tail=b"\nhttps://a.example/2\n"),
+        ["https://a.example/1", "https://a.example/2"], ["long-line"]),
+    "a comment without end": (
+        _shaped(URLSET + ONE + b"<!--", b"-x \n", tail=b"--></urlset>"),
+        ["https://a.example/1"], ["huge-markup"]),
+    "a tag without end": (
+        _shaped(URLSET + ONE + b"<url a='", b"x", tail=b"'/></urlset>"),
+        ["https://a.example/1"], ["huge-markup"]),
+}
+
+
+def _shape_peak(make: Callable[[int], Iterator[bytes]],
+                size: int) -> tuple[int, list[str], list[str]]:
+    tracemalloc.start()
+    try:
+        sitemap = parse(make(size))
+        found = [entry.loc for entry in sitemap]
+        return tracemalloc.get_traced_memory()[1], found, [i.code for i in sitemap.issues]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_memory_stays_flat_whatever_the_file_holds_between_entries(shape: str) -> None:
+    make, expected, codes = SHAPES[shape]
+    small, found, issues = _shape_peak(make, 1 << 20)
+    assert (found, issues) == (expected, codes)
+    large, found, issues = _shape_peak(make, 8 << 20)
+    assert (found, issues) == (expected, codes)
+    assert large < small * 1.5 + 100_000, (small, large)
+
+
+def test_many_distinct_names_stop_the_file() -> None:
+    names = b"".join(f"<n{n}/>".encode() for n in range(5_000))
+    sitemap = parse(URLSET + ONE + names + b"</urlset>")
+    assert [entry.loc for entry in sitemap] == ["https://a.example/1"]
+    assert sitemap.stopped is not None and sitemap.stopped.code == "too-many-names"
+
+
+@pytest.mark.parametrize("step", [1_000, 1 << 16, 1 << 20])
+def test_a_value_reads_the_same_however_its_text_is_cut_into_chunks(step: int) -> None:
+    space = " \n" * 50_000
+    data = urlset(f"<loc>{space}https://a.example/1{space}</loc>",
+                  f"<loc>https://a.example/2{space}x</loc>",
+                  f"<loc>https://a.example/3</loc><image:image><image:loc>{space}"
+                  f"https://a.example/i.png{space}</image:loc><image:caption>{'c' * 70_000}"
+                  "</image:caption></image:image>",
+                  head="").replace(
+        f"<urlset {NS}>".encode(),
+        f'<urlset {NS} xmlns:image="http://www.google.com/schemas/sitemap-image/1.1">'.encode())
+    parser = SitemapParser()
+    entries = []
+    for start in range(0, len(data), step):
+        entries += parser.feed(data[start:start + step])
+    entries += parser.close()
+    assert [entry.loc for entry in entries] == ["https://a.example/1", "https://a.example/3"]
+    (image,) = entries[1].images
+    assert image.loc == "https://a.example/i.png" and image.caption == "c" * 65_536
+    def line_of(text: bytes) -> int:
+        return data[:data.index(text)].count(b"\n") + 1
+
+    assert [(i.line, i.code) for i in parser.issues] == [
+        (line_of(b"x</loc>"), "huge-loc"), (line_of(b"</image:caption>"), "long-text")]
+
+
+def test_a_long_text_line_is_reported_on_its_own_line_and_spares_the_one_before() -> None:
+    parser = SitemapParser()
+    entries = parser.feed(b"https://a.example/1\n" + b"x" * 70_000)
+    entries += parser.feed(b"x\nhttps://a.example/2\n")
+    entries += parser.close()
+    assert [entry.loc for entry in entries] == ["https://a.example/1", "https://a.example/2"]
+    assert [(i.line, i.code) for i in parser.issues] == [(2, "long-line")]
 
 
 @settings(max_examples=300, deadline=None)

@@ -19,6 +19,8 @@ def _rules(raw: Iterable[RawRule]) -> list[Rule]:
     return [Rule(allow, from_octets(value), line) for allow, line, value in raw]
 
 __all__ = [
+    "MAX_ISSUES_PER_CODE",
+    "MAX_LISTED_LINES",
     "AgentRules",
     "Block",
     "Decision",
@@ -30,6 +32,7 @@ __all__ = [
     "RawRule",
     "Rule",
     "Severity",
+    "fold_issues",
 ]
 
 
@@ -53,16 +56,63 @@ class Severity(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ParseIssue:
-    """Something odd on one line; ``line`` is 1-based, 0 for the file as a whole."""
+    """Something odd on one line; ``line`` is 1-based, 0 for the file as a whole.
+
+    An issue said once for many lines (see :func:`fold_issues`) has a ``count`` above 1 and
+    ``lines``, the first of them (``line`` is the first).
+    """
 
     line: int
     code: str
     message: str
     severity: Severity = Severity.WARNING
+    count: int = 1
+    lines: tuple[int, ...] = ()
 
     def __str__(self) -> str:
         where = f"line {self.line}" if self.line else "file"
         return f"{where}: {self.severity}: {self.message} [{self.code}]"
+
+
+# Lines a folded issue lists; its count says how many there were.
+MAX_LISTED_LINES = 10
+# An issue code met more often than this in one file is said once, with a count: so many lines
+# of one kind are an HTML page or a bomb's filler, not problems to fix one by one.
+MAX_ISSUES_PER_CODE = 10
+
+
+def fold_issues(issues: Iterable[ParseIssue]) -> list[ParseIssue]:
+    """``issues`` with repeats said once, at the first line, with a count and the first lines:
+    issues alike in code, severity and message, and all the issues of a code met more than
+    :data:`MAX_ISSUES_PER_CODE` times. Other issues keep their own lines; order is kept."""
+    issues = list(issues)
+    per_code: dict[str, int] = {}
+    for issue in issues:
+        per_code[issue.code] = per_code.get(issue.code, 0) + issue.count
+    groups: dict[tuple[str, Severity, str | None], list[ParseIssue]] = {}
+    for issue in issues:
+        alike = None if per_code[issue.code] > MAX_ISSUES_PER_CODE else issue.message
+        groups.setdefault((issue.code, issue.severity, alike), []).append(issue)
+    return [_folded(group) for group in groups.values()]
+
+
+def _folded(group: list[ParseIssue]) -> ParseIssue:
+    first = group[0]
+    count = sum(issue.count for issue in group)
+    if count == 1:
+        return first
+    lines: list[int] = []
+    for issue in group:
+        lines.extend(issue.lines or (issue.line,))
+        if len(lines) >= MAX_LISTED_LINES:
+            break
+    listed = lines[:MAX_LISTED_LINES]
+    shown = ", ".join(map(str, listed)) + (", ..." if count > len(listed) else "")
+    if all(issue.message == first.message for issue in group):
+        message = f"{first.message} ({count:,} times: lines {shown})"
+    else:
+        message = f"{first.message} ({count:,} lines of this kind: {shown})"
+    return ParseIssue(first.line, first.code, message, first.severity, count, tuple(listed))
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,8 +2,9 @@
 
 The reader is lenient the way Google's parser is (typos, missing colons, a BOM, any line
 ending, NUL bytes, over-long lines) and reports every line it skipped or read leniently as a
-:class:`ParseIssue`. The body is handled as octets (decoded as Latin-1) so that patterns and
-URLs compare byte for byte; text fields are decoded as UTF-8 when stored.
+:class:`ParseIssue` (repeats said once, with a count and their first lines). The body is
+handled as octets (decoded as Latin-1) so that patterns and URLs compare byte for byte; text
+fields are decoded as UTF-8 when stored.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from urllib.parse import urljoin
 
 from polite.core.robots.model import (
+    MAX_LISTED_LINES,
     Block,
     Dialect,
     Directive,
@@ -22,6 +24,7 @@ from polite.core.robots.model import (
     ParseIssue,
     RawRule,
     Severity,
+    fold_issues,
 )
 from polite.core.robots.values import (
     parse_clean_param,
@@ -44,6 +47,7 @@ __all__ = [
     "issue_from_raw",
     "parse_body",
     "pattern_path",
+    "read_issues",
 ]
 
 # RFC 9309, section 2.5: parsers must read at least the first 500 KiB.
@@ -323,6 +327,28 @@ def issue_from_raw(raw: RawIssue) -> ParseIssue:
     if message is None:
         message = _LAZY_MESSAGES[code].format(_text(detail)[:80])
     return ParseIssue(line, code, message, Severity(severity))
+
+
+# Issues of lines that are no field at all: in an HTML page they are its markup.
+_NOT_A_FIELD = frozenset({"no-separator", "not-a-field", "no-key"})
+
+
+def read_issues(body: ParsedBody) -> list[ParseIssue]:
+    """The issues of ``body`` in line order, repeats said once (see :func:`fold_issues`). In an
+    HTML page the lines that are no field are counted by its ``html`` issue, not listed."""
+    raw = sorted(body.raw_issues, key=lambda raw: raw[0])
+    skipped: list[int] = []
+    if body.looks_like_html:
+        skipped = [issue[0] for issue in raw if issue[1] in _NOT_A_FIELD]
+        raw = [issue for issue in raw if issue[1] not in _NOT_A_FIELD]
+    issues = fold_issues(issue_from_raw(issue) for issue in raw)
+    if skipped:
+        count = len(skipped)
+        html = ParseIssue(1, "html", "the body looks like an HTML page, not a robots.txt file; "
+                          f"{count:,} {'line' if count == 1 else 'lines'} of it skipped as no "
+                          "field", Severity.ERROR, count, tuple(skipped[:MAX_LISTED_LINES]))
+        issues = [html if issue.code == "html" else issue for issue in issues]
+    return issues
 
 
 class _OpenGroup:

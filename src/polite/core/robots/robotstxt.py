@@ -21,7 +21,7 @@ from polite.core.robots.model import (
     RawRule,
     Rule,
 )
-from polite.core.robots.parser import ParsedBody, issue_from_raw, pattern_path
+from polite.core.robots.parser import ParsedBody, pattern_path, read_issues
 from polite.core.robots.values import (
     CleanParam,
     DailyWindow,
@@ -254,9 +254,9 @@ class RobotsTxt:
 
     @property
     def issues(self) -> tuple[ParseIssue, ...]:
-        """Every line that was skipped or read leniently, in line order."""
-        return tuple(issue_from_raw(raw) for raw in sorted(self._body.raw_issues,
-                                                            key=lambda raw: raw[0]))
+        """Every line that was skipped or read leniently, in line order; repeated issues are
+        said once with a count (:attr:`ParseIssue.count`) and their first lines."""
+        return tuple(read_issues(self._body))
 
     @property
     def groups(self) -> tuple[Group, ...]:

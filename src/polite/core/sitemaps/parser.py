@@ -9,6 +9,9 @@ Hostile input is bounded: an entity declaration stops the parse (no entity is ev
 none is fetched), the protocol's 50,000 entries and 50 MB are counted on the decompressed
 stream (a gzip bomb stops at the limit, after at most one more MiB of output), and broken XML
 keeps every entry completed before the break and reports the line and column where it broke.
+Memory stays flat whatever the file puts between or inside its entries: at most 64 KiB of one
+value or text line is held (whitespace around it is dropped as it arrives), and a tag or
+comment past 1 MiB, or a vocabulary of thousands of names, stops the parse.
 
 XML goes through expat (the C parser in the standard library) with handlers that do as little
 as they can: character data is collected by ``list.append`` itself, element names are
@@ -22,10 +25,12 @@ import contextlib
 import pyexpat
 import zlib
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, BinaryIO, Final
 from urllib.parse import urljoin
 
+from polite.core.robots.model import MAX_LISTED_LINES, fold_issues
 from polite.core.sitemaps.dates import parse_rfc822, parse_w3c
 from polite.core.sitemaps.model import (
     CHANGEFREQS,
@@ -49,9 +54,16 @@ MAX_ISSUES = 1_000
 # A text "sitemap" with no URL in its first lines is something else (an HTML page, a bomb's
 # filler): stop reading it rather than report every line.
 _TEXT_PROBE_LINES = 100
-# A line of a text sitemap longer than this is not a URL (the protocol caps URLs at 2,048
-# characters); it is skipped without being held in memory.
-_MAX_TEXT_LINE = 65_536
+# A line of a text sitemap, or the text of one XML element, longer than this is no URL (the
+# protocol caps them at 2,048 characters) and no field: only this much of it is held, however
+# much whitespace or text the file puts there (see _bounded).
+_MAX_TEXT = 65_536
+# expat holds a tag, comment or processing instruction whole until it ends; one longer than
+# this is no sitemap's (a urlset's start tag with every namespace is a few KiB).
+_MAX_MARKUP = 1 << 20
+# Distinct element and attribute names; expat keeps every one, and sitemaps and feeds use a
+# few dozen.
+_MAX_NAMES = 2_000
 # sitemaps.org protocol, <loc>: "must be less than 2,048 characters".
 _MAX_LOC = 2_048
 # Output is inflated at most this much at a time, so the byte limit is checked as it grows.
@@ -108,14 +120,29 @@ def _absolute(loc: str) -> bool:
     return loc[:8].lower().startswith(("http://", "https://"))
 
 
+def _bounded(text: str) -> str:
+    """``text`` (a value still being read) in at most ``_MAX_TEXT + 1`` characters that read
+    the same once the value ends and is stripped: leading whitespace goes; a value whose text
+    is longer than the limit keeps its first ``_MAX_TEXT`` characters and a NUL (which XML
+    text cannot hold) so that it stays too long whatever follows; trailing whitespace is kept
+    up to the limit, so that text after it still makes the value too long."""
+    text = text.lstrip()
+    if len(text) <= _MAX_TEXT:
+        return text
+    if len(text.rstrip()) > _MAX_TEXT:
+        return text[:_MAX_TEXT] + "\0"
+    return text[:_MAX_TEXT + 1]
+
+
 class SitemapParser:
     """Feed it the bytes of one sitemap file as they arrive; each ``feed`` and ``close``
     returns the entries completed so far.
 
     ``url`` is where the file was fetched from: relative locations are resolved against it.
     After ``close``, ``format`` says what the file was, ``issues`` lists every value left out
-    and every line skipped, and ``stopped`` is the issue that ended the parse early, if one
-    did (a limit, an entity declaration, broken XML, something that is not a sitemap).
+    and every line skipped (repeats said once, with a count and their first lines), and
+    ``stopped`` is the issue that ended the parse early, if one did (a limit, an entity
+    declaration, broken XML, something that is not a sitemap).
     """
 
     def __init__(self, url: str | None = None, *, max_bytes: int = MAX_SITEMAP_BYTES,
@@ -133,6 +160,7 @@ class SitemapParser:
         self.bytes_in = 0
         self.bytes_out = 0
         self._unlisted = 0
+        self._alike: dict[tuple[str, str, Severity], int] = {}  # an issue -> where it is listed
         self._out: list[Entry] = []
         self._head = b""  # bytes held until the first ones tell gzip from plain
         self._inflater: Any = None
@@ -167,6 +195,8 @@ class SitemapParser:
                     self._stop(0, "empty", "the file holds only whitespace")
             except _Stop:
                 pass
+        self.issues[:] = fold_issues(self.issues)
+        self._alike.clear()
         if self._unlisted:
             self.issues.append(ParseIssue(0, "more-issues",
                                           f"{self._unlisted:,} more issues not listed",
@@ -259,7 +289,15 @@ class SitemapParser:
 
     def _issue(self, line: int, code: str, message: str,
                severity: Severity = Severity.ERROR) -> None:
-        if len(self.issues) < self.max_issues:
+        at = self._alike.get((code, message, severity))
+        if at is not None:  # said before: counted there (close() folds the rest)
+            issue = self.issues[at]
+            lines = issue.lines or (issue.line,)
+            if len(lines) < MAX_LISTED_LINES:
+                lines += (line,)
+            self.issues[at] = replace(issue, count=issue.count + 1, lines=lines)
+        elif len(self.issues) < self.max_issues:
+            self._alike[code, message, severity] = len(self.issues)
             self.issues.append(ParseIssue(line, code, message, severity))
         else:
             self._unlisted += 1
@@ -279,6 +317,10 @@ class SitemapParser:
         if not value:
             self._issue(line, "empty-loc", f"{what} is empty; entry skipped")
             return None
+        if len(value) > _MAX_TEXT:
+            self._issue(line, "huge-loc", f"{what} is longer than {_MAX_TEXT:,} characters; "
+                        "entry skipped")
+            return None
         if not _absolute(value):
             if self.url is None or ":" in value.split("/", 1)[0]:
                 self._issue(line, "bad-loc", f"{what} {value[:200]!r} is not an absolute "
@@ -291,6 +333,14 @@ class SitemapParser:
         if len(value) >= _MAX_LOC:
             self._issue(line, "long-loc", f"{what} is {len(value):,} characters long; the "
                         "protocol allows under 2,048", Severity.WARNING)
+        return value
+
+    def _text(self, line: int, what: str, value: str) -> str:
+        """A field's stripped ``value`` cut to ``_MAX_TEXT`` characters (reported)."""
+        if len(value) > _MAX_TEXT:
+            self._issue(line, "long-text", f"{what} is longer than {_MAX_TEXT:,} characters; "
+                        "cut there", Severity.WARNING)
+            value = value[:_MAX_TEXT].rstrip()
         return value
 
 
@@ -310,18 +360,12 @@ class _TextReader:
         self.pending = ""
         self.line = 0
         self.seen_url = False
-        self.skipping = False
 
     def feed(self, data: bytes) -> None:
-        text = self.pending + self.decoder.decode(data)
-        lines = text.split("\n")
-        self.pending = lines.pop()
-        if len(self.pending) > _MAX_TEXT_LINE:
-            if not self.skipping:
-                self.owner._issue(self.line + 1, "long-line", "a line longer than "
-                                  f"{_MAX_TEXT_LINE:,} characters skipped")
-            self.skipping = True
-            self.pending = ""
+        lines = (self.pending + self.decoder.decode(data)).split("\n")
+        pending = lines.pop()
+        # A line that goes on past every chunk is held in a bounded form (see _bounded).
+        self.pending = pending if len(pending) <= _MAX_TEXT else _bounded(pending)
         for line in lines:
             self._line(line)
 
@@ -334,11 +378,12 @@ class _TextReader:
     def _line(self, text: str) -> None:
         self.line += 1
         owner = self.owner
-        if self.skipping:
-            self.skipping = False
-            return
         value = text.strip()
         if not value:
+            return
+        if len(value) > _MAX_TEXT:
+            owner._issue(self.line, "long-line", f"a line longer than {_MAX_TEXT:,} "
+                         "characters skipped")
             return
         if _absolute(value) and " " not in value and "\t" not in value:
             if "\ufffd" in value:
@@ -382,11 +427,25 @@ class _XmlReader:
         parser.StartNamespaceDeclHandler = self._declared
         self.finish_pending: Callable[[], None] | None = None
         self.after_parse: Callable[[], None] | None = None
+        self.fed = 0  # bytes handed to expat
 
     # -- expat -----------------------------------------------------------------------------
 
     def feed(self, data: bytes) -> None:
+        self.fed += len(data)
         self._parse(data, False)
+        parser = self.parser
+        owner = self.owner
+        # What expat holds past the last event it reported is one unfinished token.
+        if self.fed - parser.CurrentByteIndex > _MAX_MARKUP:
+            owner._stop(parser.CurrentLineNumber, "huge-markup", "a tag, comment or "
+                        f"processing instruction runs on for more than {_MAX_MARKUP:,} bytes "
+                        f"from line {parser.CurrentLineNumber}: this is not a sitemap; "
+                        f"stopped there after {owner.count:,} entries")
+        if len(self.intern) > _MAX_NAMES:
+            owner._stop(parser.CurrentLineNumber, "too-many-names", "more than "
+                        f"{_MAX_NAMES:,} distinct element and attribute names: this is not "
+                        f"a sitemap; stopped there after {owner.count:,} entries")
 
     def close(self) -> None:
         self._parse(b"", True)
@@ -398,6 +457,9 @@ class _XmlReader:
             self._broken(exc)
         if self.after_parse is not None:
             self.after_parse()
+        text = self.text  # a feed's text since the last tag, in pieces
+        if text and sum(map(len, text)) > _MAX_TEXT:
+            text[:] = (_bounded("".join(text)),)
 
     def _broken(self, exc: pyexpat.ExpatError) -> None:
         owner = self.owner
@@ -602,7 +664,7 @@ class _XmlReader:
             owner.count = count
             loc, lastmod, changefreq, priority = e_loc, e_lastmod, e_changefreq, e_priority
             etype, srcloc, entry_line, line = e_type, e_srcloc, e_line, at
-            carried = value
+            carried = value if len(value) <= _MAX_TEXT else _bounded(value)
             seq.clear()
 
         def read_priority(value: str, line: int) -> float | None:
@@ -773,19 +835,22 @@ class _Extensions:
             if local == "image":
                 self._image(record, line)
             else:
-                record[local] = "".join(self.text).strip()
+                record[local] = self._value(family, local, line)
         elif family == "video":
             if local == "video":
                 self._video(record, line)
             else:
-                self._video_field(record, local, "".join(self.text).strip(), line)
+                self._video_field(record, local, self._value(family, local, line), line)
         elif family == "news":
             if local == "news":
                 self._news(record, line)
             elif local != "publication":
-                record[local] = "".join(self.text).strip()
+                record[local] = self._value(family, local, line)
         elif family == "mobile" and local == "mobile":
             self.mobile = True
+
+    def _value(self, family: str, local: str, line: int) -> str:
+        return self.reader.owner._text(line, f"<{family}:{local}>", "".join(self.text).strip())
 
     def take(self) -> tuple[tuple[Image, ...], tuple[Video, ...], News | None,
                             tuple[Alternate, ...], bool]:
@@ -946,7 +1011,8 @@ class _FeedReader:
             elif local == "guid" and value:
                 self.guid = value
             elif local == "title":
-                self.title = value or None
+                self.title = self.owner._text(self.reader.parser.CurrentLineNumber, "<title>",
+                                              value) or None
             elif local in ("pubDate", "updated", "modified", "date") and value:
                 date = self._date(local, value)
                 if date is not None or self.date is None:

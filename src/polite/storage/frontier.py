@@ -287,6 +287,12 @@ _COLUMNS = ("url, host, depth, via, srcloc, page_type, changefreq, lastmod, hops
             "not_before")
 
 
+_LEASE = (
+    f"UPDATE frontier SET state = {LEASED}, lease_until = ?1 WHERE url = (SELECT url FROM ("
+    f"SELECT * FROM (SELECT url, 0 AS rank FROM frontier WHERE host = ?2 AND state = {LEASED}"
+    f" AND lease_until <= ?3 ORDER BY seq LIMIT 1) UNION ALL SELECT * FROM (SELECT url, 1 FROM"
+    f" frontier WHERE host = ?2 AND state = {QUEUED} AND not_before <= ?3 ORDER BY seq "
+    f"LIMIT 1)) ORDER BY rank LIMIT 1) RETURNING {_COLUMNS}")
 _MARKS = "(" + ", ".join(["?"] * 13) + ")"
 _ROWS_PER_INSERT = 500  # 13 parameters a row, well under SQLite's 32,766
 
@@ -312,9 +318,9 @@ class SQLiteFrontier:
     def _take_seqs(self, n: int) -> int:
         """The first of ``n`` new queue places; inside a write transaction, so that every
         process sharing the file draws from one counter."""
-        self._db.execute("UPDATE frontier_meta SET value = value + ? WHERE name = 'seq'", (n,))
-        row = self._db.execute("SELECT value FROM frontier_meta WHERE name = 'seq'").fetchone()
-        return int(row[0]) - n + 1
+        (last,) = self._db.execute("UPDATE frontier_meta SET value = value + ? WHERE name = "
+                                   "'seq' RETURNING value", (n,)).fetchone()
+        return int(last) - n + 1
 
     def _insert(self, items: Sequence[FrontierItem], state: int) -> list[FrontierItem]:
         # One statement per 500 URLs: those new to the seen set come back (RETURNING), the
@@ -352,18 +358,9 @@ class SQLiteFrontier:
         return self._insert(items, SKIPPED)
 
     async def lease(self, host: str, now: float, lease_s: float) -> FrontierItem | None:
-        # One statement each, atomic: a URL whose lease has run out (its worker died), oldest
-        # first, else the oldest queued URL that is due.
-        row = self._db.execute(
-            f"UPDATE frontier SET lease_until = ? WHERE url = (SELECT url FROM frontier "
-            f"WHERE host = ? AND state = {LEASED} AND lease_until <= ? ORDER BY seq "
-            f"LIMIT 1) RETURNING {_COLUMNS}", (now + lease_s, host, now)).fetchone()
-        if row is None:
-            row = self._db.execute(
-                f"UPDATE frontier SET state = {LEASED}, lease_until = ? WHERE url = (SELECT "
-                f"url FROM frontier WHERE host = ? AND state = {QUEUED} AND not_before <= ? "
-                f"ORDER BY seq LIMIT 1) RETURNING {_COLUMNS}",
-                (now + lease_s, host, now)).fetchone()
+        # One atomic statement: a URL whose lease has run out (its worker died), oldest
+        # first, else the oldest queued URL that is due; each candidate is one index probe.
+        row = self._db.execute(_LEASE, (now + lease_s, host, now)).fetchone()
         return None if row is None else FrontierItem(*row)
 
     async def done(self, url: str, *, fetched: bool, revisit_at: float | None = None) -> None:

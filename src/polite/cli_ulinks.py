@@ -1,0 +1,133 @@
+"""``polite ulinks``: a site's most useful pages from its sitemaps (seed 004, 2.4); the
+algorithm is :mod:`polite.core.ulinks`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, TextIO
+
+from polite.errors import ConfigError
+
+__all__ = ["add_ulinks_command"]
+
+# Seed 004, 2.4: "we added up to 20000 URIs in the tree ... randomly sampled 20000".
+MAX_URIS = 20_000
+YEAR_S = 365 * 86_400.0
+
+
+def add_ulinks_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ulinks = commands.add_parser(
+        "ulinks", help="a site's most useful pages from its sitemaps (seed 004's ulinks)",
+        description="Build the prefix tree of a site's sitemap URLs and fold it greedily "
+                    "(seed 004, section 2.4); print the K heaviest remaining leaves, one "
+                    "'URI<TAB>WEIGHT' a line.")
+    ulinks.add_argument("source", metavar="SOURCE",
+                        help="a site (https://example.com: its sitemaps from robots.txt), a "
+                             "sitemap URL, or a sitemap file")
+    ulinks.add_argument("-k", type=int, default=5, help="how many ulinks (default 5)")
+    ulinks.add_argument("--max-uris", type=int, default=MAX_URIS,
+                        help=f"URIs in the tree at most, sampled at random beyond (default "
+                             f"{MAX_URIS:,}, as the seed)")
+    ulinks.add_argument("--weigh", choices=["count", "priority", "recent"], default="count",
+                        help="a URI weighs one (the seed), its <priority> (0.5 when it has "
+                             "none), or more the more recent its <lastmod> (halved a year)")
+    ulinks.add_argument("--json", action="store_true", help="one JSON object a ulink")
+    ulinks.add_argument("--agent", "-a", default="polite", help="product token (default polite)")
+    ulinks.add_argument("--delay-ms", type=int, default=1000,
+                        help="spacing between requests when robots.txt sets none")
+    ulinks.add_argument("--allow-private", action="store_true",
+                        help="allow fetching from private and loopback addresses")
+    ulinks.set_defaults(handler=_ulinks)
+
+
+def _weight(entry: Any, weigh: str, now: float) -> float:
+    if weigh == "priority":
+        return 0.5 if entry.priority is None else float(entry.priority)
+    if weigh == "recent":
+        if entry.lastmod is None:
+            return 0.5
+        return float(2.0 ** (-max(0.0, now - entry.lastmod.timestamp()) / YEAR_S))
+    return 1.0
+
+
+def _sample(entries: Iterable[Any], limit: int, rng: random.Random) -> tuple[list[Any], int]:
+    """Up to ``limit`` page entries, a uniform sample beyond (reservoir), and how many
+    there were."""
+    kept: list[Any] = []
+    seen = 0
+    for entry in entries:
+        if entry.kind != "url":
+            continue
+        seen += 1
+        if len(kept) < limit:
+            kept.append(entry)
+        else:
+            slot = rng.randrange(seen)
+            if slot < limit:
+                kept[slot] = entry
+    return kept, seen
+
+
+def _entries(args: argparse.Namespace) -> Iterable[Any]:
+    source: str = args.source
+    if not source.startswith(("http://", "https://")):
+        path = Path(source)
+        if path.is_dir():
+            raise ConfigError(f"{source}: a survey folder is read by polite survey's report, "
+                              "not yet here; give a site, a sitemap URL or a sitemap file")
+        from polite.sitemaps import parse
+
+        with path.open("rb") as stream:
+            yield from parse(stream)
+        return
+    import asyncio
+
+    from polite.cli import _require_public, _walker
+    from polite.fetch.robots import create_client, origin_of
+
+    _require_public(source, args.allow_private)
+    found: list[Any] = []
+    site = origin_of(source)
+    is_site = source.rstrip("/") == site
+
+    async def fetch() -> None:
+        async with create_client() as client:
+            walker = _walker(args, client)
+            if is_site:
+                async for _, entries in walker.walk(site):
+                    found.extend(entries)
+            else:
+                await walker.read(source, found.extend)
+
+    asyncio.run(fetch())
+    yield from found
+
+
+def _ulinks(args: argparse.Namespace, out: TextIO) -> int:
+    from polite.core.ulinks import UriTree, ulinks
+
+    if args.k < 1 or args.max_uris < 1:
+        raise ConfigError("-k and --max-uris must be 1 or more")
+    entries, total = _sample(_entries(args), args.max_uris, random.Random(0))
+    now = time.time()
+    tree = UriTree()
+    for entry in entries:
+        tree.add(entry.loc, _weight(entry, args.weigh, now))
+    if total > len(entries):
+        print(f"polite: {total:,} URIs; a random {len(entries):,} of them in the tree "
+              "(--max-uris)", file=sys.stderr)
+    if not tree.uris:
+        raise ConfigError(f"{args.source}: no page URL found in its sitemaps")
+    for link in ulinks(tree, args.k):
+        weight = round(link.weight, 6) if args.weigh != "count" else int(link.weight)
+        if args.json:
+            out.write(json.dumps({"uri": link.uri, "weight": weight}) + "\n")
+        else:
+            out.write(f"{link.uri}\t{weight}\n")
+    return 0

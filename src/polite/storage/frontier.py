@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
 from polite.errors import ConfigError
+from polite.storage.sqlite import open_database
 
 __all__ = [
     "FrontierCounts",
@@ -306,14 +306,7 @@ class SQLiteFrontier:
     loses nothing that was acknowledged; queued URLs live on disk, not in memory."""
 
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 5.0) -> None:
-        try:
-            self._db = sqlite3.connect(str(path), timeout=busy_timeout_s,
-                                       isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
-        except sqlite3.Error as exc:
-            raise ConfigError(f"cannot open the frontier at {path}: {exc}") from exc
+        self._db = open_database(path, _SCHEMA, "the frontier", busy_timeout_s=busy_timeout_s)
 
     def _take_seqs(self, n: int) -> int:
         """The first of ``n`` new queue places; inside a write transaction, so that every

@@ -22,7 +22,7 @@ from polite.core.politeness.rules import (
 from polite.errors import ConfigError
 from polite.storage.base import HostFacts, RobotsRecord
 
-__all__ = ["SQLiteStore"]
+__all__ = ["SQLiteStore", "open_database"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS slots (
@@ -45,20 +45,30 @@ INSERT OR IGNORE INTO page_bytes (id, total) SELECT 0, COALESCE(SUM(size), 0) FR
 """
 
 
+def open_database(path: str | Path, schema: str, what: str, *,
+                  busy_timeout_s: float = 5.0) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit), WAL with NORMAL sync
+    (a commit survives a kill of the process), ``schema`` applied; :class:`ConfigError`
+    naming ``what`` when the file cannot be opened."""
+    try:
+        db = sqlite3.connect(str(path), timeout=busy_timeout_s, isolation_level=None,
+                             check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.executescript(schema)
+    except sqlite3.Error as exc:
+        raise ConfigError(f"cannot open {what} at {path}: {exc}") from exc
+    return db
+
+
 class SQLiteStore:
     """``clock`` must be comparable between processes that share the file: wall time."""
 
     def __init__(self, path: str | Path, clock: Callable[[], float], *,
                  busy_timeout_s: float = 5.0) -> None:
         self._clock = clock
-        try:
-            self._db = sqlite3.connect(str(path), timeout=busy_timeout_s,
-                                       isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
-        except sqlite3.Error as exc:
-            raise ConfigError(f"cannot open the SQLite store at {path}: {exc}") from exc
+        self._db = open_database(path, _SCHEMA, "the SQLite store",
+                                 busy_timeout_s=busy_timeout_s)
 
     async def clock(self) -> float:
         return self._clock()

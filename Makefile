@@ -31,10 +31,14 @@ unit: $(STAMP)
 	$(BIN)/pytest -q
 
 bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[test,crawl,bench]'
 	$(BIN)/python bench/robots_vs_peers.py
 	$(BIN)/python bench/serve_decisions.py
 	$(BIN)/python bench/proxy_vs_peers.py
+	$(BIN)/python bench/sitemaps_vs_peers.py
+	$(BIN)/python bench/html_links.py
+	$(BIN)/python bench/crawl_vs_scrapy.py
+	$(BIN)/python bench/frontier_redis_memory.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

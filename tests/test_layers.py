@@ -68,6 +68,9 @@ ALLOWED = {
     # choose a store (polite.storage) as polite.serve does for the service
     "crawl": ("polite.core", "polite.errors", "polite.storage", "polite.clock",
               "polite.fetch", "polite.crawl"),
+    # the survey likewise: a product that keeps its own state
+    "survey": ("polite.core", "polite.errors", "polite.storage", "polite.clock",
+               "polite.fetch", "polite.survey"),
     # the demonstration sites stand alone: a crawler may be pointed at them, not built in
     "demo": ("polite.core", "polite.errors", "polite.demo"),
 }

@@ -1,0 +1,10 @@
+"""The site-metadata survey (seed 004): harvest robots.txt and sitemaps of many sites,
+keep them, and count what they hold."""
+
+from __future__ import annotations
+
+from polite.survey.offline import import_robots_dir
+from polite.survey.report import write_tables
+from polite.survey.store import SiteRecord, SurveyStore
+
+__all__ = ["SiteRecord", "SurveyStore", "import_robots_dir", "write_tables"]

@@ -1,0 +1,51 @@
+"""``polite survey --robots-dir`` and ``polite report``, run as a user runs them."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from tests.test_cli import run
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8") as stream:
+        return list(csv.DictReader(stream))
+
+
+def test_a_folder_of_robots_txt_files_gives_the_tables(tmp_path: Path) -> None:
+    files = tmp_path / "robots"
+    files.mkdir()
+    (files / "a.example.txt").write_bytes(b"User-agent: *\nDisallow: /x\nDisallow: /y\n"
+                                          b"Sitemap: https://a.example/s.xml\n")
+    (files / "b.example.txt").write_bytes(b"User-agent: Googlebot/2.1\nDisallow: /\n"
+                                          b"User-agent: *\nAllow: /\n")
+    (files / "c.example.txt").write_bytes(b"<html><body>not here</body></html>")
+    (files / "d.example.txt").write_bytes(b"# empty\n")
+    out = tmp_path / "survey"
+    first = run("survey", "--robots-dir", str(files), "--out", str(out))
+    assert first.returncode == 0 and "4 sites recorded" in first.stdout
+    (files / "e.example.txt").write_bytes(b"User-agent: *\nDisallow:\n")
+    again = run("survey", "--robots-dir", str(files), "--out", str(out))
+    assert "1 sites recorded" in again.stdout  # the four recorded are not read again
+    report = run("report", str(out))
+    assert report.returncode == 0, report.stderr
+    tables = out / "report" / "tables"
+    outcomes = {row["outcome"]: int(row["sites"]) for row in rows(tables / "outcomes.csv")}
+    assert outcomes["ok"] == 3 and outcomes["html"] == 1 and outcomes["empty"] == 1
+    fields = {row["field"]: row for row in rows(tables / "fields.csv")}
+    assert (fields["User-agent"]["files"], fields["User-agent"]["fields"]) == ("3", "4")
+    assert (fields["Disallow"]["files"], fields["Disallow"]["fields"]) == ("3", "4")
+    agents = rows(tables / "agents.csv")
+    assert [(row["agent"], row["occurrences"]) for row in agents] == [("*", "3"),
+                                                                      ("Googlebot", "1")]
+    domains = {row["domain"]: row for row in rows(tables / "domains.csv")}
+    assert domains["a.example"]["robots_lines"] == "4"
+    assert domains["b.example"]["groups"] == "2" and domains["c.example"]["outcome"] == "html"
+
+
+def test_bad_folders_are_clear_errors(tmp_path: Path) -> None:
+    missing = run("survey", "--robots-dir", str(tmp_path / "nope"), "--out", str(tmp_path))
+    assert missing.returncode == 2 and "not a folder" in missing.stderr
+    nothing = run("report", str(tmp_path))
+    assert nothing.returncode == 2 and "no survey here" in nothing.stderr

@@ -66,7 +66,7 @@ def serve(site: Site) -> Iterator[Site]:
         def log_message(self, format: str, *args: object) -> None:
             return
 
-    server = ThreadingHTTPServer((site.host, 0), Handler)
+    server = ThreadingHTTPServer((site.host, site.port), Handler)
     server.daemon_threads = True
     site.port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -283,3 +283,27 @@ def test_a_crawl_on_a_redis_store(tmp_path: Path, redis_url: str, redis_prefix: 
     assert min(gaps(site)) >= 0.2
     assert first["fetched"] == 5 and first["queued"] == 0 and first["skipped"] == 4
     assert again == first  # the seed was seen: nothing fetched twice
+
+
+def test_a_hook_that_raises_fails_its_page_and_the_crawl_goes_on(tmp_path: Path) -> None:
+    site = chain_site("127.0.3.15", "User-agent: *\nDisallow: /private/\n", pages=3)
+
+    def hook(found: Page) -> list[object]:
+        if found.url.endswith("/p1"):
+            raise ValueError("the user's parser broke")
+        return []
+
+    async def run() -> None:
+        async with open_crawler(tmp_path, CrawlSettings(agent="Bot"), default_delay_s=0.0,
+                                allow_private=True, on_page=hook) as crawler:
+            await crawler.add_seeds([site.origin + "/"])
+            await crawler.run()
+            assert (await crawler.counts()).queued == 0
+
+    with serve(site):
+        asyncio.run(run())
+    rows = {row["url"].removeprefix(site.origin): row for row in records(tmp_path)
+            if "url" in row}
+    assert rows["/p1"]["outcome"] == "failed"
+    assert rows["/p1"]["reason"] == "ValueError: the user's parser broke"
+    assert rows["/p2"]["outcome"] == "fetched"  # linked from /p0 as well: the crawl went on

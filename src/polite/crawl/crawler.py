@@ -135,6 +135,14 @@ class CrawlStats:
                 "pagesPerSecond": round(self.pages_per_s(), 2)}
 
 
+class _TurnFailed(Exception):
+    """Something raised while ``item`` was decided (the cause is the error)."""
+
+    def __init__(self, item: FrontierItem) -> None:
+        super().__init__(item.url)
+        self.item = item
+
+
 def _decode(body: bytes, charset: str | None) -> str:
     """A page's text by its declared charset; UTF-8 when it names none or one Python does
     not know (a misspelt charset is common), undecodable bytes replaced."""
@@ -320,10 +328,13 @@ class Crawler:
         again: float | None = None
         try:
             again = await self._take(host)
-        except Exception as exc:  # a task boundary: one host's failure must not end the crawl
+        except _TurnFailed as failed:  # a task boundary: one URL's failure ends no crawl
+            assert failed.__cause__ is not None
+            again = await self._failed(failed.item, failed.__cause__)
+        except Exception as exc:  # before a URL was taken (the frontier itself)
             self.stats.failed += 1
             self._output.page({"host": host, "outcome": "failed",
-                               "reason": f"internal error: {type(exc).__name__}: {exc}"})
+                               "reason": f"{type(exc).__name__}: {exc}"})
         finally:
             self._in_flight[host] -= 1
             self.stats.in_flight -= 1
@@ -331,6 +342,18 @@ class Crawler:
             if again is not None:
                 self._schedule(host, again)
             self._wake.set()
+
+    async def _failed(self, item: FrontierItem, exc: BaseException) -> float:
+        """The URL being decided when something raised (a page hook, a bug) is failed with
+        the error, and its host goes on."""
+        self.stats.failed += 1
+        self._output.page({"url": item.url, "outcome": "failed",
+                           "reason": f"{type(exc).__name__}: {exc}", "via": item.via,
+                           "depth": item.depth})
+        if self._pending.get(item.host) is item:
+            del self._pending[item.host]
+        await self._frontier.done(item.url, fetched=False)
+        return self._clock()
 
     async def _take(self, host: str) -> float | None:
         """Work on ``host``; returns when it is due again (``None``: nothing left)."""
@@ -340,6 +363,13 @@ class Crawler:
             item = await self._frontier.lease(host, now, self.settings.lease_s)
             if item is None:
                 return await self._frontier.next_due(host)
+        try:
+            return await self._decide(host, item, now)
+        except Exception as exc:
+            raise _TurnFailed(item) from exc
+
+    async def _decide(self, host: str, item: FrontierItem, now: float) -> float | None:
+        """Set the host up if needed, then check, fetch and record ``item``."""
         state = self._host_states.get(host)
         if state is None:
             state = await self._frontier.get_host_state(host) or ""

@@ -3,8 +3,8 @@
 The rest of polite speaks httpx; pages go through aiohttp because a request costs it about
 a fifth of the CPU (125 us against 650-900 us per request, 3,000 GETs of 8.5 KB pages on
 loopback, measured with httpx's client and with its transport alone), and a crawler's CPU
-is mostly its requests. Bodies are inflated here, not by aiohttp, so that a gzip bomb stops at the cap
-however well it compresses: ``zlib``'s ``max_length`` bounds each step.
+is mostly its requests. Bodies are inflated here, not by aiohttp, so that a gzip bomb stops
+at the cap however well it compresses: ``zlib``'s ``max_length`` bounds each step.
 """
 
 from __future__ import annotations

@@ -84,8 +84,11 @@ def _crawl(args: argparse.Namespace, out: TextIO) -> int:
         languages=tuple(x.strip() for x in args.languages.split(",") if x.strip()),
         sitemaps=args.sitemaps, well_known_sitemaps=args.well_known_sitemaps,
         revisit=args.revisit, max_bytes=args.max_bytes, warc=args.warc)
+    from polite.cli import _require_public
     from polite.serve import new_event_loop
 
+    for url in args.urls:  # before anything is fetched, as polite robots check does
+        _require_public(url, args.allow_private)
     loop = new_event_loop("auto")  # uvloop when installed: less CPU per page
     try:
         return loop.run_until_complete(_run(args, settings, out))
@@ -101,19 +104,6 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
     from polite.crawl import CrawlSettings, CrawlStats, open_crawler
 
     assert isinstance(settings, CrawlSettings)
-    if not args.allow_private:
-        from polite.core.urls import split_origin
-        from polite.errors import InvalidURL
-        from polite.fetch.robots import is_public_host
-
-        for url in args.urls:
-            try:
-                host = split_origin(url)[1]
-            except InvalidURL as exc:
-                raise ConfigError(str(exc)) from exc
-            if not await is_public_host(host):
-                raise ConfigError(f"{url}: {host} is a private or loopback address; add "
-                                  "--allow-private to crawl it")
     folder = Path(args.out)
     async with open_crawler(folder, settings, store=args.store,
                             default_delay_s=args.default_delay_ms / 1000,

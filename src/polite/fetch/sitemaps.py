@@ -25,6 +25,7 @@ from urllib.parse import urljoin
 
 import httpx
 
+from polite.core.crawl import in_scope
 from polite.core.robots.lifecycle import Parsed
 from polite.core.sitemaps import Entry, ParseIssue, SitemapParser
 from polite.core.sitemaps.model import MAX_SITEMAP_BYTES, MAX_SITEMAP_URLS
@@ -126,10 +127,6 @@ class WalkSummary:
                 "levels": {str(level): count for level, count in sorted(self.levels.items())}}
 
 
-def _site_key(host: str) -> str:
-    return host[4:] if host.startswith("www.") else host
-
-
 @dataclass(slots=True)
 class _Queued:
     url: str
@@ -192,9 +189,7 @@ class SitemapWalker:
             host = split_origin(url)[1]
         except InvalidURL:
             return False
-        if self.cross_host == "host":
-            return host == site_host
-        return _site_key(host) == _site_key(site_host)
+        return in_scope(self.cross_host, frozenset((site_host,)), host)
 
     # -- discovery ---------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ import aiohttp
 from polite.core.robots import MAX_ROBOTS_BYTES
 from polite.core.survey.outcomes import Outcome, body_outcome, status_outcome
 from polite.errors import ConfigError
+from polite.fetch.robots import is_public_host
 from polite.survey.store import SiteRecord, SurveyStore
 
 __all__ = ["Harvester", "HostsFile", "read_domains"]
@@ -214,13 +215,10 @@ class Harvester:
     async def _is_public(self, host: str) -> bool:
         """Whether every address of ``host`` is public (a name that does not resolve is
         let through: it fails as a DNS error)."""
+        if self._resolver is None:
+            return await is_public_host(host)
         try:
-            if self._resolver is not None:
-                infos = await self._resolver.resolve(host)
-                addresses = [str(info["host"]) for info in infos]
-            else:
-                addresses = [str(info[4][0]) for info in await asyncio.get_running_loop()
-                             .getaddrinfo(host, None, type=socket.SOCK_STREAM)]
+            infos = await self._resolver.resolve(host)
         except OSError:
             return True
-        return all(ipaddress.ip_address(address).is_global for address in addresses)
+        return all(ipaddress.ip_address(str(info["host"])).is_global for info in infos)

@@ -84,3 +84,11 @@ def test_properties(pages: list[tuple[str, list[str]]], k: int) -> None:
         through = [uri for uri in uris if _components(uri)[:len(prefix)] == prefix]
         assert through  # every ulink is a prefix of some input URI
         assert link.weight == len(through)  # its weight: the URIs through it
+
+
+def test_nodes_and_leaves_per_level() -> None:
+    tree = UriTree()
+    for uri in ("http://e.com/a/1", "http://e.com/a/2", "http://e.com/b", "http://o.org/"):
+        tree.add(uri)
+    # level 0: the two hosts (o.org a leaf); level 1: a and b (b a leaf); level 2: 1 and 2
+    assert tree.levels() == {0: (2, 1), 1: (2, 1), 2: (2, 2)}

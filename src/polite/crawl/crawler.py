@@ -31,6 +31,7 @@ from polite.core.crawl import (
     accept_headers,
     in_scope,
     language_refusal,
+    link_key,
     next_visit_s,
     page_plan,
     resolve_link,
@@ -235,7 +236,7 @@ class Crawler:
         items, bad = [], []
         for url in urls:
             try:
-                normal = resolve_link(url, url)
+                normal = link_key(url)
                 host = split_origin(normal)[1]
             except InvalidURL:
                 bad.append(url)
@@ -465,7 +466,7 @@ class Crawler:
             items, originals = [], []
             for entry in entries:
                 try:
-                    url = resolve_link(entry.loc, entry.loc)
+                    url = link_key(entry.loc)
                     entry_host = split_origin(url)[1]
                 except InvalidURL:
                     continue
@@ -473,7 +474,7 @@ class Crawler:
                 srcloc = None
                 if entry.srcloc:
                     try:
-                        srcloc = resolve_link(entry.srcloc, entry.srcloc)
+                        srcloc = link_key(entry.srcloc)
                         originals.append(FrontierItem(srcloc, split_origin(srcloc)[1], depth,
                                                       "sitemap", srcloc=url))
                     except InvalidURL:

@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,crawl]'
+	$(BIN)/python -m pip install --quiet -e '.[test,all]'
 	touch $(STAMP)
 
 test: $(STAMP)
@@ -31,7 +31,7 @@ unit: $(STAMP)
 	$(BIN)/pytest -q
 
 bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[test,crawl,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[test,all,bench]'
 	$(BIN)/python bench/robots_vs_peers.py
 	$(BIN)/python bench/serve_decisions.py
 	$(BIN)/python bench/proxy_vs_peers.py

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser import browser, page  # noqa: F401  (fixtures for the page tests)
 from tests.redis_server import redis_server
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"

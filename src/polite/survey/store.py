@@ -22,6 +22,28 @@ CREATE TABLE IF NOT EXISTS sites (
     error TEXT, robots_url TEXT, robots_hash TEXT, robots_bytes INTEGER,
     recorded_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS bodies (hash TEXT PRIMARY KEY, body BLOB NOT NULL);
+-- seed 004's sitemapinfo (its Table 1: id, parent, uri, filetype, downloadinfo, localfile),
+-- one row per sitemap file reached from a surveyed domain, plus what the report counts.
+-- level: indirection level (0 = named by a Sitemap line of robots.txt; Table 4).
+-- filetype: xml | xml.gz | text | text.gz | rss | atom | unknown; kind: urlset | index | NULL.
+-- downloadinfo: ok, or the outcome class of the failure (the names of core.survey.outcomes:
+-- not_found, forbidden, server_error, timeout, connection_error, dns_error, redirect_loop,
+-- too_big, html, parse_error, robots_disallowed, not_sampled); localfile: the body's hash.
+-- cross_site: the file's host is not the domain's (the seed's "sitemap sharing").
+CREATE TABLE IF NOT EXISTS sitemaps (
+    id INTEGER PRIMARY KEY, domain TEXT NOT NULL, parent INTEGER, uri TEXT NOT NULL,
+    level INTEGER NOT NULL, filetype TEXT, kind TEXT, downloadinfo TEXT NOT NULL,
+    localfile TEXT, status INTEGER, bytes INTEGER, url_count INTEGER NOT NULL DEFAULT 0,
+    child_count INTEGER NOT NULL DEFAULT 0, seconds REAL, cross_site INTEGER NOT NULL DEFAULT 0,
+    error TEXT, recorded_at REAL NOT NULL, UNIQUE (domain, uri));
+-- page URLs of a domain's sitemaps, kept up to a per-site bound (a uniform sample beyond it).
+CREATE TABLE IF NOT EXISTS sitemap_urls (
+    domain TEXT NOT NULL, sitemap_id INTEGER NOT NULL, loc TEXT NOT NULL, lastmod TEXT,
+    changefreq TEXT, priority REAL, PRIMARY KEY (domain, loc));
+-- one row per domain whose sitemaps are done: every URI counted, how many kept.
+CREATE TABLE IF NOT EXISTS sitemap_sites (
+    domain TEXT PRIMARY KEY, files INTEGER NOT NULL, uris_total INTEGER NOT NULL,
+    uris_kept INTEGER NOT NULL, recorded_at REAL NOT NULL);
 """
 
 

@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+from polite.core.robots.explain import (
+    AgentMatch,
+    Cell,
+    Explanation,
+    GroupChoice,
+    TieBreak,
+    default_dialects,
+    explain,
+    explain_body,
+)
 from polite.core.robots.meta import (
     RobotsDirectives,
     parse_meta_content,
@@ -24,16 +34,24 @@ from polite.errors import UnknownDialect
 
 __all__ = [
     "MAX_ROBOTS_BYTES",
+    "AgentMatch",
     "AgentRules",
+    "Cell",
     "Decision",
     "Dialect",
     "Directive",
+    "Explanation",
     "Group",
+    "GroupChoice",
     "ParseIssue",
     "RobotsDirectives",
     "RobotsTxt",
     "Rule",
     "Severity",
+    "TieBreak",
+    "default_dialects",
+    "explain",
+    "explain_body",
     "parse",
     "parse_dialect",
     "parse_meta_content",

@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+from polite.core.robots.diff import (
+    UNNAMED_AGENT,
+    Change,
+    RobotsDiff,
+    diff,
+    diff_bodies,
+    named_agents,
+    sample_paths,
+)
 from polite.core.robots.explain import (
     AgentMatch,
     Cell,
@@ -11,6 +20,13 @@ from polite.core.robots.explain import (
     default_dialects,
     explain,
     explain_body,
+)
+from polite.core.robots.lint import (
+    LineClass,
+    LineKind,
+    LintReport,
+    lint,
+    lint_body,
 )
 from polite.core.robots.meta import (
     RobotsDirectives,
@@ -34,30 +50,42 @@ from polite.errors import UnknownDialect
 
 __all__ = [
     "MAX_ROBOTS_BYTES",
+    "UNNAMED_AGENT",
     "AgentMatch",
     "AgentRules",
     "Cell",
+    "Change",
     "Decision",
     "Dialect",
     "Directive",
     "Explanation",
     "Group",
     "GroupChoice",
+    "LineClass",
+    "LineKind",
+    "LintReport",
     "ParseIssue",
+    "RobotsDiff",
     "RobotsDirectives",
     "RobotsTxt",
     "Rule",
     "Severity",
     "TieBreak",
     "default_dialects",
+    "diff",
+    "diff_bodies",
     "explain",
     "explain_body",
+    "lint",
+    "lint_body",
+    "named_agents",
     "parse",
     "parse_dialect",
     "parse_meta_content",
     "parse_meta_tags",
     "parse_x_robots_tag",
     "product_token",
+    "sample_paths",
 ]
 
 

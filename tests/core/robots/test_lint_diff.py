@@ -117,7 +117,7 @@ def test_diff_of_two_related_hosts() -> None:
 def test_diff_of_a_file_and_an_edited_copy_with_given_urls_and_agents() -> None:
     old = _corpus("www.abs-cbn.com").decode()
     new = re.sub(r"Disallow: /admin/", "Disallow: /admin/\nAllow: /admin/help", old)
-    new = new.replace("User-agent: bingbot\nDisallow:", "User-agent: bingbot\nDisallow: /")
+    new = re.sub(r"(User-agent: bingbot\r?\nDisallow:)", r"\1 /", new)  # CRLF file
     found = diff_bodies(old, new, urls=["https://www.abs-cbn.com/admin/help/a",
                                         "https://www.abs-cbn.com/news"],
                         agents=["bingbot", "OtherBot"])

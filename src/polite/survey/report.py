@@ -79,9 +79,10 @@ def write_report(survey: Survey, folder: Path) -> list[Path]:
         _write_csv(table, tables / f"{name}.csv")
         _write_parquet(table, data / f"{name}.parquet")
         written += [tables / f"{name}.csv", data / f"{name}.parquet"]
-    written += _figures(survey, figures)
+    drawn, empty = _figures(survey, figures)
+    written += drawn
     page = folder / "index.html"
-    page.write_text(_page(survey), encoding="utf-8")
+    page.write_text(_page(survey, empty), encoding="utf-8")
     written.append(page)
     return written
 
@@ -133,7 +134,8 @@ def _ranked(values: Sequence[Any]) -> tuple[list[int], list[Any]]:
     return list(range(1, len(ordered) + 1)), ordered
 
 
-def _figures(survey: Survey, folder: Path) -> list[Path]:
+def _figures(survey: Survey, folder: Path) -> tuple[list[Path], set[str]]:
+    """Draw every figure; returns the files and the names of those without data."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -271,23 +273,26 @@ def _figures(survey: Survey, folder: Path) -> list[Path]:
         "fig19_leaves_per_level": levels("leaves"),
         "access": access,
     }
-    written = []
+    written, empty = [], set()
     for name, title in FIGURES.items():
         figure, ax = plt.subplots(figsize=(6.0, 3.6))
         try:
             draw[name](ax)
             if not ax.lines and not ax.patches:
+                empty.add(name)
                 ax.cla()
                 ax.axis("off")
                 ax.text(0.5, 0.5, "no data in this survey", ha="center", va="center")
             ax.set_title(title, fontsize=9)
-            figure.tight_layout()
+            # fixed margins: tight_layout measured every tick label, a third of the time
+            figure.subplots_adjust(left=0.24 if name in ("access", "fig10_sitemap_errors")
+                                   else 0.12, right=0.97, bottom=0.14, top=0.91)
             path = folder / f"{name}.svg"
             figure.savefig(path, format="svg", metadata={"Date": None})
             written.append(path)
         finally:
             plt.close(figure)
-    return written
+    return written, empty
 
 
 # -- the page -----------------------------------------------------------------------------
@@ -360,7 +365,10 @@ def _summary_line(survey: Survey, name: str, unit: str) -> str:
     return f'<p class="stats" data-distribution="{_e(name)}">{text}</p>'
 
 
-def _figure(name: str) -> str:
+def _figure(name: str, empty: set[str]) -> str:
+    if name in empty:
+        return (f'<p class="note nodata">{_e(FIGURES[name])}: no data in this survey '
+                f'(<a href="figures/{name}.svg">SVG</a>).</p>')
     return (f'<figure><img src="figures/{name}.svg" alt="{_e(FIGURES[name])}" '
             f'width="600" height="360"><figcaption>{_e(FIGURES[name])} '
             f'(<a href="figures/{name}.svg">SVG</a>)</figcaption></figure>')
@@ -389,7 +397,7 @@ nav ol{columns:2;font-size:.9em}.note{color:#555;font-size:.9em}
 """
 
 
-def _page(survey: Survey) -> str:
+def _page(survey: Survey, empty: set[str]) -> str:
     t = survey.rows
     facts = survey.facts
     old = seed2008.FACTS
@@ -435,7 +443,7 @@ def _page(survey: Survey) -> str:
         f"Seed 004 (2008), all 100,000 domains: robots.txt {_percent(old['robots_share'])}, "
         f"sitemap information {_percent(old['sitemaps_share'])}. A survey without ranks "
         "(<code>--robots-dir</code>) has only the row <i>all</i>.</p>")
-    add(_figure("fig04_availability"))
+    add(_figure("fig04_availability", empty))
     add(_csv_links("availability"))
 
     add('<h2 id="fig5">Fig. 5: robots.txt size in lines</h2>')
@@ -443,14 +451,14 @@ def _page(survey: Survey) -> str:
     add(f'<p class="note">The seed\'s largest file: {old["largest_file_lines"]:,.0f} lines '
         "(cityweekend.com.cn, 12.3 MB). A file over the size cap is counted as far as it "
         "was kept.</p>")
-    add(_figure("fig05_robots_lines"))
+    add(_figure("fig05_robots_lines", empty))
     add(_csv_links("robots_lines"))
 
     add('<h2 id="fig6">Fig. 6: User-agent sections per file</h2>')
     add(_summary_line(survey, "sections_per_file", "sections"))
     add('<p class="note">A section runs from a User-agent line (or a run of them) to the '
         "next User-agent line after another field. Files without one count as 0.</p>")
-    add(_figure("fig06_sections"))
+    add(_figure("fig06_sections", empty))
     add(_csv_links("sections"))
 
     add('<h2 id="table2">Table 2: popular fields</h2>')
@@ -483,7 +491,7 @@ def _page(survey: Survey) -> str:
         f"2008: {old['sections_total']:,.0f} sections; {old['sections_without_disallow']:,.0f}"
         f" (16.6 %) without, {old['sections_with_one_disallow']:,.0f} (68.5 %) with one; the "
         f"largest section had {old['largest_section_disallows']:,.0f} rules.</p>")
-    add(_figure("fig07_disallows"))
+    add(_figure("fig07_disallows", empty))
     add(_csv_links("disallows"))
 
     add('<h2 id="fig8">Fig. 8: User-agent values by occurrences</h2>')
@@ -493,7 +501,7 @@ def _page(survey: Survey) -> str:
     add(f'<p class="note">This survey: {distinct:,} distinct values, {once:,} '
         f"({_percent(once / distinct if distinct else None)}) named once. 2008: "
         f"{old['distinct_agents']:,.0f} distinct values, more than half named once.</p>")
-    add(_figure("fig08_agents"))
+    add(_figure("fig08_agents", empty))
 
     add('<h2 id="fig9">Fig. 9: Sitemap lines per robots.txt file</h2>')
     with_maps = facts.get("files_with_sitemap_lines", 0)
@@ -506,7 +514,7 @@ def _page(survey: Survey) -> str:
         f"{old['files_with_sitemap_lines']:,.0f} files (14 %), "
         f"{old['sitemap_lines_total']:,.0f} lines; {old['files_with_one_sitemap_line']:,.0f} "
         f"(91 %) with one; at most {old['most_sitemap_lines']:,.0f}.</p>")
-    add(_figure("fig09_sitemap_lines"))
+    add(_figure("fig09_sitemap_lines", empty))
     add(_csv_links("sitemap_lines"))
 
     add('<h2 id="fig10">Fig. 10: sitemap download errors</h2>')
@@ -516,7 +524,7 @@ def _page(survey: Survey) -> str:
         f"{old['sitemap_downloads']:,.0f} downloads of {old['sitemap_distinct_files']:,.0f} "
         f"distinct files; timeouts the most common error, then 404; "
         f"{old['sitemap_forbidden']:,.0f} answered 403.</p>")
-    add(_figure("fig10_sitemap_errors"))
+    add(_figure("fig10_sitemap_errors", empty))
     add(_csv_links("sitemap_errors", "sitemap_files"))
 
     add('<h2 id="table4">Table 4: indirection levels</h2>')
@@ -542,7 +550,7 @@ def _page(survey: Survey) -> str:
         f"({_percent(ones / ndom if ndom else None)}) with one. 2008: "
         f"{old['sitemap_domains']:,.0f} domains, {old['domains_with_one_sitemap']:,.0f} "
         "(73.2 %) with one.</p>")
-    add(_figure("fig11_sitemaps_per_domain"))
+    add(_figure("fig11_sitemaps_per_domain", empty))
 
     add('<h2 id="fig12">Figs. 12-13 and Table 5: URIs per domain</h2>')
     add(_side_by_side("t-uris-per-domain", ["domain", "sitemaps", "URIs"],
@@ -553,16 +561,16 @@ def _page(survey: Survey) -> str:
         f"domains with the most URIs. This survey: {facts.get('sitemap_uris', 0):,} URIs in "
         f"all. 2008: {old['sitemap_uris']:,.0f}. URIs are counted in every file read, also "
         "beyond the URLs kept for the trees.</p>")
-    add(_figure("fig12_uris_per_domain"))
-    add(_figure("fig13_uri_coverage"))
+    add(_figure("fig12_uris_per_domain", empty))
+    add(_figure("fig13_uri_coverage", empty))
     add(_csv_links("sitemap_domains"))
 
     add('<h2 id="fig14">Figs. 14-15: URIs against sitemap files</h2>')
     add(_summary_line(survey, "uris_per_sitemap_file", "URIs"))
     add('<p class="note">2008: ricardo.ch divided 549,637 URIs into 4,911 files; '
         "pt.anuncioo.com put more than 200,000 in one (over the protocol's 50,000).</p>")
-    add(_figure("fig14_uris_vs_files"))
-    add(_figure("fig15_uris_per_file"))
+    add(_figure("fig14_uris_vs_files", empty))
+    add(_figure("fig15_uris_per_file", empty))
 
     add('<h2 id="fig16">Figs. 16-19: the URI prefix trees</h2>')
     add(_summary_line(survey, "tree_nodes", "nodes"))
@@ -577,7 +585,7 @@ def _page(survey: Survey) -> str:
         "plateaus near 20K and 40K nodes from the 20,000-URI sample.</p>")
     for name in ("fig16_tree_nodes", "fig17_tree_depth", "fig18_nodes_per_level",
                  "fig19_leaves_per_level"):
-        add(_figure(name))
+        add(_figure(name, empty))
     add(_html_table(["level", "nodes", "leaves"], t("tree_levels").rows, ident="t-levels-tree"))
     add(_csv_links("trees", "tree_levels"))
 
@@ -593,7 +601,7 @@ def _page(survey: Survey) -> str:
                       f"{z:,} ({_percent(zs)})", f"{m:,} ({_percent(ms)})"]
                      for a, n, e, p, z, m, es, ps, zs, ms in t("access").rows],
                     ident="t-access"))
-    add(_figure("access"))
+    add(_figure("access", empty))
     add(_csv_links("access"))
 
     add(f'<h2 id="ulinks">ulinks (k = {survey.k})</h2>')

@@ -375,8 +375,12 @@ class Survey:
             files, uris = self._sitemap_counts.get(domain, (0, 0)) if has else (None, None)
             domains.append((domain, rank, outcome, lines, groups, sitemap_lines, files, uris))
         self._put("domains", domains)
-        strata = [(f"top {n // 1000}k", n) for n in STRATA
-                  if any(r is not None and r <= n for _, r, *_ in sites)]
+        # A stratum is shown when it differs from the one before (a list of 1,500 has
+        # the top 1k and the top 10k, which is all of it, but no top 100k).
+        ranks = [row[1] for row in sites if row[1] is not None]
+        strata = [(f"top {n // 1000}k", n) for i, n in enumerate(STRATA)
+                  if any(r <= n for r in ranks)
+                  and any(r > (STRATA[i - 1] if i else 0) for r in ranks)]
         rows = []
         for label, limit in [*strata, ("all", None)]:
             chosen = [row for row in sites

@@ -198,6 +198,7 @@ def _figures(survey: Survey, folder: Path) -> tuple[list[Path], set[str]]:
         ax.plot(x, [100 * (s or 0) for s in shares], color="#1f5fa8")
         ax.set_xscale("log")
         ax.set_xlabel("domains, by URIs")
+        ax.set_ylim(0, 100.5)
         ax.set_ylabel("% of all URIs")
 
     def uris_vs_files(ax: Axes) -> None:

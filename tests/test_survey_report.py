@@ -258,3 +258,29 @@ def test_the_corpus_tables_2_and_3_equal_an_independent_count(tmp_path: Path) ->
     assert {agent_key(r["agent"]): int(r["occurrences"]) for r in table3} == dict(agents)
     assert [int(r["occurrences"]) for r in table3[:10]] == [n for _, n in
                                                             agents.most_common(10)]
+
+
+def test_ulinks_reads_a_survey_folder(built: tuple[Path, Truth]) -> None:
+    report, truth = built
+    result = run("ulinks", str(report.parent), "-k", "2")
+    assert result.returncode == 0, result.stderr
+    found: dict[str, list[tuple[str, int]]] = {}
+    for line in result.stdout.splitlines():
+        domain, uri, weight = line.split("\t")
+        found.setdefault(domain, []).append((uri, int(weight)))
+    assert found == truth.ulinks
+    as_json = run("ulinks", str(report.parent), "-k", "1", "--json")
+    assert as_json.stdout.splitlines()[0] == (
+        '{"domain": "d01.example", "uri": "http://d01.example/", "weight": 3}')
+
+
+def test_ulinks_of_a_survey_without_sitemaps_is_a_clear_error(tmp_path: Path) -> None:
+    build_survey(tmp_path / "s", count=0)
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "s" / "survey.sqlite") as db:
+        db.execute("DELETE FROM sitemap_urls")
+    result = run("ulinks", str(tmp_path / "s"))
+    assert result.returncode == 2 and "kept no sitemap page URL" in result.stderr
+    folder = run("ulinks", str(tmp_path))
+    assert folder.returncode == 2 and "not a survey folder" in folder.stderr

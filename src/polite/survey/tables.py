@@ -35,7 +35,7 @@ from polite.survey.store import SurveyStore
 if TYPE_CHECKING:
     import pandas
 
-__all__ = ["DEFAULT_AGENTS", "STRATA", "TABLES", "Survey", "Table"]
+__all__ = ["DEFAULT_AGENTS", "STRATA", "TABLES", "KeptUrl", "Survey", "Table"]
 
 # Search engines and the AI crawlers that studies of robots.txt consent follow.
 DEFAULT_AGENTS = (
@@ -104,6 +104,15 @@ class Table:
     def column(self, name: str) -> list[Any]:
         i = self.columns.index(name)
         return [row[i] for row in self.rows]
+
+
+@dataclass(frozen=True, slots=True)
+class KeptUrl:
+    """A page URL a survey kept from a domain's sitemaps (``lastmod`` as written)."""
+
+    loc: str
+    lastmod: str | None
+    priority: float | None
 
 
 def _share(part: int, whole: int) -> float | None:
@@ -179,6 +188,20 @@ class Survey:
                               for v in values) and len(values) < len(table.rows):
                 frame[column] = frame[column].astype("Int64")
         return frame
+
+    def kept_urls(self) -> Iterator[tuple[str, list[KeptUrl]]]:
+        """Each domain's kept sitemap page URLs, domain by domain (in name order)."""
+        current: str | None = None
+        kept: list[KeptUrl] = []
+        for domain, loc, lastmod, priority in self._db.execute(
+                "SELECT domain, loc, lastmod, priority FROM sitemap_urls ORDER BY domain"):
+            if domain != current:
+                if current is not None:
+                    yield current, kept
+                current, kept = domain, []
+            kept.append(KeptUrl(loc, lastmod, priority))
+        if current is not None:
+            yield current, kept
 
     def _put(self, name: str, rows: list[tuple[Any, ...]]) -> None:
         self._tables[name] = Table(name, TABLES[name][0], rows)

@@ -362,6 +362,13 @@ class RobotsTxt:
         where = f"line {line}" if line else "implicit first rule"
         return Decision(compiled.allow[i], rule, f"{rule} ({where})", line or None)
 
+    def names_agent(self, agent: str) -> bool:
+        """Whether a group of the file names ``agent`` itself (not only through ``*``), as
+        the dialect matches User-agent values."""
+        matches = _AGENT_MATCHERS[self._body.dialect]
+        return any(matches(value, agent)[1] for group in self._body.groups
+                   for value in group.agents)
+
     def rules_for(self, agent: str, *, ip: str | None = None, implicit: bool = False
                   ) -> tuple[Rule, ...]:
         """The Allow/Disallow rules that apply to ``agent``, in line order; with ``implicit``

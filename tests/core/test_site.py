@@ -218,6 +218,15 @@ def test_decide(enforcement: Enforcement, target: str, agent: str | None, check:
         assert decision.log.action == Action(action)
 
 
+def test_robots_txt_is_logged_as_allowed_even_under_disallow_all() -> None:
+    ua = "Googlebot/2.1"
+    decision = decide(Visit("GET", "/robots.txt", ua, None), LIST.identify(ua), VERIFIED,
+                      _in_force("User-agent: *\nDisallow: /\n", Enforcement(True)),
+                      last_start=None, now=1.0)
+    assert decision.action is Action.SERVE_ROBOTS
+    assert decision.log is not None and decision.log.allowed and decision.log.line is None
+
+
 def test_the_log_names_the_line_in_force() -> None:
     ua = "Googlebot/2.1"
     decision = decide(Visit("GET", "/private/a?b=1", ua, "66.249.66.1"), LIST.identify(ua),

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 
 from polite.core.politeness.rules import Ready, Refused, WaitUntil, delays_for, next_slot
+from polite.core.robots.model import Decision
 from polite.core.robots.robotstxt import RobotsTxt
 from polite.core.site.crawlers import Identity
 from polite.core.site.rules import Enforcement
@@ -126,8 +127,11 @@ def decide(visit: Visit, identity: Identity, check: Check, in_force: InForce, *,
     is_robots = visit.target == ROBOTS_PATH or visit.target.startswith(ROBOTS_PATH + "?")
     if not identity.is_robot:
         return _SERVE_PERSON if is_robots else _PASS_PERSON
-    decision = in_force.robots.decide("http://site" + visit.target, identity.agent)
     crawler = identity.crawler
+    if is_robots:  # always allowed (RFC 9309, 2.2.2), whatever the rules' patterns say
+        decision = Decision(True, None, "/robots.txt is always allowed")
+    else:
+        decision = in_force.robots.decide("http://site" + visit.target, identity.agent)
 
     def entry(action: Action) -> LogEntry:
         return LogEntry(now, visit.ip, visit.user_agent, identity.name,

@@ -180,8 +180,11 @@ def render(rules: SiteRules) -> RenderedFile:
             problems.append(Problem(s, -1, message))
             continue
         for r, row in enumerate(section.rules):
-            if not row.value.strip() and not row.agent.strip():
-                continue  # a blank row the page has just added
+            if not row.value.strip() and not (row.field is Field.DISALLOW
+                                              and section.is_site_wide):
+                # a row still being written (an empty Disallow for the whole site is
+                # meaningful: "nothing is disallowed")
+                continue
             message = _row_problem(section, row)
             if message is not None:
                 problems.append(Problem(s, r, message))

@@ -1,0 +1,67 @@
+"""``polite site serve``: the configuration page of a site's robots.txt (seed 003, 4.11);
+the work is :mod:`polite.site`."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import secrets
+from typing import TextIO
+
+from polite.errors import ConfigError
+
+__all__ = ["add_site_commands"]
+
+TOKEN_ENV = "POLITE_SITE_TOKEN"
+
+
+def add_site_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    site = commands.add_parser(
+        "site", help="a site's own robots.txt: rules in SQLite, the configuration page")
+    site_commands = site.add_subparsers(title="site commands", metavar="COMMAND")
+    serve = site_commands.add_parser(
+        "serve", help="the configuration page: rules in sections, versions, robot visits",
+        description="Serve the configuration page over DB (created when missing). The "
+                    "site's application serves the same rules through polite.site's "
+                    "middleware, reading DB. Off loopback the page needs a token: "
+                    f"--token, ${TOKEN_ENV}, or one made up and printed.")
+    serve.add_argument("--db", required=True, metavar="FILE", help="the site's SQLite file")
+    serve.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8090, help="port (default 8090)")
+    serve.add_argument("--token", help=f"the page's token (default ${TOKEN_ENV}; required "
+                                       "off loopback, made up when not given)")
+    serve.set_defaults(handler=_serve)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _serve(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        import uvicorn
+    except ImportError as exc:
+        raise ConfigError("polite site serve needs the site extra: "
+                          "pip install 'polite[site]'") from exc
+    from polite.site import SiteStore
+    from polite.site.page import create_site_app
+
+    token = args.token or os.environ.get(TOKEN_ENV) or None
+    if token is None and not _is_loopback(args.host):
+        token = secrets.token_urlsafe(24)
+    store = SiteStore(args.db)
+    app = create_site_app(store, token=token)
+    where = f"http://{args.host}:{args.port}/"
+    print(f"polite site: the configuration page of {args.db} on {where}"
+          + (f"?token={token}" if token else ""), file=out, flush=True)
+    try:
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    finally:
+        store.close()
+    return 0

@@ -4,7 +4,6 @@ the work is :mod:`polite.site`."""
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import secrets
 from typing import TextIO
@@ -34,21 +33,13 @@ def add_site_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     serve.set_defaults(handler=_serve)
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _serve(args: argparse.Namespace, out: TextIO) -> int:
     try:
         import uvicorn
     except ImportError as exc:
         raise ConfigError("polite site serve needs the site extra: "
                           "pip install 'polite[site]'") from exc
+    from polite.serve import _is_loopback  # the rule polite serve applies to its own --host
     from polite.site import SiteStore
     from polite.site.page import create_site_app
 

@@ -171,12 +171,15 @@ class SiteGuard:
 
     def known_verdict(self, identity: Identity, ip: str | None) -> Check | NeedsDns:
         """A verdict without DNS (ranges or a cached lookup), or the need for DNS."""
-        found = verify_by_ranges(identity.crawler, ip)
-        if isinstance(found, Check) or ip is None or identity.crawler is None:
-            return found
-        cached = self._verdicts.get((identity.crawler.name, ip))
+        crawler = identity.crawler
+        if crawler is None or ip is None:
+            return verify_by_ranges(crawler, ip)
+        cached = self._verdicts.get((crawler.name, ip))
         if cached is not None and cached[1] > self.clock():
             return cached[0]
+        found = verify_by_ranges(crawler, ip)
+        if isinstance(found, Check):
+            self._remember(crawler, ip, found)
         return found
 
     def _remember(self, crawler: Crawler, ip: str, check: Check) -> Check:

@@ -241,13 +241,13 @@ def create_site_app(store: SiteStore, *, token: str | None = None,
                     **workspace_values(current.rules))
 
     async def edit(request: Request) -> HTMLResponse:
-        form = await request.form()
+        form = await request.form(max_fields=_MAX_FORM_FIELDS)
         rules = _edited(rules_from_form(form), str(form.get("action", "")))
         return page(request, "workspace.html", **workspace_values(
             rules, str(form.get("urls", "")), str(form.get("agents", ""))))
 
     async def preview(request: Request) -> HTMLResponse:
-        form = await request.form()
+        form = await request.form(max_fields=_MAX_FORM_FIELDS)
         rules = rules_from_form(form)
         current = store.current()
         return page(request, "preview.html", rules=rules, current=current, oob=True,
@@ -255,7 +255,7 @@ def create_site_app(store: SiteStore, *, token: str | None = None,
                                      str(form.get("agents", ""))))
 
     async def save(request: Request) -> HTMLResponse:
-        form = await request.form()
+        form = await request.form(max_fields=_MAX_FORM_FIELDS)
         rules = rules_from_form(form)
         version = store.save(rules, now=clock(), author=str(form.get("author", "")).strip(),
                              note=str(form.get("note", "")).strip())

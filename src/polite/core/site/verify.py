@@ -49,6 +49,7 @@ class NeedsDns:
 
 
 NEEDS_DNS = NeedsDns()
+_NOT_KNOWN = Check(Verification.UNKNOWN, "not a known crawler")
 
 
 def _address(ip: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -65,7 +66,7 @@ def verify_by_ranges(crawler: Crawler | None, ip: str | None) -> Check | NeedsDn
     """The verdict the published ranges give, or :data:`NEEDS_DNS` when the operator
     documents host names to check instead (or as well)."""
     if crawler is None:
-        return Check(Verification.UNKNOWN, "not a known crawler")
+        return _NOT_KNOWN
     address = _address(ip) if ip else None
     if address is None:
         return Check(Verification.UNVERIFIABLE, f"no usable client address ({ip!r})")

@@ -128,6 +128,7 @@ def test_add_a_rule_save_and_roll_back(page: Page,
     page.fill('input[name="note"]', "keep my notes out")
     page.click("text=Save as a new version")
     page.wait_for_selector("text=Saved as version 2")
+    assert page.locator("#live-version").inner_text() == "2"
     saved = _served(site_url, version=2)
     assert NEW_RULE in saved
     assert store.current().author == "alice"

@@ -31,6 +31,13 @@ def add_site_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     serve.add_argument("--token", help=f"the page's token (default ${TOKEN_ENV}; required "
                                        "off loopback, made up when not given)")
     serve.set_defaults(handler=_serve)
+    keep = site_commands.add_parser(
+        "import", help="keep an existing robots.txt as the hand-written part",
+        description="Save a new version whose hand-written part is FILE: the managed "
+                    "rules (empty at first) go in a block before it.")
+    keep.add_argument("file", metavar="FILE", help="a robots.txt")
+    keep.add_argument("--db", required=True, metavar="FILE", help="the site's SQLite file")
+    keep.set_defaults(handler=_import)
 
 
 def _serve(args: argparse.Namespace, out: TextIO) -> int:
@@ -55,4 +62,29 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     finally:
         store.close()
+    return 0
+
+
+def _import(args: argparse.Namespace, out: TextIO) -> int:
+    import dataclasses
+    import time
+
+    from polite.core.robots import MAX_ROBOTS_BYTES
+    from polite.site import SiteStore
+
+    with open(args.file, "rb") as handle:
+        body = handle.read(MAX_ROBOTS_BYTES + 1)
+    if len(body) > MAX_ROBOTS_BYTES:
+        raise ConfigError(f"{args.file} is over {MAX_ROBOTS_BYTES:,} bytes, the most "
+                          "crawlers read")
+    text = body.decode("utf-8", errors="replace")
+    store = SiteStore(args.db)
+    try:
+        rules = dataclasses.replace(store.current().rules, manual_text=text)
+        version = store.save(rules, now=time.time(), author="polite site import",
+                             note=f"hand-written part from {args.file}")
+    finally:
+        store.close()
+    print(f"version {version.id}: {args.file} kept after the managed block "
+          f"({len(text.splitlines())} lines)", file=out)
     return 0

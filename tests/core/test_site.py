@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 
 import pytest
@@ -19,6 +20,7 @@ from polite.core.site import (
     SiteRules,
     Verification,
     Visit,
+    client_address,
     decide,
     judge_dns,
     parse_crawlers,
@@ -235,3 +237,19 @@ def test_the_log_names_the_line_in_force() -> None:
     assert (decision.log.allowed, decision.log.line, decision.log.rule) == (
         False, 2, "Disallow: /private/")
     assert decision.log.target == "/private/a?b=1"
+
+
+PROXIES = [ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("::1/128")]
+
+
+@pytest.mark.parametrize(("peer", "forwarded", "expected"), [
+    ("10.0.0.2", "66.249.66.1", "66.249.66.1"),  # through our proxy
+    ("10.0.0.2", "1.2.3.4, 66.249.66.1, 10.0.0.9", "66.249.66.1"),  # the first untrusted hop
+    ("203.0.113.5", "66.249.66.1", "203.0.113.5"),  # not our proxy: the header is ignored
+    ("10.0.0.2", "garbage", "10.0.0.2"),
+    ("10.0.0.2", None, "10.0.0.2"),
+    ("::1", "2001:db8::7", "2001:db8::7"),
+])
+def test_the_visitor_behind_the_sites_own_proxies(peer: str, forwarded: str | None,
+                                                  expected: str) -> None:
+    assert client_address(peer, forwarded, PROXIES) == expected

@@ -9,10 +9,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.routing import Mount
 
 from polite.errors import ConfigError
-from polite.site import load_crawlers
-from tests.site_servers import free_port
+from polite.site import SiteStore, load_crawlers
+from polite.site.page import create_site_app
+from tests.site_servers import free_port, serve_asgi
 
 HOST = "127.0.23.30"
 
@@ -59,3 +62,38 @@ def test_a_crawler_list_of_ones_own(tmp_path: Path) -> None:
     assert crawlers.identify("Googlebot/2.1").crawler is None  # only the user's list
     with pytest.raises(ConfigError, match="cannot read"):
         load_crawlers(tmp_path / "missing.json")
+
+
+def test_polite_site_import_keeps_a_hand_written_file_after_the_managed_block(
+        tmp_path: Path) -> None:
+    from polite.cli import main
+
+    mine = tmp_path / "robots.txt"
+    mine.write_text("User-agent: BadBot\nDisallow: /\n")
+    db = tmp_path / "site.sqlite"
+    assert main(["site", "import", str(mine), "--db", str(db)]) == 0
+    store = SiteStore(db)
+    text = store.current().robots_txt
+    store.close()
+    assert text.startswith("# BEGIN polite site")
+    assert text.endswith("# END polite site\n\nUser-agent: BadBot\nDisallow: /\n")
+    assert main(["site", "import", str(tmp_path / "none.txt"), "--db", str(db)]) == 2
+
+
+def test_the_page_mounted_in_a_sites_own_application(tmp_path: Path) -> None:
+    store = SiteStore(tmp_path / "site.sqlite")
+    app = Starlette(routes=[Mount("/robots-admin", create_site_app(store))])
+    with serve_asgi(app, "127.0.23.31") as url, \
+            httpx.Client(base_url=url, trust_env=False, timeout=10) as client:
+        page = client.get("/robots-admin/")
+        assert page.status_code == 200
+        assert 'href="/robots-admin/static/site.css"' in page.text
+        assert 'hx-post="/robots-admin/preview"' in page.text
+        script = client.get("/robots-admin/static/htmx.min.js")
+        assert script.status_code == 200 and "Zero-Clause BSD" in script.text
+        saved = client.post("/robots-admin/save", data={
+            "sections": "1", "s0.name": "Whole site", "s0.prefix": "/",
+            "s0.r0.agent": "*", "s0.r0.field": "Disallow", "s0.r0.value": "/tmp/"})
+        assert "Saved as version 1" in saved.text
+    assert "Disallow: /tmp/" in store.current().robots_txt
+    store.close()

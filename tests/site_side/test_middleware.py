@@ -219,3 +219,19 @@ def test_a_new_version_is_served_within_a_second_of_its_save(
         assert second.headers["cache-control"] == "no-cache"
         assert person.head("/robots.txt").content == b""
     assert store.visits() == []  # people are not logged
+
+
+@pytest.mark.parametrize("kind", ["asgi", "wsgi"])
+def test_behind_the_sites_own_proxy_the_forwarded_address_is_the_visitors(
+        kind: str, site: tuple[SiteStore, Clock, Resolver]) -> None:
+    store, clock, resolver = site
+    proxy = "127.0.23.95"
+    guard = SiteGuard(store, crawlers=CRAWLERS, resolver=resolver, clock=clock,
+                      trusted_proxies=[f"{proxy}/32"])
+    with _served(kind, guard) as url:
+        with client_from(proxy, url, SEARCH_UA) as through_proxy:
+            through_proxy.get("/a", headers={"x-forwarded-for": IN_RANGE})
+        with client_from(FORGER, url, SEARCH_UA) as direct:
+            direct.get("/b", headers={"x-forwarded-for": IN_RANGE})  # not our proxy
+    rows = [(r.ip, r.verification) for r in reversed(store.visits())]
+    assert rows == [(IN_RANGE, "verified"), (FORGER, "forged")]

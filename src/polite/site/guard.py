@@ -5,6 +5,7 @@ access log)."""
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from polite.core.site import (
     SiteDecision,
     Verification,
     Visit,
+    client_address,
     decide,
     judge_dns,
     parse_crawlers,
@@ -112,12 +114,19 @@ class RobotsFile:
 class SiteGuard:
     """Decides and logs for a site's application; build one and wrap the app with
     :class:`~polite.site.middleware.SiteMiddleware` or
-    :class:`~polite.site.middleware.SiteWSGIMiddleware`."""
+    :class:`~polite.site.middleware.SiteWSGIMiddleware`. ``trusted_proxies``: the site's own
+    reverse proxies (CIDR), whose ``X-Forwarded-For`` names the visitor."""
 
     def __init__(self, store: SiteStore, *, crawlers: CrawlerList | None = None,
                  resolver: Resolver | None = None, clock: Clock | None = None,
-                 dns_timeout_s: float = DNS_TIMEOUT_S) -> None:
+                 dns_timeout_s: float = DNS_TIMEOUT_S,
+                 trusted_proxies: Sequence[str] = ()) -> None:
         self.store = store
+        try:
+            self.trusted_proxies = tuple(ipaddress.ip_network(p, strict=False)
+                                         for p in trusted_proxies)
+        except ValueError as exc:
+            raise ConfigError(f"trusted_proxies: {exc}") from exc
         self.crawlers = crawlers if crawlers is not None else load_crawlers()
         self.resolver = resolver if resolver is not None else SystemResolver()
         self.clock = clock if clock is not None else WallClock()
@@ -165,6 +174,13 @@ class SiteGuard:
         self._checked_at = float("-inf")
 
     # -- who is asking -----------------------------------------------------------------
+
+    def client_ip(self, peer: str | None, forwarded_for: str | None) -> str | None:
+        """The visitor's address, through the site's own reverse proxies (when configured,
+        ``X-Forwarded-For`` from them is read; from anyone else it is ignored)."""
+        if not self.trusted_proxies:
+            return peer
+        return client_address(peer, forwarded_for, self.trusted_proxies)
 
     def identify(self, user_agent: str) -> Identity:
         return self.crawlers.identify(user_agent)

@@ -46,10 +46,12 @@ class SiteMiddleware:
             await self.app(scope, receive, send)
             return
         user_agent = ""
+        forwarded = None
         for key, value in scope["headers"]:
             if key == b"user-agent":
                 user_agent = value.decode("latin-1")
-                break
+            elif key == b"x-forwarded-for":
+                forwarded = value.decode("latin-1")
         guard = self.guard
         identity = guard.identify(user_agent)
         path = scope["path"]
@@ -58,7 +60,7 @@ class SiteMiddleware:
             await self.app(scope, receive, send)
             return
         client = scope.get("client")
-        ip = client[0] if client else None
+        ip = guard.client_ip(client[0] if client else None, forwarded)
         raw = scope.get("raw_path")
         target = raw.decode("latin-1") if raw else quote(path)
         query = scope.get("query_string", b"")
@@ -147,7 +149,8 @@ class SiteWSGIMiddleware:
         is_robots = path == ROBOTS_PATH and method in ("GET", "HEAD")
         if not identity.is_robot and not is_robots:
             return self.app(environ, start_response)
-        ip = environ.get("REMOTE_ADDR") or None
+        ip = guard.client_ip(environ.get("REMOTE_ADDR") or None,
+                             environ.get("HTTP_X_FORWARDED_FOR"))
         target = environ.get("RAW_URI") or environ.get("REQUEST_URI") or ""
         if not target.startswith("/"):
             # PATH_INFO is decoded; quote it back (WSGI carries bytes as latin-1)

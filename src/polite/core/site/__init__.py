@@ -31,6 +31,7 @@ from polite.core.site.verify import (
     Check,
     NeedsDns,
     Verification,
+    client_address,
     judge_dns,
     verify_by_ranges,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "SiteRules",
     "Verification",
     "Visit",
+    "client_address",
     "decide",
     "judge_dns",
     "parse_crawlers",

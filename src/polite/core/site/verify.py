@@ -20,6 +20,7 @@ __all__ = [
     "Check",
     "NeedsDns",
     "Verification",
+    "client_address",
     "judge_dns",
     "verify_by_ranges",
 ]
@@ -109,3 +110,24 @@ def judge_dns(crawler: Crawler, ip: str, ptr_names: Sequence[str] | None,
                 return Check(Verification.VERIFIED, f"{ip} is {name.rstrip('.')}, which "
                                                     f"resolves back to it")
     return Check(Verification.FORGED, f"{mine[0]} does not resolve back to {ip}")
+
+
+def client_address(peer: str | None, forwarded_for: str | None,
+                   trusted: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]
+                   ) -> str | None:
+    """The visitor's address: ``peer`` (the connection's), or, when ``peer`` is one of the
+    site's own ``trusted`` proxies, the last address of ``X-Forwarded-For`` that is not one
+    of them (the proxies append; what comes before the first trusted hop is the client's
+    word and may be forged)."""
+    if peer is None or not trusted or not forwarded_for:
+        return peer
+    address = _address(peer)
+    if address is None or not any(address in n for n in trusted if n.version == address.version):
+        return peer
+    for hop in reversed([h.strip() for h in forwarded_for.split(",")]):
+        found = _address(hop)
+        if found is None:
+            return peer  # a garbled header: trust only what we saw
+        if not any(found in n for n in trusted if n.version == found.version):
+            return str(found)
+    return peer

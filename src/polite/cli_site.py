@@ -38,6 +38,11 @@ def add_site_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     keep.add_argument("file", metavar="FILE", help="a robots.txt")
     keep.add_argument("--db", required=True, metavar="FILE", help="the site's SQLite file")
     keep.set_defaults(handler=_import)
+    prune = site_commands.add_parser(
+        "prune", help="forget robot visits older than some days (the log grows otherwise)")
+    prune.add_argument("--db", required=True, metavar="FILE", help="the site's SQLite file")
+    prune.add_argument("--days", type=float, required=True, help="keep this many days")
+    prune.set_defaults(handler=_prune)
 
 
 def _serve(args: argparse.Namespace, out: TextIO) -> int:
@@ -87,4 +92,20 @@ def _import(args: argparse.Namespace, out: TextIO) -> int:
         store.close()
     print(f"version {version.id}: {args.file} kept after the managed block "
           f"({len(text.splitlines())} lines)", file=out)
+    return 0
+
+
+def _prune(args: argparse.Namespace, out: TextIO) -> int:
+    import time
+
+    from polite.site import SiteStore
+
+    if args.days < 0:
+        raise ConfigError("--days must be 0 or more")
+    store = SiteStore(args.db)
+    try:
+        removed = store.prune_visits(time.time() - args.days * 86_400)
+    finally:
+        store.close()
+    print(f"{removed:,} robot visits older than {args.days:g} days forgotten", file=out)
     return 0

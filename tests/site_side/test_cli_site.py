@@ -97,3 +97,19 @@ def test_the_page_mounted_in_a_sites_own_application(tmp_path: Path) -> None:
         assert "Saved as version 1" in saved.text
     assert "Disallow: /tmp/" in store.current().robots_txt
     store.close()
+
+
+def test_polite_site_prune_forgets_old_visits(tmp_path: Path) -> None:
+    from polite.cli import main
+    from polite.core.site import Action, LogEntry, Verification
+
+    db = tmp_path / "site.sqlite"
+    store = SiteStore(db)
+    now = time.time()
+    for at in (now - 40 * 86_400, now - 10, now):
+        store.log([(LogEntry(at, "192.0.2.1", "X-Bot", "X-Bot", "", "",
+                             Verification.UNKNOWN, "", "GET", "/", "X-Bot", True, None, "",
+                             0, Action.PASS), 200)])
+    assert main(["site", "prune", "--db", str(db), "--days", "30"]) == 0
+    assert [round(v.at) for v in store.visits()] == [round(now), round(now - 10)]
+    store.close()

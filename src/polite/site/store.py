@@ -198,6 +198,12 @@ class SiteStore:
                 "action, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows)
 
+    def prune_visits(self, before: float) -> int:
+        """Forget the robot requests logged before ``before``; how many were removed."""
+        with self._lock:
+            return int(self._db.execute("DELETE FROM visits WHERE at < ?",
+                                        (before,)).rowcount)
+
     def visits(self, *, robot: str | None = None, limit: int = 200) -> list[VisitRow]:
         """The newest logged requests first."""
         query = ("SELECT id, at, ip, user_agent, robot, operator, category, verification, "

@@ -11,11 +11,12 @@ from typing import Any, TextIO
 
 from polite import __version__
 from polite.cli_crawl import add_crawl_command
+from polite.cli_robots import add_explain_commands, robots_lint
 from polite.cli_site import add_site_commands
 from polite.cli_survey import add_survey_commands
 from polite.cli_ulinks import add_ulinks_command
 from polite.errors import PoliteError
-from polite.robots import MAX_ROBOTS_BYTES, Decision, Dialect, RobotsTxt, Severity, parse
+from polite.robots import MAX_ROBOTS_BYTES, Decision, Dialect, RobotsTxt, parse
 
 __all__ = ["main"]
 
@@ -70,13 +71,24 @@ def _build_parser() -> argparse.ArgumentParser:
     check.set_defaults(handler=_robots_check)
 
     lint = robots_commands.add_parser(
-        "lint", help="list every line a parser skipped or read leniently",
-        description="Exit status: 0 no errors or warnings, 1 some found, 2 bad input.")
+        "lint", help="classify every line and find what crawlers will read otherwise",
+        description="Lists every line a parser skipped or read leniently and the mistakes "
+                    "webmasters make (Disallow: / for everyone, one agent in two groups, full "
+                    "User-Agent strings, relative Sitemap lines, Crawl-delay Googlebot "
+                    "ignores, REGP's rules, ...). Exit status: 0 no errors or warnings, 1 "
+                    "some found, 2 bad input.")
     lint.add_argument("file", metavar="FILE", help="a robots.txt file, or - for standard input")
     lint.add_argument("--dialect", "-d", default="auto", choices=dialects)
-    lint.add_argument("--json", action="store_true", help="one JSON array of issues")
+    lint.add_argument("--json", action="store_true", help="one JSON array of issues (with "
+                      "--lines, an object with the issues and the lines)")
+    lint.add_argument("--lines", action="store_true", help="also print every line's class: "
+                      "directive, unused, unknown, typo, missing-colon, too-long, invalid, "
+                      "brace, comment, blank")
+    lint.add_argument("--content-type", help="the Content-Type the file was served with "
+                      "(text/html is an error)")
     _max_bytes_option(lint)
-    lint.set_defaults(handler=_robots_lint)
+    lint.set_defaults(handler=robots_lint)
+    add_explain_commands(robots_commands)
 
     sitemap = commands.add_parser("sitemap", help="read sitemaps: one file, or a whole site's")
     sitemap_commands = sitemap.add_subparsers(title="sitemap commands", metavar="COMMAND")
@@ -297,29 +309,6 @@ def _print_decisions(args: argparse.Namespace, out: TextIO,
             verdict = "allowed   " if decision.allowed else "disallowed"
             out.write(f"{verdict} {url}  ({decision.reason})\n")
     return EXIT_OK if all(d.allowed for _, d in decisions) else EXIT_FINDINGS
-
-
-def _robots_lint(args: argparse.Namespace, out: TextIO) -> int:
-    robots = parse(_read(args.file), args.dialect, max_bytes=args.max_bytes)
-    _warn_if_cut(args.file, robots, args.max_bytes)
-    issues = robots.issues
-    if args.json:
-        json.dump([{"line": i.line, "severity": i.severity.value, "code": i.code,
-                    "message": i.message, "count": i.count, "lines": list(i.lines or (i.line,))}
-                   for i in issues], out, indent=2)
-        out.write("\n")
-    else:
-        for issue in issues:
-            out.write(f"{args.file}:{issue.line}: {issue.severity}: {issue.message} "
-                      f"[{issue.code}]\n")
-        # Lines, not issues: an issue said once for many lines counts them all.
-        errors = sum(i.count for i in issues if i.severity is Severity.ERROR)
-        warnings = sum(i.count for i in issues if i.severity is Severity.WARNING)
-        notes = sum(i.count for i in issues) - errors - warnings
-        out.write(f"{args.file}: dialect {robots.dialect}, {len(robots.groups)} groups, "
-                  f"{errors} errors, {warnings} warnings, {notes} notes\n")
-    serious = any(i.severity in (Severity.ERROR, Severity.WARNING) for i in issues)
-    return EXIT_FINDINGS if serious else EXIT_OK
 
 
 def _walker(args: argparse.Namespace, client: Any, **options: Any) -> Any:

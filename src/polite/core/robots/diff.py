@@ -157,7 +157,8 @@ def _samples(pattern: str) -> Iterable[str]:
 
 def _lines(body: bytes | str) -> list[str]:
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
 
 
 def _changed_lines(old: list[str], new: list[str]

@@ -42,9 +42,11 @@ def chromium_binary() -> str:
     pytest.skip(message)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    """One headless Chromium for the session; each test opens its own page."""
+    """One headless Chromium per test module; each test opens its own page. Not one for the
+    session: Playwright's synchronous API keeps its event loop running on the main thread
+    while it is open, and the asyncio tests collected after a page test would then fail."""
     binary = chromium_binary()
     from playwright.sync_api import sync_playwright
 

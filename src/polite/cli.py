@@ -12,6 +12,7 @@ from typing import Any, TextIO
 from polite import __version__
 from polite.cli_crawl import add_crawl_command
 from polite.cli_robots import add_explain_commands, robots_lint
+from polite.cli_site import add_site_commands
 from polite.cli_survey import add_survey_commands
 from polite.cli_ulinks import add_ulinks_command
 from polite.errors import PoliteError
@@ -121,6 +122,7 @@ def _build_parser() -> argparse.ArgumentParser:
     add_crawl_command(commands)
     add_ulinks_command(commands)
     add_survey_commands(commands)
+    add_site_commands(commands)
 
     serve = commands.add_parser(
         "serve", help="run the politeness service: the polite HTTP proxy and the REST API "

@@ -200,3 +200,33 @@ def test_a_no_intercept_host_stays_a_plain_tunnel(setup: Setup) -> None:
             with trusting_origin.wrap_socket(raw, server_hostname=NO_INTERCEPT) as tls:
                 issuer = x509.load_der_x509_certificate(tls.getpeercert(True) or b"").issuer
         assert issuer == setup.origins.certificate.subject
+
+
+def test_inside_a_tunnel_the_modes_and_the_absolute_form_work(setup: Setup) -> None:
+    site = https_site(setup, "127.0.25.6", {"/robots.txt": ALLOW, "/page": PAGE})
+    with serve(site):
+        assert setup.api.put("/delays/127.0.25.6", json={"delay": 700}).status_code == 200
+        with setup.client() as client:
+            assert client.get(f"{site.origin}/page").status_code == 200
+            held = client.get(f"{site.origin}/page", headers={"X-Polite-Mode": "wait"})
+            assert held.status_code == 200 and held.content == PAGE.body
+        trust = ssl.create_default_context(cafile=setup.polite_ca)
+        authority = f"127.0.25.6:{site.port}"
+        with socket.create_connection(("127.0.0.1", setup.api.base_url.port or 0), 10) as raw:
+            raw.sendall(f"CONNECT {authority} HTTP/1.1\r\n\r\n".encode())
+            assert raw.recv(4096).startswith(b"HTTP/1.1 200")
+            with trust.wrap_socket(raw, server_hostname="127.0.25.6") as tls:
+                tls.sendall(f"GET https://{authority}/page HTTP/1.1\r\nHost: {authority}\r\n"
+                            "X-Polite-Mode: wait\r\n\r\n".encode())
+                answer = b""
+                while not answer.endswith(PAGE.body):
+                    answer += tls.recv(65536)
+                assert answer.startswith(b"HTTP/1.1 200")
+                tls.sendall(b"GET https://127.0.25.7/page HTTP/1.1\r\nHost: 127.0.25.7\r\n\r\n")
+                refused = b""
+                while chunk := tls.recv(65536):
+                    refused += chunk
+    assert refused.startswith(b"HTTP/1.1 400") and b"the tunnel's origin" in refused
+    arrivals = [at for at, path in site.arrivals if path == "/page"]
+    assert len(arrivals) == 3  # the origin saw them spaced, whichever way they were asked
+    assert all(b - a >= 0.65 for a, b in itertools.pairwise(arrivals)), arrivals

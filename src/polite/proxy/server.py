@@ -275,11 +275,13 @@ class ProxyServer:
                 if not isinstance(event, Head):
                     break
                 if tunnel:
-                    if not event.target.startswith(b"/") or event.method == b"CONNECT":
-                        self._send_error(client, 400, "inside a tunnel a request's target is "
-                                         "a path (origin form)", close=True)
+                    if event.target.startswith(b"/"):
+                        event.target = tunnel + event.target
+                    elif event.method == b"CONNECT" or not event.target.lower().startswith(
+                            tunnel.lower() + b"/"):  # RFC 9112, 3.2.2: the absolute form
+                        self._send_error(client, 400, "inside a tunnel a request goes to the "
+                                         "tunnel's origin", close=True)
                         break
-                    event.target = tunnel + event.target
                 keep = await self._request(client, event, peer, checked=bool(tunnel))
                 if not keep or not event.keep_alive or event.version != "1.1" or client.raw_mode:
                     break

@@ -48,14 +48,14 @@ class Setup:
         return httpx.Client(proxy=self.proxy_url, trust_env=False, timeout=30,
                             **options)  # type: ignore[arg-type]
 
-    def curl(self, url: str) -> tuple[int, str]:
+    def curl(self, url: str, *options: str) -> tuple[int, str]:
         """curl through polite, trusting polite's CA: the status and the body."""
         curl = shutil.which("curl")
         if curl is None:
             pytest.skip("curl is not installed")
         done = subprocess.run(
             [curl, "-sS", "--noproxy", "", "--proxy", self.proxy_url, "--cacert",
-             str(self.polite_ca), "-w", "\n%{http_code}", url],
+             str(self.polite_ca), "-w", "\n%{http_code}", *options, url],
             capture_output=True, text=True, timeout=30, check=False)
         assert done.returncode == 0, done.stderr
         body, _, status = done.stdout.rpartition("\n")
@@ -210,6 +210,9 @@ def test_inside_a_tunnel_the_modes_and_the_absolute_form_work(setup: Setup) -> N
             assert client.get(f"{site.origin}/page").status_code == 200
             held = client.get(f"{site.origin}/page", headers={"X-Polite-Mode": "wait"})
             assert held.status_code == 200 and held.content == PAGE.body
+        # The mode set on the CONNECT holds for the requests in its tunnel.
+        assert setup.curl(f"{site.origin}/page", "--proxy-header", "X-Polite-Mode: wait") \
+            == (200, PAGE.body.decode())
         trust = ssl.create_default_context(cafile=setup.polite_ca)
         authority = f"127.0.25.6:{site.port}"
         with socket.create_connection(("127.0.0.1", setup.api.base_url.port or 0), 10) as raw:
@@ -228,5 +231,5 @@ def test_inside_a_tunnel_the_modes_and_the_absolute_form_work(setup: Setup) -> N
                     refused += chunk
     assert refused.startswith(b"HTTP/1.1 400") and b"the tunnel's origin" in refused
     arrivals = [at for at, path in site.arrivals if path == "/page"]
-    assert len(arrivals) == 3  # the origin saw them spaced, whichever way they were asked
+    assert len(arrivals) == 4  # the origin saw them spaced, whichever way they were asked
     assert all(b - a >= 0.65 for a, b in itertools.pairwise(arrivals)), arrivals

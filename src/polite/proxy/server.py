@@ -63,6 +63,7 @@ MAX_REQUEST_WAIT_S = 3600.0
 _WRITE_BATCH = 65_536  # response bytes gathered before a write
 _CHUNKED = (b"transfer-encoding", b"chunked")
 _CLOSE = (b"connection", b"close")
+_TUNNEL_DEFAULTS = frozenset({b"x-polite-mode", b"x-polite-timeout", b"x-polite-client"})
 
 
 class Mode(enum.StrEnum):
@@ -266,9 +267,10 @@ class ProxyServer:
             client.close()
 
     async def _requests(self, client: Channel, peer: tuple[Any, ...],
-                        tunnel: bytes = b"") -> None:
+                        tunnel: bytes = b"", defaults: Headers | None = None) -> None:
         """Serves the requests of one connection; ``tunnel`` (``https://host:port``) for
-        the inside of an intercepted tunnel, whose requests are in origin form."""
+        the inside of an intercepted tunnel, whose requests are in origin form, with the
+        ``defaults`` fields they do not set themselves (the CONNECT's X-Polite-*)."""
         try:
             while True:
                 event = await client.next(self.settings.client_idle_s)
@@ -282,6 +284,9 @@ class ProxyServer:
                         self._send_error(client, 400, "inside a tunnel a request goes to the "
                                          "tunnel's origin", close=True)
                         break
+                for name, value in defaults or ():
+                    if event.get(name) is None:
+                        event.headers.append((name, value))
                 keep = await self._request(client, event, peer, checked=bool(tunnel))
                 if not keep or not event.keep_alive or event.version != "1.1" or client.raw_mode:
                     break
@@ -526,7 +531,8 @@ class ProxyServer:
         netloc = f"[{host}]" if ":" in host else host
         interception = self._interception
         if interception is not None and host not in interception.plain:
-            return await self._intercept(client, interception, host, port, netloc, peer)
+            return await self._intercept(client, interception, head, host, port, netloc,
+                                         peer)
         # Tunnels carry TLS on 443 and 8443; anything else is read as plain HTTP's robots.txt.
         scheme = "https" if port in (443, 8443) else "http"
         default = 443 if scheme == "https" else 80
@@ -566,8 +572,8 @@ class ProxyServer:
             upstream.close()
         return False
 
-    async def _intercept(self, client: Channel, interception: Interception, host: str,
-                         port: int, netloc: str, peer: tuple[Any, ...]) -> bool:
+    async def _intercept(self, client: Channel, interception: Interception, head: Head,
+                         host: str, port: int, netloc: str, peer: tuple[Any, ...]) -> bool:
         """Terminates the tunnel's TLS with a certificate of the local CA, then serves the
         requests inside as plain ones (robots.txt per URL, the slot per request, the cache).
 
@@ -620,7 +626,9 @@ class ProxyServer:
                     await inside.drain()
             else:
                 origin = f"https://{netloc}" + ("" if port == 443 else f":{port}")
-                await self._requests(inside, peer, origin.encode("latin-1"))
+                # Options set on the CONNECT (curl --proxy-header) hold for the requests.
+                defaults = [(k, v) for k, v in head.headers if k in _TUNNEL_DEFAULTS]
+                await self._requests(inside, peer, origin.encode("latin-1"), defaults)
         except (ProtocolError, ConnectionError, TimeoutError):
             pass
         finally:

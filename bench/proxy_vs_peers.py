@@ -79,9 +79,14 @@ def free_port() -> int:
 
 
 @contextmanager
-def started(command: list[str], port: int | None = None) -> Iterator[str]:
+def started(command: list[str], port: int | None = None,
+            pids: list[int] | None = None) -> Iterator[str]:
+    """Runs ``command`` until the block ends: once its first line is out, or once ``port``
+    answers; its process id goes to ``pids``."""
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True)
+    if pids is not None:
+        pids.append(proc.pid)
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline() if port is None else ""

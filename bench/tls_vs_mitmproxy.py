@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import ssl
 import subprocess
@@ -109,18 +110,32 @@ async def tunnels(via: Address | None, origin: Address, trust: ssl.SSLContext,
     return done / (time.perf_counter() - started_at)
 
 
-Figures = tuple[float, float, float, float]  # latency s, req/s at 1, at 32, tunnels/s
+# latency s, req/s at 1 and at 32 tunnels, new tunnels/s, the proxy's CPU µs per request
+Figures = tuple[float, float, float, float, float]
+
+
+def cpu_s(pid: int | None) -> float:
+    """The CPU time a process has used (user and system), from /proc."""
+    if pid is None:
+        return 0.0
+    with open(f"/proc/{pid}/stat") as file:
+        fields = file.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def measure(via: Address | None, origin: Address, trust: ssl.SSLContext, seconds: float,
-            path: str) -> Figures:
+            path: str, pid: int | None) -> Figures:
     def open_client() -> Awaitable[Client]:
         return connect(via, origin, trust, path)
 
-    return (asyncio.run(latency(open_client, 1000)),
-            asyncio.run(throughput(open_client, 1, seconds)),
-            asyncio.run(throughput(open_client, 32, seconds)),
-            asyncio.run(tunnels(via, origin, trust, seconds / 2, path)))
+    median = asyncio.run(latency(open_client, 1000))
+    one = asyncio.run(throughput(open_client, 1, seconds))
+    before = cpu_s(pid)
+    many = asyncio.run(throughput(open_client, 32, seconds))
+    # The proxy's CPU per request at 32 tunnels: what a shared machine's load does not change.
+    cpu_us = (cpu_s(pid) - before) / (many * seconds) * 1e6
+    return median, one, many, asyncio.run(tunnels(via, origin, trust, seconds / 2, path)), \
+        cpu_us
 
 
 def main() -> None:
@@ -145,20 +160,22 @@ def main() -> None:
             [sys.executable, "-m", "polite", "ca", "export", "--ca-dir", str(ca_dir)],
             check=True, capture_output=True).stdout)
         port = free_port()
+        polite_pid: list[int] = []
         stack.enter_context(started(
             [sys.executable, "-m", "polite", "serve", "--port", str(port), "--store",
              "memory://", "--allow-private", "--agent", "benchbot", "--adaptive-factor", "0",
              "--intercept-tls", "--ca-dir", str(ca_dir), "--upstream-ca", str(origin_ca)],
-            port))
+            port, polite_pid))
         api = httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False)
         api.put(f"/delays/{HOST}", json={"delay": 0}).raise_for_status()
 
         mitm_port = free_port()
         confdir = folder / "mitmproxy"
+        mitm_pid: list[int] = []
         stack.enter_context(started(
             [mitmdump, "--listen-host", "127.0.0.1", "--listen-port", str(mitm_port), "-q",
              "--set", f"confdir={confdir}", "--set",
-             f"ssl_verify_upstream_trusted_ca={origin_ca}"], mitm_port))
+             f"ssl_verify_upstream_trusted_ca={origin_ca}"], mitm_port, mitm_pid))
         version = subprocess.run([mitmdump, "--version"], capture_output=True, text=True,
                                  check=False).stdout.split("\n")[0].strip()
 
@@ -167,24 +184,26 @@ def main() -> None:
             context.set_alpn_protocols(["http/1.1"])
             return context
 
-        paths: dict[str, tuple[Address | None, ssl.SSLContext, str]] = {
-            "direct": (None, trusting(origin_ca), "/page"),
-            "polite (miss)": (("127.0.0.1", port), trusting(polite_ca), "/page"),
-            "polite (hit)": (("127.0.0.1", port), trusting(polite_ca), "/cached"),
+        paths: dict[str, tuple[Address | None, ssl.SSLContext, str, int | None]] = {
+            "direct": (None, trusting(origin_ca), "/page", None),
+            "polite (miss)": (("127.0.0.1", port), trusting(polite_ca), "/page", polite_pid[0]),
+            "polite (hit)": (("127.0.0.1", port), trusting(polite_ca), "/cached",
+                             polite_pid[0]),
             "mitmproxy": (("127.0.0.1", mitm_port),
-                          trusting(confdir / "mitmproxy-ca-cert.pem"), "/page"),
+                          trusting(confdir / "mitmproxy-ca-cert.pem"), "/page", mitm_pid[0]),
         }
         results: dict[str, list[Figures]] = {name: [] for name in paths}
         for round_ in range(args.rounds):
-            for name, (via, trust, path) in paths.items():
-                results[name].append(measure(via, origin, trust, args.seconds, path))
+            for name, (via, trust, path, pid) in paths.items():
+                results[name].append(measure(via, origin, trust, args.seconds, path, pid))
             print(f"round {round_ + 1} of {args.rounds}: " + ", ".join(
                 f"{name} {results[name][-1][2]:,.0f}/s" for name in paths) + " at 32",
                 file=sys.stderr)
 
     print(f"\n{version}; medians of {args.rounds} rounds, the paths measured in turn in "
           "each round\n")
-    report(results, "mitmproxy", ["req/s, 1 tunnel", "req/s, 32 tunnels", "new tunnels/s"])
+    report(results, "mitmproxy", ["req/s, 1 tunnel", "req/s, 32 tunnels", "new tunnels/s",
+                                  "CPU µs/request (32)"])
 
 if __name__ == "__main__":
     main()

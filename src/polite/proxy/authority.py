@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import datetime
+import fcntl
 import ipaddress
 import os
 import ssl
@@ -89,7 +90,12 @@ class CertificateAuthority:
                 raise ConfigError(f"{path} is open to other users; the CA's key must be "
                                   f"private: chmod {'700' if path == folder else '600'} {path}")
         if not key_path.exists():
-            cls._create(folder)
+            # Two processes starting at once (polite ca export, polite serve) make one CA.
+            descriptor = os.open(folder / ".lock", os.O_WRONLY | os.O_CREAT, 0o600)
+            with os.fdopen(descriptor, "wb") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if not key_path.exists():
+                    cls._create(folder)
         try:
             key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
             certificate = x509.load_pem_x509_certificate(cert_path.read_bytes())

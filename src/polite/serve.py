@@ -222,9 +222,9 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
                           "that writes are not open to the network")
     if settings.store.startswith(("redis://", "rediss://")):
         asyncio.run(_check_redis(settings.store))  # fail now, not at the first request
+    interception = _interception(settings)  # the CA refused before anything is opened
     clock = WallClock()
     store = open_store(settings.store, clock)
-    interception = _interception(settings)
     client = create_client(verify=upstream_context(settings.upstream_ca))
     policy = FetchPolicy(unauthorized=UnauthorizedMeans(settings.on_401_403))
     fetcher = RobotsFetcher(client, store, clock, agent=settings.agent, policy=policy,

@@ -120,3 +120,23 @@ def tcp_origin(host: str, handle: Callable[[socket.socket, threading.Event], Non
         stop.set()
         thread.join(5)
         listener.close()
+
+
+def greet_first(conn: socket.socket, stop: threading.Event) -> None:
+    """A :func:`tcp_origin` handler for a protocol that greets before the client speaks
+    (SMTP, SSH): ``220 greetings``, then what comes is echoed in capitals. A request for
+    robots.txt gets a 404."""
+    with conn:
+        conn.settimeout(0.3)
+        try:
+            first = conn.recv(4096)
+        except TimeoutError:
+            first = b""
+        if first.startswith(b"GET /robots.txt"):
+            conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+            return
+        conn.sendall(b"220 greetings\r\n")
+        conn.settimeout(5)
+        with suppress(OSError):
+            while data := conn.recv(4096):
+                conn.sendall(data.upper())

@@ -22,7 +22,7 @@ pytest.importorskip("cryptography", reason="the tls extra is not installed")
 from cryptography import x509
 
 from tests.serving import polite_serve, seed_001_figure_4
-from tests.sites import Reply, Site, serve
+from tests.sites import Reply, Site, greet_first, serve, tcp_origin
 from tests.tls import SiteAuthority, make_authority
 
 ALLOW = Reply(200, b"User-agent: *\nDisallow: /private\n")
@@ -234,3 +234,20 @@ def test_inside_a_tunnel_the_modes_and_the_absolute_form_work(setup: Setup) -> N
     arrivals = [at for at, path in site.arrivals if path == "/page"]
     assert len(arrivals) == 4  # the origin saw them spaced, whichever way they were asked
     assert all(b - a >= 0.65 for a, b in itertools.pairwise(arrivals)), arrivals
+
+
+def test_a_tunnel_to_an_origin_that_speaks_no_tls_stays_plain(setup: Setup) -> None:
+    """SMTP, SSH and the like greet first: the proxy's TLS attempt fails on the greeting,
+    and the tunnel is a plain one, with host-level politeness, as without the flag."""
+
+    with tcp_origin("127.0.25.8", greet_first) as port, \
+            socket.create_connection(("127.0.0.1", setup.api.base_url.port or 0), 10) as raw:
+        raw.sendall(f"CONNECT 127.0.25.8:{port} HTTP/1.1\r\n\r\n".encode())
+        got = b""
+        while b"220 greetings\r\n" not in got:
+            got += raw.recv(4096)
+        assert got.startswith(b"HTTP/1.1 200")
+        raw.sendall(b"quit\r\n")
+        while b"QUIT" not in got:
+            got += raw.recv(4096)
+    assert got.partition(b"\r\n\r\n")[2] == b"220 greetings\r\nQUIT\r\n"

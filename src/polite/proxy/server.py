@@ -24,7 +24,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 from urllib.parse import unquote, urlsplit
 
 from polite.core.cache.policy import Choice, Stored, not_modified
@@ -119,10 +119,13 @@ class _ClientGone(Exception):
 
 
 class _UpstreamError(Exception):
-    def __init__(self, status: int, message: str, *, tls: bool = False) -> None:
+    def __init__(self, status: int, message: str, *,
+                 tls: Literal["", "certificate", "handshake"] = "") -> None:
         super().__init__(message)
         self.status = status
-        self.tls = tls  # the origin answered, but its TLS failed (a certificate, say)
+        # The origin answered, but its certificate did not verify, or no TLS came of it
+        # (it speaks another protocol, say).
+        self.tls = tls
 
 
 class _ClientChannel(Channel):
@@ -531,8 +534,10 @@ class ProxyServer:
         netloc = f"[{host}]" if ":" in host else host
         interception = self._interception
         if interception is not None and host not in interception.plain:
-            return await self._intercept(client, interception, head, host, port, netloc,
-                                         peer)
+            intercepted = await self._intercept(client, interception, head, host, port,
+                                                netloc, peer)
+            if intercepted is not None:
+                return intercepted
         # Tunnels carry TLS on 443 and 8443; anything else is read as plain HTTP's robots.txt.
         scheme = "https" if port in (443, 8443) else "http"
         default = 443 if scheme == "https" else 80
@@ -573,19 +578,23 @@ class ProxyServer:
         return False
 
     async def _intercept(self, client: Channel, interception: Interception, head: Head,
-                         host: str, port: int, netloc: str, peer: tuple[Any, ...]) -> bool:
+                         host: str, port: int, netloc: str, peer: tuple[Any, ...]
+                         ) -> bool | None:
         """Terminates the tunnel's TLS with a certificate of the local CA, then serves the
         requests inside as plain ones (robots.txt per URL, the slot per request, the cache).
 
-        The origin is reached first, as the tunnel would have been: one that cannot be
-        reached gets the CONNECT a 502 or 504, while one whose certificate does not verify
-        gets every request inside the 502 naming why (a client reads that body; it cannot
-        read the body of a refused CONNECT)."""
+        The origin is reached over TLS first: one that cannot be reached gets the CONNECT a
+        502 or 504; one whose certificate does not verify gets every request inside the 502
+        naming why (a client reads that body; it cannot read the body of a refused
+        CONNECT); one with which no TLS comes about (SSH, SMTP, plain HTTP) is left to a
+        plain tunnel (None). Else whether the connection goes on (it does not)."""
         key: Key = ("https", host, port)
         failure: _UpstreamError | None = None
         try:
             upstream = await self._open(host, port, self._tls)
         except _UpstreamError as exc:
+            if exc.tls == "handshake":
+                return None
             if not exc.tls:
                 self._send_error(client, exc.status, str(exc), close=True)
                 return False
@@ -654,10 +663,10 @@ class ProxyServer:
                 made, host, port, ssl=tls), self.settings.connect_s)
         except ssl.SSLCertVerificationError as exc:
             raise _UpstreamError(502, f"the certificate of {host}:{port} does not verify: "
-                                 f"{exc.verify_message}", tls=True) from None
+                                 f"{exc.verify_message}", tls="certificate") from None
         except ssl.SSLError as exc:
             raise _UpstreamError(502, f"TLS with {host}:{port} failed: "
-                                 f"{exc.reason or exc}", tls=True) from None
+                                 f"{exc.reason or exc}", tls="handshake") from None
         except TimeoutError:
             raise _UpstreamError(504, f"connecting to {host}:{port} timed out") from None
         except OSError as exc:

@@ -3,6 +3,7 @@ them, through real TLS handshakes in memory."""
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import ssl
 from pathlib import Path
@@ -16,6 +17,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from polite.errors import ConfigError
 from polite.proxy.authority import LEAF_VALIDITY, CertificateAuthority
+from polite.serve import settings_from
 
 
 def handshake(server: ssl.SSLContext, client: ssl.SSLContext, hostname: str) -> bytes:
@@ -79,3 +81,14 @@ def test_a_damaged_ca_is_reported(tmp_path: Path) -> None:
     (tmp_path / "ca" / "ca.pem").write_text("not a certificate")
     with pytest.raises(ConfigError, match="cannot be read"):
         CertificateAuthority.open(tmp_path / "ca")
+
+
+def test_the_tls_options_come_from_the_config_file_too(tmp_path: Path) -> None:
+    config = tmp_path / "polite.toml"
+    config.write_text('intercept_tls = true\nca_dir = "ca"\nno_intercept = ["pinned.example"]\n')
+    settings = settings_from(argparse.Namespace(config=str(config)))
+    assert (settings.intercept_tls, settings.ca_dir, settings.no_intercept) \
+        == (True, "ca", ["pinned.example"])
+    config.write_text("no_intercept = [443]\n")
+    with pytest.raises(ConfigError, match="no_intercept must be a list of host names"):
+        settings_from(argparse.Namespace(config=str(config)))

@@ -178,10 +178,28 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-bytes", type=int,
                        help="read each robots.txt up to this many bytes; answers from a file "
                             f"cut there say so (default {MAX_ROBOTS_BYTES})")
+    serve.add_argument("--intercept-tls", action="store_true", default=None,
+                       help="read inside CONNECT tunnels, so https requests get per-URL "
+                            "robots.txt, delays and the cache: clients must trust the local "
+                            "CA (polite ca export); needs polite[tls]")
+    serve.add_argument("--ca-dir", metavar="DIR", help="the local CA's folder, made once "
+                       "(default $XDG_STATE_HOME/polite/ca or ~/.local/state/polite/ca)")
+    serve.add_argument("--upstream-ca", metavar="FILE",
+                       help="also trust origins whose certificates this CA file signed")
+    serve.add_argument("--no-intercept", metavar="HOST", action="append", default=None,
+                       help="leave tunnels to HOST plain (clients that pin certificates); "
+                            "repeatable")
     serve.add_argument("--config", metavar="FILE",
                        help="a TOML file with any of the options above (with _ for -) and a "
                             "[delays] table of domain = milliseconds")
     serve.set_defaults(handler=_serve)
+    ca = commands.add_parser("ca", help="the local CA of polite serve --intercept-tls")
+    ca_commands = ca.add_subparsers(title="ca commands", metavar="COMMAND")
+    export = ca_commands.add_parser(
+        "export", help="print the CA's certificate (PEM) for clients to trust; the CA is "
+                       "made if there is none")
+    export.add_argument("--ca-dir", metavar="DIR", help="as for polite serve")
+    export.set_defaults(handler=_ca_export)
     _add_demo(commands)
     return parser
 
@@ -452,6 +470,13 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     from polite.serve import run_server
 
     return run_server(args, out)
+
+
+def _ca_export(args: argparse.Namespace, out: TextIO) -> int:
+    from polite.serve import open_authority
+
+    out.write(open_authority(args.ca_dir).certificate_pem().decode("ascii"))
+    return EXIT_OK
 
 
 def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

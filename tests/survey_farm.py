@@ -43,6 +43,7 @@ class Farm:
     arrivals: list[tuple[float, str, str]] = field(default_factory=list)
     record: bool = True
     requests_total: int = 0
+    _by_address: dict[str, dict[str, Page]] = field(default_factory=dict)
 
     def add(self, name: str, address: str, routes: dict[str, Page]) -> None:
         self.sites[name] = (address, routes)
@@ -57,6 +58,11 @@ class Farm:
 
     def page(self, host: str, path: str) -> Page:
         site = self.sites.get(host)
+        if site is None and host[:1].isdigit():  # asked by address: the site there
+            if not self._by_address:
+                self._by_address.update((a, r) for a, r in self.sites.values())
+            routes = self._by_address.get(host)
+            site = None if routes is None else (host, routes)
         if site is not None:
             return site[1].get(path, NOT_FOUND)
         if self.router is not None:

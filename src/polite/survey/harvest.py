@@ -390,10 +390,11 @@ class Harvester:
             async def worker() -> None:
                 while not queue.empty():
                     rank, name = queue.get_nowait()
+                    site: tuple[SiteRecord, bytes | None] | None = None
                     if not self._store.recorded(name):
-                        await self._site(session, rank, name)
+                        site = await self._site(session, rank, name)
                     if self._sitemaps and not self._store.sitemaps_done(name):
-                        await self._domain_sitemaps(session, name)
+                        await self._domain_sitemaps(session, name, site)
                     self.surveyed += 1
                     if self.on_site is not None:
                         self.on_site(name)
@@ -405,7 +406,8 @@ class Harvester:
     # -- robots.txt --------------------------------------------------------------------------
 
     async def _site(self, session: aiohttp.ClientSession, rank: int | None,
-                    domain: str) -> None:
+                    domain: str) -> tuple[SiteRecord, bytes | None]:
+        """Fetch and record one domain's robots.txt; the record and the body kept."""
         answer, sink = await self._robots(session, f"{self._scheme}://{domain}/robots.txt")
         if answer.outcome is Outcome.HTML and not domain.startswith("www."):
             # Seed 004's second step: the www name, when the bare one served a home page.
@@ -422,10 +424,12 @@ class Harvester:
         if answer.status is not None and 200 <= answer.status < 300 and body is None:
             body = b""
         outcome = answer.outcome or Outcome.EMPTY
-        self._store.record(SiteRecord(domain, rank, str(outcome), answer.status, error,
-                                      answer.url, None, sink.size if body is not None else None),
-                           body, self._clock())
+        site = self._store.record(SiteRecord(domain, rank, str(outcome), answer.status, error,
+                                             answer.url, None,
+                                             sink.size if body is not None else None),
+                                  body, self._clock())
         self.done[str(outcome)] = self.done.get(str(outcome), 0) + 1
+        return site, body
 
     async def _robots(self, session: aiohttp.ClientSession, url: str
                       ) -> tuple[_Answer, _BodySink]:
@@ -519,16 +523,18 @@ class Harvester:
             return _Robots(parse(body, url=url))
         return _Robots(None)
 
-    async def _host_rules(self, session: aiohttp.ClientSession, domain: str, host: str
-                          ) -> _Robots:
-        """The robots.txt that governs ``host``: the domain's own for its site (the name with
-        or without www.), the recorded one of a surveyed domain, else read (once) and kept."""
-        key = domain if in_scope("site", frozenset((domain,)), host) else host
-        site = self._store.site(key)
-        if site is not None:
+    async def _host_rules(self, session: aiohttp.ClientSession, domain: str, host: str,
+                          own: _Robots) -> _Robots:
+        """The robots.txt that governs ``host``: the domain's own (``own``) for its site (the
+        name with or without www.), the recorded one of a surveyed domain, else read (once)
+        and kept."""
+        site = None
+        if in_scope("site", frozenset((domain,)), host):
+            rules = own
+        elif (site := self._store.site(host)) is not None:
             body = None if site.robots_hash is None else self._store.body(site.robots_hash)
             rules = self._rules_from(site.outcome, body,
-                                     site.robots_url or f"http://{key}/robots.txt")
+                                     site.robots_url or f"http://{host}/robots.txt")
         else:
             future = self._other_robots.get(host)
             if future is None:
@@ -561,13 +567,22 @@ class Harvester:
 
     # -- sitemaps ----------------------------------------------------------------------------
 
-    async def _domain_sitemaps(self, session: aiohttp.ClientSession, domain: str) -> None:
-        site = self._store.site(domain)
-        listed: tuple[str, ...] = ()
-        if site is not None and site.outcome in _READABLE and site.robots_hash is not None:
-            robots_body = self._store.body(site.robots_hash) or b""
-            robots_url = site.robots_url or f"{self._scheme}://{domain}/robots.txt"
-            listed = parse(robots_body, url=robots_url).sitemaps
+    async def _domain_sitemaps(self, session: aiohttp.ClientSession, domain: str,
+                               fetched: tuple[SiteRecord, bytes | None] | None) -> None:
+        """Read one domain's sitemaps (``fetched``: its robots.txt record and body, when this
+        run fetched it; else they are read from the store)."""
+        site: SiteRecord | None
+        if fetched is not None:
+            site, robots_body = fetched
+        else:
+            site = self._store.site(domain)
+            robots_body = (None if site is None or site.robots_hash is None
+                           else self._store.body(site.robots_hash))
+        own = _Robots(None)
+        if site is not None:
+            own = self._rules_from(site.outcome, robots_body, site.robots_url
+                                   or f"{self._scheme}://{domain}/robots.txt")
+        listed = own.robots.sitemaps if own.robots is not None else ()
         recorded = self._store.sitemap_rows(domain) if listed else {}
         reservoir: Reservoir[tuple[str, str, str | None, str | None, float | None]] = (
             Reservoir(self._max_kept, random.Random(domain)))
@@ -581,8 +596,9 @@ class Harvester:
                 continue  # one row a file, however often it is listed
             visited.add(item.uri)
             row = recorded.get(item.uri)
+            entries: list[Entry] | None = None
             if row is None:
-                row, body = await self._sitemap_file(session, domain, item)
+                row, body, entries = await self._sitemap_file(session, domain, item, own)
                 row = self._store.record_sitemap(row, body, self._clock())
                 self.sitemap_files[row.downloadinfo] = (
                     self.sitemap_files.get(row.downloadinfo, 0) + 1)
@@ -590,7 +606,8 @@ class Harvester:
             ids[item.uri] = row.id
             if row.downloadinfo not in ("ok", "too_big") or row.localfile is None:
                 continue
-            entries = self._reparse(item.uri, row.localfile)
+            if entries is None:  # recorded by an earlier run: read again from the store
+                entries = self._reparse(item.uri, row.localfile)
             children: list[str] = []
             for entry in entries:
                 if entry.kind == "sitemap":
@@ -630,15 +647,16 @@ class Harvester:
         host = (urlsplit(uri).hostname or "").lower()
         return not in_scope("site", frozenset((domain,)), host)
 
-    async def _sitemap_file(self, session: aiohttp.ClientSession, domain: str, item: _Queued
-                            ) -> tuple[SitemapRecord, bytes | None]:
+    async def _sitemap_file(self, session: aiohttp.ClientSession, domain: str, item: _Queued,
+                            own: _Robots) -> tuple[SitemapRecord, bytes | None, list[Entry]]:
+        """Fetch one sitemap file, politely: its row, its raw body and its entries."""
         cross = self._cross_site(domain, item.uri)
 
         def failed(info: str, error: str | None, status: int | None = None,
-                   seconds: float | None = None) -> tuple[SitemapRecord, None]:
+                   seconds: float | None = None) -> tuple[SitemapRecord, None, list[Entry]]:
             return SitemapRecord(domain, item.uri, item.level, info, item.parent,
                                  status=status, seconds=seconds, cross_site=cross,
-                                 error=error), None
+                                 error=error), None, []
 
         parts = urlsplit(item.uri)
         host = (parts.hostname or "").lower()
@@ -646,7 +664,7 @@ class Harvester:
             return failed("parse_error", "not an http(s) URL")
         if item.level > MAX_SITEMAP_LEVEL:
             return failed("not_sampled", f"deeper than {MAX_SITEMAP_LEVEL} index levels")
-        rules = await self._host_rules(session, domain, host)
+        rules = await self._host_rules(session, domain, host, own)
         if rules.refusal is not None:
             return failed("robots_disallowed", rules.refusal)
         if rules.robots is not None and not rules.robots.allowed(item.uri, self._agent):
@@ -680,4 +698,4 @@ class Harvester:
                              filetype=_filetype(parser), kind=kind, status=answer.status,
                              bytes=parser.bytes_in, url_count=urls, child_count=children,
                              seconds=answer.seconds, cross_site=cross, error=error
-                             ), bytes(sink.raw)
+                             ), bytes(sink.raw), sink.entries

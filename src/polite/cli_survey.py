@@ -28,6 +28,9 @@ def add_survey_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
                              "domain a line")
     survey.add_argument("--robots-dir", metavar="FOLDER",
                         help="instead of fetching: robots.txt files named HOST.txt")
+    survey.add_argument("--warc", metavar="FILE",
+                        help="instead of fetching: robots.txt captures of a WARC file "
+                             "(response records for /robots.txt, as Common Crawl's)")
     survey.add_argument("--out", required=True, metavar="DIR", help="the survey's folder")
     survey.add_argument("--concurrency", type=int, default=100,
                         help="domains at once (default 100)")
@@ -70,9 +73,13 @@ def add_survey_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
 def _survey(args: argparse.Namespace, out: TextIO) -> int:
     from polite.survey import SurveyStore, import_robots_dir
 
-    if (args.domains is None) == (args.robots_dir is None):
-        raise ConfigError("give a domain list or --robots-dir FOLDER (one of them)")
+    sources = [args.domains, args.robots_dir, args.warc]
+    if sum(source is not None for source in sources) != 1:
+        raise ConfigError("give a domain list, --robots-dir FOLDER or --warc FILE (one of "
+                          "them)")
     target = Path(args.out)
+    if args.warc is not None:
+        return _warc(Path(args.warc), target, out)
     if args.robots_dir is not None:
         folder = Path(args.robots_dir)
         if not folder.is_dir():
@@ -86,6 +93,23 @@ def _survey(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"polite survey: {added:,} sites recorded from {folder} in {target}\n")
         return 0
     return _harvest(args, target, out)
+
+
+def _warc(path: Path, target: Path, out: TextIO) -> int:
+    from polite.survey import SurveyStore
+    from polite.survey.warc import import_robots_warc
+
+    if not path.is_file():
+        raise ConfigError(f"--warc {path}: no such file")
+    target.mkdir(parents=True, exist_ok=True)
+    store = SurveyStore(target / "survey.sqlite")
+    try:
+        added, skipped = import_robots_warc(path, store, time.time())
+    finally:
+        store.close()
+    out.write(f"polite survey: {added:,} sites recorded from {path} in {target} "
+              f"({skipped:,} records not a robots.txt response)\n")
+    return 0
 
 
 def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:

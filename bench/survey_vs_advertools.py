@@ -98,25 +98,27 @@ def min_gaps(farm: Farm) -> tuple[float, int]:
     return smallest, count
 
 
-def polite_rate(names: list[str], hosts: Path, sitemaps: bool) -> float:
+def polite_rate(names: list[str], hosts: Path, sitemaps: bool, delay_s: float = 1.0
+                ) -> tuple[float, float]:
     async def job() -> None:
         with tempfile.TemporaryDirectory() as folder:
             store = SurveyStore(Path(folder) / "survey.sqlite")
             harvester = Harvester(store, time.time, resolver=build_resolver(hosts=hosts),
                                   concurrency=POLITE_CONCURRENCY, allow_private=True,
-                                  sitemaps=sitemaps)
+                                  sitemaps=sitemaps, delay_s=delay_s)
             await harvester.run([(None, name) for name in names])
             assert harvester.done.get("ok") == len(names), harvester.done
             if sitemaps:
                 assert harvester.sitemap_files.get("ok") == len(names), harvester.sitemap_files
             store.close()
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     asyncio.run(job())
-    return len(names) / (time.perf_counter() - started)
+    return (len(names) / (time.perf_counter() - started),
+            (time.process_time() - cpu) / len(names) * 1000)
 
 
-def advertools_rate(sites: int, sitemaps: bool) -> float:
+def advertools_rate(sites: int, sitemaps: bool) -> tuple[float, float]:
     import logging
 
     import advertools
@@ -124,7 +126,7 @@ def advertools_rate(sites: int, sitemaps: bool) -> float:
     logging.getLogger().setLevel(logging.WARNING)  # advertools logs each URL at INFO
 
     urls = [f"http://{address(i)}/robots.txt" for i in range(sites)]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     if sitemaps:
         with ThreadPoolExecutor(ADVERTOOLS_SITE_THREADS) as pool:
             frames = list(pool.map(advertools.sitemap_to_df, urls))
@@ -132,7 +134,13 @@ def advertools_rate(sites: int, sitemaps: bool) -> float:
     else:
         frame = advertools.robotstxt_to_df(urls)
         assert frame["robotstxt_url"].nunique() == sites
-    return sites / (time.perf_counter() - started)
+    return (sites / (time.perf_counter() - started),
+            (time.process_time() - cpu) / sites * 1000)
+
+
+JOBS = {"robots": "robots.txt alone", "sitemaps": "robots.txt + sitemaps",
+        "nodelay": "robots.txt + sitemaps, polite with --delay 0 (no politeness delay: the "
+                   "machinery alone)"}
 
 
 def rates(args: argparse.Namespace) -> None:
@@ -146,9 +154,8 @@ def rates(args: argparse.Namespace) -> None:
         raise SystemExit("the farm did not start")
     farm = farm_of(args.sites)
     names = [name for name in farm.sites if not name[:1].isdigit()]
-    results: dict[str, list[float]] = {key: [] for key in
-                                       ("polite robots", "advertools robots",
-                                        "polite sitemaps", "advertools sitemaps")}
+    results: dict[str, list[tuple[float, float]]] = {
+        f"{peer} {job}": [] for job in JOBS for peer in ("polite", "advertools")}
     smallest = float("inf")
     gaps = 0
     try:
@@ -156,30 +163,38 @@ def rates(args: argparse.Namespace) -> None:
             hosts = Path(folder) / "hosts"
             hosts.write_text("".join(f"{farm.sites[name][0]} {name}\n" for name in names))
             for round_ in range(args.rounds):
-                for sitemaps in (False, True):
-                    job = "sitemaps" if sitemaps else "robots"
-                    results[f"polite {job}"].append(polite_rate(names, hosts, sitemaps))
-                    results[f"advertools {job}"].append(advertools_rate(args.sites, sitemaps))
+                for job in JOBS:
+                    if job == "nodelay":  # the farm's gaps so far: the runs with a delay
+                        here.send("gaps")
+                        low, count = here.recv()
+                        smallest, gaps = min(smallest, low), gaps + count
+                    results[f"polite {job}"].append(polite_rate(
+                        names, hosts, job != "robots", 0.0 if job == "nodelay" else 1.0))
+                    if job != "nodelay":
+                        results[f"advertools {job}"].append(
+                            advertools_rate(args.sites, job == "sitemaps"))
+                results["advertools nodelay"].append(results["advertools sitemaps"][-1])
                 here.send("gaps")
-                low, count = here.recv()
-                smallest, gaps = min(smallest, low), gaps + count
+                here.recv()  # the no-delay run's gaps are not politeness: dropped
                 print(f"round {round_ + 1}: " + ", ".join(
-                    f"{key} {values[-1]:,.0f}/s" for key, values in results.items()),
+                    f"{key} {values[-1][0]:,.0f}/s" for key, values in results.items()),
                     flush=True)
     finally:
         stop.set()
         process.join(10)
-    print(f"\n{args.sites:,} sites, {args.rounds} rounds, medians (domains per second):")
-    print("| job | polite | advertools | polite / advertools |")
-    print("|---|---:|---:|---:|")
-    for job in ("robots", "sitemaps"):
+    print(f"\n{args.sites:,} sites, {args.rounds} rounds, medians of the rounds:")
+    print("| job | polite (domains/s) | advertools (domains/s) | polite / advertools | "
+          "CPU ms per domain, polite | CPU ms per domain, advertools |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for job, label in JOBS.items():
         ours, theirs = results[f"polite {job}"], results[f"advertools {job}"]
-        ratio = statistics.median(a / b for a, b in zip(ours, theirs, strict=True))
-        label = "robots.txt alone" if job == "robots" else "robots.txt + sitemaps"
-        print(f"| {label} | {statistics.median(ours):,.0f} | "
-              f"{statistics.median(theirs):,.0f} | {ratio:.1f}x |")
+        ratio = statistics.median(a[0] / b[0] for a, b in zip(ours, theirs, strict=True))
+        print(f"| {label} | {statistics.median(r for r, _ in ours):,.0f} | "
+              f"{statistics.median(r for r, _ in theirs):,.0f} | {ratio:.1f}x | "
+              f"{statistics.median(c for _, c in ours):.2f} | "
+              f"{statistics.median(c for _, c in theirs):.2f} |")
     print(f"\npoliteness at the farm: {gaps:,} gaps between two requests to one host in "
-          f"polite's runs, the smallest {smallest:.3f} s (delay 1 s)")
+          f"polite's runs with a 1 s delay, the smallest {smallest:.3f} s")
 
 
 def serve_router(count: int, ready: multiprocessing.synchronize.Event,

@@ -11,7 +11,7 @@ import hashlib
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -163,14 +163,17 @@ class SurveyStore:
         digest = None if body is None else hashlib.sha256(body).hexdigest()
         with self._transaction() as db:
             _keep_body(db, digest, body)
-            db.execute(
+            cursor = db.execute(
                 "INSERT OR IGNORE INTO sitemaps (domain, uri, level, downloadinfo, parent, "
                 "filetype, kind, status, bytes, url_count, child_count, seconds, cross_site, "
                 "error, localfile, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                "?, ?, ?, ?)",
+                "?, ?, ?, ?) RETURNING id",
                 (row.domain, row.uri, row.level, row.downloadinfo, row.parent, row.filetype,
                  row.kind, row.status, row.bytes, row.url_count, row.child_count,
                  row.seconds, int(row.cross_site), row.error, digest, now))
+            inserted = cursor.fetchone()
+            if inserted is not None:
+                return replace(row, id=int(inserted[0]), localfile=digest)
             found = db.execute(f"SELECT {_SITEMAP_COLUMNS} FROM sitemaps WHERE domain = ? "
                                "AND uri = ?", (row.domain, row.uri)).fetchone()
         return _sitemap_record(found)
@@ -195,8 +198,8 @@ class SurveyStore:
                 "INSERT OR IGNORE INTO sitemap_urls (domain, sitemap_id, loc, lastmod, "
                 "changefreq, priority) VALUES (?, ?, ?, ?, ?, ?)",
                 [(domain, *url) for url in urls])
-            (kept,) = db.execute("SELECT count(*) FROM sitemap_urls WHERE domain = ?",
-                                 (domain,)).fetchone()
+            # The domain's URLs are written here only, all at once: those kept are these.
+            kept = len({url[1] for url in urls})
             (files,) = db.execute("SELECT count(*) FROM sitemaps WHERE domain = ? AND "
                                   "downloadinfo = 'ok'", (domain,)).fetchone()
             db.execute("INSERT OR REPLACE INTO sitemap_sites (domain, files, uris_total, "

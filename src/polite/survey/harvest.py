@@ -52,6 +52,8 @@ __all__ = ["MAX_SITEMAP_LEVEL", "Harvester", "HostGate", "HostsFile", "build_res
            "read_domains"]
 
 MAX_REDIRECTS = 5
+# HTTP requests in flight at once at most (see Harvester._requests).
+MAX_IN_FLIGHT = 200
 # Index nesting followed: the seed met level 4 at most (Table 4); deeper files are recorded
 # ``not_sampled``.
 MAX_SITEMAP_LEVEL = 5
@@ -350,6 +352,10 @@ class Harvester:
         self._allow_private = allow_private
         self._sitemaps = sitemaps
         self._gate = HostGate(delay_s)
+        # Requests in flight, whatever the domains at once (most of which wait for a host's
+        # delay): a burst larger than the loop can serve would count its own queueing
+        # against the servers' timeouts.
+        self._requests = asyncio.Semaphore(max(1, min(self._concurrency, MAX_IN_FLIGHT)))
         self._delay_s = delay_s
         self._n0, self._alpha = n0, alpha
         self._max_kept = max_kept_uris
@@ -457,7 +463,7 @@ class Harvester:
                                "loopback address (--allow-private)", url=url,
                                redirects=tuple(redirects))
             try:
-                async with self._gate.turn(host):
+                async with self._gate.turn(host), self._requests:
                     started = time.monotonic()
                     async with session.get(url, allow_redirects=False,
                                            auto_decompress=not raw) as response:

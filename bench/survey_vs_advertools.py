@@ -21,7 +21,6 @@ every second: the state is on disk, so RSS should stay flat as domains are done.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import multiprocessing
 import os
 import sqlite3
@@ -35,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from polite.serve import new_event_loop
 from polite.survey.harvest import Harvester, build_resolver
 from polite.survey.store import SurveyStore
 from tests.survey_farm import Farm, Page
@@ -113,7 +113,11 @@ def polite_rate(names: list[str], hosts: Path, sitemaps: bool, delay_s: float = 
             store.close()
 
     started, cpu = time.perf_counter(), time.process_time()
-    asyncio.run(job())
+    loop = new_event_loop("auto")  # as polite survey runs
+    try:
+        loop.run_until_complete(job())
+    finally:
+        loop.close()
     return (len(names) / (time.perf_counter() - started),
             (time.process_time() - cpu) / len(names) * 1000)
 

@@ -113,7 +113,6 @@ def _warc(path: Path, target: Path, out: TextIO) -> int:
 
 
 def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
-    import asyncio
     import sys
 
     from polite.survey import SurveyStore
@@ -160,10 +159,14 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
                 progress.stop()
         return harvester
 
+    from polite.serve import new_event_loop
+
     started = time.monotonic()
+    loop = new_event_loop("auto")  # uvloop when installed: less CPU per request
     try:
-        harvester = asyncio.run(run())
+        harvester = loop.run_until_complete(run())
     finally:
+        loop.close()
         store.close()
     seconds = time.monotonic() - started
     summary = ", ".join(f"{name} {n:,}" for name, n in sorted(harvester.done.items()))

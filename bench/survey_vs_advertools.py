@@ -279,7 +279,7 @@ def memory(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the rates (0: skip)")
     parser.add_argument("--sites", type=int, default=1_000)
     parser.add_argument("--memory", type=int, default=100_000,
                         help="domains of the memory run (0: skip it)")
@@ -290,7 +290,8 @@ def main() -> None:
     if args.sites > 1_250:
         raise SystemExit("--sites: at most 1,250 (127.0.13.1 to 127.0.17.250)")
     print(f"machine: {os.cpu_count()} CPUs, shared with other work (noisy figures)")
-    rates(args)
+    if args.rounds:
+        rates(args)
     if args.memory:
         memory(args)
 

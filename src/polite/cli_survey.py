@@ -148,12 +148,11 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
                               allow_private=args.allow_private,
                               sitemaps=not args.no_sitemaps, delay_s=args.delay,
                               n0=args.n0, alpha=args.alpha, max_kept_uris=args.max_uris)
-        todo = harvester.pending(domains)
         if progress is not None:
             harvester.on_site = progress.advance
-            progress.start(len(todo), harvester)
+            harvester.on_start = lambda total: progress.start(total, harvester)
         try:
-            await harvester.run(todo)
+            await harvester.run(domains)
         finally:
             if progress is not None:
                 progress.stop()

@@ -363,20 +363,32 @@ class Harvester:
         self._sitemap_max_urls = sitemap_max_urls
         self._other_robots: dict[str, asyncio.Future[_Robots]] = {}
         self.on_site = on_site  # called with each domain as it ends
+        self.on_start: Callable[[int], None] | None = None
         self.surveyed = 0
         self.done: dict[str, int] = {}  # outcome -> sites, this run
         self.sitemap_files: dict[str, int] = {}  # downloadinfo -> files, this run
 
     def pending(self, domains: Iterable[tuple[int | None, str]]
-                ) -> list[tuple[int | None, str]]:
-        """The domains that still have work: robots.txt not recorded, or sitemaps not done."""
-        return [(rank, name) for rank, name in domains
-                if not self._store.recorded(name)
-                or (self._sitemaps and not self._store.sitemaps_done(name))]
+                ) -> list[tuple[int | None, str, bool]]:
+        """The domains that still have work, once each: (rank, name, whether its robots.txt
+        is to be fetched); the others have their sitemaps to read."""
+        todo = []
+        seen: set[str] = set()
+        for rank, name in domains:
+            if name in seen:
+                continue
+            seen.add(name)
+            fetch = not self._store.recorded(name)
+            if fetch or (self._sitemaps and not self._store.sitemaps_done(name)):
+                todo.append((rank, name, fetch))
+        return todo
 
     async def run(self, domains: Iterable[tuple[int | None, str]]) -> int:
-        """Survey every domain not done yet; returns how many were."""
+        """Survey every domain not done yet; returns how many were. ``on_start`` is told how
+        many there are before the first request."""
         todo = self.pending(domains)
+        if self.on_start is not None:
+            self.on_start(len(todo))
         connector = aiohttp.TCPConnector(limit=self._concurrency, limit_per_host=1,
                                          resolver=self._resolver, force_close=True,
                                          use_dns_cache=False)
@@ -389,17 +401,17 @@ class Harvester:
             # outcome here, and a second request inside the host's delay is not polite.
             if hasattr(session, "_retry_connection"):
                 session._retry_connection = False
-            queue: asyncio.Queue[tuple[int | None, str]] = asyncio.Queue()
+            queue: asyncio.Queue[tuple[int | None, str, bool]] = asyncio.Queue()
             for item in todo:
                 queue.put_nowait(item)
 
             async def worker() -> None:
                 while not queue.empty():
-                    rank, name = queue.get_nowait()
+                    rank, name, fetch = queue.get_nowait()
                     site: tuple[SiteRecord, bytes | None] | None = None
-                    if not self._store.recorded(name):
+                    if fetch:
                         site = await self._site(session, rank, name)
-                    if self._sitemaps and not self._store.sitemaps_done(name):
+                    if self._sitemaps:
                         await self._domain_sitemaps(session, name, site)
                     self.surveyed += 1
                     if self.on_site is not None:
@@ -589,7 +601,9 @@ class Harvester:
             own = self._rules_from(site.outcome, robots_body, site.robots_url
                                    or f"{self._scheme}://{domain}/robots.txt")
         listed = own.robots.sitemaps if own.robots is not None else ()
-        recorded = self._store.sitemap_rows(domain) if listed else {}
+        # A robots.txt fetched by this run has no sitemap recorded yet (they come after it).
+        recorded = self._store.sitemap_rows(domain) if listed and fetched is None else {}
+        files_ok = 0
         reservoir: Reservoir[tuple[str, str, str | None, str | None, float | None]] = (
             Reservoir(self._max_kept, random.Random(domain)))
         queue = [_Queued(urljoin(f"{self._scheme}://{domain}/", uri), 0, None)
@@ -610,6 +624,7 @@ class Harvester:
                     self.sitemap_files.get(row.downloadinfo, 0) + 1)
             assert row.id is not None
             ids[item.uri] = row.id
+            files_ok += row.downloadinfo == "ok"
             if row.downloadinfo not in ("ok", "too_big") or row.localfile is None:
                 continue
             if entries is None:  # recorded by an earlier run: read again from the store
@@ -640,7 +655,7 @@ class Harvester:
             queue.extend(_Queued(uri, item.level + 1, row.id, ancestors) for uri in chosen)
         urls = [(ids[uri], loc, lastmod, changefreq, priority)
                 for uri, loc, lastmod, changefreq, priority in reservoir.kept]
-        self._store.finish_sitemaps(domain, urls, reservoir.seen, self._clock())
+        self._store.finish_sitemaps(domain, urls, files_ok, reservoir.seen, self._clock())
 
     def _reparse(self, uri: str, digest: str) -> list[Entry]:
         """A recorded file's entries, read again from its stored body (nothing fetched)."""

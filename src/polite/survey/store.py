@@ -190,9 +190,10 @@ class SurveyStore:
 
     def finish_sitemaps(self, domain: str, urls: list[tuple[int, str, str | None, str | None,
                                                            float | None]],
-                        uris_total: int, now: float) -> int:
+                        files: int, uris_total: int, now: float) -> int:
         """Close a domain's sitemaps: its kept page URLs (``(sitemap_id, loc, lastmod,
-        changefreq, priority)``) and its totals, in one transaction; returns URLs kept."""
+        changefreq, priority)``) and its totals (``files`` read whole, every URI counted),
+        in one transaction; returns URLs kept."""
         with self._transaction() as db:
             db.executemany(
                 "INSERT OR IGNORE INTO sitemap_urls (domain, sitemap_id, loc, lastmod, "
@@ -200,8 +201,6 @@ class SurveyStore:
                 [(domain, *url) for url in urls])
             # The domain's URLs are written here only, all at once: those kept are these.
             kept = len({url[1] for url in urls})
-            (files,) = db.execute("SELECT count(*) FROM sitemaps WHERE domain = ? AND "
-                                  "downloadinfo = 'ok'", (domain,)).fetchone()
             db.execute("INSERT OR REPLACE INTO sitemap_sites (domain, files, uris_total, "
                        "uris_kept, recorded_at) VALUES (?, ?, ?, ?, ?)",
                        (domain, files, uris_total, kept, now))

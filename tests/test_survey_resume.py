@@ -62,6 +62,7 @@ def recorded(database: Path) -> set[tuple[str, str]]:
     return found
 
 
+@pytest.mark.slow
 def test_sigkill_midway_and_resume_lose_nothing_and_fetch_nothing_twice(
         tmp_path: Path) -> None:
     farm = farm_of(SITES)

@@ -242,6 +242,7 @@ def survey(tmp_path: Path, truth: Truth, *extra: str) -> tuple[str, str]:
     return result.stdout, result.stderr
 
 
+@pytest.mark.slow
 def test_the_tables_equal_the_farms_truth(tmp_path: Path) -> None:
     truth = build()
     assert len(truth.domains) >= 250

@@ -116,8 +116,13 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
     import sys
 
     from polite.survey import SurveyStore
-    from polite.survey.harvest import Harvester, build_resolver, read_domains
-    from polite.survey.progress import SurveyProgress
+
+    try:
+        from polite.survey.harvest import Harvester, build_resolver, read_domains
+        from polite.survey.progress import SurveyProgress
+    except ImportError as exc:
+        raise ConfigError(f"polite survey needs {exc.name}: pip install 'polite[survey]'"
+                          ) from exc
 
     listing = Path(args.domains)
     if not listing.is_file():

@@ -597,7 +597,9 @@ class Harvester:
             robots_body = (None if site is None or site.robots_hash is None
                            else self._store.body(site.robots_hash))
         own = _Robots(None)
-        if site is not None:
+        if robots_body is not None and b"sitemap" not in robots_body.lower():
+            pass  # no Sitemap line (most files): nothing to read, no rules needed
+        elif site is not None:
             own = self._rules_from(site.outcome, robots_body, site.robots_url
                                    or f"{self._scheme}://{domain}/robots.txt")
         listed = own.robots.sitemaps if own.robots is not None else ()

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from polite.survey.offline import import_robots_dir
 from polite.survey.report import require_extra, write_report
-from polite.survey.store import SiteRecord, SurveyStore
+from polite.survey.store import SitemapRecord, SiteRecord, SurveyStore
 from polite.survey.tables import DEFAULT_AGENTS, TABLES, KeptUrl, Survey, Table
+from polite.survey.warc import import_robots_warc
 
-__all__ = ["DEFAULT_AGENTS", "TABLES", "KeptUrl", "SiteRecord", "Survey", "SurveyStore",
-           "Table", "import_robots_dir", "require_extra", "write_report"]
+__all__ = ["DEFAULT_AGENTS", "TABLES", "KeptUrl", "SiteRecord", "SitemapRecord", "Survey",
+           "SurveyStore", "Table", "import_robots_dir", "import_robots_warc", "require_extra",
+           "write_report"]

@@ -71,6 +71,9 @@ ALLOWED = {
     # the survey likewise: a product that keeps its own state
     "survey": ("polite.core", "polite.errors", "polite.storage", "polite.clock",
                "polite.fetch", "polite.survey"),
+    # the drop-ins for Scrapy, httpx and requests: a product that chooses its own store
+    "integrations": ("polite.core", "polite.errors", "polite.storage", "polite.clock",
+                     "polite.fetch", "polite.integrations"),
     # the demonstration sites stand alone: a crawler may be pointed at them, not built in
     "demo": ("polite.core", "polite.errors", "polite.demo"),
 }

@@ -1,0 +1,156 @@
+"""httpx (sync and async) and requests through polite, against the loopback farm."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+import requests
+
+from polite.errors import RequestRefused, RobotsDisallowed, SlotNotReady
+from polite.integrations.httpx import AsyncPoliteTransport, PoliteTransport
+from polite.integrations.requests import PoliteAdapter
+from tests.integrations.farm import (
+    AGENT,
+    DELAY_S,
+    RATE_S,
+    RETRY_AFTER_S,
+    Site,
+    farm_sites,
+    gaps,
+    paused,
+    urls_of,
+)
+
+OPTIONS = {"agent": AGENT, "allow_private": True, "default_delay_s": 0.0}
+
+
+@pytest.fixture
+def farm() -> Iterator[dict[str, Site]]:
+    with farm_sites() as sites:
+        yield sites
+
+
+def crawl_site(get: Callable[[str], int], site: Site) -> list[tuple[str, object]]:
+    """Fetch the site's URLs in order, asking again once after a 429, as scripts do."""
+    outcomes: list[tuple[str, object]] = []
+    for url in urls_of(site):
+        try:
+            status = get(url)
+            if status == 429:
+                status = get(url)
+        except RobotsDisallowed as refusal:
+            outcomes.append((url, refusal))
+            continue
+        outcomes.append((url, status))
+    return outcomes
+
+
+def judge(farm: dict[str, Site], outcomes: dict[str, list[tuple[str, object]]]) -> None:
+    """What every client must show at the origins."""
+    for site in farm.values():
+        paths = [path for _, path in site.arrivals]
+        assert not [p for p in paths if p.startswith("/private")], site.host
+    assert min(gaps(farm["delay"])) >= DELAY_S
+    assert min(gaps(farm["rate"])) >= RATE_S
+    pause, others = paused(farm)
+    assert pause >= RETRY_AFTER_S
+    assert others, "the other hosts waited for the busy one"
+    # The refusal names the rule and its line.
+    refusals = [o for _, o in outcomes["delay"] if isinstance(o, RobotsDisallowed)]
+    assert len(refusals) == 1
+    assert "Disallow: /private/" in refusals[0].reason and "line 3" in refusals[0].reason
+    assert [o for _, o in outcomes["busy"]].count(200) == len(urls_of(farm["busy"])) - 1
+
+
+def test_httpx_client_threads_keep_to_each_site_s_spacing(farm: dict[str, Site]) -> None:
+    with httpx.Client(transport=PoliteTransport(**OPTIONS)) as client, \
+            ThreadPoolExecutor(len(farm)) as pool:
+        def get(url: str) -> int:
+            return client.get(url).status_code
+        outcomes = dict(zip(farm, pool.map(lambda s: crawl_site(get, s), farm.values()),
+                            strict=True))
+    judge(farm, outcomes)
+
+
+def test_httpx_async_client_keeps_to_each_site_s_spacing(farm: dict[str, Site]) -> None:
+    async def run() -> dict[str, list[tuple[str, object]]]:
+        async with httpx.AsyncClient(transport=AsyncPoliteTransport(**OPTIONS)) as client:
+            async def one(site: Site) -> list[tuple[str, object]]:
+                outcomes: list[tuple[str, object]] = []
+                for url in urls_of(site):
+                    try:
+                        status = (await client.get(url)).status_code
+                        if status == 429:
+                            status = (await client.get(url)).status_code
+                    except RobotsDisallowed as refusal:
+                        outcomes.append((url, refusal))
+                        continue
+                    outcomes.append((url, status))
+                return outcomes
+            done = await asyncio.gather(*(one(site) for site in farm.values()))
+        return dict(zip(farm, done, strict=True))
+
+    judge(farm, asyncio.run(run()))
+
+
+def test_requests_session_keeps_to_each_site_s_spacing(farm: dict[str, Site]) -> None:
+    adapter = PoliteAdapter(**OPTIONS)
+    with requests.Session() as session, ThreadPoolExecutor(len(farm)) as pool:
+        session.mount("http://", adapter)
+
+        def get(url: str) -> int:
+            return session.get(url, timeout=10).status_code
+        outcomes = dict(zip(farm, pool.map(lambda s: crawl_site(get, s), farm.values()),
+                            strict=True))
+    judge(farm, outcomes)
+
+
+def test_requests_agent_comes_from_the_user_agent_header(farm: dict[str, Site]) -> None:
+    """The rate site lets FarmBot in and keeps everyone else out."""
+    site = farm["rate"]
+    adapter = PoliteAdapter(allow_private=True, default_delay_s=0.0)
+    with requests.Session() as session:
+        session.mount("http://", adapter)
+        session.headers["User-Agent"] = "FarmBot/2.0 (+https://example.com/bot)"
+        assert session.get(site.origin + "/p1", timeout=10).status_code == 200
+        session.headers["User-Agent"] = "OtherBot/1.0"
+        with pytest.raises(RobotsDisallowed, match=r"Disallow: / \(line 5\)"):
+            session.get(site.origin + "/p2", timeout=10)
+    assert [p for _, p in site.arrivals] == ["/robots.txt", "/p1"]
+
+
+def test_a_forbidden_url_can_be_answered_with_403(farm: dict[str, Site]) -> None:
+    site = farm["delay"]
+    with httpx.Client(transport=PoliteTransport(forbidden_response=True, **OPTIONS)) as client:
+        answer = client.get(site.origin + "/private/3")
+    assert answer.status_code == 403
+    assert "Disallow: /private/ (line 3)" in answer.text
+    adapter = PoliteAdapter(forbidden_response=True, **OPTIONS)
+    with requests.Session() as session:
+        session.mount("http://", adapter)
+        answer2 = session.get(site.origin + "/private/3", timeout=10)
+    assert answer2.status_code == 403 and "line 3" in answer2.text
+    assert [p for _, p in site.arrivals] == ["/robots.txt", "/robots.txt"]
+
+
+def test_reject_mode_raises_with_the_wait(farm: dict[str, Site]) -> None:
+    site = farm["delay"]
+    with httpx.Client(transport=PoliteTransport(wait=False, **OPTIONS)) as client:
+        assert client.get(site.origin + "/p1").status_code == 200
+        with pytest.raises(SlotNotReady) as late:
+            client.get(site.origin + "/p2")
+    assert 0 < late.value.wait_s <= DELAY_S
+    assert "Crawl-delay" in late.value.reason or "robots.txt" in late.value.reason
+    assert [p for _, p in site.arrivals] == ["/robots.txt", "/p1"]
+
+
+def test_private_addresses_are_refused_by_default(farm: dict[str, Site]) -> None:
+    site = farm["delay"]
+    with httpx.Client(transport=PoliteTransport(agent=AGENT)) as client, \
+            pytest.raises(RequestRefused, match="private or loopback"):
+        client.get(site.origin + "/p1")
+    assert site.arrivals == []

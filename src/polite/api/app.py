@@ -72,8 +72,10 @@ def _url_list(value: Any) -> list[str]:
     return value
 
 
-def _feedback(item: Any, n: int) -> tuple[str, int, float | None, str | None]:
-    """One report of what a fetch got: ``{"url", "status", "elapsedMs"?, "retryAfter"?}``."""
+def _feedback(item: Any, n: int) -> tuple[str, int, float | None, str | None, float | None]:
+    """One report of what a fetch got: ``{"url", "status", "elapsedMs"?, "retryAfter"?,
+    "lateMs"?}``; ``lateMs``: how long after its grant the request's slot should count
+    from (it went out late, or the client counts from the answer)."""
     if not isinstance(item, dict):
         raise _Problem(400, f"item {n}: expected an object")
     url, status = item.get("url"), item.get("status")
@@ -90,7 +92,12 @@ def _feedback(item: Any, n: int) -> tuple[str, int, float | None, str | None]:
     if retry_after is not None and not isinstance(retry_after, str):
         raise _Problem(400, f"item {n}: 'retryAfter' must be the header's value "
                        "(seconds or an HTTP date)")
-    return url, status, None if elapsed is None else elapsed / 1000, retry_after
+    late = item.get("lateMs")
+    if late is not None and (isinstance(late, bool) or not isinstance(late, int | float)
+                             or not 0 <= late <= 3_600_000):
+        raise _Problem(400, f"item {n}: 'lateMs' must be milliseconds (0 to 3600000)")
+    return (url, status, None if elapsed is None else elapsed / 1000, retry_after,
+            None if late is None else late / 1000)
 
 
 def _ms(seconds: float) -> int:
@@ -225,10 +232,12 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         if not isinstance(body, list) or len(body) > MAX_URLS_PER_CALL:
             raise _Problem(400, "expected a JSON array (at most "
                            f"{MAX_URLS_PER_CALL}) of {{\"url\", \"status\", \"elapsedMs\", "
-                           "\"retryAfter\"}")
+                           "\"retryAfter\", \"lateMs\"}")
         reports = [_feedback(item, n) for n, item in enumerate(body)]
         paused = []
-        for url, status, elapsed_s, retry_after in reports:
+        for url, status, elapsed_s, retry_after, late_s in reports:
+            if late_s:
+                await politeness.note_late_start(url, late_s)
             pause = await politeness.note_response(url, status, elapsed_s=elapsed_s,
                                                    retry_after=retry_after)
             paused.append(None if pause is None else _ms(pause))

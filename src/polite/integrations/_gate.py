@@ -133,13 +133,13 @@ class _Service:
 
     async def note(self, url: str, status: int, elapsed_s: float | None,
                    retry_after: str | None, late_s: float | None) -> None:
-        # The feedback endpoint has no field for a late start: the service spaces requests
-        # from when it granted them.
         report: dict[str, object] = {"url": url, "status": status}
         if elapsed_s is not None:
             report["elapsedMs"] = min(3_600_000, round(elapsed_s * 1000, 3))
         if retry_after is not None:
             report["retryAfter"] = retry_after
+        if late_s is not None and late_s > 0:
+            report["lateMs"] = min(3_600_000, round(late_s * 1000, 3))
         await self._post("/politeness/feedback", {}, [report])
 
     async def given_up(self, url: str) -> str | None:
@@ -222,11 +222,13 @@ class PoliteGate:
         try:
             async with lock:  # one asker per host at a time: the others wait their turn
                 while True:
+                    # Taken before asking: a slot granted by the answer starts no earlier,
+                    # so the late start reported later is never too short.
+                    asked = self._loop.time()  # time.monotonic(), asyncio's default clock
                     verdict = await self._backend.check(url, agent)
-                    now = self._loop.time()  # time.monotonic(), asyncio's default clock
-                    waited_s = now - started
+                    waited_s = self._loop.time() - started
                     if verdict.allowed:
-                        return Grant(waited_s, now)
+                        return Grant(waited_s, asked)
                     reason = verdict.error or "not allowed"
                     if verdict.retry_after_ms == NO_RETRY:
                         if reason.startswith(ROBOTS_REFUSAL):

@@ -10,7 +10,7 @@ from contextlib import ExitStack, contextmanager
 from tests.crawl.test_crawl_farm import chain_site, gaps, page
 from tests.sites import Reply, Site, serve
 
-__all__ = ["AGENT", "DELAY_S", "PAGES", "RATE_S", "RETRY_AFTER_S", "Site", "farm_sites",
+__all__ = ["AGENT", "DELAY_S", "PAGES", "RATE_S", "RETRY_AFTER_S", "Site", "farm_sites", "fresh",
            "gaps", "paused", "urls_of"]
 
 AGENT = "FarmBot"
@@ -31,12 +31,22 @@ def farm_sites(prefix: str = "127.0.21") -> Iterator[dict[str, Site]]:
                                           "User-agent: *\nDisallow: /\n", pages=PAGES),
         "busy": chain_site(f"{prefix}.3", "User-agent: *\nDisallow: /private/\n", pages=PAGES),
     }
-    answers = iter([Reply(429, b"slow down", {"Retry-After": f"{RETRY_AFTER_S:g}"})])
-    sites["busy"].routes["/p0"] = lambda: next(answers, page("/p1", "/private/0"))
     with ExitStack() as stack:
         for site in sites.values():
             stack.enter_context(serve(site))
         yield sites
+
+
+def fresh(sites: dict[str, Site]) -> dict[str, Site]:
+    """The farm as new: nothing seen yet, the busy site's 429 to come (the servers are
+    kept between tests: stopping one takes half a second)."""
+    for site in sites.values():
+        site.arrivals.clear()
+        site.requests.clear()
+        site.seen.clear()
+    answers = iter([Reply(429, b"slow down", {"Retry-After": f"{RETRY_AFTER_S:g}"})])
+    sites["busy"].routes["/p0"] = lambda: next(answers, page("/p1", "/private/0"))
+    return sites
 
 
 def urls_of(site: Site) -> list[str]:

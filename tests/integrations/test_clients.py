@@ -20,6 +20,7 @@ from tests.integrations.farm import (
     RETRY_AFTER_S,
     Site,
     farm_sites,
+    fresh,
     gaps,
     paused,
     urls_of,
@@ -28,10 +29,15 @@ from tests.integrations.farm import (
 OPTIONS = {"agent": AGENT, "allow_private": True, "default_delay_s": 0.0}
 
 
-@pytest.fixture
-def farm() -> Iterator[dict[str, Site]]:
+@pytest.fixture(scope="module")
+def servers() -> Iterator[dict[str, Site]]:
     with farm_sites() as sites:
         yield sites
+
+
+@pytest.fixture
+def farm(servers: dict[str, Site]) -> dict[str, Site]:
+    return fresh(servers)
 
 
 def crawl_site(get: Callable[[str], int], site: Site) -> list[tuple[str, object]]:

@@ -21,6 +21,7 @@ from tests.integrations.farm import (
     RETRY_AFTER_S,
     Site,
     farm_sites,
+    fresh,
     gaps,
     paused,
 )
@@ -33,10 +34,15 @@ REACTORS = {
 }
 
 
-@pytest.fixture
-def farm() -> Iterator[dict[str, Site]]:
-    with farm_sites("127.0.21") as sites:
+@pytest.fixture(scope="module")
+def servers() -> Iterator[dict[str, Site]]:
+    with farm_sites() as sites:
         yield sites
+
+
+@pytest.fixture
+def farm(servers: dict[str, Site]) -> dict[str, Site]:
+    return fresh(servers)
 
 
 def settings(reactor: str = "asyncio", **polite: object) -> dict[str, object]:
@@ -122,6 +128,7 @@ def both_within_one_delay(farm: dict[str, Site]) -> None:
     assert min(gaps(farm["rate"])) >= RATE_S
 
 
+@pytest.mark.slow
 def test_two_processes_sharing_one_sqlite_store(farm: dict[str, Site],
                                                 tmp_path: Path) -> None:
     shared = {"delay": farm["delay"], "rate": farm["rate"]}
@@ -132,6 +139,7 @@ def test_two_processes_sharing_one_sqlite_store(farm: dict[str, Site],
     both_within_one_delay(shared)
 
 
+@pytest.mark.slow
 def test_two_processes_sharing_one_polite_serve(farm: dict[str, Site],
                                                 tmp_path: Path) -> None:
     shared = {"delay": farm["delay"], "rate": farm["rate"]}

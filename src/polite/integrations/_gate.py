@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 import httpx
 
 from polite.clock import WallClock
-from polite.core.politeness.rules import DEFAULT_DELAY_S, MAX_CRAWL_DELAY_S
+from polite.core.politeness.rules import ADAPTIVE_FACTOR, DEFAULT_DELAY_S, MAX_CRAWL_DELAY_S
 from polite.core.robots.lifecycle import DisallowAll
 from polite.errors import (
     ConfigError,
@@ -69,7 +69,8 @@ class _Local:
     """Politeness in this process; its state in ``store`` (memory, SQLite or Redis)."""
 
     def __init__(self, store_url: str, *, agent: str, allow_private: bool, dialect: str,
-                 default_delay_s: float, max_crawl_delay_s: float) -> None:
+                 default_delay_s: float, max_crawl_delay_s: float,
+                 adaptive_factor: float) -> None:
         clock = WallClock()  # comparable between processes that share a SQLite file
         self._store = open_store(store_url, clock)
         self._client = create_client()
@@ -78,7 +79,8 @@ class _Local:
         self._politeness = Politeness(fetcher, self._store, clock, agent=agent,
                                       default_delay_s=default_delay_s,
                                       max_crawl_delay_s=max_crawl_delay_s,
-                                      allow_private=allow_private)
+                                      allow_private=allow_private,
+                                      adaptive_factor=adaptive_factor)
 
     async def check(self, url: str, agent: str) -> Verdict:
         (verdict,) = await self._politeness.check([url], reserve=True, agent=agent)
@@ -155,14 +157,16 @@ class PoliteGate:
 
     ``store`` is a store URL (``memory://``, ``sqlite:///PATH``, ``redis://HOST:PORT/DB``);
     ``service_url`` asks a running ``polite serve`` instead (its own ``--allow-private``
-    and delays then apply). ``wait=False`` raises :class:`SlotNotReady` rather than waiting.
+    and delays then apply). ``adaptive_factor`` times a host's running response time is
+    the least spacing (0: off). ``wait=False`` raises :class:`SlotNotReady` rather than waiting.
     Requests to one host queue in order; requests to other hosts never wait behind them.
     """
 
     def __init__(self, *, agent: str = "", store: str = "memory://",
                  service_url: str | None = None, allow_private: bool = False,
                  dialect: str = "auto", default_delay_s: float = DEFAULT_DELAY_S,
-                 max_crawl_delay_s: float = MAX_CRAWL_DELAY_S, wait: bool = True,
+                 max_crawl_delay_s: float = MAX_CRAWL_DELAY_S,
+                 adaptive_factor: float = ADAPTIVE_FACTOR, wait: bool = True,
                  max_wait_s: float = MAX_WAIT_S) -> None:
         if service_url is not None and store != "memory://":
             raise ConfigError("give a store or a service URL, not both: the service keeps "
@@ -184,7 +188,8 @@ class PoliteGate:
                 return _Service(service_url)
             return _Local(store, agent=agent or "polite", allow_private=allow_private,
                           dialect=dialect, default_delay_s=default_delay_s,
-                          max_crawl_delay_s=max_crawl_delay_s)
+                          max_crawl_delay_s=max_crawl_delay_s,
+                          adaptive_factor=adaptive_factor)
 
         try:
             self._backend = self._submit(build()).result()

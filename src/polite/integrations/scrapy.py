@@ -16,7 +16,9 @@ reactor (Twisted's or asyncio's) and the other hosts go on meanwhile.
 Settings: ``POLITE_STORE`` (``memory://``, ``sqlite:///PATH``, ``redis://HOST:PORT/DB``),
 ``POLITE_SERVICE_URL`` (a running ``polite serve``), ``POLITE_ALLOW_PRIVATE``,
 ``POLITE_ROBOTS_DIALECT``, ``POLITE_DEFAULT_DELAY`` (seconds where robots.txt sets none),
-``POLITE_MAX_WAIT`` (seconds; a request that would wait longer is dropped).
+``POLITE_ADAPTIVE_FACTOR`` (the least spacing is this many times the host's running
+response time; 1 by default, 0 turns it off), ``POLITE_MAX_WAIT`` (seconds; a request that
+would wait longer is dropped).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("polite.integrations.scrapy needs Scrapy: "
                       "pip install 'polite[scrapy]'") from exc
 
-from polite.core.politeness.rules import DEFAULT_DELAY_S
+from polite.core.politeness.rules import ADAPTIVE_FACTOR, DEFAULT_DELAY_S
 from polite.core.robots import parse, product_token
 from polite.errors import RequestRefused, RobotsDisallowed, SlotNotReady
 from polite.integrations._gate import MAX_WAIT_S, Grant, PoliteGate
@@ -110,6 +112,7 @@ class PoliteDownloaderMiddleware:
             allow_private=settings.getbool("POLITE_ALLOW_PRIVATE"),
             dialect=str(settings.get("POLITE_ROBOTS_DIALECT") or "auto"),
             default_delay_s=settings.getfloat("POLITE_DEFAULT_DELAY", DEFAULT_DELAY_S),
+            adaptive_factor=settings.getfloat("POLITE_ADAPTIVE_FACTOR", ADAPTIVE_FACTOR),
             max_wait_s=settings.getfloat("POLITE_MAX_WAIT", MAX_WAIT_S))
         # The raw response, before any middleware: RetryMiddleware (550) turns a 429 into a
         # new request before process_response at 543 would see it.

@@ -10,7 +10,7 @@ import httpx
 import pytest
 import requests
 
-from polite.errors import RequestRefused, RobotsDisallowed, SlotNotReady
+from polite.errors import ConfigError, RequestRefused, RobotsDisallowed, SlotNotReady
 from polite.integrations.httpx import AsyncPoliteTransport, PoliteTransport
 from polite.integrations.requests import PoliteAdapter
 from tests.integrations.farm import (
@@ -25,6 +25,7 @@ from tests.integrations.farm import (
     paused,
     urls_of,
 )
+from tests.serving import polite_serve
 
 OPTIONS = {"agent": AGENT, "allow_private": True, "default_delay_s": 0.0}
 
@@ -161,3 +162,25 @@ def test_private_addresses_are_refused_by_default(farm: dict[str, Site]) -> None
             pytest.raises(RequestRefused, match="private or loopback"):
         client.get(site.origin + "/p1")
     assert site.arrivals == []
+
+
+def test_httpx_through_a_polite_serve(farm: dict[str, Site]) -> None:
+    """The service holds the slots and reads robots.txt; the transport only asks and tells."""
+    site = farm["delay"]
+    with polite_serve("--store", "memory://", "--allow-private",
+                      "--default-delay-ms", "0") as api, \
+            httpx.Client(transport=PoliteTransport(agent=AGENT,
+                                                   service_url=str(api.base_url))) as client:
+        for n in range(1, 4):
+            assert client.get(f"{site.origin}/p{n}").status_code == 200
+        with pytest.raises(RobotsDisallowed, match=r"Disallow: /private/ \(line 3\)"):
+            client.get(f"{site.origin}/private/1")
+    assert [p for _, p in site.arrivals] == ["/robots.txt", "/p1", "/p2", "/p3"]
+    assert min(gaps(site)) >= DELAY_S
+
+
+def test_a_store_and_a_service_together_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigError, match="not both"):
+        PoliteTransport(store="memory:///x", service_url="http://127.0.0.1:1")
+    with pytest.raises(ConfigError, match="expected sqlite"):
+        PoliteTransport(store="postgres://db")

@@ -184,3 +184,18 @@ def test_a_store_and_a_service_together_is_a_configuration_error() -> None:
         PoliteTransport(store="memory:///x", service_url="http://127.0.0.1:1")
     with pytest.raises(ConfigError, match="expected sqlite"):
         PoliteTransport(store="postgres://db")
+
+
+def test_a_late_departure_moves_the_service_s_slot(farm: dict[str, Site]) -> None:
+    """``{"url", "lateMs"}`` on the feedback endpoint: the request left that much after its
+    grant, so the host's next slot counts from then."""
+    url = farm["delay"].origin + "/p1"
+    with polite_serve("--store", "memory://", "--allow-private") as api:
+        (first,) = api.post("/politeness/verbose", params={"reserve": "true"},
+                            json=[url]).json()
+        assert first["allowed"]
+        told = api.post("/politeness/feedback", json=[{"url": url, "lateMs": 3000}])
+        assert told.status_code == 200 and told.json() == [{"url": url, "pausedFor": None}]
+        (second,) = api.post("/politeness/verbose", params={"reserve": "true"},
+                             json=[url]).json()
+    assert not second["allowed"] and 3000 < second["retryAfter"] <= 3000 + DELAY_S * 1000

@@ -60,6 +60,8 @@ class _Backend(Protocol):
     async def note(self, url: str, status: int, elapsed_s: float | None,
                    retry_after: str | None, late_s: float | None) -> None: ...
 
+    async def depart(self, url: str, late_s: float) -> None: ...
+
     async def given_up(self, url: str) -> str | None: ...
 
     async def close(self) -> None: ...
@@ -92,6 +94,9 @@ class _Local:
             await self._politeness.note_late_start(url, late_s)
         await self._politeness.note_response(url, status, elapsed_s=elapsed_s,
                                              retry_after=retry_after)
+
+    async def depart(self, url: str, late_s: float) -> None:
+        await self._politeness.note_late_start(url, late_s)
 
     async def given_up(self, url: str) -> str | None:
         state = await self._politeness.robots_state(url)
@@ -143,6 +148,10 @@ class _Service:
         if late_s is not None and late_s > 0:
             report["lateMs"] = min(3_600_000, round(late_s * 1000, 3))
         await self._post("/politeness/feedback", {}, [report])
+
+    async def depart(self, url: str, late_s: float) -> None:
+        await self._post("/politeness/feedback", {},
+                         [{"url": url, "lateMs": min(3_600_000, round(late_s * 1000, 3))}])
 
     async def given_up(self, url: str) -> str | None:
         return None  # the service's own robots.txt policy; a long wait ends at max_wait_s
@@ -264,6 +273,21 @@ class PoliteGate:
         keeps every gap at the origin at least the delay."""
         late_s = None if grant is None else time.monotonic() - grant.granted_at
         return self._submit(self._backend.note(url, status, elapsed_s, retry_after, late_s))
+
+    def depart(self, url: str, grant: Grant) -> concurrent.futures.Future[Grant]:
+        """The request given ``grant`` leaves now (it may have waited for a thread or a
+        reactor to run it): its host's spacing starts here, recorded before it goes, so
+        that another process asking meanwhile already counts from here. The future's grant
+        is the one to :meth:`report` with."""
+        now = time.monotonic()
+        late_s = now - grant.granted_at
+
+        async def record() -> Grant:
+            if late_s > 0:
+                await self._backend.depart(url, late_s)
+            return Grant(grant.waited_s, now)
+
+        return self._submit(record())
 
     async def report_async(self, url: str, status: int, *, elapsed_s: float | None = None,
                            retry_after: str | None = None, grant: Grant | None = None

@@ -95,6 +95,16 @@ def _settle(deferred: Deferred[Grant], done: concurrent.futures.Future[Grant]) -
         deferred.errback(error)
 
 
+async def _wait(future: concurrent.futures.Future[Grant]) -> Grant:
+    """The gate's answer, awaited on whichever reactor Scrapy installed (a Deferred on
+    Twisted's, an asyncio future on the asyncio reactor), never blocking it."""
+    from twisted.internet import reactor
+
+    deferred: Deferred[Grant] = Deferred()
+    future.add_done_callback(lambda done: reactor.callFromThread(_settle, deferred, done))
+    return await maybe_deferred_to_future(deferred)
+
+
 class PoliteDownloaderMiddleware:
     """Each request waits for its host's slot; robots.txt refusals are dropped as Scrapy's
     own RobotsTxtMiddleware drops them (``IgnoreRequest``, ``robotstxt/forbidden``)."""
@@ -129,13 +139,8 @@ class PoliteDownloaderMiddleware:
         return product_token(agent) or "polite"
 
     async def process_request(self, request: Request) -> None:
-        from twisted.internet import reactor  # the one Scrapy installed, whichever it is
-
-        deferred: Deferred[Grant] = Deferred()
-        self._gate.acquire(request.url, self._agent(request)).add_done_callback(
-            lambda done: reactor.callFromThread(_settle, deferred, done))
         try:
-            grant = await maybe_deferred_to_future(deferred)
+            grant = await _wait(self._gate.acquire(request.url, self._agent(request)))
         except RobotsDisallowed as refusal:
             logger.debug("Forbidden by robots.txt: %(request)s (%(rule)s)",
                          {"request": request, "rule": refusal.reason})
@@ -151,7 +156,9 @@ class PoliteDownloaderMiddleware:
                         {"request": request, "reason": refusal.reason})
             self._stats.inc_value("polite/refused")
             raise IgnoreRequest(f"polite: {refusal.reason}") from None
-        request.meta[GRANT_KEY] = grant
+        # The reactor ran this a moment after the grant (longer on a busy machine): the
+        # spacing counts from now, recorded before the request goes.
+        request.meta[GRANT_KEY] = await _wait(self._gate.depart(request.url, grant))
         if grant.waited_s > 0.001:
             self._stats.inc_value("polite/waited")
             self._stats.inc_value("polite/wait_ms", round(grant.waited_s * 1000))

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -26,6 +28,7 @@ from tests.integrations.farm import (
     urls_of,
 )
 from tests.serving import polite_serve
+from tests.sites import Reply, serve
 
 OPTIONS = {"agent": AGENT, "allow_private": True, "default_delay_s": 0.0}
 
@@ -199,3 +202,28 @@ def test_a_late_departure_moves_the_service_s_slot(farm: dict[str, Site]) -> Non
         (second,) = api.post("/politeness/verbose", params={"reserve": "true"},
                              json=[url]).json()
     assert not second["allowed"] and 3000 < second["retryAfter"] <= 3000 + DELAY_S * 1000
+
+
+def test_regp_path_delays_and_visit_time_hold_through_httpx() -> None:
+    """REGP (Robot-version 3.0): a slower path inside a faster site, and a Visit-time window
+    that is closed now (the request would wait hours: refused with the wait instead)."""
+    hour = (datetime.now(UTC).hour + 2) % 24
+    paths = Site("127.0.21.5", {
+        "/robots.txt": Reply(200, b"Robot-version: 3.0\n\nUser-agent: *\nAllow: /\n"
+                                  b"Request-rate: 20/1s\n{\nAllow: /slow/\nCrawl-delay: 0.5\n}\n"),
+        **{p: Reply(200, b"ok") for p in ("/slow/a", "/slow/b", "/fast/a", "/fast/b")}})
+    closed = Site("127.0.21.6", {
+        "/robots.txt": Reply(200, f"Robot-version: 2.0\nUser-agent: *\nAllow: /\n"
+                                  f"Visit-time: {hour:02d}00-{hour:02d}59\n".encode()),
+        "/a": Reply(200, b"ok")})
+    with serve(paths), serve(closed), \
+            httpx.Client(transport=PoliteTransport(max_wait_s=30, **OPTIONS)) as client:
+        for path in ("/fast/a", "/slow/a", "/slow/b", "/fast/b"):
+            assert client.get(paths.origin + path).status_code == 200
+        with pytest.raises(SlotNotReady, match="Visit-time") as late:
+            client.get(closed.origin + "/a")
+    arrivals = [(at, path) for at, path in paths.arrivals if path != "/robots.txt"]
+    spacing = {b[1]: b[0] - a[0] for a, b in itertools.pairwise(arrivals)}
+    assert spacing["/slow/b"] >= 0.5  # the path's own Crawl-delay
+    assert spacing["/fast/b"] < 0.5  # the site's Request-rate, not the path's delay
+    assert late.value.wait_s > 30 and [p for _, p in closed.arrivals] == ["/robots.txt"]

@@ -72,21 +72,28 @@ def middleware(folder: Path, rounds: int, sites: int, pages: int) -> None:
     modes = {"Scrapy": "plain", "Scrapy + polite, adaptive delay off": "overhead",
              "Scrapy + polite, defaults (adaptive delay 1x response time)": "polite"}
     rates: dict[str, list[float]] = {name: [] for name in modes}
+    cpu_ms: dict[str, list[float]] = {name: [] for name in modes}
     for _ in range(rounds):
         for name, mode in modes.items():
             with farm(folder, sites, 2000, 10, "0") as (seeds, log, _):
-                run_crawler([sys.executable, str(script), ",".join(seeds), str(pages), mode],
-                            600)
-            rates[name].append(site_figures(log, None)[1])
-    print("| Scrapy | pages/s at the farm (median) | per round |")
-    print("|---|---:|---|")
+                _, cpu_s = run_crawler([sys.executable, str(script), ",".join(seeds),
+                                        str(pages), mode], 600)
+            fetched, rate, _, _ = site_figures(log, None)
+            rates[name].append(rate)
+            cpu_ms[name].append(cpu_s / fetched * 1000)
+    print("| Scrapy | pages/s at the farm | per round | crawler CPU ms per page |")
+    print("|---|---:|---|---:|")
     for name, runs in rates.items():
         print(f"| {name} | {statistics.median(runs):,.0f} | "
-              f"{', '.join(f'{r:,.0f}' for r in runs)} |")
+              f"{', '.join(f'{r:,.0f}' for r in runs)} | "
+              f"{statistics.median(cpu_ms[name]):.2f} |")
     for name in list(modes)[1:]:
         per_round = [p / s for p, s in zip(rates[name], rates["Scrapy"], strict=True)]
-        print(f"\n{name} / Scrapy, per round: {', '.join(f'{r:.2f}' for r in per_round)} "
-              f"(median {statistics.median(per_round):.2f})")
+        cpu = [p / s for p, s in zip(cpu_ms[name], cpu_ms["Scrapy"], strict=True)]
+        print(f"\n{name} / Scrapy: pages/s per round "
+              f"{', '.join(f'{r:.2f}' for r in per_round)} (median "
+              f"{statistics.median(per_round):.2f}); CPU per page, median of the rounds' "
+              f"ratios {statistics.median(cpu):.2f}")
 
 
 def robot_parsers(corpus: Path, rounds: int, quick: bool, agent: str) -> None:
@@ -142,11 +149,11 @@ def main() -> int:
     options.add_argument("--quick", action="store_true")
     args = options.parse_args()
     started = time.monotonic()
-    rounds = 3 if args.quick else 5
+    rounds = 3 if args.quick else 7
     print("Shared machine (2 cores, other work running): read the ratios, not the rates.")
     with tempfile.TemporaryDirectory() as folder:
         middleware(Path(folder), rounds, 20 if args.quick else 40,
-                   800 if args.quick else 2000)
+                   600 if args.quick else 1200)
     if (args.corpus / "urls.txt").exists():
         robot_parsers(args.corpus, rounds, args.quick, args.agent)
     else:

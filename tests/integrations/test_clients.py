@@ -18,6 +18,7 @@ from polite.integrations.requests import PoliteAdapter
 from tests.integrations.farm import (
     AGENT,
     DELAY_S,
+    PAGES,
     RATE_S,
     RETRY_AFTER_S,
     Site,
@@ -227,3 +228,23 @@ def test_regp_path_delays_and_visit_time_hold_through_httpx() -> None:
     assert spacing["/slow/b"] >= 0.5  # the path's own Crawl-delay
     assert spacing["/fast/b"] < 0.5  # the site's Request-rate, not the path's delay
     assert late.value.wait_s > 30 and [p for _, p in closed.arrivals] == ["/robots.txt"]
+
+
+def test_two_clients_sharing_one_redis_store(farm: dict[str, Site], redis_url: str,
+                                             redis_prefix: str) -> None:
+    """An httpx client and a requests session, each with its own gate, one Redis store:
+    together they keep one delay per host (Redis's own clock judges the slots)."""
+    site = farm["delay"]
+    store = f"{redis_url}?prefix={redis_prefix}"
+    adapter = PoliteAdapter(store=store, **OPTIONS)
+    with httpx.Client(transport=PoliteTransport(store=store, **OPTIONS)) as client, \
+            requests.Session() as session, ThreadPoolExecutor(2) as pool:
+        session.mount("http://", adapter)
+        pages = [f"{site.origin}/p{n}" for n in range(PAGES)]
+        by_httpx = pool.submit(lambda: [client.get(u).status_code for u in pages])
+        by_requests = pool.submit(lambda: [session.get(u, timeout=10).status_code
+                                           for u in pages])
+        assert by_httpx.result() == by_requests.result() == [200] * PAGES
+    paths = [p for _, p in site.arrivals if p != "/robots.txt"]
+    assert sorted(paths) == sorted(p.removeprefix(site.origin) for p in pages * 2)
+    assert min(gaps(site)) >= DELAY_S

@@ -118,6 +118,21 @@ def test_private_addresses_are_refused_unless_allowed(farm: dict[str, Site],
     assert stats["polite/refused"] == 1 and "private or loopback" in log
 
 
+def test_scrapy_s_own_robots_middleware_with_polite_s_parser(farm: dict[str, Site],
+                                                            tmp_path: Path) -> None:
+    """ROBOTSTXT_OBEY with ROBOTSTXT_PARSER set to polite's, no polite middleware: Scrapy
+    fetches robots.txt itself and asks the parser; the rate site keeps out all but FarmBot."""
+    options = settings(ROBOTSTXT_OBEY=True,
+                       ROBOTSTXT_PARSER="polite.integrations.scrapy.RobotParser",
+                       DOWNLOADER_MIDDLEWARES={})
+    stats, _ = crawl(tmp_path, {"delay": farm["delay"], "rate": farm["rate"]},
+                     {**options, "USER_AGENT": "OtherBot/1.0"})
+    assert [p for _, p in farm["rate"].arrivals] == ["/robots.txt"]
+    delay = [p for _, p in farm["delay"].arrivals]
+    assert "/p1" in delay and not [p for p in delay if p.startswith("/private")]
+    assert stats["robotstxt/forbidden"] >= 2  # the rate site's home, a private link
+
+
 def both_within_one_delay(farm: dict[str, Site]) -> None:
     """Two processes crawled the same sites: together, still one delay per host."""
     for site in farm.values():

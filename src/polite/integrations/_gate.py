@@ -42,6 +42,9 @@ ROBOTS_REFUSAL = "Blocked by robots.txt: "  # how Politeness words a robots.txt 
 ROBOTS_ATTEMPTS = 3  # robots.txt unreachable this many times in a row: the site is left alone
 MAX_WAIT_S = 600.0  # a request that would wait longer in all is refused with the wait
 SERVICE_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+# Later than this after its grant, a request's departure is recorded before it goes (one
+# more step to the store); sooner, the report of its answer moves the slot.
+LATE_DEPARTURE_S = 0.005
 # Sleeping wakes a little after the slot rather than a little before it (timer rounding);
 # the store judges the slot by its own clock either way.
 WAKE_MARGIN_S = 0.002
@@ -275,12 +278,17 @@ class PoliteGate:
         return self._submit(self._backend.note(url, status, elapsed_s, retry_after, late_s))
 
     def depart(self, url: str, grant: Grant) -> concurrent.futures.Future[Grant]:
-        """The request given ``grant`` leaves now (it may have waited for a thread or a
-        reactor to run it): its host's spacing starts here, recorded before it goes, so
-        that another process asking meanwhile already counts from here. The future's grant
-        is the one to :meth:`report` with."""
+        """The request given ``grant`` leaves now. Over :data:`LATE_DEPARTURE_S` after the
+        grant (it waited for a busy thread or reactor), its host's spacing starts here,
+        recorded before it goes, so that another process asking meanwhile already counts
+        from here; sooner, nothing is recorded (the report of its answer moves the slot).
+        The future's grant is the one to :meth:`report` with."""
         now = time.monotonic()
         late_s = now - grant.granted_at
+        if late_s <= LATE_DEPARTURE_S:  # the answer's report will move the slot (report)
+            on_time: concurrent.futures.Future[Grant] = concurrent.futures.Future()
+            on_time.set_result(grant)
+            return on_time
 
         async def record() -> Grant:
             if late_s > 0:

@@ -11,6 +11,7 @@ honoured), times feed the adaptive delay.
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import httpx
@@ -82,6 +83,7 @@ class PoliteTransport(_Gated, httpx.BaseTransport):
             if self._forbidden_response:
                 return _forbidden(request, refusal)
             raise
+        grant = self.gate.depart(str(request.url), grant).result()
         started = time.monotonic()
         response = self._transport.handle_request(request)
         self._report(request, response, time.monotonic() - started, grant)
@@ -118,6 +120,7 @@ class AsyncPoliteTransport(_Gated, httpx.AsyncBaseTransport):
             if self._forbidden_response:
                 return _forbidden(request, refusal)
             raise
+        grant = await asyncio.wrap_future(self.gate.depart(str(request.url), grant))
         started = time.monotonic()
         response = await self._transport.handle_async_request(request)
         elapsed_s = time.monotonic() - started

@@ -65,6 +65,7 @@ class PoliteAdapter(HTTPAdapter):
             if self._forbidden_response:
                 return self._forbidden(request, refusal)
             raise
+        grant = self.gate.depart(url, grant).result()
         response = super().send(request, stream=stream, timeout=timeout, verify=verify,
                                 cert=cert, proxies=proxies)
         self.gate.report(url, response.status_code,

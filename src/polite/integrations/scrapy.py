@@ -41,7 +41,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 from polite.core.politeness.rules import ADAPTIVE_FACTOR, DEFAULT_DELAY_S
 from polite.core.robots import parse, product_token
 from polite.errors import RequestRefused, RobotsDisallowed, SlotNotReady
-from polite.integrations._gate import MAX_WAIT_S, Grant, PoliteGate
+from polite.integrations._gate import LATE_DEPARTURE_S, MAX_WAIT_S, Grant, PoliteGate
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -53,9 +53,6 @@ __all__ = ["PoliteDownloaderMiddleware", "RobotParser"]
 
 logger = logging.getLogger(__name__)
 GRANT_KEY = "polite_grant"  # request.meta: the slot the request went out in
-# Later than this after its grant, a request's departure is recorded before it goes (one
-# more step to the store); sooner, the report of its answer moves the slot (Grant).
-LATE_DEPARTURE_S = 0.005
 
 
 def _text(value: str | bytes) -> str:

@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/survey_vs_advertools.py
 	$(BIN)/python bench/frontier_redis_memory.py
 	$(BIN)/python bench/site_middleware.py
+	$(BIN)/python bench/integrations_vs_scrapy.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -74,6 +74,9 @@ ALLOWED = {
     # the site middleware and its configuration page: a product of its own (seed 003)
     "site": ("polite.core", "polite.errors", "polite.storage", "polite.clock",
              "polite.fetch", "polite.site"),
+    # the drop-ins for Scrapy, httpx and requests: a product that chooses its own store
+    "integrations": ("polite.core", "polite.errors", "polite.storage", "polite.clock",
+                     "polite.fetch", "polite.integrations"),
     # the demonstration sites stand alone: a crawler may be pointed at them, not built in
     "demo": ("polite.core", "polite.errors", "polite.demo"),
 }

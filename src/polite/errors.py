@@ -7,6 +7,9 @@ __all__ = [
     "FetchError",
     "InvalidURL",
     "PoliteError",
+    "RequestRefused",
+    "RobotsDisallowed",
+    "SlotNotReady",
     "UnknownDialect",
 ]
 
@@ -29,3 +32,28 @@ class InvalidURL(PoliteError):
 
 class FetchError(PoliteError):
     """A network fetch failed in a way the caller must hear about."""
+
+
+class RequestRefused(PoliteError):
+    """A request polite will not let go out: waiting would not help (a private address, a
+    site whose robots.txt forbids visits for good)."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"{url}: {reason}")
+        self.url = url
+        self.reason = reason
+
+
+class RobotsDisallowed(RequestRefused):
+    """robots.txt forbids the URL; ``reason`` names the rule and its line."""
+
+
+class SlotNotReady(PoliteError):
+    """The host's next slot is ``wait_s`` seconds away and the caller asked not to wait (or
+    the wait is longer than it accepts)."""
+
+    def __init__(self, url: str, wait_s: float, reason: str) -> None:
+        super().__init__(f"{url}: not before {wait_s:.3f} s from now: {reason}")
+        self.url = url
+        self.wait_s = wait_s
+        self.reason = reason

@@ -190,7 +190,8 @@ def test_adaptive_delay_follows_response_times(api: httpx.Client) -> None:
 @pytest.mark.parametrize(
     "body",
     [b"[{\"url\": \"http://e.com/\"}]", b"[{\"url\": \"nope\", \"status\": 200}]",
-     b"[{\"url\": \"http://e.com/\", \"status\": 200, \"elapsedMs\": -1}]", b"{}"],
+     b"[{\"url\": \"http://e.com/\", \"status\": 200, \"elapsedMs\": -1}]", b"{}",
+     b"[{\"url\": \"http://e.com/\", \"status\": 200, \"lateMs\": \"soon\"}]"],
 )
 def test_feedback_bad_input(api: httpx.Client, body: bytes) -> None:
     answer = api.post("/politeness/feedback", content=body)

@@ -72,15 +72,21 @@ def _url_list(value: Any) -> list[str]:
     return value
 
 
-def _feedback(item: Any, n: int) -> tuple[str, int, float | None, str | None]:
-    """One report of what a fetch got: ``{"url", "status", "elapsedMs"?, "retryAfter"?}``."""
+def _feedback(item: Any, n: int
+              ) -> tuple[str, int | None, float | None, str | None, float | None]:
+    """One report of what a fetch got: ``{"url", "status", "elapsedMs"?, "retryAfter"?,
+    "lateMs"?}``; ``lateMs``: how long after its grant the request's slot should count
+    from (it went out late, or the client counts from the answer). ``{"url", "lateMs"}``
+    alone says a request is leaving late, before any answer."""
     if not isinstance(item, dict):
         raise _Problem(400, f"item {n}: expected an object")
     url, status = item.get("url"), item.get("status")
     elapsed, retry_after = item.get("elapsedMs"), item.get("retryAfter")
     if not isinstance(url, str) or not urlsplit(url).hostname:
         raise _Problem(400, f"item {n}: 'url' must be an absolute URL")
-    if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
+    departure = status is None and item.get("lateMs") is not None
+    if not departure and (isinstance(status, bool) or not isinstance(status, int)
+                          or not 100 <= status <= 599):
         raise _Problem(400, f"item {n}: 'status' must be an HTTP status code")
     if elapsed is not None and (isinstance(elapsed, bool) or not isinstance(elapsed, int | float)
                                 or not 0 <= elapsed <= 3_600_000):
@@ -90,7 +96,12 @@ def _feedback(item: Any, n: int) -> tuple[str, int, float | None, str | None]:
     if retry_after is not None and not isinstance(retry_after, str):
         raise _Problem(400, f"item {n}: 'retryAfter' must be the header's value "
                        "(seconds or an HTTP date)")
-    return url, status, None if elapsed is None else elapsed / 1000, retry_after
+    late = item.get("lateMs")
+    if late is not None and (isinstance(late, bool) or not isinstance(late, int | float)
+                             or not 0 <= late <= 3_600_000):
+        raise _Problem(400, f"item {n}: 'lateMs' must be milliseconds (0 to 3600000)")
+    return (url, status, None if elapsed is None else elapsed / 1000, retry_after,
+            None if late is None else late / 1000)
 
 
 def _ms(seconds: float) -> int:
@@ -225,10 +236,15 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         if not isinstance(body, list) or len(body) > MAX_URLS_PER_CALL:
             raise _Problem(400, "expected a JSON array (at most "
                            f"{MAX_URLS_PER_CALL}) of {{\"url\", \"status\", \"elapsedMs\", "
-                           "\"retryAfter\"}")
+                           "\"retryAfter\", \"lateMs\"}")
         reports = [_feedback(item, n) for n, item in enumerate(body)]
-        paused = []
-        for url, status, elapsed_s, retry_after in reports:
+        paused: list[int | None] = []
+        for url, status, elapsed_s, retry_after, late_s in reports:
+            if late_s:
+                await politeness.note_late_start(url, late_s)
+            if status is None:  # a departure: no answer yet
+                paused.append(None)
+                continue
             pause = await politeness.note_response(url, status, elapsed_s=elapsed_s,
                                                    retry_after=retry_after)
             paused.append(None if pause is None else _ms(pause))

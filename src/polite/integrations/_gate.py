@@ -1,0 +1,328 @@
+"""The gate the drop-ins share: may this request go now, and what did it get.
+
+The deciding is :class:`polite.fetch.politeness.Politeness`'s (``check(..., reserve=True)``
+and ``note_response``), in this process with a store of any kind, or a running
+``polite serve``'s (``POST /politeness/verbose?reserve=true`` and ``/politeness/feedback``).
+The gate runs them on an event loop of its own, in a thread, so that one gate serves
+synchronous clients (requests, httpx's ``Client``), asyncio ones and Scrapy on either of its
+reactors alike: the clients wait on a future, never on the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+from collections.abc import Coroutine
+from typing import Any, NamedTuple, Protocol, TypeVar
+
+import httpx
+
+from polite.clock import WallClock
+from polite.core.politeness.rules import ADAPTIVE_FACTOR, DEFAULT_DELAY_S, MAX_CRAWL_DELAY_S
+from polite.core.robots.lifecycle import DisallowAll
+from polite.errors import (
+    ConfigError,
+    FetchError,
+    InvalidURL,
+    RequestRefused,
+    RobotsDisallowed,
+    SlotNotReady,
+)
+from polite.fetch.politeness import NO_RETRY, Politeness, Verdict
+from polite.fetch.robots import RobotsFetcher, create_client, split_origin
+from polite.storage import open_store
+
+__all__ = ["Grant", "PoliteGate"]
+
+_T = TypeVar("_T")
+
+ROBOTS_REFUSAL = "Blocked by robots.txt: "  # how Politeness words a robots.txt refusal
+ROBOTS_ATTEMPTS = 3  # robots.txt unreachable this many times in a row: the site is left alone
+MAX_WAIT_S = 600.0  # a request that would wait longer in all is refused with the wait
+SERVICE_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+# Later than this after its grant, a request's departure is recorded before it goes (one
+# more step to the store); sooner, the report of its answer moves the slot.
+LATE_DEPARTURE_S = 0.005
+# Sleeping wakes a little after the slot rather than a little before it (timer rounding);
+# the store judges the slot by its own clock either way.
+WAKE_MARGIN_S = 0.002
+
+
+class Grant(NamedTuple):
+    """A slot taken: how long the request waited for it, and when (``time.monotonic()``)."""
+
+    waited_s: float
+    granted_at: float
+
+
+class _Backend(Protocol):
+    async def check(self, url: str, agent: str) -> Verdict: ...
+
+    async def note(self, url: str, status: int, elapsed_s: float | None,
+                   retry_after: str | None, late_s: float | None) -> None: ...
+
+    async def depart(self, url: str, late_s: float) -> None: ...
+
+    async def given_up(self, url: str) -> str | None: ...
+
+    async def close(self) -> None: ...
+
+
+class _Local:
+    """Politeness in this process; its state in ``store`` (memory, SQLite or Redis)."""
+
+    def __init__(self, store_url: str, *, agent: str, allow_private: bool, dialect: str,
+                 default_delay_s: float, max_crawl_delay_s: float,
+                 adaptive_factor: float) -> None:
+        clock = WallClock()  # comparable between processes that share a SQLite file
+        self._store = open_store(store_url, clock)
+        self._client = create_client()
+        fetcher = RobotsFetcher(self._client, self._store, clock, agent=agent,
+                                allow_private=allow_private, dialect=dialect)
+        self._politeness = Politeness(fetcher, self._store, clock, agent=agent,
+                                      default_delay_s=default_delay_s,
+                                      max_crawl_delay_s=max_crawl_delay_s,
+                                      allow_private=allow_private,
+                                      adaptive_factor=adaptive_factor)
+
+    async def check(self, url: str, agent: str) -> Verdict:
+        (verdict,) = await self._politeness.check([url], reserve=True, agent=agent)
+        return verdict
+
+    async def note(self, url: str, status: int, elapsed_s: float | None,
+                   retry_after: str | None, late_s: float | None) -> None:
+        if late_s is not None and late_s > 0:
+            await self._politeness.note_late_start(url, late_s)
+        await self._politeness.note_response(url, status, elapsed_s=elapsed_s,
+                                             retry_after=retry_after)
+
+    async def depart(self, url: str, late_s: float) -> None:
+        await self._politeness.note_late_start(url, late_s)
+
+    async def given_up(self, url: str) -> str | None:
+        state = await self._politeness.robots_state(url)
+        if isinstance(state, DisallowAll) and state.failures >= ROBOTS_ATTEMPTS:
+            return f"robots.txt: {state.reason} ({state.failures} tries); the site is left alone"
+        return None
+
+    async def close(self) -> None:
+        await self._client.aclose()
+        await self._store.close()
+
+
+class _Service:
+    """A running ``polite serve``: it holds the slots, so many processes share them."""
+
+    def __init__(self, service_url: str) -> None:
+        self._base = service_url.rstrip("/")
+        self._client = httpx.AsyncClient(base_url=self._base, trust_env=False,
+                                         timeout=SERVICE_TIMEOUT)
+
+    async def _post(self, path: str, params: dict[str, str], body: object) -> Any:
+        try:
+            response = await self._client.post(path, params=params, json=body)
+        except httpx.TransportError as exc:
+            raise FetchError(f"polite serve at {self._base} did not answer: "
+                             f"{type(exc).__name__}: {exc}") from exc
+        if response.status_code != 200:
+            raise FetchError(f"polite serve at {self._base}{path} answered "
+                             f"{response.status_code}: {response.text[:200]}")
+        return response.json()
+
+    async def check(self, url: str, agent: str) -> Verdict:
+        answer = await self._post("/politeness/verbose", {"reserve": "true", "agent": agent},
+                                  [url])
+        try:
+            item = answer[0]
+            return Verdict(url, bool(item["allowed"]), item.get("error"),
+                           int(item.get("retryAfter", NO_RETRY)))
+        except (LookupError, TypeError, ValueError) as exc:
+            raise FetchError(f"polite serve at {self._base} answered {answer!r}") from exc
+
+    async def note(self, url: str, status: int, elapsed_s: float | None,
+                   retry_after: str | None, late_s: float | None) -> None:
+        report: dict[str, object] = {"url": url, "status": status}
+        if elapsed_s is not None:
+            report["elapsedMs"] = min(3_600_000, round(elapsed_s * 1000, 3))
+        if retry_after is not None:
+            report["retryAfter"] = retry_after
+        if late_s is not None and late_s > 0:
+            report["lateMs"] = min(3_600_000, round(late_s * 1000, 3))
+        await self._post("/politeness/feedback", {}, [report])
+
+    async def depart(self, url: str, late_s: float) -> None:
+        await self._post("/politeness/feedback", {},
+                         [{"url": url, "lateMs": min(3_600_000, round(late_s * 1000, 3))}])
+
+    async def given_up(self, url: str) -> str | None:
+        return None  # the service's own robots.txt policy; a long wait ends at max_wait_s
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+
+class PoliteGate:
+    """Politeness for clients that fetch on their own: :meth:`acquire` before a request,
+    :meth:`report` after it.
+
+    ``store`` is a store URL (``memory://``, ``sqlite:///PATH``, ``redis://HOST:PORT/DB``);
+    ``service_url`` asks a running ``polite serve`` instead (its own ``--allow-private``
+    and delays then apply). ``adaptive_factor`` times a host's running response time is
+    the least spacing (0: off). ``wait=False`` raises :class:`SlotNotReady` rather than waiting.
+    Requests to one host queue in order; requests to other hosts never wait behind them.
+    """
+
+    def __init__(self, *, agent: str = "", store: str = "memory://",
+                 service_url: str | None = None, allow_private: bool = False,
+                 dialect: str = "auto", default_delay_s: float = DEFAULT_DELAY_S,
+                 max_crawl_delay_s: float = MAX_CRAWL_DELAY_S,
+                 adaptive_factor: float = ADAPTIVE_FACTOR, wait: bool = True,
+                 max_wait_s: float = MAX_WAIT_S) -> None:
+        if service_url is not None and store != "memory://":
+            raise ConfigError("give a store or a service URL, not both: the service keeps "
+                              "its own state")
+        if service_url is not None and not service_url.startswith(("http://", "https://")):
+            raise ConfigError(f"service URL {service_url!r}: expected http://HOST:PORT")
+        self.agent = agent
+        self.wait = wait
+        self.max_wait_s = max_wait_s
+        self._queues: dict[str, tuple[asyncio.Lock, list[int]]] = {}
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="polite-gate",
+                                        daemon=True)
+        self._thread.start()
+        self._closed = False
+
+        async def build() -> _Backend:
+            if service_url is not None:
+                return _Service(service_url)
+            return _Local(store, agent=agent or "polite", allow_private=allow_private,
+                          dialect=dialect, default_delay_s=default_delay_s,
+                          max_crawl_delay_s=max_crawl_delay_s,
+                          adaptive_factor=adaptive_factor)
+
+        try:
+            self._backend = self._submit(build()).result()
+        except BaseException:
+            self._stop()
+            raise
+
+    def _submit(self, coroutine: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+
+    # -- asking -----------------------------------------------------------------------------
+
+    def acquire(self, url: str, agent: str | None = None) -> concurrent.futures.Future[Grant]:
+        """A future :class:`Grant`, set once ``url``'s host slot is taken; its
+        exception is :class:`RobotsDisallowed`, :class:`RequestRefused` or
+        :class:`SlotNotReady`."""
+        return self._submit(self._acquire(url, agent or self.agent or "polite"))
+
+    def acquire_blocking(self, url: str, agent: str | None = None) -> Grant:
+        """:meth:`acquire`, waiting here (for synchronous clients)."""
+        return self.acquire(url, agent).result()
+
+    async def acquire_async(self, url: str, agent: str | None = None) -> Grant:
+        """:meth:`acquire`, awaited from any asyncio loop."""
+        return await asyncio.wrap_future(self.acquire(url, agent))
+
+    async def _acquire(self, url: str, agent: str) -> Grant:
+        try:
+            host = split_origin(url)[1]
+        except InvalidURL as exc:
+            raise RequestRefused(url, str(exc)) from exc
+        lock, users = self._queues.setdefault(host, (asyncio.Lock(), [0]))
+        users[0] += 1
+        started = self._loop.time()
+        try:
+            async with lock:  # one asker per host at a time: the others wait their turn
+                while True:
+                    # Taken before asking: a slot granted by the answer starts no earlier,
+                    # so the late start reported later is never too short.
+                    asked = self._loop.time()  # time.monotonic(), asyncio's default clock
+                    verdict = await self._backend.check(url, agent)
+                    waited_s = self._loop.time() - started
+                    if verdict.allowed:
+                        return Grant(waited_s, asked)
+                    reason = verdict.error or "not allowed"
+                    if verdict.retry_after_ms == NO_RETRY:
+                        if reason.startswith(ROBOTS_REFUSAL):
+                            raise RobotsDisallowed(url, reason.removeprefix(ROBOTS_REFUSAL))
+                        raise RequestRefused(url, reason)
+                    gave_up = await self._backend.given_up(url)
+                    if gave_up is not None:
+                        raise RequestRefused(url, gave_up)
+                    wait_s = verdict.retry_after_ms / 1000
+                    if not self.wait or waited_s + wait_s > self.max_wait_s:
+                        raise SlotNotReady(url, wait_s, reason)
+                    await asyncio.sleep(wait_s + WAKE_MARGIN_S)
+        finally:
+            users[0] -= 1
+            if users[0] == 0:
+                del self._queues[host]
+
+    # -- telling ----------------------------------------------------------------------------
+
+    def report(self, url: str, status: int, *, elapsed_s: float | None = None,
+               retry_after: str | None = None, grant: Grant | None = None
+               ) -> concurrent.futures.Future[None]:
+        """What a request got: its time feeds the adaptive delay, a 429 or 503 holds the host
+        (``Retry-After`` honoured). Called as the answer's head arrives, with the request's
+        ``grant``: the host's spacing then runs from that moment rather than from the grant,
+        as Heritrix counts its delay from the end of a fetch. A client does not see when its
+        request left (a connection to open first, a busy thread); counting from the answer
+        keeps every gap at the origin at least the delay."""
+        late_s = None if grant is None else time.monotonic() - grant.granted_at
+        return self._submit(self._backend.note(url, status, elapsed_s, retry_after, late_s))
+
+    def depart(self, url: str, grant: Grant) -> concurrent.futures.Future[Grant]:
+        """The request given ``grant`` leaves now. Over :data:`LATE_DEPARTURE_S` after the
+        grant (it waited for a busy thread or reactor), its host's spacing starts here,
+        recorded before it goes, so that another process asking meanwhile already counts
+        from here; sooner, nothing is recorded (the report of its answer moves the slot).
+        The future's grant is the one to :meth:`report` with."""
+        now = time.monotonic()
+        late_s = now - grant.granted_at
+        if late_s <= LATE_DEPARTURE_S:  # the answer's report will move the slot (report)
+            on_time: concurrent.futures.Future[Grant] = concurrent.futures.Future()
+            on_time.set_result(grant)
+            return on_time
+
+        async def record() -> Grant:
+            if late_s > 0:
+                await self._backend.depart(url, late_s)
+            return Grant(grant.waited_s, now)
+
+        return self._submit(record())
+
+    async def report_async(self, url: str, status: int, *, elapsed_s: float | None = None,
+                           retry_after: str | None = None, grant: Grant | None = None
+                           ) -> None:
+        """:meth:`report`, awaited from any asyncio loop."""
+        await asyncio.wrap_future(self.report(url, status, elapsed_s=elapsed_s,
+                                              retry_after=retry_after, grant=grant))
+
+    # -- closing ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the store (or the service's client) and stop the gate's thread."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._submit(self._backend.close()).result(timeout=10)
+        finally:
+            self._stop()
+
+    def _stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+
+    def __enter__(self) -> PoliteGate:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

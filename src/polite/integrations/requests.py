@@ -1,0 +1,92 @@
+"""A requests adapter that waits for each host's slot and obeys robots.txt.
+
+>>> session = requests.Session()  # doctest: +SKIP
+>>> adapter = PoliteAdapter(agent="ExampleBot")  # doctest: +SKIP
+>>> session.mount("https://", adapter); session.mount("http://", adapter)  # doctest: +SKIP
+
+The same behaviour as :class:`polite.integrations.httpx.PoliteTransport`, synchronous.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+try:
+    import requests
+    from requests.adapters import HTTPAdapter
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError("polite.integrations.requests needs requests: "
+                      "pip install 'polite[scrapy]'") from exc
+
+from polite.core.politeness.rules import DEFAULT_DELAY_S
+from polite.core.robots import product_token
+from polite.errors import RobotsDisallowed
+from polite.integrations._gate import MAX_WAIT_S, PoliteGate
+
+__all__ = ["PoliteAdapter"]
+
+
+class PoliteAdapter(HTTPAdapter):
+    """An :class:`~requests.adapters.HTTPAdapter` that asks polite before each request.
+
+    ``agent`` is the robots.txt product token (else the request's User-Agent's); ``store``
+    a store URL or ``service_url`` a running ``polite serve``; ``allow_private`` lets it
+    reach loopback and private addresses; ``wait=False`` raises
+    :class:`~polite.errors.SlotNotReady` instead of waiting; ``forbidden_response`` answers
+    a robots.txt refusal with a 403 response rather than raising
+    :class:`~polite.errors.RobotsDisallowed`. Other keyword arguments go to HTTPAdapter.
+    """
+
+    def __init__(self, *, agent: str = "", store: str = "memory://",
+                 service_url: str | None = None, allow_private: bool = False,
+                 dialect: str = "auto", default_delay_s: float = DEFAULT_DELAY_S,
+                 wait: bool = True, max_wait_s: float = MAX_WAIT_S,
+                 forbidden_response: bool = False, gate: PoliteGate | None = None,
+                 **adapter_options: Any) -> None:
+        super().__init__(**adapter_options)
+        self._agent = agent
+        self._forbidden_response = forbidden_response
+        self._owns_gate = gate is None
+        self.gate = gate or PoliteGate(agent=agent, store=store, service_url=service_url,
+                                       allow_private=allow_private, dialect=dialect,
+                                       default_delay_s=default_delay_s, wait=wait,
+                                       max_wait_s=max_wait_s)
+
+    def send(self, request: requests.PreparedRequest, stream: bool = False,
+             timeout: float | tuple[float | None, float | None] | None = None,
+             verify: bool | str = True, cert: str | tuple[str, str] | None = None,
+             proxies: dict[str, str] | None = None) -> requests.Response:
+        url = request.url or ""
+        user_agent = request.headers.get("User-Agent", "")
+        agent = self._agent or product_token(str(user_agent)) or "polite"
+        try:
+            grant = self.gate.acquire_blocking(url, agent)
+        except RobotsDisallowed as refusal:
+            if self._forbidden_response:
+                return self._forbidden(request, refusal)
+            raise
+        grant = self.gate.depart(url, grant).result()
+        response = super().send(request, stream=stream, timeout=timeout, verify=verify,
+                                cert=cert, proxies=proxies)
+        self.gate.report(url, response.status_code,
+                         elapsed_s=response.elapsed.total_seconds(),
+                         retry_after=response.headers.get("Retry-After"), grant=grant).result()
+        return response
+
+    def _forbidden(self, request: requests.PreparedRequest,
+                   refusal: RobotsDisallowed) -> requests.Response:
+        response = requests.Response()
+        response.status_code = 403
+        response.reason = "Forbidden"
+        response._content = f"Blocked by robots.txt: {refusal.reason}\n".encode()
+        response.headers["Content-Type"] = "text/plain; charset=utf-8"
+        response.url = request.url or ""
+        response.request = request
+        return response
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            if self._owns_gate:
+                self.gate.close()

@@ -1,0 +1,187 @@
+"""Scrapy drop-ins (``pip install 'polite[scrapy]'``).
+
+``ROBOTSTXT_PARSER = "polite.integrations.scrapy.RobotParser"`` reads robots.txt with
+polite's parser (``POLITE_ROBOTS_DIALECT``: ``auto`` by default).
+
+``DOWNLOADER_MIDDLEWARES = {"polite.integrations.scrapy.PoliteDownloaderMiddleware": 543}``
+makes every request wait for its host's slot as polite decides it. Why a middleware that
+waits, rather than Scrapy's download slots or a scheduler: a slot has one fixed delay,
+while polite's spacing changes per path (REGP), per time of day (Visit-time) and per
+response (adaptive delay, 429/503 back-off), and, with a shared store or ``polite serve``,
+depends on what other processes took. Only asking polite right before each request keeps
+all of that, and it needs no change to the scheduler a project already uses (scrapy-redis
+included). The waiting happens on the gate's own thread, one queue per host, so the
+reactor (Twisted's or asyncio's) and the other hosts go on meanwhile.
+
+Settings: ``POLITE_STORE`` (``memory://``, ``sqlite:///PATH``, ``redis://HOST:PORT/DB``),
+``POLITE_SERVICE_URL`` (a running ``polite serve``), ``POLITE_ALLOW_PRIVATE``,
+``POLITE_ROBOTS_DIALECT``, ``POLITE_DEFAULT_DELAY`` (seconds where robots.txt sets none),
+``POLITE_ADAPTIVE_FACTOR`` (the least spacing is this many times the host's running
+response time; 1 by default, 0 turns it off), ``POLITE_MAX_WAIT`` (seconds; a request that
+would wait longer is dropped).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+try:
+    import scrapy.robotstxt
+    from scrapy import signals
+    from scrapy.exceptions import IgnoreRequest
+    from scrapy.utils.defer import maybe_deferred_to_future
+    from twisted.internet.defer import Deferred
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError("polite.integrations.scrapy needs Scrapy: "
+                      "pip install 'polite[scrapy]'") from exc
+
+from polite.core.politeness.rules import ADAPTIVE_FACTOR, DEFAULT_DELAY_S
+from polite.core.robots import parse, product_token
+from polite.errors import RequestRefused, RobotsDisallowed, SlotNotReady
+from polite.integrations._gate import LATE_DEPARTURE_S, MAX_WAIT_S, Grant, PoliteGate
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.statscollectors import StatsCollector
+
+__all__ = ["PoliteDownloaderMiddleware", "RobotParser"]
+
+logger = logging.getLogger(__name__)
+GRANT_KEY = "polite_grant"  # request.meta: the slot the request went out in
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+class RobotParser(scrapy.robotstxt.RobotParser):
+    """Scrapy's robots.txt parser interface, answered by :func:`polite.robots.parse`."""
+
+    def __init__(self, robotstxt_body: bytes, dialect: str = "auto") -> None:
+        self._robots = parse(robotstxt_body, dialect)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler | None, robotstxt_body: bytes) -> RobotParser:
+        dialect = "auto" if crawler is None else \
+            str(crawler.settings.get("POLITE_ROBOTS_DIALECT") or "auto")
+        return cls(robotstxt_body, dialect)
+
+    def allowed(self, url: str | bytes, user_agent: str | bytes) -> bool:
+        return self._robots.allowed(_text(url), _text(user_agent))
+
+    def crawl_delay(self, user_agent: str | bytes) -> float | None:
+        """The spacing the file asks of ``user_agent`` in seconds (Crawl-delay, or what a
+        Request-rate or REGP's Ip-delay implies, the longest); ``None`` when it sets none."""
+        return self._robots.delay_s(_text(user_agent))
+
+    @property
+    def sitemaps(self) -> tuple[str, ...]:
+        """The file's Sitemap lines."""
+        return self._robots.sitemaps
+
+
+def _settle(deferred: Deferred[Grant], done: concurrent.futures.Future[Grant]) -> None:
+    """On the reactor's thread: fire ``deferred`` as the gate's ``done`` ended."""
+    if deferred.called:  # cancelled meanwhile (the engine is closing)
+        return
+    error = done.exception()
+    if error is None:
+        deferred.callback(done.result())
+    else:
+        deferred.errback(error)
+
+
+async def _wait(future: concurrent.futures.Future[Grant]) -> Grant:
+    """The gate's answer, awaited on whichever reactor Scrapy installed (a Deferred on
+    Twisted's, an asyncio future on the asyncio reactor), never blocking it."""
+    from twisted.internet import reactor
+
+    deferred: Deferred[Grant] = Deferred()
+    future.add_done_callback(lambda done: reactor.callFromThread(_settle, deferred, done))
+    return await maybe_deferred_to_future(deferred)
+
+
+class PoliteDownloaderMiddleware:
+    """Each request waits for its host's slot; robots.txt refusals are dropped as Scrapy's
+    own RobotsTxtMiddleware drops them (``IgnoreRequest``, ``robotstxt/forbidden``)."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        self._robots_agent = str(settings.get("ROBOTSTXT_USER_AGENT") or "")
+        self._default_agent = str(settings.get("USER_AGENT") or "Scrapy")
+        self._stats: StatsCollector = crawler.stats
+        service = settings.get("POLITE_SERVICE_URL") or None
+        self._gate = PoliteGate(
+            agent=product_token(self._robots_agent or self._default_agent) or "polite",
+            store=str(settings.get("POLITE_STORE") or "memory://"),
+            service_url=None if service is None else str(service),
+            allow_private=settings.getbool("POLITE_ALLOW_PRIVATE"),
+            dialect=str(settings.get("POLITE_ROBOTS_DIALECT") or "auto"),
+            default_delay_s=settings.getfloat("POLITE_DEFAULT_DELAY", DEFAULT_DELAY_S),
+            adaptive_factor=settings.getfloat("POLITE_ADAPTIVE_FACTOR", ADAPTIVE_FACTOR),
+            max_wait_s=settings.getfloat("POLITE_MAX_WAIT", MAX_WAIT_S))
+        # The raw response, before any middleware: RetryMiddleware (550) turns a 429 into a
+        # new request before process_response at 543 would see it.
+        crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
+        crawler.signals.connect(self._closed, signal=signals.engine_stopped)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> PoliteDownloaderMiddleware:
+        return cls(crawler)
+
+    def _agent(self, request: Request) -> str:
+        agent = self._robots_agent or _text(
+            request.headers.get(b"User-Agent") or self._default_agent)
+        return product_token(agent) or "polite"
+
+    async def process_request(self, request: Request) -> None:
+        try:
+            grant = await _wait(self._gate.acquire(request.url, self._agent(request)))
+        except RobotsDisallowed as refusal:
+            logger.debug("Forbidden by robots.txt: %(request)s (%(rule)s)",
+                         {"request": request, "rule": refusal.reason})
+            self._stats.inc_value("robotstxt/forbidden")
+            raise IgnoreRequest(f"Forbidden by robots.txt: {refusal.reason}") from None
+        except SlotNotReady as late:
+            logger.info("Dropped %(request)s: its host's slot is %(wait).1f s away, more than "
+                        "POLITE_MAX_WAIT", {"request": request, "wait": late.wait_s})
+            self._stats.inc_value("polite/too_long")
+            raise IgnoreRequest(f"polite: {late.reason}") from None
+        except RequestRefused as refusal:
+            logger.info("Refused by polite: %(request)s (%(reason)s)",
+                        {"request": request, "reason": refusal.reason})
+            self._stats.inc_value("polite/refused")
+            raise IgnoreRequest(f"polite: {refusal.reason}") from None
+        if time.monotonic() - grant.granted_at > LATE_DEPARTURE_S:
+            # The reactor ran this well after the grant (a busy machine): the spacing
+            # counts from now, recorded before the request goes.
+            grant = await _wait(self._gate.depart(request.url, grant))
+        request.meta[GRANT_KEY] = grant
+        if grant.waited_s > 0.001:
+            self._stats.inc_value("polite/waited")
+            self._stats.inc_value("polite/wait_ms", round(grant.waited_s * 1000))
+
+    def _downloaded(self, response: Response, request: Request, **_: Any) -> None:
+        retry_after = response.headers.get(b"Retry-After")
+        latency = request.meta.get("download_latency")
+        report = self._gate.report(
+            request.url, response.status,
+            elapsed_s=float(latency) if isinstance(latency, int | float) else None,
+            retry_after=None if retry_after is None else _text(retry_after),
+            grant=request.meta.get(GRANT_KEY))
+        report.add_done_callback(self._reported)
+        if response.status in (429, 503):
+            self._stats.inc_value(f"polite/backoff/{response.status}")
+
+    def _reported(self, done: concurrent.futures.Future[None]) -> None:
+        error = done.exception()
+        if error is not None:
+            logger.warning("polite could not record a response: %s", error)
+
+    def _closed(self) -> None:
+        self._gate.close()

@@ -1,0 +1,167 @@
+"""Real Scrapy crawls (a CrawlSpider in ``scrapy runspider`` processes) of the loopback
+farm with polite's downloader middleware, measured at the origins."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("scrapy")
+
+from tests.integrations.farm import (
+    DELAY_S,
+    RATE_S,
+    RETRY_AFTER_S,
+    Site,
+    farm_sites,
+    fresh,
+    gaps,
+    paused,
+)
+from tests.serving import polite_serve
+
+SPIDER = Path(__file__).with_name("farm_spider.py")
+REACTORS = {
+    "asyncio": "twisted.internet.asyncioreactor.AsyncioSelectorReactor",
+    "twisted": "twisted.internet.epollreactor.EPollReactor",
+}
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[dict[str, Site]]:
+    with farm_sites() as sites:
+        yield sites
+
+
+@pytest.fixture
+def farm(servers: dict[str, Site]) -> dict[str, Site]:
+    return fresh(servers)
+
+
+def settings(reactor: str = "asyncio", **polite: object) -> dict[str, object]:
+    return {
+        "DOWNLOADER_MIDDLEWARES": {
+            "polite.integrations.scrapy.PoliteDownloaderMiddleware": 543},
+        # not a spider setting: start() gives it on the command line
+        "TWISTED_REACTOR": REACTORS[reactor],
+        "USER_AGENT": "FarmBot/1.0 (+https://example.com/farmbot)",
+        "ROBOTSTXT_OBEY": False,  # the middleware reads robots.txt itself
+        "POLITE_ALLOW_PRIVATE": True,
+        "POLITE_DEFAULT_DELAY": 0.0,
+        "TELNETCONSOLE_ENABLED": False,
+        "LOG_LEVEL": "DEBUG",
+        **polite,
+    }
+
+
+def start(tmp: Path, name: str, sites: dict[str, Site], options: dict[str, object]
+          ) -> tuple[subprocess.Popen[str], Path]:
+    stats = tmp / f"{name}.json"
+    options = dict(options)
+    reactor = options.pop("TWISTED_REACTOR")
+    config = {"start_urls": [site.origin + "/" for site in sites.values()],
+              "settings": options, "stats": str(stats)}
+    env = {**os.environ, "POLITE_TEST_SPIDER": json.dumps(config)}
+    process = subprocess.Popen([sys.executable, "-m", "scrapy", "runspider", str(SPIDER),
+                                "-s", f"TWISTED_REACTOR={reactor}"],
+                               env=env, cwd=tmp, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    return process, stats
+
+
+def finish(process: subprocess.Popen[str], stats: Path) -> tuple[dict[str, Any], str]:
+    _, log = process.communicate(timeout=120)
+    assert process.returncode == 0, log[-3000:]
+    return json.loads(stats.read_text()), log
+
+
+def crawl(tmp: Path, sites: dict[str, Site], options: dict[str, object]
+          ) -> tuple[dict[str, Any], str]:
+    return finish(*start(tmp, "crawl", sites, options))
+
+
+@pytest.mark.parametrize("reactor", ["asyncio", "twisted"])
+def test_a_crawl_spider_keeps_each_site_s_delays(farm: dict[str, Site], tmp_path: Path,
+                                                  reactor: str) -> None:
+    stats, log = crawl(tmp_path, farm, settings(reactor))
+    assert REACTORS[reactor].rsplit(".", 1)[1] in log
+    for site in farm.values():
+        paths = [path for _, path in site.arrivals]
+        assert not [p for p in paths if p.startswith("/private")], site.host
+        assert {"/", "/p0", "/p1"} <= set(paths), site.host
+    assert min(gaps(farm["delay"])) >= DELAY_S
+    assert min(gaps(farm["rate"])) >= RATE_S
+    # The busy host paused for its Retry-After; the others went on meanwhile.
+    pause, others = paused(farm)
+    assert pause >= RETRY_AFTER_S
+    assert others
+    assert [p for _, p in farm["busy"].arrivals].count("/p0") == 2  # retried once, later
+    # Refusals reported as Scrapy reports its own.
+    assert stats["robotstxt/forbidden"] >= 3
+    assert "Forbidden by robots.txt" in log and "Disallow: /private/ (line 3)" in log
+    assert stats["polite/backoff/429"] == 1
+    assert stats["polite/waited"] >= 3
+
+
+def test_private_addresses_are_refused_unless_allowed(farm: dict[str, Site],
+                                                      tmp_path: Path) -> None:
+    stats, log = crawl(tmp_path, {"delay": farm["delay"]},
+                       settings(POLITE_ALLOW_PRIVATE=False))
+    assert farm["delay"].arrivals == []
+    assert stats["polite/refused"] == 1 and "private or loopback" in log
+
+
+def test_scrapy_s_own_robots_middleware_with_polite_s_parser(farm: dict[str, Site],
+                                                            tmp_path: Path) -> None:
+    """ROBOTSTXT_OBEY with ROBOTSTXT_PARSER set to polite's, no polite middleware: Scrapy
+    fetches robots.txt itself and asks the parser; the rate site keeps out all but FarmBot."""
+    options = settings(ROBOTSTXT_OBEY=True,
+                       ROBOTSTXT_PARSER="polite.integrations.scrapy.RobotParser",
+                       DOWNLOADER_MIDDLEWARES={})
+    stats, _ = crawl(tmp_path, {"delay": farm["delay"], "rate": farm["rate"]},
+                     {**options, "USER_AGENT": "OtherBot/1.0"})
+    assert [p for _, p in farm["rate"].arrivals] == ["/robots.txt"]
+    delay = [p for _, p in farm["delay"].arrivals]
+    assert "/p1" in delay and not [p for p in delay if p.startswith("/private")]
+    assert stats["robotstxt/forbidden"] >= 2  # the rate site's home, a private link
+
+
+def both_within_one_delay(farm: dict[str, Site]) -> None:
+    """Two processes crawled the same sites: together, still one delay per host."""
+    for site in farm.values():
+        paths = [path for _, path in site.arrivals if path != "/robots.txt"]
+        assert paths.count("/p1") == 2, site.host  # both processes fetched it
+        assert not [p for p in paths if p.startswith("/private")], site.host
+    assert min(gaps(farm["delay"])) >= DELAY_S
+    assert min(gaps(farm["rate"])) >= RATE_S
+
+
+@pytest.mark.slow
+def test_two_processes_sharing_one_sqlite_store(farm: dict[str, Site],
+                                                tmp_path: Path) -> None:
+    shared = {"delay": farm["delay"], "rate": farm["rate"]}
+    options = settings(POLITE_STORE=f"sqlite:///{tmp_path / 'polite.sqlite'}")
+    runs = [start(tmp_path, name, shared, options) for name in ("a", "b")]
+    for process, stats in runs:
+        finish(process, stats)
+    both_within_one_delay(shared)
+
+
+@pytest.mark.slow
+def test_two_processes_sharing_one_polite_serve(farm: dict[str, Site],
+                                                tmp_path: Path) -> None:
+    shared = {"delay": farm["delay"], "rate": farm["rate"]}
+    with polite_serve("--store", "memory://", "--allow-private",
+                      "--default-delay-ms", "0") as api:
+        options = settings(POLITE_SERVICE_URL=str(api.base_url))
+        runs = [start(tmp_path, name, shared, options) for name in ("a", "b")]
+        for process, stats in runs:
+            finish(process, stats)
+    both_within_one_delay(shared)

@@ -171,7 +171,10 @@ class Dashboard:
                 "delayMs": round(delays.interval_s * 1000), "delaySource": source,
                 "configuredMs": None if row.host not in configured
                 else round(configured[row.host] * 1000),
-                "wakesAt": wakes_at, "wakesInMs": max(0, round((wakes_at - now) * 1000)),
+                "wakesAt": wakes_at,
+                # judged by the store's time of the look, so that a free slot says 0
+                "wakesInMs": 0 if slot.granted >= 0
+                else max(0, round((wakes_at - slot.now) * 1000)),
                 "backoff": backoff,
                 "queued": activity.queued[row.host], "inFlight": activity.in_flight[row.host],
                 "allowed": row.allowed, "robotsRefused": row.robots_refused,

@@ -19,9 +19,9 @@
     if (ms < 1000) return Math.round(ms) + " ms";
     const s = ms / 1000;
     if (s < 60) return (s < 10 ? s.toFixed(1) : Math.round(s)) + " s";
-    if (s < 3600) return Math.floor(s / 60) + " min " + Math.round(s % 60) + " s";
-    if (s < 86400) return Math.floor(s / 3600) + " h " + Math.round((s % 3600) / 60) + " min";
-    return Math.floor(s / 86400) + " d " + Math.round((s % 86400) / 3600) + " h";
+    if (s < 3600) return Math.floor(s / 60) + " min " + Math.floor(s % 60) + " s";
+    if (s < 86400) return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
+    return Math.floor(s / 86400) + " d " + Math.floor((s % 86400) / 3600) + " h";
   }
   function ago(t, now) { return t ? duration(Math.max(0, now - t) * 1000) + " ago" : "never"; }
   function clock(t) { return new Date(t * 1000).toLocaleTimeString("en-GB"); }

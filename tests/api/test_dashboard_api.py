@@ -134,13 +134,13 @@ def test_masked_store_urls() -> None:
 
 
 def test_the_feed_pushes_rows_and_counters_as_they_change(api: httpx.Client) -> None:
-    with serve(Site("127.0.24.2", {"/robots.txt": Reply(404), "/a": Reply(200, b"a")})) as s:
-        with through(api) as client:
-            assert client.get(f"{s.origin}/a").status_code == 200
-            first, second = ticks(api, 2, q="127.0.24.2")
-            assert client.get(f"{s.origin}/a").status_code == 200  # a second has passed
-            assert client.get(f"{s.origin}/a").status_code == 429
-            later = ticks(api, 1, q="127.0.24.2")[0]
+    site = Site("127.0.24.2", {"/robots.txt": Reply(404), "/a": Reply(200, b"a")})
+    with serve(site) as s, through(api) as client:
+        assert client.get(f"{s.origin}/a").status_code == 200
+        first, second = ticks(api, 2, q="127.0.24.2")
+        assert client.get(f"{s.origin}/a").status_code == 200  # a second has passed
+        assert client.get(f"{s.origin}/a").status_code == 429
+        later = ticks(api, 1, q="127.0.24.2")[0]
     for tick in (first, second, later):
         assert {"summary", "hosts"} <= tick.keys()
     rows = first["hosts"]["rows"]  # type: ignore[index]

@@ -42,9 +42,11 @@ def chromium_binary() -> str:
     pytest.skip(message)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    """One headless Chromium for the session; each test opens its own page."""
+    """One headless Chromium for a module of page tests; each test opens its own page. Not
+    for the session: Playwright's sync API keeps an event loop running in the main thread
+    while it is open, and the asyncio tests of later modules could not start theirs."""
     binary = chromium_binary()
     from playwright.sync_api import sync_playwright
 

@@ -242,3 +242,7 @@ def test_nodes_sharing_redis_add_up_per_host(tmp_path: Path) -> None:
                 time.sleep(0.2)
             nodes = [n["name"] for n in one.get("/dashboard/summary").json()["nodes"]]
             assert nodes == ["one", "two"]
+        # A node that stops leaves the list at once (its last beat expires as it goes).
+        with polite_serve("--store", store, "--node", "three") as three:
+            nodes = [n["name"] for n in three.get("/dashboard/summary").json()["nodes"]]
+            assert nodes == ["three"]

@@ -57,8 +57,9 @@ def test_queued_and_in_flight_go_back_to_nothing() -> None:
     activity = Activity()
     activity.queue("e.com", 1)
     activity.queue("e.com", 1)
-    with activity.sending("e.com"):
-        assert (activity.queued["e.com"], activity.in_flight["e.com"]) == (2, 1)
+    activity.send("e.com", 1)
+    assert (activity.queued["e.com"], activity.in_flight["e.com"]) == (2, 1)
+    activity.send("e.com", -1)
     activity.queue("e.com", -1)
     activity.queue("e.com", -1)
     assert not activity.queued and not activity.in_flight

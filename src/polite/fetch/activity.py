@@ -16,7 +16,7 @@ import json
 import re
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,22 +162,13 @@ class Activity:
         if queued[host] <= 0:
             del queued[host]
 
-    @contextlib.contextmanager
-    def sending(self, host: str) -> Iterator[None]:
-        """A request on its way to ``host``'s origin."""
-        with self._gauge(self.in_flight, host):
-            yield
-
-    @staticmethod
-    @contextlib.contextmanager
-    def _gauge(gauge: Counter[str], host: str) -> Iterator[None]:
-        gauge[host] += 1
-        try:
-            yield
-        finally:
-            gauge[host] -= 1
-            if gauge[host] <= 0:
-                del gauge[host]
+    def send(self, host: str, change: int) -> None:
+        """A request to ``host`` starts (1) or stops (-1) being on its way to the origin.
+        (A pair of calls, not a context manager: this is on every request's path.)"""
+        in_flight = self.in_flight
+        in_flight[host] += change
+        if in_flight[host] <= 0:
+            del in_flight[host]
 
     # -- reading --------------------------------------------------------------------------
 
@@ -269,7 +260,8 @@ class Activity:
         return found
 
     async def run(self, every_s: float = 1.0) -> None:
-        """Flush and beat every ``every_s`` until cancelled (then a last flush)."""
+        """Flush and beat every ``every_s`` until cancelled (then a last flush, and a beat
+        that expires at once)."""
         try:
             while True:
                 try:
@@ -281,3 +273,5 @@ class Activity:
         finally:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self.flush())
+                # The heartbeat ends with the node: it leaves the others' lists at once.
+                await asyncio.shield(self.beat(ttl_s=0.001))

@@ -423,8 +423,11 @@ class ProxyServer:
             return await self._answered(client, head)
         if mode is not Mode.REJECT:
             exchange.held_ms = math.ceil((time.monotonic() - asked) * 1000)
-        with activity.sending(host):
+        activity.send(host, 1)
+        try:
             return await self._forward(client, exchange)
+        finally:
+            activity.send(host, -1)
 
     def _refuse(self, client: Channel, verdict: Verdict) -> None:
         if verdict.retry_after_ms == NO_RETRY:

@@ -17,8 +17,7 @@ import re
 import time
 from collections import Counter, deque
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from polite.core.politeness.rules import Delays
 from polite.core.robots.lifecycle import AllowAll, DisallowAll, Parsed, RobotsState
@@ -37,6 +36,7 @@ __all__ = [
 CAUSES = ("allowed", "robots", "delay", "cache", "invalid", "error")
 _COUNTER_OF = {"allowed": "allowed", "robots": "robots_refused", "delay": "delay_refused",
                "cache": "cache_hits"}
+_INDEX = {name: index for index, name in enumerate(COUNTERS)}
 TIMELINE_S = 300  # seconds of per-second status counts kept for the chart
 _RATE_WINDOW_S = 5  # "requests per second now" is the mean over this many seconds
 MAX_TRACE_URL = 2000  # characters of a URL kept in the trace
@@ -68,9 +68,9 @@ def robots_code(state: RobotsState) -> str:
     return "?"
 
 
-@dataclass(frozen=True, slots=True)
-class TraceEntry:
-    """One exchange through the proxy, as ``GET /trace`` shows it."""
+class TraceEntry(NamedTuple):
+    """One exchange through the proxy, as ``GET /trace`` shows it. (A named tuple: one is
+    made per request, and frozen dataclasses cost more to make.)"""
 
     at: float  # wall-clock seconds when it arrived
     method: str
@@ -127,11 +127,17 @@ class Activity:
         counts = self._counts.get(host)
         if counts is None:
             counts = self._counts[host] = [0] * len(COUNTERS)
-        counts[COUNTERS.index(name)] += 1
-        self.note(host, last_seen=self._wall())
+        counts[_INDEX[name]] += 1
+        facts = self._facts.get(host)
+        if facts is None:
+            self._facts[host] = {"last_seen": self._wall()}
+        else:
+            facts["last_seen"] = self._wall()
 
     def note(self, host: str, **facts: Any) -> None:
-        """Facts of the latest decision about ``host`` (see :class:`HostActivity`)."""
+        """Facts of the latest decision about ``host`` (see :class:`HostActivity`); a
+        ``delays`` fact (:class:`Delays`) stands for ``delay_s`` and ``delay_source``, worked
+        out only when the facts are read (a decision should not pay for naming its source)."""
         known = self._facts.get(host)
         if known is None:
             self._facts[host] = facts
@@ -207,7 +213,14 @@ class Activity:
         for host in hosts:
             given: dict[str, Any] = dict(zip(COUNTERS, self._counts.get(host, zero),
                                              strict=True))
-            given.update(self._facts.get(host, {}))
+            facts = self._facts.get(host)
+            if facts:
+                given.update(facts)
+                delays = given.pop("delays", None)
+                if delays is not None:
+                    given["delay_s"] = delays.interval_s
+                    if given.get("delay_source") is None:
+                        given["delay_source"] = delay_source(delays)
             rows.append(HostActivity(host, **given))
         return rows
 

@@ -35,7 +35,7 @@ from polite.core.robots.lifecycle import (
 )
 from polite.core.robots.model import AgentRules
 from polite.errors import InvalidURL
-from polite.fetch.activity import Activity, delay_source, robots_code
+from polite.fetch.activity import Activity, robots_code
 from polite.fetch.robots import RobotsFetcher, is_public_host, split_origin
 from polite.storage.base import Store
 
@@ -151,6 +151,7 @@ class Politeness:
         self._robots_slots = asyncio.Semaphore(robots_concurrency)
         # what this node sees, for the dashboard (the proxy and the API count into it too)
         self.activity = activity if activity is not None else Activity()
+        self._noted_states: dict[str, RobotsState] = {}
 
     @property
     def robots_fetches(self) -> int:
@@ -204,9 +205,14 @@ class Politeness:
 
         now = self._clock()
         activity = self.activity
+        noted = self._noted_states
         for origin, state in states.items():
-            activity.note(split_origin(origin)[1], origin=origin,
-                          robots_status=robots_code(state))
+            if noted.get(origin) is not state:  # told once per robots.txt state
+                noted[origin] = state
+                if len(noted) > 100_000:
+                    del noted[next(iter(noted))]
+                activity.note(split_origin(origin)[1], origin=origin,
+                              robots_status=robots_code(state))
         asks: list[tuple[int, str, str, AgentRules]] = []
         for index, url, origin, host in hosts:
             state = states[origin]
@@ -268,12 +274,13 @@ class Politeness:
         for (host, group), claim in zip(candidates.items(), claims, strict=True):
             first = group[0]
             held = claim.held_until
-            activity.note(host, delay_s=first.interval_s,
-                          delay_source="back-off" if held is not None
-                          else delay_source(first.delays),
-                          next_at=claim.now + first.interval_s if claim.granted >= 0
-                          else claim.ats[0],
-                          backoff_until=held)
+            if held is None:
+                activity.note(host, delays=first.delays, delay_source=None,
+                              next_at=claim.now + first.interval_s if claim.granted >= 0
+                              else claim.ats[0])
+            else:
+                activity.note(host, delays=first.delays, delay_source="back-off",
+                              next_at=claim.ats[0], backoff_until=held)
             for position, ask in enumerate(group):
                 if position == claim.granted:
                     verdicts[ask.index] = Verdict(ask.url, True)

@@ -36,10 +36,12 @@ bench: $(STAMP)
 	$(BIN)/python bench/serve_decisions.py
 	$(BIN)/python bench/proxy_vs_peers.py
 	$(BIN)/python bench/dashboard_overhead.py
+	$(BIN)/python bench/tls_vs_mitmproxy.py
 	$(BIN)/python bench/sitemaps_vs_peers.py
 	$(BIN)/python bench/html_links.py
 	$(BIN)/python bench/crawl_vs_scrapy.py
 	$(BIN)/python bench/frontier_redis_memory.py
+	$(BIN)/python bench/site_middleware.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

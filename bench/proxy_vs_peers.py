@@ -25,18 +25,19 @@ import argparse
 import asyncio
 import shutil
 import socket
+import ssl
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import ExitStack, contextmanager, suppress
 
 import httpx
 
 BODY = b"x" * 1024
 ORIGIN = r"""
-import asyncio
+import asyncio, ssl, sys
 RESPONSE = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1024\r\n\r\n"
             + b"x" * 1024)
 CACHED = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1024\r\n"
@@ -53,12 +54,18 @@ async def handle(reader, writer):
             writer.write(ROBOTS_TXT if b"/robots.txt" in line else
                          CACHED if b"/cached" in line else RESPONSE)
             await writer.drain()
-    except (asyncio.IncompleteReadError, ConnectionError):
+    except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
         pass
     finally:
         writer.close()
 async def main():
-    server = await asyncio.start_server(handle, "127.0.4.1", 0)
+    context = None  # https with a key and certificate chain (PEM) as the second argument
+    if len(sys.argv) > 2:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(sys.argv[2])
+        context.set_alpn_protocols(["http/1.1"])
+    host = sys.argv[1] if len(sys.argv) > 1 else "127.0.4.1"
+    server = await asyncio.start_server(handle, host, 0, ssl=context)
     print(server.sockets[0].getsockname()[1], flush=True)
     await server.serve_forever()
 asyncio.run(main())
@@ -72,9 +79,14 @@ def free_port() -> int:
 
 
 @contextmanager
-def started(command: list[str], port: int | None = None) -> Iterator[str]:
+def started(command: list[str], port: int | None = None,
+            pids: list[int] | None = None) -> Iterator[str]:
+    """Runs ``command`` until the block ends: once its first line is out, or once ``port``
+    answers; its process id goes to ``pids``."""
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True)
+    if pids is not None:
+        pids.append(proc.pid)
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline() if port is None else ""
@@ -110,6 +122,11 @@ class Client:
                 length = int(line.split(b":")[1])
         await self.reader.readexactly(length)
 
+    async def close(self) -> None:
+        self.writer.close()
+        with suppress(ConnectionError, ssl.SSLError):
+            await self.writer.wait_closed()
+
 
 async def connect(via: tuple[str, int] | None, origin: tuple[str, int],
                   path: str = "/page") -> Client:
@@ -121,9 +138,9 @@ async def connect(via: tuple[str, int] | None, origin: tuple[str, int],
     return Client(reader, writer, request)
 
 
-async def latency(via: tuple[str, int] | None, origin: tuple[str, int], count: int,
-                  path: str) -> float:
-    client = await connect(via, origin, path)
+async def latency(open_client: Callable[[], Awaitable[Client]], count: int) -> float:
+    """The median time of ``count`` sequential requests on one kept-alive connection."""
+    client = await open_client()
     for _ in range(50):
         await client.get()
     times = []
@@ -131,13 +148,17 @@ async def latency(via: tuple[str, int] | None, origin: tuple[str, int], count: i
         started_at = time.perf_counter()
         await client.get()
         times.append(time.perf_counter() - started_at)
-    client.writer.close()
+    await client.close()
     return statistics.median(times)
 
 
-async def throughput(via: tuple[str, int] | None, origin: tuple[str, int], connections: int,
-                     seconds: float, path: str) -> float:
-    clients = [await connect(via, origin, path) for _ in range(connections)]
+async def throughput(open_client: Callable[[], Awaitable[Client]], connections: int,
+                     seconds: float) -> float:
+    """Requests per second over ``connections`` connections, each sending its next request
+    when the last answer arrived."""
+    clients = await asyncio.gather(*(open_client() for _ in range(connections)))
+    for client in clients:
+        await client.get()  # the first request on a connection is not the steady state
     done = 0
     stop_at = time.perf_counter() + seconds
 
@@ -150,17 +171,51 @@ async def throughput(via: tuple[str, int] | None, origin: tuple[str, int], conne
     started_at = time.perf_counter()
     await asyncio.gather(*(run(c) for c in clients))
     elapsed = time.perf_counter() - started_at
-    for client in clients:
-        client.writer.close()
+    await asyncio.gather(*(c.close() for c in clients))
     return done / elapsed
 
 
 def measure(via: tuple[str, int] | None, origin: tuple[str, int], seconds: float,
             path: str = "/page") -> tuple[float, float, float]:
-    median = asyncio.run(latency(via, origin, 2000, path))
-    one = asyncio.run(throughput(via, origin, 1, seconds, path))
-    many = asyncio.run(throughput(via, origin, 32, seconds, path))
+    def open_client() -> Awaitable[Client]:
+        return connect(via, origin, path)
+
+    median = asyncio.run(latency(open_client, 2000))
+    one = asyncio.run(throughput(open_client, 1, seconds))
+    many = asyncio.run(throughput(open_client, 32, seconds))
     return median, one, many
+
+
+def report(results: dict[str, list[tuple[float, ...]]], peer: str, rates: list[str]
+           ) -> None:
+    """Prints the table of medians and polite's per-round ratios against ``peer``. Each
+    figure: the latency (s), then the rates named by ``rates`` (at 1 and at 32 connections
+    first); ``results`` has a "direct" path and a "polite (miss)" path, and ``peer``'s when
+    it could be run."""
+
+    def median(name: str, column: int) -> float:
+        return statistics.median(r[column] for r in results[name])
+
+    direct_latency, direct_many = median("direct", 0), median("direct", 2)
+    print("| path | median latency | added | " + " | ".join(rates[:2]) + " | vs direct (32) |"
+          + "".join(f" {rate} |" for rate in rates[2:]))
+    print("|---|---:|---:|---:|---:|---:|" + "---:|" * len(rates[2:]))
+    for name in results:
+        latency_s, *figures = (median(name, c) for c in range(len(rates) + 1))
+        print(f"| {name} | {latency_s * 1e3:.3f} ms | {(latency_s - direct_latency) * 1e3:+.3f}"
+              f" ms | {figures[0]:,.0f} | {figures[1]:,.0f} | {figures[1] / direct_many:.2f} |"
+              + "".join(f" {figure:,.0f} |" for figure in figures[2:]))
+    if peer not in results:
+        return
+    print(f"\npolite / {peer} on misses, per round (min / median):")
+    for column, label in enumerate(rates, start=1):
+        ratios = [ours[column] / theirs[column] for ours, theirs
+                  in zip(results["polite (miss)"], results[peer], strict=True)]
+        print(f"  {label}: {min(ratios):.2f}x / {statistics.median(ratios):.2f}x")
+    added = [(ours[0] - direct[0]) / (theirs[0] - direct[0]) for ours, theirs, direct
+             in zip(results["polite (miss)"], results[peer], results["direct"], strict=True)]
+    print(f"  added latency, polite over {peer}: {min(added):.2f}x / "
+          f"{statistics.median(added):.2f}x")
 
 
 def main() -> None:
@@ -200,30 +255,8 @@ def main() -> None:
                 f"{name} {results[name][-1][2]:,.0f}/s" for name in paths) + " at 32",
                 file=sys.stderr)
 
-    def median(name: str, column: int) -> float:
-        return statistics.median(r[column] for r in results[name])
-
-    direct_latency, direct_many = median("direct", 0), median("direct", 2)
     print(f"\nmedians of {args.rounds} rounds, the paths measured in turn in each round\n")
-    print("| path | median latency | added | req/s, 1 conn | req/s, 32 conns | "
-          "vs direct (32) |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for name in paths:
-        latency_s, one, many = median(name, 0), median(name, 1), median(name, 2)
-        print(f"| {name} | {latency_s * 1e3:.3f} ms | {(latency_s - direct_latency) * 1e3:+.3f}"
-              f" ms | {one:,.0f} | {many:,.0f} | {many / direct_many:.2f} |")
-    if "proxy.py" in results:
-        print("\npolite / proxy.py on misses, per round (min / median):")
-        for column, label in ((1, "req/s at 1 connection"), (2, "req/s at 32 connections")):
-            ratios = [ours[column] / theirs[column] for ours, theirs
-                      in zip(results["polite (miss)"], results["proxy.py"], strict=True)]
-            print(f"  {label}: {min(ratios):.2f}x / {statistics.median(ratios):.2f}x")
-        added = [(ours[0] - direct[0]) / (theirs[0] - direct[0]) for ours, theirs, direct
-                 in zip(results["polite (miss)"], results["proxy.py"], results["direct"],
-                        strict=True)]
-        print(f"  added latency, polite over proxy.py: {min(added):.2f}x / "
-              f"{statistics.median(added):.2f}x")
-
+    report(results, "proxy.py", ["req/s, 1 conn", "req/s, 32 conns"])
 
 if __name__ == "__main__":
     main()

@@ -44,9 +44,9 @@ def chromium_binary() -> str:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    """One headless Chromium for a module of page tests; each test opens its own page. Not
-    for the session: Playwright's sync API keeps an event loop running in the main thread
-    while it is open, and the asyncio tests of later modules could not start theirs."""
+    """One headless Chromium per test module; each test opens its own page. Not one for the
+    session: Playwright's synchronous API keeps its event loop running on the main thread
+    while it is open, and the asyncio tests collected after a page test would then fail."""
     binary = chromium_binary()
     from playwright.sync_api import sync_playwright
 

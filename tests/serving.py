@@ -78,3 +78,23 @@ def exchange(api: httpx.Client, data: bytes, *, until_close: bool = True,
             if not until_close and got.count(b"HTTP/1.1 ") >= responses \
                     and got.endswith((b"\r\n\r\n", b"\n")):
                 return got
+
+
+def seed_001_figure_4(client: httpx.Client, url: str, body: bytes) -> list[int]:
+    """Seed 001's Figure 4 run: ``url`` asked through ``client`` every 200 ms for 5 s; each
+    answer is the page (``body``, through the proxy) or a 429 that says how long to wait.
+    The statuses, in order."""
+    statuses = []
+    started = time.monotonic()
+    for n in range(25):
+        time.sleep(max(0.0, started + n * 0.2 - time.monotonic()))
+        answer = client.get(url)
+        statuses.append(answer.status_code)
+        if answer.status_code == 429:
+            assert int(answer.headers["retry-after"]) >= 1
+            assert 0 < int(answer.headers["x-polite-retry-after-ms"]) <= 1000
+        else:
+            assert answer.status_code == 200
+            assert answer.content == body
+            assert "polite" in answer.headers["via"]
+    return statuses

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,10 +32,11 @@ class Site:
     seen: list[tuple[str, str, dict[str, str], bytes]] = field(default_factory=list)
     # (time.monotonic() at arrival, path): politeness measured where it happens
     arrivals: list[tuple[float, str]] = field(default_factory=list)
+    tls: ssl.SSLContext | None = None  # an https site, with this server-side context
 
     @property
     def origin(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
 
 
 @contextmanager
@@ -66,7 +68,20 @@ def serve(site: Site) -> Iterator[Site]:
         def log_message(self, format: str, *args: object) -> None:
             return
 
-    server = ThreadingHTTPServer((site.host, site.port), Handler)
+    class Server(ThreadingHTTPServer):
+        def finish_request(self, request: socket.socket, client_address: object) -> None:
+            if site.tls is not None:  # the handshake on the connection's own thread
+                request.settimeout(10)
+                try:
+                    wrapped = site.tls.wrap_socket(request, server_side=True)
+                except (ssl.SSLError, OSError):
+                    return  # a client that did not trust this site's certificate
+                with wrapped:
+                    super().finish_request(wrapped, client_address)  # type: ignore[arg-type]
+                return
+            super().finish_request(request, client_address)  # type: ignore[arg-type]
+
+    server = Server((site.host, site.port), Handler)
     server.daemon_threads = True
     site.port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -105,3 +120,23 @@ def tcp_origin(host: str, handle: Callable[[socket.socket, threading.Event], Non
         stop.set()
         thread.join(5)
         listener.close()
+
+
+def greet_first(conn: socket.socket, stop: threading.Event) -> None:
+    """A :func:`tcp_origin` handler for a protocol that greets before the client speaks
+    (SMTP, SSH): ``220 greetings``, then what comes is echoed in capitals. A request for
+    robots.txt gets a 404."""
+    with conn:
+        conn.settimeout(0.3)
+        try:
+            first = conn.recv(4096)
+        except TimeoutError:
+            first = b""
+        if first.startswith(b"GET /robots.txt"):
+            conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+            return
+        conn.sendall(b"220 greetings\r\n")
+        conn.settimeout(5)
+        with suppress(OSError):
+            while data := conn.recv(4096):
+                conn.sendall(data.upper())

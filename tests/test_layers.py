@@ -71,6 +71,9 @@ ALLOWED = {
     # the survey likewise: a product that keeps its own state
     "survey": ("polite.core", "polite.errors", "polite.storage", "polite.clock",
                "polite.fetch", "polite.survey"),
+    # the site middleware and its configuration page: a product of its own (seed 003)
+    "site": ("polite.core", "polite.errors", "polite.storage", "polite.clock",
+             "polite.fetch", "polite.site"),
     # the demonstration sites stand alone: a crawler may be pointed at them, not built in
     "demo": ("polite.core", "polite.errors", "polite.demo"),
 }

@@ -11,10 +11,12 @@ from typing import Any, TextIO
 
 from polite import __version__
 from polite.cli_crawl import add_crawl_command
+from polite.cli_robots import add_explain_commands, robots_lint
+from polite.cli_site import add_site_commands
 from polite.cli_survey import add_survey_commands
 from polite.cli_ulinks import add_ulinks_command
 from polite.errors import PoliteError
-from polite.robots import MAX_ROBOTS_BYTES, Decision, Dialect, RobotsTxt, Severity, parse
+from polite.robots import MAX_ROBOTS_BYTES, Decision, Dialect, RobotsTxt, parse
 
 __all__ = ["main"]
 
@@ -69,13 +71,24 @@ def _build_parser() -> argparse.ArgumentParser:
     check.set_defaults(handler=_robots_check)
 
     lint = robots_commands.add_parser(
-        "lint", help="list every line a parser skipped or read leniently",
-        description="Exit status: 0 no errors or warnings, 1 some found, 2 bad input.")
+        "lint", help="classify every line and find what crawlers will read otherwise",
+        description="Lists every line a parser skipped or read leniently and the mistakes "
+                    "webmasters make (Disallow: / for everyone, one agent in two groups, full "
+                    "User-Agent strings, relative Sitemap lines, Crawl-delay Googlebot "
+                    "ignores, REGP's rules, ...). Exit status: 0 no errors or warnings, 1 "
+                    "some found, 2 bad input.")
     lint.add_argument("file", metavar="FILE", help="a robots.txt file, or - for standard input")
     lint.add_argument("--dialect", "-d", default="auto", choices=dialects)
-    lint.add_argument("--json", action="store_true", help="one JSON array of issues")
+    lint.add_argument("--json", action="store_true", help="one JSON array of issues (with "
+                      "--lines, an object with the issues and the lines)")
+    lint.add_argument("--lines", action="store_true", help="also print every line's class: "
+                      "directive, unused, unknown, typo, missing-colon, too-long, invalid, "
+                      "brace, comment, blank")
+    lint.add_argument("--content-type", help="the Content-Type the file was served with "
+                      "(text/html is an error)")
     _max_bytes_option(lint)
-    lint.set_defaults(handler=_robots_lint)
+    lint.set_defaults(handler=robots_lint)
+    add_explain_commands(robots_commands)
 
     sitemap = commands.add_parser("sitemap", help="read sitemaps: one file, or a whole site's")
     sitemap_commands = sitemap.add_subparsers(title="sitemap commands", metavar="COMMAND")
@@ -109,6 +122,7 @@ def _build_parser() -> argparse.ArgumentParser:
     add_crawl_command(commands)
     add_ulinks_command(commands)
     add_survey_commands(commands)
+    add_site_commands(commands)
 
     serve = commands.add_parser(
         "serve", help="run the politeness service: the polite HTTP proxy and the REST API "
@@ -164,6 +178,17 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-bytes", type=int,
                        help="read each robots.txt up to this many bytes; answers from a file "
                             f"cut there say so (default {MAX_ROBOTS_BYTES})")
+    serve.add_argument("--intercept-tls", action="store_true", default=None,
+                       help="read inside CONNECT tunnels, so https requests get per-URL "
+                            "robots.txt, delays and the cache: clients must trust the local "
+                            "CA (polite ca export); needs polite[tls]")
+    serve.add_argument("--ca-dir", metavar="DIR", help="the local CA's folder, made once "
+                       "(default $XDG_STATE_HOME/polite/ca or ~/.local/state/polite/ca)")
+    serve.add_argument("--upstream-ca", metavar="FILE",
+                       help="also trust origins whose certificates this CA file signed")
+    serve.add_argument("--no-intercept", metavar="HOST", action="append", default=None,
+                       help="leave tunnels to HOST plain (clients that pin certificates); "
+                            "repeatable")
     serve.add_argument("--trace-size", type=int,
                        help="exchanges GET /trace keeps, newest first (default 1000; 0: none)")
     serve.add_argument("--node", help="this node's name on the dashboard (default "
@@ -172,6 +197,13 @@ def _build_parser() -> argparse.ArgumentParser:
                        help="a TOML file with any of the options above (with _ for -) and a "
                             "[delays] table of domain = milliseconds")
     serve.set_defaults(handler=_serve)
+    ca = commands.add_parser("ca", help="the local CA of polite serve --intercept-tls")
+    ca_commands = ca.add_subparsers(title="ca commands", metavar="COMMAND")
+    export = ca_commands.add_parser(
+        "export", help="print the CA's certificate (PEM) for clients to trust; the CA is "
+                       "made if there is none")
+    export.add_argument("--ca-dir", metavar="DIR", help="as for polite serve")
+    export.set_defaults(handler=_ca_export)
     _add_demo(commands)
     return parser
 
@@ -299,29 +331,6 @@ def _print_decisions(args: argparse.Namespace, out: TextIO,
             verdict = "allowed   " if decision.allowed else "disallowed"
             out.write(f"{verdict} {url}  ({decision.reason})\n")
     return EXIT_OK if all(d.allowed for _, d in decisions) else EXIT_FINDINGS
-
-
-def _robots_lint(args: argparse.Namespace, out: TextIO) -> int:
-    robots = parse(_read(args.file), args.dialect, max_bytes=args.max_bytes)
-    _warn_if_cut(args.file, robots, args.max_bytes)
-    issues = robots.issues
-    if args.json:
-        json.dump([{"line": i.line, "severity": i.severity.value, "code": i.code,
-                    "message": i.message, "count": i.count, "lines": list(i.lines or (i.line,))}
-                   for i in issues], out, indent=2)
-        out.write("\n")
-    else:
-        for issue in issues:
-            out.write(f"{args.file}:{issue.line}: {issue.severity}: {issue.message} "
-                      f"[{issue.code}]\n")
-        # Lines, not issues: an issue said once for many lines counts them all.
-        errors = sum(i.count for i in issues if i.severity is Severity.ERROR)
-        warnings = sum(i.count for i in issues if i.severity is Severity.WARNING)
-        notes = sum(i.count for i in issues) - errors - warnings
-        out.write(f"{args.file}: dialect {robots.dialect}, {len(robots.groups)} groups, "
-                  f"{errors} errors, {warnings} warnings, {notes} notes\n")
-    serious = any(i.severity in (Severity.ERROR, Severity.WARNING) for i in issues)
-    return EXIT_FINDINGS if serious else EXIT_OK
 
 
 def _walker(args: argparse.Namespace, client: Any, **options: Any) -> Any:
@@ -465,6 +474,13 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     from polite.serve import run_server
 
     return run_server(args, out)
+
+
+def _ca_export(args: argparse.Namespace, out: TextIO) -> int:
+    from polite.serve import open_authority
+
+    out.write(open_authority(args.ca_dir).certificate_pem().decode("ascii"))
+    return EXIT_OK
 
 
 def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -41,9 +41,16 @@ def add_survey_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
                         help="also fetch from private and loopback addresses")
     survey.set_defaults(handler=_survey)
     report = commands.add_parser(
-        "report", help="a survey's tables (seed 004, Tables 2 and 3, outcomes, domains)",
-        description="Write DIR/report/tables/*.csv from DIR/survey.sqlite.")
+        "report", help="a survey's report: seed 004's tables and figures beside its values",
+        description="Write DIR/report/: index.html (every table and figure of seed 004 "
+                    "beside the values it reported in 2008), tables/*.csv, data/*.parquet "
+                    "and figures/*.svg, from DIR/survey.sqlite. Needs the survey extra.")
     report.add_argument("folder", metavar="DIR", help="a survey's folder")
+    report.add_argument("--agent", action="append", metavar="NAME", dest="agents",
+                        help="an agent of the access table (repeat; default: search "
+                             "engines and AI crawlers, Googlebot to meta-externalagent)")
+    report.add_argument("-k", "--k", type=int, default=5, dest="k",
+                        help="ulinks per domain (default 5)")
     report.set_defaults(handler=_report)
 
 
@@ -105,17 +112,14 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
 
 
 def _report(args: argparse.Namespace, out: TextIO) -> int:
-    from polite.survey import SurveyStore, write_tables
+    from polite.survey import DEFAULT_AGENTS, Survey, require_extra, write_report
 
+    require_extra()
     folder = Path(args.folder)
-    database = folder / "survey.sqlite"
-    if not database.exists():
-        raise ConfigError(f"{folder}: no survey here ({database} is missing)")
-    store = SurveyStore(database)
-    try:
-        paths = write_tables(store, folder / "report" / "tables")
-    finally:
-        store.close()
-    for path in paths:
-        out.write(f"{path}\n")
+    agents = tuple(dict.fromkeys(args.agents)) if args.agents else DEFAULT_AGENTS
+    started = time.monotonic()
+    with Survey(folder, agents=agents, k=args.k) as survey:
+        paths = write_report(survey, folder / "report")
+    out.write(f"polite report: {len(paths)} files in {folder / 'report'} "
+              f"({time.monotonic() - started:.1f} s); open {folder / 'report' / 'index.html'}\n")
     return 0

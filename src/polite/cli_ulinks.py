@@ -29,7 +29,8 @@ def add_ulinks_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
                     "'URI<TAB>WEIGHT' a line.")
     ulinks.add_argument("source", metavar="SOURCE",
                         help="a site (https://example.com: its sitemaps from robots.txt), a "
-                             "sitemap URL, or a sitemap file")
+                             "sitemap URL, a sitemap file, or a survey's folder (each "
+                             "domain's ulinks from the URLs it kept: DOMAIN<TAB>URI<TAB>WEIGHT)")
     ulinks.add_argument("-k", type=int, default=5, help="how many ulinks (default 5)")
     ulinks.add_argument("--max-uris", type=int, default=MAX_URIS,
                         help=f"URIs in the tree at most, sampled at random beyond (default "
@@ -50,10 +51,23 @@ def _weight(entry: Any, weigh: str, now: float) -> float:
     if weigh == "priority":
         return 0.5 if entry.priority is None else float(entry.priority)
     if weigh == "recent":
-        if entry.lastmod is None:
+        lastmod = entry.lastmod
+        if isinstance(lastmod, str):  # as a survey keeps it
+            lastmod = _timestamp(lastmod)
+        if lastmod is None:
             return 0.5
-        return float(2.0 ** (-max(0.0, now - entry.lastmod.timestamp()) / YEAR_S))
+        return float(2.0 ** (-max(0.0, now - lastmod.timestamp()) / YEAR_S))
     return 1.0
+
+
+def _timestamp(text: str) -> Any:
+    from datetime import UTC, datetime
+
+    try:
+        found = datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+    return found if found.tzinfo else found.replace(tzinfo=UTC)
 
 
 def _sample(entries: Iterable[Any], limit: int, rng: random.Random) -> tuple[list[Any], int]:
@@ -62,7 +76,7 @@ def _sample(entries: Iterable[Any], limit: int, rng: random.Random) -> tuple[lis
     kept: list[Any] = []
     seen = 0
     for entry in entries:
-        if entry.kind != "url":
+        if getattr(entry, "kind", "url") != "url":  # a survey keeps page URLs only
             continue
         seen += 1
         if len(kept) < limit:
@@ -79,8 +93,8 @@ def _entries(args: argparse.Namespace) -> Iterable[Any]:
     if not source.startswith(("http://", "https://")):
         path = Path(source)
         if path.is_dir():
-            raise ConfigError(f"{source}: a survey folder is read by polite survey's report, "
-                              "not yet here; give a site, a sitemap URL or a sitemap file")
+            raise ConfigError(f"{source}: not a survey folder (no survey.sqlite in it); give "
+                              "a survey's folder, a site, a sitemap URL or a sitemap file")
         from polite.sitemaps import parse
 
         with path.open("rb") as stream:
@@ -109,11 +123,45 @@ def _entries(args: argparse.Namespace) -> Iterable[Any]:
     yield from found
 
 
+def _print(link: Any, args: argparse.Namespace, out: TextIO, domain: str | None = None
+           ) -> None:
+    weight = round(link.weight, 6) if args.weigh != "count" else int(link.weight)
+    if args.json:
+        found = {"uri": link.uri, "weight": weight}
+        out.write(json.dumps(found if domain is None else {"domain": domain, **found}) + "\n")
+    else:
+        out.write(("" if domain is None else f"{domain}\t") + f"{link.uri}\t{weight}\n")
+
+
+def _survey_ulinks(args: argparse.Namespace, folder: Path, out: TextIO) -> int:
+    """Each domain of a survey: its ulinks from the page URLs the survey kept."""
+    from polite.core.ulinks import UriTree, ulinks
+    from polite.survey import Survey
+
+    now = time.time()
+    domains = 0
+    with Survey(folder) as survey:
+        for domain, kept in survey.kept_urls():
+            entries, _ = _sample(kept, args.max_uris, random.Random(0))
+            tree = UriTree()
+            for entry in entries:
+                tree.add(entry.loc, _weight(entry, args.weigh, now))
+            if tree.uris:
+                domains += 1
+                for link in ulinks(tree, args.k):
+                    _print(link, args, out, domain)
+    if not domains:
+        raise ConfigError(f"{folder}: the survey kept no sitemap page URL")
+    return 0
+
+
 def _ulinks(args: argparse.Namespace, out: TextIO) -> int:
     from polite.core.ulinks import UriTree, ulinks
 
     if args.k < 1 or args.max_uris < 1:
         raise ConfigError("-k and --max-uris must be 1 or more")
+    if (Path(args.source) / "survey.sqlite").is_file():
+        return _survey_ulinks(args, Path(args.source), out)
     entries, total = _sample(_entries(args), args.max_uris, random.Random(0))
     now = time.time()
     tree = UriTree()
@@ -125,9 +173,5 @@ def _ulinks(args: argparse.Namespace, out: TextIO) -> int:
     if not tree.uris:
         raise ConfigError(f"{args.source}: no page URL found in its sitemaps")
     for link in ulinks(tree, args.k):
-        weight = round(link.weight, 6) if args.weigh != "count" else int(link.weight)
-        if args.json:
-            out.write(json.dumps({"uri": link.uri, "weight": weight}) + "\n")
-        else:
-            out.write(f"{link.uri}\t{weight}\n")
+        _print(link, args, out)
     return 0

@@ -11,9 +11,11 @@ import ipaddress
 import os
 import signal
 import socket
+import ssl
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, TextIO
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
 from polite.api import create_app
@@ -26,10 +28,14 @@ from polite.fetch.cache import PageCache
 from polite.fetch.politeness import Politeness
 from polite.fetch.robots import RobotsFetcher, create_client
 from polite.fetch.sitemaps import SitemapWalker
-from polite.proxy import Mode, ProxyServer, ProxySettings
+from polite.proxy import Interception, Mode, ProxyServer, ProxySettings
 from polite.storage import RedisStore, open_store
 
-__all__ = ["Settings", "masked_env", "open_store", "run_server", "settings_from"]
+if TYPE_CHECKING:
+    from polite.proxy.authority import CertificateAuthority
+
+__all__ = ["Settings", "default_ca_dir", "masked_env", "open_authority", "open_store",
+           "run_server", "settings_from", "upstream_context"]
 
 
 @dataclass
@@ -58,6 +64,10 @@ class Settings:
     trace_size: int = 1000  # exchanges GET /trace keeps (0: none)
     node: str | None = None  # this node's name on the dashboard (default host:port)
     delays: dict[str, int] = field(default_factory=dict)  # domain -> ms, from --config
+    intercept_tls: bool = False  # read inside CONNECT tunnels (the local CA's certificates)
+    ca_dir: str | None = None  # the local CA's folder; None: default_ca_dir()
+    upstream_ca: str | None = None  # a CA file origins are also trusted by
+    no_intercept: list[str] = field(default_factory=list)  # hosts left as plain tunnels
 
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -69,6 +79,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "backoff": (bool,), "cache": (bool,), "cache_max_mb": (int, float),
     "cache_keep_no_store_s": (int, float), "loop": (str,), "max_bytes": (int,),
     "trace_size": (int,), "node": (str,),
+    "intercept_tls": (bool,), "ca_dir": (str,), "upstream_ca": (str,), "no_intercept": (list,),
 }
 
 
@@ -138,6 +149,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
         raise ConfigError("--max-bytes must be 1 or more")
     if not 0 <= settings.trace_size <= 1_000_000:
         raise ConfigError("--trace-size must be from 0 to 1000000")
+    if not all(isinstance(host, str) and host for host in settings.no_intercept):
+        raise ConfigError("no_intercept must be a list of host names")
     if not 0 <= settings.port <= 65535:
         raise ConfigError(f"--port {settings.port} is not a port number")
     return settings
@@ -202,6 +215,42 @@ def new_event_loop(kind: str) -> asyncio.AbstractEventLoop:
     return uvloop.new_event_loop()
 
 
+def default_ca_dir() -> Path:
+    """Where the local CA is kept: $XDG_STATE_HOME/polite/ca, else ~/.local/state/polite/ca
+    (the XDG Base Directory specification's state folder)."""
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join("~", ".local", "state")
+    return Path(state).expanduser() / "polite" / "ca"
+
+
+def open_authority(ca_dir: str | None) -> CertificateAuthority:
+    """The local CA (made on first use), or a ConfigError saying which extra is missing."""
+    try:
+        from polite.proxy.authority import CertificateAuthority
+    except ImportError as exc:
+        raise ConfigError("TLS interception needs the cryptography library: "
+                          "pip install 'polite[tls]'") from exc
+    return CertificateAuthority.open(Path(ca_dir) if ca_dir else default_ca_dir())
+
+
+def upstream_context(ca_file: str | None) -> ssl.SSLContext:
+    """How origins' certificates are checked: the system's trust, and ``ca_file`` too."""
+    context = ssl.create_default_context()
+    if ca_file:
+        try:
+            context.load_verify_locations(cafile=ca_file)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(f"--upstream-ca {ca_file}: not a readable PEM file of "
+                              f"certificates ({exc})") from exc
+    return context
+
+
+def _interception(settings: Settings) -> Interception | None:
+    if not settings.intercept_tls:
+        return None
+    plain = frozenset(host.lower().strip("[]") for host in settings.no_intercept)
+    return Interception(open_authority(settings.ca_dir), plain)
+
+
 def run_server(args: argparse.Namespace, out: TextIO) -> int:
     settings = settings_from(args)
     if not _is_loopback(settings.host) and not settings.admin_token:
@@ -209,6 +258,7 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
                           "that writes are not open to the network")
     if settings.store.startswith(("redis://", "rediss://")):
         asyncio.run(_check_redis(settings.store))  # fail now, not at the first request
+    interception = _interception(settings)  # the CA refused before anything is opened
     clock = WallClock()
     store = open_store(settings.store, clock)
     node = settings.node or f"{socket.gethostname()}:{settings.port or os.getpid()}"
@@ -216,7 +266,7 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
     activity = Activity(store, node=node, trace_size=settings.trace_size,
                         info={"address": f"{settings.host}:{settings.port}",
                               "mode": settings.mode, "pid": os.getpid()})
-    client = create_client()
+    client = create_client(verify=upstream_context(settings.upstream_ca))
     policy = FetchPolicy(unauthorized=UnauthorizedMeans(settings.on_401_403))
     fetcher = RobotsFetcher(client, store, clock, agent=settings.agent, policy=policy,
                             allow_private=settings.allow_private, max_bytes=settings.max_bytes)
@@ -253,7 +303,8 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
                      cache=cache, on_startup=startup, on_shutdown=shutdown, env=env)
     proxy = ProxyServer(politeness, app, cache=cache, settings=ProxySettings(
         mode=Mode(settings.mode), max_wait_s=settings.max_wait_s,
-        origin_read_s=settings.origin_timeout_s, connect_s=min(10.0, settings.origin_timeout_s)))
+        origin_read_s=settings.origin_timeout_s, connect_s=min(10.0, settings.origin_timeout_s)),
+        upstream_tls=upstream_context(settings.upstream_ca), interception=interception)
 
     async def run() -> None:
         port = await proxy.start(settings.host, settings.port)
@@ -261,6 +312,10 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
                   f"(REST API and HTTP proxy; store {settings.store}, agent "
                   f"{settings.agent!r}, mode {settings.mode}, "
                   f"loop {type(asyncio.get_running_loop()).__module__.split('.')[0]})\n")
+        if interception is not None:
+            folder = settings.ca_dir or default_ca_dir()
+            out.write(f"polite serve: intercepting TLS with the CA in {folder} (polite ca "
+                      "export prints its certificate)\n")
         out.flush()
         try:
             await proxy.serve_forever()

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.serving import polite_serve, polite_serve_process
-from tests.sites import Reply, Site, serve, tcp_origin
+from tests.sites import Reply, Site, greet_first, serve, tcp_origin
 
 PAGE = Reply(200, b"through the tunnel")
 
@@ -69,22 +69,7 @@ def test_a_tunnel_relays_bytes_and_takes_the_hosts_slot(proxy: httpx.Client) -> 
 def test_a_tunnel_passes_on_what_the_origin_says_first(proxy: httpx.Client) -> None:
     """Some protocols greet before the client speaks (SMTP, SSH): the greeting comes through."""
 
-    def greet(conn: socket.socket, stop: threading.Event) -> None:
-        with conn:
-            conn.settimeout(0.3)
-            try:
-                first = conn.recv(4096)
-            except TimeoutError:
-                first = b""
-            if first.startswith(b"GET /robots.txt"):
-                conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
-                return
-            conn.sendall(b"220 greetings\r\n")
-            conn.settimeout(5)
-            while data := conn.recv(4096):
-                conn.sendall(data.upper())
-
-    with tcp_origin("127.0.5.9", greet) as port:
+    with tcp_origin("127.0.5.9", greet_first) as port:
         sock, head = connect(proxy, f"127.0.5.9:{port}")
         with sock:
             assert head.startswith(b"HTTP/1.1 200"), head

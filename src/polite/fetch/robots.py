@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+import ssl
 from urllib.parse import urlsplit
 
 import httpx
@@ -37,11 +38,12 @@ MAX_REDIRECTS = 5  # DESIGN.md: follow up to five hops (RFC 9309 asks for at lea
 DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 
 
-def create_client() -> httpx.AsyncClient:
+def create_client(*, verify: ssl.SSLContext | bool = True) -> httpx.AsyncClient:
     """The HTTP client robots.txt is fetched with: redirects capped, no proxy from the
-    environment (a politeness service must not route through whatever HTTP_PROXY says)."""
+    environment (a politeness service must not route through whatever HTTP_PROXY says);
+    ``verify``: how origins' certificates are checked (the system's trust by default)."""
     return httpx.AsyncClient(max_redirects=MAX_REDIRECTS, timeout=DEFAULT_TIMEOUT,
-                             trust_env=False)
+                             trust_env=False, verify=verify)
 
 
 async def is_public_host(host: str) -> bool:

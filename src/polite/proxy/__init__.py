@@ -3,6 +3,12 @@ origin-form requests go to an ASGI app (the REST service) on the same port."""
 
 from __future__ import annotations
 
-from polite.proxy.server import Mode, ProxyServer, ProxySettings
+from polite.proxy.server import (
+    Interception,
+    Mode,
+    ProxyServer,
+    ProxySettings,
+    TunnelCertificates,
+)
 
-__all__ = ["Mode", "ProxyServer", "ProxySettings"]
+__all__ = ["Interception", "Mode", "ProxyServer", "ProxySettings", "TunnelCertificates"]

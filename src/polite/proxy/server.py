@@ -24,7 +24,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, Protocol
 from urllib.parse import unquote, urlsplit
 
 from polite.core.cache.policy import Choice, Stored, not_modified
@@ -47,7 +47,7 @@ from polite.proxy.http1 import (
     response_head,
 )
 
-__all__ = ["Mode", "ProxyServer", "ProxySettings"]
+__all__ = ["Interception", "Mode", "ProxyServer", "ProxySettings", "TunnelCertificates"]
 
 Message = MutableMapping[str, Any]
 ASGIApp = Callable[[Message, Callable[[], Awaitable[Message]],
@@ -64,6 +64,7 @@ MAX_REQUEST_WAIT_S = 3600.0
 _WRITE_BATCH = 65_536  # response bytes gathered before a write
 _CHUNKED = (b"transfer-encoding", b"chunked")
 _CLOSE = (b"connection", b"close")
+_TUNNEL_DEFAULTS = frozenset({b"x-polite-mode", b"x-polite-timeout", b"x-polite-client"})
 
 
 class Mode(enum.StrEnum):
@@ -88,14 +89,44 @@ class ProxySettings:
     tunnel_idle_s: float = 300.0  # a CONNECT tunnel with nothing passing either way
 
 
+class TunnelCertificates(Protocol):
+    """Where an intercepted tunnel's certificate comes from (the local CA)."""
+
+    def context_for(self, host: str) -> ssl.SSLContext:
+        """A server-side TLS context presenting a certificate for ``host``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Interception:
+    """``--intercept-tls``: CONNECT tunnels are opened with a certificate of the local CA, so
+    the requests inside get what plain http requests get; hosts in ``plain`` (clients that
+    pin certificates) stay tunnels."""
+
+    certificates: TunnelCertificates
+    plain: frozenset[str] = frozenset()
+
+
+class _InsideChannel(Channel):
+    """The client side inside an intercepted tunnel (over TLS, which has no half-close)."""
+
+    def eof_received(self) -> bool | None:
+        super().eof_received()
+        return None
+
+
 class _ClientGone(Exception):
     """The client closed, stalled or broke the protocol; the connection is dropped."""
 
 
 class _UpstreamError(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, *,
+                 tls: Literal["", "certificate", "handshake"] = "") -> None:
         super().__init__(message)
         self.status = status
+        # The origin answered, but its certificate did not verify, or no TLS came of it
+        # (it speaks another protocol, say).
+        self.tls = tls
 
 
 class _ClientChannel(Channel):
@@ -135,7 +166,9 @@ class ProxyServer:
     """Listens on one address; ``app`` answers the origin-form requests."""
 
     def __init__(self, politeness: Politeness, app: ASGIApp, *,
-                 settings: ProxySettings | None = None, cache: PageCache | None = None) -> None:
+                 settings: ProxySettings | None = None, cache: PageCache | None = None,
+                 upstream_tls: ssl.SSLContext | None = None,
+                 interception: Interception | None = None) -> None:
         self._politeness = politeness
         self._cache = cache
         self._app = app
@@ -143,10 +176,11 @@ class ProxyServer:
         self._idle: dict[Key, list[Channel]] = {}
         self._server: asyncio.Server | None = None
         self._addresses: set[tuple[str, int]] = set()
-        self._tls = ssl.create_default_context()
+        self._tls = upstream_tls or ssl.create_default_context()
+        self._interception = interception
         self._tasks: set[asyncio.Task[None]] = set()
         self.stats = {"forwarded": 0, "robots_refused": 0, "delayed": 0, "errors": 0,
-                      "tunnels": 0}
+                      "tunnels": 0, "intercepted": 0}
         self._order_tail: dict[str, asyncio.Future[None]] = {}  # client id -> its last request
         # host -> (the lock its waiters queue on, in order; how many hold or wait for it)
         self._host_turns: dict[str, tuple[asyncio.Lock, int]] = {}
@@ -232,19 +266,38 @@ class ProxyServer:
         assert client.transport is not None
         peer = client.transport.get_extra_info("peername") or ("", 0)
         try:
+            await self._requests(client, peer)
+        finally:
+            client.close()
+
+    async def _requests(self, client: Channel, peer: tuple[Any, ...],
+                        tunnel: bytes = b"", defaults: Headers | None = None) -> None:
+        """Serves the requests of one connection; ``tunnel`` (``https://host:port``) for
+        the inside of an intercepted tunnel, whose requests are in origin form, with the
+        ``defaults`` fields they do not set themselves (the CONNECT's X-Polite-*)."""
+        try:
             while True:
                 event = await client.next(self.settings.client_idle_s)
                 if not isinstance(event, Head):
                     break
-                keep = await self._request(client, event, peer)
+                if tunnel:
+                    if event.target.startswith(b"/"):
+                        event.target = tunnel + event.target
+                    elif event.method == b"CONNECT" or not event.target.lower().startswith(
+                            tunnel.lower() + b"/"):  # RFC 9112, 3.2.2: the absolute form
+                        self._send_error(client, 400, "inside a tunnel a request goes to the "
+                                         "tunnel's origin", close=True)
+                        break
+                for name, value in defaults or ():
+                    if event.get(name) is None:
+                        event.headers.append((name, value))
+                keep = await self._request(client, event, peer, checked=bool(tunnel))
                 if not keep or not event.keep_alive or event.version != "1.1" or client.raw_mode:
                     break
         except ProtocolError as exc:
             self._send_error(client, exc.status, str(exc), close=True)
         except (_ClientGone, ConnectionError, TimeoutError):
             pass
-        finally:
-            client.close()
 
     def _send_error(self, client: Channel, status: int, message: str,
                     headers: Headers | None = None, *, close: bool = False) -> None:
@@ -279,9 +332,11 @@ class ProxyServer:
         except ProtocolError:
             return False  # its body cannot be read: the answer is out, the connection goes
 
-    async def _request(self, client: Channel, head: Head, peer: tuple[Any, ...]) -> bool:
+    async def _request(self, client: Channel, head: Head, peer: tuple[Any, ...], *,
+                       checked: bool = False) -> bool:
+        """One request; ``checked`` when its host was admitted already (the tunnel's)."""
         if head.method == b"CONNECT":
-            return await self._tunnel(client, head)
+            return await self._tunnel(client, head, peer)
         target = head.target
         if not target[:8].lower().startswith((b"http://", b"https://")):
             return await self._to_app(client, head, peer)
@@ -298,7 +353,7 @@ class ProxyServer:
             self._send_error(client, 508, "this request is addressed to the proxy itself: "
                              "refused, not looped", close=True)
             return False
-        asked = await self._admit(client, host, head, "forward")
+        asked = await self._admit(client, host, head, "forward", checked=checked)
         if not isinstance(asked, tuple):
             return bool(asked)
         mode, wait_s = asked
@@ -336,13 +391,14 @@ class ProxyServer:
             if self._order_tail.get(who) is done:
                 del self._order_tail[who]
 
-    async def _admit(self, client: Channel, host: str, head: Head, verb: str
-                     ) -> tuple[Mode, float] | bool | None:
+    async def _admit(self, client: Channel, host: str, head: Head, verb: str, *,
+                     checked: bool = False) -> tuple[Mode, float] | bool | None:
         """The checks a proxied request and a tunnel share: no private or loopback target
         unless allowed (403), and a mode and timeout that can be read (400). The mode and
         the longest wait; else, once the refusal is sent, whether the connection goes on
         (None: it ends)."""
-        if not self._politeness.allow_private and not await is_public_host(host):
+        if not checked and not self._politeness.allow_private \
+                and not await is_public_host(host):
             # A refused request keeps its connection, as other refusals do; a tunnel that
             # is not opened leaves nothing to go on with.
             tunnel = verb == "tunnel"
@@ -491,10 +547,11 @@ class ProxyServer:
 
     # -- CONNECT ---------------------------------------------------------------------------
 
-    async def _tunnel(self, client: Channel, head: Head) -> bool:
+    async def _tunnel(self, client: Channel, head: Head, peer: tuple[Any, ...]) -> bool:
         """A CONNECT tunnel. What passes through it is encrypted, so politeness is kept per
         host: robots.txt must allow the site's root, and opening the tunnel takes the host's
-        slot once, however many requests then travel inside it."""
+        slot once, however many requests then travel inside it. Intercepted, its requests
+        are read and each is served as a plain one is."""
         authority = head.target.decode("latin-1")
         host, _, port_text = authority.rpartition(":")
         host = host.strip("[]").lower()
@@ -511,6 +568,12 @@ class ProxyServer:
             return False
         mode, wait_s = asked
         netloc = f"[{host}]" if ":" in host else host
+        interception = self._interception
+        if interception is not None and host not in interception.plain:
+            intercepted = await self._intercept(client, interception, head, host, port,
+                                                netloc, peer)
+            if intercepted is not None:
+                return intercepted
         # Tunnels carry TLS on 443 and 8443; anything else is read as plain HTTP's robots.txt.
         scheme = "https" if port in (443, 8443) else "http"
         default = 443 if scheme == "https" else 80
@@ -550,6 +613,73 @@ class ProxyServer:
             upstream.close()
         return False
 
+    async def _intercept(self, client: Channel, interception: Interception, head: Head,
+                         host: str, port: int, netloc: str, peer: tuple[Any, ...]
+                         ) -> bool | None:
+        """Terminates the tunnel's TLS with a certificate of the local CA, then serves the
+        requests inside as plain ones (robots.txt per URL, the slot per request, the cache).
+
+        The origin is reached over TLS first: one that cannot be reached gets the CONNECT a
+        502 or 504; one whose certificate does not verify gets every request inside the 502
+        naming why (a client reads that body; it cannot read the body of a refused
+        CONNECT); one with which no TLS comes about (SSH, SMTP, plain HTTP) is left to a
+        plain tunnel (None). Else whether the connection goes on (it does not)."""
+        key: Key = ("https", host, port)
+        failure: _UpstreamError | None = None
+        try:
+            upstream = await self._open(host, port, self._tls)
+        except _UpstreamError as exc:
+            if exc.tls == "handshake":
+                return None
+            if not exc.tls:
+                self._send_error(client, exc.status, str(exc), close=True)
+                return False
+            failure = exc
+        else:
+            self._release(key, upstream, None)  # the first request inside takes it
+        if client.trailing:
+            # Bytes sent before the tunnel was open cannot be handed to the TLS layer.
+            self._send_error(client, 400, "data sent before the tunnel was open", close=True)
+            return False
+        try:
+            context = interception.certificates.context_for(host)
+        except (ValueError, OSError, ssl.SSLError) as exc:
+            self._send_error(client, 500, f"no certificate for {host}: {exc}", close=True)
+            return False
+        assert client.transport is not None
+        # Nothing more is read for the old protocol: the client's first TLS bytes may come
+        # as soon as it reads the 200, and they are the TLS layer's.
+        client.transport.pause_reading()
+        client.write(response_head(200, b"Connection Established", [(b"via", _VIA)]))
+        inside = _InsideChannel("request", max_head_bytes=self.settings.max_head_bytes)
+        try:
+            transport = await asyncio.get_running_loop().start_tls(
+                client.transport, inside, context, server_side=True,
+                ssl_handshake_timeout=self.settings.client_read_s)
+        except (OSError, TimeoutError):  # ssl.SSLError is an OSError: the client gave up
+            return False
+        if transport is None:
+            return False
+        inside.connection_made(transport)
+        self.stats["intercepted"] += 1
+        try:
+            if failure is not None:
+                event = await inside.next(self.settings.client_idle_s)
+                if isinstance(event, Head):
+                    self.stats["errors"] += 1
+                    self._send_error(inside, failure.status, str(failure), close=True)
+                    await inside.drain()
+            else:
+                origin = f"https://{netloc}" + ("" if port == 443 else f":{port}")
+                # Options set on the CONNECT (curl --proxy-header) hold for the requests.
+                defaults = [(k, v) for k, v in head.headers if k in _TUNNEL_DEFAULTS]
+                await self._requests(inside, peer, origin.encode("latin-1"), defaults)
+        except (ProtocolError, ConnectionError, TimeoutError):
+            pass
+        finally:
+            inside.close()
+        return False
+
     # -- the origin side -----------------------------------------------------------------
 
     async def _open(self, host: str, port: int, tls: ssl.SSLContext | None, *,
@@ -567,6 +697,12 @@ class ProxyServer:
         try:
             _, channel = await asyncio.wait_for(loop.create_connection(
                 made, host, port, ssl=tls), self.settings.connect_s)
+        except ssl.SSLCertVerificationError as exc:
+            raise _UpstreamError(502, f"the certificate of {host}:{port} does not verify: "
+                                 f"{exc.verify_message}", tls="certificate") from None
+        except ssl.SSLError as exc:
+            raise _UpstreamError(502, f"TLS with {host}:{port} failed: "
+                                 f"{exc.reason or exc}", tls="handshake") from None
         except TimeoutError:
             raise _UpstreamError(504, f"connecting to {host}:{port} timed out") from None
         except OSError as exc:
@@ -584,8 +720,11 @@ class ProxyServer:
         scheme, host, port = key
         return await self._open(host, port, self._tls if scheme == "https" else None), False
 
-    def _release(self, key: Key, upstream: Channel, response: Head) -> None:
-        if response.keep_alive and response.framing != "close" and upstream.reusable \
+    def _release(self, key: Key, upstream: Channel, response: Head | None) -> None:
+        """Keeps a connection for the next request to ``key`` when it can carry one
+        (``response`` None: a new connection, nothing sent on it yet)."""
+        if (response is None or (response.keep_alive and response.framing != "close")) \
+                and upstream.reusable \
                 and not upstream.closed and not upstream.pending():
             pool = self._idle.setdefault(key, [])
             if len(pool) < self.settings.max_idle_upstream:

@@ -1,10 +1,16 @@
 """The site-metadata survey (seed 004): harvest robots.txt and sitemaps of many sites,
-keep them, and count what they hold."""
+keep them, and count what they hold.
+
+``Survey(folder).table(name)`` gives each of the report's tables as a pandas DataFrame
+(``Survey(folder).names`` lists them); ``write_report`` writes the report.
+"""
 
 from __future__ import annotations
 
 from polite.survey.offline import import_robots_dir
-from polite.survey.report import write_tables
+from polite.survey.report import require_extra, write_report
 from polite.survey.store import SiteRecord, SurveyStore
+from polite.survey.tables import DEFAULT_AGENTS, TABLES, KeptUrl, Survey, Table
 
-__all__ = ["SiteRecord", "SurveyStore", "import_robots_dir", "write_tables"]
+__all__ = ["DEFAULT_AGENTS", "TABLES", "KeptUrl", "SiteRecord", "Survey", "SurveyStore",
+           "Table", "import_robots_dir", "require_extra", "write_report"]

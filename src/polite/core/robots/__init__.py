@@ -2,6 +2,32 @@
 
 from __future__ import annotations
 
+from polite.core.robots.diff import (
+    UNNAMED_AGENT,
+    Change,
+    RobotsDiff,
+    diff,
+    diff_bodies,
+    named_agents,
+    sample_paths,
+)
+from polite.core.robots.explain import (
+    AgentMatch,
+    Cell,
+    Explanation,
+    GroupChoice,
+    TieBreak,
+    default_dialects,
+    explain,
+    explain_body,
+)
+from polite.core.robots.lint import (
+    LineClass,
+    LineKind,
+    LintReport,
+    lint,
+    lint_body,
+)
 from polite.core.robots.meta import (
     RobotsDirectives,
     parse_meta_content,
@@ -24,22 +50,42 @@ from polite.errors import UnknownDialect
 
 __all__ = [
     "MAX_ROBOTS_BYTES",
+    "UNNAMED_AGENT",
+    "AgentMatch",
     "AgentRules",
+    "Cell",
+    "Change",
     "Decision",
     "Dialect",
     "Directive",
+    "Explanation",
     "Group",
+    "GroupChoice",
+    "LineClass",
+    "LineKind",
+    "LintReport",
     "ParseIssue",
+    "RobotsDiff",
     "RobotsDirectives",
     "RobotsTxt",
     "Rule",
     "Severity",
+    "TieBreak",
+    "default_dialects",
+    "diff",
+    "diff_bodies",
+    "explain",
+    "explain_body",
+    "lint",
+    "lint_body",
+    "named_agents",
     "parse",
     "parse_dialect",
     "parse_meta_content",
     "parse_meta_tags",
     "parse_x_robots_tag",
     "product_token",
+    "sample_paths",
 ]
 
 

@@ -43,8 +43,11 @@ __all__ = [
     "MAX_ROBOTS_BYTES",
     "ParsedBody",
     "RawIssue",
+    "classify_key",
+    "detect_dialect",
     "escape_google_pattern",
     "issue_from_raw",
+    "known_field",
     "parse_body",
     "pattern_path",
     "read_issues",
@@ -162,6 +165,18 @@ def _classify(key: str) -> tuple[str, str, bool]:
     if key.startswith(("sitemap", "site-map")):
         return SITEMAP, SITEMAP, True
     return OTHER, key, False
+
+
+def classify_key(key: str) -> tuple[str, str, bool]:
+    """How the reader takes a field name: ``(kind, canonical name, read as a typo)``, kind one
+    of ``user-agent``, ``allow``, ``disallow``, ``sitemap``, ``ip-allow``, ``ip-disallow``,
+    ``robot-version``, ``last-modified`` or ``other``."""
+    return _classify(key.strip(_WS).lower())
+
+
+def known_field(name: str) -> bool:
+    """Whether ``name`` (canonical, lower case) is a field whose value the reader types."""
+    return name in _READERS
 
 
 # A classified key: (kind, canonical name, read as a typo, is a plain rule, is Allow).

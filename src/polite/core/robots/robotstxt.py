@@ -38,7 +38,7 @@ from polite.core.urls import (
     to_octets,
 )
 
-__all__ = ["RobotsTxt", "request_path"]
+__all__ = ["RobotsTxt", "agent_matches", "request_path"]
 
 _WS = " \t\n\v\f\r"
 _GOOGLE_TOKEN = re.compile(r"[A-Za-z_-]*")
@@ -188,6 +188,12 @@ _AGENT_MATCHERS: dict[Dialect, Callable[[str, str], tuple[bool, bool]]] = {
     Dialect.KOSTER1996: _substring_matches,
     Dialect.REGP: _substring_matches,
 }
+
+
+def agent_matches(dialect: Dialect, value: str, agent: str) -> tuple[bool, bool]:
+    """How one ``User-agent`` value (as written) matches ``agent`` in ``dialect``:
+    ``(is *, names this agent)``; the rule groups are chosen from these answers."""
+    return _AGENT_MATCHERS[dialect](value, agent)
 
 
 def _ip_decision(rules: Sequence[IpRule], ip: str | None) -> IpRule | None:
@@ -356,10 +362,26 @@ class RobotsTxt:
         where = f"line {line}" if line else "implicit first rule"
         return Decision(compiled.allow[i], rule, f"{rule} ({where})", line or None)
 
-    def rules_for(self, agent: str, *, ip: str | None = None) -> tuple[Rule, ...]:
-        """The Allow/Disallow rules that apply to ``agent``, in line order."""
+    def names_agent(self, agent: str) -> bool:
+        """Whether a group of the file names ``agent`` itself (not only through ``*``), as
+        the dialect matches User-agent values."""
+        matches = _AGENT_MATCHERS[self._body.dialect]
+        return any(matches(value, agent)[1] for group in self._body.groups
+                   for value in group.agents)
+
+    def rules_for(self, agent: str, *, ip: str | None = None, implicit: bool = False
+                  ) -> tuple[Rule, ...]:
+        """The Allow/Disallow rules that apply to ``agent``, in line order; with ``implicit``
+        also REGP's implicit first rule (line 0, seed 000 3.2.5)."""
         return tuple(Rule(allow, from_octets(value), line)
-                     for allow, line, value in self._select_rules(agent, ip) if line)
+                     for allow, line, value in self._select_rules(agent, ip)
+                     if line or implicit)
+
+    def groups_for(self, agent: str) -> tuple[Group, ...]:
+        """The groups whose rules apply to ``agent``, as the dialect chooses them: every
+        group naming it (merged), else every ``*`` group (RFC 9309, Google); the first such
+        record (1996 draft); the first target from the top (REGP). Empty when none applies."""
+        return tuple(self._select_groups(agent))
 
     def agent_rules(self, agent: str, *, ip: str | None = None, url: str | None = None
                     ) -> AgentRules:

@@ -1,0 +1,294 @@
+"""``polite robots explain``, ``polite robots lint`` and ``polite robots diff``: wiring only;
+the work is done by :mod:`polite.core.robots` (explain, lint, diff)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from polite.errors import ConfigError
+from polite.robots import (
+    MAX_ROBOTS_BYTES,
+    Cell,
+    Dialect,
+    Explanation,
+    RobotsDiff,
+    Severity,
+    diff_bodies,
+    explain_body,
+    lint_body,
+    parse_dialect,
+)
+
+__all__ = ["add_explain_commands", "robots_lint"]
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+
+
+def add_explain_commands(robots_commands: argparse._SubParsersAction[argparse.ArgumentParser]
+                         ) -> None:
+    """Add ``explain`` and ``diff`` under ``polite robots``."""
+    dialects = [d.value for d in Dialect]
+    explain = robots_commands.add_parser(
+        "explain", help="what one robots.txt means to each crawler, dialect by dialect",
+        description="A matrix of URL x agent x dialect: the verdict, the group chosen and why, "
+                    "the deciding rule and its line, the rule that lost and the tie-break. "
+                    "Exit status: 0 the dialects agree on every cell, 1 they disagree "
+                    "somewhere (marked !), 2 bad input.")
+    explain.add_argument("file", metavar="FILE|SITE",
+                         help="a robots.txt file, - for standard input, or a site's URL "
+                              "(http:// or https://) to fetch its robots.txt")
+    explain.add_argument("urls", metavar="URL", nargs="+",
+                         help="URLs or paths (/a/b?q) to explain")
+    explain.add_argument("--agent", "-a", action="append", required=True,
+                         help="a crawler's name or product token (repeat for more)")
+    explain.add_argument("--dialect", "-d", action="append", choices=dialects,
+                         help="explain in these dialects only (repeat; default rfc9309, "
+                              "google, koster1996, and regp for a REGP file)")
+    explain.add_argument("--brief", action="store_true", help="the matrix only, no reasons")
+    explain.add_argument("--json", action="store_true", help="every cell as JSON")
+    explain.add_argument("--allow-private", action="store_true",
+                         help="with a SITE: also fetch from private and loopback addresses")
+    _max_bytes(explain)
+    explain.set_defaults(handler=_robots_explain)
+
+    diff = robots_commands.add_parser(
+        "diff", help="which URLs change verdict between two robots.txt files",
+        description="Without --urls the URLs are sampled from the paths both files' rules "
+                    "name: each pattern with * read as nothing and as x, a child below each "
+                    "path ending in /, and /. Without --agent the agents are every product "
+                    "token either file names and one that neither names. Exit status: 0 no "
+                    "verdict changes, 1 some, 2 bad input.")
+    diff.add_argument("old", metavar="OLD", help="the robots.txt before")
+    diff.add_argument("new", metavar="NEW", help="the robots.txt after")
+    diff.add_argument("--urls", metavar="FILE",
+                      help="URLs or paths to compare, one a line (# comments and blank lines "
+                           "skipped)")
+    diff.add_argument("--agent", "-a", action="append", help="an agent (repeat for more)")
+    diff.add_argument("--dialect", "-d", default="auto", choices=["auto", *dialects])
+    diff.add_argument("--json", action="store_true", help="the changes as JSON")
+    _max_bytes(diff)
+    diff.set_defaults(handler=_robots_diff)
+
+
+def _max_bytes(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--max-bytes", type=int, default=MAX_ROBOTS_BYTES,
+                         help=f"read robots.txt up to this many bytes (default "
+                              f"{MAX_ROBOTS_BYTES})")
+
+
+def _read(name: str) -> bytes:
+    if name == "-":
+        return sys.stdin.buffer.read()
+    return Path(name).read_bytes()
+
+
+# -- explain ----------------------------------------------------------------------------
+
+
+def _robots_explain(args: argparse.Namespace, out: TextIO) -> int:
+    urls = list(args.urls)
+    if args.file.startswith(("http://", "https://")):
+        body, site, urls = _fetch_body(args, urls)
+        name = f"{site}/robots.txt"
+    else:
+        body, name = _read(args.file), args.file
+    dialects = [Dialect(d) for d in args.dialect] if args.dialect else None
+    explanation = explain_body(body, args.agent, urls, dialects, max_bytes=args.max_bytes)
+    if args.json:
+        json.dump(explanation.as_json(), out, indent=2)
+        out.write("\n")
+    else:
+        _print_explanation(out, name, explanation, brief=args.brief)
+    return EXIT_FINDINGS if explanation.disagreements else EXIT_OK
+
+
+def _fetch_body(args: argparse.Namespace, urls: list[str]) -> tuple[bytes, str, list[str]]:
+    """A site's robots.txt as fetched, by the service's status table; a site with no file to
+    read (a 404, a 5xx) is an error that says what its status means."""
+    import asyncio
+    from urllib.parse import urljoin
+
+    from polite.cli import _require_public
+    from polite.clock import WallClock
+    from polite.core.robots.lifecycle import FetchPolicy, Parsed
+    from polite.fetch.robots import RobotsFetcher, create_client, origin_of
+    from polite.storage import MemoryStore
+
+    site = origin_of(args.file)
+    _require_public(site, args.allow_private)
+
+    async def fetch() -> tuple[object, bytes]:
+        clock = WallClock()
+        store = MemoryStore(clock)
+        async with create_client() as client:
+            fetcher = RobotsFetcher(client, store, clock, agent=args.agent[0],
+                                    policy=FetchPolicy(), allow_private=args.allow_private,
+                                    max_bytes=args.max_bytes)
+            state = await fetcher.state(site)
+        record = await store.load_robots(site)
+        return state, record.body if record is not None else b""
+
+    state, body = asyncio.run(fetch())
+    if not isinstance(state, Parsed):
+        raise ConfigError(f"{site}/robots.txt has no rules to explain: "
+                          f"{getattr(state, 'reason', state)}")
+    return body, site, [urljoin(site + "/", url) for url in urls]
+
+
+def _yes(allowed: bool) -> str:
+    return "Yes" if allowed else "No"
+
+
+def _matrix_cell(cells: tuple[Cell, ...]) -> str:
+    first = cells[0].allowed
+    if all(c.allowed == first for c in cells):
+        return _yes(first)
+    others = ", ".join(f"{c.dialect} {_yes(c.allowed)}" for c in cells if c.allowed != first)
+    return f"{_yes(first)} ! {others}"
+
+
+def _print_explanation(out: TextIO, name: str, e: Explanation, *, brief: bool) -> None:
+    out.write(f"{name}: dialects {', '.join(d.value for d in e.dialects)}; a cell reads as "
+              f"{e.dialects[0].value} reads it, ! marks the dialects that answer otherwise\n\n")
+    header = ["URL", *e.agents]
+    rows = [[url, *(_matrix_cell(e.row(url, agent)) for agent in e.agents)] for url in e.urls]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        out.write("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
+                  + "\n")
+    if brief:
+        return
+    for url in e.urls:
+        for agent in e.agents:
+            out.write(f"\n{url}  {agent}\n")
+            for dialects, cell in _alike(e.row(url, agent)):
+                mark = "!" if cell.disagrees else " "
+                out.write(f" {mark} {', '.join(dialects)}: "
+                          f"{'allowed' if cell.allowed else 'disallowed'}, {_why(cell)}\n")
+                out.write(f"     group: {cell.group.text}\n")
+
+
+def _alike(cells: tuple[Cell, ...]) -> list[tuple[list[str], Cell]]:
+    """Dialects whose reasons read the same, said once."""
+    seen: dict[tuple[object, ...], tuple[list[str], Cell]] = {}
+    for cell in cells:
+        key = (cell.allowed, _why(cell), cell.group.text)
+        seen.setdefault(key, ([], cell))[0].append(cell.dialect.value)
+    return list(seen.values())
+
+
+def _rule(cell_rule: object) -> str:
+    rule = cell_rule
+    line = getattr(rule, "line", 0)
+    where = f"line {line}" if line else "implicit first rule"
+    return f"{str(rule).rstrip()} ({where})"
+
+
+def _why(cell: Cell) -> str:
+    path = f" (path {cell.path})" if cell.path != cell.url else ""
+    if cell.rule is None:
+        text = cell.reason
+        if cell.loser is not None:
+            text += f", over {_rule(cell.loser)}"
+        return text + path
+    text = _rule(cell.rule)
+    if cell.loser is not None:
+        text += f" over {_rule(cell.loser)}: {cell.tie_break}"
+    elif len(cell.matched) > 1:
+        text += f": {cell.tie_break} of {len(cell.matched)} matching rules"
+    else:
+        text += f": {cell.tie_break}"
+    return text + path
+
+
+# -- lint -------------------------------------------------------------------------------
+
+
+def robots_lint(args: argparse.Namespace, out: TextIO) -> int:
+    """``polite robots lint``: the reader's issues and the checks, one a line; with
+    ``--lines`` every line's class too."""
+    body = _read(args.file)
+    report = lint_body(body, parse_dialect(args.dialect), max_bytes=args.max_bytes,
+                       content_type=args.content_type)
+    if len(body) > args.max_bytes:
+        print(f"polite: warning: {args.file} is longer than {args.max_bytes:,} bytes and was "
+              "read only that far; rules after that point are not applied (--max-bytes to "
+              "read more)", file=sys.stderr)
+    issues = report.issues
+    if args.json:
+        found = [{"line": i.line, "severity": i.severity.value, "code": i.code,
+                  "message": i.message, "count": i.count, "lines": list(i.lines or (i.line,))}
+                 for i in issues]
+        if args.lines:
+            json.dump({"dialect": report.dialect.value, "issues": found,
+                       "lines": [c.as_json() for c in report.lines],
+                       "counts": report.counts}, out, indent=2)
+        else:
+            json.dump(found, out, indent=2)
+        out.write("\n")
+    else:
+        if args.lines:
+            for c in report.lines:
+                out.write(f"{args.file}:{c.line}: {c.label}"
+                          f"{' ' + c.field if c.field else ''}: {c.text}\n")
+        for issue in issues:
+            out.write(f"{args.file}:{issue.line}: {issue.severity}: {issue.message} "
+                      f"[{issue.code}]\n")
+        out.write(f"{args.file}: dialect {report.dialect}, {report.groups} groups, "
+                  f"{report.errors} errors, {report.warnings} warnings, {report.notes} notes\n")
+        if args.lines:
+            counts = ", ".join(f"{n} {label}" for label, n in sorted(report.counts.items()))
+            out.write(f"{args.file}: {len(report.lines)} lines: {counts}\n")
+    serious = any(i.severity in (Severity.ERROR, Severity.WARNING) for i in issues)
+    return EXIT_FINDINGS if serious else EXIT_OK
+
+
+# -- diff -------------------------------------------------------------------------------
+
+
+def _url_list(name: str) -> list[str]:
+    urls = []
+    for raw in _read(name).decode("utf-8", "replace").splitlines():
+        line = raw.strip()
+        if line and not line.startswith("#"):
+            urls.append(line)
+    if not urls:
+        raise ConfigError(f"{name} lists no URLs")
+    return urls
+
+
+def _robots_diff(args: argparse.Namespace, out: TextIO) -> int:
+    urls = _url_list(args.urls) if args.urls else None
+    found = diff_bodies(_read(args.old), _read(args.new), urls=urls, agents=args.agent,
+                        dialect=parse_dialect(args.dialect), max_bytes=args.max_bytes)
+    if args.json:
+        json.dump(found.as_json(), out, indent=2)
+        out.write("\n")
+    else:
+        _print_diff(out, args.old, args.new, found)
+    return EXIT_FINDINGS if found.changes else EXIT_OK
+
+
+def _print_diff(out: TextIO, old: str, new: str, d: RobotsDiff) -> None:
+    how = ("sampled from the paths of both files' rules" if d.sampled else "given")
+    out.write(f"{old} -> {new}: dialect {d.dialect}, {len(d.urls)} URLs ({how}), "
+              f"{len(d.agents)} agents\n")
+    for n, text in d.removed:
+        out.write(f"- {old}:{n}: {text}\n")
+    for n, text in d.added:
+        out.write(f"+ {new}:{n}: {text}\n")
+    if not d.changes:
+        out.write("no URL changes verdict\n")
+        return
+    out.write(f"{len(d.changes)} verdicts change:\n")
+    for c in d.changes:
+        before = "allowed" if c.was_allowed else "disallowed"
+        after = "allowed" if c.allowed else "disallowed"
+        was = _rule(c.old_rule) if c.old_rule else c.old_reason
+        now = _rule(c.new_rule) if c.new_rule else c.new_reason
+        out.write(f"  {c.agent}  {c.url}  {before} -> {after}  (was {was}; now {now})\n")

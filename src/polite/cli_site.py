@@ -1,0 +1,111 @@
+"""``polite site serve``: the configuration page of a site's robots.txt (seed 003, 4.11);
+the work is :mod:`polite.site`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+from typing import TextIO
+
+from polite.errors import ConfigError
+
+__all__ = ["add_site_commands"]
+
+TOKEN_ENV = "POLITE_SITE_TOKEN"
+
+
+def add_site_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    site = commands.add_parser(
+        "site", help="a site's own robots.txt: rules in SQLite, the configuration page")
+    site_commands = site.add_subparsers(title="site commands", metavar="COMMAND")
+    serve = site_commands.add_parser(
+        "serve", help="the configuration page: rules in sections, versions, robot visits",
+        description="Serve the configuration page over DB (created when missing). The "
+                    "site's application serves the same rules through polite.site's "
+                    "middleware, reading DB. Off loopback the page needs a token: "
+                    f"--token, ${TOKEN_ENV}, or one made up and printed.")
+    serve.add_argument("--db", required=True, metavar="FILE", help="the site's SQLite file")
+    serve.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8090, help="port (default 8090)")
+    serve.add_argument("--token", help=f"the page's token (default ${TOKEN_ENV}; required "
+                                       "off loopback, made up when not given)")
+    serve.set_defaults(handler=_serve)
+    keep = site_commands.add_parser(
+        "import", help="keep an existing robots.txt as the hand-written part",
+        description="Save a new version whose hand-written part is FILE: the managed "
+                    "rules (empty at first) go in a block before it.")
+    keep.add_argument("file", metavar="FILE", help="a robots.txt")
+    keep.add_argument("--db", required=True, metavar="FILE", help="the site's SQLite file")
+    keep.set_defaults(handler=_import)
+    prune = site_commands.add_parser(
+        "prune", help="forget robot visits older than some days (the log grows otherwise)")
+    prune.add_argument("--db", required=True, metavar="FILE", help="the site's SQLite file")
+    prune.add_argument("--days", type=float, required=True, help="keep this many days")
+    prune.set_defaults(handler=_prune)
+
+
+def _serve(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        import uvicorn
+    except ImportError as exc:
+        raise ConfigError("polite site serve needs the site extra: "
+                          "pip install 'polite[site]'") from exc
+    from polite.serve import _is_loopback  # the rule polite serve applies to its own --host
+    from polite.site import SiteStore
+    from polite.site.page import create_site_app
+
+    token = args.token or os.environ.get(TOKEN_ENV) or None
+    if token is None and not _is_loopback(args.host):
+        token = secrets.token_urlsafe(24)
+    store = SiteStore(args.db)
+    app = create_site_app(store, token=token)
+    where = f"http://{args.host}:{args.port}/"
+    print(f"polite site: the configuration page of {args.db} on {where}"
+          + (f"?token={token}" if token else ""), file=out, flush=True)
+    try:
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    finally:
+        store.close()
+    return 0
+
+
+def _import(args: argparse.Namespace, out: TextIO) -> int:
+    import dataclasses
+    import time
+
+    from polite.core.robots import MAX_ROBOTS_BYTES
+    from polite.site import SiteStore
+
+    with open(args.file, "rb") as handle:
+        body = handle.read(MAX_ROBOTS_BYTES + 1)
+    if len(body) > MAX_ROBOTS_BYTES:
+        raise ConfigError(f"{args.file} is over {MAX_ROBOTS_BYTES:,} bytes, the most "
+                          "crawlers read")
+    text = body.decode("utf-8", errors="replace")
+    store = SiteStore(args.db)
+    try:
+        rules = dataclasses.replace(store.current().rules, manual_text=text)
+        version = store.save(rules, now=time.time(), author="polite site import",
+                             note=f"hand-written part from {args.file}")
+    finally:
+        store.close()
+    print(f"version {version.id}: {args.file} kept after the managed block "
+          f"({len(text.splitlines())} lines)", file=out)
+    return 0
+
+
+def _prune(args: argparse.Namespace, out: TextIO) -> int:
+    import time
+
+    from polite.site import SiteStore
+
+    if args.days < 0:
+        raise ConfigError("--days must be 0 or more")
+    store = SiteStore(args.db)
+    try:
+        removed = store.prune_visits(time.time() - args.days * 86_400)
+    finally:
+        store.close()
+    print(f"{removed:,} robot visits older than {args.days:g} days forgotten", file=out)
+    return 0

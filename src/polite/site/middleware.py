@@ -1,0 +1,195 @@
+"""The ASGI and WSGI adapters: thin shells over :class:`~polite.site.guard.SiteGuard`.
+
+People's requests go straight to the application after one cached User-Agent lookup. A
+robot's request is verified, decided, logged and then passed, refused (403) or throttled
+(429 with Retry-After). ``GET /robots.txt`` is answered here from the rules in force, with
+``Cache-Control: max-age`` set to the site's TTL (seed 003, 4.4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
+from typing import Any
+from urllib.parse import quote
+
+from polite.core.site import ROBOTS_PATH, Action, Check, Identity, SiteDecision, Visit
+from polite.site.guard import SiteGuard, refusal_body
+
+__all__ = ["SiteMiddleware", "SiteWSGIMiddleware"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+StartResponse = Callable[..., Any]
+WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
+
+
+def _refusal_headers(decision: SiteDecision, length: int) -> list[tuple[str, str]]:
+    headers = [("content-type", "text/plain; charset=utf-8"), ("content-length", str(length))]
+    if decision.retry_after_s is not None:
+        headers.append(("retry-after", str(decision.retry_after_s)))
+    return headers
+
+
+class SiteMiddleware:
+    """ASGI: ``app = SiteMiddleware(app, guard)``."""
+
+    def __init__(self, app: ASGIApp, guard: SiteGuard) -> None:
+        self.app = app
+        self.guard = guard
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        user_agent = ""
+        forwarded = None
+        for key, value in scope["headers"]:
+            if key == b"user-agent":
+                user_agent = value.decode("latin-1")
+            elif key == b"x-forwarded-for":
+                forwarded = value.decode("latin-1")
+        guard = self.guard
+        identity = guard.identify(user_agent)
+        path = scope["path"]
+        is_robots = path == ROBOTS_PATH and scope["method"] in ("GET", "HEAD")
+        if not identity.is_robot and not is_robots:
+            await self.app(scope, receive, send)
+            return
+        client = scope.get("client")
+        ip = guard.client_ip(client[0] if client else None, forwarded)
+        raw = scope.get("raw_path")
+        target = raw.decode("latin-1") if raw else quote(path)
+        query = scope.get("query_string", b"")
+        if query:
+            target += "?" + query.decode("latin-1")
+        visit = Visit(scope["method"], target, user_agent, ip)
+        check = await self._check(identity, ip)
+        decision = guard.decide(visit, identity, check) if identity.is_robot else None
+        if is_robots:
+            await self._robots_txt(send, head=scope["method"] == "HEAD")
+            if decision is not None and decision.log is not None:
+                guard.log(decision.log, 200)
+            return
+        assert decision is not None  # a robot's request that is not /robots.txt
+        if decision.action in (Action.REFUSE, Action.THROTTLE):
+            body = refusal_body(decision)
+            await send({"type": "http.response.start", "status": decision.status,
+                        "headers": [(k.encode(), v.encode())
+                                    for k, v in _refusal_headers(decision, len(body))]})
+            await send({"type": "http.response.body", "body": body})
+            if decision.log is not None:
+                guard.log(decision.log, decision.status)
+            return
+        status: list[int] = []
+
+        async def send_noting_status(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status.append(int(message["status"]))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_noting_status)
+        finally:
+            if decision.log is not None:
+                guard.log(decision.log, status[0] if status else None)
+
+    async def _check(self, identity: Identity, ip: str | None) -> Check:
+        found = self.guard.known_verdict(identity, ip)
+        if isinstance(found, Check):
+            return found
+        assert identity.crawler is not None and ip is not None  # NeedsDns implies both
+        return await self.guard.verify_dns_async(identity.crawler, ip)
+
+    async def _robots_txt(self, send: Send, *, head: bool) -> None:
+        robots = self.guard.robots_file()
+        headers = [(k.encode(), v.encode()) for k, v in robots.headers]
+        headers.append((b"content-length", str(len(robots.body)).encode()))
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b"" if head else robots.body})
+
+
+class _Logged:
+    """A WSGI response that logs the robot's request when the server closes it."""
+
+    def __init__(self, body: Iterable[bytes], done: Callable[[], None]) -> None:
+        self._body = body
+        self._done = done
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self._body)
+
+    def close(self) -> None:
+        try:
+            close = getattr(self._body, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self._done()
+
+
+class SiteWSGIMiddleware:
+    """WSGI: ``app = SiteWSGIMiddleware(app, guard)``; DNS checks block the worker (up to
+    the resolver's own timeouts), once per crawler address an hour."""
+
+    def __init__(self, app: WSGIApp, guard: SiteGuard) -> None:
+        self.app = app
+        self.guard = guard
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse
+                 ) -> Iterable[bytes]:
+        guard = self.guard
+        user_agent = environ.get("HTTP_USER_AGENT", "")
+        identity = guard.identify(user_agent)
+        path = environ.get("PATH_INFO", "") or "/"
+        method = environ.get("REQUEST_METHOD", "GET")
+        is_robots = path == ROBOTS_PATH and method in ("GET", "HEAD")
+        if not identity.is_robot and not is_robots:
+            return self.app(environ, start_response)
+        ip = guard.client_ip(environ.get("REMOTE_ADDR") or None,
+                             environ.get("HTTP_X_FORWARDED_FOR"))
+        target = environ.get("RAW_URI") or environ.get("REQUEST_URI") or ""
+        if not target.startswith("/"):
+            # PATH_INFO is decoded; quote it back (WSGI carries bytes as latin-1)
+            target = quote(environ.get("SCRIPT_NAME", "") + path, safe="/:@!$&'()*+,;=~")
+            if environ.get("QUERY_STRING"):
+                target += "?" + environ["QUERY_STRING"]
+        visit = Visit(method, target, user_agent, ip)
+        decision = None
+        if identity.is_robot:
+            found = guard.known_verdict(identity, ip)
+            if not isinstance(found, Check):
+                assert identity.crawler is not None and ip is not None
+                found = guard.verify_dns(identity.crawler, ip)
+            decision = guard.decide(visit, identity, found)
+        if is_robots:
+            robots = guard.robots_file()
+            start_response("200 OK", [*robots.headers,
+                                      ("content-length", str(len(robots.body)))])
+            if decision is not None and decision.log is not None:
+                guard.log(decision.log, 200)
+            return [b"" if method == "HEAD" else robots.body]
+        assert decision is not None
+        entry = decision.log
+        if decision.action in (Action.REFUSE, Action.THROTTLE):
+            body = refusal_body(decision)
+            reason = "Forbidden" if decision.status == 403 else "Too Many Requests"
+            start_response(f"{decision.status} {reason}",
+                           _refusal_headers(decision, len(body)))
+            if entry is not None:
+                guard.log(entry, decision.status)
+            return [body]
+        status: list[int] = []
+
+        def start_noting_status(line: str, headers: Any, *exc: Any) -> Any:
+            status.append(int(line.split(" ", 1)[0]))
+            return start_response(line, headers, *exc)
+
+        def done() -> None:
+            if entry is not None:
+                guard.log(entry, status[-1] if status else None)
+
+        return _Logged(self.app(environ, start_noting_status), done)

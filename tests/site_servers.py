@@ -1,0 +1,69 @@
+"""Real servers for the site tests: an ASGI app under uvicorn and a WSGI app under wsgiref,
+each in a thread on its own loopback address; clients that come from a chosen address."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+import httpx
+import uvicorn
+
+
+def free_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def serve_asgi(app: Any, host: str) -> Iterator[str]:
+    """``app`` under uvicorn on ``host``; yields its base URL."""
+    port = free_port(host)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off",
+                            access_log=False)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        assert thread.is_alive(), "uvicorn exited"
+        time.sleep(0.02)
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def serve_wsgi(app: Callable[..., Any], host: str) -> Iterator[str]:
+    """``app`` under the standard library's wsgiref on ``host``; yields its base URL."""
+    server: WSGIServer = make_server(host, 0, app, handler_class=_QuietHandler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
+    thread.start()
+    try:
+        yield f"http://{host}:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+def client_from(address: str, base_url: str, user_agent: str) -> httpx.Client:
+    """A client whose connections leave from ``address`` (a crawler's "own" address)."""
+    return httpx.Client(base_url=base_url, trust_env=False, timeout=10,
+                        headers={"user-agent": user_agent},
+                        transport=httpx.HTTPTransport(local_address=address))

@@ -1,0 +1,182 @@
+"""The configuration page in a real headless Chromium, with a real site beside it (Starlette
+and the middleware under uvicorn, reading the same SQLite file): add a rule in one section,
+watch the file and the explain matrix change, save, roll back, and follow the site's served
+/robots.txt at each step; then the robot visits page. Screenshots are kept."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+
+from polite.core.site import Field, RuleRow, Section, SiteRules
+from polite.site import SiteGuard, SiteMiddleware, SiteStore
+from polite.site.page import create_site_app
+from tests.browser import screenshot
+from tests.site_servers import client_from, serve_asgi
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
+PAGE_HOST = "127.0.23.10"
+SITE_HOST = "127.0.23.11"
+START = SiteRules(sections=(
+    Section("Whole site", "/", "webmaster", (
+        RuleRow("*", Field.DISALLOW, "/admin/"),
+        RuleRow("GPTBot", Field.DISALLOW, "/"),
+    )),
+    Section("Alice's pages", "/students/alice/", "alice", (
+        RuleRow("*", Field.DISALLOW, "/students/alice/drafts/"),
+    )),
+), ttl_s=300)
+NEW_RULE = "Disallow: /students/alice/notes/"
+
+
+async def _hello(request: Request) -> PlainTextResponse:
+    return PlainTextResponse("a page")
+
+
+@pytest.fixture
+def servers(tmp_path: Path) -> Iterator[tuple[str, str, SiteStore]]:
+    db = tmp_path / "site.sqlite"
+    store = SiteStore(db)
+    store.save(START, now=time.time(), author="webmaster", note="first rules")
+    site_store = SiteStore(db)  # the site's own connection, as another process would have
+    site = SiteMiddleware(Starlette(routes=[Route("/{p:path}", _hello)]),
+                          SiteGuard(site_store))
+    with serve_asgi(create_site_app(store), PAGE_HOST) as page_url, \
+            serve_asgi(site, SITE_HOST) as site_url:
+        yield page_url, site_url, store
+    site_store.close()
+    store.close()
+
+
+def _served(site_url: str, *, version: int) -> str:
+    """The site's /robots.txt once it serves ``version`` (it looks again each second)."""
+    deadline = time.monotonic() + 10
+    while True:
+        answer = httpx.get(site_url + "/robots.txt", trust_env=False, timeout=5)
+        if answer.headers["x-robots-version"] == str(version):
+            return answer.text
+        assert time.monotonic() < deadline, f"still serving {answer.headers}"
+        time.sleep(0.2)
+
+
+def _shot(page: Page, name: str) -> None:
+    page.evaluate("window.scrollTo(0, 0)")  # the preview pane sticks to the top
+    screenshot(page, name)
+
+
+def _cell(page: Page, url: str, agent: str) -> str:
+    cell = page.locator(f'#matrix td[data-url="{url}"][data-agent="{agent}"]')
+    return str(cell.get_attribute("data-verdict"))
+
+
+@pytest.mark.slow
+def test_add_a_rule_save_and_roll_back(page: Page,
+                                       servers: tuple[str, str, SiteStore]) -> None:
+    page_url, site_url, store = servers
+    first = _served(site_url, version=1)
+    assert NEW_RULE not in first
+    page.goto(page_url + "/")
+    assert page.locator("#live-version").inner_text() == "1"
+    page.fill('textarea[name="urls"]', "/students/alice/notes/today\n/admin/x\n/")
+    page.fill('input[name="agents"]', "Googlebot, GPTBot")
+    page.wait_for_selector('#matrix td[data-url="/students/alice/notes/today"]')
+    assert _cell(page, "/students/alice/notes/today", "Googlebot") == "allowed"
+    assert _cell(page, "/admin/x", "Googlebot") == "disallowed"
+    assert _cell(page, "/", "GPTBot") == "disallowed"
+    _shot(page, "site-config-start")
+
+    # add a rule in Alice's section: a new row, then its path
+    page.click("text=+ Add a rule to Alice's pages")
+    row = page.locator('input[name="s1.r1.value"]')
+    row.wait_for()
+    assert page.locator('input[name="s1.r1.agent"]').input_value() == "*"
+    row.fill("/students/alice/notes/")
+    page.wait_for_function(
+        "document.querySelector('#generated').innerText.includes("
+        "'Disallow: /students/alice/notes/')")
+    page.wait_for_selector('#matrix td[data-url="/students/alice/notes/today"]'
+                           '[data-agent="Googlebot"][data-verdict="disallowed"]')
+    assert page.locator("#generated li.changed").count() >= 1  # marked as not saved
+    assert page.locator("#problem-1-1").inner_text() == ""  # an unfinished row is no error
+    cell = page.locator('#matrix td[data-url="/students/alice/notes/today"]'
+                        '[data-agent="Googlebot"]').inner_text()
+    assert "Alice's pages (alice)" in cell  # the deciding line's section
+    _shot(page, "site-config-edited")
+    assert NEW_RULE not in _served(site_url, version=1)  # not saved: not served
+
+    # a rule outside Alice's part is left out, and said so
+    page.click("text=+ Add a rule to Alice's pages")
+    page.locator('input[name="s1.r2.value"]').fill("/admin/mine")
+    page.wait_for_function("document.querySelector('#lint').innerText.includes('outside')")
+    assert "outside this section's part" in page.locator("#problem-1-2").inner_text()
+    _shot(page, "site-config-problem")
+    page.click('tr[data-row="1-2"] button[title="Remove this rule"]')
+    page.wait_for_function("!document.querySelector('#lint').innerText.includes('outside')")
+
+    page.fill('input[name="author"]', "alice")
+    page.fill('input[name="note"]', "keep my notes out")
+    page.click("text=Save as a new version")
+    page.wait_for_selector("text=Saved as version 2")
+    assert page.locator("#live-version").inner_text() == "2"
+    saved = _served(site_url, version=2)
+    assert NEW_RULE in saved
+    assert store.current().author == "alice"
+    _shot(page, "site-config-saved")
+
+    page.goto(page_url + "/versions")
+    assert page.locator("#version-2 .badge").inner_text() == "served now"
+    assert "/students/alice/notes/" in page.locator("#version-2 table.changes").inner_text()
+    _shot(page, "site-config-versions")
+    page.click("text=Roll back to version 1")
+    page.wait_for_selector("#version-3 .badge")
+    assert "rollback to version 1" in page.locator("#version-3 .meta").inner_text()
+    assert _served(site_url, version=3) == first
+    _shot(page, "site-config-rolled-back")
+
+
+def test_the_robot_visits_page(page: Page, servers: tuple[str, str, SiteStore]) -> None:
+    page_url, site_url, _ = servers
+    bot = "Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)"
+    with client_from("127.0.23.20", site_url, bot) as gpt:
+        assert gpt.get("/robots.txt").status_code == 200
+        for path in ("/blog/1", "/blog/2", "/admin/"):
+            assert gpt.get(path).status_code == 200  # logged only
+    with client_from("127.0.23.21", site_url, "ExampleCrawler/1.0") as other:
+        other.get("/admin/panel")
+    page.goto(page_url + "/access")
+    robots = page.locator("#robots").inner_text()
+    assert "GPTBot" in robots and "OpenAI" in robots and "ExampleCrawler" in robots
+    broken = page.locator("#broken").inner_text()
+    assert "Disallow: /" in broken and "Disallow: /admin/" in broken
+    gpt_row = page.locator("#robots tr", has_text="GPTBot").inner_text().split("\t")
+    assert gpt_row[3:7] == ["4", "0", "4", "3"]  # visits, verified, forged, against the file
+    # 127.0.23.20 is not in OpenAI's published ranges: a forged GPTBot
+    assert "forged" in page.locator("#visits").inner_text()
+    _shot(page, "site-config-robot-visits")
+
+
+def test_the_page_is_behind_its_token(tmp_path: Path) -> None:
+    store = SiteStore(tmp_path / "site.sqlite")
+    with serve_asgi(create_site_app(store, token="s3cret"), "127.0.23.12") as url, \
+            httpx.Client(base_url=url, trust_env=False, follow_redirects=True) as client:
+        assert client.get("/").status_code == 401
+        assert client.post("/save", data={"sections": "0"}).status_code == 401
+        assert client.get("/", params={"token": "wrong"}).status_code == 401
+        assert client.get("/", params={"token": "s3cret"}).status_code == 200  # now a cookie
+        assert client.get("/versions").status_code == 200
+        refused = client.post("/save", data={"sections": "0"},
+                              headers={"origin": "http://elsewhere.test"})
+        assert refused.status_code == 403
+    assert store.current_id() == 0
+    store.close()

@@ -35,6 +35,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/robots_vs_peers.py
 	$(BIN)/python bench/serve_decisions.py
 	$(BIN)/python bench/proxy_vs_peers.py
+	$(BIN)/python bench/dashboard_overhead.py
 	$(BIN)/python bench/tls_vs_mitmproxy.py
 	$(BIN)/python bench/sitemaps_vs_peers.py
 	$(BIN)/python bench/html_links.py

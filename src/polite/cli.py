@@ -189,6 +189,10 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--no-intercept", metavar="HOST", action="append", default=None,
                        help="leave tunnels to HOST plain (clients that pin certificates); "
                             "repeatable")
+    serve.add_argument("--trace-size", type=int,
+                       help="exchanges GET /trace keeps, newest first (default 1000; 0: none)")
+    serve.add_argument("--node", help="this node's name on the dashboard (default "
+                       "HOSTNAME:PORT)")
     serve.add_argument("--config", metavar="FILE",
                        help="a TOML file with any of the options above (with _ for -) and a "
                             "[delays] table of domain = milliseconds")

@@ -6,20 +6,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import ipaddress
 import os
 import signal
+import socket
 import ssl
 import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
+from urllib.parse import urlsplit
 
 from polite.api import create_app
 from polite.clock import WallClock
 from polite.core.robots import MAX_ROBOTS_BYTES
 from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
 from polite.errors import ConfigError
+from polite.fetch.activity import Activity
 from polite.fetch.cache import PageCache
 from polite.fetch.politeness import Politeness
 from polite.fetch.robots import RobotsFetcher, create_client
@@ -30,8 +34,8 @@ from polite.storage import RedisStore, open_store
 if TYPE_CHECKING:
     from polite.proxy.authority import CertificateAuthority
 
-__all__ = ["Settings", "default_ca_dir", "open_authority", "open_store", "run_server",
-           "settings_from", "upstream_context"]
+__all__ = ["Settings", "default_ca_dir", "masked_env", "open_authority", "open_store",
+           "run_server", "settings_from", "upstream_context"]
 
 
 @dataclass
@@ -57,6 +61,8 @@ class Settings:
     cache_keep_no_store_s: float = 0.0  # seed 001's "no-store for a day" is 86400
     loop: str = "auto"  # the event loop: uvloop when installed (auto), asyncio, uvloop
     max_bytes: int = MAX_ROBOTS_BYTES  # robots.txt is read up to this size
+    trace_size: int = 1000  # exchanges GET /trace keeps (0: none)
+    node: str | None = None  # this node's name on the dashboard (default host:port)
     delays: dict[str, int] = field(default_factory=dict)  # domain -> ms, from --config
     intercept_tls: bool = False  # read inside CONNECT tunnels (the local CA's certificates)
     ca_dir: str | None = None  # the local CA's folder; None: default_ca_dir()
@@ -72,6 +78,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "adaptive_factor": (int, float),
     "backoff": (bool,), "cache": (bool,), "cache_max_mb": (int, float),
     "cache_keep_no_store_s": (int, float), "loop": (str,), "max_bytes": (int,),
+    "trace_size": (int,), "node": (str,),
     "intercept_tls": (bool,), "ca_dir": (str,), "upstream_ca": (str,), "no_intercept": (list,),
 }
 
@@ -140,11 +147,40 @@ def settings_from(args: argparse.Namespace) -> Settings:
         raise ConfigError("--cache-keep-no-store-s must be 0 or more")
     if settings.max_bytes < 1:
         raise ConfigError("--max-bytes must be 1 or more")
+    if not 0 <= settings.trace_size <= 1_000_000:
+        raise ConfigError("--trace-size must be from 0 to 1000000")
     if not all(isinstance(host, str) and host for host in settings.no_intercept):
         raise ConfigError("no_intercept must be a list of host names")
     if not 0 <= settings.port <= 65535:
         raise ConfigError(f"--port {settings.port} is not a port number")
     return settings
+
+
+MASK = "******"
+
+
+def _mask_url(url: str) -> str:
+    """A store URL with its password (and a user alone, as Redis takes it) hidden."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None and not parts.username:
+            return url
+        user = parts.username if parts.password is not None else None
+        host = parts.netloc.rsplit("@", 1)[-1]
+        auth = f"{user}:{MASK}" if user else f":{MASK}" if parts.password is not None \
+            else MASK
+        return parts._replace(netloc=f"{auth}@{host}").geturl()
+    except ValueError:
+        return MASK  # not readable: shown as nothing rather than as it is
+
+
+def masked_env(settings: Settings) -> dict[str, object]:
+    """Seed 001's ``GET /env``: every setting in force, secrets masked."""
+    env: dict[str, object] = asdict(settings)
+    if settings.admin_token:
+        env["admin_token"] = MASK
+    env["store"] = _mask_url(settings.store)
+    return env
 
 
 async def _check_redis(url: str) -> None:
@@ -225,6 +261,11 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
     interception = _interception(settings)  # the CA refused before anything is opened
     clock = WallClock()
     store = open_store(settings.store, clock)
+    node = settings.node or f"{socket.gethostname()}:{settings.port or os.getpid()}"
+    env = masked_env(settings)
+    activity = Activity(store, node=node, trace_size=settings.trace_size,
+                        info={"address": f"{settings.host}:{settings.port}",
+                              "mode": settings.mode, "pid": os.getpid()})
     client = create_client(verify=upstream_context(settings.upstream_ca))
     policy = FetchPolicy(unauthorized=UnauthorizedMeans(settings.on_401_403))
     fetcher = RobotsFetcher(client, store, clock, agent=settings.agent, policy=policy,
@@ -234,7 +275,8 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
                             max_crawl_delay_s=settings.max_crawl_delay_s,
                             allow_private=settings.allow_private,
                             adaptive_factor=settings.adaptive_factor,
-                            backoff=settings.backoff)
+                            backoff=settings.backoff, activity=activity)
+    beating: list[asyncio.Task[None]] = []
 
     async def startup() -> None:
         # Delays from the config file fill in; what was set at run time (PUT /delays) and
@@ -242,8 +284,14 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
         for domain, ms in settings.delays.items():
             if await store.get_delay(domain) is None:
                 await store.set_delay(domain, ms / 1000)
+        # Counters to the store and this node's heartbeat, once a second.
+        beating.append(asyncio.get_running_loop().create_task(activity.run(1.0)))
 
     async def shutdown() -> None:
+        for task in beating:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await client.aclose()
         await store.close()
 
@@ -252,7 +300,7 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
                       keep_no_store_s=settings.cache_keep_no_store_s) if settings.cache \
         else None
     app = create_app(politeness, store, admin_token=settings.admin_token, sitemaps=walker,
-                     cache=cache, on_startup=startup, on_shutdown=shutdown)
+                     cache=cache, on_startup=startup, on_shutdown=shutdown, env=env)
     proxy = ProxyServer(politeness, app, cache=cache, settings=ProxySettings(
         mode=Mode(settings.mode), max_wait_s=settings.max_wait_s,
         origin_read_s=settings.origin_timeout_s, connect_s=min(10.0, settings.origin_timeout_s)),

@@ -163,6 +163,12 @@ def test_a_cacheable_https_page_is_served_from_the_cache(setup: Setup) -> None:
     assert first == second == (200, "kept for an hour")
     assert third.status_code == 200 and "age" in third.headers
     assert site.requests.count("/kept") == 1
+    # Inside the tunnels, each request is traced and counted like a plain http one.
+    traced = [(e["method"], e["decision"], e["status"]) for e in
+              setup.api.get("/trace").json()["exchanges"] if e["url"] == f"{site.origin}/kept"]
+    assert traced == [("GET", "cache", 200), ("GET", "cache", 200), ("GET", "allowed", 200)]
+    rows = setup.api.get("/dashboard/hosts", params={"q": "127.0.25.3"}).json()["rows"]
+    assert (rows[0]["allowed"], rows[0]["cacheHits"]) == (1, 2)
 
 
 def test_an_origin_whose_certificate_does_not_verify_gets_a_502_naming_why(

@@ -14,7 +14,14 @@ import pytest
 
 from polite.core.politeness.rules import claim_first
 from polite.errors import ConfigError
-from polite.storage import MemoryStore, RedisStore, RobotsRecord, SQLiteStore, Store
+from polite.storage import (
+    HostActivity,
+    MemoryStore,
+    RedisStore,
+    RobotsRecord,
+    SQLiteStore,
+    Store,
+)
 from tests.redis_server import redis_server
 
 pytestmark = pytest.mark.anyio
@@ -168,6 +175,41 @@ async def test_delays(make_store: Factory) -> None:
     await store.set_robots_delay("e.com", 2.0)
     await store.set_robots_delay("b.net", 0.25)
     assert await store.all_robots_delays() == {"e.com": 2.0, "b.net": 0.25}
+
+
+async def test_activity_adds_counters_and_keeps_the_latest_facts(make_store: Factory
+                                                                  ) -> None:
+    store = make_store(FakeClock())
+    assert await store.all_activity() == []
+    await store.add_activity([
+        HostActivity("e.com", allowed=2, delay_refused=1, last_seen=10.0, origin="http://e.com",
+                     delay_s=1.0, delay_source="default", robots_status="200"),
+        HostActivity("o.org", robots_refused=3)])
+    # Another node adds its counts; its facts replace those given, the others stay.
+    await store.add_activity([
+        HostActivity("e.com", allowed=5, cache_hits=4, last_seen=12.5, delay_s=2.5,
+                     delay_source="operator", backoff_until=99.0, backoff_reason="429"),
+        HostActivity("n.net")])
+    rows = {row.host: row for row in await store.all_activity()}
+    assert rows["e.com"] == HostActivity(
+        "e.com", allowed=7, robots_refused=0, delay_refused=1, cache_hits=4, last_seen=12.5,
+        origin="http://e.com", delay_s=2.5, delay_source="operator", robots_status="200",
+        backoff_until=99.0, backoff_reason="429")
+    assert rows["o.org"] == HostActivity("o.org", robots_refused=3)
+    assert rows["n.net"] == HostActivity("n.net")  # known without counts
+
+
+async def test_nodes_beat_and_expire(make_store: Factory) -> None:
+    clock = FakeClock()
+    store = make_store(clock)
+    assert await store.live_nodes() == {}
+    await store.node_beat("a", '{"rps": 1}', 60.0)
+    await store.node_beat("b", '{"rps": 2}', 0.05)
+    await store.node_beat("a", '{"rps": 3}', 60.0)
+    assert await store.live_nodes() == {"a": '{"rps": 3}', "b": '{"rps": 2}'}
+    clock.advance(1.0)
+    time.sleep(0.1)  # Redis expires keys on its own clock
+    assert await store.live_nodes() == {"a": '{"rps": 3}'}
 
 
 async def test_robots_records(make_store: Factory) -> None:

@@ -1,12 +1,13 @@
 """``POST /politeness``, ``GET /politeness?urls=``, ``POST /politeness/verbose`` (seed 001,
-same names and shapes), ``/delays``, ``/health``, ``/metrics`` and an OpenAPI description."""
+same names and shapes), ``/delays``, ``/health``, ``/metrics``, seed 001's ``/env`` and
+``/trace``, the operator's ``/dashboard`` and an OpenAPI description."""
 
 from __future__ import annotations
 
 import hmac
 import json
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -16,11 +17,13 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from polite.api.dashboard import MAX_PAGE_ROWS, SORTS, STATES, Dashboard, HostQuery, static_file
 from polite.core.sitemaps.model import MAX_SITEMAP_URLS
 from polite.errors import InvalidURL
+from polite.fetch.activity import Activity
 from polite.fetch.cache import PageCache
 from polite.fetch.politeness import Politeness, Verdict
 from polite.fetch.robots import split_origin
@@ -138,14 +141,72 @@ class _RobotsCollector:
                                   value=self._politeness.robots_fetches)
 
 
+class _ActivityCollector:
+    """What the node saw, node-wide (the dashboard holds the per-host detail, so that
+    Prometheus gets no label per host)."""
+
+    def __init__(self, activity: Activity) -> None:
+        self._activity = activity
+
+    def collect(self) -> Iterator[Metric]:
+        activity = self._activity
+        requests = CounterMetricFamily("polite_proxy_requests", "proxied requests by what "
+                                       "became of them", labels=["decision"])
+        for decision, count in sorted(activity.totals.items()):
+            requests.add_metric([decision], count)
+        yield requests
+        statuses = CounterMetricFamily("polite_proxy_responses", "proxied requests by the "
+                                       "status class answered (refused: polite's 403/429)",
+                                       labels=["class"])
+        for kind, count in sorted(activity.statuses.items()):
+            statuses.add_metric([kind], count)
+        yield statuses
+        yield GaugeMetricFamily("polite_proxy_queued", "requests held for their host's slot",
+                                value=sum(activity.queued.values()))
+        yield GaugeMetricFamily("polite_proxy_in_flight", "requests on their way to an origin",
+                                value=sum(activity.in_flight.values()))
+
+
+def _host_query(request: Request) -> HostQuery:
+    params = request.query_params
+    sort = params.get("sort", "last_seen")
+    if sort not in SORTS:
+        raise _Problem(400, f"'sort' must be one of {', '.join(SORTS)}")
+    order = params.get("order", "desc")
+    if order not in ("asc", "desc"):
+        raise _Problem(400, "'order' must be 'asc' or 'desc'")
+    state = params.get("state", "all")
+    if state not in STATES:
+        raise _Problem(400, f"'state' must be one of {', '.join(STATES)}")
+    text = params.get("q", "")
+    if len(text) > 253:
+        raise _Problem(400, "'q' is longer than a host name can be")
+    return HostQuery(sort, order == "desc", text, state,
+                     _bounded(request, "offset", 0, 10_000_000),
+                     max(1, _bounded(request, "limit", 50, MAX_PAGE_ROWS)))
+
+
+_STATIC = {"dashboard.js": "text/javascript; charset=utf-8",
+           "dashboard.css": "text/css; charset=utf-8"}
+_SECURITY = {"x-content-type-options": "nosniff", "referrer-policy": "no-referrer",
+             "content-security-policy": "default-src 'self'; img-src 'self' data:; "
+                                        "frame-ancestors 'none'"}
+
+
 def create_app(politeness: Politeness, store: Store, *, admin_token: str | None = None,
                sitemaps: SitemapWalker | None = None, cache: PageCache | None = None,
                on_startup: Callable[[], Awaitable[None]] | None = None,
-               on_shutdown: Callable[[], Awaitable[None]] | None = None) -> Starlette:
-    """The app; ``admin_token``, when set, is required (Bearer) for writes."""
+               on_shutdown: Callable[[], Awaitable[None]] | None = None,
+               env: Mapping[str, object] | None = None) -> Starlette:
+    """The app; ``admin_token``, when set, is required (Bearer) for writes. ``env`` is the
+    configuration in force, secrets already masked (``GET /env``)."""
     registry = CollectorRegistry()
     decisions = Counter("polite_decisions", "URLs answered", ["result"], registry=registry)
     registry.register(_RobotsCollector(politeness))
+    activity = politeness.activity
+    registry.register(_ActivityCollector(activity))
+    dashboard = Dashboard(politeness, store, cache=cache, env=env)
+    pages = {name: static_file(name) for name in ("dashboard.html", "index.html", *_STATIC)}
     if cache is not None:
         registry.register(_CacheCollector(cache))
 
@@ -156,6 +217,8 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         verdicts = await politeness.check(urls, reserve=reserve, agent=agent, ip=ip)
         for verdict in verdicts:
             decisions.labels("allowed" if verdict.allowed else "refused").inc()
+            if verdict.cause != "invalid":
+                activity.count(urlsplit(verdict.url).hostname or "", verdict.cause)
         return verdicts
 
     def guarded(handler: Callable[[Request], Awaitable[Response]]
@@ -278,6 +341,43 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
     async def openapi(request: Request) -> Response:
         return JSONResponse(OPENAPI)
 
+    async def get_env(request: Request) -> Response:
+        return JSONResponse(dict(env or {}))
+
+    async def get_trace(request: Request) -> Response:
+        limit = _bounded(request, "limit", activity.trace_size, max(activity.trace_size, 1))
+        entries = list(activity.trace)[::-1][:limit]
+        return JSONResponse({"capacity": activity.trace_size,
+                             "exchanges": [entry.as_json() for entry in entries]})
+
+    def html(name: str) -> Response:
+        return HTMLResponse(pages[name], headers=_SECURITY)
+
+    async def index(request: Request) -> Response:
+        return html("index.html")
+
+    async def dashboard_page(request: Request) -> Response:
+        return html("dashboard.html")
+
+    async def dashboard_static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in _STATIC:
+            raise _Problem(404, f"no such file: {name}")
+        return Response(pages[name], media_type=_STATIC[name],
+                        headers={"cache-control": "no-cache", **_SECURITY})
+
+    async def dashboard_hosts(request: Request) -> Response:
+        return JSONResponse(await dashboard.hosts(_host_query(request)))
+
+    async def dashboard_summary(request: Request) -> Response:
+        return JSONResponse(await dashboard.summary())
+
+    async def dashboard_events(request: Request) -> Response:
+        query = _host_query(request)
+        return StreamingResponse(dashboard.events(query), media_type="text/event-stream",
+                                 headers={"cache-control": "no-cache",
+                                          "x-accel-buffering": "no"})
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if on_startup is not None:
@@ -298,6 +398,14 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         Route("/health", health, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/env", get_env, methods=["GET"]),
+        Route("/trace", guarded(get_trace), methods=["GET"]),
+        Route("/", index, methods=["GET"]),
+        Route("/dashboard", dashboard_page, methods=["GET"]),
+        Route("/dashboard/static/{name}", guarded(dashboard_static), methods=["GET"]),
+        Route("/dashboard/hosts", guarded(dashboard_hosts), methods=["GET"]),
+        Route("/dashboard/summary", dashboard_summary, methods=["GET"]),
+        Route("/dashboard/events", guarded(dashboard_events), methods=["GET"]),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
 
@@ -314,6 +422,23 @@ _QUERY = [{"name": "reserve", "in": "query", "schema": {"type": "boolean"},
            "description": "the crawler's egress IP (REGP Ip-allow / Ip-delay / Ip-rate)"},
           {"name": "agent", "in": "query", "schema": {"type": "string"},
            "description": "the crawler's product token (default: the server's --agent)"}]
+
+
+_TRACE = {"type": "object", "properties": {
+    "time": {"type": "number"}, "method": {"type": "string"}, "url": {"type": "string"},
+    "decision": {"type": "string",
+                 "enum": ["allowed", "robots", "delay", "cache", "invalid", "error"]},
+    "status": {"type": "integer"}, "delayMs": {"type": "integer"},
+    "durationMs": {"type": "number"}}}
+_HOST_QUERY = [
+    {"name": "sort", "in": "query", "schema": {"type": "string", "enum": list(SORTS)}},
+    {"name": "order", "in": "query", "schema": {"type": "string", "enum": ["asc", "desc"]}},
+    {"name": "q", "in": "query", "schema": {"type": "string"},
+     "description": "hosts containing this"},
+    {"name": "state", "in": "query", "schema": {"type": "string", "enum": list(STATES)}},
+    {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0}},
+    {"name": "limit", "in": "query",
+     "schema": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_ROWS}}]
 
 
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
@@ -373,6 +498,31 @@ OPENAPI: dict[str, Any] = {
                                    "schema": {"type": "integer", "default": 5}}],
                               "responses": {"200": _json({"type": "object"})}}},
         "/health": {"get": {"summary": "liveness", "responses": {"200": _json({})}}},
+        "/env": {"get": {"summary": "the configuration in force (secrets masked)",
+                         "responses": {"200": _json({"type": "object"})}}},
+        "/trace": {"get": {"summary": "the last exchanges through the proxy, newest first: "
+                                      "time, method, url, decision, status, delayMs, "
+                                      "durationMs (--trace-size of them are kept)",
+                           "parameters": [{"name": "limit", "in": "query",
+                                           "schema": {"type": "integer"}}],
+                           "responses": {"200": _json({"type": "object", "properties": {
+                               "capacity": {"type": "integer"},
+                               "exchanges": {"type": "array", "items": _TRACE}}})}}},
+        "/dashboard": {"get": {"summary": "the operator's dashboard (HTML)",
+                               "responses": {"200": {"content": {"text/html": {}}}}}},
+        "/dashboard/hosts": {"get": {
+            "summary": "one page of known hosts with what the dashboard shows of each",
+            "parameters": _HOST_QUERY,
+            "responses": {"200": _json({"type": "object"})}}},
+        "/dashboard/summary": {"get": {
+            "summary": "the dashboard's header: rates, status codes over time, the cache, "
+                       "the store and its nodes",
+            "responses": {"200": _json({"type": "object"})}}},
+        "/dashboard/events": {"get": {
+            "summary": "server-sent events: every second, a 'tick' with the summary and the "
+                       "page of hosts asked for",
+            "parameters": _HOST_QUERY,
+            "responses": {"200": {"content": {"text/event-stream": {}}}}}},
         "/metrics": {"get": {"summary": "Prometheus text", "responses": {"200": {}}}},
     },
 }

@@ -35,10 +35,11 @@ from polite.core.robots.lifecycle import (
 )
 from polite.core.robots.model import AgentRules
 from polite.errors import InvalidURL
+from polite.fetch.activity import Activity, robots_code
 from polite.fetch.robots import RobotsFetcher, is_public_host, split_origin
 from polite.storage.base import Store
 
-__all__ = ["NO_RETRY", "Politeness", "Verdict"]
+__all__ = ["NO_RETRY", "Politeness", "Standing", "Verdict"]
 
 NO_RETRY = -1  # seed 001: "retryAfter -1 ... a delay does not have to be considered"
 NO_RULES = AgentRules()  # no robots.txt in force: no fields from the site
@@ -52,6 +53,9 @@ class Verdict(NamedTuple):
     error: str | None = None
     retry_after_ms: int = NO_RETRY
     warning: str | None = None  # e.g. the robots.txt in force was cut at the size cap
+    # allowed; refused by "robots" (rules, robots.txt unavailable, Time-forbidden), for the
+    # "delay" (spacing, back-off, Visit-time), or "invalid" (a bad URL, a private address)
+    cause: str = "allowed"
 
     def as_json(self) -> dict[str, object]:
         answer: dict[str, object] = {"url": self.url, "allowed": self.allowed,
@@ -59,6 +63,15 @@ class Verdict(NamedTuple):
         if self.warning is not None:
             answer["warning"] = self.warning
         return answer
+
+
+class Standing(NamedTuple):
+    """A host as :meth:`Politeness.standing` sees it."""
+
+    robots: RobotsState | None  # None: never fetched
+    robots_bytes: int
+    delays: Delays
+    slot: HostClaim  # ats[0]: when its next request may go; held_until: a back-off's end
 
 
 def _ms(seconds: float) -> int:
@@ -123,6 +136,7 @@ class Politeness:
         robots_concurrency: int = 64,
         adaptive_factor: float = ADAPTIVE_FACTOR,
         backoff: bool = True,
+        activity: Activity | None = None,
     ) -> None:
         self._robots = robots
         self.allow_private = allow_private
@@ -135,6 +149,9 @@ class Politeness:
         self.backoff = backoff  # 429 and 503 pause the host
         self.robots_delays_s: dict[str, float] = {}  # host -> what its robots.txt asks
         self._robots_slots = asyncio.Semaphore(robots_concurrency)
+        # what this node sees, for the dashboard (the proxy and the API count into it too)
+        self.activity = activity if activity is not None else Activity()
+        self._noted_states: dict[str, RobotsState] = {}
 
     @property
     def robots_fetches(self) -> int:
@@ -162,7 +179,7 @@ class Politeness:
             try:
                 origin, host = split_origin(url)
             except InvalidURL as exc:
-                verdicts[index] = Verdict(url, False, str(exc))
+                verdicts[index] = Verdict(url, False, str(exc), cause="invalid")
                 continue
             if not self.allow_private:
                 if host not in public:
@@ -170,7 +187,7 @@ class Politeness:
                 if not public[host]:
                     verdicts[index] = Verdict(
                         url, False, f"{host} is a private or loopback address; this server "
-                        "does not fetch from those (--allow-private)")
+                        "does not fetch from those (--allow-private)", cause="invalid")
                     continue
             hosts.append((index, url, origin, host))
         states: dict[str, RobotsState] = {}
@@ -187,6 +204,15 @@ class Politeness:
             states.update(zip(missing, loaded, strict=True))
 
         now = self._clock()
+        activity = self.activity
+        noted = self._noted_states
+        for origin, state in states.items():
+            if noted.get(origin) is not state:  # told once per robots.txt state
+                noted[origin] = state
+                if len(noted) > 100_000:
+                    del noted[next(iter(noted))]
+                activity.note(split_origin(origin)[1], origin=origin,
+                              robots_status=robots_code(state))
         asks: list[tuple[int, str, str, AgentRules]] = []
         for index, url, origin, host in hosts:
             state = states[origin]
@@ -194,14 +220,15 @@ class Politeness:
             match state:
                 case DisallowAll():
                     verdicts[index] = Verdict(url, False, state.reason,
-                                              _ms(state.retry_at - now))
+                                              _ms(state.retry_at - now), cause="robots")
                     continue
                 case Parsed():
                     if not state.robots.allowed(url, agent, ip=ip):
                         # The deciding rule and its line only for the refusal's message.
                         decision = state.robots.decide(url, agent, ip=ip)
                         verdicts[index] = Verdict(url, False,
-                                                  f"Blocked by robots.txt: {decision.reason}")
+                                                  f"Blocked by robots.txt: {decision.reason}",
+                                                  cause="robots")
                         continue
                     rules = state.robots.agent_rules(agent, ip=ip, url=url)
                 case AllowAll():
@@ -229,12 +256,14 @@ class Politeness:
                 if opens is None:
                     verdicts[index] = Verdict(url, False, "robots.txt forbids visits for the "
                                               "foreseeable future (Time-forbidden / "
-                                              "Visit-time)")
+                                              "Visit-time)", cause="robots")
                     continue
                 if opens > now:
                     verdicts[index] = Verdict(url, False, "robots.txt allows visits only at "
                                               "certain times (Visit-time / Time-forbidden)",
-                                              _ms(opens - now))
+                                              _ms(opens - now), cause="delay")
+                    activity.note(host, delay_s=delays.interval_s,
+                                  delay_source="Visit-time window", next_at=opens)
                     continue
             candidates.setdefault(host, []).append(
                 _Ask(index, url, host, delays, delays.interval_s))
@@ -243,13 +272,23 @@ class Politeness:
                     for host, group in candidates.items()]
         claims = await self._store.claim_batch(requests, take=reserve)
         for (host, group), claim in zip(candidates.items(), claims, strict=True):
+            first = group[0]
+            held = claim.held_until
+            if held is None:
+                activity.note(host, delays=first.delays, delay_source=None,
+                              next_at=claim.now + first.interval_s if claim.granted >= 0
+                              else claim.ats[0])
+            else:
+                activity.note(host, delays=first.delays, delay_source="back-off",
+                              next_at=claim.ats[0], backoff_until=held)
             for position, ask in enumerate(group):
                 if position == claim.granted:
                     verdicts[ask.index] = Verdict(ask.url, True)
                     continue
                 wait_ms = _ms(claim.ats[position] - claim.now)
                 verdicts[ask.index] = Verdict(ask.url, False,
-                                              _wait_reason(host, ask, claim, position), wait_ms)
+                                              _wait_reason(host, ask, claim, position), wait_ms,
+                                              cause="delay")
         done = [v for v in verdicts if v is not None]
         assert len(done) == len(urls)
         cut = [origin for origin, state in states.items()
@@ -257,6 +296,30 @@ class Politeness:
         if cut:
             done = [_warn_if_cut(verdict, cut) for verdict in done]
         return done
+
+    async def standing(self, origins: Sequence[str]) -> list[Standing]:
+        """Where each origin's host stands now, for the dashboard: its robots.txt as known
+        (never fetched for this), the delays in force for the service's agent, and its slot
+        looked at (not taken); two steps of the store for the lot."""
+        known = [await self._robots.known(origin) for origin in origins]
+        hosts = [split_origin(origin)[1] for origin in origins]
+        facts = await self._store.host_facts(hosts)
+        all_delays = []
+        for entry, (configured, response_time) in zip(known, facts, strict=True):
+            state = None if entry is None else entry[0]
+            rules = state.robots.agent_rules(self.agent) if isinstance(state, Parsed) \
+                else NO_RULES
+            all_delays.append(delays_for(rules, configured_s=configured,
+                                         default_s=self.default_delay_s,
+                                         max_crawl_delay_s=self.max_crawl_delay_s,
+                                         response_time_s=response_time,
+                                         adaptive_factor=self.adaptive_factor))
+        claims = await self._store.claim_batch(
+            [(host, (d.interval_s,)) for host, d in zip(hosts, all_delays, strict=True)],
+            take=False)
+        return [Standing(None if entry is None else entry[0],
+                         0 if entry is None else len(entry[1]), delays, claim)
+                for entry, delays, claim in zip(known, all_delays, claims, strict=True)]
 
     async def note_late_start(self, url: str, late_s: float) -> None:
         """The request given ``url``'s slot went out ``late_s`` after it (it had a connection
@@ -273,4 +336,9 @@ class Politeness:
             if self.backoff else None
         pause = None if until is None else until - now
         await self._store.note_response(host, elapsed_s, pause)
+        if until is not None:
+            told = f"Retry-After: {retry_after}" if retry_after else "no Retry-After"
+            self.activity.note(host, backoff_until=until, next_at=until,
+                               delay_source="back-off",
+                               backoff_reason=f"the origin answered {status} ({told})")
         return pause

@@ -139,6 +139,17 @@ class RobotsFetcher:
             return known[0]
         return None
 
+    async def known(self, origin: str) -> tuple[RobotsState, bytes] | None:
+        """What is known of ``origin``'s robots.txt (memory, else the store), fresh or not,
+        and its body; never fetches."""
+        known = self._states.get(origin)
+        if known is None:
+            record = await self._store.load_robots(origin)
+            if record is not None:
+                known = (_state(record, self._dialect, self._max_bytes), record.body)
+                self._remember(origin, known)
+        return known
+
     async def state(self, url: str) -> RobotsState:
         """The rules in force for ``url``'s origin, fetching robots.txt if needed."""
         origin = origin_of(url)

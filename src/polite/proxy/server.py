@@ -29,6 +29,7 @@ from urllib.parse import unquote, urlsplit
 
 from polite.core.cache.policy import Choice, Stored, not_modified
 from polite.errors import InvalidURL
+from polite.fetch.activity import TraceEntry
 from polite.fetch.cache import PageCache
 from polite.fetch.politeness import NO_RETRY, Politeness, Verdict
 from polite.fetch.robots import is_public_host, split_origin
@@ -374,12 +375,15 @@ class ProxyServer:
         started = time.monotonic()
         try:
             if previous is not None:
+                self._politeness.activity.queue(host, 1)
                 try:
                     await asyncio.wait_for(asyncio.shield(previous), wait_s)
                 except TimeoutError:
                     self._send_error(client, 504, f"ordered: an earlier request of client "
                                      f"{who!r} was still unanswered after {wait_s:g} s")
                     return await self._answered(client, head)
+                finally:
+                    self._politeness.activity.queue(host, -1)
             left = max(0.0, wait_s - (time.monotonic() - started))
             return await self._proxied(client, exchange, Mode.ORDERED, left)
         finally:
@@ -430,7 +434,22 @@ class ProxyServer:
 
     async def _proxied(self, client: Channel, exchange: _Exchange, mode: Mode,
                        wait_s: float) -> bool:
+        """A request in absolute form, answered; what became of it is counted and traced."""
+        arrived, started = time.time(), time.monotonic()
+        try:
+            return await self._polite(client, exchange, mode, wait_s)
+        finally:
+            activity = self._politeness.activity
+            decision = exchange.decision if exchange.status else "error"
+            activity.record(TraceEntry(
+                arrived, exchange.head.method.decode("latin-1"), exchange.url, decision,
+                exchange.status, exchange.held_ms, (time.monotonic() - started) * 1000))
+
+    async def _polite(self, client: Channel, exchange: _Exchange, mode: Mode,
+                      wait_s: float) -> bool:
         head = exchange.head
+        host = exchange.key[1]
+        activity = self._politeness.activity
         agent = _product_token(head.get(b"user-agent"))
         if self._cache is not None and head.method in (b"GET", b"HEAD"):
             choice = exchange.choice = await self._cache.lookup(
@@ -440,16 +459,31 @@ class ProxyServer:
                 assert choice.stored is not None
                 self._send_stored(client, head, choice.stored, choice.age,
                                   choice.not_modified)
+                exchange.decision = "cache"
+                exchange.status = 304 if choice.not_modified else choice.stored.status
+                activity.count(host, "cache")
                 return await self._answered(client, head)
             if choice.action == "gateway_timeout":
+                exchange.status = 504
                 self._send_error(client, 504, "only-if-cached: nothing usable is stored for "
                                  "this URL")
                 return await self._answered(client, head)
+        asked = time.monotonic()
         verdict = await self._verdict(exchange.url, agent, mode, wait_s)
+        activity.count(host, verdict.cause)
         if not verdict.allowed:
+            exchange.decision = verdict.cause
+            exchange.status = 403 if verdict.retry_after_ms == NO_RETRY else 429
+            exchange.held_ms = max(0, verdict.retry_after_ms)
             self._refuse(client, verdict)
             return await self._answered(client, head)
-        return await self._forward(client, exchange)
+        if mode is not Mode.REJECT:
+            exchange.held_ms = math.ceil((time.monotonic() - asked) * 1000)
+        activity.send(host, 1)
+        try:
+            return await self._forward(client, exchange)
+        finally:
+            activity.send(host, -1)
 
     def _refuse(self, client: Channel, verdict: Verdict) -> None:
         if verdict.retry_after_ms == NO_RETRY:
@@ -473,6 +507,7 @@ class ProxyServer:
         host = split_origin(url)[1]
         turn, waiting = self._host_turns.get(host) or (asyncio.Lock(), 0)
         self._host_turns[host] = (turn, waiting + 1)
+        self._politeness.activity.queue(host, 1)
         try:
             try:
                 await asyncio.wait_for(turn.acquire(), max(0.0, deadline - time.monotonic()))
@@ -491,6 +526,7 @@ class ProxyServer:
             finally:
                 turn.release()
         finally:
+            self._politeness.activity.queue(host, -1)
             _, waiting = self._host_turns[host]
             if waiting == 1:
                 del self._host_turns[host]
@@ -761,9 +797,11 @@ class ProxyServer:
                 raise
         except _UpstreamError as exc:
             self.stats["errors"] += 1
+            exchange.decision, exchange.status = "error", exc.status
             self._send_error(client, exc.status, str(exc), close=True)
             return False
         self.stats["forwarded"] += 1
+        exchange.status = response.status
         # The origin's response time: until its answer's head, not the time the client
         # takes to read the body (a slow client must not slow the host down for everyone).
         elapsed_s = time.monotonic() - started
@@ -969,3 +1007,7 @@ class _Exchange:
     path: bytes
     netloc: bytes
     choice: Choice | None = None
+    # what became of it, for the trace
+    decision: str = "allowed"
+    status: int = 0
+    held_ms: int = 0

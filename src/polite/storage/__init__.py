@@ -7,7 +7,9 @@ from pathlib import Path
 
 from polite.errors import ConfigError
 from polite.storage.base import (
+    ActivityStore,
     DelayStore,
+    HostActivity,
     HostClaim,
     HostFacts,
     RobotsRecord,
@@ -21,7 +23,9 @@ from polite.storage.redis import RedisStore
 from polite.storage.sqlite import SQLiteStore
 
 __all__ = [
+    "ActivityStore",
     "DelayStore",
+    "HostActivity",
     "HostClaim",
     "HostFacts",
     "MemoryStore",

@@ -8,13 +8,17 @@ its own server time, so that nodes with different clocks still agree on a slot.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import NamedTuple, Protocol
 
 from polite.core.politeness.rules import HostClaim, SlotClaim
 
 __all__ = [
+    "COUNTERS",
+    "FACTS",
+    "ActivityStore",
     "DelayStore",
+    "HostActivity",
     "HostClaim",
     "HostFacts",
     "PageStore",
@@ -46,6 +50,64 @@ class RobotsRecord:
     expires_at: float
     failures: int = 0
     reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HostActivity:
+    """What the dashboard shows of a host across the nodes sharing a store: counters that
+    every node adds to, and facts of the latest decision (``None``: not known or not
+    changed; the store keeps what it had). Times are wall-clock seconds."""
+
+    host: str
+    allowed: int = 0
+    robots_refused: int = 0
+    delay_refused: int = 0
+    cache_hits: int = 0
+    last_seen: float | None = None
+    origin: str | None = None
+    delay_s: float | None = None
+    delay_source: str | None = None
+    robots_status: str | None = None  # "200", "404 (no file: all allowed)", ...
+    next_at: float | None = None  # when its next request may go, as last decided
+    backoff_until: float | None = None
+    backoff_reason: str | None = None
+
+    def merged(self, newer: HostActivity) -> HostActivity:
+        """Counters added, facts replaced by ``newer``'s where it has them."""
+        changes: dict[str, object] = {}
+        for item in fields(self):
+            name = item.name
+            if name in COUNTERS:
+                changes[name] = getattr(self, name) + getattr(newer, name)
+            elif name != "host" and getattr(newer, name) is not None:
+                changes[name] = getattr(newer, name)
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+# The fields of HostActivity that nodes add to; the others are facts, the latest one kept.
+COUNTERS = ("allowed", "robots_refused", "delay_refused", "cache_hits")
+FACTS = ("last_seen", "origin", "delay_s", "delay_source", "robots_status", "next_at",
+         "backoff_until", "backoff_reason")
+
+
+class ActivityStore(Protocol):
+    """Per-host activity and the nodes sharing the store (the dashboard's shared part)."""
+
+    async def add_activity(self, rows: Sequence[HostActivity]) -> None:
+        """Add each row's counters to the host's and keep its facts given (one step)."""
+        ...
+
+    async def all_activity(self) -> list[HostActivity]:
+        """Every host with activity recorded."""
+        ...
+
+    async def node_beat(self, node: str, info: str, ttl_s: float) -> None:
+        """``node`` is alive for ``ttl_s`` more seconds; ``info`` is its JSON summary."""
+        ...
+
+    async def live_nodes(self) -> dict[str, str]:
+        """node -> info, for the nodes whose last beat has not expired."""
+        ...
 
 
 class SlotStore(Protocol):
@@ -127,7 +189,7 @@ class PageStore(Protocol):
         ...
 
 
-class Store(SlotStore, DelayStore, RobotsStore, PageStore, Protocol):
+class Store(SlotStore, DelayStore, RobotsStore, PageStore, ActivityStore, Protocol):
     """Everything at once: what ``polite serve`` is given."""
 
     async def close(self) -> None: ...

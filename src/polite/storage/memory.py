@@ -12,7 +12,7 @@ from polite.core.politeness.rules import (
     claim_first,
     claim_slot,
 )
-from polite.storage.base import HostFacts, RobotsRecord
+from polite.storage.base import HostActivity, HostFacts, RobotsRecord
 
 __all__ = ["MemoryStore"]
 
@@ -31,6 +31,8 @@ class MemoryStore:
         self._response_s: dict[str, float] = {}
         self._pages: OrderedDict[str, bytes] = OrderedDict()
         self._page_bytes = 0
+        self._activity: dict[str, HostActivity] = {}
+        self._nodes: dict[str, tuple[str, float]] = {}
 
     async def clock(self) -> float:
         return self._clock()
@@ -124,3 +126,18 @@ class MemoryStore:
 
     async def page_usage(self) -> tuple[int, int]:
         return len(self._pages), self._page_bytes
+
+    async def add_activity(self, rows: Sequence[HostActivity]) -> None:
+        for row in rows:
+            old = self._activity.get(row.host)
+            self._activity[row.host] = row if old is None else old.merged(row)
+
+    async def all_activity(self) -> list[HostActivity]:
+        return list(self._activity.values())
+
+    async def node_beat(self, node: str, info: str, ttl_s: float) -> None:
+        self._nodes[node] = (info, self._clock() + ttl_s)
+
+    async def live_nodes(self) -> dict[str, str]:
+        now = self._clock()
+        return {node: info for node, (info, until) in self._nodes.items() if until > now}

@@ -12,6 +12,10 @@ Keys (``PREFIX`` is ``polite:`` unless the URL says ``?prefix=``):
   seconds its robots.txt last asked for;
 - ``PREFIX response_times`` hash HOST -> running average of response times, seconds;
 - ``PREFIX robots:ORIGIN`` hash of a :class:`RobotsRecord`;
+- ``PREFIX activity:FIELD`` hash HOST -> a dashboard counter (added to with HINCRBY by
+  every node) or the latest fact (see :class:`HostActivity`);
+- ``PREFIX node:NAME`` a node's heartbeat (its JSON summary, expiring unless renewed);
+  ``PREFIX nodes`` the set of names to look for;
 - ``PREFIX page:URL`` the cached responses of a URL; ``PREFIX pages:used`` zset URL -> last
   use, ``PREFIX pages:size`` hash URL -> bytes, ``PREFIX pages:total`` bytes in all.
 
@@ -30,7 +34,7 @@ from redis.typing import EncodableT, FieldT
 
 from polite.core.politeness.rules import RESPONSE_TIME_WEIGHT, HostClaim, SlotClaim
 from polite.errors import ConfigError
-from polite.storage.base import HostFacts, RobotsRecord
+from polite.storage.base import COUNTERS, FACTS, HostActivity, HostFacts, RobotsRecord
 
 __all__ = ["RedisStore", "client_from_url"]
 
@@ -377,6 +381,58 @@ class RedisStore:
             pipe.get(f"{self._prefix}pages:total")
             count, total = await pipe.execute()
         return int(count), int(total or 0)
+
+    async def add_activity(self, rows: Sequence[HostActivity]) -> None:
+        if not rows:
+            return
+        p = self._prefix
+        async with self._redis.pipeline(transaction=True) as pipe:
+            for row in rows:
+                for name in COUNTERS:
+                    count = getattr(row, name)
+                    if count:
+                        pipe.hincrby(f"{p}activity:{name}", row.host, count)
+                for name in FACTS:
+                    value = getattr(row, name)
+                    if value is not None:
+                        pipe.hset(f"{p}activity:{name}", row.host,
+                                  repr(value) if isinstance(value, float) else value)
+                if not any(getattr(row, name) for name in COUNTERS):
+                    pipe.hsetnx(f"{p}activity:allowed", row.host, 0)  # known, counts or not
+            await pipe.execute()
+
+    async def all_activity(self) -> list[HostActivity]:
+        names = (*COUNTERS, *FACTS)
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.hgetall(f"{self._prefix}activity:{name}")
+            tables = await pipe.execute()
+        by_host: dict[str, dict[str, object]] = {}
+        for name, table in zip(names, tables, strict=True):
+            for raw_host, raw in table.items():
+                text = _text(raw)
+                value: object = int(text) if name in COUNTERS else \
+                    float(text) if name in ("last_seen", "delay_s", "next_at",
+                                            "backoff_until") else text
+                by_host.setdefault(_text(raw_host), {})[name] = value
+        return [HostActivity(host, **values) for host, values in by_host.items()]  # type: ignore[arg-type]
+
+    async def node_beat(self, node: str, info: str, ttl_s: float) -> None:
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.set(f"{self._prefix}node:{node}", info, px=max(1, int(ttl_s * 1000)))
+            pipe.sadd(f"{self._prefix}nodes", node)
+            await pipe.execute()
+
+    async def live_nodes(self) -> dict[str, str]:
+        names = sorted(_text(n) for n in await self._redis.smembers(f"{self._prefix}nodes"))
+        if not names:
+            return {}
+        infos = await self._redis.mget([f"{self._prefix}node:{n}" for n in names])
+        gone = [n for n, info in zip(names, infos, strict=True) if info is None]
+        if gone:
+            await self._redis.srem(f"{self._prefix}nodes", *gone)
+        return {n: _text(info) for n, info in zip(names, infos, strict=True)
+                if info is not None}
 
     async def close(self) -> None:
         await self._redis.aclose()

@@ -20,7 +20,7 @@ from polite.core.politeness.rules import (
     claim_slot,
 )
 from polite.errors import ConfigError
-from polite.storage.base import HostFacts, RobotsRecord
+from polite.storage.base import COUNTERS, FACTS, HostActivity, HostFacts, RobotsRecord
 
 __all__ = ["SQLiteStore", "open_database"]
 
@@ -41,8 +41,23 @@ CREATE TABLE IF NOT EXISTS pages (
     key TEXT PRIMARY KEY, blob BLOB NOT NULL, size INTEGER NOT NULL, used REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS pages_used ON pages (used);
 CREATE TABLE IF NOT EXISTS page_bytes (id INTEGER PRIMARY KEY CHECK (id = 0), total INTEGER);
+CREATE TABLE IF NOT EXISTS activity (
+    host TEXT PRIMARY KEY, allowed INTEGER NOT NULL DEFAULT 0,
+    robots_refused INTEGER NOT NULL DEFAULT 0, delay_refused INTEGER NOT NULL DEFAULT 0,
+    cache_hits INTEGER NOT NULL DEFAULT 0, last_seen REAL, origin TEXT, delay_s REAL,
+    delay_source TEXT, robots_status TEXT, next_at REAL, backoff_until REAL,
+    backoff_reason TEXT);
+CREATE TABLE IF NOT EXISTS nodes (node TEXT PRIMARY KEY, info TEXT NOT NULL, until REAL);
 INSERT OR IGNORE INTO page_bytes (id, total) SELECT 0, COALESCE(SUM(size), 0) FROM pages;
 """
+
+# Counters add up; a fact given replaces the stored one, a NULL keeps it (nodes sharing the
+# file each report what they saw).
+_ADD_ACTIVITY = (
+    f"INSERT INTO activity (host, {', '.join((*COUNTERS, *FACTS))}) VALUES "
+    f"({', '.join('?' * (1 + len(COUNTERS) + len(FACTS)))}) ON CONFLICT (host) DO UPDATE SET "
+    + ", ".join([*(f"{c} = {c} + excluded.{c}" for c in COUNTERS),
+                 *(f"{f} = coalesce(excluded.{f}, {f})" for f in FACTS)]))
 
 
 def open_database(path: str | Path, schema: str, what: str, *,
@@ -230,6 +245,28 @@ class SQLiteStore:
         (count,) = self._db.execute("SELECT COUNT(*) FROM pages").fetchone()
         (total,) = self._db.execute("SELECT total FROM page_bytes WHERE id = 0").fetchone()
         return int(count), int(total)
+
+    async def add_activity(self, rows: Sequence[HostActivity]) -> None:
+        if not rows:
+            return
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.executemany(_ADD_ACTIVITY, [
+                tuple(getattr(row, name) for name in ("host", *COUNTERS, *FACTS))
+                for row in rows])
+
+    async def all_activity(self) -> list[HostActivity]:
+        rows = self._db.execute(f"SELECT host, {', '.join((*COUNTERS, *FACTS))} FROM activity")
+        return [HostActivity(*row) for row in rows]
+
+    async def node_beat(self, node: str, info: str, ttl_s: float) -> None:
+        self._db.execute("INSERT OR REPLACE INTO nodes (node, info, until) VALUES (?, ?, ?)",
+                         (node, info, self._clock() + ttl_s))
+
+    async def live_nodes(self) -> dict[str, str]:
+        rows = self._db.execute("SELECT node, info FROM nodes WHERE until > ? ORDER BY node",
+                                (self._clock(),))
+        return dict(rows)
 
     async def close(self) -> None:
         self._db.close()

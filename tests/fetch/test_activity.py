@@ -1,0 +1,93 @@
+"""The node's activity record: bounded trace, per-second counts, and a flush that loses
+nothing when the store fails."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from polite.fetch.activity import Activity, TraceEntry
+from polite.storage import HostActivity, MemoryStore
+
+pytestmark = pytest.mark.anyio
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def entry(n: int, decision: str = "allowed", status: int = 200) -> TraceEntry:
+    return TraceEntry(float(n), "GET", f"http://e.com/{n}", decision, status, 0, 1.0)
+
+
+def test_the_trace_keeps_the_last_n_and_cuts_long_urls() -> None:
+    clock = Clock()
+    activity = Activity(trace_size=3, wall=clock)
+    for n in range(10):
+        activity.record(entry(n))
+    assert [e.url for e in activity.trace] == [f"http://e.com/{n}" for n in (7, 8, 9)]
+    activity.record(TraceEntry(0.0, "GET", "http://e.com/" + "a" * 5000, "allowed", 200, 0,
+                               1.0))
+    assert len(activity.trace[-1].url) == 2001
+    assert activity.requests == 11
+    assert Activity(trace_size=0).trace.maxlen == 0
+
+
+def test_rates_and_status_classes_per_second() -> None:
+    clock = Clock()
+    activity = Activity(wall=clock)
+    for _ in range(10):
+        activity.record(entry(0))
+    activity.record(entry(0, "delay", 429))
+    activity.record(entry(0, "allowed", 503))
+    clock.now += 1
+    assert activity.rate_now() == 12 / 5
+    line = activity.timeline(3)
+    assert [s["t"] for s in line] == [999, 1000, 1001]
+    assert line[1] == {"t": 1000, "2xx": 10, "refused": 1, "5xx": 1}
+    assert activity.statuses == {"2xx": 10, "refused": 1, "5xx": 1}
+
+
+def test_queued_and_in_flight_go_back_to_nothing() -> None:
+    activity = Activity()
+    activity.queue("e.com", 1)
+    activity.queue("e.com", 1)
+    activity.send("e.com", 1)
+    assert (activity.queued["e.com"], activity.in_flight["e.com"]) == (2, 1)
+    activity.send("e.com", -1)
+    activity.queue("e.com", -1)
+    activity.queue("e.com", -1)
+    assert not activity.queued and not activity.in_flight
+
+
+class FailingOnce(MemoryStore):
+    def __init__(self) -> None:
+        super().__init__(Clock())
+        self.fail = True
+
+    async def add_activity(self, rows: Sequence[HostActivity]) -> None:
+        if self.fail:
+            self.fail = False
+            raise ConnectionError("the store is away")
+        await super().add_activity(rows)
+
+
+async def test_a_failed_flush_keeps_the_counts_for_the_next() -> None:
+    store = FailingOnce()
+    activity = Activity(store)
+    activity.count("e.com", "allowed")
+    activity.note("e.com", delay_s=2.0, delay_source="operator")
+    with pytest.raises(ConnectionError):
+        await activity.flush()
+    activity.count("e.com", "cache")
+    activity.note("e.com", delay_s=3.0)
+    await activity.flush()
+    (row,) = await store.all_activity()
+    assert (row.allowed, row.cache_hits, row.delay_s, row.delay_source) == \
+        (1, 1, 3.0, "operator")
+    assert [h.host for h in await activity.hosts()] == ["e.com"]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import selectors
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -98,3 +100,46 @@ def seed_001_figure_4(client: httpx.Client, url: str, body: bytes) -> list[int]:
             assert answer.content == body
             assert "polite" in answer.headers["via"]
     return statuses
+
+
+def send_staggered(api: httpx.Client, urls: list[str], headers: dict[str, str],
+                   stagger_s: float) -> list[tuple[int, float]]:
+    """Each URL through the proxy on a connection of its own, all opened first, then sent
+    ``stagger_s`` apart from one thread (so the order they reach the proxy is the order
+    sent); for each, the answer's status and when its head came back (time.monotonic())."""
+    address = ("127.0.0.1", int(api.base_url.port or 0))
+    extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    sockets = [socket.create_connection(address, timeout=10) for _ in urls]
+    heads = [b""] * len(urls)
+    answers: list[tuple[int, float] | None] = [None] * len(urls)
+
+    def send() -> None:
+        for sock, url in zip(sockets, urls, strict=True):
+            sock.sendall(f"GET {url} HTTP/1.1\r\nHost: x\r\n{extra}\r\n".encode())
+            time.sleep(stagger_s)
+
+    # Sent from a thread of its own while this one reads, so that each answer is timed as
+    # it comes, not when the last request has gone.
+    sender = threading.Thread(target=send, daemon=True)
+    try:
+        sender.start()
+        with selectors.DefaultSelector() as selector:
+            for index, sock in enumerate(sockets):
+                selector.register(sock, selectors.EVENT_READ, index)
+            deadline = time.monotonic() + 60
+            while any(answer is None for answer in answers):
+                assert time.monotonic() < deadline, f"no answer in 60 s: {heads!r}"
+                for key, _ in selector.select(timeout=1):
+                    index = key.data
+                    chunk = sockets[index].recv(4096)
+                    assert chunk, f"connection {index} closed before its answer: {heads!r}"
+                    heads[index] += chunk
+                    if b"\r\n" in heads[index]:
+                        answers[index] = (int(heads[index].split(b" ", 2)[1]),
+                                          time.monotonic())
+                        selector.unregister(sockets[index])
+        return [answer for answer in answers if answer is not None]
+    finally:
+        sender.join(10)
+        for sock in sockets:
+            sock.close()

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import httpx
 import pytest
 
-from tests.serving import exchange, polite_serve, seed_001_figure_4, through
+from tests.serving import exchange, polite_serve, seed_001_figure_4, send_staggered, through
 from tests.sites import Reply, Site, serve, tcp_origin
 
 ALLOW = Reply(200, b"User-agent: *\nDisallow: /private\n")
@@ -157,39 +157,14 @@ def test_a_refusal_keeps_the_connection_alive(proxy: httpx.Client) -> None:
     assert b"connection: close" not in data.lower()
 
 
-def _send_staggered(proxy: httpx.Client, urls: list[str], headers: dict[str, str],
-                    stagger_s: float) -> list[int]:
-    """Each URL on a connection of its own, all opened first, then sent ``stagger_s`` apart
-    from one thread (so the order they reach the proxy is the order sent); their statuses."""
-    address = ("127.0.0.1", int(proxy.base_url.port or 0))
-    extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-    sockets = [socket.create_connection(address) for _ in urls]
-    try:
-        for sock, url in zip(sockets, urls, strict=True):
-            sock.sendall(f"GET {url} HTTP/1.1\r\nHost: x\r\n{extra}\r\n".encode())
-            time.sleep(stagger_s)
-        statuses = []
-        for sock in sockets:
-            sock.settimeout(60)
-            head = b""
-            while b"\r\n" not in head:
-                chunk = sock.recv(4096)
-                assert chunk, head
-                head += chunk
-            statuses.append(int(head.split(b" ", 2)[1]))
-        return statuses
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
 def test_wait_mode_serves_one_host_first_come_first_served(proxy: httpx.Client) -> None:
     routes: dict[str, Reply | object] = {"/robots.txt": ALLOW}
     routes.update({f"/page{n}": PAGE for n in range(8)})
     with serve(Site("127.0.3.41", routes)) as site:  # type: ignore[arg-type]
         assert proxy.put("/delays/127.0.3.41", json={"delay": 250}).status_code == 200
         urls = [f"{site.origin}/page{n}" for n in range(8)]
-        statuses = _send_staggered(proxy, urls, {"X-Polite-Mode": "wait"}, 0.03)
+        statuses = [status for status, _ in
+                    send_staggered(proxy, urls, {"X-Polite-Mode": "wait"}, 0.03)]
     assert statuses == [200] * 8
     arrived = [path for _, path in site.arrivals if path != "/robots.txt"]
     assert arrived == [f"/page{n}" for n in range(8)]  # in the order they were sent
@@ -204,8 +179,9 @@ def test_wait_mode_never_lets_a_later_request_pass_an_earlier_refused_one(
     with serve(Site("127.0.3.42", routes)) as site:  # type: ignore[arg-type]
         assert proxy.put("/delays/127.0.3.42", json={"delay": 1000}).status_code == 200
         urls = [f"{site.origin}/page{n}" for n in range(6)]
-        statuses = _send_staggered(proxy, urls, {"X-Polite-Mode": "wait",
-                                                 "X-Polite-Timeout": "2.5"}, 0.03)
+        answers = send_staggered(proxy, urls, {"X-Polite-Mode": "wait",
+                                               "X-Polite-Timeout": "2.5"}, 0.03)
+        statuses = [status for status, _ in answers]
     # Three slots fit in 2.5 s (now, +1 s, +2 s); once one request is refused, every later
     # one is too: none is served ahead of an earlier one.
     assert statuses == [200, 200, 200, 429, 429, 429], statuses

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.serving import polite_serve, polite_serve_process
+from tests.serving import polite_serve, polite_serve_process, send_staggered
 from tests.sites import Reply, Site, greet_first, serve, tcp_origin
 
 PAGE = Reply(200, b"through the tunnel")
@@ -107,28 +107,15 @@ def test_ordered_mode_answers_one_clients_requests_in_arrival_order(proxy: httpx
     with serve(Site("127.0.5.3", {"/robots.txt": Reply(404), "/a": PAGE, "/b": PAGE,
                                   "/c": PAGE})) as site:
         assert proxy.put("/delays/127.0.5.3", json={"delay": 300}).status_code == 200
-        finished: dict[str, float] = {}
-        statuses: dict[str, int] = {}
-
-        def get(path: str) -> None:
-            with httpx.Client(proxy=str(proxy.base_url).rstrip("/"), trust_env=False,
-                              timeout=30) as client:
-                answer = client.get(f"{site.origin}{path}", headers={
-                    "X-Polite-Mode": "ordered", "X-Polite-Client": "crawler-7"})
-                statuses[path] = answer.status_code
-                finished[path] = time.monotonic()
-
-        threads = []
-        for path in ("/a", "/b", "/c"):
-            thread = threading.Thread(target=get, args=(path,))
-            thread.start()
-            threads.append(thread)
-            time.sleep(0.05)
-        for thread in threads:
-            thread.join(30)
-    assert statuses == {"/a": 200, "/b": 200, "/c": 200}
-    assert finished["/a"] < finished["/b"] < finished["/c"]
-    assert finished["/c"] - finished["/a"] >= 0.5  # two 300 ms gaps, held not refused
+        # Sent 50 ms apart on connections opened first, from one thread: the proxy sees them
+        # in this order, and must answer them in it.
+        answers = send_staggered(proxy, [f"{site.origin}{path}" for path in ("/a", "/b", "/c")],
+                                 {"X-Polite-Mode": "ordered", "X-Polite-Client": "crawler-7"},
+                                 0.05)
+    assert [status for status, _ in answers] == [200, 200, 200]
+    finished = [at for _, at in answers]
+    assert finished[0] < finished[1] < finished[2]
+    assert finished[2] - finished[0] >= 0.5  # two 300 ms gaps, held not refused
     assert site.requests[1:] == ["/a", "/b", "/c"]
 
 

@@ -643,7 +643,11 @@ class Crawler:
         record["links"] = len(links)
         record["followed"] = len(followed)
         depth = item.depth + 1
-        queue = [FrontierItem(url, split_origin(url)[1], depth, "link") for url in followed]
+        # A link in normal form that starts with the page's origin and a slash is on the
+        # page's host: most are, and need not be parsed again for it.
+        same = split_origin(item.url)[0] + "/"
+        queue = [FrontierItem(url, item.host if url.startswith(same) else split_origin(url)[1],
+                              depth, "link") for url in followed]
         if self._on_page is not None:
             assert got.status is not None
             page = Page(item.url, got.status, got.headers, body, text, item.depth, item.via,

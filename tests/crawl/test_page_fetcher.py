@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
+import subprocess
 import threading
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from polite.crawl.http import FetchResult, PageFetcher
 from tests.sites import tcp_origin
@@ -169,3 +172,43 @@ def test_targets_are_sent_as_ascii_and_header_injection_is_refused() -> None:
     assert injected.status is None and "line break" in (injected.error or "")
     assert len(heads) == 1
     assert nobody.status is None and nobody.error and "Error" in nobody.error
+
+
+def test_https_checks_the_certificate(tmp_path: Path) -> None:
+    host = "127.0.12.7"
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-keyout", str(key), "-out", str(cert), "-subj", f"/CN={host}",
+                    "-addext", f"subjectAltName=IP:{host}"],
+                   check=True, capture_output=True, timeout=60)
+    server_side = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_side.load_cert_chain(cert, key)
+
+    async def run() -> tuple[FetchResult, FetchResult]:
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                while await reader.readuntil(b"\r\n\r\n"):
+                    writer.write(ok(b"secret"))
+                    await writer.drain()
+            except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+                writer.close()
+
+        server = await asyncio.start_server(answer, host, 0, ssl=server_side)
+        port = server.sockets[0].getsockname()[1]
+        url = f"https://{host}:{port}/"
+        trusting = ssl.create_default_context(cafile=str(cert))
+        try:
+            checked = PageFetcher(connect_timeout_s=2.0)
+            refused = await checked.get(url, {}, max_bytes=1000, deadline_s=5.0)
+            await checked.close()
+            trusted = PageFetcher(connect_timeout_s=2.0, tls=trusting)
+            fetched = await trusted.get(url, {}, max_bytes=1000, deadline_s=5.0)
+            await trusted.close()
+        finally:
+            server.close()
+            await server.wait_closed()
+        return refused, fetched
+
+    refused, fetched = asyncio.run(run())
+    assert refused.status is None and "CERTIFICATE_VERIFY_FAILED" in (refused.error or "")
+    assert (fetched.status, fetched.body) == (200, b"secret")

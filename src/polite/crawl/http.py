@@ -291,11 +291,12 @@ class PageFetcher:
     and reused. How many requests go to one host at once is the crawler's to bound (its
     ``per_host``): each is a connection of its own here."""
 
-    def __init__(self, *, connect_timeout_s: float = 10.0) -> None:
+    def __init__(self, *, connect_timeout_s: float = 10.0,
+                 tls: ssl.SSLContext | None = None) -> None:
         self._connect_timeout_s = connect_timeout_s
         self._idle: dict[tuple[str, str, int], list[_Exchange]] = {}
         self._swept = time.monotonic()
-        self._tls: ssl.SSLContext | None = None
+        self._tls = tls  # certificates checked against the system's CAs when None
 
     async def get(self, url: str, headers: Mapping[str, str], *, max_bytes: int,
                   deadline_s: float) -> FetchResult:

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from polite.errors import ConfigError, InvalidURL
+from polite.storage.base import HostFacts
 from polite.storage.frontier import (
     FrontierCounts,
     FrontierItem,
@@ -23,6 +24,7 @@ from polite.storage.frontier import (
     open_frontier,
 )
 from polite.storage.redis_frontier import RedisFrontier
+from polite.storage.sqlite import SQLiteStore
 
 pytestmark = pytest.mark.anyio
 
@@ -365,6 +367,78 @@ async def test_everything_survives_reopening(open_store: Opener) -> None:
     assert await lease_all(second, "a.example", 5.0) == [
         f"http://a.example/{n}" for n in (3, 4, 5, 6, 7, 8, 10)]
     assert await second.requeue_leased() == 9
+
+
+async def test_a_batch_settles_a_page_and_leases_the_next_in_one_go(open_store: Opener
+                                                                   ) -> None:
+    # What the crawler does after a page: its links queued, the URL acknowledged and the
+    # host's next URL leased, in one batch (nested writes join it); all of it is kept.
+    first = open_store()
+    await first.add([item("a.example", 1), item("a.example", 2)])
+    taken = await first.lease("a.example", 0.0, LEASE_S)
+    assert taken == item("a.example", 1)
+    async with first.batch():
+        async with first.batch():
+            assert await first.add([item("a.example", n) for n in (2, 3)]) == [
+                item("a.example", 3)]
+        assert await first.mark_seen([item("b.example", 1)]) == [item("b.example", 1)]
+        await first.done(taken.url, fetched=True)
+        following = await first.lease("a.example", 0.0, LEASE_S)
+    assert following == item("a.example", 2)
+    await first.close()
+    second = open_store()
+    assert await second.counts() == FrontierCounts(1, 1, 1, 1)
+    assert await second.requeue_leased() == 1
+    assert await lease_all(second, "a.example", 0.0) == ["http://a.example/2",
+                                                          "http://a.example/3"]
+
+
+async def test_an_sqlite_batch_that_raises_leaves_nothing(tmp_path: Path) -> None:
+    frontier = SQLiteFrontier(tmp_path / "frontier.sqlite")
+    await frontier.add([item("a.example", 1)])
+    taken = await frontier.lease("a.example", 0.0, LEASE_S)
+    assert taken is not None
+    with pytest.raises(RuntimeError):
+        async with frontier.batch():
+            await frontier.add([item("a.example", 2)])
+            await frontier.done(taken.url, fetched=True)
+            raise RuntimeError("a page hook failed")
+    assert await frontier.counts() == FrontierCounts(0, 1, 0, 0)
+    async with frontier.batch():  # and the next batch starts afresh
+        await frontier.done(taken.url, fetched=False)
+    assert await frontier.counts() == FrontierCounts(0, 0, 0, 1)
+    await frontier.close()
+
+
+async def test_a_frontier_in_the_stores_file_shares_its_transactions(tmp_path: Path) -> None:
+    # A crawl's folder: one SQLite file for the politeness store and the frontier, so a
+    # page's response time and its acknowledgement are one commit, or neither.
+    path = tmp_path / "crawl.sqlite"
+    store = SQLiteStore(path, lambda: 100.0)
+    frontier = open_frontier(f"sqlite:///{path}", default_path=_no_default_path, store=store)
+    elsewhere = open_frontier(f"sqlite:///{tmp_path / 'other.sqlite'}",
+                              default_path=_no_default_path, store=store)
+    await frontier.add([item("a.example", 1)])
+    taken = await frontier.lease("a.example", 0.0, LEASE_S)
+    assert taken is not None
+    with pytest.raises(RuntimeError):
+        async with frontier.batch():
+            await store.note_response("a.example", 0.25, None)
+            await frontier.done(taken.url, fetched=True)
+            raise RuntimeError("stopped half-way")
+    assert await store.host_facts(["a.example"]) == [HostFacts(None, None)]
+    assert await frontier.counts() == FrontierCounts(0, 1, 0, 0)
+    async with frontier.batch():
+        await store.note_response("a.example", 0.25, None)
+        await frontier.done(taken.url, fetched=True)
+    await elsewhere.add([item("b.example", 1)])  # its own file, its own connection
+    await elsewhere.close()
+    await frontier.close()  # the store's connection stays open for the store
+    assert await store.host_facts(["a.example"]) == [HostFacts(None, 0.25)]
+    await store.close()
+    reopened = SQLiteFrontier(path)
+    assert await reopened.counts() == FrontierCounts(0, 0, 1, 0)
+    await reopened.close()
 
 
 @pytest.mark.parametrize("open_store", ["sqlite", "redis"], indirect=True)

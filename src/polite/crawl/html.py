@@ -6,6 +6,7 @@ selectolax): broken markup is read the way browsers read it, never by regular ex
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 from urllib.parse import urljoin
 
@@ -16,7 +17,8 @@ from polite.core.robots.robotstxt import product_token
 
 __all__ = ["Link", "PageLinks", "extract_links"]
 
-_LINKS = "a[href], area[href], frame[src], iframe[src]"
+# One walk of the tree finds them all, in document order.
+_WANTED = "a[href], area[href], frame[src], iframe[src], base[href], meta[name]"
 
 
 class Link(NamedTuple):
@@ -32,29 +34,39 @@ class PageLinks(NamedTuple):
 
 def extract_links(html: str, url: str, agent: str) -> PageLinks:
     """Every link of the page in document order (``<a>``, ``<area>``, frames), the
-    ``<base href>`` in force and the robots META tags (``name="robots"`` and the agent's
-    product token) that apply to ``agent``."""
-    tree = LexborHTMLParser(html)
-    base = url
-    node = tree.css_first("base[href]")
-    if node is not None:
-        href = node.attributes.get("href")
-        if href and href.strip():
-            base = urljoin(url, href.strip())
-    names = ("robots", product_token(agent).lower())
+    ``<base href>`` in force (the first, as browsers take it) and the robots META tags
+    (``name="robots"`` and the agent's product token) that apply to ``agent``."""
+    base: str | None = None
+    names = _meta_names(agent)
     contents = []
-    for meta in tree.css("meta[name]"):
-        attributes = meta.attributes
-        name = (attributes.get("name") or "").strip().lower()
-        content = attributes.get("content")
-        if name in names and content is not None:
-            contents.append(parse_meta_content(content))
     links = []
-    for node in tree.css(_LINKS):
+    for node in LexborHTMLParser(html).css(_WANTED):
+        tag = node.tag
         attributes = node.attributes
-        href = attributes.get("href") if node.tag in ("a", "area") else attributes.get("src")
+        if tag == "a" or tag == "area":
+            href = attributes.get("href")
+        elif tag == "meta":
+            name = (attributes.get("name") or "").strip().lower()
+            content = attributes.get("content")
+            if name in names and content is not None:
+                contents.append(parse_meta_content(content))
+            continue
+        elif tag == "base":
+            if base is None:
+                base = attributes.get("href") or ""
+            continue
+        else:
+            href = attributes.get("src")
         if not href:
             continue
-        rel = (attributes.get("rel") or "").lower().split()
-        links.append(Link(href, "nofollow" in rel))
-    return PageLinks(base, links, combine(*contents))
+        rel = attributes.get("rel")
+        links.append(Link(href, rel is not None and "nofollow" in rel.lower().split()))
+    resolved = url
+    if base and base.strip():
+        resolved = urljoin(url, base.strip())
+    return PageLinks(resolved, links, combine(*contents))
+
+
+@lru_cache(maxsize=64)
+def _meta_names(agent: str) -> tuple[str, str]:
+    return "robots", product_token(agent).lower()

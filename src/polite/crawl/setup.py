@@ -50,10 +50,11 @@ async def open_crawler(
     clock = WallClock()
     store_url = store or f"sqlite:///{out / 'crawl.sqlite'}"
     politeness_store = open_store(store_url, clock)
-    frontier = open_frontier(store_url, default_path=lambda: out / "crawl.sqlite")
+    frontier = open_frontier(store_url, default_path=lambda: out / "crawl.sqlite",
+                             store=politeness_store)
     robots_client = create_client()
     client = httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(30.0, connect=10.0))
-    pages = PageFetcher(per_host=settings.per_host + 1)
+    pages = PageFetcher()
     fetcher = RobotsFetcher(robots_client, politeness_store, clock, agent=settings.agent,
                             allow_private=allow_private)
     politeness = Politeness(fetcher, politeness_store, clock, agent=settings.agent,

@@ -336,13 +336,24 @@ class SitemapWalker:
             if emit is not None:
                 emit(batch)
 
+        sent: list[float] = []
+
+        async def trace(event: str, info: object) -> None:
+            if event.endswith("send_request_headers.complete") and not sent:
+                sent.append(time.monotonic())
+
         try:
             async with asyncio.timeout(self.file_deadline_s):
                 async with self._client.stream(
                     "GET", item.url, follow_redirects=True, timeout=self._timeout,
                     headers={"User-Agent": self._politeness.agent,
-                             "Accept-Encoding": "identity"},
+                             "Accept-Encoding": "identity"}, extensions={"trace": trace},
                 ) as response:
+                    if sent and sent[0] - started > 0.001:
+                        # The request left later than its slot (a connection to open, a
+                        # busy loop): the host's next slot counts from when it really went,
+                        # so the spacing holds where the site measures it.
+                        await self._politeness.note_late_start(item.url, sent[0] - started)
                     status = response.status_code
                     # The host's response time is the wait for its answer, not the time the
                     # body takes to stream and be parsed.

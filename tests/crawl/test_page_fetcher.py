@@ -1,0 +1,214 @@
+"""The crawler's HTTP/1.1 client against raw loopback origins: framings, keep-alive reuse,
+a kept-alive connection the server dropped, interim answers, caps, and what it refuses."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+import subprocess
+import threading
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from polite.crawl.http import FetchResult, PageFetcher
+from tests.sites import tcp_origin
+
+# (a request's head, how many came before it on its connection) -> what to send (None: close)
+Script = Callable[[bytes, int], list[bytes | None]]
+
+
+@contextmanager
+def origin(host: str, script: Script) -> Iterator[tuple[str, list[bytes], list[int]]]:
+    """An origin that answers each request on a connection as ``script`` says; yields its
+    base URL, the request heads it read and, per request, the connection's number."""
+    heads: list[bytes] = []
+    connections: list[int] = []
+    counter = iter(range(1_000_000))
+    lock = threading.Lock()
+
+    def handle(conn: socket.socket, stop: threading.Event) -> None:
+        with lock:
+            number = next(counter)
+        with conn:
+            conn.settimeout(5)
+            buffer = b""
+            before = 0
+            try:
+                while True:
+                    while b"\r\n\r\n" not in buffer:
+                        chunk = conn.recv(65536)
+                        if not chunk:
+                            return
+                        buffer += chunk
+                    head, buffer = buffer.split(b"\r\n\r\n", 1)
+                    with lock:
+                        heads.append(head)
+                        connections.append(number)
+                    for piece in script(head, before):
+                        if piece is None:
+                            return
+                        conn.sendall(piece)
+                    before += 1
+            except OSError:
+                return
+
+    with tcp_origin(host, handle) as port:
+        yield f"http://{host}:{port}", heads, connections
+
+
+def fetch(urls: list[str], *, max_bytes: int = 1 << 20, deadline_s: float = 5.0,
+          headers: dict[str, str] | None = None) -> list[FetchResult]:
+    async def run() -> list[FetchResult]:
+        fetcher = PageFetcher(connect_timeout_s=2.0)
+        try:
+            return [await fetcher.get(url, headers or {"User-Agent": "testbot"},
+                                      max_bytes=max_bytes, deadline_s=deadline_s)
+                    for url in urls]
+        finally:
+            await fetcher.close()
+
+    return asyncio.run(run())
+
+
+def ok(body: bytes, *fields: bytes) -> bytes:
+    return (b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n" % len(body) + b"".join(
+        f + b"\r\n" for f in fields) + b"\r\n" + body)
+
+
+def test_keep_alive_serves_many_requests_on_one_connection() -> None:
+    with origin("127.0.12.1", lambda head, _: [ok(b"<p>" + head.split()[1] + b"</p>",
+                                              b"Content-Type: text/html; charset=ISO-8859-1",
+                                              b"X-Robots-Tag: noindex",
+                                              b"x-robots-tag: nofollow")]) as (base, heads, conns):
+        results = fetch([base + "/a", base + "/b?q=1", base + "/c"])
+    assert [r.body for r in results] == [b"<p>/a</p>", b"<p>/b?q=1</p>", b"<p>/c</p>"]
+    assert conns == [0, 0, 0]
+    first = results[0]
+    assert first.status == 200 and first.reason == "OK" and first.http_version == "HTTP/1.1"
+    assert first.charset == "iso-8859-1" and first.headers["CONTENT-TYPE"].startswith("text")
+    assert first.get_all("X-Robots-Tag") == ["noindex", "nofollow"]
+    assert first.answered_s is not None and first.elapsed_s >= first.answered_s
+    assert heads[0].split(b"\r\n")[:4] == [b"GET /a HTTP/1.1", b"Host: " + base[7:].encode(),
+                                           b"Accept: */*", b"User-Agent: testbot"]
+
+
+def test_chunked_close_delimited_and_interim_answers() -> None:
+    def script(head: bytes, _: int) -> list[bytes | None]:
+        path = head.split()[1]
+        if path == b"/chunked":
+            return [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+                    b"5\r\nhello\r\n", b"6\r\n world\r\n0\r\n\r\n"]
+        if path == b"/interim":
+            return [b"HTTP/1.1 100 Continue\r\n\r\n", ok(b"after")]
+        return [b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nto the end", None]
+
+    with origin("127.0.12.2", script) as (base, _, conns):
+        results = fetch([base + "/chunked", base + "/interim", base + "/close",
+                         base + "/chunked"])
+    assert [(r.status, r.body, r.error) for r in results] == [
+        (200, b"hello world", None), (200, b"after", None), (200, b"to the end", None),
+        (200, b"hello world", None)]
+    assert results[2].http_version == "HTTP/1.0"
+    assert conns == [0, 0, 0, 1]  # the close-delimited answer ended its connection
+
+
+def test_a_connection_the_server_dropped_is_replaced_without_an_error() -> None:
+    # The server answers the first request of a connection and drops the connection when
+    # the next one comes, unanswered (an idle timeout on its side): that request is asked
+    # again on a new connection, and never reported as failed.
+    def script(head: bytes, before: int) -> list[bytes | None]:
+        return [ok(head.split()[1])] if before == 0 else [None]
+
+    with origin("127.0.12.3", script) as (base, heads, conns):
+        results = fetch([base + "/1", base + "/2", base + "/3"])
+    assert [(r.status, r.body, r.error) for r in results] == [
+        (200, b"/1", None), (200, b"/2", None), (200, b"/3", None)]
+    assert [h.split()[1] for h in heads] == [b"/1", b"/2", b"/2", b"/3", b"/3"]
+    assert conns == [0, 0, 1, 1, 2]
+
+
+def test_caps_encodings_and_broken_answers_each_have_their_reason() -> None:
+    deflated = zlib.compress(b"a" * 100_000)
+    raw = zlib.compressobj(9, zlib.DEFLATED, -15)
+    raw_deflated = raw.compress(b"b" * 1000) + raw.flush()
+
+    def script(head: bytes, _: int) -> list[bytes | None]:
+        path = head.split()[1]
+        if path == b"/deflate":
+            return [ok(deflated, b"Content-Encoding: deflate")]
+        if path == b"/raw-deflate":
+            return [ok(raw_deflated, b"Content-Encoding: deflate")]
+        if path == b"/big-head":
+            return [b"HTTP/1.1 200 OK\r\n" + b"X-Filler: " + b"y" * 70_000 + b"\r\n\r\n"]
+        if path == b"/cut":
+            return [b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this", None]
+        if path == b"/stall":
+            return [b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"]
+        return [b"this is not HTTP\r\n\r\n", None]
+
+    with origin("127.0.12.4", script) as (base, _, _):
+        deflate, raw_result, big, cut, garbage = fetch(
+            [base + p for p in ("/deflate", "/raw-deflate", "/big-head", "/cut", "/junk")],
+            max_bytes=50_000)
+        (stalled,) = fetch([base + "/stall"], deadline_s=0.5)
+    assert deflate.truncated and deflate.body == b"a" * 50_000 and deflate.error is None
+    assert raw_result.body == b"b" * 1000
+    assert big.status is None and "header fields pass" in (big.error or "")
+    assert cut.status == 200 and cut.body == b"only this" and "closed" in (cut.error or "")
+    assert garbage.status is None and "not HTTP/1.1" in (garbage.error or "")
+    assert stalled.status is None and stalled.error == "took longer than 0.5 s"
+
+
+def test_targets_are_sent_as_ascii_and_header_injection_is_refused() -> None:
+    with origin("127.0.12.5", lambda head, _: [ok(b"")]) as (base, heads, _):
+        sent, injected, nobody = fetch([base + "/caf\u00e9 au lait?x=\u00e9"]) + fetch(
+            [base + "/"], headers={"Cookie": "a=b\r\nX-Evil: 1"}) + fetch(
+            ["http://127.0.12.6:9/"])
+    assert sent.status == 200
+    assert heads[0].startswith(b"GET /caf%C3%A9%20au%20lait?x=%C3%A9 HTTP/1.1\r\n")
+    assert injected.status is None and "line break" in (injected.error or "")
+    assert len(heads) == 1
+    assert nobody.status is None and nobody.error and "Error" in nobody.error
+
+
+def test_https_checks_the_certificate(tmp_path: Path) -> None:
+    host = "127.0.12.7"
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-keyout", str(key), "-out", str(cert), "-subj", f"/CN={host}",
+                    "-addext", f"subjectAltName=IP:{host}"],
+                   check=True, capture_output=True, timeout=60)
+    server_side = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_side.load_cert_chain(cert, key)
+
+    async def run() -> tuple[FetchResult, FetchResult]:
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                while await reader.readuntil(b"\r\n\r\n"):
+                    writer.write(ok(b"secret"))
+                    await writer.drain()
+            except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+                writer.close()
+
+        server = await asyncio.start_server(answer, host, 0, ssl=server_side)
+        port = server.sockets[0].getsockname()[1]
+        url = f"https://{host}:{port}/"
+        trusting = ssl.create_default_context(cafile=str(cert))
+        try:
+            checked = PageFetcher(connect_timeout_s=2.0)
+            refused = await checked.get(url, {}, max_bytes=1000, deadline_s=5.0)
+            await checked.close()
+            trusted = PageFetcher(connect_timeout_s=2.0, tls=trusting)
+            fetched = await trusted.get(url, {}, max_bytes=1000, deadline_s=5.0)
+            await trusted.close()
+        finally:
+            server.close()
+            await server.wait_closed()
+        return refused, fetched
+
+    refused, fetched = asyncio.run(run())
+    assert refused.status is None and "CERTIFICATE_VERIFY_FAILED" in (refused.error or "")
+    assert (fetched.status, fetched.body) == (200, b"secret")

@@ -367,6 +367,47 @@ async def test_everything_survives_reopening(open_store: Opener) -> None:
     assert await second.requeue_leased() == 9
 
 
+async def test_a_batch_settles_a_page_and_leases_the_next_in_one_go(open_store: Opener
+                                                                   ) -> None:
+    # What the crawler does after a page: its links queued, the URL acknowledged and the
+    # host's next URL leased, in one batch (nested writes join it); all of it is kept.
+    first = open_store()
+    await first.add([item("a.example", 1), item("a.example", 2)])
+    taken = await first.lease("a.example", 0.0, LEASE_S)
+    assert taken == item("a.example", 1)
+    async with first.batch():
+        async with first.batch():
+            assert await first.add([item("a.example", n) for n in (2, 3)]) == [
+                item("a.example", 3)]
+        assert await first.mark_seen([item("b.example", 1)]) == [item("b.example", 1)]
+        await first.done(taken.url, fetched=True)
+        following = await first.lease("a.example", 0.0, LEASE_S)
+    assert following == item("a.example", 2)
+    await first.close()
+    second = open_store()
+    assert await second.counts() == FrontierCounts(1, 1, 1, 1)
+    assert await second.requeue_leased() == 1
+    assert await lease_all(second, "a.example", 0.0) == ["http://a.example/2",
+                                                          "http://a.example/3"]
+
+
+async def test_an_sqlite_batch_that_raises_leaves_nothing(tmp_path: Path) -> None:
+    frontier = SQLiteFrontier(tmp_path / "frontier.sqlite")
+    await frontier.add([item("a.example", 1)])
+    taken = await frontier.lease("a.example", 0.0, LEASE_S)
+    assert taken is not None
+    with pytest.raises(RuntimeError):
+        async with frontier.batch():
+            await frontier.add([item("a.example", 2)])
+            await frontier.done(taken.url, fetched=True)
+            raise RuntimeError("a page hook failed")
+    assert await frontier.counts() == FrontierCounts(0, 1, 0, 0)
+    async with frontier.batch():  # and the next batch starts afresh
+        await frontier.done(taken.url, fetched=False)
+    assert await frontier.counts() == FrontierCounts(0, 0, 0, 1)
+    await frontier.close()
+
+
 @pytest.mark.parametrize("open_store", ["sqlite", "redis"], indirect=True)
 async def test_two_frontiers_on_one_store_keep_one_queue(open_store: Opener) -> None:
     # Workers sharing one store: each queues links as it finds them, all take from one

@@ -515,8 +515,7 @@ class Crawler:
         if status is None:
             record.update(outcome="failed", reason=error, status=None, bytes=len(body))
             self.stats.failed += 1
-            self._output.page(record)
-            await self._frontier.done(item.url, fetched=False)
+            await self._settle(item, record, fetched=False)
             return now
         pause = await self._politeness.note_response(
             item.url, status, elapsed_s=got.answered_s,
@@ -541,11 +540,14 @@ class Crawler:
             record["reason"] = f"HTTP {status} {settings.max_attempts} times; given up"
         keep = status not in RETRIED
         revisit_at: float | None = None
+        found: list[FrontierItem] = []
+        redirect = False
         location = got.headers.get("location")
         if status in REDIRECTS and location:
-            await self._redirect(item, location, record)
+            found = self._redirect(item, location, record)
+            redirect = bool(found)
         elif 200 <= status < 300:
-            plan = await self._page(item, got, record)
+            plan, found = await self._page(item, got, record)
             keep = plan.keep
             if settings.revisit:
                 revisit_at = next_visit_s(
@@ -560,30 +562,55 @@ class Crawler:
             self._output.exchange(Exchange(
                 item.url, [("Host", item.url.split("/")[2]), *headers.items()], status,
                 got.reason, got.http_version, got.raw_headers, body), fetched_at)
-        self._output.page(record)
-        await self._frontier.done(item.url, fetched=True, revisit_at=revisit_at)
+        await self._settle(item, record, fetched=True, revisit_at=revisit_at, found=found,
+                           redirect=redirect)
         return now
 
-    async def _redirect(self, item: FrontierItem, location: str,
-                        record: dict[str, Any]) -> None:
+    async def _settle(self, item: FrontierItem, record: dict[str, Any], *, fetched: bool,
+                      revisit_at: float | None = None,
+                      found: Sequence[FrontierItem] = (), redirect: bool = False) -> None:
+        """Record a decided URL: its new links queued, its line written, the URL
+        acknowledged and its host's next URL leased, all in one batch of the frontier's (one
+        commit, where there were four). The line is flushed before the batch commits, so
+        every acknowledged URL is on disk (resume after a kill)."""
+        async with self._frontier.batch():
+            if found:
+                added = await self._add(list(found))
+                if redirect and not added:
+                    record["reason"] = ("redirect to a URL already seen (a loop, or a page met "
+                                        "before)")
+            self._output.page(record)
+            await self._frontier.done(item.url, fetched=fetched, revisit_at=revisit_at)
+            host = item.host
+            if host not in self._pending and not self._stopping and self._budget_left():
+                # The host's next URL, leased now rather than in a statement of its own when
+                # the host comes due again (it waits in _pending, as one told to wait does).
+                following = await self._frontier.lease(host, self._clock(),
+                                                       self.settings.lease_s)
+                if following is not None:
+                    self._pending[host] = following
+
+    def _redirect(self, item: FrontierItem, location: str,
+                  record: dict[str, Any]) -> list[FrontierItem]:
+        """The frontier entry a redirect leads to (none when it is unusable or one hop too
+        many, with the reason in ``record``)."""
         try:
             target = resolve_link(item.url, location)
         except InvalidURL as exc:
             record["reason"] = f"redirect to an unusable location: {exc}"
-            return
+            return []
         record["location"] = target
         if item.hops + 1 > self.settings.max_redirects:
             record["reason"] = f"more than {self.settings.max_redirects} redirects"
-            return
-        added = await self._add([FrontierItem(
-            target, split_origin(target)[1], item.depth, "redirect", item.srcloc,
-            item.page_type, item.changefreq, item.lastmod, item.hops + 1)])
-        if not added:
-            record["reason"] = "redirect to a URL already seen (a loop, or a page met before)"
+            return []
+        return [FrontierItem(target, split_origin(target)[1], item.depth, "redirect",
+                             item.srcloc, item.page_type, item.changefreq, item.lastmod,
+                             item.hops + 1)]
 
     async def _page(self, item: FrontierItem, got: FetchResult,
-                    record: dict[str, Any]) -> PagePlan:
-        """Follow a page's links as its robots directives and its sitemap type allow."""
+                    record: dict[str, Any]) -> tuple[PagePlan, list[FrontierItem]]:
+        """The page's links to follow, as its robots directives and its sitemap type allow
+        (and those its hook returned), for the caller to queue."""
         agent = self.settings.agent
         body = got.body
         directives = parse_x_robots_tag(got.get_all("x-robots-tag"), agent)
@@ -603,20 +630,21 @@ class Crawler:
             record["guidance"] = plan.why
         followed: list[str] = []
         if plan.follow and links:
-            followed = await self._follow(item, base, links)
+            followed = self._follow(item, base, links)
         record["links"] = len(links)
         record["followed"] = len(followed)
+        depth = item.depth + 1
+        queue = [FrontierItem(url, split_origin(url)[1], depth, "link") for url in followed]
         if self._on_page is not None:
             assert got.status is not None
             page = Page(item.url, got.status, got.headers, body, text, item.depth, item.via,
                         item.srcloc, followed, directives)
-            await self._hook(page, item)
-        return plan
+            queue.extend(await self._hook(page, item))
+        return plan, queue
 
-    async def _follow(self, item: FrontierItem, base: str, links: list[Link]) -> list[str]:
-        depth = item.depth + 1
+    def _follow(self, item: FrontierItem, base: str, links: list[Link]) -> list[str]:
         max_depth = self.settings.max_depth
-        if max_depth is not None and depth > max_depth:
+        if max_depth is not None and item.depth + 1 > max_depth:
             return []
         urls: dict[str, None] = {}
         for link in links:
@@ -626,8 +654,6 @@ class Crawler:
                 urls[resolve_link(base, link.href)] = None
             except InvalidURL:
                 continue
-        await self._add([FrontierItem(url, split_origin(url)[1], depth, "link")
-                         for url in urls])
         return list(urls)
 
     async def _add(self, items: list[FrontierItem]) -> list[FrontierItem]:
@@ -652,13 +678,14 @@ class Crawler:
                 self._schedule(item.host, item.not_before)
         return added
 
-    async def _hook(self, page: Page, item: FrontierItem) -> None:
+    async def _hook(self, page: Page, item: FrontierItem) -> list[FrontierItem]:
+        """Run the user's hook on ``page``: its items are written, its URLs returned."""
         assert self._on_page is not None
         result = self._on_page(page)
         if inspect.isawaitable(result):
             result = await result
         if result is None:
-            return
+            return []
         found, urls = [], []
         for value in result:
             if isinstance(value, str):
@@ -666,20 +693,18 @@ class Crawler:
             else:
                 found.append(value)
         self._output.items(found)
-        if urls:
-            more = []
-            for url in urls:
-                try:
-                    normal = resolve_link(item.url, url)
-                except InvalidURL:
-                    continue
-                more.append(FrontierItem(normal, split_origin(normal)[1], item.depth + 1,
-                                         "link"))
-            await self._add(more)
+        more = []
+        for url in urls:
+            try:
+                normal = resolve_link(item.url, url)
+            except InvalidURL:
+                continue
+            more.append(FrontierItem(normal, split_origin(normal)[1], item.depth + 1, "link"))
+        return more
 
     async def _skip(self, item: FrontierItem, reason: str) -> None:
-        self._output.page({"url": item.url, "outcome": "skipped", "reason": reason,
-                           "via": item.via, "depth": item.depth,
-                           **({"srcloc": item.srcloc} if item.srcloc else {})})
         self.stats.skipped[_skip_kind(reason)] += 1
-        await self._frontier.done(item.url, fetched=False)
+        await self._settle(item, {"url": item.url, "outcome": "skipped", "reason": reason,
+                                  "via": item.via, "depth": item.depth,
+                                  **({"srcloc": item.srcloc} if item.srcloc else {})},
+                           fetched=False)

@@ -11,16 +11,15 @@ cut by a kill stays at the end of the previous file.
 
 from __future__ import annotations
 
-import io
+import hashlib
 import json
-import zlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from warcio.statusandheaders import StatusAndHeaders
-from warcio.warcwriter import WARCWriter
+from fastwarc import GzipWriter
+from fastwarc.warc import WarcRecord, WarcRecordType
 
 __all__ = ["CrawlOutput", "Exchange"]
 
@@ -57,7 +56,7 @@ class CrawlOutput:
         self._items: IO[str] | None = None
         self._sites: IO[str] | None = None
         self._warc_file: IO[bytes] | None = None
-        self._warc: WARCWriter | None = None
+        self._warc: GzipWriter | None = None
         if warc:
             warcs = folder / "warc"
             warcs.mkdir(exist_ok=True)
@@ -67,10 +66,11 @@ class CrawlOutput:
                 number += 1
                 path = warcs / f"{warc_prefix}-{number:05d}.warc.gz"
             self._warc_file = path.open("wb")
-            # Records are written plain into a buffer and gzipped here, each its own member
-            # (as WARC readers expect): warcio's own gzip is level 9, several times the CPU
-            # of zlib's default for a few per cent of size.
-            self._warc = WARCWriter(io.BytesIO(), gzip=False, warc_version="WARC/1.1")
+            # FastWARC builds the records (headers, record IDs, SHA-1 digests) and gzips each
+            # as a member of its own, as WARC readers expect, at zlib's default level (level
+            # 9 is several times the CPU for a few per cent of size). It takes half the CPU
+            # of warcio for a page's two records (100 against 190 us for an 8.5 KB page).
+            self._warc = GzipWriter(self._warc_file, compression_level=WARC_GZIP_LEVEL)
             self.warc_path: Path | None = path
         else:
             self.warc_path = None
@@ -98,50 +98,62 @@ class CrawlOutput:
         self._items.flush()
 
     def exchange(self, exchange: Exchange, fetched_at: float) -> None:
-        """The request and response records of one fetch (the body as decoded)."""
+        """The response and request records of one fetch (the body as decoded), each
+        written to the file, whole, before this returns."""
         writer = self._warc
         if writer is None:
             return
         date = datetime.fromtimestamp(fetched_at, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         target = exchange.url
-        request_line = f"GET {_request_target(target)} HTTP/1.1"
-        request = writer.create_warc_record(
-            target, "request", payload=io.BytesIO(b""), length=0,
-            warc_headers_dict={"WARC-Date": date},
-            http_headers=StatusAndHeaders(request_line, list(exchange.request_headers),
-                                          is_http_request=True))
-        headers = [(k, v) for k, v in exchange.response_headers
-                   if k.lower() not in _WIRE_HEADERS]
-        headers.extend((f"X-Crawler-{k}", v) for k, v in exchange.response_headers
-                       if k.lower() in ("content-encoding", "transfer-encoding"))
-        headers.append(("Content-Length", str(len(exchange.body))))
-        response = writer.create_warc_record(
-            target, "response", payload=io.BytesIO(exchange.body), length=len(exchange.body),
-            warc_headers_dict={"WARC-Date": date},
-            http_headers=StatusAndHeaders(f"{exchange.status} {exchange.reason}".strip(),
-                                          headers, protocol=exchange.http_version))
-        # What warcio's write_request_response_pair does, each record then gzipped alone.
-        request.rec_headers.replace_header("WARC-Date", date)
-        request.rec_headers.add_header("WARC-Concurrent-To",
-                                       response.rec_headers.get_header("WARC-Record-ID"))
+        body = exchange.body
+        head = [f"{exchange.http_version} {exchange.status} {exchange.reason}".rstrip()]
+        head.extend(f"{k}: {v}" for k, v in exchange.response_headers
+                    if k.lower() not in _WIRE_HEADERS)
+        head.extend(f"X-Crawler-{k}: {v}" for k, v in exchange.response_headers
+                    if k.lower() in ("content-encoding", "transfer-encoding"))
+        head.append(f"Content-Length: {len(body)}")
+        response = _record(WarcRecordType.response, target, date, _head(head) + body)
+        request = _record(WarcRecordType.request, target, date, _head(
+            [f"GET {_request_target(target)} HTTP/1.1",
+             *(f"{k}: {v}" for k, v in exchange.request_headers)], "utf-8"))
+        request_id = response.record_id
+        assert request_id is not None
+        request.headers["WARC-Concurrent-To"] = request_id
+        response.write(writer, checksum_data=True, payload_digest=hashlib.sha1(body).digest())
+        writer.finish()  # the end of a gzip member: each record is one
+        request.write(writer, checksum_data=True, payload_digest=_EMPTY_SHA1)
+        writer.finish()
         assert self._warc_file is not None
-        self._warc_file.write(self._member(response) + self._member(request))
         self._warc_file.flush()
-
-    def _member(self, record: Any) -> bytes:
-        assert self._warc is not None
-        buffer = self._warc.out = io.BytesIO()
-        self._warc.write_record(record)
-        gzip = zlib.compressobj(WARC_GZIP_LEVEL, zlib.DEFLATED, zlib.MAX_WBITS + 16)
-        return gzip.compress(buffer.getvalue()) + gzip.flush()
 
     def close(self) -> None:
         self._pages.close()
         for stream in (self._items, self._sites):
             if stream is not None:
                 stream.close()
+        if self._warc is not None:
+            self._warc.flush()
         if self._warc_file is not None:
             self._warc_file.close()
+
+
+_EMPTY_SHA1 = hashlib.sha1(b"").digest()
+
+
+def _record(kind: WarcRecordType, target: str, date: str, block: bytes) -> WarcRecord:
+    record = WarcRecord()
+    record.init_headers(kind)
+    record.headers["WARC-Target-URI"] = target
+    record.headers["WARC-Date"] = date
+    record.is_http = True  # Content-Type: application/http; msgtype=...
+    record.set_bytes_content(block)
+    return record
+
+
+def _head(lines: list[str], encoding: str = "latin-1") -> bytes:
+    """An HTTP message's head, in the bytes that were on the wire: a response's headers
+    were read as Latin-1, a request's are sent as UTF-8 (aiohttp's encoding)."""
+    return ("\r\n".join(lines) + "\r\n\r\n").encode(encoding, "replace")
 
 
 def _request_target(url: str) -> str:

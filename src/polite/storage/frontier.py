@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 from typing import NamedTuple, Protocol
 
 from polite.errors import ConfigError
 from polite.storage.sqlite import open_database
 
 __all__ = [
+    "NO_BATCH",
+    "Batch",
     "FrontierCounts",
     "FrontierItem",
     "FrontierStore",
@@ -54,7 +58,40 @@ class FrontierCounts(NamedTuple):
     skipped: int
 
 
+class Batch(Protocol):
+    """What :meth:`FrontierStore.batch` returns: an async context manager."""
+
+    async def __aenter__(self) -> None: ...
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None: ...
+
+
+class _NoBatch:
+    """A batch for backends whose every change is already atomic on its own."""
+
+    __slots__ = ()
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        return None
+
+
+NO_BATCH = _NoBatch()
+
+
 class FrontierStore(Protocol):
+    def batch(self) -> Batch:
+        """The changes made inside are written together: in SQLite one transaction (one
+        commit for a page's new links, its acknowledgement and the lease of its host's next
+        URL, where each was a commit of its own), none of them kept when the block raises;
+        memory and Redis make each change atomic on its own already. Nothing inside may wait
+        on anything but this store: another task's changes would join the transaction."""
+        ...
+
     async def add(self, items: Sequence[FrontierItem]) -> list[FrontierItem]:
         """Queue the items whose URL was never seen; returns those, in order."""
         ...
@@ -134,6 +171,9 @@ class MemoryFrontier:
         self._host_states: dict[str, str] = {}
         self._seeds: set[str] = set()
         self._seq = itertools.count()
+
+    def batch(self) -> Batch:
+        return NO_BATCH
 
     def _enqueue(self, entry: _Entry) -> None:
         item = entry.item
@@ -301,12 +341,49 @@ def _row(item: FrontierItem, state: int, seq: int) -> tuple[object, ...]:
     return (*item, state, seq)
 
 
+class _Transaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on an error) around the outermost
+    of nested blocks: a write inside a batch joins the batch's transaction."""
+
+    __slots__ = ("_db", "_depth")
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self._depth = 0
+
+    def __enter__(self) -> None:
+        if self._depth == 0:
+            self._db.execute("BEGIN IMMEDIATE")
+        self._depth += 1
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._depth -= 1
+        if self._depth:
+            return
+        if kind is None:
+            self._db.execute("COMMIT")
+        elif self._db.in_transaction:  # an error may have ended it already
+            self._db.execute("ROLLBACK")
+
+    async def __aenter__(self) -> None:
+        self.__enter__()
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        self.__exit__(kind, exc, tb)
+
+
 class SQLiteFrontier:
     """The frontier in an SQLite file (WAL): every change its own transaction, so a kill
     loses nothing that was acknowledged; queued URLs live on disk, not in memory."""
 
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 5.0) -> None:
         self._db = open_database(path, _SCHEMA, "the frontier", busy_timeout_s=busy_timeout_s)
+        self._transaction = _Transaction(self._db)
+
+    def batch(self) -> Batch:
+        return self._transaction
 
     def _take_seqs(self, n: int) -> int:
         """The first of ``n`` new queue places; inside a write transaction, so that every
@@ -320,8 +397,7 @@ class SQLiteFrontier:
         # others are ignored by the primary key; queue places from the file's one counter.
         db = self._db
         added: set[str] = set()
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction:
             seq = self._take_seqs(len(items))
             for start in range(0, len(items), _ROWS_PER_INSERT):
                 rows = items[start:start + _ROWS_PER_INSERT]
@@ -333,10 +409,6 @@ class SQLiteFrontier:
                 added.update(url for (url,) in db.execute(
                     f"INSERT INTO frontier ({_COLUMNS}, state, seq) VALUES {marks} "
                     "ON CONFLICT (url) DO NOTHING RETURNING url", values))
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
         new = []
         for item in items:  # in order, a URL given twice once
             if item.url in added:
@@ -361,17 +433,11 @@ class SQLiteFrontier:
             self._db.execute("UPDATE frontier SET state = ? WHERE url = ? AND state = ?",
                              (FETCHED if fetched else SKIPPED, url, LEASED))
         else:  # queued again, so behind what is queued now
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                db.execute(
+            with self._transaction:
+                self._db.execute(
                     "UPDATE frontier SET state = ?, not_before = ?, attempts = 0, seq = ? "
                     "WHERE url = ? AND state = ?",
                     (QUEUED, revisit_at, self._take_seqs(1), url, LEASED))
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
 
     async def release(self, item: FrontierItem) -> None:
         self._db.execute(

@@ -40,7 +40,7 @@ from typing import Any, cast
 import redis.asyncio as aioredis
 
 from polite.errors import InvalidURL
-from polite.storage.frontier import FrontierCounts, FrontierItem
+from polite.storage.frontier import NO_BATCH, Batch, FrontierCounts, FrontierItem
 from polite.storage.redis import _text, client_from_url
 
 __all__ = ["RedisFrontier"]
@@ -286,6 +286,9 @@ class RedisFrontier:
         """``redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]`` (``rediss://`` for TLS)."""
         client, prefix = client_from_url(url)
         return cls(client, prefix=prefix)
+
+    def batch(self) -> Batch:
+        return NO_BATCH  # each change is a script of its own, atomic on the server
 
     def _keys(self, host: str) -> list[str]:
         p = self._prefix

@@ -467,6 +467,56 @@ async def test_redis_keys_follow_the_prefix_and_the_host_tag(redis_url: str,
         await look.aclose()
 
 
+async def test_redis_leases_have_owners_and_a_late_worker_changes_nothing(
+        redis_url: str, redis_prefix: str) -> None:
+    url = f"{redis_url}?prefix={redis_prefix}"
+    first = RedisFrontier.from_url(url, worker="w1")
+    second = RedisFrontier.from_url(url, worker="w2")
+    try:
+        await first.add([item("a.example", 1), item("a.example", 2)])
+        taken = await first.lease("a.example", 0.0, 5.0)
+        assert taken is not None and taken.url.endswith("/1")
+        # w1's lease runs out and w2 takes the URL: w1's word on it no longer counts.
+        again = await second.lease("a.example", 6.0, 5.0)
+        assert again is not None and again.url == taken.url
+        await first.done(taken.url, fetched=True)
+        await first.release(taken)
+        assert (await first.counts()).leased == 1
+        await second.done(again.url, fetched=True)
+        assert await first.counts() == FrontierCounts(1, 0, 1, 0)
+        # A lease that ran out but was not taken since is still its owner's to acknowledge.
+        late = await first.lease("a.example", 7.0, 1.0)
+        assert late is not None
+        await first.done(late.url, fetched=False)
+        assert await first.counts() == FrontierCounts(0, 0, 1, 1)
+        # The seen set keeps digests, and still knows both URLs.
+        assert await second.add([item("a.example", 1), item("a.example", 2)]) == []
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_redis_workers_beat_on_the_servers_clock(redis_url: str,
+                                                        redis_prefix: str) -> None:
+    url = f"{redis_url}?prefix={redis_prefix}"
+    worker = RedisFrontier.from_url(url, worker="m1-42")
+    watcher = RedisFrontier.from_url(url)
+    try:
+        with pytest.raises(ConfigError, match="worker name"):
+            await watcher.heartbeat({})
+        at = await worker.heartbeat({"fetched": 3})
+        now, beats = await watcher.workers()
+        assert [(b.worker, b.about) for b in beats] == [("m1-42", {"fetched": 3})]
+        assert beats[0].at == pytest.approx(at) and 0 <= now - at < 5
+        await worker.add([item("a.example", 1)])
+        assert await watcher.host_count() == (1, 0)
+        await worker.forget_worker()
+        assert (await watcher.workers())[1] == []
+    finally:
+        await worker.close()
+        await watcher.close()
+
+
 # -- every backend against the memory one, on random operations ------------------------------
 
 HOSTS = st.sampled_from(["a.example", "b.example"])

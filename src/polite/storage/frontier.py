@@ -496,10 +496,11 @@ class SQLiteFrontier:
         self._db.close()
 
 
-def open_frontier(url: str, *, default_path: Callable[[], Path]) -> FrontierStore:
+def open_frontier(url: str, *, default_path: Callable[[], Path],
+                  worker: str = "") -> FrontierStore:
     """A frontier from a store URL (``sqlite:///PATH``, ``memory://``,
     ``redis://HOST:PORT/DB[?prefix=P]``); ``default_path`` gives the file when ``url`` is
-    empty."""
+    empty. ``worker`` names the leases' owner in a frontier that workers share (Redis)."""
     if not url:
         return SQLiteFrontier(default_path())
     if url.startswith("sqlite:///"):
@@ -510,5 +511,5 @@ def open_frontier(url: str, *, default_path: Callable[[], Path]) -> FrontierStor
         # Here, not at the top: the Redis backend imports this module's item and counts.
         from polite.storage.redis_frontier import RedisFrontier
 
-        return RedisFrontier.from_url(url)
+        return RedisFrontier.from_url(url, worker=worker)
     raise ConfigError(f"no frontier for the store {url!r}")

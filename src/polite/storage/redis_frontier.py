@@ -12,13 +12,28 @@ says ``?prefix=``):
   not 0 (what :meth:`RedisFrontier.next_due` needs to know of them);
 - ``PREFIX fl:{HOST}`` zset short URL -> end of the lease: leased URLs;
 - ``PREFIX fi:{HOST}`` hash short URL -> packed item, for queued and leased URLs only;
-- ``PREFIX fs:{HOST}`` set of the short URLs decided (fetched or skipped): with ``fi``, the
-  seen set, each URL in one of the two;
+- ``PREFIX fo:{HOST}`` hash short URL -> the worker holding its lease (the owner);
+- ``PREFIX fs:{HOST}`` set of the URLs decided (fetched or skipped), each as the first 8
+  bytes of the BLAKE2b digest of its short URL: with ``fi``, the seen set, each URL in one
+  of the two;
 - ``PREFIX fm:{HOST}`` hash ``seq`` (the host's queue counter) and ``state``;
 - ``PREFIX f:hosts`` zset HOST -> next due time, every host with URLs queued or leased;
 - ``PREFIX f:seeds`` set of the seeds' hosts (the crawl's scope);
 - ``PREFIX f:counts`` hash ``q`` / ``l`` / ``f`` / ``s``: URLs queued, leased, fetched,
-  skipped; ``PREFIX f:fetched`` hash HOST -> URLs fetched.
+  skipped; ``PREFIX f:fetched`` hash HOST -> URLs fetched;
+- ``PREFIX f:workers`` hash WORKER -> what it last said of itself (JSON), ``PREFIX f:beats``
+  hash WORKER -> the server's time of its last heartbeat.
+
+The seen set keeps 8-byte digests, not URLs: a decided URL costs a set member of 8 bytes
+where its text was about 60 (bench/frontier_redis_memory.py). Two URLs of one host whose
+digests agree would be taken for one: with ``n`` URLs decided on a host the odds of any such
+pair are about ``n**2 / 2**65`` (2.7e-10 for 100,000 URLs), and over a crawl at most
+``n_max * N / 2**65`` for ``N`` URLs in all (3e-6 for a billion URLs, no host over
+100,000): a URL lost to a collision is never fetched, nothing else goes wrong.
+
+Leases have owners: a frontier made with ``worker=`` writes its name on each URL it leases,
+and its acknowledgement or release of a URL another worker has leased since (its own lease
+ran out) changes nothing.
 
 A *short URL* is the URL without its scheme and host, which the keys already say: ``h`` for
 http or ``s`` for https, then the rest (``h/a?b``, ``s:8443/``). A *packed item* is
@@ -33,25 +48,27 @@ it, so an item on another host is refused with :class:`InvalidURL`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import redis.asyncio as aioredis
 
-from polite.errors import InvalidURL
+from polite.errors import ConfigError, InvalidURL
 from polite.storage.frontier import NO_BATCH, Batch, FrontierCounts, FrontierItem
 from polite.storage.redis import _text, client_from_url
 
-__all__ = ["RedisFrontier"]
+__all__ = ["RedisFrontier", "WorkerBeat"]
 
-# Every per-host script sees the same KEYS: the host's seven keys, then the three global
+# Every per-host script sees the same KEYS: the host's eight keys, then the three global
 # ones; ARGV[1] is the host. The global keys are in other Cluster slots: for a Cluster the
 # script must leave them alone and return the host's new due time and the counter changes,
 # for the client to apply in a second call.
 _PRELUDE = """
-local fq, fd, fp, fl, fi, fs, fm = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local hosts, counts, fetched = KEYS[8], KEYS[9], KEYS[10]
+local fq, fd, fp, fl, fi, fs, fm, fo = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6],
+  KEYS[7], KEYS[8]
+local hosts, counts, fetched = KEYS[9], KEYS[10], KEYS[11]
 local host = ARGV[1]
 
 local function unpack_item(packed)
@@ -94,26 +111,34 @@ end
 local function count(field, n)
   if n ~= 0 then redis.call('HINCRBY', counts, field, n) end
 end
+
+-- Whether ``url`` is leased, and to ``owner`` when one is named (a worker whose lease ran
+-- out and was taken by another may no longer decide the URL).
+local function holds(url, owner)
+  if redis.call('ZSCORE', fl, url) == false then return false end
+  return owner == '' or redis.call('HGET', fo, url) == owner
+end
 """
 
-# ARGV: host, "1" to mark seen ("0" to queue), then per item: short URL, attempts,
-# not_before, JSON. Returns 1 or 0 per item: whether it was new.
+# ARGV: host, "1" to mark seen ("0" to queue), then per item: short URL, its digest,
+# attempts, not_before, JSON. Returns 1 or 0 per item: whether it was new.
 _ADD = _PRELUDE + """
 local mark = ARGV[2] == '1'
 local out = {}
 local new = 0
-for i = 3, #ARGV, 4 do
+for i = 3, #ARGV, 5 do
   local url = ARGV[i]
-  if redis.call('HEXISTS', fi, url) == 0 and redis.call('SISMEMBER', fs, url) == 0 then
+  if redis.call('HEXISTS', fi, url) == 0 and redis.call('SISMEMBER', fs, ARGV[i + 1]) == 0
+  then
     new = new + 1
     out[#out + 1] = 1
     if mark then
-      redis.call('SADD', fs, url)
+      redis.call('SADD', fs, ARGV[i + 1])
     else
       local seq = string.format('%d', redis.call('HINCRBY', fm, 'seq', 1))
-      redis.call('HSET', fi, url, seq .. ',' .. ARGV[i + 1] .. ',' .. ARGV[i + 2] .. ','
-                 .. ARGV[i + 3])
-      enqueue(url, seq, ARGV[i + 2])
+      redis.call('HSET', fi, url, seq .. ',' .. ARGV[i + 2] .. ',' .. ARGV[i + 3] .. ','
+                 .. ARGV[i + 4])
+      enqueue(url, seq, ARGV[i + 3])
     end
   else
     out[#out + 1] = 0
@@ -128,7 +153,8 @@ end
 return out
 """
 
-# ARGV: host, now, the lease's end. Returns the short URL and its packed item, or nil.
+# ARGV: host, now, the lease's end, the worker ("" none). Returns the short URL and its
+# packed item, or nil.
 _LEASE = _PRELUDE + """
 local url = nil
 local expired = redis.call('ZRANGEBYSCORE', fl, '-inf', ARGV[2])
@@ -155,14 +181,18 @@ else
   count('l', 1)
 end
 redis.call('ZADD', fl, ARGV[3], url)
+if ARGV[4] ~= '' then redis.call('HSET', fo, url, ARGV[4]) end
 reindex()
 return {url, redis.call('HGET', fi, url)}
 """
 
-# ARGV: host, short URL, "1" if fetched, the revisit time or "". Returns 1 if it was leased.
+# ARGV: host, short URL, "1" if fetched, the revisit time or "", the URL's digest, the
+# worker ("" any). Returns 1 if it was leased (to the worker).
 _DONE = _PRELUDE + """
 local url = ARGV[2]
-if redis.call('ZREM', fl, url) == 0 then return 0 end
+if not holds(url, ARGV[6]) then return 0 end
+redis.call('ZREM', fl, url)
+redis.call('HDEL', fo, url)
 count('l', -1)
 if ARGV[4] ~= '' then
   local _, _, _, rest = unpack_item(redis.call('HGET', fi, url))
@@ -172,7 +202,7 @@ if ARGV[4] ~= '' then
   count('q', 1)
 else
   redis.call('HDEL', fi, url)
-  redis.call('SADD', fs, url)
+  redis.call('SADD', fs, ARGV[5])
   if ARGV[3] == '1' then
     count('f', 1)
     redis.call('HINCRBY', fetched, host, 1)
@@ -184,10 +214,13 @@ reindex()
 return 1
 """
 
-# ARGV: host, short URL, attempts, not_before. Returns 1 if it was leased.
+# ARGV: host, short URL, attempts, not_before, the worker ("" any). Returns 1 if it was
+# leased (to the worker).
 _RELEASE = _PRELUDE + """
 local url = ARGV[2]
-if redis.call('ZREM', fl, url) == 0 then return 0 end
+if not holds(url, ARGV[5]) then return 0 end
+redis.call('ZREM', fl, url)
+redis.call('HDEL', fo, url)
 local seq, _, _, rest = unpack_item(redis.call('HGET', fi, url))
 redis.call('HSET', fi, url, seq .. ',' .. ARGV[3] .. ',' .. ARGV[4] .. ',' .. rest)
 enqueue(url, seq, ARGV[4])
@@ -205,12 +238,22 @@ for _, url in ipairs(leased) do
   enqueue(url, seq, nb)
 end
 if #leased > 0 then
-  redis.call('DEL', fl)
+  redis.call('DEL', fl, fo)
   count('l', -#leased)
   count('q', #leased)
   reindex()
 end
 return #leased
+"""
+
+# KEYS: the workers' hash, the heartbeats' hash. ARGV: the worker, what it says (JSON).
+# Returns the server's time.
+_BEAT = """
+local t = redis.call('TIME')
+local now = string.format('%d.%06d', t[1], t[2])
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[2], ARGV[1], now)
+return now
 """
 
 _DEFAULTS: tuple[Any, ...] = (0, "seed", 0, None, None, None, None)
@@ -234,6 +277,11 @@ def _split(url: str) -> tuple[str, str]:
     if not host:
         raise InvalidURL(f"the frontier URL {url!r} has no host")
     return host, tag + rest[end:]
+
+
+def _digest(short: str) -> bytes:
+    """A short URL's member of the seen set (see the module's notes on collisions)."""
+    return hashlib.blake2b(short.encode(), digest_size=8).digest()
 
 
 def _long(host: str, short: str) -> str:
@@ -272,9 +320,12 @@ class RedisFrontier:
     :class:`polite.storage.RedisStore`.
     """
 
-    def __init__(self, client: aioredis.Redis, *, prefix: str = "polite:") -> None:
+    def __init__(self, client: aioredis.Redis, *, prefix: str = "polite:",
+                 worker: str = "") -> None:
         self._redis = client
         self._prefix = prefix
+        self.worker = worker
+        self._beat = client.register_script(_BEAT)
         self._add = client.register_script(_ADD)
         self._lease = client.register_script(_LEASE)
         self._done = client.register_script(_DONE)
@@ -282,17 +333,19 @@ class RedisFrontier:
         self._requeue = client.register_script(_REQUEUE)
 
     @classmethod
-    def from_url(cls, url: str) -> RedisFrontier:
-        """``redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]`` (``rediss://`` for TLS)."""
+    def from_url(cls, url: str, *, worker: str = "") -> RedisFrontier:
+        """``redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]`` (``rediss://`` for TLS); the
+        prefix names the crawl, so that several crawls share one Redis."""
         client, prefix = client_from_url(url)
-        return cls(client, prefix=prefix)
+        return cls(client, prefix=prefix, worker=worker)
 
     def batch(self) -> Batch:
         return NO_BATCH  # each change is a script of its own, atomic on the server
 
     def _keys(self, host: str) -> list[str]:
         p = self._prefix
-        return [f"{p}{name}:{{{host}}}" for name in ("fq", "fd", "fp", "fl", "fi", "fs", "fm")
+        return [f"{p}{name}:{{{host}}}" for name in ("fq", "fd", "fp", "fl", "fi", "fs", "fm",
+                                                         "fo")
                 ] + [f"{p}f:hosts", f"{p}f:counts", f"{p}f:fetched"]
 
     async def _insert(self, items: Sequence[FrontierItem], mark: bool) -> list[FrontierItem]:
@@ -310,7 +363,8 @@ class RedisFrontier:
                 args: list[str | int] = [host, "1" if mark else "0"]
                 for at, short in shorts:
                     item = items[at]
-                    args += [short, item.attempts, _number(item.not_before), _pack_rest(item)]
+                    args += [short, _digest(short), item.attempts, _number(item.not_before),
+                             _pack_rest(item)]
                 await self._add(keys=self._keys(host), args=args, client=pipe)
             replies = await pipe.execute()
         new = sorted(at for (_, shorts), flags in zip(by_host.items(), replies, strict=True)
@@ -325,7 +379,8 @@ class RedisFrontier:
 
     async def lease(self, host: str, now: float, lease_s: float) -> FrontierItem | None:
         reply = cast(list[bytes] | None, await self._lease(
-            keys=self._keys(host), args=[host, repr(float(now)), repr(float(now + lease_s))]))
+            keys=self._keys(host),
+            args=[host, repr(float(now)), repr(float(now + lease_s)), self.worker]))
         if reply is None:
             return None
         short, packed = reply
@@ -338,7 +393,8 @@ class RedisFrontier:
             return  # never queued, so never leased
         await self._done(keys=self._keys(host),
                          args=[host, short, "1" if fetched else "0",
-                               "" if revisit_at is None else _number(revisit_at)])
+                               "" if revisit_at is None else _number(revisit_at),
+                               _digest(short), self.worker])
 
     async def release(self, item: FrontierItem) -> None:
         try:
@@ -346,7 +402,8 @@ class RedisFrontier:
         except InvalidURL:
             return
         await self._release(keys=self._keys(host),
-                            args=[host, short, item.attempts, _number(item.not_before)])
+                            args=[host, short, item.attempts, _number(item.not_before),
+                                  self.worker])
 
     async def next_due(self, host: str) -> float | None:
         due = await self._redis.zscore(f"{self._prefix}f:hosts", host)
@@ -389,5 +446,53 @@ class RedisFrontier:
         values = await self._redis.hmget(f"{self._prefix}f:counts", ["q", "l", "f", "s"])
         return FrontierCounts(*(int(v or 0) for v in values))
 
+    # -- the workers sharing the crawl ------------------------------------------------------
+
+    async def heartbeat(self, about: dict[str, Any]) -> float:
+        """Say this worker is alive, and what it has done (shown by :meth:`workers`);
+        returns the server's time."""
+        if not self.worker:
+            raise ConfigError("a heartbeat needs the frontier's worker name")
+        p = self._prefix
+        now = await self._beat(keys=[f"{p}f:workers", f"{p}f:beats"],
+                               args=[self.worker, json.dumps(about, separators=(",", ":"))])
+        return float(now)
+
+    async def workers(self) -> tuple[float, list[WorkerBeat]]:
+        """The server's time, and every worker that ever beat, the latest first."""
+        p = self._prefix
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.time()
+            pipe.hgetall(f"{p}f:workers")
+            pipe.hgetall(f"{p}f:beats")
+            (secs, micros), said, beats = await pipe.execute()
+        found = [WorkerBeat(_text(name), float(beats.get(name, 0)), json.loads(about))
+                 for name, about in said.items()]
+        found.sort(key=lambda beat: -beat.at)
+        return secs + micros / 1e6, found
+
+    async def forget_worker(self) -> None:
+        """Take this worker off the list (it ended its part of the crawl)."""
+        p = self._prefix
+        await self._redis.hdel(f"{p}f:workers", self.worker)
+        await self._redis.hdel(f"{p}f:beats", self.worker)
+
+    async def host_count(self) -> tuple[int, int]:
+        """Hosts with URLs queued or leased, and hosts with a page fetched."""
+        p = self._prefix
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.zcard(f"{p}f:hosts")
+            pipe.hlen(f"{p}f:fetched")
+            waiting, fetched = await pipe.execute()
+        return int(waiting), int(fetched)
+
     async def close(self) -> None:
         await self._redis.aclose()
+
+
+class WorkerBeat(NamedTuple):
+    """A worker as its last heartbeat left it."""
+
+    worker: str
+    at: float  # the server's time of the beat
+    about: dict[str, Any]

@@ -360,7 +360,7 @@ class RedisFrontier:
         # batch as a whole is not (nor need it be: a URL belongs to one host).
         async with self._redis.pipeline(transaction=False) as pipe:
             for host, shorts in by_host.items():
-                args: list[str | int] = [host, "1" if mark else "0"]
+                args: list[str | int | bytes] = [host, "1" if mark else "0"]
                 for at, short in shorts:
                     item = items[at]
                     args += [short, _digest(short), item.attempts, _number(item.not_before),

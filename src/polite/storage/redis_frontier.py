@@ -256,6 +256,20 @@ redis.call('HSET', KEYS[2], ARGV[1], now)
 return now
 """
 
+# ARGV: host, the leases' new end, the worker, then short URLs. Each URL still leased to
+# the worker is held until the new end; returns how many were.
+_RENEW = _PRELUDE + """
+local kept = 0
+for i = 4, #ARGV do
+  if holds(ARGV[i], ARGV[3]) then
+    redis.call('ZADD', fl, ARGV[2], ARGV[i])
+    kept = kept + 1
+  end
+end
+if kept > 0 then reindex() end
+return kept
+"""
+
 _DEFAULTS: tuple[Any, ...] = (0, "seed", 0, None, None, None, None)
 _REQUEUE_BATCH = 500  # hosts per round trip
 
@@ -326,6 +340,8 @@ class RedisFrontier:
         self._prefix = prefix
         self.worker = worker
         self._beat = client.register_script(_BEAT)
+        self._renew = client.register_script(_RENEW)
+        self._held: dict[str, set[str]] = {}  # host -> short URLs this worker leased
         self._add = client.register_script(_ADD)
         self._lease = client.register_script(_LEASE)
         self._done = client.register_script(_DONE)
@@ -384,6 +400,8 @@ class RedisFrontier:
         if reply is None:
             return None
         short, packed = reply
+        if self.worker:
+            self._held.setdefault(host, set()).add(short.decode())
         return _unpack(host, short.decode(), packed.decode())
 
     async def done(self, url: str, *, fetched: bool, revisit_at: float | None = None) -> None:
@@ -391,6 +409,7 @@ class RedisFrontier:
             host, short = _split(url)
         except InvalidURL:
             return  # never queued, so never leased
+        self._let_go(host, short)
         await self._done(keys=self._keys(host),
                          args=[host, short, "1" if fetched else "0",
                                "" if revisit_at is None else _number(revisit_at),
@@ -401,9 +420,32 @@ class RedisFrontier:
             host, short = _split(item.url)
         except InvalidURL:
             return
+        self._let_go(host, short)
         await self._release(keys=self._keys(host),
                             args=[host, short, item.attempts, _number(item.not_before),
                                   self.worker])
+
+    def _let_go(self, host: str, short: str) -> None:
+        held = self._held.get(host)
+        if held is not None:
+            held.discard(short)
+            if not held:
+                del self._held[host]
+
+    async def renew(self, until: float) -> int:
+        """Hold every URL this worker leased (and has not decided) until ``until``: a live
+        worker's leases do not run out while its URLs wait for their slots. Returns how many
+        were still its own."""
+        kept = 0
+        hosts = list(self._held.items())
+        for start in range(0, len(hosts), _REQUEUE_BATCH):
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for host, shorts in hosts[start:start + _REQUEUE_BATCH]:
+                    await self._renew(keys=self._keys(host),
+                                      args=[host, repr(float(until)), self.worker, *shorts],
+                                      client=pipe)
+                kept += sum(int(n) for n in await pipe.execute())
+        return kept
 
     async def next_due(self, host: str) -> float | None:
         due = await self._redis.zscore(f"{self._prefix}f:hosts", host)

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from polite.errors import ConfigError, InvalidURL
+from polite.storage.base import HostFacts
 from polite.storage.frontier import (
     FrontierCounts,
     FrontierItem,
@@ -23,6 +24,7 @@ from polite.storage.frontier import (
     open_frontier,
 )
 from polite.storage.redis_frontier import RedisFrontier
+from polite.storage.sqlite import SQLiteStore
 
 pytestmark = pytest.mark.anyio
 
@@ -406,6 +408,37 @@ async def test_an_sqlite_batch_that_raises_leaves_nothing(tmp_path: Path) -> Non
         await frontier.done(taken.url, fetched=False)
     assert await frontier.counts() == FrontierCounts(0, 0, 0, 1)
     await frontier.close()
+
+
+async def test_a_frontier_in_the_stores_file_shares_its_transactions(tmp_path: Path) -> None:
+    # A crawl's folder: one SQLite file for the politeness store and the frontier, so a
+    # page's response time and its acknowledgement are one commit, or neither.
+    path = tmp_path / "crawl.sqlite"
+    store = SQLiteStore(path, lambda: 100.0)
+    frontier = open_frontier(f"sqlite:///{path}", default_path=_no_default_path, store=store)
+    elsewhere = open_frontier(f"sqlite:///{tmp_path / 'other.sqlite'}",
+                              default_path=_no_default_path, store=store)
+    await frontier.add([item("a.example", 1)])
+    taken = await frontier.lease("a.example", 0.0, LEASE_S)
+    assert taken is not None
+    with pytest.raises(RuntimeError):
+        async with frontier.batch():
+            await store.note_response("a.example", 0.25, None)
+            await frontier.done(taken.url, fetched=True)
+            raise RuntimeError("stopped half-way")
+    assert await store.host_facts(["a.example"]) == [HostFacts(None, None)]
+    assert await frontier.counts() == FrontierCounts(0, 1, 0, 0)
+    async with frontier.batch():
+        await store.note_response("a.example", 0.25, None)
+        await frontier.done(taken.url, fetched=True)
+    await elsewhere.add([item("b.example", 1)])  # its own file, its own connection
+    await elsewhere.close()
+    await frontier.close()  # the store's connection stays open for the store
+    assert await store.host_facts(["a.example"]) == [HostFacts(None, 0.25)]
+    await store.close()
+    reopened = SQLiteFrontier(path)
+    assert await reopened.counts() == FrontierCounts(0, 0, 1, 0)
+    await reopened.close()
 
 
 @pytest.mark.parametrize("open_store", ["sqlite", "redis"], indirect=True)

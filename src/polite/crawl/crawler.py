@@ -554,14 +554,17 @@ class Crawler:
             self.stats.failed += 1
             await self._settle(item, record, fetched=False)
             return now
-        pause = await self._politeness.note_response(
-            item.url, status, elapsed_s=got.answered_s,
-            retry_after=got.headers.get("retry-after"))
-        if status in RETRIED and item.attempts + 1 < settings.max_attempts:
-            until = now + (pause or 0.0)
-            await self._frontier.release(item._replace(attempts=item.attempts + 1,
-                                                       not_before=until))
-            return until
+        answered: tuple[int, float | None] | None = (status, got.answered_s)
+        if status in RETRIED:  # the pause is written at once (other answers with the page)
+            answered = None
+            pause = await self._politeness.note_response(
+                item.url, status, elapsed_s=got.answered_s,
+                retry_after=got.headers.get("retry-after"))
+            if item.attempts + 1 < settings.max_attempts:
+                until = now + (pause or 0.0)
+                await self._frontier.release(item._replace(attempts=item.attempts + 1,
+                                                           not_before=until))
+                return until
         self.stats.fetched += 1
         self.stats.bytes += len(body)
         self.stats.hosts.add(item.host)
@@ -600,17 +603,23 @@ class Crawler:
                 item.url, [("Host", item.url.split("/")[2]), *headers.items()], status,
                 got.reason, got.http_version, got.raw_headers, body), fetched_at)
         await self._settle(item, record, fetched=True, revisit_at=revisit_at, found=found,
-                           redirect=redirect)
+                           redirect=redirect, answered=answered)
         return now
 
     async def _settle(self, item: FrontierItem, record: dict[str, Any], *, fetched: bool,
                       revisit_at: float | None = None,
-                      found: Sequence[FrontierItem] = (), redirect: bool = False) -> None:
+                      found: Sequence[FrontierItem] = (), redirect: bool = False,
+                      answered: tuple[int, float | None] | None = None) -> None:
         """Record a decided URL: its new links queued, its line written, the URL
-        acknowledged and its host's next URL leased, all in one batch of the frontier's (one
-        commit, where there were four). The line is flushed before the batch commits, so
-        every acknowledged URL is on disk (resume after a kill)."""
+        acknowledged, its host's next URL leased and the response (``answered``: status and
+        time to the head, for the adaptive delay) noted, all in one batch of the frontier's:
+        one commit where there were five, when the politeness store shares the frontier's
+        SQLite file, as in a crawl's folder. The line is flushed before the batch commits,
+        so every acknowledged URL is on disk (resume after a kill)."""
         async with self._frontier.batch():
+            if answered is not None:
+                await self._politeness.note_response(item.url, answered[0],
+                                                     elapsed_s=answered[1])
             if found:
                 added = await self._add(list(found))
                 if redirect and not added:

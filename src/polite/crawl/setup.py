@@ -59,7 +59,7 @@ async def open_crawler(
     store_url = store or f"sqlite:///{out / 'crawl.sqlite'}"
     politeness_store = open_store(store_url, clock)
     frontier = open_frontier(store_url, default_path=lambda: out / "crawl.sqlite",
-                             worker=worker)
+                             store=politeness_store, worker=worker)
     robots_client = create_client()
     client = httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(30.0, connect=10.0))
     pages = PageFetcher(per_host=settings.per_host + 1)

@@ -3,7 +3,9 @@
 Every write is its own transaction, so a kill loses nothing that was answered. A slot is
 claimed inside ``BEGIN IMMEDIATE``, so several processes sharing the file still hand each
 slot out once. Statements run on the caller's thread: each is a few microseconds on a
-local file, less than a hop to a worker thread would cost.
+local file, less than a hop to a worker thread would cost. A crawl's frontier may share the
+connection (:meth:`polite.storage.frontier.SQLiteFrontier` with ``store``), so that a
+page's writes to both are one commit.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import TracebackType
 
 from polite.core.politeness.rules import (
     RESPONSE_TIME_WEIGHT,
@@ -22,7 +25,7 @@ from polite.core.politeness.rules import (
 from polite.errors import ConfigError
 from polite.storage.base import HostFacts, RobotsRecord
 
-__all__ = ["SQLiteStore", "open_database"]
+__all__ = ["SQLiteStore", "Transaction", "open_database"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS slots (
@@ -61,14 +64,63 @@ def open_database(path: str | Path, schema: str, what: str, *,
     return db
 
 
+class Transaction:
+    """``BEGIN`` ... ``COMMIT`` (``ROLLBACK`` when the block raises) around the outermost of
+    nested blocks on one connection: a write made inside an open transaction joins it. Used
+    as ``with transaction:`` (a write transaction) or ``with transaction(write=False):``,
+    and as an async context manager (a frontier's batch)."""
+
+    __slots__ = ("_begin", "_db", "_depth")
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self._depth = 0
+        self._begin = "BEGIN IMMEDIATE"
+
+    def __call__(self, *, write: bool = True) -> Transaction:
+        if self._depth == 0 and not write:
+            self._begin = "BEGIN"  # a snapshot to read, taking no write lock
+        return self
+
+    def __enter__(self) -> None:
+        if self._depth == 0:
+            begin, self._begin = self._begin, "BEGIN IMMEDIATE"
+            self._db.execute(begin)
+        self._depth += 1
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._depth -= 1
+        if self._depth:
+            return
+        if kind is None:
+            self._db.execute("COMMIT")
+        elif self._db.in_transaction:  # an error may have ended it already
+            self._db.execute("ROLLBACK")
+
+    async def __aenter__(self) -> None:
+        self.__enter__()
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        self.__exit__(kind, exc, tb)
+
+
 class SQLiteStore:
     """``clock`` must be comparable between processes that share the file: wall time."""
 
     def __init__(self, path: str | Path, clock: Callable[[], float], *,
                  busy_timeout_s: float = 5.0) -> None:
         self._clock = clock
+        self.path = Path(path)
         self._db = open_database(path, _SCHEMA, "the SQLite store",
                                  busy_timeout_s=busy_timeout_s)
+        self.transaction = Transaction(self._db)
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The store's connection, for a frontier in the same file to share."""
+        return self._db
 
     async def clock(self) -> float:
         return self._clock()
@@ -80,18 +132,13 @@ class SQLiteStore:
 
     async def claim(self, host: str, interval_s: float, now: float | None = None) -> SlotClaim:
         now = self._clock() if now is None else now
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with self.transaction:
             last_start, backoff_until = self._slot(host)
             answer = claim_slot(last_start, backoff_until, interval_s, now)
             if answer.granted:
-                db.execute("INSERT INTO slots (host, last_start) VALUES (?, ?) ON CONFLICT(host) "
-                           "DO UPDATE SET last_start = excluded.last_start", (host, answer.at))
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
+                self._db.execute(
+                    "INSERT INTO slots (host, last_start) VALUES (?, ?) ON CONFLICT(host) "
+                    "DO UPDATE SET last_start = excluded.last_start", (host, answer.at))
         return answer
 
     async def peek(self, host: str, interval_s: float, now: float | None = None) -> SlotClaim:
@@ -115,8 +162,7 @@ class SQLiteStore:
         now = self._clock()
         db = self._db
         answers = []
-        db.execute("BEGIN IMMEDIATE" if take else "BEGIN")
-        try:
+        with self.transaction(write=take):
             for host, intervals in requests:
                 last_start, backoff_until = self._slot(host)
                 answer = claim_first(last_start, backoff_until, intervals, now)
@@ -125,10 +171,6 @@ class SQLiteStore:
                                "(host) DO UPDATE SET last_start = excluded.last_start",
                                (host, now))
                 answers.append(answer)
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
         return answers
 
     async def host_facts(self, hosts: Sequence[str]) -> list[HostFacts]:
@@ -200,8 +242,7 @@ class SQLiteStore:
     async def page_put(self, key: str, blob: bytes, *, max_total_bytes: int) -> None:
         # The total is kept in its own row, changed in the same transaction as the pages,
         # so a put costs the same with ten pages stored or a million.
-        with self._db:
-            self._db.execute("BEGIN IMMEDIATE")
+        with self.transaction:
             old = self._db.execute("SELECT size FROM pages WHERE key = ?", (key,)).fetchone()
             self._db.execute("INSERT OR REPLACE INTO pages (key, blob, size, used) "
                              "VALUES (?, ?, ?, ?)", (key, blob, len(blob), self._clock()))
@@ -218,8 +259,7 @@ class SQLiteStore:
             self._db.execute("UPDATE page_bytes SET total = ? WHERE id = 0", (total,))
 
     async def page_delete(self, key: str) -> None:
-        with self._db:
-            self._db.execute("BEGIN IMMEDIATE")
+        with self.transaction:
             old = self._db.execute("SELECT size FROM pages WHERE key = ?", (key,)).fetchone()
             if old is not None:
                 self._db.execute("DELETE FROM pages WHERE key = ?", (key,))
@@ -232,4 +272,4 @@ class SQLiteStore:
         return int(count), int(total)
 
     async def close(self) -> None:
-        self._db.close()
+        self._db.close()  # a frontier sharing the connection is closed with it

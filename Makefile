@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/html_links.py
 	$(BIN)/python bench/crawl_vs_scrapy.py
 	$(BIN)/python bench/frontier_redis_memory.py
+	$(BIN)/python bench/crawl_workers_redis.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

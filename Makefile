@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/sitemaps_vs_peers.py
 	$(BIN)/python bench/html_links.py
 	$(BIN)/python bench/crawl_vs_scrapy.py
+	$(BIN)/python bench/survey_vs_advertools.py
 	$(BIN)/python bench/frontier_redis_memory.py
 	$(BIN)/python bench/crawl_workers_redis.py
 

@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from polite.core.politeness.rules import DEFAULT_DELAY_S
+from polite.core.survey.sampling import DEFAULT_ALPHA, DEFAULT_N0, MAX_KEPT_URIS
 from polite.errors import ConfigError
 
 __all__ = ["add_survey_commands"]
@@ -26,12 +28,33 @@ def add_survey_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
                              "domain a line")
     survey.add_argument("--robots-dir", metavar="FOLDER",
                         help="instead of fetching: robots.txt files named HOST.txt")
+    survey.add_argument("--warc", metavar="FILE",
+                        help="instead of fetching: robots.txt captures of a WARC file "
+                             "(response records for /robots.txt, as Common Crawl's)")
     survey.add_argument("--out", required=True, metavar="DIR", help="the survey's folder")
     survey.add_argument("--concurrency", type=int, default=100,
                         help="domains at once (default 100)")
     survey.add_argument("--https", action="store_true", help="start with https://")
     survey.add_argument("--hosts", metavar="FILE",
                         help="resolve names from this hosts-format file only")
+    survey.add_argument("--nameserver", metavar="IP[:PORT]",
+                        help="resolve names by asking this DNS server (asynchronous, c-ares)")
+    survey.add_argument("--no-sitemaps", action="store_true",
+                        help="robots.txt alone: do not read the sitemaps it names")
+    survey.add_argument("--n0", type=int, default=DEFAULT_N0,
+                        help="children of a sitemap index read at least (seed 004, 2.3; "
+                             f"default {DEFAULT_N0})")
+    survey.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
+                        help="share of a large index's children read, at least "
+                             f"max(n0, alpha*n) (default {DEFAULT_ALPHA})")
+    survey.add_argument("--max-uris", type=int, default=MAX_KEPT_URIS,
+                        help="page URLs kept per site, a uniform sample beyond (seed 004, "
+                             f"2.4; default {MAX_KEPT_URIS:,}); all are counted")
+    survey.add_argument("--delay", type=float, default=DEFAULT_DELAY_S,
+                        help="seconds between two requests to one host when its robots.txt "
+                             f"sets no Crawl-delay (default {DEFAULT_DELAY_S:g})")
+    survey.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="a progress display on stderr (default: when it is a terminal)")
     survey.add_argument("--connect-timeout", type=float, default=10.0,
                         help="seconds (default 10, as the seed)")
     survey.add_argument("--read-timeout", type=float, default=30.0,
@@ -50,9 +73,13 @@ def add_survey_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
 def _survey(args: argparse.Namespace, out: TextIO) -> int:
     from polite.survey import SurveyStore, import_robots_dir
 
-    if (args.domains is None) == (args.robots_dir is None):
-        raise ConfigError("give a domain list or --robots-dir FOLDER (one of them)")
+    sources = [args.domains, args.robots_dir, args.warc]
+    if sum(source is not None for source in sources) != 1:
+        raise ConfigError("give a domain list, --robots-dir FOLDER or --warc FILE (one of "
+                          "them)")
     target = Path(args.out)
+    if args.warc is not None:
+        return _warc(Path(args.warc), target, out)
     if args.robots_dir is not None:
         folder = Path(args.robots_dir)
         if not folder.is_dir():
@@ -68,11 +95,34 @@ def _survey(args: argparse.Namespace, out: TextIO) -> int:
     return _harvest(args, target, out)
 
 
+def _warc(path: Path, target: Path, out: TextIO) -> int:
+    from polite.survey import SurveyStore
+    from polite.survey.warc import import_robots_warc
+
+    if not path.is_file():
+        raise ConfigError(f"--warc {path}: no such file")
+    target.mkdir(parents=True, exist_ok=True)
+    store = SurveyStore(target / "survey.sqlite")
+    try:
+        added, skipped = import_robots_warc(path, store, time.time())
+    finally:
+        store.close()
+    out.write(f"polite survey: {added:,} sites recorded from {path} in {target} "
+              f"({skipped:,} records not a robots.txt response)\n")
+    return 0
+
+
 def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
-    import asyncio
+    import sys
 
     from polite.survey import SurveyStore
-    from polite.survey.harvest import Harvester, HostsFile, read_domains
+
+    try:
+        from polite.survey.harvest import Harvester, build_resolver, read_domains
+        from polite.survey.progress import SurveyProgress
+    except ImportError as exc:
+        raise ConfigError(f"polite survey needs {exc.name}: pip install 'polite[survey]'"
+                          ) from exc
 
     listing = Path(args.domains)
     if not listing.is_file():
@@ -80,27 +130,54 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
     domains = read_domains(listing)
     if args.concurrency < 1:
         raise ConfigError("--concurrency must be 1 or more")
+    if args.hosts and args.nameserver:
+        raise ConfigError("give --hosts or --nameserver, not both")
+    if not 0.0 <= args.alpha <= 1.0 or args.n0 < 0:
+        raise ConfigError("--alpha must be between 0 and 1 and --n0 0 or more")
+    if args.max_uris < 0:
+        raise ConfigError("--max-uris must be 0 or more")
+    if args.delay < 0:
+        raise ConfigError("--delay must be 0 or more")
     target.mkdir(parents=True, exist_ok=True)
     store = SurveyStore(target / "survey.sqlite")
+    show = sys.stderr.isatty() if args.progress is None else args.progress
+    progress = SurveyProgress(sys.stderr) if show else None
 
-    async def run() -> tuple[int, dict[str, int]]:
-        resolver = HostsFile(Path(args.hosts)) if args.hosts else None
+    async def run() -> Harvester:
+        resolver = build_resolver(hosts=Path(args.hosts) if args.hosts else None,
+                                  nameserver=args.nameserver)
         harvester = Harvester(store, time.time, resolver=resolver,
                               concurrency=args.concurrency, https=args.https,
                               agent=args.agent, connect_timeout_s=args.connect_timeout,
                               read_timeout_s=args.read_timeout,
-                              allow_private=args.allow_private)
-        return await harvester.run(domains), harvester.done
+                              allow_private=args.allow_private,
+                              sitemaps=not args.no_sitemaps, delay_s=args.delay,
+                              n0=args.n0, alpha=args.alpha, max_kept_uris=args.max_uris)
+        if progress is not None:
+            harvester.on_site = progress.advance
+            harvester.on_start = lambda total: progress.start(total, harvester)
+        try:
+            await harvester.run(domains)
+        finally:
+            if progress is not None:
+                progress.stop()
+        return harvester
+
+    from polite.serve import new_event_loop
 
     started = time.monotonic()
+    loop = new_event_loop("auto")  # uvloop when installed: less CPU per request
     try:
-        surveyed, outcomes = asyncio.run(run())
+        harvester = loop.run_until_complete(run())
     finally:
+        loop.close()
         store.close()
     seconds = time.monotonic() - started
-    summary = ", ".join(f"{name} {n:,}" for name, n in sorted(outcomes.items())) or "none"
-    out.write(f"polite survey: {surveyed:,} of {len(domains):,} domains surveyed in "
-              f"{seconds:.1f} s ({summary}); state in {target / 'survey.sqlite'}\n")
+    summary = ", ".join(f"{name} {n:,}" for name, n in sorted(harvester.done.items()))
+    files = ", ".join(f"{name} {n:,}" for name, n in sorted(harvester.sitemap_files.items()))
+    out.write(f"polite survey: {harvester.surveyed:,} of {len(domains):,} domains surveyed in "
+              f"{seconds:.1f} s (robots.txt: {summary or 'none'}; sitemap files: "
+              f"{files or 'none'}); state in {target / 'survey.sqlite'}\n")
     return 0
 
 

@@ -12,12 +12,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
+from polite.core.survey.sampling import MAX_KEPT_URIS, Reservoir
 from polite.errors import ConfigError
 
 __all__ = ["add_ulinks_command"]
 
-# Seed 004, 2.4: "we added up to 20000 URIs in the tree ... randomly sampled 20000".
-MAX_URIS = 20_000
+MAX_URIS = MAX_KEPT_URIS
 YEAR_S = 365 * 86_400.0
 
 
@@ -59,19 +59,11 @@ def _weight(entry: Any, weigh: str, now: float) -> float:
 def _sample(entries: Iterable[Any], limit: int, rng: random.Random) -> tuple[list[Any], int]:
     """Up to ``limit`` page entries, a uniform sample beyond (reservoir), and how many
     there were."""
-    kept: list[Any] = []
-    seen = 0
+    reservoir: Reservoir[Any] = Reservoir(limit, rng)
     for entry in entries:
-        if entry.kind != "url":
-            continue
-        seen += 1
-        if len(kept) < limit:
-            kept.append(entry)
-        else:
-            slot = rng.randrange(seen)
-            if slot < limit:
-                kept[slot] = entry
-    return kept, seen
+        if entry.kind == "url":
+            reservoir.add(entry)
+    return reservoir.kept, reservoir.seen
 
 
 def _entries(args: argparse.Namespace) -> Iterable[Any]:

@@ -5,6 +5,6 @@ from __future__ import annotations
 
 from polite.survey.offline import import_robots_dir
 from polite.survey.report import write_tables
-from polite.survey.store import SiteRecord, SurveyStore
+from polite.survey.store import SitemapRecord, SiteRecord, SurveyStore
 
-__all__ = ["SiteRecord", "SurveyStore", "import_robots_dir", "write_tables"]
+__all__ = ["SiteRecord", "SitemapRecord", "SurveyStore", "import_robots_dir", "write_tables"]

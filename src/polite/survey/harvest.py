@@ -1,8 +1,17 @@
-"""Fetching robots.txt for many domains, seed 004's way (section 3.2): ``http://DOMAIN/
-robots.txt`` first; when that answers HTML (a home page served instead) or redirects to
-one, ``www.DOMAIN`` next. Redirects are followed by hand, five at most, each recorded;
-names are resolved by aiohttp's resolver, or from a hosts-format file (``--hosts``), so a
-farm of named sites can run on loopback.
+"""Fetching robots.txt and sitemaps for many domains, seed 004's way (sections 2.3, 3.2).
+
+robots.txt: ``http://DOMAIN/robots.txt`` first; when that answers HTML (a home page served
+instead) or redirects to one, ``www.DOMAIN`` next. Redirects are followed by hand, five at
+most, each recorded. Sitemaps: the Sitemap lines of the robots.txt read, index files followed
+with each file's indirection level and parent, large indexes sampled (at least
+``max(n0, alpha * n)`` of an index's ``n`` children, the others recorded ``not_sampled``),
+files on other sites (the seed's "sitemap sharing") fetched after their own robots.txt and
+marked ``cross_site``, page URLs kept up to a bound per site (a uniform sample beyond it).
+
+Politeness: one request at a time per host, and between the end of one and the start of the
+next the host's delay (its robots.txt Crawl-delay, else the default), whatever the number of
+domains at once. Every file is recorded as it ends, so a survey killed at any moment goes on
+where it stopped: a robots.txt, a sitemap file or a domain recorded is not fetched again.
 """
 
 from __future__ import annotations
@@ -10,24 +19,57 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+import random
 import socket
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urljoin, urlsplit
 
 import aiohttp
 
-from polite.core.robots import MAX_ROBOTS_BYTES
+from polite.core.crawl import in_scope
+from polite.core.politeness.rules import DEFAULT_DELAY_S, delays_for
+from polite.core.robots import MAX_ROBOTS_BYTES, RobotsTxt, parse
+from polite.core.sitemaps import MAX_SITEMAP_BYTES, MAX_SITEMAP_URLS, Entry, SitemapParser
 from polite.core.survey.outcomes import Outcome, body_outcome, status_outcome
+from polite.core.survey.sampling import (
+    DEFAULT_ALPHA,
+    DEFAULT_N0,
+    MAX_KEPT_URIS,
+    Reservoir,
+    sample_children,
+)
 from polite.errors import ConfigError
 from polite.fetch.robots import is_public_host
-from polite.survey.store import SiteRecord, SurveyStore
+from polite.survey.store import SitemapRecord, SiteRecord, SurveyStore
 
-__all__ = ["Harvester", "HostsFile", "read_domains"]
+__all__ = ["MAX_SITEMAP_LEVEL", "Harvester", "HostGate", "HostsFile", "build_resolver",
+           "read_domains"]
 
 MAX_REDIRECTS = 5
+# HTTP requests in flight at once at most (see Harvester._requests).
+MAX_IN_FLIGHT = 200
+# Index nesting followed: the seed met level 4 at most (Table 4); deeper files are recorded
+# ``not_sampled``.
+MAX_SITEMAP_LEVEL = 5
+# How many resolved names are remembered, and for how long (a name is looked up twice per
+# request: the address check and the connection).
+_DNS_CACHE_NAMES = 4_096
+_DNS_CACHE_TTL_S = 60.0
+# A robots.txt over the cap is counted to its end (its true size, seed 004's 12 MB case) up
+# to this much; past it the size recorded is a lower bound (a compression bomb stops here).
+_MAX_COUNTED_BYTES = 256 << 20
+# robots.txt outcomes that hold Sitemap lines and rules.
+_READABLE = (Outcome.OK, Outcome.TOO_BIG)
+# RFC 9309, 2.3.1.4: an unreachable robots.txt (5xx, timeout) means everything is disallowed.
+_UNREACHABLE = (Outcome.SERVER_ERROR, Outcome.TIMEOUT, Outcome.CONNECTION_ERROR)
+# Sitemap parser stops that mean "over a size limit" (seed 004's cityweekend case, bombs).
+_TOO_BIG_STOPS = ("too-large", "huge-markup", "too-many-names")
 
 
 def read_domains(path: Path) -> list[tuple[int | None, str]]:
@@ -82,25 +124,221 @@ class HostsFile(aiohttp.abc.AbstractResolver):
         return None
 
 
+class _CachedResolver(aiohttp.abc.AbstractResolver):
+    """Answers of another resolver kept a minute, for a bounded number of names, so that a
+    survey of 100,000 domains neither asks twice per request nor grows without end."""
+
+    def __init__(self, inner: aiohttp.abc.AbstractResolver) -> None:
+        self._inner = inner
+        self._known: OrderedDict[str, tuple[float, list[Any]]] = OrderedDict()
+
+    async def resolve(self, host: str, port: int = 0,
+                      family: socket.AddressFamily = socket.AF_INET) -> list[Any]:
+        now = time.monotonic()
+        known = self._known.get(host)
+        if known is not None and known[0] > now:
+            return [dict(info, port=port) for info in known[1]]
+        infos = await self._inner.resolve(host, port, family)
+        self._known[host] = (now + _DNS_CACHE_TTL_S, infos)
+        self._known.move_to_end(host)
+        while len(self._known) > _DNS_CACHE_NAMES:
+            self._known.popitem(last=False)
+        return infos
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+def build_resolver(*, hosts: Path | None = None, nameserver: str | None = None
+                   ) -> aiohttp.abc.AbstractResolver:
+    """The survey's resolver: a hosts-format file, a nameserver (``IP`` or ``IP:PORT``, asked
+    through c-ares), or the system's; each behind a small cache. Call within a running loop."""
+    inner: aiohttp.abc.AbstractResolver
+    if hosts is not None:
+        inner = HostsFile(hosts)
+    elif nameserver is not None:
+        address, port = _split_nameserver(nameserver)
+        try:
+            # lookups="b": ask the nameserver only, not /etc/hosts first.
+            inner = aiohttp.AsyncResolver(nameservers=[address], udp_port=port,
+                                          tcp_port=port, lookups="b", timeout=5.0, tries=2)
+        except RuntimeError as exc:  # aiodns missing
+            raise ConfigError("--nameserver needs aiodns: pip install 'polite[survey]'"
+                              ) from exc
+    else:
+        inner = aiohttp.ThreadedResolver()
+    return _CachedResolver(inner)
+
+
+def _split_nameserver(text: str) -> tuple[str, int]:
+    host, _, port_text = text.rpartition(":") if text.count(":") == 1 else (text, "", "")
+    try:
+        ipaddress.ip_address(host)
+        port = int(port_text) if port_text else 53
+    except ValueError:
+        raise ConfigError(f"--nameserver {text!r}: expected IP or IP:PORT") from None
+    if not 0 < port < 65536:
+        raise ConfigError(f"--nameserver {text!r}: no such port")
+    return host, port
+
+
+@dataclass(slots=True)
+class _Slot:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    free_at: float = 0.0
+    ended_at: float | None = None
+    delay_s: float | None = None
+
+
+class HostGate:
+    """One request at a time per host, and ``delay_s`` from the end of one to the start of the
+    next: the gap seen at the host is never shorter than its delay."""
+
+    def __init__(self, default_delay_s: float = DEFAULT_DELAY_S, *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.default_delay_s = default_delay_s
+        self._clock = clock
+        self._slots: dict[str, _Slot] = {}
+
+    def set_delay(self, host: str, delay_s: float) -> None:
+        """The host's delay from now on, counted from the end of its last request too (the
+        robots.txt that sets it was that request)."""
+        slot = self._slot(host)
+        slot.delay_s = delay_s
+        if slot.ended_at is not None:
+            slot.free_at = max(slot.free_at, slot.ended_at + delay_s)
+
+    def _slot(self, host: str) -> _Slot:
+        slot = self._slots.get(host)
+        if slot is None:
+            slot = self._slots[host] = _Slot()
+        return slot
+
+    @asynccontextmanager
+    async def turn(self, host: str) -> AsyncIterator[None]:
+        slot = self._slot(host)
+        async with slot.lock:
+            wait = slot.free_at - self._clock()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            try:
+                yield
+            finally:
+                delay = self.default_delay_s if slot.delay_s is None else slot.delay_s
+                slot.ended_at = self._clock()
+                slot.free_at = slot.ended_at + delay
+        if len(self._slots) > 8_192:
+            self._forget()
+
+    def _forget(self) -> None:
+        """Drop hosts nobody waits for whose delay has passed (memory stays flat)."""
+        now = self._clock()
+        for host in [h for h, s in self._slots.items()
+                     if not s.lock.locked() and s.free_at <= now]:
+            del self._slots[host]
+
+
+class _Sink(Protocol):
+    def feed(self, chunk: bytes) -> bool: ...  # False: enough
+
+
+@dataclass(slots=True)
+class _BodySink:
+    """A robots.txt body: kept up to ``max_bytes``, counted beyond (the true size)."""
+
+    max_bytes: int
+    body: bytearray = field(default_factory=bytearray)
+    size: int = 0
+
+    def feed(self, chunk: bytes) -> bool:
+        self.size += len(chunk)
+        room = self.max_bytes - len(self.body)
+        if room > 0:
+            self.body += chunk[:room]
+        return self.size < _MAX_COUNTED_BYTES
+
+
+@dataclass(slots=True)
+class _SitemapSink:
+    """A sitemap file streamed into the parser; its raw bytes kept to be stored."""
+
+    parser: SitemapParser
+    entries: list[Entry] = field(default_factory=list)
+    raw: bytearray = field(default_factory=bytearray)
+
+    def feed(self, chunk: bytes) -> bool:
+        self.raw += chunk
+        self.entries.extend(self.parser.feed(chunk))
+        return self.parser.stopped is None
+
+
+# A compressed sitemap inflates up to a thousandfold: it is parsed this many bytes at a time,
+# other domains' work let in between, so one bomb does not stall every timer of the survey.
+_FEED_STEP = 4_096
+
+
+async def _feed(sink: _Sink, chunk: bytes) -> bool:
+    for start in range(0, len(chunk), _FEED_STEP):
+        if not sink.feed(chunk[start:start + _FEED_STEP]):
+            return False
+        if len(chunk) > _FEED_STEP:
+            await asyncio.sleep(0)
+    return True
+
+
 @dataclass(slots=True)
 class _Answer:
-    outcome: Outcome
+    outcome: Outcome | None  # None: a 2xx whose body the sink holds
     status: int | None = None
     error: str | None = None
     url: str | None = None
-    body: bytes | None = None
-    size: int | None = None
     redirects: tuple[str, ...] = ()
+    content_type: str = ""
+    seconds: float = 0.0
+
+
+@dataclass(slots=True)
+class _Robots:
+    """What rules the requests to one host: parsed robots.txt (``None``: none, all allowed)
+    or a refusal (an unreachable robots.txt)."""
+
+    robots: RobotsTxt | None
+    refusal: str | None = None
+
+
+def _filetype(parser: SitemapParser) -> str:
+    base = {"urlset": "xml", "sitemapindex": "xml", "text": "text", "rss": "rss",
+            "atom": "atom"}.get(parser.format or "", "unknown")
+    return f"{base}.gz" if parser.compressed and base in ("xml", "text") else base
+
+
+@dataclass(slots=True)
+class _Queued:
+    uri: str
+    level: int
+    parent: int | None
+    ancestors: frozenset[str] = frozenset()
 
 
 class Harvester:
-    """robots.txt of many domains, ``concurrency`` at once, each recorded as it ends."""
+    """robots.txt (and, unless ``sitemaps`` is off, sitemaps) of many domains,
+    ``concurrency`` at once, each file recorded as it ends."""
 
     def __init__(self, store: SurveyStore, clock: Callable[[], float], *,
                  resolver: aiohttp.abc.AbstractResolver | None = None,
                  concurrency: int = 100, https: bool = False, agent: str = "polite",
                  connect_timeout_s: float = 10.0, read_timeout_s: float = 30.0,
-                 max_bytes: int = MAX_ROBOTS_BYTES, allow_private: bool = False) -> None:
+                 max_bytes: int = MAX_ROBOTS_BYTES, allow_private: bool = False,
+                 sitemaps: bool = True, delay_s: float = DEFAULT_DELAY_S,
+                 n0: int = DEFAULT_N0, alpha: float = DEFAULT_ALPHA,
+                 max_kept_uris: int = MAX_KEPT_URIS,
+                 sitemap_max_bytes: int = MAX_SITEMAP_BYTES,
+                 sitemap_max_urls: int = MAX_SITEMAP_URLS,
+                 on_site: Callable[[str], None] | None = None) -> None:
+        if not 0.0 <= alpha <= 1.0:
+            raise ConfigError(f"alpha must be between 0 and 1, not {alpha}")
+        if n0 < 0:
+            raise ConfigError(f"n0 must be 0 or more, not {n0}")
         self._store = store
         self._clock = clock
         self._resolver = resolver
@@ -112,90 +350,160 @@ class Harvester:
                                               sock_read=read_timeout_s)
         self._max_bytes = max_bytes
         self._allow_private = allow_private
+        self._sitemaps = sitemaps
+        self._gate = HostGate(delay_s)
+        # Requests in flight, whatever the domains at once (most of which wait for a host's
+        # delay): a burst larger than the loop can serve would count its own queueing
+        # against the servers' timeouts.
+        self._requests = asyncio.Semaphore(max(1, min(self._concurrency, MAX_IN_FLIGHT)))
+        self._delay_s = delay_s
+        self._n0, self._alpha = n0, alpha
+        self._max_kept = max_kept_uris
+        self._sitemap_max_bytes = sitemap_max_bytes
+        self._sitemap_max_urls = sitemap_max_urls
+        self._other_robots: dict[str, asyncio.Future[_Robots]] = {}
+        self.on_site = on_site  # called with each domain as it ends
+        self.on_start: Callable[[int], None] | None = None
+        self.surveyed = 0
         self.done: dict[str, int] = {}  # outcome -> sites, this run
+        self.sitemap_files: dict[str, int] = {}  # downloadinfo -> files, this run
+
+    def pending(self, domains: Iterable[tuple[int | None, str]]
+                ) -> list[tuple[int | None, str, bool]]:
+        """The domains that still have work, once each: (rank, name, whether its robots.txt
+        is to be fetched); the others have their sitemaps to read."""
+        todo = []
+        seen: set[str] = set()
+        for rank, name in domains:
+            if name in seen:
+                continue
+            seen.add(name)
+            fetch = not self._store.recorded(name)
+            if fetch or (self._sitemaps and not self._store.sitemaps_done(name)):
+                todo.append((rank, name, fetch))
+        return todo
 
     async def run(self, domains: Iterable[tuple[int | None, str]]) -> int:
-        """Survey every domain not recorded yet; returns how many were."""
-        todo = [(rank, name) for rank, name in domains if not self._store.recorded(name)]
+        """Survey every domain not done yet; returns how many were. ``on_start`` is told how
+        many there are before the first request."""
+        todo = self.pending(domains)
+        if self.on_start is not None:
+            self.on_start(len(todo))
         connector = aiohttp.TCPConnector(limit=self._concurrency, limit_per_host=1,
-                                         resolver=self._resolver, force_close=True)
+                                         resolver=self._resolver, force_close=True,
+                                         use_dns_cache=False)
         async with aiohttp.ClientSession(
-                connector=connector, timeout=self._timeout, auto_decompress=True,
+                connector=connector, timeout=self._timeout,
                 cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
                 headers={"User-Agent": self._agent}) as session:
-            queue: asyncio.Queue[tuple[int | None, str]] = asyncio.Queue()
+            # aiohttp sends a GET again when the server resets the connection (RFC 9112,
+            # 9.3.1, meant for reused connections, but done on fresh ones too): a reset is an
+            # outcome here, and a second request inside the host's delay is not polite.
+            if hasattr(session, "_retry_connection"):
+                session._retry_connection = False
+            queue: asyncio.Queue[tuple[int | None, str, bool]] = asyncio.Queue()
             for item in todo:
                 queue.put_nowait(item)
 
             async def worker() -> None:
                 while not queue.empty():
-                    rank, name = queue.get_nowait()
-                    await self._site(session, rank, name)
+                    rank, name, fetch = queue.get_nowait()
+                    site: tuple[SiteRecord, bytes | None] | None = None
+                    if fetch:
+                        site = await self._site(session, rank, name)
+                    if self._sitemaps:
+                        await self._domain_sitemaps(session, name, site)
+                    self.surveyed += 1
+                    if self.on_site is not None:
+                        self.on_site(name)
 
             await asyncio.gather(*(worker() for _ in range(min(self._concurrency,
                                                                len(todo) or 1))))
         return len(todo)
 
+    # -- robots.txt --------------------------------------------------------------------------
+
     async def _site(self, session: aiohttp.ClientSession, rank: int | None,
-                    domain: str) -> None:
-        answer = await self._fetch(session, f"{self._scheme}://{domain}/robots.txt")
+                    domain: str) -> tuple[SiteRecord, bytes | None]:
+        """Fetch and record one domain's robots.txt; the record and the body kept."""
+        answer, sink = await self._robots(session, f"{self._scheme}://{domain}/robots.txt")
         if answer.outcome is Outcome.HTML and not domain.startswith("www."):
             # Seed 004's second step: the www name, when the bare one served a home page.
-            second = await self._fetch(session, f"{self._scheme}://www.{domain}/robots.txt")
+            second, second_sink = await self._robots(
+                session, f"{self._scheme}://www.{domain}/robots.txt")
             if second.outcome not in (Outcome.DNS_ERROR, Outcome.CONNECTION_ERROR):
                 answer = _Answer(second.outcome, second.status, second.error, second.url,
-                                 second.body, second.size,
                                  (*answer.redirects, f"www.{domain}", *second.redirects))
+                sink = second_sink
         error = answer.error
         if answer.redirects:
             error = json.dumps({"error": error, "redirects": list(answer.redirects)})
-        self._store.record(SiteRecord(domain, rank, str(answer.outcome), answer.status, error,
-                                      answer.url, None, answer.size), answer.body,
-                           self._clock())
-        self.done[str(answer.outcome)] = self.done.get(str(answer.outcome), 0) + 1
+        body = bytes(sink.body) if answer.status is not None and sink.size else None
+        if answer.status is not None and 200 <= answer.status < 300 and body is None:
+            body = b""
+        outcome = answer.outcome or Outcome.EMPTY
+        site = self._store.record(SiteRecord(domain, rank, str(outcome), answer.status, error,
+                                             answer.url, None,
+                                             sink.size if body is not None else None),
+                                  body, self._clock())
+        self.done[str(outcome)] = self.done.get(str(outcome), 0) + 1
+        return site, body
 
-    async def _fetch(self, session: aiohttp.ClientSession, url: str) -> _Answer:
+    async def _robots(self, session: aiohttp.ClientSession, url: str
+                      ) -> tuple[_Answer, _BodySink]:
+        sink = _BodySink(self._max_bytes)
+        answer = await self._get(session, url, sink)
+        if answer.outcome is None:
+            answer.outcome = body_outcome(bytes(sink.body), content_type=answer.content_type,
+                                          size=sink.size, max_bytes=self._max_bytes)
+        return answer, sink
+
+    # -- one request, redirects by hand ---------------------------------------------------
+
+    async def _get(self, session: aiohttp.ClientSession, url: str, sink: _Sink, *,
+                   raw: bool = False) -> _Answer:
+        """GET ``url`` into ``sink`` through the host's turn, redirects followed by hand.
+        ``raw``: the body as sent (a sitemap's gzip is inflated by its parser, within its
+        bounds), else decoded per Content-Encoding."""
         redirects: list[str] = []
         seen = {url}
+        started = time.monotonic()
         for _ in range(MAX_REDIRECTS + 1):
-            host = urlsplit(url).hostname or ""
+            host = (urlsplit(url).hostname or "").lower()
             if not self._allow_private and not await self._is_public(host):
                 return _Answer(Outcome.CONNECTION_ERROR, error=f"{host} is a private or "
                                "loopback address (--allow-private)", url=url,
                                redirects=tuple(redirects))
             try:
-                async with session.get(url, allow_redirects=False) as response:
-                    status = response.status
-                    location = response.headers.get("Location")
-                    if status in (301, 302, 303, 307, 308) and location:
-                        target = urljoin(url, location)
-                        redirects.append(target)
-                        if target in seen:
-                            return _Answer(Outcome.REDIRECT_LOOP, status, url=url,
-                                           redirects=tuple(redirects))
-                        seen.add(target)
-                        url = target
-                        continue
-                    decided = status_outcome(status)
-                    if decided is not None:
-                        return _Answer(decided, status, url=url, redirects=tuple(redirects))
-                    body = bytearray()
-                    async for chunk in response.content.iter_chunked(1 << 16):
-                        body += chunk
-                        if len(body) > self._max_bytes:
-                            break
-                    size = len(body)
-                    if size > self._max_bytes:  # count the rest, keep none of it
+                async with self._gate.turn(host), self._requests:
+                    started = time.monotonic()
+                    async with session.get(url, allow_redirects=False,
+                                           auto_decompress=not raw) as response:
+                        status = response.status
+                        location = response.headers.get("Location")
+                        if status in (301, 302, 303, 307, 308) and location:
+                            target = urljoin(url, location)
+                            redirects.append(target)
+                            if target in seen:
+                                return _Answer(Outcome.REDIRECT_LOOP, status, url=url,
+                                               redirects=tuple(redirects))
+                            seen.add(target)
+                            url = target
+                            continue
+                        decided = status_outcome(status)
+                        if decided is not None:
+                            return _Answer(decided, status, url=url,
+                                           redirects=tuple(redirects),
+                                           seconds=time.monotonic() - started)
                         async for chunk in response.content.iter_chunked(1 << 16):
-                            size += len(chunk)
-                    kept = bytes(body[:self._max_bytes])
-                    outcome = body_outcome(kept, content_type=response.headers.get(
-                        "Content-Type", ""), size=size, max_bytes=self._max_bytes)
-                    return _Answer(outcome, status, url=url, body=kept, size=size,
-                                   redirects=tuple(redirects))
+                            if not await _feed(sink, chunk):
+                                break
+                        return _Answer(None, status, url=url, redirects=tuple(redirects),
+                                       content_type=response.headers.get("Content-Type", ""),
+                                       seconds=time.monotonic() - started)
             except TimeoutError:
                 return _Answer(Outcome.TIMEOUT, error="timed out", url=url,
-                               redirects=tuple(redirects))
+                               redirects=tuple(redirects), seconds=time.monotonic() - started)
             except aiohttp.ClientConnectorDNSError as exc:
                 return _Answer(Outcome.DNS_ERROR, error=str(exc), url=url,
                                redirects=tuple(redirects))
@@ -207,10 +515,10 @@ class Harvester:
                                redirects=tuple(redirects))
             except aiohttp.ClientError as exc:
                 return _Answer(Outcome.CONNECTION_ERROR, error=f"{type(exc).__name__}: {exc}",
-                               url=url, redirects=tuple(redirects))
+                               url=url, redirects=tuple(redirects),
+                               seconds=time.monotonic() - started)
         return _Answer(Outcome.REDIRECT_LOOP, error=f"more than {MAX_REDIRECTS} redirects",
                        url=url, redirects=tuple(redirects))
-
 
     async def _is_public(self, host: str) -> bool:
         """Whether every address of ``host`` is public (a name that does not resolve is
@@ -222,3 +530,195 @@ class Harvester:
         except OSError:
             return True
         return all(ipaddress.ip_address(str(info["host"])).is_global for info in infos)
+
+    # -- the rules a host's requests follow ----------------------------------------------
+
+    def _rules_from(self, outcome: str, body: bytes | None, url: str) -> _Robots:
+        if outcome in _UNREACHABLE:
+            return _Robots(None, f"robots.txt unreachable ({outcome}): RFC 9309 reads that "
+                                 "as everything disallowed")
+        if outcome in _READABLE and body is not None:
+            return _Robots(parse(body, url=url))
+        return _Robots(None)
+
+    async def _host_rules(self, session: aiohttp.ClientSession, domain: str, host: str,
+                          own: _Robots) -> _Robots:
+        """The robots.txt that governs ``host``: the domain's own (``own``) for its site (the
+        name with or without www.), the recorded one of a surveyed domain, else read (once)
+        and kept."""
+        site = None
+        if in_scope("site", frozenset((domain,)), host):
+            rules = own
+        elif (site := self._store.site(host)) is not None:
+            body = None if site.robots_hash is None else self._store.body(site.robots_hash)
+            rules = self._rules_from(site.outcome, body,
+                                     site.robots_url or f"http://{host}/robots.txt")
+        else:
+            future = self._other_robots.get(host)
+            if future is None:
+                future = asyncio.get_running_loop().create_future()
+                self._other_robots[host] = future
+                try:
+                    future.set_result(await self._read_other_robots(session, host))
+                except BaseException as exc:
+                    future.set_exception(exc)
+                    raise
+                finally:
+                    del self._other_robots[host]
+            rules = await asyncio.shield(future)
+        if rules.robots is not None:
+            delays = delays_for(rules.robots.agent_rules(self._agent),
+                                default_s=self._delay_s)
+            self._gate.set_delay(host, delays.interval_s)
+        return rules
+
+    async def _read_other_robots(self, session: aiohttp.ClientSession, host: str) -> _Robots:
+        known = self._store.other_robots(host)
+        if known is not None:
+            return self._rules_from(known[0], known[1], f"http://{host}/robots.txt")
+        url = f"{self._scheme}://{host}/robots.txt"
+        answer, sink = await self._robots(session, url)
+        outcome = str(answer.outcome)
+        body = bytes(sink.body) if sink.size else None
+        self._store.record_other_robots(host, outcome, answer.status, body, self._clock())
+        return self._rules_from(outcome, body, answer.url or url)
+
+    # -- sitemaps ----------------------------------------------------------------------------
+
+    async def _domain_sitemaps(self, session: aiohttp.ClientSession, domain: str,
+                               fetched: tuple[SiteRecord, bytes | None] | None) -> None:
+        """Read one domain's sitemaps (``fetched``: its robots.txt record and body, when this
+        run fetched it; else they are read from the store)."""
+        site: SiteRecord | None
+        if fetched is not None:
+            site, robots_body = fetched
+        else:
+            site = self._store.site(domain)
+            robots_body = (None if site is None or site.robots_hash is None
+                           else self._store.body(site.robots_hash))
+        own = _Robots(None)
+        if robots_body is not None and b"sitemap" not in robots_body.lower():
+            pass  # no Sitemap line (most files): nothing to read, no rules needed
+        elif site is not None:
+            own = self._rules_from(site.outcome, robots_body, site.robots_url
+                                   or f"{self._scheme}://{domain}/robots.txt")
+        listed = own.robots.sitemaps if own.robots is not None else ()
+        # A robots.txt fetched by this run has no sitemap recorded yet (they come after it).
+        recorded = self._store.sitemap_rows(domain) if listed and fetched is None else {}
+        files_ok = 0
+        reservoir: Reservoir[tuple[str, str, str | None, str | None, float | None]] = (
+            Reservoir(self._max_kept, random.Random(domain)))
+        queue = [_Queued(urljoin(f"{self._scheme}://{domain}/", uri), 0, None)
+                 for uri in listed]
+        visited: set[str] = set()
+        ids: dict[str, int] = {}
+        while queue:
+            item = queue.pop(0)
+            if item.uri in visited or item.uri in item.ancestors:
+                continue  # one row a file, however often it is listed
+            visited.add(item.uri)
+            row = recorded.get(item.uri)
+            entries: list[Entry] | None = None
+            if row is None:
+                row, body, entries = await self._sitemap_file(session, domain, item, own)
+                row = self._store.record_sitemap(row, body, self._clock())
+                self.sitemap_files[row.downloadinfo] = (
+                    self.sitemap_files.get(row.downloadinfo, 0) + 1)
+            assert row.id is not None
+            ids[item.uri] = row.id
+            files_ok += row.downloadinfo == "ok"
+            if row.downloadinfo not in ("ok", "too_big") or row.localfile is None:
+                continue
+            if entries is None:  # recorded by an earlier run: read again from the store
+                entries = self._reparse(item.uri, row.localfile)
+            children: list[str] = []
+            for entry in entries:
+                if entry.kind == "sitemap":
+                    children.append(entry.loc)
+                else:
+                    reservoir.add((item.uri, entry.loc,
+                                   None if entry.lastmod is None else entry.lastmod.isoformat(),
+                                   entry.changefreq, entry.priority))
+            children = list(dict.fromkeys(children))
+            chosen, left = sample_children(children, self._n0, self._alpha,
+                                           random.Random(item.uri))
+            for uri in left:
+                if uri in visited or uri in recorded:
+                    continue
+                visited.add(uri)
+                left_row = SitemapRecord(
+                    domain, uri, item.level + 1, "not_sampled", parent=row.id,
+                    cross_site=self._cross_site(domain, uri),
+                    error=f"index of {len(children):,} files: {len(chosen):,} sampled "
+                          f"(n0={self._n0}, alpha={self._alpha})")
+                self._store.record_sitemap(left_row, None, self._clock())
+                self.sitemap_files["not_sampled"] = self.sitemap_files.get("not_sampled", 0) + 1
+            ancestors = item.ancestors | {item.uri}
+            queue.extend(_Queued(uri, item.level + 1, row.id, ancestors) for uri in chosen)
+        urls = [(ids[uri], loc, lastmod, changefreq, priority)
+                for uri, loc, lastmod, changefreq, priority in reservoir.kept]
+        self._store.finish_sitemaps(domain, urls, files_ok, reservoir.seen, self._clock())
+
+    def _reparse(self, uri: str, digest: str) -> list[Entry]:
+        """A recorded file's entries, read again from its stored body (nothing fetched)."""
+        body = self._store.body(digest) or b""
+        parser = SitemapParser(uri, max_bytes=self._sitemap_max_bytes,
+                               max_urls=self._sitemap_max_urls)
+        return parser.feed(body) + parser.close()
+
+    def _cross_site(self, domain: str, uri: str) -> bool:
+        host = (urlsplit(uri).hostname or "").lower()
+        return not in_scope("site", frozenset((domain,)), host)
+
+    async def _sitemap_file(self, session: aiohttp.ClientSession, domain: str, item: _Queued,
+                            own: _Robots) -> tuple[SitemapRecord, bytes | None, list[Entry]]:
+        """Fetch one sitemap file, politely: its row, its raw body and its entries."""
+        cross = self._cross_site(domain, item.uri)
+
+        def failed(info: str, error: str | None, status: int | None = None,
+                   seconds: float | None = None) -> tuple[SitemapRecord, None, list[Entry]]:
+            return SitemapRecord(domain, item.uri, item.level, info, item.parent,
+                                 status=status, seconds=seconds, cross_site=cross,
+                                 error=error), None, []
+
+        parts = urlsplit(item.uri)
+        host = (parts.hostname or "").lower()
+        if parts.scheme not in ("http", "https") or not host:
+            return failed("parse_error", "not an http(s) URL")
+        if item.level > MAX_SITEMAP_LEVEL:
+            return failed("not_sampled", f"deeper than {MAX_SITEMAP_LEVEL} index levels")
+        rules = await self._host_rules(session, domain, host, own)
+        if rules.refusal is not None:
+            return failed("robots_disallowed", rules.refusal)
+        if rules.robots is not None and not rules.robots.allowed(item.uri, self._agent):
+            return failed("robots_disallowed", "disallowed by robots.txt")
+        parser = SitemapParser(item.uri, max_bytes=self._sitemap_max_bytes,
+                               max_urls=self._sitemap_max_urls)
+        sink = _SitemapSink(parser)
+        answer = await self._get(session, item.uri, sink, raw=True)
+        if answer.outcome is not None:
+            return failed(str(answer.outcome), answer.error, answer.status, answer.seconds)
+        sink.entries.extend(parser.close())
+        urls = sum(1 for entry in sink.entries if entry.kind == "url")
+        children = len(sink.entries) - urls
+        stop = parser.stopped
+        info, error = "ok", None
+        if stop is not None:
+            error = f"{stop.code}: {stop.message}"
+        if stop is not None and stop.code in _TOO_BIG_STOPS:
+            info = "too_big"
+        elif not sink.entries and (stop is not None or parser.format in (None, "text")):
+            # Nothing read, and not an empty urlset or index: what came is no sitemap.
+            if error is None and parser.issues:
+                error = f"{parser.issues[0].code}: {parser.issues[0].message}"
+            looks_html = body_outcome(bytes(sink.raw[:1024]), content_type=answer.content_type,
+                                      max_bytes=1 << 30) is Outcome.HTML
+            info = "html" if looks_html else "parse_error"
+        kind = {"sitemapindex": "index", "urlset": "urlset"}.get(parser.format or "")
+        if kind is None and parser.format is not None:
+            kind = "index" if children and not urls else "urlset"
+        return SitemapRecord(domain, item.uri, item.level, info, item.parent,
+                             filetype=_filetype(parser), kind=kind, status=answer.status,
+                             bytes=parser.bytes_in, url_count=urls, child_count=children,
+                             seconds=answer.seconds, cross_site=cross, error=error
+                             ), bytes(sink.raw), sink.entries

@@ -8,13 +8,16 @@ any moment keeps what it had recorded, and a site recorded is never fetched agai
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from polite.storage.sqlite import open_database
 
-__all__ = ["SiteRecord", "SurveyStore"]
+__all__ = ["SiteRecord", "SitemapRecord", "SurveyStore"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sites (
@@ -44,6 +47,12 @@ CREATE TABLE IF NOT EXISTS sitemap_urls (
 CREATE TABLE IF NOT EXISTS sitemap_sites (
     domain TEXT PRIMARY KEY, files INTEGER NOT NULL, uris_total INTEGER NOT NULL,
     uris_kept INTEGER NOT NULL, recorded_at REAL NOT NULL);
+-- robots.txt of hosts outside the list that hold a listed domain's sitemap files (the
+-- seed's sitemap sharing), read before fetching from them and kept so a resumed survey
+-- does not read them again.
+CREATE TABLE IF NOT EXISTS other_robots (
+    host TEXT PRIMARY KEY, outcome TEXT NOT NULL, status INTEGER, robots_hash TEXT,
+    recorded_at REAL NOT NULL);
 """
 
 
@@ -59,9 +68,58 @@ class SiteRecord:
     robots_bytes: int | None = None  # the true size, also when the body kept was cut
 
 
+@dataclass(frozen=True, slots=True)
+class SitemapRecord:
+    """One row of ``sitemaps`` (seed 004's sitemapinfo, Table 1, and what was measured)."""
+
+    domain: str
+    uri: str
+    level: int
+    downloadinfo: str
+    parent: int | None = None
+    filetype: str | None = None
+    kind: str | None = None
+    status: int | None = None
+    bytes: int | None = None
+    url_count: int = 0
+    child_count: int = 0
+    seconds: float | None = None
+    cross_site: bool = False
+    error: str | None = None
+    localfile: str | None = None
+    id: int | None = None
+
+
+_SITEMAP_COLUMNS = ("domain, uri, level, downloadinfo, parent, filetype, kind, status, bytes, "
+                    "url_count, child_count, seconds, cross_site, error, localfile, id")
+
+
+def _keep_body(db: sqlite3.Connection, digest: str | None, body: bytes | None) -> None:
+    if body is not None:
+        db.execute("INSERT OR IGNORE INTO bodies (hash, body) VALUES (?, ?)", (digest, body))
+
+
+def _sitemap_record(row: tuple[Any, ...]) -> SitemapRecord:
+    return SitemapRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7],
+                         row[8], row[9], row[10], row[11], bool(row[12]), row[13], row[14],
+                         row[15])
+
+
 class SurveyStore:
     def __init__(self, path: str | Path) -> None:
         self._db = open_database(path, _SCHEMA, "the survey's state")
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write, all or nothing: a kill between two leaves the earlier ones whole."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
 
     def record(self, site: SiteRecord, body: bytes | None, now: float) -> SiteRecord:
         """Keep one site's outcome and its robots.txt body (stored once by hash)."""
@@ -70,22 +128,14 @@ class SurveyStore:
             digest = hashlib.sha256(body).hexdigest()
             site = SiteRecord(site.domain, site.rank, site.outcome, site.status, site.error,
                               site.robots_url, digest, site.robots_bytes)
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            if body is not None:
-                db.execute("INSERT OR IGNORE INTO bodies (hash, body) VALUES (?, ?)",
-                           (digest, body))
+        with self._transaction() as db:
+            _keep_body(db, digest, body)
             db.execute(
                 "INSERT OR REPLACE INTO sites (domain, rank, outcome, status, error, "
                 "robots_url, robots_hash, robots_bytes, recorded_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (site.domain, site.rank, site.outcome, site.status, site.error,
                  site.robots_url, site.robots_hash, site.robots_bytes, now))
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
         return site
 
     def recorded(self, domain: str) -> bool:
@@ -102,6 +152,82 @@ class SurveyStore:
     def body(self, digest: str) -> bytes | None:
         row = self._db.execute("SELECT body FROM bodies WHERE hash = ?", (digest,)).fetchone()
         return None if row is None else bytes(row[0])
+
+    # -- sitemaps ---------------------------------------------------------------------------
+
+    def record_sitemap(self, row: SitemapRecord, body: bytes | None, now: float
+                       ) -> SitemapRecord:
+        """Keep one sitemap file's row (its body once by hash); returns the row as stored,
+        with its id and localfile. A file already recorded for the domain keeps its first
+        row, which is returned."""
+        digest = None if body is None else hashlib.sha256(body).hexdigest()
+        with self._transaction() as db:
+            _keep_body(db, digest, body)
+            cursor = db.execute(
+                "INSERT OR IGNORE INTO sitemaps (domain, uri, level, downloadinfo, parent, "
+                "filetype, kind, status, bytes, url_count, child_count, seconds, cross_site, "
+                "error, localfile, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                "?, ?, ?, ?) RETURNING id",
+                (row.domain, row.uri, row.level, row.downloadinfo, row.parent, row.filetype,
+                 row.kind, row.status, row.bytes, row.url_count, row.child_count,
+                 row.seconds, int(row.cross_site), row.error, digest, now))
+            inserted = cursor.fetchone()
+            if inserted is not None:
+                return replace(row, id=int(inserted[0]), localfile=digest)
+            found = db.execute(f"SELECT {_SITEMAP_COLUMNS} FROM sitemaps WHERE domain = ? "
+                               "AND uri = ?", (row.domain, row.uri)).fetchone()
+        return _sitemap_record(found)
+
+    def sitemap_rows(self, domain: str) -> dict[str, SitemapRecord]:
+        """The sitemap files recorded for ``domain``, by URI."""
+        rows = self._db.execute(
+            f"SELECT {_SITEMAP_COLUMNS} FROM sitemaps WHERE domain = ? ORDER BY id", (domain,))
+        return {row[1]: _sitemap_record(row) for row in rows}
+
+    def sitemaps_done(self, domain: str) -> bool:
+        return self._db.execute("SELECT 1 FROM sitemap_sites WHERE domain = ?",
+                                (domain,)).fetchone() is not None
+
+    def finish_sitemaps(self, domain: str, urls: list[tuple[int, str, str | None, str | None,
+                                                           float | None]],
+                        files: int, uris_total: int, now: float) -> int:
+        """Close a domain's sitemaps: its kept page URLs (``(sitemap_id, loc, lastmod,
+        changefreq, priority)``) and its totals (``files`` read whole, every URI counted),
+        in one transaction; returns URLs kept."""
+        with self._transaction() as db:
+            db.executemany(
+                "INSERT OR IGNORE INTO sitemap_urls (domain, sitemap_id, loc, lastmod, "
+                "changefreq, priority) VALUES (?, ?, ?, ?, ?, ?)",
+                [(domain, *url) for url in urls])
+            # The domain's URLs are written here only, all at once: those kept are these.
+            kept = len({url[1] for url in urls})
+            db.execute("INSERT OR REPLACE INTO sitemap_sites (domain, files, uris_total, "
+                       "uris_kept, recorded_at) VALUES (?, ?, ?, ?, ?)",
+                       (domain, files, uris_total, kept, now))
+        return int(kept)
+
+    def site(self, domain: str) -> SiteRecord | None:
+        row = self._db.execute(
+            "SELECT domain, rank, outcome, status, error, robots_url, robots_hash, "
+            "robots_bytes FROM sites WHERE domain = ?", (domain,)).fetchone()
+        return None if row is None else SiteRecord(*row)
+
+    def other_robots(self, host: str) -> tuple[str, bytes | None] | None:
+        """The outcome and body of a host outside the list whose robots.txt was read."""
+        row = self._db.execute("SELECT outcome, robots_hash FROM other_robots WHERE host = ?",
+                               (host,)).fetchone()
+        if row is None:
+            return None
+        return str(row[0]), None if row[1] is None else self.body(row[1])
+
+    def record_other_robots(self, host: str, outcome: str, status: int | None,
+                            body: bytes | None, now: float) -> None:
+        digest = None if body is None else hashlib.sha256(body).hexdigest()
+        with self._transaction() as db:
+            _keep_body(db, digest, body)
+            db.execute("INSERT OR REPLACE INTO other_robots (host, outcome, status, "
+                       "robots_hash, recorded_at) VALUES (?, ?, ?, ?, ?)",
+                       (host, outcome, status, digest, now))
 
     def close(self) -> None:
         self._db.close()

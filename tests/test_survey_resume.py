@@ -1,0 +1,176 @@
+"""A real ``polite survey`` killed with SIGKILL midway and run again: nothing recorded is
+lost, nothing recorded is fetched again (requests counted at the farm), and the second run
+ends with the tables of an uninterrupted survey. Also names from a DNS server on loopback
+(``--nameserver``) and the progress display."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.survey_farm import Farm, Page
+from tests.test_cli import run
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0,
+                                reason="the farm's sites listen on port 80 (root)")
+
+SITES = 120
+CONCURRENCY = 30
+
+
+def urlset(urls: list[str]) -> bytes:
+    return ('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">' + "".join(
+        f"<url><loc>{u}</loc></url>" for u in urls) + "</urlset>").encode()
+
+
+def farm_of(count: int) -> Farm:
+    farm = Farm()
+    for i in range(count):
+        name = f"r{i}.resume.test"
+        o = f"http://{name}"
+        routes = {"/robots.txt": Page(200, b"User-agent: *\nDisallow: /no\nSitemap: /i.xml\n"),
+                  "/i.xml": Page(200, (
+                      '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+                      + "".join(f"<sitemap><loc>{o}/u{j}.xml</loc></sitemap>"
+                                for j in range(3)) + "</sitemapindex>").encode())}
+        for j in range(3):
+            routes[f"/u{j}.xml"] = Page(200, urlset([f"{o}/{j}/{k}" for k in range(j + 2)]))
+        farm.add(name, f"127.0.{16 + i // 250}.{i % 250 + 1}", routes)
+    return farm
+
+
+def recorded(database: Path) -> set[tuple[str, str]]:
+    """(host, path) of every robots.txt and sitemap file whose result is recorded."""
+    with sqlite3.connect(database) as db:
+        found = {(domain, "/robots.txt") for (domain,) in db.execute("SELECT domain FROM sites")}
+        for (uri,) in db.execute("SELECT uri FROM sitemaps"):
+            parts = urlsplit(uri)
+            found.add((parts.hostname or "", parts.path))
+    return found
+
+
+@pytest.mark.slow
+def test_sigkill_midway_and_resume_lose_nothing_and_fetch_nothing_twice(
+        tmp_path: Path) -> None:
+    farm = farm_of(SITES)
+    hosts = tmp_path / "hosts"
+    hosts.write_text(farm.hosts())
+    listing = tmp_path / "top.txt"
+    listing.write_text("".join(f"{name}\n" for name in farm.sites))
+    out = tmp_path / "survey"
+    database = out / "survey.sqlite"
+    command = [sys.executable, "-m", "polite", "survey", str(listing), "--out", str(out),
+               "--hosts", str(hosts), "--allow-private", "--delay", "0.25",
+               "--concurrency", str(CONCURRENCY)]
+    with farm.running():
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+        try:
+            done = 0
+            deadline = time.monotonic() + 60
+            while done < SITES // 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+                if database.exists():
+                    with sqlite3.connect(database) as db:
+                        try:
+                            (done,) = db.execute("SELECT count(*) FROM sitemap_sites"
+                                                 ).fetchone()
+                        except sqlite3.OperationalError:
+                            done = 0
+            process.send_signal(signal.SIGKILL)
+        finally:
+            process.wait(10)
+        assert SITES // 3 <= done < SITES  # killed midway
+        before_kill = recorded(database)
+        with sqlite3.connect(database) as db:
+            (finished,) = db.execute("SELECT count(*) FROM sitemap_sites").fetchone()
+        first_run = len(farm.arrivals)
+        second = run(*command[3:], "--progress")
+    assert second.returncode == 0, second.stderr
+    # The progress display: the domains left at the kill, all done, and the rate.
+    assert f"{SITES - finished}/{SITES - finished} 100%" in second.stderr
+    assert "domains/s" in second.stderr
+    again = Counter((host, path) for _, host, path in farm.arrivals[first_run:])
+    assert not set(again) & before_kill  # nothing recorded is fetched again
+    every = Counter((host, path) for _, host, path in farm.arrivals)
+    twice = [key for key, n in every.items() if n > 1]
+    assert all(n <= 2 for n in every.values())
+    assert len(twice) <= CONCURRENCY  # only what was in flight at the kill
+    with sqlite3.connect(database) as db:
+        outcomes = Counter(o for (o,) in db.execute("SELECT outcome FROM sites"))
+        files = Counter(i for (i,) in db.execute("SELECT downloadinfo FROM sitemaps"))
+        totals = set(db.execute("SELECT files, uris_total, uris_kept FROM sitemap_sites"))
+        (urls,) = db.execute("SELECT count(*) FROM sitemap_urls").fetchone()
+    assert outcomes == {"ok": SITES}
+    assert files == {"ok": 4 * SITES}
+    assert totals == {(4, 9, 9)}
+    assert urls == 9 * SITES
+    assert set(every) == recorded(database)  # every request's result is recorded
+
+
+@contextmanager
+def dns_server(address: str, port: int, names: dict[str, str]) -> Iterator[list[str]]:
+    """A DNS server on UDP loopback: A records for ``names``, NXDOMAIN for the rest; yields
+    the names it was asked."""
+    from dnslib import QTYPE, RCODE, RR, A, DNSRecord
+
+    asked: list[str] = []
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind((address, port))
+    sock.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                data, peer = sock.recvfrom(4096)
+            except TimeoutError:
+                continue
+            request = DNSRecord.parse(data)
+            name = str(request.q.qname).rstrip(".").lower()
+            asked.append(name)
+            reply = request.reply()
+            if name in names and request.q.qtype in (QTYPE.A, QTYPE.ANY):
+                reply.add_answer(RR(request.q.qname, QTYPE.A, rdata=A(names[name]), ttl=60))
+            elif name not in names:
+                reply.header.rcode = RCODE.NXDOMAIN
+            sock.sendto(reply.pack(), peer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield asked
+    finally:
+        stop.set()
+        thread.join(5)
+        sock.close()
+
+
+def test_names_from_a_nameserver(tmp_path: Path) -> None:
+    farm = farm_of(3)
+    listing = tmp_path / "top.txt"
+    listing.write_text("".join(f"{name}\n" for name in farm.sites) + "missing.resume.test\n")
+    names = {name: address for name, (address, _) in farm.sites.items()}
+    with farm.running(), dns_server("127.0.17.53", 5353, names) as asked:
+        result = run("survey", str(listing), "--out", str(tmp_path / "s"), "--nameserver",
+                     "127.0.17.53:5353", "--allow-private", "--delay", "0")
+    assert result.returncode == 0, result.stderr
+    with sqlite3.connect(tmp_path / "s" / "survey.sqlite") as db:
+        outcomes = dict(db.execute("SELECT domain, outcome FROM sites"))
+    assert outcomes == {**dict.fromkeys(farm.sites, "ok"), "missing.resume.test": "dns_error"}
+    assert set(asked) == {*farm.sites, "missing.resume.test"}
+    assert sorted(farm.requests("r0.resume.test")) == ["/i.xml", "/robots.txt", "/u0.xml",
+                                                       "/u1.xml", "/u2.xml"]

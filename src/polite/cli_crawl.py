@@ -235,27 +235,8 @@ async def _heartbeat(store: str, worker: str, crawler: Crawler,
                 "in_flight": stats.in_flight, "pages_per_s": round(stats.pages_per_s(), 2),
                 "ended": ended}
 
-    async def beat() -> None:
-        renewed = time.time()
-        while True:
-            with contextlib.suppress(OSError, ConnectionError, TimeoutError):
-                await frontier.heartbeat(about(False))
-                if time.time() - renewed >= lease_s / 3:
-                    # the URLs this worker holds (waiting for their slots, or in flight)
-                    # stay its own while it lives
-                    renewed = time.time()
-                    await frontier.renew(renewed + lease_s)
-            await asyncio.sleep(min(HEARTBEAT_S, lease_s / 3))
-
-    ticker = asyncio.create_task(beat())
-    try:
+    async with frontier.holding(lease_s, about, beat_s=HEARTBEAT_S):
         yield
-    finally:
-        ticker.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await ticker
-        with contextlib.suppress(OSError, ConnectionError, TimeoutError):
-            await frontier.heartbeat(about(True))
 
 
 def _status(args: argparse.Namespace, out: TextIO) -> int:

@@ -48,9 +48,12 @@ it, so an item on another host is refused with :class:`InvalidURL`.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
-from collections.abc import Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, NamedTuple, cast
 
 import redis.asyncio as aioredis
@@ -451,6 +454,13 @@ class RedisFrontier:
         due = await self._redis.zscore(f"{self._prefix}f:hosts", host)
         return None if due is None else float(due)
 
+    async def due_hosts(self, now: float, limit: int) -> list[str]:
+        """At most ``limit`` hosts with a URL due by ``now``, the longest due first: one
+        bounded read of the index, whatever the crawl's size."""
+        found = cast(list[bytes], await self._redis.zrangebyscore(
+            f"{self._prefix}f:hosts", "-inf", repr(float(now)), start=0, num=limit))
+        return [host.decode() for host in found]
+
     async def hosts(self) -> list[tuple[str, float]]:
         found = cast(list[tuple[bytes, float]], await self._redis.zrange(
             f"{self._prefix}f:hosts", 0, -1, withscores=True))
@@ -512,6 +522,34 @@ class RedisFrontier:
                  for name, about in said.items()]
         found.sort(key=lambda beat: -beat.at)
         return secs + micros / 1e6, found
+
+    @contextlib.asynccontextmanager
+    async def holding(self, lease_s: float, about: Callable[[bool], dict[str, Any]], *,
+                      beat_s: float = 1.0) -> AsyncIterator[None]:
+        """While the block runs: a heartbeat every ``beat_s`` saying ``about(False)``, and
+        every lease this worker holds renewed every third of ``lease_s``, so that a live
+        worker's leases never run out and a dead one's come back within ``lease_s``; a last
+        beat says ``about(True)``. Redis unreachable for a while is ridden out (the leases
+        may then run out, and other workers take the URLs: the cost of a partition)."""
+        async def beat() -> None:
+            renewed = time.time()
+            while True:
+                with contextlib.suppress(OSError, ConnectionError, TimeoutError):
+                    await self.heartbeat(about(False))
+                    if time.time() - renewed >= lease_s / 3:
+                        renewed = time.time()
+                        await self.renew(renewed + lease_s)
+                await asyncio.sleep(min(beat_s, lease_s / 3))
+
+        ticker = asyncio.create_task(beat())
+        try:
+            yield
+        finally:
+            ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ticker
+            with contextlib.suppress(OSError, ConnectionError, TimeoutError):
+                await self.heartbeat(about(True))
 
     async def forget_worker(self) -> None:
         """Take this worker off the list (it ended its part of the crawl)."""

@@ -56,6 +56,9 @@ REFUSED = "refused: "
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 REDIRECTS = (301, 302, 303, 307, 308)
 RETRIED = (429, 503)
+# Hosts a worker sharing the frontier reads at each poll, at most: a worker's hosts at once
+# are far fewer, and those it misses come up again at the next poll.
+DUE_HOSTS_READ = 1_000
 # A host told to wait is asked again a little after the time it was given (5 ms and 2 % of
 # the wait, 50 ms at most): the spacing is then kept where it is measured, at the site,
 # whatever the milliseconds a request takes to leave here and to be read there on a busy
@@ -289,7 +292,11 @@ class Crawler:
         self._seed_hosts.update(await self._frontier.seed_hosts())
         self._host_fetched.update(await self._frontier.host_fetched())
         self._fetched_total = sum(self._host_fetched.values())
-        for host, due in await self._frontier.hosts():
+        # alone, every host is this worker's; sharing, those due soon (the others come up
+        # at the polls)
+        for host, due in (await self._frontier.hosts() if owns_store else
+                          await self._frontier.due_hosts(self._clock() + poll_s,
+                                                         DUE_HOSTS_READ)):
             self._schedule(host, due)
         try:
             await self._loop()
@@ -313,7 +320,9 @@ class Crawler:
         if counts.queued + counts.leased == 0:
             return True
         self._seed_hosts.update(await self._frontier.seed_hosts())
-        for host, due in await self._frontier.hosts():
+        # a bounded read: the hosts due before the next poll, not every host of the crawl
+        for host, due in await self._frontier.due_hosts(self._clock() + self._poll_s,
+                                                        DUE_HOSTS_READ):
             if host not in self._pending and not self._in_flight[host]:
                 self._schedule(host, due)
         return False

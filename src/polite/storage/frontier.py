@@ -124,6 +124,12 @@ class FrontierStore(Protocol):
         """Every host with URLs queued or leased, and when its earliest one is due."""
         ...
 
+    async def due_hosts(self, now: float, limit: int) -> list[tuple[str, float]]:
+        """At most ``limit`` of the hosts due by ``now`` (as :meth:`hosts` gives them), the
+        earliest first: what a worker sharing the frontier asks for now and then, bounded
+        whatever the crawl's size."""
+        ...
+
     async def host_fetched(self) -> dict[str, int]:
         """URLs fetched per host (for per-host budgets after a restart)."""
         ...
@@ -268,6 +274,10 @@ class MemoryFrontier:
             if due is not None:
                 found.append((host, due))
         return found
+
+    async def due_hosts(self, now: float, limit: int) -> list[tuple[str, float]]:
+        due = sorted((at, host) for host, at in await self.hosts() if at <= now)
+        return [(host, at) for at, host in due[:limit]]
 
     async def host_fetched(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -440,6 +450,13 @@ class SQLiteFrontier:
             "SELECT host, MIN(CASE state WHEN ? THEN lease_until ELSE not_before END) "
             "FROM frontier WHERE state IN (?, ?) GROUP BY host",
             (LEASED, QUEUED, LEASED)).fetchall()
+        return [(host, float(due)) for host, due in rows]
+
+    async def due_hosts(self, now: float, limit: int) -> list[tuple[str, float]]:
+        rows = self._db.execute(
+            "SELECT host, MIN(CASE state WHEN ? THEN lease_until ELSE not_before END) AS due "
+            "FROM frontier WHERE state IN (?, ?) GROUP BY host HAVING due <= ? "
+            "ORDER BY due, host LIMIT ?", (LEASED, QUEUED, LEASED, now, limit)).fetchall()
         return [(host, float(due)) for host, due in rows]
 
     async def host_fetched(self) -> dict[str, int]:

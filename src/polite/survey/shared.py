@@ -65,7 +65,8 @@ class SharedDomains:
         others; ``None`` once nothing is queued or leased (the survey is over)."""
         while True:
             if not self._taken:
-                self._taken = await self.frontier.due_hosts(time.time(), _DUE_READ)
+                self._taken = [host for host, _ in
+                               await self.frontier.due_hosts(time.time(), _DUE_READ)]
                 # workers reading the same due hosts try them in different orders
                 random.shuffle(self._taken)
             raced = bool(self._taken)

@@ -94,6 +94,8 @@ def _survey(args: argparse.Namespace, out: TextIO) -> int:
     if sum(source is not None for source in sources) != 1:
         raise ConfigError("give a domain list, --robots-dir FOLDER or --warc FILE (one of "
                           "them)")
+    if args.store is not None and args.domains is None:
+        raise ConfigError("--store shares a domain list: give DOMAINS")
     target = Path(args.out)
     if args.warc is not None:
         return _warc(Path(args.warc), target, out)
@@ -109,8 +111,6 @@ def _survey(args: argparse.Namespace, out: TextIO) -> int:
             store.close()
         out.write(f"polite survey: {added:,} sites recorded from {folder} in {target}\n")
         return 0
-    if args.store is not None and args.domains is None:
-        raise ConfigError("--store shares a domain list: give DOMAINS")
     return _harvest(args, target, out)
 
 

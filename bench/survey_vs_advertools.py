@@ -254,6 +254,8 @@ def memory(args: argparse.Namespace) -> None:
                     break
                 rss_kb = next((int(line.split()[1]) for line in status.splitlines()
                                if line.startswith("VmRSS:")), 0)
+                if not rss_kb:  # the process is ending
+                    break
                 done = 0
                 if database.exists():
                     with sqlite3.connect(database, timeout=5) as db:

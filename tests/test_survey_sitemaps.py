@@ -125,6 +125,7 @@ def build() -> Truth:
     truth.farm.sites["p1.survey.test"][1]["/extra.xml"] = Page(200, urlset(["http://x.test/1"]))
     truth.site("borrower.survey.test", {"/robots.txt": robots(
         "Sitemap: http://p1.survey.test/extra.xml")}, "ok")
+    truth.domains.insert(0, truth.domains.pop())  # surveyed before p1, whose file it reads
     truth.file("borrower.survey.test", "http://p1.survey.test/extra.xml", 0, None, urls=1,
                cross=True)
     # A gzip bomb: 60 MB of markup in a 60 kB file.
@@ -289,6 +290,11 @@ def test_the_tables_equal_the_farms_truth(tmp_path: Path) -> None:
     assert shared[0] == "/robots.txt" and sorted(shared) == ["/robots.txt", "/s0.xml",
                                                               "/s1.xml", "/s2.xml"]
     assert truth.farm.requests("bigidx.survey.test").count("/index.xml") == 1
+    # Every robots.txt read once, also p1's, which borrower's shared sitemap needs whenever
+    # borrower's turn comes.
+    assert all(truth.farm.requests(name).count("/robots.txt") == 1
+               for name in truth.domains if name in truth.farm.sites)
+    assert truth.farm.requests("p1.survey.test").count("/extra.xml") == 1
     # Politeness at the origin: the gap between two requests to a host is never below its
     # delay (the default, or the Crawl-delay it asks for).
     last: dict[str, float] = {}

@@ -365,6 +365,10 @@ class Harvester:
         self._sitemap_max_bytes = sitemap_max_bytes
         self._sitemap_max_urls = sitemap_max_urls
         self._other_robots: dict[str, asyncio.Future[_Robots]] = {}
+        # Listed domains whose robots.txt is to be fetched (a shared sitemap's host may be
+        # one), and the fetches under way: each robots.txt is fetched once per survey.
+        self._listed: dict[str, int | None] = {}
+        self._fetching: dict[str, asyncio.Future[tuple[SiteRecord, bytes | None] | None]] = {}
         self.on_site = on_site  # called with each domain as it ends
         self.on_start: Callable[[int], None] | None = None
         self.surveyed = 0
@@ -390,6 +394,7 @@ class Harvester:
         """Survey every domain not done yet; returns how many were. ``on_start`` is told how
         many there are before the first request."""
         todo = self.pending(domains)
+        self._listed = {name: rank for rank, name, fetch in todo if fetch}
         if self.on_start is not None:
             self.on_start(len(todo))
         async with self._session() as session:
@@ -421,7 +426,10 @@ class Harvester:
 
     async def run_shared(self, shared: SharedDomains) -> int:
         """Survey the domains of a list shared by several workers (each leased to one);
-        returns how many this worker did."""
+        returns how many this worker did. A listed domain's robots.txt is this worker's to
+        record only when it holds the domain's lease: a shared sitemap's host that is
+        listed is read as a host outside the list (``other_robots``), as its robots.txt
+        would otherwise be recorded by two workers."""
         async def take() -> tuple[int | None, str, bool] | None:
             while (taken := await shared.take()) is not None:
                 rank, name = taken
@@ -448,7 +456,7 @@ class Harvester:
                 rank, name, fetch = taken
                 site: tuple[SiteRecord, bytes | None] | None = None
                 if fetch:
-                    site = await self._site(session, rank, name)
+                    site = await self._site_once(session, rank, name)
                 if self._sitemaps:
                     await self._domain_sitemaps(session, name, site)
                 if finish is not None:
@@ -486,6 +494,25 @@ class Harvester:
                                   body, self._clock())
         self.done[str(outcome)] = self.done.get(str(outcome), 0) + 1
         return site, body
+
+    async def _site_once(self, session: aiohttp.ClientSession, rank: int | None, domain: str
+                         ) -> tuple[SiteRecord, bytes | None] | None:
+        """:meth:`_site`, once per domain whoever asks first (its own turn in the list, or
+        another domain sharing a sitemap on it); ``None`` when it was recorded already."""
+        future = self._fetching.get(domain)
+        if future is None:
+            if self._store.recorded(domain):
+                return None
+            future = asyncio.get_running_loop().create_future()
+            self._fetching[domain] = future
+            try:
+                future.set_result(await self._site(session, rank, domain))
+            except BaseException as exc:
+                future.set_exception(exc)
+                raise
+            finally:
+                del self._fetching[domain]  # the store answers from now on
+        return await asyncio.shield(future)
 
     async def _robots(self, session: aiohttp.ClientSession, url: str
                       ) -> tuple[_Answer, _BodySink]:
@@ -582,33 +609,40 @@ class Harvester:
     async def _host_rules(self, session: aiohttp.ClientSession, domain: str, host: str,
                           own: _Robots) -> _Robots:
         """The robots.txt that governs ``host``: the domain's own (``own``) for its site (the
-        name with or without www.), the recorded one of a surveyed domain, else read (once)
-        and kept."""
-        site = None
+        name with or without www.), a listed domain's own (fetched now if its turn has not
+        come), else read once and kept."""
         if in_scope("site", frozenset((domain,)), host):
             rules = own
-        elif (site := self._store.site(host)) is not None:
-            body = None if site.robots_hash is None else self._store.body(site.robots_hash)
-            rules = self._rules_from(site.outcome, body,
-                                     site.robots_url or f"http://{host}/robots.txt")
         else:
-            future = self._other_robots.get(host)
-            if future is None:
-                future = asyncio.get_running_loop().create_future()
-                self._other_robots[host] = future
-                try:
-                    future.set_result(await self._read_other_robots(session, host))
-                except BaseException as exc:
-                    future.set_exception(exc)
-                    raise
-                finally:
-                    del self._other_robots[host]
-            rules = await asyncio.shield(future)
+            if host in self._listed:
+                await self._site_once(session, self._listed[host], host)
+            site = self._store.site(host)
+            if site is not None:
+                body = None if site.robots_hash is None else self._store.body(site.robots_hash)
+                rules = self._rules_from(site.outcome, body,
+                                         site.robots_url or f"http://{host}/robots.txt")
+            else:
+                rules = await self._shared_robots(session, host)
         if rules.robots is not None:
             delays = delays_for(rules.robots.agent_rules(self._agent),
                                 default_s=self._delay_s)
             self._gate.set_delay(host, delays.interval_s)
         return rules
+
+    async def _shared_robots(self, session: aiohttp.ClientSession, host: str) -> _Robots:
+        """The rules of a host outside the list, read once however many ask at a time."""
+        future = self._other_robots.get(host)
+        if future is None:
+            future = asyncio.get_running_loop().create_future()
+            self._other_robots[host] = future
+            try:
+                future.set_result(await self._read_other_robots(session, host))
+            except BaseException as exc:
+                future.set_exception(exc)
+                raise
+            finally:
+                del self._other_robots[host]
+        return await asyncio.shield(future)
 
     async def _read_other_robots(self, session: aiohttp.ClientSession, host: str) -> _Robots:
         known = self._store.other_robots(host)

@@ -412,6 +412,15 @@ class RedisFrontier:
         client, prefix = client_from_url(url)
         return cls(client, prefix=prefix, worker=worker)
 
+    @property
+    def client(self) -> aioredis.Redis:
+        """The connection, for keys of the same crawl kept beside the frontier's."""
+        return self._redis
+
+    @property
+    def prefix(self) -> str:
+        return self._prefix
+
     def batch(self) -> Batch:
         return NO_BATCH  # each change is a script of its own, atomic on the server
 

@@ -36,12 +36,12 @@ class SharedDomains:
         self.frontier = frontier
         self.lease_s = lease_s
         self._poll_s = poll_s
-        self._prefix = frontier._prefix
+        self._prefix = frontier.prefix
         self._taken: list[str] = []  # due hosts read but not yet tried
 
     async def load(self, domains: Sequence[tuple[int | None, str]]) -> bool:
         """Queue the list unless another worker did; True when this worker loaded it."""
-        client = self.frontier._redis
+        client = self.frontier.client
         loaded = f"{self._prefix}s:loaded"
         while not await client.exists(loaded):
             # The loader's claim runs out, so a loader killed midway is taken over.

@@ -44,6 +44,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/frontier_redis_memory.py
 	$(BIN)/python bench/site_middleware.py
 	$(BIN)/python bench/integrations_vs_scrapy.py
+	$(BIN)/python bench/crawl_workers_redis.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

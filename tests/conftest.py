@@ -47,6 +47,14 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="session")
+def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real redis-server in cluster mode (one node, every slot): scripts whose keys are in
+    two slots are refused with CROSSSLOT, as by a Redis Cluster of many nodes."""
+    with redis_server(tmp_path_factory.mktemp("redis-cluster"), cluster=True) as url:
+        yield url
+
+
 @pytest.fixture
 def redis_prefix() -> str:
     return f"t{uuid.uuid4().hex[:12]}:"

@@ -36,8 +36,11 @@ def redis_binary() -> str:
 
 
 @contextmanager
-def redis_server(folder: Path, *, appendonly: bool = False) -> Iterator[str]:
-    """Start a server with its files in ``folder``; yields ``redis://127.0.0.1:PORT/0``."""
+def redis_server(folder: Path, *, appendonly: bool = False, cluster: bool = False
+                 ) -> Iterator[str]:
+    """Start a server with its files in ``folder``; yields ``redis://127.0.0.1:PORT/0``.
+    ``cluster``: a Redis Cluster of this one node holding every slot, which refuses what a
+    cluster refuses (a command or script whose keys are in two slots: CROSSSLOT)."""
     binary = redis_binary()
     port = _free_port()
     command = [binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(folder),
@@ -45,6 +48,10 @@ def redis_server(folder: Path, *, appendonly: bool = False) -> Iterator[str]:
                "--protected-mode", "yes", "--loglevel", "warning"]
     log = folder / "redis-server.log"
     command += ["--logfile", str(log)]
+    if cluster:
+        # the cluster bus on a free port of its own (by default the port + 10000)
+        command += ["--cluster-enabled", "yes", "--cluster-config-file",
+                    str(folder / "nodes.conf"), "--cluster-port", str(_free_port())]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 10
@@ -62,7 +69,24 @@ def redis_server(folder: Path, *, appendonly: bool = False) -> Iterator[str]:
             if time.monotonic() > deadline:
                 raise RuntimeError("redis-server did not answer within 10 s")
             time.sleep(0.02)
+        if cluster:
+            _take_every_slot(port)
         yield f"redis://127.0.0.1:{port}/0"
     finally:
         process.terminate()
         process.wait(10)
+
+
+def _take_every_slot(port: int) -> None:
+    import redis
+
+    client = redis.Redis(host="127.0.0.1", port=port)
+    try:
+        client.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+        deadline = time.monotonic() + 10
+        while b"cluster_state:ok" not in client.execute_command("CLUSTER", "INFO"):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the one-node cluster did not come up within 10 s")
+            time.sleep(0.05)
+    finally:
+        client.close()

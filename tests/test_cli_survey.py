@@ -49,3 +49,42 @@ def test_bad_folders_are_clear_errors(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "not a folder" in missing.stderr
     nothing = run("report", str(tmp_path))
     assert nothing.returncode == 2 and "no survey here" in nothing.stderr
+
+
+def test_report_over_several_folders_reads_their_union(tmp_path: Path) -> None:
+    parts = {"one": {"a.example": b"User-agent: *\nDisallow: /a\n",
+                     "b.example": b"<html>a home page</html>"},
+             "two": {"b.example": b"User-agent: *\nDisallow: /b\n",
+                     "c.example": b"User-agent: x\nDisallow: /\n"}}
+    for name, files in parts.items():
+        folder = tmp_path / f"{name}-robots"
+        folder.mkdir()
+        for host, body in files.items():
+            (folder / f"{host}.txt").write_bytes(body)
+        done = run("survey", "--robots-dir", str(folder), "--out", str(tmp_path / name))
+        assert done.returncode == 0, done.stderr
+    folders = [str(tmp_path / "one"), str(tmp_path / "two")]
+    unnamed = run("report", *folders)
+    assert unnamed.returncode == 2 and "--out FOLDER" in unnamed.stderr
+    merged = run("report", *folders, "--out", str(tmp_path / "all"))
+    assert merged.returncode == 0, merged.stderr
+    assert "3 domains of 2 folders" in merged.stdout
+    domains = {row["domain"]: row["outcome"]
+               for row in rows(tmp_path / "all" / "report" / "tables" / "domains.csv")}
+    # b.example was recorded by both: the later record is taken
+    assert domains == {"a.example": "ok", "b.example": "ok", "c.example": "ok"}
+    again = run("report", *folders, "--out", str(tmp_path / "all"))
+    assert again.returncode == 2 and "exists" in again.stderr
+    missing = run("report", folders[0], str(tmp_path / "nope"), "--out", str(tmp_path / "x"))
+    assert missing.returncode == 2 and "no survey here" in missing.stderr
+
+
+def test_a_shared_survey_needs_a_list_and_a_redis_store(tmp_path: Path) -> None:
+    listing = tmp_path / "top.txt"
+    listing.write_text("a.example\n")
+    no_list = run("survey", "--robots-dir", str(tmp_path), "--store", "redis://127.0.0.1:1/0",
+                  "--out", str(tmp_path / "o"))
+    assert no_list.returncode == 2 and "give DOMAINS" in no_list.stderr
+    not_redis = run("survey", str(listing), "--store", "sqlite:///x.sqlite",
+                    "--out", str(tmp_path / "o"))
+    assert not_redis.returncode == 2 and "needs redis://" in not_redis.stderr

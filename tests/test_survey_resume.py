@@ -36,10 +36,12 @@ def urlset(urls: list[str]) -> bytes:
         f"<url><loc>{u}</loc></url>" for u in urls) + "</urlset>").encode()
 
 
-def farm_of(count: int) -> Farm:
+def farm_of(count: int, *, zone: str = "resume.test", third: int = 16) -> Farm:
+    """``count`` sites named rI.ZONE on 127.0.THIRD.1 onwards, each with a robots.txt, a
+    sitemap index and three urlsets (nine page URLs)."""
     farm = Farm()
     for i in range(count):
-        name = f"r{i}.resume.test"
+        name = f"r{i}.{zone}"
         o = f"http://{name}"
         routes = {"/robots.txt": Page(200, b"User-agent: *\nDisallow: /no\nSitemap: /i.xml\n"),
                   "/i.xml": Page(200, (
@@ -48,7 +50,7 @@ def farm_of(count: int) -> Farm:
                                 for j in range(3)) + "</sitemapindex>").encode())}
         for j in range(3):
             routes[f"/u{j}.xml"] = Page(200, urlset([f"{o}/{j}/{k}" for k in range(j + 2)]))
-        farm.add(name, f"127.0.{16 + i // 250}.{i % 250 + 1}", routes)
+        farm.add(name, f"127.0.{third + i // 250}.{i % 250 + 1}", routes)
     return farm
 
 

@@ -5,15 +5,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
 import signal
+import socket
 import sys
+import time
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from polite.errors import ConfigError
 
+if TYPE_CHECKING:
+    from polite.crawl import Crawler
+
 __all__ = ["add_crawl_command"]
+
+HEARTBEAT_S = 1.0  # a worker says it is alive this often
+ALIVE_S = 5.0  # and is shown as gone when it has not for this long
 
 
 def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -22,16 +33,27 @@ def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         description="Crawl from the given URLs, obeying robots.txt in every dialect, its "
                     "delays and time windows, and REGP guidance. Writes OUT/pages.jsonl (one "
                     "line per URL decided on) and OUT/warc/*.warc.gz. Started again with the "
-                    "same --out, a crawl goes on where it stopped (seeds may be omitted).")
-    crawl.add_argument("urls", metavar="URL", nargs="*", help="where to start")
-    crawl.add_argument("--out", required=True, metavar="DIR", help="the crawl's folder")
+                    "same --out, a crawl goes on where it stopped (seeds may be omitted). "
+                    "With --store redis://... several processes on several machines share "
+                    "one crawl (each its own --out); 'polite crawl status --store "
+                    "redis://...' shows its progress, 'polite crawl merge DIR... --out DIR' "
+                    "merges the workers' folders.")
+    crawl.add_argument("urls", metavar="URL", nargs="*",
+                       help="where to start (or: status; merge DIR...)")
+    crawl.add_argument("--out", metavar="DIR", help="the crawl's folder")
     crawl.add_argument("--agent", default="polite-crawler",
                        help="the product token robots.txt is read for (default polite-crawler)")
     crawl.add_argument("--user-agent", help="the User-Agent header (default: the agent)")
     crawl.add_argument("--store", default="",
                        help="politeness state and frontier: sqlite:///PATH (default "
-                            "OUT/crawl.sqlite) or memory://; share an SQLite file with "
+                            "OUT/crawl.sqlite), memory://, or redis://HOST:PORT/DB"
+                            "[?prefix=CRAWL] for workers sharing one crawl; share it with "
                             "polite serve to be polite together")
+    crawl.add_argument("--worker", default="",
+                       help="this worker's name in a shared crawl (default HOSTNAME-PID)")
+    crawl.add_argument("--lease-s", type=float, default=600.0,
+                       help="how long a worker holds a URL before, if it has not answered "
+                            "(it died), the URL goes back to the queue (default 600)")
     crawl.add_argument("--scope", choices=["host", "site", "any"], default="host",
                        help="which hosts links may lead to: the seeds' own (default), also "
                             "with or without www., or any")
@@ -71,6 +93,14 @@ def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
 def _crawl(args: argparse.Namespace, out: TextIO) -> int:
     from polite.crawl import CrawlSettings
 
+    if args.urls[:1] == ["status"]:
+        return _status(args, out)
+    if args.urls[:1] == ["merge"]:
+        return _merge(args, out)
+    if not args.out:
+        raise ConfigError("--out DIR is required: the crawl's folder")
+    if args.lease_s <= 0:
+        raise ConfigError("--lease-s must be above 0")
     for name in ("concurrency", "per_host", "max_pages_per_host", "max_bytes"):
         if getattr(args, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be 1 or more")
@@ -83,7 +113,8 @@ def _crawl(args: argparse.Namespace, out: TextIO) -> int:
         per_host=args.per_host,
         languages=tuple(x.strip() for x in args.languages.split(",") if x.strip()),
         sitemaps=args.sitemaps, well_known_sitemaps=args.well_known_sitemaps,
-        revisit=args.revisit, max_bytes=args.max_bytes, warc=args.warc)
+        revisit=args.revisit, max_bytes=args.max_bytes, warc=args.warc,
+        lease_s=args.lease_s)
     from polite.cli import _require_public
     from polite.serve import new_event_loop
 
@@ -105,10 +136,14 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
 
     assert isinstance(settings, CrawlSettings)
     folder = Path(args.out)
+    shared = _shared(args.store)
+    worker = args.worker or f"{socket.gethostname()}-{os.getpid()}"
     async with open_crawler(folder, settings, store=args.store,
                             default_delay_s=args.default_delay_ms / 1000,
                             max_crawl_delay_s=args.max_crawl_delay_s,
-                            allow_private=args.allow_private) as crawler:
+                            allow_private=args.allow_private,
+                            worker=worker if shared else "") as crawler, \
+            _heartbeat(args.store if shared else "", worker, crawler, folder):
         bad = await crawler.add_seeds(args.urls)
         if bad:
             raise ConfigError(f"not an http(s) URL: {', '.join(map(repr, bad))}")
@@ -140,7 +175,7 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
 
         try:
             if args.json or not console.is_terminal:
-                stats = await crawler.run()
+                stats = await crawler.run(owns_store=not shared)
             else:
                 with Live(view(crawler.stats), console=console, refresh_per_second=4,
                           transient=True) as live:
@@ -151,7 +186,7 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
 
                     ticker = asyncio.create_task(refresh())
                     try:
-                        stats = await crawler.run()
+                        stats = await crawler.run(owns_store=not shared)
                     finally:
                         ticker.cancel()
         finally:
@@ -159,7 +194,7 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
                 loop.remove_signal_handler(signum)
         counts = await crawler.counts()
     summary = {**stats.as_json(), "frontier": counts._asdict(), "out": str(folder),
-               "stopped": interrupted > 0}
+               "stopped": interrupted > 0, **({"worker": worker} if shared else {})}
     if args.json:
         out.write(json.dumps(summary) + "\n")
         return 0
@@ -170,4 +205,102 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
     out.write(f"frontier: {counts.queued:,} queued, {counts.fetched:,} fetched, "
               f"{counts.skipped:,} skipped in all runs; output in {folder}"
               + (" (stopped: run the same command to go on)" if interrupted else "") + "\n")
+    return 0
+
+
+def _shared(store: str) -> bool:
+    return store.startswith(("redis://", "rediss://", "unix://"))
+
+
+@contextlib.asynccontextmanager
+async def _heartbeat(store: str, worker: str, crawler: Crawler,
+                     folder: Path) -> AsyncIterator[None]:
+    """While the crawl runs, say every second in the shared store that this worker is alive
+    and what it has done (``polite crawl status`` shows it); nothing without a store."""
+    if not store:
+        yield
+        return
+    from polite.storage.redis_frontier import RedisFrontier
+
+    frontier = crawler.frontier
+    assert isinstance(frontier, RedisFrontier)
+    started = time.time()
+    lease_s = crawler.settings.lease_s
+
+    def about(ended: bool) -> dict[str, object]:
+        stats = crawler.stats
+        return {"host": socket.gethostname(), "pid": os.getpid(), "out": str(folder),
+                "started": round(started, 3), "fetched": stats.fetched,
+                "failed": stats.failed, "skipped": sum(stats.skipped.values()),
+                "in_flight": stats.in_flight, "pages_per_s": round(stats.pages_per_s(), 2),
+                "ended": ended}
+
+    async with frontier.holding(lease_s, about, beat_s=HEARTBEAT_S):
+        yield
+
+
+def _status(args: argparse.Namespace, out: TextIO) -> int:
+    if len(args.urls) > 1:
+        raise ConfigError("crawl status takes no URL; name the crawl with --store "
+                          "redis://HOST:PORT/DB[?prefix=CRAWL]")
+    if not _shared(args.store):
+        raise ConfigError("crawl status reads a shared crawl: --store redis://HOST:PORT/DB"
+                          "[?prefix=CRAWL]")
+    from polite.storage.redis_frontier import RedisFrontier
+
+    async def read() -> dict[str, object]:
+        frontier = RedisFrontier.from_url(args.store)
+        try:
+            counts = await frontier.counts()
+            waiting, fetched_hosts = await frontier.host_count()
+            now, beats = await frontier.workers()
+        finally:
+            await frontier.close()
+        workers = [{"worker": beat.worker, "seconds_since_beat": round(now - beat.at, 1),
+                    "alive": not beat.about.get("ended") and now - beat.at < ALIVE_S,
+                    **beat.about} for beat in beats]
+        return {"frontier": counts._asdict(), "hosts_waiting": waiting,
+                "hosts_fetched": fetched_hosts,
+                "workers_alive": sum(1 for w in workers if w["alive"]),
+                "finished": counts.queued + counts.leased == 0, "workers": workers}
+
+    try:
+        status = asyncio.run(read())
+    except (OSError, ConnectionError) as exc:
+        raise ConfigError(f"crawl status: cannot reach {args.store}: {exc}") from exc
+    if args.json:
+        out.write(json.dumps(status) + "\n")
+        return 0
+    counts = status["frontier"]
+    assert isinstance(counts, dict)
+    out.write(f"frontier: {counts['queued']:,} queued, {counts['leased']:,} leased, "
+              f"{counts['fetched']:,} fetched, {counts['skipped']:,} skipped or failed; "
+              f"hosts: {status['hosts_waiting']:,} with URLs waiting, "
+              f"{status['hosts_fetched']:,} fetched from"
+              + ("; finished" if status["finished"] else "") + "\n")
+    workers = status["workers"]
+    assert isinstance(workers, list)
+    out.write(f"workers: {status['workers_alive']} alive of {len(workers)}\n")
+    for w in workers:
+        state = "alive" if w["alive"] else ("ended" if w.get("ended") else "gone")
+        out.write(f"  {w['worker']:<28} {state:<5} beat {w['seconds_since_beat']:>7} s ago  "
+                  f"fetched {w.get('fetched', 0):>9,}  failed {w.get('failed', 0):>6,}  "
+                  f"{w.get('pages_per_s', 0):>8} pages/s  {w.get('out', '')}\n")
+    return 0
+
+
+def _merge(args: argparse.Namespace, out: TextIO) -> int:
+    from polite.crawl.merge import merge_outputs
+
+    if not args.out:
+        raise ConfigError("crawl merge DIR... --out DIR: name the merged folder")
+    summary = merge_outputs(args.urls[1:], args.out)
+    if args.json:
+        out.write(json.dumps(summary) + "\n")
+        return 0
+    outcomes = ", ".join(f"{k} {v:,}" for k, v in summary["outcomes"].items()) or "nothing"
+    out.write(f"polite crawl merge: {len(summary['workers'])} folders into {args.out}: "
+              f"{summary['pages']:,} pages ({outcomes}), {summary['warc_files']} WARC files; "
+              f"{len(summary['fetched_more_than_once']):,} URLs fetched by more than one "
+              f"worker, {summary['lines_not_kept_count']:,} unreadable lines left out\n")
     return 0

@@ -6,11 +6,14 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from polite.core.politeness.rules import DEFAULT_DELAY_S
 from polite.core.survey.sampling import DEFAULT_ALPHA, DEFAULT_N0, MAX_KEPT_URIS
 from polite.errors import ConfigError
+
+if TYPE_CHECKING:
+    from polite.survey.harvest import Harvester
 
 __all__ = ["add_survey_commands"]
 
@@ -32,6 +35,16 @@ def add_survey_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
                         help="instead of fetching: robots.txt captures of a WARC file "
                              "(response records for /robots.txt, as Common Crawl's)")
     survey.add_argument("--out", required=True, metavar="DIR", help="the survey's folder")
+    survey.add_argument("--store", metavar="URL",
+                        help="redis://HOST:PORT/DB?prefix=NAME: survey one domain list with "
+                             "every worker given this URL, each domain leased to one of them "
+                             "(each worker keeps what it fetched in its own --out; polite "
+                             "report DIR... reads them all)")
+    survey.add_argument("--worker", default="",
+                        help="this worker's name in a shared survey (default HOSTNAME-PID)")
+    survey.add_argument("--lease-s", type=float, default=600.0,
+                        help="how long a worker that stopped answering holds its domains "
+                             "before others take them (default 600; renewed while it lives)")
     survey.add_argument("--concurrency", type=int, default=100,
                         help="domains at once (default 100)")
     survey.add_argument("--https", action="store_true", help="start with https://")
@@ -67,8 +80,12 @@ def add_survey_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
         "report", help="a survey's report: seed 004's tables and figures beside its values",
         description="Write DIR/report/: index.html (every table and figure of seed 004 "
                     "beside the values it reported in 2008), tables/*.csv, data/*.parquet "
-                    "and figures/*.svg, from DIR/survey.sqlite. Needs the survey extra.")
-    report.add_argument("folder", metavar="DIR", help="a survey's folder")
+                    "and figures/*.svg, from DIR/survey.sqlite. Given the folders of a "
+                    "shared survey's workers, their union goes to --out (OUT/survey.sqlite "
+                    "and OUT/report/). Needs the survey extra.")
+    report.add_argument("folders", metavar="DIR", nargs="+", help="a survey's folder")
+    report.add_argument("--out", metavar="FOLDER",
+                        help="where the union of several folders goes (a new folder)")
     report.add_argument("--agent", action="append", metavar="NAME", dest="agents",
                         help="an agent of the access table (repeat; default: search "
                              "engines and AI crawlers, Googlebot to meta-externalagent)")
@@ -84,6 +101,8 @@ def _survey(args: argparse.Namespace, out: TextIO) -> int:
     if sum(source is not None for source in sources) != 1:
         raise ConfigError("give a domain list, --robots-dir FOLDER or --warc FILE (one of "
                           "them)")
+    if args.store is not None and args.domains is None:
+        raise ConfigError("--store shares a domain list: give DOMAINS")
     target = Path(args.out)
     if args.warc is not None:
         return _warc(Path(args.warc), target, out)
@@ -145,6 +164,12 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
         raise ConfigError("--max-uris must be 0 or more")
     if args.delay < 0:
         raise ConfigError("--delay must be 0 or more")
+    if args.lease_s <= 0:
+        raise ConfigError("--lease-s must be above 0")
+    if args.store is not None and not args.store.startswith(("redis://", "rediss://",
+                                                             "unix://")):
+        raise ConfigError(f"--store {args.store}: a shared survey needs redis://, rediss:// "
+                          "or unix://")
     target.mkdir(parents=True, exist_ok=True)
     store = SurveyStore(target / "survey.sqlite")
     show = sys.stderr.isatty() if args.progress is None else args.progress
@@ -164,7 +189,10 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
             harvester.on_site = progress.advance
             harvester.on_start = lambda total: progress.start(total, harvester)
         try:
-            await harvester.run(domains)
+            if args.store is None:
+                await harvester.run(domains)
+            else:
+                await _shared(args, harvester, domains, target)
         finally:
             if progress is not None:
                 progress.stop()
@@ -188,11 +216,55 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
     return 0
 
 
+async def _shared(args: argparse.Namespace, harvester: Harvester,
+                  domains: list[tuple[int | None, str]], target: Path) -> None:
+    """This worker's part of the survey of ``domains`` shared through ``--store``."""
+    import os
+    import socket
+
+    from polite.storage.redis_frontier import RedisFrontier
+    from polite.survey.shared import SharedDomains
+
+    worker = args.worker or f"{socket.gethostname()}-{os.getpid()}"
+    frontier = RedisFrontier.from_url(args.store, worker=worker)
+    shared = SharedDomains(frontier, lease_s=args.lease_s)
+    started = time.time()
+
+    def about(ended: bool) -> dict[str, object]:
+        return {"host": socket.gethostname(), "pid": os.getpid(), "out": str(target),
+                "started": round(started, 3), "fetched": harvester.surveyed,
+                "ended": ended}
+
+    try:
+        await shared.load(domains)
+        if harvester.on_start is not None:
+            harvester.on_start(await shared.left())
+        async with frontier.holding(args.lease_s, about):
+            await harvester.run_shared(shared)
+    finally:
+        await frontier.close()
+
+
 def _report(args: argparse.Namespace, out: TextIO) -> int:
     from polite.survey import DEFAULT_AGENTS, Survey, require_extra, write_report
 
     require_extra()
-    folder = Path(args.folder)
+    if len(args.folders) > 1 or args.out is not None:
+        if args.out is None:
+            raise ConfigError("several folders: say where their union goes with --out FOLDER")
+        from polite.survey.merge import merge_surveys
+
+        folder = Path(args.out)
+        folder.mkdir(parents=True, exist_ok=True)
+        domains = merge_surveys([Path(f) / "survey.sqlite" for f in args.folders],
+                                folder / "survey.sqlite")
+        out.write(f"polite report: {domains:,} domains of {len(args.folders)} folders in "
+                  f"{folder / 'survey.sqlite'}\n")
+    else:
+        folder = Path(args.folders[0])
+    database = folder / "survey.sqlite"
+    if not database.exists():
+        raise ConfigError(f"{folder}: no survey here ({database} is missing)")
     agents = tuple(dict.fromkeys(args.agents)) if args.agents else DEFAULT_AGENTS
     started = time.monotonic()
     with Survey(folder, agents=agents, k=args.k) as survey:

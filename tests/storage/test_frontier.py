@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -40,14 +41,15 @@ def _no_default_path() -> Path:
     raise AssertionError("every test names its store")
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
+@pytest.fixture(params=["memory", "sqlite", "redis", "redis-cluster"])
 async def open_store(request: pytest.FixtureRequest, tmp_path: Path
                      ) -> AsyncIterator[Opener]:
     """Opens a frontier on the test's store; each call a new object on the same data (the
     same object for memory, whose data is the object)."""
     kind = request.param
-    if kind == "redis":
-        server, prefix = (request.getfixturevalue(name) for name in ("redis_url", "redis_prefix"))
+    if kind.startswith("redis"):
+        server, prefix = (request.getfixturevalue(name) for name in (
+            "redis_cluster_url" if kind == "redis-cluster" else "redis_url", "redis_prefix"))
         url = f"{server}?prefix={prefix}"
     else:
         url = {"memory": "memory://", "sqlite": f"sqlite:///{tmp_path / 'frontier.sqlite'}"}[kind]
@@ -252,6 +254,25 @@ async def test_next_due_and_hosts(frontier: FrontierStore) -> None:
     await frontier.done("http://a.example/2", fetched=True)
     assert await frontier.hosts() == [("b.example", 70.0)]
     assert await frontier.next_due("c.example") is None
+
+
+async def test_due_hosts_is_a_bounded_read_of_the_hosts_due(frontier: FrontierStore
+                                                             ) -> None:
+    assert await frontier.due_hosts(100.0, 10) == []
+    await frontier.add([item(f"h{n}.example", 1, not_before=float(n)) for n in range(1, 8)])
+    await frontier.add([item("a.example", 1)])
+    assert await frontier.due_hosts(0.0, 10) == [("a.example", 0.0)]
+    assert await frontier.due_hosts(3.0, 10) == [
+        ("a.example", 0.0), ("h1.example", 1.0), ("h2.example", 2.0), ("h3.example", 3.0)]
+    assert await frontier.due_hosts(100.0, 2) == [("a.example", 0.0), ("h1.example", 1.0)]
+    # a leased URL's host is due when the lease ends
+    await frontier.lease("a.example", 0.0, LEASE_S)
+    assert await frontier.due_hosts(3.0, 10) == [
+        ("h1.example", 1.0), ("h2.example", 2.0), ("h3.example", 3.0)]
+    assert ("a.example", LEASE_S) in await frontier.due_hosts(LEASE_S, 10)
+    await frontier.done("http://a.example/1", fetched=True)
+    assert [host for host, _ in await frontier.due_hosts(1e9, 100)] == [
+        f"h{n}.example" for n in range(1, 8)]
 
 
 async def test_host_fetched_counts_fetched_urls_only(frontier: FrontierStore) -> None:
@@ -486,11 +507,14 @@ async def test_redis_keys_follow_the_prefix_and_the_host_tag(redis_url: str,
         await store.lease("a.example", 0.0, LEASE_S)
         await store.set_host_state("a.example", "x")
         keys = sorted([k.decode() async for k in look.scan_iter(f"{redis_prefix}*")])
-        per_host = [k for k in keys if "{" in k]
-        assert all(k.split("{")[1].split("}")[0] in ("a.example", "b.example", "c.example")
-                   for k in per_host)
-        assert sorted(set(keys) - set(per_host)) == [
-            f"{redis_prefix}f:counts", f"{redis_prefix}f:hosts"]
+        tags = {k.split("{")[1].split("}")[0] for k in keys if "{" in k}
+        # each host's keys share its tag, the crawl-wide keys share "f": two slots at most
+        # for any operation, never one script over both
+        assert tags == {"a.example", "b.example", "c.example", "f"}
+        assert sorted(k for k in keys if "{f}" in k) == [
+            f"{redis_prefix}{{f}}:applied", f"{redis_prefix}{{f}}:counts",
+            f"{redis_prefix}{{f}}:hosts"]
+        assert all("{" in k for k in keys)
         with pytest.raises(InvalidURL, match=r"on the host 'b\.example'"):
             await store.add([FrontierItem("http://a.example/x", "b.example")])
         with pytest.raises(InvalidURL, match="not an http"):
@@ -498,6 +522,97 @@ async def test_redis_keys_follow_the_prefix_and_the_host_tag(redis_url: str,
     finally:
         await store.close()
         await look.aclose()
+
+
+@pytest.mark.parametrize("server", ["redis_url", "redis_cluster_url"])
+async def test_redis_counts_mend_after_a_worker_killed_between_its_two_calls(
+        server: str, redis_prefix: str, request: pytest.FixtureRequest) -> None:
+    """A host's change is one script in its slot, the crawl-wide index and counts a second
+    call in another: a worker killed between the two leaves them behind, and the host's
+    next change (or a lease that finds nothing) brings them back exact."""
+    url = f"{request.getfixturevalue(server)}?prefix={redis_prefix}"
+    store = RedisFrontier.from_url(url, worker="w1")
+    other = RedisFrontier.from_url(url, worker="w2")
+    try:
+        await store.add([item("a.example", 1), item("b.example", 1), item("b.example", 2)])
+        taken = await store.lease("a.example", 0.0, LEASE_S)
+        assert taken is not None
+        # w1 acknowledges the URL, and dies before it updates the crawl-wide keys.
+        short = "h/1"
+        await store._done(keys=store._keys("a.example"),
+                          args=["a.example", short, "1", "", hashlib.blake2b(
+                              short.encode(), digest_size=8).digest(), "w1"])
+        assert await other.counts() == FrontierCounts(2, 1, 0, 0)  # behind
+        # The host stays in the index, due when the lease would have ended; a worker that
+        # tries it then finds nothing and sends the host's state.
+        assert await other.due_hosts(LEASE_S, 10) == [("b.example", 0.0),
+                                                      ("a.example", LEASE_S)]
+        assert await other.lease("a.example", LEASE_S, LEASE_S) is None
+        assert await other.counts() == FrontierCounts(2, 0, 1, 0)
+        assert await other.hosts() == [("b.example", 0.0)]
+        assert await other.host_fetched() == {"a.example": 1}
+        # A lost update followed by another change of the host: the change carries all.
+        got = await other.lease("b.example", 1.0, LEASE_S)
+        assert got is not None
+        await other._release(keys=other._keys("b.example"),
+                             args=["b.example", "h/1", 0, "0", "w2"])
+        assert await other.counts() == FrontierCounts(1, 1, 1, 0)  # behind
+        await other.add([item("b.example", 3)])
+        assert await other.counts() == FrontierCounts(3, 0, 1, 0)
+        assert await other.hosts() == [("b.example", 0.0)]
+    finally:
+        await store.close()
+        await other.close()
+
+
+async def test_redis_leases_have_owners_and_a_late_worker_changes_nothing(
+        redis_url: str, redis_prefix: str) -> None:
+    url = f"{redis_url}?prefix={redis_prefix}"
+    first = RedisFrontier.from_url(url, worker="w1")
+    second = RedisFrontier.from_url(url, worker="w2")
+    try:
+        await first.add([item("a.example", 1), item("a.example", 2)])
+        taken = await first.lease("a.example", 0.0, 5.0)
+        assert taken is not None and taken.url.endswith("/1")
+        # w1's lease runs out and w2 takes the URL: w1's word on it no longer counts.
+        again = await second.lease("a.example", 6.0, 5.0)
+        assert again is not None and again.url == taken.url
+        await first.done(taken.url, fetched=True)
+        await first.release(taken)
+        assert (await first.counts()).leased == 1
+        await second.done(again.url, fetched=True)
+        assert await first.counts() == FrontierCounts(1, 0, 1, 0)
+        # A lease that ran out but was not taken since is still its owner's to acknowledge.
+        late = await first.lease("a.example", 7.0, 1.0)
+        assert late is not None
+        await first.done(late.url, fetched=False)
+        assert await first.counts() == FrontierCounts(0, 0, 1, 1)
+        # The seen set keeps digests, and still knows both URLs.
+        assert await second.add([item("a.example", 1), item("a.example", 2)]) == []
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_redis_workers_beat_on_the_servers_clock(redis_url: str,
+                                                        redis_prefix: str) -> None:
+    url = f"{redis_url}?prefix={redis_prefix}"
+    worker = RedisFrontier.from_url(url, worker="m1-42")
+    watcher = RedisFrontier.from_url(url)
+    try:
+        with pytest.raises(ConfigError, match="worker name"):
+            await watcher.heartbeat({})
+        at = await worker.heartbeat({"fetched": 3})
+        now, beats = await watcher.workers()
+        assert [(b.worker, b.about) for b in beats] == [("m1-42", {"fetched": 3})]
+        assert beats[0].at == pytest.approx(at) and 0 <= now - at < 5
+        await worker.add([item("a.example", 1)])
+        assert await watcher.host_count() == (1, 0)
+        await worker.forget_worker()
+        assert (await watcher.workers())[1] == []
+    finally:
+        await worker.close()
+        await watcher.close()
 
 
 # -- every backend against the memory one, on random operations ------------------------------

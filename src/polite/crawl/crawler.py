@@ -56,6 +56,9 @@ REFUSED = "refused: "
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 REDIRECTS = (301, 302, 303, 307, 308)
 RETRIED = (429, 503)
+# Hosts a worker sharing the frontier reads at each poll, at most: a worker's hosts at once
+# are far fewer, and those it misses come up again at the next poll.
+DUE_HOSTS_READ = 1_000
 # A host told to wait is asked again a little after the time it was given (5 ms and 2 % of
 # the wait, 50 ms at most): the spacing is then kept where it is measured, at the site,
 # whatever the milliseconds a request takes to leave here and to be read there on a busy
@@ -226,6 +229,8 @@ class Crawler:
         self._slots = asyncio.Semaphore(max(1, self.settings.concurrency))
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopping = False
+        self._shared = False
+        self._poll_s = 1.0
         self._user_agent = self.settings.user_agent or self.settings.agent
 
     # -- the frontier -----------------------------------------------------------------------
@@ -260,6 +265,10 @@ class Crawler:
 
     # -- the scheduler ----------------------------------------------------------------------
 
+    @property
+    def frontier(self) -> FrontierStore:
+        return self._frontier
+
     async def counts(self) -> FrontierCounts:
         """The frontier's totals, over every run of this crawl."""
         return await self._frontier.counts()
@@ -269,16 +278,25 @@ class Crawler:
         self._stopping = True
         self._wake.set()
 
-    async def run(self, *, owns_store: bool = True) -> CrawlStats:
+    async def run(self, *, owns_store: bool = True, poll_s: float = 1.0) -> CrawlStats:
         """Crawl until the frontier has nothing due (with ``revisit``, until stopped).
         ``owns_store``: no other worker shares the frontier, so leases left by an earlier
-        run that was killed come back at once."""
+        run that was killed come back at once. Without it, workers share the frontier: each
+        asks it every ``poll_s`` for the hosts the others filled or gave back (a dead
+        worker's leases come back when they run out), and returns once the frontier has
+        nothing queued or leased."""
+        self._shared = not owns_store
+        self._poll_s = poll_s
         if owns_store:
             await self._frontier.requeue_leased()
         self._seed_hosts.update(await self._frontier.seed_hosts())
         self._host_fetched.update(await self._frontier.host_fetched())
         self._fetched_total = sum(self._host_fetched.values())
-        for host, due in await self._frontier.hosts():
+        # alone, every host is this worker's; sharing, those due soon (the others come up
+        # at the polls)
+        for host, due in (await self._frontier.hosts() if owns_store else
+                          await self._frontier.due_hosts(self._clock() + poll_s,
+                                                         DUE_HOSTS_READ)):
             self._schedule(host, due)
         try:
             await self._loop()
@@ -294,14 +312,44 @@ class Crawler:
         limit = self.settings.max_pages
         return limit is None or self._fetched_total + self.stats.in_flight < limit
 
+    async def _poll(self) -> bool:
+        """Take in what the other workers did to the shared frontier: the hosts with URLs
+        due (those this worker holds reschedule themselves), new seeds' hosts. True when
+        the frontier has nothing queued or leased: the crawl is over for every worker."""
+        counts = await self._frontier.counts()
+        if counts.queued + counts.leased == 0:
+            return True
+        self._seed_hosts.update(await self._frontier.seed_hosts())
+        # a bounded read: the hosts due before the next poll, not every host of the crawl
+        for host, due in await self._frontier.due_hosts(self._clock() + self._poll_s,
+                                                        DUE_HOSTS_READ):
+            if host not in self._pending and not self._in_flight[host]:
+                self._schedule(host, due)
+        return False
+
+    async def _idle(self, wait_s: float | None) -> None:
+        """Wait for a fetch to end, a host to be scheduled or ``wait_s``."""
+        self._wake.clear()
+        if wait_s is None:
+            await self._wake.wait()
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout=max(0.0, wait_s))
+
     async def _loop(self) -> None:
+        next_poll = self._clock() + self._poll_s
         while not self._stopping:
             self.stats.waiting_hosts = len(self._due)
-            if not self._heap or not self._budget_left():
-                if not self.stats.in_flight:
+            if self._shared and self._clock() >= next_poll:
+                if await self._poll() and not self.stats.in_flight:
                     return
-                self._wake.clear()
-                await self._wake.wait()
+                next_poll = self._clock() + self._poll_s
+            until_poll = next_poll - self._clock() if self._shared else None
+            budget = self._budget_left()
+            if not self._heap or not budget:
+                if not self.stats.in_flight and (not self._shared or not budget):
+                    return
+                await self._idle(until_poll)
                 continue
             at, host = self._heap[0]
             if self._due.get(host) != at:
@@ -309,9 +357,7 @@ class Crawler:
                 continue
             wait = at - self._clock()
             if wait > 0:
-                self._wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout=wait)
+                await self._idle(wait if until_poll is None else min(wait, until_poll))
                 continue
             heapq.heappop(self._heap)
             del self._due[host]

@@ -137,8 +137,14 @@ class Politeness:
         adaptive_factor: float = ADAPTIVE_FACTOR,
         backoff: bool = True,
         activity: Activity | None = None,
+        send_slack_s: float = 0.0,
     ) -> None:
         self._robots = robots
+        # A request given a slot may leave up to this late (a busy process, a connection to
+        # open) and the spacing still holds at the site: a host's delay is claimed this much
+        # longer. Processes sharing a store need it, for another's claim may come while this
+        # one's request is still on its way out (one process notes its own late starts).
+        self.send_slack_s = send_slack_s
         self.allow_private = allow_private
         self._store = store
         self._clock = clock
@@ -266,7 +272,8 @@ class Politeness:
                                   delay_source="Visit-time window", next_at=opens)
                     continue
             candidates.setdefault(host, []).append(
-                _Ask(index, url, host, delays, delays.interval_s))
+                _Ask(index, url, host, delays, delays.interval_s
+                     + (self.send_slack_s if delays.interval_s > 0 else 0.0)))
 
         requests = [(host, tuple(a.interval_s for a in group))
                     for host, group in candidates.items()]
@@ -323,8 +330,11 @@ class Politeness:
 
     async def note_late_start(self, url: str, late_s: float) -> None:
         """The request given ``url``'s slot went out ``late_s`` after it (it had a connection
-        to open): the host's next slot counts from when it really went."""
-        await self._store.shift_start(split_origin(url)[1], late_s)
+        to open): the host's next slot counts from when it really went (what the slack
+        claimed with the slot did not cover)."""
+        late_s -= self.send_slack_s
+        if late_s > 0:
+            await self._store.shift_start(split_origin(url)[1], late_s)
 
     async def note_response(self, url: str, status: int, *, elapsed_s: float | None = None,
                             retry_after: str | None = None) -> float | None:

@@ -124,6 +124,12 @@ class FrontierStore(Protocol):
         """Every host with URLs queued or leased, and when its earliest one is due."""
         ...
 
+    async def due_hosts(self, now: float, limit: int) -> list[tuple[str, float]]:
+        """At most ``limit`` of the hosts due by ``now`` (as :meth:`hosts` gives them), the
+        earliest first: what a worker sharing the frontier asks for now and then, bounded
+        whatever the crawl's size."""
+        ...
+
     async def host_fetched(self) -> dict[str, int]:
         """URLs fetched per host (for per-host budgets after a restart)."""
         ...
@@ -268,6 +274,10 @@ class MemoryFrontier:
             if due is not None:
                 found.append((host, due))
         return found
+
+    async def due_hosts(self, now: float, limit: int) -> list[tuple[str, float]]:
+        due = sorted((at, host) for host, at in await self.hosts() if at <= now)
+        return [(host, at) for at, host in due[:limit]]
 
     async def host_fetched(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -442,6 +452,13 @@ class SQLiteFrontier:
             (LEASED, QUEUED, LEASED)).fetchall()
         return [(host, float(due)) for host, due in rows]
 
+    async def due_hosts(self, now: float, limit: int) -> list[tuple[str, float]]:
+        rows = self._db.execute(
+            "SELECT host, MIN(CASE state WHEN ? THEN lease_until ELSE not_before END) AS due "
+            "FROM frontier WHERE state IN (?, ?) GROUP BY host HAVING due <= ? "
+            "ORDER BY due, host LIMIT ?", (LEASED, QUEUED, LEASED, now, limit)).fetchall()
+        return [(host, float(due)) for host, due in rows]
+
     async def host_fetched(self) -> dict[str, int]:
         rows = self._db.execute("SELECT host, COUNT(*) FROM frontier WHERE state = ? "
                                 "GROUP BY host", (FETCHED,)).fetchall()
@@ -482,11 +499,12 @@ class SQLiteFrontier:
 
 
 def open_frontier(url: str, *, default_path: Callable[[], Path],
-                  store: object = None) -> FrontierStore:
+                  store: object = None, worker: str = "") -> FrontierStore:
     """A frontier from a store URL (``sqlite:///PATH``, ``memory://``,
     ``redis://HOST:PORT/DB[?prefix=P]``); ``default_path`` gives the file when ``url`` is
     empty. An SQLite frontier shares the connection of ``store`` when it is an
-    :class:`SQLiteStore` on the same file."""
+    :class:`SQLiteStore` on the same file. ``worker`` names the leases' owner in a frontier
+    that workers share (Redis)."""
     shared = store if isinstance(store, SQLiteStore) else None
     if not url:
         return SQLiteFrontier(default_path(), store=shared)
@@ -498,5 +516,5 @@ def open_frontier(url: str, *, default_path: Callable[[], Path],
         # Here, not at the top: the Redis backend imports this module's item and counts.
         from polite.storage.redis_frontier import RedisFrontier
 
-        return RedisFrontier.from_url(url)
+        return RedisFrontier.from_url(url, worker=worker)
     raise ConfigError(f"no frontier for the store {url!r}")

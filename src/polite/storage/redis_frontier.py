@@ -2,8 +2,12 @@
 
 Every key of a host carries the hash tag ``{HOST}``, so that in a Redis Cluster all of a
 host's keys share one slot and each operation on a host is one Lua script, atomic on the
-server. Keys (``PREFIX`` as :class:`polite.storage.RedisStore`'s, ``polite:`` unless the URL
-says ``?prefix=``):
+server; the crawl-wide keys carry the tag ``{f}`` and share another. No script touches
+both: a host's script returns the host's state (a version, its due time, its counts) and
+the client applies it to the crawl-wide keys in a second call (``_APPLY``), which takes a
+state only if it is newer than the one it has and moves the counts by the difference from
+the host's last state. Keys (``PREFIX`` as :class:`polite.storage.RedisStore`'s,
+``polite:`` unless the URL says ``?prefix=``):
 
 - ``PREFIX fq:{HOST}`` zset short URL -> seq: queued URLs that may be taken, in queue order;
 - ``PREFIX fd:{HOST}`` zset short URL -> not_before: queued URLs whose time has not come
@@ -12,13 +16,40 @@ says ``?prefix=``):
   not 0 (what :meth:`RedisFrontier.next_due` needs to know of them);
 - ``PREFIX fl:{HOST}`` zset short URL -> end of the lease: leased URLs;
 - ``PREFIX fi:{HOST}`` hash short URL -> packed item, for queued and leased URLs only;
-- ``PREFIX fs:{HOST}`` set of the short URLs decided (fetched or skipped): with ``fi``, the
-  seen set, each URL in one of the two;
-- ``PREFIX fm:{HOST}`` hash ``seq`` (the host's queue counter) and ``state``;
-- ``PREFIX f:hosts`` zset HOST -> next due time, every host with URLs queued or leased;
+- ``PREFIX fo:{HOST}`` hash short URL -> the worker holding its lease (the owner);
+- ``PREFIX fs:{HOST}`` set of the URLs decided (fetched or skipped), each as the first 8
+  bytes of the BLAKE2b digest of its short URL: with ``fi``, the seen set, each URL in one
+  of the two;
+- ``PREFIX fm:{HOST}`` hash ``seq`` (the host's queue counter), ``state``, the host's
+  counts ``q`` / ``l`` / ``f`` / ``s`` (URLs queued, leased, fetched, skipped) and ``v``
+  (the version of its state, one more at each change);
+- ``PREFIX {f}:hosts`` zset HOST -> next due time, every host with URLs queued or leased
+  (read a bounded slice at a time by :meth:`RedisFrontier.due_hosts`);
+- ``PREFIX {f}:counts`` hash ``q`` / ``l`` / ``f`` / ``s``, the sums of the hosts' counts;
+  ``PREFIX {f}:fetched`` hash HOST -> URLs fetched; ``PREFIX {f}:applied`` hash HOST -> the
+  last state applied (``version,q,l,f,s``);
 - ``PREFIX f:seeds`` set of the seeds' hosts (the crawl's scope);
-- ``PREFIX f:counts`` hash ``q`` / ``l`` / ``f`` / ``s``: URLs queued, leased, fetched,
-  skipped; ``PREFIX f:fetched`` hash HOST -> URLs fetched.
+- ``PREFIX {f}:workers`` hash WORKER -> what it last said of itself (JSON),
+  ``PREFIX {f}:beats`` hash WORKER -> the server's time of its last heartbeat.
+
+A worker killed between a host's script and its second call leaves the crawl-wide keys one
+state behind for that host, never ahead: the host's next change carries its whole state;
+a host queued for the first time is put in the index before its script runs (no later than
+its true due time); and a host still in the index whose URLs are all decided comes up due,
+where the lease that finds nothing sends its state. So the queued and leased counts (which
+say when the crawl is over) are exact again once a dead worker's leases end; a skipped
+count of a host whose URLs were only marked seen, and never queued since, may stay behind.
+
+The seen set keeps 8-byte digests, not URLs: a decided URL costs a set member of 8 bytes
+where its text was about 60 (bench/frontier_redis_memory.py). Two URLs of one host whose
+digests agree would be taken for one: with ``n`` URLs decided on a host the odds of any such
+pair are about ``n**2 / 2**65`` (2.7e-10 for 100,000 URLs), and over a crawl at most
+``n_max * N / 2**65`` for ``N`` URLs in all (3e-6 for a billion URLs, no host over
+100,000): a URL lost to a collision is never fetched, nothing else goes wrong.
+
+Leases have owners: a frontier made with ``worker=`` writes its name on each URL it leases,
+and its acknowledgement or release of a URL another worker has leased since (its own lease
+ran out) changes nothing.
 
 A *short URL* is the URL without its scheme and host, which the keys already say: ``h`` for
 http or ``s`` for https, then the rest (``h/a?b``, ``s:8443/``). A *packed item* is
@@ -33,26 +64,32 @@ it, so an item on another host is refused with :class:`InvalidURL`.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import hashlib
 import json
-from collections.abc import Sequence
-from typing import Any, cast
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, NamedTuple, cast
 
 import redis.asyncio as aioredis
 
-from polite.errors import InvalidURL
+from polite.errors import ConfigError, InvalidURL
 from polite.storage.frontier import NO_BATCH, Batch, FrontierCounts, FrontierItem
 from polite.storage.redis import _text, client_from_url
 
-__all__ = ["RedisFrontier"]
+__all__ = ["RedisFrontier", "WorkerBeat"]
 
-# Every per-host script sees the same KEYS: the host's seven keys, then the three global
-# ones; ARGV[1] is the host. The global keys are in other Cluster slots: for a Cluster the
-# script must leave them alone and return the host's new due time and the counter changes,
-# for the client to apply in a second call.
+# Every per-host script sees the same KEYS, the host's eight keys (one Cluster slot, by the
+# hash tag), and no other: the crawl-wide index and counts are in another slot, written by
+# _APPLY in a second call. ARGV[1] is the host. Each script returns {its answer, the host's
+# state}: the state is {version, due ("" none), queued, leased, fetched, skipped}, or
+# false when nothing changed (a version is taken only by a change).
 _PRELUDE = """
-local fq, fd, fp, fl, fi, fs, fm = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local hosts, counts, fetched = KEYS[8], KEYS[9], KEYS[10]
+local fq, fd, fp, fl, fi, fs, fm, fo = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6],
+  KEYS[7], KEYS[8]
 local host = ARGV[1]
+local changed = false
 
 local function unpack_item(packed)
   return string.match(packed, '^(%d+),(%d+),([^,]*),(.*)$')
@@ -75,7 +112,7 @@ local function first_score(key)
 end
 
 -- The host's earliest queued or leased URL is due at its not_before or the end of its lease.
-local function reindex()
+local function due_at()
   local due = nil
   local function consider(at)
     if at ~= nil and (due == nil or at < due) then due = at end
@@ -84,51 +121,99 @@ local function reindex()
   consider(first_score(fp))
   consider(first_score(fd))
   consider(first_score(fl))
-  if due == nil then
-    redis.call('ZREM', hosts, host)
-  else
-    redis.call('ZADD', hosts, string.format('%.17g', due), host)
-  end
+  if due == nil then return '' end
+  return string.format('%.17g', due)
 end
 
 local function count(field, n)
-  if n ~= 0 then redis.call('HINCRBY', counts, field, n) end
+  if n ~= 0 then
+    redis.call('HINCRBY', fm, field, n)
+    changed = true
+  end
+end
+
+-- The host's state for the crawl-wide index and counts; forced: also when unchanged (a
+-- lease that found nothing tells the index what is true, mending a lost _APPLY).
+local function state(forced)
+  if not changed and not forced then return false end
+  local v = redis.call('HINCRBY', fm, 'v', 1)
+  local c = redis.call('HMGET', fm, 'q', 'l', 'f', 's')
+  return {v, due_at(), tonumber(c[1] or 0), tonumber(c[2] or 0), tonumber(c[3] or 0),
+          tonumber(c[4] or 0)}
+end
+
+-- Whether ``url`` is leased, and to ``owner`` when one is named (a worker whose lease ran
+-- out and was taken by another may no longer decide the URL).
+local function holds(url, owner)
+  if redis.call('ZSCORE', fl, url) == false then return false end
+  return owner == '' or redis.call('HGET', fo, url) == owner
 end
 """
 
-# ARGV: host, "1" to mark seen ("0" to queue), then per item: short URL, attempts,
-# not_before, JSON. Returns 1 or 0 per item: whether it was new.
+# KEYS: the crawl-wide index (zset HOST -> due), counts (hash), fetched per host (hash) and
+# each host's last state applied (hash HOST -> "version,q,l,f,s"), all of one slot. ARGV:
+# the host and its state as a per-host script returned it. A state older than the one
+# applied changes nothing, so states may arrive late, twice or out of order; the counts move
+# by the difference from the host's last state, so they are exact once each host's latest
+# state is applied, whatever was lost to a kill before.
+_APPLY = """
+local hosts, counts, fetched, applied = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local host, v = ARGV[1], tonumber(ARGV[2])
+local old = {0, 0, 0, 0, 0}
+local last = redis.call('HGET', applied, host)
+if last then
+  local i = 1
+  for n in string.gmatch(last, '[^,]+') do old[i] = tonumber(n); i = i + 1 end
+end
+if v <= old[1] then return 0 end
+local fields = {'q', 'l', 'f', 's'}
+for i = 1, 4 do
+  local delta = tonumber(ARGV[3 + i]) - old[i + 1]
+  if delta ~= 0 then redis.call('HINCRBY', counts, fields[i], delta) end
+end
+if tonumber(ARGV[6]) > 0 then redis.call('HSET', fetched, host, ARGV[6]) end
+if ARGV[3] == '' then
+  redis.call('ZREM', hosts, host)
+else
+  redis.call('ZADD', hosts, ARGV[3], host)
+end
+redis.call('HSET', applied, host, table.concat({ARGV[2], ARGV[4], ARGV[5], ARGV[6], ARGV[7]},
+                                               ','))
+return 1
+"""
+
+# ARGV: host, "1" to mark seen ("0" to queue), then per item: short URL, its digest,
+# attempts, not_before, JSON. Returns 1 or 0 per item: whether it was new.
 _ADD = _PRELUDE + """
 local mark = ARGV[2] == '1'
 local out = {}
 local new = 0
-for i = 3, #ARGV, 4 do
+for i = 3, #ARGV, 5 do
   local url = ARGV[i]
-  if redis.call('HEXISTS', fi, url) == 0 and redis.call('SISMEMBER', fs, url) == 0 then
+  if redis.call('HEXISTS', fi, url) == 0 and redis.call('SISMEMBER', fs, ARGV[i + 1]) == 0
+  then
     new = new + 1
     out[#out + 1] = 1
     if mark then
-      redis.call('SADD', fs, url)
+      redis.call('SADD', fs, ARGV[i + 1])
     else
       local seq = string.format('%d', redis.call('HINCRBY', fm, 'seq', 1))
-      redis.call('HSET', fi, url, seq .. ',' .. ARGV[i + 1] .. ',' .. ARGV[i + 2] .. ','
-                 .. ARGV[i + 3])
-      enqueue(url, seq, ARGV[i + 2])
+      redis.call('HSET', fi, url, seq .. ',' .. ARGV[i + 2] .. ',' .. ARGV[i + 3] .. ','
+                 .. ARGV[i + 4])
+      enqueue(url, seq, ARGV[i + 3])
     end
   else
     out[#out + 1] = 0
   end
 end
-if mark then
-  count('s', new)
-elseif new > 0 then
-  count('q', new)
-  reindex()
-end
-return out
+if mark then count('s', new) else count('q', new) end
+-- queueing, the client put the host in the index first, maybe earlier than true: the state
+-- is sent whatever changed, to set it right
+return {out, state(not mark)}
 """
 
-# ARGV: host, now, the lease's end. Returns the short URL and its packed item, or nil.
+# ARGV: host, now, the lease's end, the worker ("" none). Returns the short URL and its
+# packed item, or nil.
 _LEASE = _PRELUDE + """
 local url = nil
 local expired = redis.call('ZRANGEBYSCORE', fl, '-inf', ARGV[2])
@@ -148,21 +233,25 @@ else
     redis.call('ZADD', fp, due[j + 1], due[j])
   end
   url = redis.call('ZRANGE', fq, 0, 0)[1]
-  if url == nil then return nil end
+  if url == nil then return {false, state(true)} end
   redis.call('ZREM', fq, url)
   redis.call('ZREM', fp, url)
   count('q', -1)
   count('l', 1)
 end
 redis.call('ZADD', fl, ARGV[3], url)
-reindex()
-return {url, redis.call('HGET', fi, url)}
+if ARGV[4] ~= '' then redis.call('HSET', fo, url, ARGV[4]) end
+changed = true  -- the host's due time moved
+return {{url, redis.call('HGET', fi, url)}, state(false)}
 """
 
-# ARGV: host, short URL, "1" if fetched, the revisit time or "". Returns 1 if it was leased.
+# ARGV: host, short URL, "1" if fetched, the revisit time or "", the URL's digest, the
+# worker ("" any). Returns 1 if it was leased (to the worker).
 _DONE = _PRELUDE + """
 local url = ARGV[2]
-if redis.call('ZREM', fl, url) == 0 then return 0 end
+if not holds(url, ARGV[6]) then return {0, false} end
+redis.call('ZREM', fl, url)
+redis.call('HDEL', fo, url)
 count('l', -1)
 if ARGV[4] ~= '' then
   local _, _, _, rest = unpack_item(redis.call('HGET', fi, url))
@@ -172,29 +261,26 @@ if ARGV[4] ~= '' then
   count('q', 1)
 else
   redis.call('HDEL', fi, url)
-  redis.call('SADD', fs, url)
-  if ARGV[3] == '1' then
-    count('f', 1)
-    redis.call('HINCRBY', fetched, host, 1)
-  else
-    count('s', 1)
-  end
+  redis.call('SADD', fs, ARGV[5])
+  if ARGV[3] == '1' then count('f', 1) else count('s', 1) end
 end
-reindex()
-return 1
+return {1, state(false)}
 """
 
-# ARGV: host, short URL, attempts, not_before. Returns 1 if it was leased.
+# ARGV: host, short URL, attempts, not_before, the worker ("" any). Returns 1 if it was
+# leased (to the worker).
 _RELEASE = _PRELUDE + """
 local url = ARGV[2]
-if redis.call('ZREM', fl, url) == 0 then return 0 end
+if not holds(url, ARGV[5]) then return {0, false} end
+redis.call('ZREM', fl, url)
+redis.call('HDEL', fo, url)
 local seq, _, _, rest = unpack_item(redis.call('HGET', fi, url))
 redis.call('HSET', fi, url, seq .. ',' .. ARGV[3] .. ',' .. ARGV[4] .. ',' .. rest)
 enqueue(url, seq, ARGV[4])
 count('l', -1)
 count('q', 1)
-reindex()
-return 1
+changed = true  -- the host's due time moved
+return {1, state(false)}
 """
 
 # ARGV: host. Every lease of the host given back; returns how many.
@@ -205,12 +291,35 @@ for _, url in ipairs(leased) do
   enqueue(url, seq, nb)
 end
 if #leased > 0 then
-  redis.call('DEL', fl)
+  redis.call('DEL', fl, fo)
   count('l', -#leased)
   count('q', #leased)
-  reindex()
 end
-return #leased
+return {#leased, state(false)}
+"""
+
+# KEYS: the workers' hash, the heartbeats' hash. ARGV: the worker, what it says (JSON).
+# Returns the server's time.
+_BEAT = """
+local t = redis.call('TIME')
+local now = string.format('%d.%06d', t[1], t[2])
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[2], ARGV[1], now)
+return now
+"""
+
+# ARGV: host, the leases' new end, the worker, then short URLs. Each URL still leased to
+# the worker is held until the new end; returns how many were.
+_RENEW = _PRELUDE + """
+local kept = 0
+for i = 4, #ARGV do
+  if holds(ARGV[i], ARGV[3]) then
+    redis.call('ZADD', fl, ARGV[2], ARGV[i])
+    kept = kept + 1
+    changed = true  -- the host's due time moved
+  end
+end
+return {kept, state(false)}
 """
 
 _DEFAULTS: tuple[Any, ...] = (0, "seed", 0, None, None, None, None)
@@ -234,6 +343,11 @@ def _split(url: str) -> tuple[str, str]:
     if not host:
         raise InvalidURL(f"the frontier URL {url!r} has no host")
     return host, tag + rest[end:]
+
+
+def _digest(short: str) -> bytes:
+    """A short URL's member of the seen set (see the module's notes on collisions)."""
+    return hashlib.blake2b(short.encode(), digest_size=8).digest()
 
 
 def _long(host: str, short: str) -> str:
@@ -272,28 +386,73 @@ class RedisFrontier:
     :class:`polite.storage.RedisStore`.
     """
 
-    def __init__(self, client: aioredis.Redis, *, prefix: str = "polite:") -> None:
+    def __init__(self, client: aioredis.Redis, *, prefix: str = "polite:",
+                 worker: str = "") -> None:
         self._redis = client
         self._prefix = prefix
+        self.worker = worker
+        self._beat = client.register_script(_BEAT)
+        self._renew = client.register_script(_RENEW)
+        self._held: dict[str, set[str]] = {}  # host -> short URLs this worker leased
         self._add = client.register_script(_ADD)
         self._lease = client.register_script(_LEASE)
         self._done = client.register_script(_DONE)
         self._release = client.register_script(_RELEASE)
         self._requeue = client.register_script(_REQUEUE)
+        self._apply = client.register_script(_APPLY)
+        g = f"{prefix}{{f}}:"  # the crawl-wide keys: one Cluster slot by their hash tag
+        self._index, self._counts, self._fetched = f"{g}hosts", f"{g}counts", f"{g}fetched"
+        self._applied = f"{g}applied"
+        self._workers, self._beats = f"{g}workers", f"{g}beats"
 
     @classmethod
-    def from_url(cls, url: str) -> RedisFrontier:
-        """``redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]`` (``rediss://`` for TLS)."""
+    def from_url(cls, url: str, *, worker: str = "") -> RedisFrontier:
+        """``redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]`` (``rediss://`` for TLS); the
+        prefix names the crawl, so that several crawls share one Redis."""
         client, prefix = client_from_url(url)
-        return cls(client, prefix=prefix)
+        return cls(client, prefix=prefix, worker=worker)
+
+    @property
+    def client(self) -> aioredis.Redis:
+        """The connection, for keys of the same crawl kept beside the frontier's."""
+        return self._redis
+
+    @property
+    def prefix(self) -> str:
+        return self._prefix
 
     def batch(self) -> Batch:
         return NO_BATCH  # each change is a script of its own, atomic on the server
 
     def _keys(self, host: str) -> list[str]:
         p = self._prefix
-        return [f"{p}{name}:{{{host}}}" for name in ("fq", "fd", "fp", "fl", "fi", "fs", "fm")
-                ] + [f"{p}f:hosts", f"{p}f:counts", f"{p}f:fetched"]
+        return [f"{p}{name}:{{{host}}}" for name in ("fq", "fd", "fp", "fl", "fi", "fs", "fm",
+                                                         "fo")]
+
+    async def _run(self, calls: Sequence[tuple[Any, str, list[Any]]]) -> list[Any]:
+        """Per-host scripts ``(script, host, args)`` in one round trip, then the states they
+        changed applied to the crawl-wide keys in a second; returns their answers. A worker
+        killed between the two leaves the index and counts one state behind for those
+        hosts: the next change of the host brings them up to date (its state carries
+        everything), and a host left in the index comes up due, where a lease that finds
+        nothing sends its state."""
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for script, host, args in calls:
+                await script(keys=self._keys(host), args=args, client=pipe)
+            replies = await pipe.execute()
+        states = [(host, reply[1]) for (_, host, _), reply in zip(calls, replies, strict=True)
+                  if reply[1]]
+        if states:
+            keys = [self._index, self._counts, self._fetched, self._applied]
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for host, state in states:
+                    await self._apply(keys=keys, args=[host, *(_text(v) if isinstance(
+                        v, bytes) else v for v in state)], client=pipe)
+                await pipe.execute()
+        return [reply[0] for reply in replies]
+
+    async def _one(self, script: Any, host: str, args: list[Any]) -> Any:
+        return (await self._run([(script, host, args)]))[0]
 
     async def _insert(self, items: Sequence[FrontierItem], mark: bool) -> list[FrontierItem]:
         by_host: dict[str, list[tuple[int, str]]] = {}
@@ -305,14 +464,21 @@ class RedisFrontier:
             by_host.setdefault(host, []).append((at, short))
         # One script per host, all in one round trip: each host's change is atomic, the
         # batch as a whole is not (nor need it be: a URL belongs to one host).
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for host, shorts in by_host.items():
-                args: list[str | int] = [host, "1" if mark else "0"]
-                for at, short in shorts:
-                    item = items[at]
-                    args += [short, item.attempts, _number(item.not_before), _pack_rest(item)]
-                await self._add(keys=self._keys(host), args=args, client=pipe)
-            replies = await pipe.execute()
+        calls = []
+        for host, shorts in by_host.items():
+            args: list[str | int | bytes] = [host, "1" if mark else "0"]
+            for at, short in shorts:
+                item = items[at]
+                args += [short, _digest(short), item.attempts, _number(item.not_before),
+                         _pack_rest(item)]
+            calls.append((self._add, host, args))
+        if not mark and calls:
+            # A new host is in the index before its URLs are queued (never later than its
+            # true due time, whatever is lost to a kill); _APPLY then sets the true one.
+            await self._redis.zadd(self._index, {host: min(
+                (items[at].not_before for at, _ in by_host[host]), default=0.0)
+                for host in by_host}, lt=True)
+        replies = await self._run(calls)
         new = sorted(at for (_, shorts), flags in zip(by_host.items(), replies, strict=True)
                      for (at, _), flag in zip(shorts, flags, strict=True) if flag)
         return [items[at] for at in new]
@@ -324,11 +490,14 @@ class RedisFrontier:
         return await self._insert(items, True)
 
     async def lease(self, host: str, now: float, lease_s: float) -> FrontierItem | None:
-        reply = cast(list[bytes] | None, await self._lease(
-            keys=self._keys(host), args=[host, repr(float(now)), repr(float(now + lease_s))]))
+        reply = cast(list[bytes] | None, await self._one(
+            self._lease, host,
+            [host, repr(float(now)), repr(float(now + lease_s)), self.worker]))
         if reply is None:
             return None
         short, packed = reply
+        if self.worker:
+            self._held.setdefault(host, set()).add(short.decode())
         return _unpack(host, short.decode(), packed.decode())
 
     async def done(self, url: str, *, fetched: bool, revisit_at: float | None = None) -> None:
@@ -336,29 +505,57 @@ class RedisFrontier:
             host, short = _split(url)
         except InvalidURL:
             return  # never queued, so never leased
-        await self._done(keys=self._keys(host),
-                         args=[host, short, "1" if fetched else "0",
-                               "" if revisit_at is None else _number(revisit_at)])
+        self._let_go(host, short)
+        await self._one(self._done, host,
+                        [host, short, "1" if fetched else "0",
+                         "" if revisit_at is None else _number(revisit_at), _digest(short),
+                         self.worker])
 
     async def release(self, item: FrontierItem) -> None:
         try:
             host, short = _split(item.url)
         except InvalidURL:
             return
-        await self._release(keys=self._keys(host),
-                            args=[host, short, item.attempts, _number(item.not_before)])
+        self._let_go(host, short)
+        await self._one(self._release, host,
+                        [host, short, item.attempts, _number(item.not_before), self.worker])
+
+    def _let_go(self, host: str, short: str) -> None:
+        held = self._held.get(host)
+        if held is not None:
+            held.discard(short)
+            if not held:
+                del self._held[host]
+
+    async def renew(self, until: float) -> int:
+        """Hold every URL this worker leased (and has not decided) until ``until``: a live
+        worker's leases do not run out while its URLs wait for their slots. Returns how many
+        were still its own."""
+        kept = 0
+        hosts = list(self._held.items())
+        for start in range(0, len(hosts), _REQUEUE_BATCH):
+            kept += sum(int(n) for n in await self._run([
+                (self._renew, host, [host, repr(float(until)), self.worker, *shorts])
+                for host, shorts in hosts[start:start + _REQUEUE_BATCH]]))
+        return kept
 
     async def next_due(self, host: str) -> float | None:
-        due = await self._redis.zscore(f"{self._prefix}f:hosts", host)
+        due = await self._redis.zscore(self._index, host)
         return None if due is None else float(due)
+
+    async def due_hosts(self, now: float, limit: int) -> list[tuple[str, float]]:
+        # one bounded read of the index (ZRANGEBYSCORE ... LIMIT), whatever the crawl's size
+        found = cast(list[tuple[bytes, float]], await self._redis.zrangebyscore(
+            self._index, "-inf", repr(float(now)), start=0, num=limit, withscores=True))
+        return [(host.decode(), float(due)) for host, due in found]
 
     async def hosts(self) -> list[tuple[str, float]]:
         found = cast(list[tuple[bytes, float]], await self._redis.zrange(
-            f"{self._prefix}f:hosts", 0, -1, withscores=True))
+            self._index, 0, -1, withscores=True))
         return [(host.decode(), float(due)) for host, due in found]
 
     async def host_fetched(self) -> dict[str, int]:
-        counts = await self._redis.hgetall(f"{self._prefix}f:fetched")
+        counts = await self._redis.hgetall(self._fetched)
         return {_text(host): int(n) for host, n in counts.items()}
 
     async def get_host_state(self, host: str) -> str | None:
@@ -379,15 +576,85 @@ class RedisFrontier:
         hosts = [host for host, _ in await self.hosts()]
         total = 0
         for start in range(0, len(hosts), _REQUEUE_BATCH):
-            async with self._redis.pipeline(transaction=False) as pipe:
-                for host in hosts[start:start + _REQUEUE_BATCH]:
-                    await self._requeue(keys=self._keys(host), args=[host], client=pipe)
-                total += sum(int(n) for n in await pipe.execute())
+            total += sum(int(n) for n in await self._run([
+                (self._requeue, host, [host]) for host in hosts[start:start + _REQUEUE_BATCH]]))
         return total
 
     async def counts(self) -> FrontierCounts:
-        values = await self._redis.hmget(f"{self._prefix}f:counts", ["q", "l", "f", "s"])
+        values = await self._redis.hmget(self._counts, ["q", "l", "f", "s"])
         return FrontierCounts(*(int(v or 0) for v in values))
+
+    # -- the workers sharing the crawl ------------------------------------------------------
+
+    async def heartbeat(self, about: dict[str, Any]) -> float:
+        """Say this worker is alive, and what it has done (shown by :meth:`workers`);
+        returns the server's time."""
+        if not self.worker:
+            raise ConfigError("a heartbeat needs the frontier's worker name")
+        now = await self._beat(keys=[self._workers, self._beats],
+                               args=[self.worker, json.dumps(about, separators=(",", ":"))])
+        return float(now)
+
+    async def workers(self) -> tuple[float, list[WorkerBeat]]:
+        """The server's time, and every worker that ever beat, the latest first."""
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.time()
+            pipe.hgetall(self._workers)
+            pipe.hgetall(self._beats)
+            (secs, micros), said, beats = await pipe.execute()
+        found = [WorkerBeat(_text(name), float(beats.get(name, 0)), json.loads(about))
+                 for name, about in said.items()]
+        found.sort(key=lambda beat: -beat.at)
+        return secs + micros / 1e6, found
+
+    @contextlib.asynccontextmanager
+    async def holding(self, lease_s: float, about: Callable[[bool], dict[str, Any]], *,
+                      beat_s: float = 1.0) -> AsyncIterator[None]:
+        """While the block runs: a heartbeat every ``beat_s`` saying ``about(False)``, and
+        every lease this worker holds renewed every third of ``lease_s``, so that a live
+        worker's leases never run out and a dead one's come back within ``lease_s``; a last
+        beat says ``about(True)``. Redis unreachable for a while is ridden out (the leases
+        may then run out, and other workers take the URLs: the cost of a partition)."""
+        async def beat() -> None:
+            renewed = time.time()
+            while True:
+                with contextlib.suppress(OSError, ConnectionError, TimeoutError):
+                    await self.heartbeat(about(False))
+                    if time.time() - renewed >= lease_s / 3:
+                        renewed = time.time()
+                        await self.renew(renewed + lease_s)
+                await asyncio.sleep(min(beat_s, lease_s / 3))
+
+        ticker = asyncio.create_task(beat())
+        try:
+            yield
+        finally:
+            ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ticker
+            with contextlib.suppress(OSError, ConnectionError, TimeoutError):
+                await self.heartbeat(about(True))
+
+    async def forget_worker(self) -> None:
+        """Take this worker off the list (it ended its part of the crawl)."""
+        await self._redis.hdel(self._workers, self.worker)
+        await self._redis.hdel(self._beats, self.worker)
+
+    async def host_count(self) -> tuple[int, int]:
+        """Hosts with URLs queued or leased, and hosts with a page fetched."""
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.zcard(self._index)
+            pipe.hlen(self._fetched)
+            waiting, fetched = await pipe.execute()
+        return int(waiting), int(fetched)
 
     async def close(self) -> None:
         await self._redis.aclose()
+
+
+class WorkerBeat(NamedTuple):
+    """A worker as its last heartbeat left it."""
+
+    worker: str
+    at: float  # the server's time of the beat
+    about: dict[str, Any]

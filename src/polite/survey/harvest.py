@@ -23,11 +23,11 @@ import random
 import socket
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urljoin, urlsplit
 
 import aiohttp
@@ -47,6 +47,9 @@ from polite.core.survey.sampling import (
 from polite.errors import ConfigError
 from polite.fetch.robots import is_public_host
 from polite.survey.store import SitemapRecord, SiteRecord, SurveyStore
+
+if TYPE_CHECKING:
+    from polite.survey.shared import SharedDomains
 
 __all__ = ["MAX_SITEMAP_LEVEL", "Harvester", "HostGate", "HostsFile", "build_resolver",
            "read_domains"]
@@ -394,6 +397,19 @@ class Harvester:
         self._listed = {name: rank for rank, name, fetch in todo if fetch}
         if self.on_start is not None:
             self.on_start(len(todo))
+        async with self._session() as session:
+            queue: asyncio.Queue[tuple[int | None, str, bool]] = asyncio.Queue()
+            for item in todo:
+                queue.put_nowait(item)
+
+            async def take() -> tuple[int | None, str, bool] | None:
+                return None if queue.empty() else queue.get_nowait()
+
+            await self._work(session, take, None, min(self._concurrency, len(todo) or 1))
+        return len(todo)
+
+    @asynccontextmanager
+    async def _session(self) -> AsyncIterator[aiohttp.ClientSession]:
         connector = aiohttp.TCPConnector(limit=self._concurrency, limit_per_host=1,
                                          resolver=self._resolver, force_close=True,
                                          use_dns_cache=False)
@@ -406,25 +422,50 @@ class Harvester:
             # outcome here, and a second request inside the host's delay is not polite.
             if hasattr(session, "_retry_connection"):
                 session._retry_connection = False
-            queue: asyncio.Queue[tuple[int | None, str, bool]] = asyncio.Queue()
-            for item in todo:
-                queue.put_nowait(item)
+            yield session
 
-            async def worker() -> None:
-                while not queue.empty():
-                    rank, name, fetch = queue.get_nowait()
-                    site: tuple[SiteRecord, bytes | None] | None = None
-                    if fetch:
-                        site = await self._site_once(session, rank, name)
-                    if self._sitemaps:
-                        await self._domain_sitemaps(session, name, site)
-                    self.surveyed += 1
-                    if self.on_site is not None:
-                        self.on_site(name)
+    async def run_shared(self, shared: SharedDomains) -> int:
+        """Survey the domains of a list shared by several workers (each leased to one);
+        returns how many this worker did. A listed domain's robots.txt is this worker's to
+        record only when it holds the domain's lease: a shared sitemap's host that is
+        listed is read as a host outside the list (``other_robots``), as its robots.txt
+        would otherwise be recorded by two workers."""
+        async def take() -> tuple[int | None, str, bool] | None:
+            while (taken := await shared.take()) is not None:
+                rank, name = taken
+                # a domain this folder recorded already (the worker ran before, under this
+                # name, and was stopped) is not fetched again
+                fetch = not self._store.recorded(name)
+                if fetch or (self._sitemaps and not self._store.sitemaps_done(name)):
+                    return rank, name, fetch
+                await shared.finish(name)
+            return None
 
-            await asyncio.gather(*(worker() for _ in range(min(self._concurrency,
-                                                               len(todo) or 1))))
-        return len(todo)
+        before = self.surveyed
+        async with self._session() as session:
+            await self._work(session, take, shared.finish, self._concurrency)
+        return self.surveyed - before
+
+    async def _work(self, session: aiohttp.ClientSession,
+                    take: Callable[[], Awaitable[tuple[int | None, str, bool] | None]],
+                    finish: Callable[[str], Awaitable[None]] | None, workers: int) -> None:
+        """``workers`` coroutines surveying the domains ``take`` gives until it gives None;
+        ``finish`` is told of each once it is recorded."""
+        async def worker() -> None:
+            while (taken := await take()) is not None:
+                rank, name, fetch = taken
+                site: tuple[SiteRecord, bytes | None] | None = None
+                if fetch:
+                    site = await self._site_once(session, rank, name)
+                if self._sitemaps:
+                    await self._domain_sitemaps(session, name, site)
+                if finish is not None:
+                    await finish(name)
+                self.surveyed += 1
+                if self.on_site is not None:
+                    self.on_site(name)
+
+        await asyncio.gather(*(worker() for _ in range(workers)))
 
     # -- robots.txt --------------------------------------------------------------------------
 

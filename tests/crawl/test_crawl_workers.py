@@ -1,0 +1,133 @@
+"""Several ``polite crawl`` processes sharing one crawl through a real redis-server: one is
+killed with SIGKILL midway and another joins later. Measured at the origins: every page
+fetched, none twice but what the killed worker had in flight, no gap under a site's delay."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.sites import Reply, Site, serve
+
+PAGES = 30
+HTML = {"Content-Type": "text/html"}
+DELAYS_S = (0.1, 0.15, 0.1, 0.2, 0.1, 0.15)
+LEASE_S = 2.0
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+
+
+def site(host: str, delay_s: float) -> Site:
+    """A home page linking to /p0 .. /pN-1, each linking on to two more pages and home."""
+    made = Site(host)
+    made.routes["/robots.txt"] = Reply(200, f"User-agent: *\nCrawl-delay: {delay_s}\n".encode())
+    made.routes["/"] = Reply(200, b'<a href="/p0">0</a><a href="/p1">1</a>', HTML)
+    for i in range(PAGES):
+        links = "".join(f'<a href="/p{j}">{j}</a>' for j in (2 * i + 2, 2 * i + 3) if j < PAGES)
+        made.routes[f"/p{i}"] = Reply(200, (links + '<a href="/">home</a>').encode(), HTML)
+    return made
+
+
+def worker(name: str, out: Path, store: str, *urls: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "polite", "crawl", *urls, "--out", str(out), "--store", store,
+         "--worker", name, "--agent", "FarmBot", "--user-agent", f"FarmBot-{name}",
+         "--lease-s", str(LEASE_S), "--allow-private", "--default-delay-ms", "0", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+
+
+def polite(*args: str) -> Any:
+    done = subprocess.run([sys.executable, "-m", "polite", *args, "--json"],
+                          capture_output=True, text=True, timeout=60, env=ENV)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def fetched_lines(out: Path) -> list[str]:
+    lines = [json.loads(line) for line in (out / "pages.jsonl").read_text().splitlines()]
+    return [row["url"] for row in lines if row["outcome"] == "fetched"]
+
+
+@pytest.mark.slow  # about 20 s: four crawl processes start, one lease runs out
+def test_workers_share_a_crawl_through_redis_one_killed_one_joining(
+        redis_url: str, tmp_path: Path) -> None:
+    store = f"{redis_url}?prefix=w{uuid.uuid4().hex[:10]}:"
+    sites = [site(f"127.0.26.{n + 1}", delay) for n, delay in enumerate(DELAYS_S)]
+    seeds = []
+    outs = {name: tmp_path / name for name in ("w1", "w2", "w3", "w4")}
+    with ExitStack() as stack:
+        for each in sites:
+            stack.enter_context(serve(each))
+            seeds.append(each.origin + "/")
+        started = {name: worker(name, outs[name], store, *seeds) for name in ("w1", "w2", "w3")}
+        total = len(sites) * (PAGES + 1)
+        deadline = time.monotonic() + 60
+        while sum(len(s.arrivals) for s in sites) < total // 3:
+            assert time.monotonic() < deadline, "the workers did not get going"
+            time.sleep(0.02)
+        started["w2"].send_signal(signal.SIGKILL)
+        started["w2"].communicate(timeout=10)
+        # Seen from anywhere while it runs: the frontier's counts and the workers.
+        status = polite("crawl", "status", "--store", store)
+        assert status["finished"] is False and status["frontier"]["fetched"] > 0
+        assert {w["worker"] for w in status["workers"]} >= {"w1", "w3"}
+        started["w4"] = worker("w4", outs["w4"], store)  # no seeds: it joins the crawl
+        summaries = {}
+        for name in ("w1", "w3", "w4"):
+            out, err = started[name].communicate(timeout=120)
+            assert started[name].returncode == 0, err
+            summaries[name] = json.loads(out)
+    expected = {"/", *(f"/p{i}" for i in range(PAGES))}
+    killed_asked: set[str] = set()
+    for each in sites:
+        paths = [path for _, path in each.arrivals if path != "/robots.txt"]
+        assert set(paths) == expected, each.host  # every page, after the kill too
+        killed_asked |= {each.origin + path for _, path, headers, _ in each.seen
+                         if headers.get("User-Agent") == "FarmBot-w2" and path != "/robots.txt"}
+        # No two requests to a site closer than its delay, whichever workers sent them.
+        sent = [(at, path, seen[2].get("User-Agent")) for (at, path), seen
+                 in zip(each.arrivals, each.seen, strict=True) if path != "/robots.txt"]
+        delay = float(each.routes["/robots.txt"].body.split(b"Crawl-delay: ")[1])  # type: ignore[union-attr]
+        close = [(a, b) for a, b in itertools.pairwise(sent) if b[0] - a[0] < delay]
+        assert not close, (each.host, close)
+    # None twice but the requests in flight at the kill: sent by the killed worker and not
+    # acknowledged (written down or not); at most one a site (one request in flight a host).
+    fetched = [url for out in outs.values() for url in fetched_lines(out)]
+    by_survivors = [url for name in ("w1", "w3", "w4") for url in fetched_lines(outs[name])]
+    assert len(by_survivors) == len(set(by_survivors))  # the living fetched each URL once
+    arrivals_twice = {each.origin + path for each in sites
+                      for path in expected
+                      if [p for _, p in each.arrivals].count(path) > 1}
+    assert arrivals_twice <= killed_asked, arrivals_twice - killed_asked
+    assert all(sum(url.startswith(each.origin + "/") for url in arrivals_twice) <= 1
+               for each in sites), arrivals_twice
+    assert all(n <= 2 for each in sites for n in Counter(p for _, p in each.arrivals).values())
+    assert {url for url in fetched if fetched.count(url) > 1} <= arrivals_twice
+    assert len(set(fetched)) == len(sites) * len(expected)
+    assert fetched_lines(outs["w4"]), "the worker that joined later took no part"
+    for summary in summaries.values():
+        assert summary["frontier"]["queued"] == 0 and summary["frontier"]["leased"] == 0
+    status = polite("crawl", "status", "--store", store)
+    assert status["finished"] is True
+    assert status["frontier"]["fetched"] == len(sites) * len(expected)
+    assert status["hosts_fetched"] == len(sites)
+    ended = {w["worker"] for w in status["workers"] if w.get("ended")}
+    assert ended == {"w1", "w3", "w4"}
+    merged = polite("crawl", "merge", *map(str, outs.values()), "--out",
+                    str(tmp_path / "merged"))
+    assert merged["pages"] == len(sites) * len(expected)
+    assert set(merged["fetched_more_than_once"]) <= arrivals_twice
+    assert (tmp_path / "merged" / "pages.jsonl").read_text().count("\n") == sum(
+        (out / "pages.jsonl").read_text().count("\n") for out in outs.values())
+    assert len(list((tmp_path / "merged" / "warc").glob("*.warc.gz"))) == 4

@@ -5,6 +5,8 @@ twice but those the killed worker had in hand (requests counted at the farm)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import signal
 import sqlite3
@@ -37,9 +39,18 @@ def finished(database: Path) -> int:
             return 0
 
 
-def tables(folder: Path) -> dict[str, str]:
-    found = {path.name: path.read_text() for path in (folder / "report" / "tables").iterdir()}
+def tables(folder: Path) -> dict[str, object]:
+    found: dict[str, object] = {
+        path.name: path.read_text() for path in (folder / "report" / "tables").iterdir()}
     assert found  # the report wrote its tables
+    # The list of sitemap files names each by a row id (numbered as recorded, so in another
+    # order by several workers) and times it: compared by URI and parent URI, untimed.
+    rows = list(csv.DictReader(io.StringIO(str(found.pop("sitemap_files.csv")))))
+    uri_of = {row["id"]: row["uri"] for row in rows}
+    found["sitemap_files.csv"] = sorted(
+        tuple(sorted({**row, "parent": uri_of.get(row["parent"], "")}.items()))
+        for row in ({k: v for k, v in row.items() if k not in ("id", "seconds")}
+                    for row in rows))
     return found
 
 

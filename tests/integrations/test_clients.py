@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
@@ -22,8 +22,6 @@ from tests.integrations.farm import (
     RATE_S,
     RETRY_AFTER_S,
     Site,
-    farm_sites,
-    fresh,
     gaps,
     paused,
     urls_of,
@@ -32,17 +30,6 @@ from tests.serving import polite_serve
 from tests.sites import Reply, serve
 
 OPTIONS = {"agent": AGENT, "allow_private": True, "default_delay_s": 0.0}
-
-
-@pytest.fixture(scope="module")
-def servers() -> Iterator[dict[str, Site]]:
-    with farm_sites() as sites:
-        yield sites
-
-
-@pytest.fixture
-def farm(servers: dict[str, Site]) -> dict[str, Site]:
-    return fresh(servers)
 
 
 def crawl_site(get: Callable[[str], int], site: Site) -> list[tuple[str, object]]:

@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +19,6 @@ from tests.integrations.farm import (
     RATE_S,
     RETRY_AFTER_S,
     Site,
-    farm_sites,
-    fresh,
     gaps,
     paused,
 )
@@ -32,17 +29,6 @@ REACTORS = {
     "asyncio": "twisted.internet.asyncioreactor.AsyncioSelectorReactor",
     "twisted": "twisted.internet.epollreactor.EPollReactor",
 }
-
-
-@pytest.fixture(scope="module")
-def servers() -> Iterator[dict[str, Site]]:
-    with farm_sites() as sites:
-        yield sites
-
-
-@pytest.fixture
-def farm(servers: dict[str, Site]) -> dict[str, Site]:
-    return fresh(servers)
 
 
 def settings(reactor: str = "asyncio", **polite: object) -> dict[str, object]:

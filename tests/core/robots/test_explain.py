@@ -6,28 +6,11 @@ import pytest
 
 from polite.robots import AgentMatch, Dialect, TieBreak, explain_body, parse
 from tests.conftest import shared_path
+from tests.core.robots.test_seed_tables import BMJ  # seed 003's example, written once
 
 R, G, K, P = Dialect.RFC9309, Dialect.GOOGLE, Dialect.KOSTER1996, Dialect.REGP
 
 # Seed 003, section 3.1: the file, its URLs and the matrix of the robots allowed.
-BMJ = """\
-# /robots.txt for http://www.bmj.org/
-# comments to webmaster@bmj.org
-
-User-agent: robot1
-Disallow: /
-
-User-agent: crawler1
-User-agent: infospider
-Disallow:
-
-User-agent: *
-Disallow: /org/plans.html
-Allow: /org/
-Allow: /serv
-Allow: /~mak
-Disallow: /
-"""
 BMJ_URLS = ["http://www.bmj.org/", "/index.html", "/robots.txt", "/server.html",
             "/services/fast.html", "/services/slow.html", "/orgo.gif", "/org/about.html",
             "/org/plans.html", "/%7Ejim/jim.html", "/%7Emak/mak.html"]

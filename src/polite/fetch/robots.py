@@ -154,12 +154,7 @@ class RobotsFetcher:
         """The rules in force for ``url``'s origin, fetching robots.txt if needed."""
         origin = origin_of(url)
         now = self._clock()
-        known = self._states.get(origin)
-        if known is None:
-            record = await self._store.load_robots(origin)
-            if record is not None:
-                known = (_state(record, self._dialect, self._max_bytes), record.body)
-                self._remember(origin, known)
+        known = await self.known(origin)
         if known is not None and _expires_at(known[0]) > now:
             return known[0]
         pending = self._in_flight.get(origin)

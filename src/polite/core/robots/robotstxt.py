@@ -365,8 +365,8 @@ class RobotsTxt:
     def names_agent(self, agent: str) -> bool:
         """Whether a group of the file names ``agent`` itself (not only through ``*``), as
         the dialect matches User-agent values."""
-        matches = _AGENT_MATCHERS[self._body.dialect]
-        return any(matches(value, agent)[1] for group in self._body.groups
+        dialect = self._body.dialect
+        return any(agent_matches(dialect, value, agent)[1] for group in self._body.groups
                    for value in group.agents)
 
     def rules_for(self, agent: str, *, ip: str | None = None, implicit: bool = False

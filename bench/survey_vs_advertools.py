@@ -2,14 +2,15 @@
 
 Two jobs, each over the same 1,000 sites (one address each, 127.0.13.1 on, port 80; needs
 root): robots.txt alone, and robots.txt with the sitemap it names (a urlset of 20 URLs).
-polite runs its Harvester in this process with the farm's names from a hosts file;
-advertools cannot take a hosts file, so it is given the same sites by address
-(``http://127.0.13.5/robots.txt``; the farm answers an address as the site there):
-``robotstxt_to_df`` on the list of 1,000 URLs (its own thread pool), and for sitemaps
-``sitemap_to_df`` on each site's robots.txt URL (it reads the Sitemap lines itself), 24
-sites at once in threads. The farm runs in a process of its own. Rounds interleave the
-peers; the table gives medians of per-round rates and of per-round ratios. Politeness is
-measured at the farm: the smallest gap between two requests to one host in polite's runs.
+polite runs its Harvester with the farm's names from a hosts file; advertools cannot take a
+hosts file, so it is given the same sites by address (``http://127.0.13.5/robots.txt``; the
+farm answers an address as the site there): ``robotstxt_to_df`` on the list of 1,000 URLs
+(its own thread pool), and for sitemaps ``sitemap_to_df`` on each site's robots.txt URL (it
+reads the Sitemap lines itself), 24 sites at once in threads. The farm runs in a process of
+its own, keeping connections alive as web servers do; each peer's run is a fresh interpreter
+of its own. Rounds interleave the peers; the table gives medians of per-round rates and of
+per-round ratios. Politeness is measured at the farm: the smallest gap between a request to
+a host and the host's last request that used its slot (robots.txt does not), in polite's runs.
 
 Then resident memory of a real ``polite survey`` process over 100,000 names (one farm
 process answering every name of the hosts file from 100 addresses, cheap replies), sampled
@@ -29,7 +30,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -84,18 +86,25 @@ def serve_farm(sites: int, ready: multiprocessing.synchronize.Event,
                 farm.arrivals.clear()
 
 
-def min_gaps(farm: Farm) -> tuple[float, int]:
-    """The smallest gap between two requests to one host (by name), and how many gaps."""
+def min_gaps(farm: Farm) -> tuple[float, int, int]:
+    """The smallest gap between a request to a host (by name) and the host's last request
+    that used its slot (robots.txt does not: a sitemap may follow it at once), how many such
+    gaps, and how many requests followed a robots.txt."""
     last: dict[str, float] = {}
-    smallest, count = float("inf"), 0
-    for arrived, host, _ in sorted(farm.arrivals):
+    seen: set[str] = set()
+    smallest, count, followed = float("inf"), 0, 0
+    for arrived, host, path in sorted(farm.arrivals):
         if host[:1].isdigit():
             continue  # advertools' requests, by address
         if host in last:
             smallest = min(smallest, arrived - last[host])
             count += 1
-        last[host] = arrived
-    return smallest, count
+        elif host in seen:
+            followed += 1
+        seen.add(host)
+        if path != "/robots.txt":
+            last[host] = arrived
+    return smallest, count, followed
 
 
 def polite_rate(names: list[str], hosts: Path, sitemaps: bool, delay_s: float = 1.0
@@ -142,6 +151,13 @@ def advertools_rate(sites: int, sitemaps: bool) -> tuple[float, float]:
             (time.process_time() - cpu) / sites * 1000)
 
 
+def isolated(job: Callable[..., tuple[float, float]], *args: object) -> tuple[float, float]:
+    """``job`` in a fresh interpreter of its own, as each tool runs for its users: neither
+    peer pays for the other's imports (a garbage collection walks every live object)."""
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(job, *args).result()
+
+
 JOBS = {"robots": "robots.txt alone", "sitemaps": "robots.txt + sitemaps",
         "nodelay": "robots.txt + sitemaps, polite with --delay 0 (no politeness delay: the "
                    "machinery alone)"}
@@ -161,7 +177,7 @@ def rates(args: argparse.Namespace) -> None:
     results: dict[str, list[tuple[float, float]]] = {
         f"{peer} {job}": [] for job in JOBS for peer in ("polite", "advertools")}
     smallest = float("inf")
-    gaps = 0
+    gaps = followed = 0
     try:
         with tempfile.TemporaryDirectory() as folder:
             hosts = Path(folder) / "hosts"
@@ -170,13 +186,15 @@ def rates(args: argparse.Namespace) -> None:
                 for job in JOBS:
                     if job == "nodelay":  # the farm's gaps so far: the runs with a delay
                         here.send("gaps")
-                        low, count = here.recv()
+                        low, count, after = here.recv()
                         smallest, gaps = min(smallest, low), gaps + count
-                    results[f"polite {job}"].append(polite_rate(
-                        names, hosts, job != "robots", 0.0 if job == "nodelay" else 1.0))
+                        followed += after
+                    results[f"polite {job}"].append(isolated(
+                        polite_rate, names, hosts, job != "robots",
+                        0.0 if job == "nodelay" else 1.0))
                     if job != "nodelay":
                         results[f"advertools {job}"].append(
-                            advertools_rate(args.sites, job == "sitemaps"))
+                            isolated(advertools_rate, args.sites, job == "sitemaps"))
                 results["advertools nodelay"].append(results["advertools sitemaps"][-1])
                 here.send("gaps")
                 here.recv()  # the no-delay run's gaps are not politeness: dropped
@@ -197,8 +215,9 @@ def rates(args: argparse.Namespace) -> None:
               f"{statistics.median(r for r, _ in theirs):,.0f} | {ratio:.1f}x | "
               f"{statistics.median(c for _, c in ours):.2f} | "
               f"{statistics.median(c for _, c in theirs):.2f} |")
-    print(f"\npoliteness at the farm: {gaps:,} gaps between two requests to one host in "
-          f"polite's runs with a 1 s delay, the smallest {smallest:.3f} s")
+    print(f"\npoliteness at the farm, polite's runs with a 1 s delay: {followed:,} requests "
+          f"right after a host's robots.txt (which does not use up the slot); {gaps:,} after "
+          f"a request that did" + (f", the smallest gap {smallest:.3f} s" if gaps else ""))
 
 
 def serve_router(count: int, ready: multiprocessing.synchronize.Event,

@@ -26,6 +26,7 @@ class Page:
 
 
 NOT_FOUND = Page(404, b"not found")
+IDLE_S = 5.0  # a kept-alive connection with no request this long is closed
 Router = Callable[[str, str], Page | None]  # (host, path) -> page
 
 
@@ -71,20 +72,35 @@ class Farm:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
                       ) -> None:
+        """Requests on one connection, kept alive (as web servers do) until the client
+        closes it or leaves it idle for ``IDLE_S``."""
         try:
-            head = await reader.readuntil(b"\r\n\r\n")
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+            while await self._answer(reader, writer):
+                pass
+        finally:
             writer.close()
-            return
+
+    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+                      ) -> bool:
+        """Read a request and answer it; whether the connection stays open."""
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), IDLE_S)
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError,
+                TimeoutError):
+            return False
         arrived = time.monotonic()
         lines = head.decode("latin-1").split("\r\n")
         parts = lines[0].split(" ")
         path = parts[1] if len(parts) > 1 else "/"
         host = ""
+        close = False
         for line in lines[1:]:
             name, _, value = line.partition(":")
-            if name.strip().lower() == "host":
+            name = name.strip().lower()
+            if name == "host":
                 host = value.strip().lower().rsplit(":", 1)[0]
+            elif name == "connection":
+                close = value.strip().lower() == "close"
         self.requests_total += 1
         if self.record:
             self.arrivals.append((arrived, host, path))
@@ -92,20 +108,23 @@ class Farm:
         if page.stall:
             with suppress(Exception):
                 await reader.read()  # until the client gives up
-            writer.close()
-            return
+            return False
         if page.reset:
             sock = writer.get_extra_info("socket")
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             writer.transport.abort()
-            return
+            return False
         headers = "".join(f"{k}: {v}\r\n" for k, v in page.headers)
+        if close:
+            headers += "Connection: close\r\n"
         writer.write(f"HTTP/1.1 {page.status} X\r\nContent-Length: {len(page.body)}\r\n"
-                     f"Connection: close\r\n{headers}\r\n".encode("latin-1"))
+                     f"{headers}\r\n".encode("latin-1"))
         writer.write(page.body)
-        with suppress(ConnectionError):
+        try:
             await writer.drain()
-        writer.close()
+        except ConnectionError:
+            return False
+        return not close
 
     @contextmanager
     def running(self) -> Iterator[Farm]:

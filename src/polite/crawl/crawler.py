@@ -41,9 +41,9 @@ from polite.core.robots.meta import RobotsDirectives, combine, parse_x_robots_ta
 from polite.core.robots.model import AgentRules
 from polite.core.urls import split_origin
 from polite.crawl.html import Link, extract_links
-from polite.crawl.http import FetchResult, PageFetcher
 from polite.crawl.output import CrawlOutput, Exchange
 from polite.errors import InvalidURL
+from polite.fetch.http import FetchResult, PageFetcher
 from polite.fetch.politeness import NO_RETRY, Politeness
 from polite.fetch.sitemaps import SitemapWalker
 from polite.storage.frontier import FrontierCounts, FrontierItem, FrontierStore

@@ -12,9 +12,9 @@ import httpx
 from polite.clock import WallClock
 from polite.core.politeness.rules import DEFAULT_DELAY_S, MAX_CRAWL_DELAY_S
 from polite.crawl.crawler import Crawler, CrawlSettings, PageHook
-from polite.crawl.http import PageFetcher
 from polite.crawl.output import CrawlOutput
 from polite.errors import ConfigError
+from polite.fetch.http import PageFetcher
 from polite.fetch.politeness import Politeness
 from polite.fetch.robots import RobotsFetcher, create_client
 from polite.fetch.sitemaps import SitemapWalker

@@ -10,7 +10,9 @@ marked ``cross_site``, page URLs kept up to a bound per site (a uniform sample b
 
 Politeness: one request at a time per host, and between the end of one and the start of the
 next the host's delay (its robots.txt Crawl-delay, else the default), whatever the number of
-domains at once. Every file is recorded as it ends, so a survey killed at any moment goes on
+domains at once. Fetching robots.txt does not use up the host's slot, as everywhere in polite
+(DESIGN.md): a host's first sitemap may follow its robots.txt at once, and each request after
+that waits the delay. Every file is recorded as it ends, so a survey killed at any moment goes on
 where it stopped: a robots.txt, a sitemap file or a domain recorded is not fetched again.
 """
 
@@ -27,7 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 import aiohttp
@@ -45,6 +47,7 @@ from polite.core.survey.sampling import (
     sample_children,
 )
 from polite.errors import ConfigError
+from polite.fetch.http import PageFetcher
 from polite.fetch.robots import is_public_host
 from polite.survey.store import SitemapRecord, SiteRecord, SurveyStore
 
@@ -71,6 +74,8 @@ _MAX_COUNTED_BYTES = 256 << 20
 _READABLE = (Outcome.OK, Outcome.TOO_BIG)
 # RFC 9309, 2.3.1.4: an unreachable robots.txt (5xx, timeout) means everything is disallowed.
 _UNREACHABLE = (Outcome.SERVER_ERROR, Outcome.TIMEOUT, Outcome.CONNECTION_ERROR)
+# How a request that got no answer is classed.
+_FAILURES = {"timeout": Outcome.TIMEOUT, "dns": Outcome.DNS_ERROR}
 # Sitemap parser stops that mean "over a size limit" (seed 004's cityweekend case, bombs).
 _TOO_BIG_STOPS = ("too-large", "huge-markup", "too-many-names")
 
@@ -204,8 +209,7 @@ class HostGate:
         self._slots: dict[str, _Slot] = {}
 
     def set_delay(self, host: str, delay_s: float) -> None:
-        """The host's delay from now on, counted from the end of its last request too (the
-        robots.txt that sets it was that request)."""
+        """The host's delay from now on, counted from the end of its last request too."""
         slot = self._slot(host)
         slot.delay_s = delay_s
         if slot.ended_at is not None:
@@ -218,7 +222,9 @@ class HostGate:
         return slot
 
     @asynccontextmanager
-    async def turn(self, host: str) -> AsyncIterator[None]:
+    async def turn(self, host: str, *, uses_slot: bool = True) -> AsyncIterator[None]:
+        """The host's turn: alone, and not before its delay since the last request that
+        used the slot; ``uses_slot`` off (robots.txt) lets the next request follow at once."""
         slot = self._slot(host)
         async with slot.lock:
             wait = slot.free_at - self._clock()
@@ -227,9 +233,10 @@ class HostGate:
             try:
                 yield
             finally:
-                delay = self.default_delay_s if slot.delay_s is None else slot.delay_s
-                slot.ended_at = self._clock()
-                slot.free_at = slot.ended_at + delay
+                if uses_slot:
+                    delay = self.default_delay_s if slot.delay_s is None else slot.delay_s
+                    slot.ended_at = self._clock()
+                    slot.free_at = slot.ended_at + delay
         if len(self._slots) > 8_192:
             self._forget()
 
@@ -241,63 +248,34 @@ class HostGate:
             del self._slots[host]
 
 
-class _Sink(Protocol):
-    def feed(self, chunk: bytes) -> bool: ...  # False: enough
-
-
-@dataclass(slots=True)
-class _BodySink:
-    """A robots.txt body: kept up to ``max_bytes``, counted beyond (the true size)."""
-
-    max_bytes: int
-    body: bytearray = field(default_factory=bytearray)
-    size: int = 0
-
-    def feed(self, chunk: bytes) -> bool:
-        self.size += len(chunk)
-        room = self.max_bytes - len(self.body)
-        if room > 0:
-            self.body += chunk[:room]
-        return self.size < _MAX_COUNTED_BYTES
-
-
-@dataclass(slots=True)
-class _SitemapSink:
-    """A sitemap file streamed into the parser; its raw bytes kept to be stored."""
-
-    parser: SitemapParser
-    entries: list[Entry] = field(default_factory=list)
-    raw: bytearray = field(default_factory=bytearray)
-
-    def feed(self, chunk: bytes) -> bool:
-        self.raw += chunk
-        self.entries.extend(self.parser.feed(chunk))
-        return self.parser.stopped is None
-
-
 # A compressed sitemap inflates up to a thousandfold: it is parsed this many bytes at a time,
 # other domains' work let in between, so one bomb does not stall every timer of the survey.
 _FEED_STEP = 4_096
 
 
-async def _feed(sink: _Sink, chunk: bytes) -> bool:
-    for start in range(0, len(chunk), _FEED_STEP):
-        if not sink.feed(chunk[start:start + _FEED_STEP]):
-            return False
-        if len(chunk) > _FEED_STEP:
+async def _parse(parser: SitemapParser, body: bytes) -> list[Entry]:
+    """The entries of a whole sitemap file, other domains' work let in between steps."""
+    entries: list[Entry] = []
+    for start in range(0, len(body), _FEED_STEP):
+        entries += parser.feed(body[start:start + _FEED_STEP])
+        if parser.stopped is not None:
+            return entries
+        if len(body) > _FEED_STEP:
             await asyncio.sleep(0)
-    return True
+    return entries + parser.close()
 
 
 @dataclass(slots=True)
 class _Answer:
-    outcome: Outcome | None  # None: a 2xx whose body the sink holds
+    outcome: Outcome | None  # None: a 2xx, its body in ``body``
     status: int | None = None
     error: str | None = None
     url: str | None = None
     redirects: tuple[str, ...] = ()
     content_type: str = ""
     seconds: float = 0.0
+    body: bytes = b""  # a 2xx's body, up to the cap
+    size: int = 0  # its true size (counted past the cap for robots.txt)
 
 
 @dataclass(slots=True)
@@ -348,9 +326,11 @@ class Harvester:
         self._concurrency = max(1, concurrency)
         self._scheme = "https" if https else "http"
         self._agent = agent
-        self._timeout = aiohttp.ClientTimeout(total=connect_timeout_s + read_timeout_s,
-                                              sock_connect=connect_timeout_s,
-                                              sock_read=read_timeout_s)
+        self._connect_timeout_s = connect_timeout_s
+        self._read_timeout_s = read_timeout_s
+        self._deadline_s = connect_timeout_s + read_timeout_s  # a whole exchange, at most
+        self._headers = {"User-Agent": agent}
+        self._fetcher: PageFetcher | None = None  # while a run is under way
         self._max_bytes = max_bytes
         self._allow_private = allow_private
         self._sitemaps = sitemaps
@@ -397,7 +377,7 @@ class Harvester:
         self._listed = {name: rank for rank, name, fetch in todo if fetch}
         if self.on_start is not None:
             self.on_start(len(todo))
-        async with self._session() as session:
+        async with self._client():
             queue: asyncio.Queue[tuple[int | None, str, bool]] = asyncio.Queue()
             for item in todo:
                 queue.put_nowait(item)
@@ -405,24 +385,26 @@ class Harvester:
             async def take() -> tuple[int | None, str, bool] | None:
                 return None if queue.empty() else queue.get_nowait()
 
-            await self._work(session, take, None, min(self._concurrency, len(todo) or 1))
+            await self._work(take, None, min(self._concurrency, len(todo) or 1))
         return len(todo)
 
     @asynccontextmanager
-    async def _session(self) -> AsyncIterator[aiohttp.ClientSession]:
-        connector = aiohttp.TCPConnector(limit=self._concurrency, limit_per_host=1,
-                                         resolver=self._resolver, force_close=True,
-                                         use_dns_cache=False)
-        async with aiohttp.ClientSession(
-                connector=connector, timeout=self._timeout,
-                cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
-                headers={"User-Agent": self._agent}) as session:
-            # aiohttp sends a GET again when the server resets the connection (RFC 9112,
-            # 9.3.1, meant for reused connections, but done on fresh ones too): a reset is an
-            # outcome here, and a second request inside the host's delay is not polite.
-            if hasattr(session, "_retry_connection"):
-                session._retry_connection = False
-            yield session
+    async def _client(self) -> AsyncIterator[None]:
+        """The run's HTTP client: connections kept alive between a host's requests (its
+        robots.txt and sitemaps), names resolved by the survey's resolver."""
+        resolver = self._resolver
+
+        async def resolve(host: str) -> str:
+            assert resolver is not None
+            return str((await resolver.resolve(host, 0))[0]["host"])
+
+        self._fetcher = PageFetcher(connect_timeout_s=self._connect_timeout_s,
+                                    resolve=None if resolver is None else resolve)
+        try:
+            yield
+        finally:
+            await self._fetcher.close()
+            self._fetcher = None
 
     async def run_shared(self, shared: SharedDomains) -> int:
         """Survey the domains of a list shared by several workers (each leased to one);
@@ -442,12 +424,11 @@ class Harvester:
             return None
 
         before = self.surveyed
-        async with self._session() as session:
-            await self._work(session, take, shared.finish, self._concurrency)
+        async with self._client():
+            await self._work(take, shared.finish, self._concurrency)
         return self.surveyed - before
 
-    async def _work(self, session: aiohttp.ClientSession,
-                    take: Callable[[], Awaitable[tuple[int | None, str, bool] | None]],
+    async def _work(self, take: Callable[[], Awaitable[tuple[int | None, str, bool] | None]],
                     finish: Callable[[str], Awaitable[None]] | None, workers: int) -> None:
         """``workers`` coroutines surveying the domains ``take`` gives until it gives None;
         ``finish`` is told of each once it is recorded."""
@@ -456,9 +437,9 @@ class Harvester:
                 rank, name, fetch = taken
                 site: tuple[SiteRecord, bytes | None] | None = None
                 if fetch:
-                    site = await self._site_once(session, rank, name)
+                    site = await self._site_once(rank, name)
                 if self._sitemaps:
-                    await self._domain_sitemaps(session, name, site)
+                    await self._domain_sitemaps(name, site)
                 if finish is not None:
                     await finish(name)
                 self.surveyed += 1
@@ -469,33 +450,31 @@ class Harvester:
 
     # -- robots.txt --------------------------------------------------------------------------
 
-    async def _site(self, session: aiohttp.ClientSession, rank: int | None,
+    async def _site(self, rank: int | None,
                     domain: str) -> tuple[SiteRecord, bytes | None]:
         """Fetch and record one domain's robots.txt; the record and the body kept."""
-        answer, sink = await self._robots(session, f"{self._scheme}://{domain}/robots.txt")
+        answer = await self._robots(f"{self._scheme}://{domain}/robots.txt")
         if answer.outcome is Outcome.HTML and not domain.startswith("www."):
             # Seed 004's second step: the www name, when the bare one served a home page.
-            second, second_sink = await self._robots(
-                session, f"{self._scheme}://www.{domain}/robots.txt")
+            second = await self._robots(f"{self._scheme}://www.{domain}/robots.txt")
             if second.outcome not in (Outcome.DNS_ERROR, Outcome.CONNECTION_ERROR):
-                answer = _Answer(second.outcome, second.status, second.error, second.url,
-                                 (*answer.redirects, f"www.{domain}", *second.redirects))
-                sink = second_sink
+                second.redirects = (*answer.redirects, f"www.{domain}", *second.redirects)
+                answer = second
         error = answer.error
         if answer.redirects:
             error = json.dumps({"error": error, "redirects": list(answer.redirects)})
-        body = bytes(sink.body) if answer.status is not None and sink.size else None
+        body = answer.body if answer.status is not None and answer.size else None
         if answer.status is not None and 200 <= answer.status < 300 and body is None:
             body = b""
         outcome = answer.outcome or Outcome.EMPTY
         site = self._store.record(SiteRecord(domain, rank, str(outcome), answer.status, error,
                                              answer.url, None,
-                                             sink.size if body is not None else None),
+                                             answer.size if body is not None else None),
                                   body, self._clock())
         self.done[str(outcome)] = self.done.get(str(outcome), 0) + 1
         return site, body
 
-    async def _site_once(self, session: aiohttp.ClientSession, rank: int | None, domain: str
+    async def _site_once(self, rank: int | None, domain: str
                          ) -> tuple[SiteRecord, bytes | None] | None:
         """:meth:`_site`, once per domain whoever asks first (its own turn in the list, or
         another domain sharing a sitemap on it); ``None`` when it was recorded already."""
@@ -506,7 +485,7 @@ class Harvester:
             future = asyncio.get_running_loop().create_future()
             self._fetching[domain] = future
             try:
-                future.set_result(await self._site(session, rank, domain))
+                future.set_result(await self._site(rank, domain))
             except BaseException as exc:
                 future.set_exception(exc)
                 raise
@@ -514,74 +493,63 @@ class Harvester:
                 del self._fetching[domain]  # the store answers from now on
         return await asyncio.shield(future)
 
-    async def _robots(self, session: aiohttp.ClientSession, url: str
-                      ) -> tuple[_Answer, _BodySink]:
-        sink = _BodySink(self._max_bytes)
-        answer = await self._get(session, url, sink)
+    async def _robots(self, url: str) -> _Answer:
+        answer = await self._get(url, robots=True)
         if answer.outcome is None:
-            answer.outcome = body_outcome(bytes(sink.body), content_type=answer.content_type,
-                                          size=sink.size, max_bytes=self._max_bytes)
-        return answer, sink
+            answer.outcome = body_outcome(answer.body, content_type=answer.content_type,
+                                          size=answer.size, max_bytes=self._max_bytes)
+        return answer
 
     # -- one request, redirects by hand ---------------------------------------------------
 
-    async def _get(self, session: aiohttp.ClientSession, url: str, sink: _Sink, *,
-                   raw: bool = False) -> _Answer:
-        """GET ``url`` into ``sink`` through the host's turn, redirects followed by hand.
-        ``raw``: the body as sent (a sitemap's gzip is inflated by its parser, within its
-        bounds), else decoded per Content-Encoding."""
+    async def _get(self, url: str, *, robots: bool = False) -> _Answer:
+        """GET ``url`` in the host's turn, redirects followed by hand. robots.txt: decoded
+        per Content-Encoding, kept up to its cap and counted to its true size, the host's
+        slot not used up; a sitemap: the bytes as sent (its parser inflates a gzip file
+        within its own bounds)."""
+        assert self._fetcher is not None, "within a run"
         redirects: list[str] = []
         seen = {url}
-        started = time.monotonic()
         for _ in range(MAX_REDIRECTS + 1):
             host = (urlsplit(url).hostname or "").lower()
             if not self._allow_private and not await self._is_public(host):
                 return _Answer(Outcome.CONNECTION_ERROR, error=f"{host} is a private or "
                                "loopback address (--allow-private)", url=url,
                                redirects=tuple(redirects))
-            try:
-                async with self._gate.turn(host), self._requests:
-                    started = time.monotonic()
-                    async with session.get(url, allow_redirects=False,
-                                           auto_decompress=not raw) as response:
-                        status = response.status
-                        location = response.headers.get("Location")
-                        if status in (301, 302, 303, 307, 308) and location:
-                            target = urljoin(url, location)
-                            redirects.append(target)
-                            if target in seen:
-                                return _Answer(Outcome.REDIRECT_LOOP, status, url=url,
-                                               redirects=tuple(redirects))
-                            seen.add(target)
-                            url = target
-                            continue
-                        decided = status_outcome(status)
-                        if decided is not None:
-                            return _Answer(decided, status, url=url,
-                                           redirects=tuple(redirects),
-                                           seconds=time.monotonic() - started)
-                        async for chunk in response.content.iter_chunked(1 << 16):
-                            if not await _feed(sink, chunk):
-                                break
-                        return _Answer(None, status, url=url, redirects=tuple(redirects),
-                                       content_type=response.headers.get("Content-Type", ""),
-                                       seconds=time.monotonic() - started)
-            except TimeoutError:
-                return _Answer(Outcome.TIMEOUT, error="timed out", url=url,
-                               redirects=tuple(redirects), seconds=time.monotonic() - started)
-            except aiohttp.ClientConnectorDNSError as exc:
-                return _Answer(Outcome.DNS_ERROR, error=str(exc), url=url,
-                               redirects=tuple(redirects))
-            except aiohttp.ClientConnectorError as exc:
-                if isinstance(exc.os_error, OSError) and "hosts file" in str(exc.os_error):
-                    return _Answer(Outcome.DNS_ERROR, error=str(exc), url=url,
+            async with self._gate.turn(host, uses_slot=not robots), self._requests:
+                if robots:
+                    result = await self._fetcher.get(
+                        url, self._headers, max_bytes=self._max_bytes,
+                        count_to=_MAX_COUNTED_BYTES, deadline_s=self._deadline_s,
+                        read_timeout_s=self._read_timeout_s)
+                else:
+                    result = await self._fetcher.get(
+                        url, self._headers, max_bytes=self._sitemap_max_bytes + 1,
+                        decode=False, deadline_s=self._deadline_s,
+                        read_timeout_s=self._read_timeout_s)
+            status = result.status
+            if result.error is not None and not (status is not None and result.truncated):
+                return _Answer(_FAILURES.get(result.failure or "", Outcome.CONNECTION_ERROR),
+                               status, error=result.error, url=url,
+                               redirects=tuple(redirects), seconds=result.elapsed_s)
+            assert status is not None
+            location = result.headers.get("Location")
+            if status in (301, 302, 303, 307, 308) and location:
+                target = urljoin(url, location)
+                redirects.append(target)
+                if target in seen:
+                    return _Answer(Outcome.REDIRECT_LOOP, status, url=url,
                                    redirects=tuple(redirects))
-                return _Answer(Outcome.CONNECTION_ERROR, error=str(exc), url=url,
-                               redirects=tuple(redirects))
-            except aiohttp.ClientError as exc:
-                return _Answer(Outcome.CONNECTION_ERROR, error=f"{type(exc).__name__}: {exc}",
-                               url=url, redirects=tuple(redirects),
-                               seconds=time.monotonic() - started)
+                seen.add(target)
+                url = target
+                continue
+            decided = status_outcome(status)
+            if decided is not None:
+                return _Answer(decided, status, url=url, redirects=tuple(redirects),
+                               seconds=result.elapsed_s)
+            return _Answer(None, status, url=url, redirects=tuple(redirects),
+                           content_type=result.headers.get("Content-Type") or "",
+                           seconds=result.elapsed_s, body=result.body, size=result.size)
         return _Answer(Outcome.REDIRECT_LOOP, error=f"more than {MAX_REDIRECTS} redirects",
                        url=url, redirects=tuple(redirects))
 
@@ -606,7 +574,7 @@ class Harvester:
             return _Robots(parse(body, url=url))
         return _Robots(None)
 
-    async def _host_rules(self, session: aiohttp.ClientSession, domain: str, host: str,
+    async def _host_rules(self, domain: str, host: str,
                           own: _Robots) -> _Robots:
         """The robots.txt that governs ``host``: the domain's own (``own``) for its site (the
         name with or without www.), a listed domain's own (fetched now if its turn has not
@@ -615,28 +583,28 @@ class Harvester:
             rules = own
         else:
             if host in self._listed:
-                await self._site_once(session, self._listed[host], host)
+                await self._site_once(self._listed[host], host)
             site = self._store.site(host)
             if site is not None:
                 body = None if site.robots_hash is None else self._store.body(site.robots_hash)
                 rules = self._rules_from(site.outcome, body,
                                          site.robots_url or f"http://{host}/robots.txt")
             else:
-                rules = await self._shared_robots(session, host)
+                rules = await self._shared_robots(host)
         if rules.robots is not None:
             delays = delays_for(rules.robots.agent_rules(self._agent),
                                 default_s=self._delay_s)
             self._gate.set_delay(host, delays.interval_s)
         return rules
 
-    async def _shared_robots(self, session: aiohttp.ClientSession, host: str) -> _Robots:
+    async def _shared_robots(self, host: str) -> _Robots:
         """The rules of a host outside the list, read once however many ask at a time."""
         future = self._other_robots.get(host)
         if future is None:
             future = asyncio.get_running_loop().create_future()
             self._other_robots[host] = future
             try:
-                future.set_result(await self._read_other_robots(session, host))
+                future.set_result(await self._read_other_robots(host))
             except BaseException as exc:
                 future.set_exception(exc)
                 raise
@@ -644,20 +612,20 @@ class Harvester:
                 del self._other_robots[host]
         return await asyncio.shield(future)
 
-    async def _read_other_robots(self, session: aiohttp.ClientSession, host: str) -> _Robots:
+    async def _read_other_robots(self, host: str) -> _Robots:
         known = self._store.other_robots(host)
         if known is not None:
             return self._rules_from(known[0], known[1], f"http://{host}/robots.txt")
         url = f"{self._scheme}://{host}/robots.txt"
-        answer, sink = await self._robots(session, url)
+        answer = await self._robots(url)
         outcome = str(answer.outcome)
-        body = bytes(sink.body) if sink.size else None
+        body = answer.body if answer.size else None
         self._store.record_other_robots(host, outcome, answer.status, body, self._clock())
         return self._rules_from(outcome, body, answer.url or url)
 
     # -- sitemaps ----------------------------------------------------------------------------
 
-    async def _domain_sitemaps(self, session: aiohttp.ClientSession, domain: str,
+    async def _domain_sitemaps(self, domain: str,
                                fetched: tuple[SiteRecord, bytes | None] | None) -> None:
         """Read one domain's sitemaps (``fetched``: its robots.txt record and body, when this
         run fetched it; else they are read from the store)."""
@@ -692,7 +660,7 @@ class Harvester:
             row = recorded.get(item.uri)
             entries: list[Entry] | None = None
             if row is None:
-                row, body, entries = await self._sitemap_file(session, domain, item, own)
+                row, body, entries = await self._sitemap_file(domain, item, own)
                 row = self._store.record_sitemap(row, body, self._clock())
                 self.sitemap_files[row.downloadinfo] = (
                     self.sitemap_files.get(row.downloadinfo, 0) + 1)
@@ -742,7 +710,7 @@ class Harvester:
         host = (urlsplit(uri).hostname or "").lower()
         return not in_scope("site", frozenset((domain,)), host)
 
-    async def _sitemap_file(self, session: aiohttp.ClientSession, domain: str, item: _Queued,
+    async def _sitemap_file(self, domain: str, item: _Queued,
                             own: _Robots) -> tuple[SitemapRecord, bytes | None, list[Entry]]:
         """Fetch one sitemap file, politely: its row, its raw body and its entries."""
         cross = self._cross_site(domain, item.uri)
@@ -759,31 +727,30 @@ class Harvester:
             return failed("parse_error", "not an http(s) URL")
         if item.level > MAX_SITEMAP_LEVEL:
             return failed("not_sampled", f"deeper than {MAX_SITEMAP_LEVEL} index levels")
-        rules = await self._host_rules(session, domain, host, own)
+        rules = await self._host_rules(domain, host, own)
         if rules.refusal is not None:
             return failed("robots_disallowed", rules.refusal)
         if rules.robots is not None and not rules.robots.allowed(item.uri, self._agent):
             return failed("robots_disallowed", "disallowed by robots.txt")
         parser = SitemapParser(item.uri, max_bytes=self._sitemap_max_bytes,
                                max_urls=self._sitemap_max_urls)
-        sink = _SitemapSink(parser)
-        answer = await self._get(session, item.uri, sink, raw=True)
+        answer = await self._get(item.uri)
         if answer.outcome is not None:
             return failed(str(answer.outcome), answer.error, answer.status, answer.seconds)
-        sink.entries.extend(parser.close())
-        urls = sum(1 for entry in sink.entries if entry.kind == "url")
-        children = len(sink.entries) - urls
+        entries = await _parse(parser, answer.body)
+        urls = sum(1 for entry in entries if entry.kind == "url")
+        children = len(entries) - urls
         stop = parser.stopped
         info, error = "ok", None
         if stop is not None:
             error = f"{stop.code}: {stop.message}"
         if stop is not None and stop.code in _TOO_BIG_STOPS:
             info = "too_big"
-        elif not sink.entries and (stop is not None or parser.format in (None, "text")):
+        elif not entries and (stop is not None or parser.format in (None, "text")):
             # Nothing read, and not an empty urlset or index: what came is no sitemap.
             if error is None and parser.issues:
                 error = f"{parser.issues[0].code}: {parser.issues[0].message}"
-            looks_html = body_outcome(bytes(sink.raw[:1024]), content_type=answer.content_type,
+            looks_html = body_outcome(answer.body[:1024], content_type=answer.content_type,
                                       max_bytes=1 << 30) is Outcome.HTML
             info = "html" if looks_html else "parse_error"
         kind = {"sitemapindex": "index", "urlset": "urlset"}.get(parser.format or "")
@@ -793,4 +760,4 @@ class Harvester:
                              filetype=_filetype(parser), kind=kind, status=answer.status,
                              bytes=parser.bytes_in, url_count=urls, child_count=children,
                              seconds=answer.seconds, cross_site=cross, error=error
-                             ), bytes(sink.raw), sink.entries
+                             ), answer.body, entries

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from polite.crawl.http import FetchResult, PageFetcher
+from polite.fetch.http import FetchResult, PageFetcher
 from tests.sites import tcp_origin
 
 # (a request's head, how many came before it on its connection) -> what to send (None: close)

@@ -1,30 +1,37 @@
-"""Fetching pages for the crawler: HTTP/1.1 on asyncio protocols, messages read by llhttp
-(through httptools), one keep-alive connection per exchange in flight.
+"""Fetching many URLs fast, for the crawler and the survey: HTTP/1.1 on asyncio protocols,
+messages read by llhttp (through httptools), one keep-alive connection per exchange in
+flight.
 
-The rest of polite speaks httpx; a crawler's CPU is mostly its requests, and a request costs
-httpx 650-900 us, aiohttp 125 us and this client about 30 us (GETs of 8.5 KB pages on
-loopback, each client's own loop, uvloop). Bodies are inflated here so that a gzip bomb
-stops at the cap however well it compresses: ``zlib``'s ``max_length`` bounds each step.
-Redirects are returned, not followed (the crawler queues them, each hop checked).
+The rest of polite speaks httpx; a crawler's or a survey's CPU is mostly its requests, and a
+request costs httpx 650-900 us, aiohttp 125 us and this client about 30 us (GETs of 8.5 KB
+pages on loopback, each client's own loop, uvloop). Bodies are inflated here so that a gzip
+bomb stops at the cap however well it compresses: ``zlib``'s ``max_length`` bounds each step.
+Redirects are returned, not followed (the caller checks and spaces each hop).
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 import time
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import cast
 from urllib.parse import quote, urlsplit
 
 import httptools
 
-__all__ = ["FetchResult", "PageFetcher"]
+__all__ = ["FetchResult", "PageFetcher", "Resolve"]
+
+# A host name to the address to connect to (a hosts file, a nameserver of the user's); any
+# exception it raises is the name not resolving.
+Resolve = Callable[[str], Awaitable[str]]
 
 IDLE_S = 15.0  # a kept-alive connection unused this long is closed, not reused
 MAX_HEAD_BYTES = 64 * 1024  # a response's status line and header fields, at most
+_INFLATE_STEP = 256 * 1024  # a compressed body is inflated at most this much at a time
 # A request target keeps what a URL may hold; anything else is percent-encoded as UTF-8.
 _TARGET_SAFE = "/?#[]@!$&'()*+,;=:%~-._"
 
@@ -73,7 +80,11 @@ class FetchResult:
     # to open or to wait for, a busy loop)
     elapsed_s: float = 0.0  # the whole exchange
     error: str | None = None
+    # why there is an error: "timeout", "dns" (the name did not resolve), "connection"
+    # (refused, reset, closed early, not HTTP) or "invalid" (the URL or a header)
+    failure: str | None = None
     charset: str | None = None
+    size: int = 0  # the body's bytes (inflated unless asked raw), also those past the cap
 
     def get_all(self, name: str) -> list[str]:
         """Every value of a response header (``X-Robots-Tag`` may come several times)."""
@@ -119,9 +130,14 @@ class _Exchange(asyncio.Protocol):
         self._inflater: _Inflater | None = None
         self._body = bytearray()
         self._max_bytes = 0
+        self._count_to = 0
+        self._decode = True
         self._head_bytes = 0
         self._started = 0.0
         self._to_close = False  # the body runs to the end of the connection
+        self._read_timeout_s: float | None = None
+        self._last_data = 0.0
+        self._idle_timer: asyncio.TimerHandle | None = None
         self.reusable = False
 
     # -- asyncio ------------------------------------------------------------------------
@@ -131,6 +147,7 @@ class _Exchange(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.received = True
+        self._last_data = time.monotonic()
         if self._waiter is None:
             self.close()  # bytes nobody asked for: the connection cannot be trusted
             return
@@ -198,7 +215,7 @@ class _Exchange(asyncio.Protocol):
         result.headers = headers
         result.charset = _charset(headers.get("content-type"))
         encoding = (headers.get("content-encoding") or "").strip().lower()
-        if encoding in ("gzip", "x-gzip", "deflate"):
+        if self._decode and encoding in ("gzip", "x-gzip", "deflate"):
             self._inflater = _Inflater(encoding)
         self.reusable = parser.should_keep_alive()
         self._to_close = status not in (204, 304) and "content-length" not in headers \
@@ -207,21 +224,28 @@ class _Exchange(asyncio.Protocol):
     def on_body(self, data: bytes) -> None:
         if self._result.status is None:
             return
-        body, cap = self._body, self._max_bytes
         if self._inflater is None:
-            body += data
-        else:
-            piece = self._inflater.inflate(data, cap + 1 - len(body))
-            while piece:
-                body += piece
-                if len(body) > cap:
-                    break
-                piece = self._inflater.more(cap + 1 - len(body))
-        if len(body) > cap:
-            del body[cap:]
-            self._result.truncated = True
-            self.reusable = False
-            raise _Whole
+            self._take(data)
+            return
+        piece = self._inflater.inflate(data, _INFLATE_STEP)
+        while piece:
+            self._take(piece)
+            piece = self._inflater.more(_INFLATE_STEP)
+
+    def _take(self, piece: bytes) -> None:
+        """Keep the body up to the cap; past it, count up to ``count_to`` (a file's true
+        size) then stop reading."""
+        result = self._result
+        result.size += len(piece)
+        body = self._body
+        room = self._max_bytes - len(body)
+        if room > 0:
+            body += piece if len(piece) <= room else piece[:room]
+        if result.size > self._max_bytes:
+            result.truncated = True
+            if result.size > self._count_to:
+                self.reusable = False
+                raise _Whole
 
     def on_message_complete(self) -> None:
         if self._result.status is None:
@@ -235,29 +259,50 @@ class _Exchange(asyncio.Protocol):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    def _end(self, error: str) -> None:
+    def _end(self, error: str, failure: str = "connection") -> None:
         self.reusable = False
         result = self._result
         if self._waiter is not None:
-            if result.status is None:
-                result.error = error
-            elif result.error is None and not result.truncated:
-                result.error = error  # the head came, the body did not all come
+            if result.status is None or (result.error is None and not result.truncated):
+                result.error = error  # no answer, or the head came and the body did not
+                result.failure = failure
             self._complete()
         self.close()
 
-    async def exchange(self, request: bytes, max_bytes: int, started: float) -> FetchResult:
+    def _idle_check(self) -> None:
+        """The read timeout: no byte for ``read_timeout_s`` (one timer an exchange, moved
+        on only when it fires)."""
+        self._idle_timer = None
+        timeout_s = self._read_timeout_s
+        if self._waiter is None or timeout_s is None:
+            return
+        idle_s = time.monotonic() - self._last_data
+        if idle_s >= timeout_s:
+            self._end(f"no data for {timeout_s:g} s", "timeout")
+        else:
+            self._idle_timer = asyncio.get_running_loop().call_later(
+                timeout_s - idle_s, self._idle_check)
+
+    async def exchange(self, request: bytes, max_bytes: int, started: float, *,
+                       count_to: int = 0, decode: bool = True,
+                       read_timeout_s: float | None = None) -> FetchResult:
         assert self.transport is not None
         loop = asyncio.get_running_loop()
         self._result = result = FetchResult()
         self._body = bytearray()
         self._inflater = None
         self._max_bytes = max_bytes
+        self._count_to = count_to
+        self._decode = decode
         self._started = started
         self._to_close = False
         self.received = False
         self.reusable = False
         self._waiter = waiter = loop.create_future()
+        self._read_timeout_s = read_timeout_s
+        if read_timeout_s is not None:
+            self._last_data = time.monotonic()
+            self._idle_timer = loop.call_later(read_timeout_s, self._idle_check)
         self.transport.write(request)
         result.late_s = time.monotonic() - started
         try:
@@ -267,10 +312,17 @@ class _Exchange(asyncio.Protocol):
             raise
         finally:
             self._waiter = None
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+                self._idle_timer = None
         result.body = bytes(self._body)
         if not self.reusable or self.closed:
             self.close()
         return result
+
+
+class _Unresolved(Exception):
+    """The resolver given found no address for a name."""
 
 
 class _Whole(Exception):
@@ -292,14 +344,20 @@ class PageFetcher:
     ``per_host``): each is a connection of its own here."""
 
     def __init__(self, *, connect_timeout_s: float = 10.0,
-                 tls: ssl.SSLContext | None = None) -> None:
+                 tls: ssl.SSLContext | None = None, resolve: Resolve | None = None) -> None:
         self._connect_timeout_s = connect_timeout_s
         self._idle: dict[tuple[str, str, int], list[_Exchange]] = {}
         self._swept = time.monotonic()
         self._tls = tls  # certificates checked against the system's CAs when None
+        self._resolve = resolve  # the system's resolver when None
 
     async def get(self, url: str, headers: Mapping[str, str], *, max_bytes: int,
-                  deadline_s: float) -> FetchResult:
+                  deadline_s: float, count_to: int = 0, decode: bool = True,
+                  read_timeout_s: float | None = None) -> FetchResult:
+        """GET ``url``: its body kept up to ``max_bytes`` (``truncated`` past it) and counted
+        in ``size`` up to ``count_to`` when that is larger; inflated per Content-Encoding
+        unless ``decode`` is off (the bytes as sent). ``deadline_s`` bounds the whole
+        exchange, ``read_timeout_s`` a wait for the next byte."""
         started = time.monotonic()
         try:
             parts = urlsplit(url)
@@ -308,38 +366,47 @@ class PageFetcher:
                 raise ValueError(f"not an http(s) URL: {url!r}")
             port = parts.port or (443 if scheme == "https" else 80)
         except ValueError as exc:
-            return FetchResult(error=str(exc))
+            return FetchResult(error=str(exc), failure="invalid")
         key = (scheme, host, port)
         try:
             request = _request(parts.netloc, url[len(scheme) + 3 + len(parts.netloc):] or "/",
                                headers)
         except ValueError as exc:
-            return FetchResult(error=str(exc))
+            return FetchResult(error=str(exc), failure="invalid")
         result: FetchResult
         try:
             async with asyncio.timeout(deadline_s):
-                result = await self._exchange(key, request, max_bytes, started)
+                result = await self._exchange(key, request, max_bytes, started, count_to,
+                                              decode, read_timeout_s)
         except TimeoutError:
-            result = FetchResult(error=f"took longer than {deadline_s:g} s")
+            result = FetchResult(error=f"took longer than {deadline_s:g} s",
+                                 failure="timeout")
+        except _Unresolved as exc:
+            result = FetchResult(error=str(exc), failure="dns")
         except (OSError, ValueError) as exc:
             text = str(exc)
             result = FetchResult(error=f"{type(exc).__name__}: {text}" if text
-                                 else type(exc).__name__)
+                                 else type(exc).__name__,
+                                 failure="dns" if isinstance(exc, socket.gaierror)
+                                 else "connection")
         result.elapsed_s = time.monotonic() - started
         return result
 
     async def _exchange(self, key: tuple[str, str, int], request: bytes, max_bytes: int,
-                        started: float) -> FetchResult:
+                        started: float, count_to: int, decode: bool,
+                        read_timeout_s: float | None) -> FetchResult:
         connection = self._reuse(key)
         if connection is not None:
-            result = await connection.exchange(request, max_bytes, started)
+            result = await connection.exchange(request, max_bytes, started, count_to=count_to,
+                                               decode=decode, read_timeout_s=read_timeout_s)
             if result.status is not None or connection.received:
                 self._keep(key, connection)
                 return result
             # The server had closed the kept-alive connection as the request went: the
             # request was not read, and a GET is asked again on a connection of its own.
         connection = await self._connect(key)
-        result = await connection.exchange(request, max_bytes, started)
+        result = await connection.exchange(request, max_bytes, started, count_to=count_to,
+                                           decode=decode, read_timeout_s=read_timeout_s)
         self._keep(key, connection)
         return result
 
@@ -378,10 +445,16 @@ class PageFetcher:
             if self._tls is None:
                 self._tls = ssl.create_default_context()
             tls = self._tls
+        address = host
+        if self._resolve is not None:
+            try:
+                address = await self._resolve(host)
+            except Exception as exc:
+                raise _Unresolved(f"{host} does not resolve: {exc}") from exc
         try:
             async with asyncio.timeout(self._connect_timeout_s):
                 _, connection = await loop.create_connection(
-                    _Exchange, host, port, ssl=tls, server_hostname=host if tls else None)
+                    _Exchange, address, port, ssl=tls, server_hostname=host if tls else None)
         except TimeoutError:
             raise ConnectionError(f"no connection to {host}:{port} within "
                                   f"{self._connect_timeout_s:.0f} s") from None

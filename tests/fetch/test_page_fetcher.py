@@ -1,5 +1,6 @@
-"""The crawler's HTTP/1.1 client against raw loopback origins: framings, keep-alive reuse,
-a kept-alive connection the server dropped, interim answers, caps, and what it refuses."""
+"""polite's HTTP/1.1 client (the crawler's and the survey's) against raw loopback origins:
+framings, keep-alive reuse, a kept-alive connection the server dropped, interim answers,
+caps, true sizes, resolvers, timeouts, and what it refuses."""
 
 from __future__ import annotations
 
@@ -212,3 +213,53 @@ def test_https_checks_the_certificate(tmp_path: Path) -> None:
     refused, fetched = asyncio.run(run())
     assert refused.status is None and "CERTIFICATE_VERIFY_FAILED" in (refused.error or "")
     assert (fetched.status, fetched.body) == (200, b"secret")
+
+
+def test_true_sizes_raw_bodies_resolvers_and_read_timeouts_each_have_their_kind() -> None:
+    gzipped = zlib.compress(b"c" * 5_000, wbits=31)
+
+    def script(head: bytes, _: int) -> list[bytes | None]:
+        path = head.split()[1]
+        if path == b"/big":
+            return [ok(b"x" * 3_000)]
+        if path == b"/gzip":
+            return [ok(gzipped, b"Content-Encoding: gzip")]
+        return [b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nsome"]  # then nothing
+
+    names = {"site.test": "127.0.12.8"}
+
+    async def resolve(name: str) -> str:
+        return names[name]  # KeyError: the name is unknown
+
+    async def run(base: str) -> list[FetchResult]:
+        fetcher = PageFetcher(connect_timeout_s=2.0, resolve=resolve)
+        port = base.rsplit(":", 1)[1]
+        named = f"http://site.test:{port}"
+        try:
+            return [
+                await fetcher.get(named + "/big", {}, max_bytes=1_000, count_to=10_000,
+                                  deadline_s=5),
+                await fetcher.get(named + "/big", {}, max_bytes=1_000, count_to=2_000,
+                                  deadline_s=5),
+                await fetcher.get(named + "/gzip", {}, max_bytes=100_000, decode=False,
+                                  deadline_s=5),
+                await fetcher.get(named + "/gzip", {}, max_bytes=100_000, deadline_s=5),
+                await fetcher.get(named + "/idle", {}, max_bytes=1_000, deadline_s=5,
+                                  read_timeout_s=0.5),
+                await fetcher.get(f"http://nowhere.test:{port}/", {}, max_bytes=1_000,
+                                  deadline_s=5),
+            ]
+        finally:
+            await fetcher.close()
+
+    with origin("127.0.12.8", script) as (base, _, _):
+        counted, stopped, raw, inflated, idle, unknown = asyncio.run(run(base))
+    assert (counted.body, counted.size, counted.truncated, counted.error) == (
+        b"x" * 1_000, 3_000, True, None)
+    assert stopped.size > 2_000 and len(stopped.body) == 1_000 and stopped.truncated
+    assert raw.body == gzipped and raw.size == len(gzipped)
+    assert inflated.body == b"c" * 5_000 and inflated.size == 5_000
+    assert idle.status == 200 and idle.failure == "timeout" and "no data" in (idle.error or "")
+    assert idle.elapsed_s < 2
+    assert unknown.status is None and unknown.failure == "dns"
+    assert "nowhere.test" in (unknown.error or "")

@@ -99,7 +99,7 @@ def min_gaps(farm: Farm) -> tuple[float, int, int]:
         if host in last:
             smallest = min(smallest, arrived - last[host])
             count += 1
-        elif host in seen:
+        elif host in seen and path != "/robots.txt":
             followed += 1
         seen.add(host)
         if path != "/robots.txt":

@@ -248,12 +248,19 @@ def test_true_sizes_raw_bodies_resolvers_and_read_timeouts_each_have_their_kind(
                                   read_timeout_s=0.5),
                 await fetcher.get(f"http://nowhere.test:{port}/", {}, max_bytes=1_000,
                                   deadline_s=5),
+                await fetcher.get(named + "/big", {}, max_bytes=5_000, deadline_s=5),
+                release(fetcher, "site.test", int(port)),
+                await fetcher.get(named + "/big", {}, max_bytes=5_000, deadline_s=5),
             ]
         finally:
             await fetcher.close()
 
-    with origin("127.0.12.8", script) as (base, _, _):
-        counted, stopped, raw, inflated, idle, unknown = asyncio.run(run(base))
+    def release(fetcher: PageFetcher, host: str, port: int) -> FetchResult:
+        fetcher.release(host, port)
+        return FetchResult()
+
+    with origin("127.0.12.8", script) as (base, _, conns):
+        counted, stopped, raw, inflated, idle, unknown, kept, _, fresh = asyncio.run(run(base))
     assert (counted.body, counted.size, counted.truncated, counted.error) == (
         b"x" * 1_000, 3_000, True, None)
     assert stopped.size > 2_000 and len(stopped.body) == 1_000 and stopped.truncated
@@ -263,3 +270,5 @@ def test_true_sizes_raw_bodies_resolvers_and_read_timeouts_each_have_their_kind(
     assert idle.elapsed_s < 2
     assert unknown.status is None and unknown.failure == "dns"
     assert "nowhere.test" in (unknown.error or "")
+    # A released host's kept-alive connection is closed: the next request opens another.
+    assert kept.body == fresh.body == b"x" * 3_000 and conns[-1] == conns[-2] + 1

@@ -460,6 +460,14 @@ class PageFetcher:
                                   f"{self._connect_timeout_s:.0f} s") from None
         return connection
 
+    def release(self, host: str, port: int | None = None) -> None:
+        """Close the kept-alive connections to ``host`` (on ``port``, else on each scheme's
+        default port): a caller done with a host (the survey, once a domain is recorded)
+        keeps no socket open for it, however many hosts it goes through."""
+        for key in (("http", host, port or 80), ("https", host, port or 443)):
+            for connection in self._idle.pop(key, ()):
+                connection.close()
+
     async def close(self) -> None:
         for idle in self._idle.values():
             for connection in idle:

@@ -440,6 +440,9 @@ class Harvester:
                     site = await self._site_once(rank, name)
                 if self._sitemaps:
                     await self._domain_sitemaps(name, site)
+                if self._fetcher is not None:  # its connections are of no further use
+                    self._fetcher.release(name)
+                    self._fetcher.release(f"www.{name}")
                 if finish is not None:
                     await finish(name)
                 self.surveyed += 1

@@ -69,13 +69,17 @@ def test_headers_bodies_and_keep_alive(proxy: httpx.Client) -> None:
         for n in range(3):
             answer = client.post(f"{site.origin}/form", content=b"a=%d" % n,
                                  headers={"Connection": "keep-alive, X-Secret",
-                                          "X-Secret": "hop", "X-Kept": "end-to-end"})
+                                          "X-Secret": "hop", "X-Kept": "end-to-end",
+                                          "X-Polite-Mode": "wait",
+                                          "X-Polite-Client": "crawler-3"})
             assert answer.status_code == 201 and answer.content == b"made"
         method, path, sent, body = site.seen[-1]
         headers = {k.lower(): v for k, v in sent.items()}
         assert (method, path, body) == ("POST", "/form", b"a=2")
         assert headers["x-kept"] == "end-to-end"
         assert "x-secret" not in headers  # named in Connection: hop-by-hop
+        # what the client told the proxy is not the origin's business
+        assert not [name for name in headers if name.startswith("x-polite-")]
         assert "polite" in headers["via"]
 
 

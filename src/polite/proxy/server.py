@@ -759,7 +759,10 @@ class ProxyServer:
 
     async def _forward(self, client: Channel, exchange: _Exchange) -> bool:
         request = exchange.head
-        headers = [(k, v) for k, v in _forwardable(request.headers) if k != b"host"]
+        # X-Polite-* tell the proxy how to treat the request (mode, wait, client): they are
+        # not the origin's to read.
+        headers = [(k, v) for k, v in _forwardable(request.headers)
+                   if k != b"host" and not k.startswith(b"x-polite-")]
         headers.insert(0, (b"host", exchange.netloc))
         via = request.get(b"via")
         headers.append((b"via", via + b", " + _VIA if via else _VIA))

@@ -225,3 +225,34 @@ async def test_the_wait_for_a_slot_is_not_counted_as_the_hosts_response_time(
     ((_, response_s),) = await reopened.host_facts(["127.0.0.29"])
     await reopened.close()
     assert response_s is not None and response_s < 0.3  # the waits were about 0.6 s each
+
+
+async def test_each_redirect_hop_takes_its_slot_and_is_checked_first(
+        client: httpx.AsyncClient) -> None:
+    # A sitemap that moved within its host, one that moved into a disallowed folder and one
+    # that moved to another host: each hop is a request of its own, in its own slot, and is
+    # not asked for when robots.txt or the walk's hosts say no.
+    with serve(Site("127.0.0.26")) as site, serve(Site("127.0.0.27")) as other:
+        o = site.origin
+        site.routes.update({
+            "/robots.txt": Reply(200, (f"User-agent: *\nCrawl-delay: 0.3\nDisallow: /private/\n"
+                                       f"Sitemap: {o}/moved.xml\nSitemap: {o}/hidden.xml\n"
+                                       f"Sitemap: {o}/away.xml\n").encode()),
+            "/moved.xml": Reply(301, headers={"Location": "/real.xml"}),
+            "/real.xml": Reply(200, urlset(f"{o}/a", f"{o}/b")),
+            "/hidden.xml": Reply(302, headers={"Location": "/private/s.xml"}),
+            "/private/s.xml": Reply(200, urlset(f"{o}/secret")),
+            "/away.xml": Reply(307, headers={"Location": f"{other.origin}/s.xml"}),
+        })
+        other.routes["/s.xml"] = Reply(200, urlset(f"{other.origin}/x"))
+        summary, files, entries = await walk(walker(client), o)
+    assert [e.loc for e in entries] == [f"{o}/a", f"{o}/b"]
+    by_url = {file.url.removeprefix(o): file for file in files}
+    assert by_url["/moved.xml"].error is None and by_url["/moved.xml"].urls == 2
+    assert "redirected to" in (by_url["/hidden.xml"].error or "")
+    assert "another host" in (by_url["/away.xml"].error or "")
+    assert "/private/s.xml" not in site.requests and other.requests == []
+    # Measured at the site: every request after robots.txt at least the delay apart.
+    stamps = [at for at, path in site.arrivals if path != "/robots.txt"]
+    assert len(stamps) == 4  # moved, real, hidden, away
+    assert min(b - a for a, b in itertools.pairwise(stamps)) >= 0.25

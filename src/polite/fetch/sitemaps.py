@@ -48,6 +48,10 @@ MAX_POLITE_WAIT_S = 300.0
 # Page URLs remembered to drop duplicates across files; past it, duplicates are counted
 # through a second sighting only within one file.
 MAX_REMEMBERED_URLS = 2_000_000
+# Redirects followed for one file (RFC 9309 asks crawlers to follow five for robots.txt;
+# the same here).
+MAX_REDIRECTS = 5
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,44 +346,64 @@ class SitemapWalker:
             if event.endswith("send_request_headers.complete") and not sent:
                 sent.append(time.monotonic())
 
-        try:
-            async with asyncio.timeout(self.file_deadline_s):
-                async with self._client.stream(
-                    "GET", item.url, follow_redirects=True, timeout=self._timeout,
-                    headers={"User-Agent": self._politeness.agent,
-                             "Accept-Encoding": "identity"}, extensions={"trace": trace},
-                ) as response:
-                    if sent and sent[0] - started > 0.001:
-                        # The request left later than its slot (a connection to open, a
-                        # busy loop): the host's next slot counts from when it really went,
-                        # so the spacing holds where the site measures it.
-                        await self._politeness.note_late_start(item.url, sent[0] - started)
-                    status = response.status_code
-                    # The host's response time is the wait for its answer, not the time the
-                    # body takes to stream and be parsed.
-                    elapsed = time.monotonic() - started
-                    retry_after = response.headers.get("retry-after")
-                    if status >= 300:
-                        error = f"HTTP {status}"
-                    elif emit is None and not self._on_policy(site_host, str(response.url)):
-                        error = f"redirected to another host: {response.url}"
-                    else:
-                        async for chunk in response.aiter_raw():
-                            take(parser.feed(chunk))
-                            if parser.stopped is not None:
-                                break
-                        take(parser.close())
-        except TimeoutError:
-            error = f"took longer than {self.file_deadline_s:.0f} s"
-        except httpx.TooManyRedirects:
+        # Redirects are followed here, each hop in its own slot and checked against
+        # robots.txt and the walk's hosts before it is asked for (a redirect is a request
+        # like any other to the site that gets it).
+        url, hop_started = item.url, started
+        for hop in range(MAX_REDIRECTS + 1):
+            if hop:
+                refusal = await self._polite_turn(url)
+                if refusal is not None:
+                    error = f"redirected to {url}: {refusal}"
+                    break
+                hop_started = time.monotonic()
+            sent.clear()
+            target: str | None = None
+            try:
+                async with asyncio.timeout(self.file_deadline_s):
+                    async with self._client.stream(
+                        "GET", url, follow_redirects=False, timeout=self._timeout,
+                        headers={"User-Agent": self._politeness.agent,
+                                 "Accept-Encoding": "identity"}, extensions={"trace": trace},
+                    ) as response:
+                        if sent and sent[0] - hop_started > 0.001:
+                            # The request left later than its slot (a connection to open, a
+                            # busy loop): the host's next slot counts from when it really
+                            # went, so the spacing holds where the site measures it.
+                            await self._politeness.note_late_start(url, sent[0] - hop_started)
+                        status = response.status_code
+                        # The host's response time is the wait for its answer, not the time
+                        # the body takes to stream and be parsed.
+                        elapsed = time.monotonic() - hop_started
+                        retry_after = response.headers.get("retry-after")
+                        location = response.headers.get("location")
+                        if status in _REDIRECTS and location:
+                            target = urljoin(url, location)
+                        elif status >= 300:
+                            error = f"HTTP {status}"
+                        else:
+                            async for chunk in response.aiter_raw():
+                                take(parser.feed(chunk))
+                                if parser.stopped is not None:
+                                    break
+                            take(parser.close())
+            except TimeoutError:
+                error = f"took longer than {self.file_deadline_s:.0f} s"
+            except httpx.TimeoutException:
+                error = "timed out"
+            except httpx.TransportError as exc:
+                error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            if status is not None:
+                await self._politeness.note_response(url, status, elapsed_s=elapsed,
+                                                     retry_after=retry_after)
+            if target is None:
+                break
+            if emit is None and not self._on_policy(site_host, target):
+                error = f"redirected to another host: {target}"
+                break
+            url = target
+        else:
             error = "too many redirects"
-        except httpx.TimeoutException:
-            error = "timed out"
-        except httpx.TransportError as exc:
-            error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        if status is not None:
-            await self._politeness.note_response(item.url, status, elapsed_s=elapsed,
-                                                 retry_after=retry_after)
         if error is None and parser.stopped is not None and parser.count == 0:
             error = parser.stopped.message
         file = SitemapFile(

@@ -245,7 +245,7 @@ async def test_each_redirect_hop_takes_its_slot_and_is_checked_first(
             "/away.xml": Reply(307, headers={"Location": f"{other.origin}/s.xml"}),
         })
         other.routes["/s.xml"] = Reply(200, urlset(f"{other.origin}/x"))
-        summary, files, entries = await walk(walker(client), o)
+        _, files, entries = await walk(walker(client), o)
     assert [e.loc for e in entries] == [f"{o}/a", f"{o}/b"]
     by_url = {file.url.removeprefix(o): file for file in files}
     assert by_url["/moved.xml"].error is None and by_url["/moved.xml"].urls == 2

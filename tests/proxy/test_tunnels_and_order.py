@@ -64,6 +64,16 @@ def test_a_tunnel_relays_bytes_and_takes_the_hosts_slot(proxy: httpx.Client) -> 
         again.close()
     assert refused.startswith(b"HTTP/1.1 429") and b"retry-after:" in refused.lower()
     assert site.requests == ["/robots.txt", "/page"]  # the proxy saw no path in the tunnel
+    # The dashboard's trace shows both tunnels: the one opened (200, for as long as it was
+    # open) and the one refused for the host's delay. An open tunnel is traced as it ends,
+    # once the proxy has seen both sides close.
+    for _ in range(50):
+        traced = sorted((e["method"], e["decision"], e["status"]) for e in proxy.get(
+            "/trace").json()["exchanges"] if e["url"] == f"http://{target}/")
+        if len(traced) == 2:
+            break
+        time.sleep(0.05)
+    assert traced == [("CONNECT", "allowed", 200), ("CONNECT", "delay", 429)]
 
 
 def test_a_tunnel_passes_on_what_the_origin_says_first(proxy: httpx.Client) -> None:

@@ -579,15 +579,29 @@ class ProxyServer:
         default = 443 if scheme == "https" else 80
         root = f"{scheme}://{netloc}/" if port == default else f"{scheme}://{netloc}:{port}/"
         agent = _product_token(head.get(b"user-agent"))
+        # A plain tunnel is traced as one exchange (CONNECT, the site's root, the decision,
+        # how long it stayed open) and counted for its host, as the dashboard shows requests.
+        arrived, started = time.time(), time.monotonic()
+        activity = self._politeness.activity
         verdict = await self._verdict(root, agent, mode, wait_s)
+        activity.count(host, verdict.cause)
+        held_ms = 0 if mode is Mode.REJECT else math.ceil((time.monotonic() - started) * 1000)
+
+        def trace(decision: str, status: int, delay_ms: int) -> None:
+            activity.record(TraceEntry(arrived, "CONNECT", root, decision, status, delay_ms,
+                                       (time.monotonic() - started) * 1000))
+
         if not verdict.allowed:
             self._refuse(client, verdict)
+            trace(verdict.cause, 403 if verdict.retry_after_ms == NO_RETRY else 429,
+                  max(0, verdict.retry_after_ms))
             await client.drain()
             return False
         try:
             upstream = await self._open(host, port, None, raw=True)
         except _UpstreamError as exc:
             self._send_error(client, exc.status, str(exc), close=True)
+            trace("error", exc.status, held_ms)
             return False
         self.stats["tunnels"] += 1
         client.write(response_head(200, b"Connection Established", [(b"via", _VIA)]))
@@ -607,10 +621,13 @@ class ProxyServer:
                     await sink.drain()
             sink.write_eof()
 
+        activity.send(host, 1)
         try:
             await asyncio.gather(pump(client, upstream), pump(upstream, client))
         finally:
+            activity.send(host, -1)
             upstream.close()
+            trace(verdict.cause, 200, held_ms)
         return False
 
     async def _intercept(self, client: Channel, interception: Interception, head: Head,

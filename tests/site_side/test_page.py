@@ -117,7 +117,11 @@ def test_add_a_rule_save_and_roll_back(page: Page,
 
     # a rule outside Alice's part is left out, and said so
     page.click("text=+ Add a rule to Alice's pages")
-    page.locator('input[name="s1.r2.value"]').fill("/admin/mine")
+    added = page.locator('input[name="s1.r2.value"]')
+    added.wait_for()
+    # the new form is live once htmx has settled it: an input typed before may go unheard
+    page.wait_for_load_state("networkidle")
+    added.fill("/admin/mine")
     page.wait_for_function("document.querySelector('#lint').innerText.includes('outside')")
     assert "outside this section's part" in page.locator("#problem-1-2").inner_text()
     _shot(page, "site-config-problem")

@@ -259,7 +259,7 @@ async def _parse(parser: SitemapParser, body: bytes) -> list[Entry]:
     for start in range(0, len(body), _FEED_STEP):
         entries += parser.feed(body[start:start + _FEED_STEP])
         if parser.stopped is not None:
-            return entries
+            break
         if len(body) > _FEED_STEP:
             await asyncio.sleep(0)
     return entries + parser.close()

@@ -84,7 +84,8 @@ class Farm:
                       ) -> bool:
         """Read a request and answer it; whether the connection stays open."""
         try:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), IDLE_S)
+            async with asyncio.timeout(IDLE_S):  # no task of its own: the arrival is noted
+                head = await reader.readuntil(b"\r\n\r\n")  # as soon as the loop sees it
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError,
                 TimeoutError):
             return False

@@ -227,8 +227,9 @@ class HostGate:
         used the slot; ``uses_slot`` off (robots.txt) lets the next request follow at once."""
         slot = self._slot(host)
         async with slot.lock:
-            wait = slot.free_at - self._clock()
-            if wait > 0:
+            # Checked again after each sleep: a loop's timers may fire a little early
+            # (uvloop counts whole milliseconds, from the time its iteration began).
+            while (wait := slot.free_at - self._clock()) > 0:
                 await asyncio.sleep(wait)
             try:
                 yield
@@ -263,6 +264,24 @@ async def _parse(parser: SitemapParser, body: bytes) -> list[Entry]:
         if len(body) > _FEED_STEP:
             await asyncio.sleep(0)
     return entries + parser.close()
+
+
+# A page URL kept from a sitemap: (the file's uri, loc, lastmod, changefreq, priority).
+_KeptURL = tuple[str, str, str | None, str | None, float | None]
+
+
+def _keep_urls(reservoir: Reservoir[_KeptURL], uri: str, entries: list[Entry]) -> list[str]:
+    """Offer a file's page URLs to the domain's sample; returns the child sitemaps it
+    lists."""
+    children: list[str] = []
+    for entry in entries:
+        if entry.kind == "sitemap":
+            children.append(entry.loc)
+        else:
+            reservoir.add((uri, entry.loc,
+                           None if entry.lastmod is None else entry.lastmod.isoformat(),
+                           entry.changefreq, entry.priority))
+    return children
 
 
 @dataclass(slots=True)
@@ -649,12 +668,12 @@ class Harvester:
         # A robots.txt fetched by this run has no sitemap recorded yet (they come after it).
         recorded = self._store.sitemap_rows(domain) if listed and fetched is None else {}
         files_ok = 0
-        reservoir: Reservoir[tuple[str, str, str | None, str | None, float | None]] = (
-            Reservoir(self._max_kept, random.Random(domain)))
+        reservoir: Reservoir[_KeptURL] = Reservoir(self._max_kept, random.Random(domain))
         queue = [_Queued(urljoin(f"{self._scheme}://{domain}/", uri), 0, None)
                  for uri in listed]
         visited: set[str] = set()
         ids: dict[str, int] = {}
+        last: tuple[SitemapRecord, bytes | None] | None = None
         while queue:
             item = queue.pop(0)
             if item.uri in visited or item.uri in item.ancestors:
@@ -664,9 +683,16 @@ class Harvester:
             entries: list[Entry] | None = None
             if row is None:
                 row, body, entries = await self._sitemap_file(domain, item, own)
-                row = self._store.record_sitemap(row, body, self._clock())
                 self.sitemap_files[row.downloadinfo] = (
                     self.sitemap_files.get(row.downloadinfo, 0) + 1)
+                if not queue and not any(entry.kind == "sitemap" for entry in entries):
+                    # The domain's last file: its row is written with the domain's totals,
+                    # one commit where there would be two; its page URLs are all it adds.
+                    last = (row, body)
+                    files_ok += row.downloadinfo == "ok"
+                    _keep_urls(reservoir, item.uri, entries)
+                    break
+                row = self._store.record_sitemap(row, body, self._clock())
             assert row.id is not None
             ids[item.uri] = row.id
             files_ok += row.downloadinfo == "ok"
@@ -674,15 +700,7 @@ class Harvester:
                 continue
             if entries is None:  # recorded by an earlier run: read again from the store
                 entries = self._reparse(item.uri, row.localfile)
-            children: list[str] = []
-            for entry in entries:
-                if entry.kind == "sitemap":
-                    children.append(entry.loc)
-                else:
-                    reservoir.add((item.uri, entry.loc,
-                                   None if entry.lastmod is None else entry.lastmod.isoformat(),
-                                   entry.changefreq, entry.priority))
-            children = list(dict.fromkeys(children))
+            children = list(dict.fromkeys(_keep_urls(reservoir, item.uri, entries)))
             chosen, left = sample_children(children, self._n0, self._alpha,
                                            random.Random(item.uri))
             for uri in left:
@@ -698,9 +716,8 @@ class Harvester:
                 self.sitemap_files["not_sampled"] = self.sitemap_files.get("not_sampled", 0) + 1
             ancestors = item.ancestors | {item.uri}
             queue.extend(_Queued(uri, item.level + 1, row.id, ancestors) for uri in chosen)
-        urls = [(ids[uri], loc, lastmod, changefreq, priority)
-                for uri, loc, lastmod, changefreq, priority in reservoir.kept]
-        self._store.finish_sitemaps(domain, urls, files_ok, reservoir.seen, self._clock())
+        self._store.finish_sitemaps(domain, list(reservoir.kept), ids, files_ok, reservoir.seen,
+                                    self._clock(), last=last)
 
     def _reparse(self, uri: str, digest: str) -> list[Entry]:
         """A recorded file's entries, read again from its stored body (nothing fetched)."""

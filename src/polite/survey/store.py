@@ -160,22 +160,26 @@ class SurveyStore:
         """Keep one sitemap file's row (its body once by hash); returns the row as stored,
         with its id and localfile. A file already recorded for the domain keeps its first
         row, which is returned."""
-        digest = None if body is None else hashlib.sha256(body).hexdigest()
         with self._transaction() as db:
-            _keep_body(db, digest, body)
-            cursor = db.execute(
-                "INSERT OR IGNORE INTO sitemaps (domain, uri, level, downloadinfo, parent, "
-                "filetype, kind, status, bytes, url_count, child_count, seconds, cross_site, "
-                "error, localfile, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                "?, ?, ?, ?) RETURNING id",
-                (row.domain, row.uri, row.level, row.downloadinfo, row.parent, row.filetype,
-                 row.kind, row.status, row.bytes, row.url_count, row.child_count,
-                 row.seconds, int(row.cross_site), row.error, digest, now))
-            inserted = cursor.fetchone()
-            if inserted is not None:
-                return replace(row, id=int(inserted[0]), localfile=digest)
-            found = db.execute(f"SELECT {_SITEMAP_COLUMNS} FROM sitemaps WHERE domain = ? "
-                               "AND uri = ?", (row.domain, row.uri)).fetchone()
+            return self._insert_sitemap(db, row, body, now)
+
+    def _insert_sitemap(self, db: sqlite3.Connection, row: SitemapRecord, body: bytes | None,
+                        now: float) -> SitemapRecord:
+        digest = None if body is None else hashlib.sha256(body).hexdigest()
+        _keep_body(db, digest, body)
+        cursor = db.execute(
+            "INSERT OR IGNORE INTO sitemaps (domain, uri, level, downloadinfo, parent, "
+            "filetype, kind, status, bytes, url_count, child_count, seconds, cross_site, "
+            "error, localfile, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "?, ?, ?, ?) RETURNING id",
+            (row.domain, row.uri, row.level, row.downloadinfo, row.parent, row.filetype,
+             row.kind, row.status, row.bytes, row.url_count, row.child_count,
+             row.seconds, int(row.cross_site), row.error, digest, now))
+        inserted = cursor.fetchone()
+        if inserted is not None:
+            return replace(row, id=int(inserted[0]), localfile=digest)
+        found = db.execute(f"SELECT {_SITEMAP_COLUMNS} FROM sitemaps WHERE domain = ? "
+                           "AND uri = ?", (row.domain, row.uri)).fetchone()
         return _sitemap_record(found)
 
     def sitemap_rows(self, domain: str) -> dict[str, SitemapRecord]:
@@ -188,17 +192,24 @@ class SurveyStore:
         return self._db.execute("SELECT 1 FROM sitemap_sites WHERE domain = ?",
                                 (domain,)).fetchone() is not None
 
-    def finish_sitemaps(self, domain: str, urls: list[tuple[int, str, str | None, str | None,
+    def finish_sitemaps(self, domain: str, urls: list[tuple[str, str, str | None, str | None,
                                                            float | None]],
-                        files: int, uris_total: int, now: float) -> int:
-        """Close a domain's sitemaps: its kept page URLs (``(sitemap_id, loc, lastmod,
-        changefreq, priority)``) and its totals (``files`` read whole, every URI counted),
-        in one transaction; returns URLs kept."""
+                        ids: dict[str, int], files: int, uris_total: int, now: float, *,
+                        last: tuple[SitemapRecord, bytes | None] | None = None) -> int:
+        """Close a domain's sitemaps: its kept page URLs (``(sitemap uri, loc, lastmod,
+        changefreq, priority)``, the file's id from ``ids``) and its totals (``files`` read
+        whole, every URI counted), in one transaction, with the domain's ``last`` file's
+        row when it was not recorded yet (one commit where there would be two); returns URLs
+        kept."""
         with self._transaction() as db:
+            if last is not None:
+                row = self._insert_sitemap(db, *last, now)
+                assert row.id is not None
+                ids = {**ids, row.uri: row.id}
             db.executemany(
                 "INSERT OR IGNORE INTO sitemap_urls (domain, sitemap_id, loc, lastmod, "
                 "changefreq, priority) VALUES (?, ?, ?, ?, ?, ?)",
-                [(domain, *url) for url in urls])
+                [(domain, ids[uri], *rest) for uri, *rest in urls])
             # The domain's URLs are written here only, all at once: those kept are these.
             kept = len({url[1] for url in urls})
             db.execute("INSERT OR REPLACE INTO sitemap_sites (domain, files, uris_total, "

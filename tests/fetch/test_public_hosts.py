@@ -9,16 +9,9 @@ from polite.fetch import create_client
 from polite.fetch.politeness import Politeness
 from polite.fetch.robots import PUBLIC_HOST_TTL_S, PublicHosts, RobotsFetcher, is_public_host
 from polite.storage import MemoryStore, RobotsRecord
+from tests.fetch.test_activity import Clock
 
 pytestmark = pytest.mark.anyio
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Resolver:

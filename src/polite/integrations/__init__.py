@@ -14,6 +14,6 @@ state in memory, SQLite or Redis) or a running ``polite serve``.
 from __future__ import annotations
 
 from polite.errors import RequestRefused, RobotsDisallowed, SlotNotReady
-from polite.integrations._gate import LoopGate, PoliteGate
+from polite.integrations._gate import Grant, LoopGate, PoliteGate
 
-__all__ = ["LoopGate", "PoliteGate", "RequestRefused", "RobotsDisallowed", "SlotNotReady"]
+__all__ = ["Grant", "LoopGate", "PoliteGate", "RequestRefused", "RobotsDisallowed", "SlotNotReady"]

@@ -11,7 +11,9 @@
    request), on the real corpus in ../shared/corpus/robots and its URL workload; with how
    often the two disagree.
 
-Run: ``python bench/integrations_vs_scrapy.py`` (``--quick`` for a short look).
+Run: ``python bench/integrations_vs_scrapy.py`` (``--quick`` for a short look, ``--rounds N``,
+``--twisted`` to run both on Twisted's own epoll reactor too, where polite's gate works on a
+thread of its own).
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from scrapy.linkextractors import LinkExtractor
 from scrapy.spiders import CrawlSpider, Rule
 
 seeds, pages, mode = sys.argv[1].split(","), int(sys.argv[2]), sys.argv[3]
+twisted = mode.endswith("-twisted")  # Twisted's own epoll reactor, not Scrapy's asyncio one
+mode = mode.removesuffix("-twisted")
 polite = mode != "plain"
 
 class Farm(CrawlSpider):
@@ -58,19 +62,24 @@ if polite:
         # "overhead": the adaptive delay off, so that only the middleware's cost shows
         "POLITE_ADAPTIVE_FACTOR": 0.0 if mode == "overhead" else 1.0,
     })
+if twisted:
+    settings["TWISTED_REACTOR"] = "twisted.internet.epollreactor.EPollReactor"
 process = CrawlerProcess(settings=settings)
 process.crawl(Farm)
 process.start()
 '''
 
 
-def middleware(folder: Path, rounds: int, sites: int, pages: int) -> None:
+def middleware(folder: Path, rounds: int, sites: int, pages: int, twisted: bool) -> None:
     print(f"\n## Downloader middleware: {sites} sites, no delay, {pages:,} pages a crawl, "
           f"one request in flight per site, {rounds} interleaved rounds\n")
     script = folder / "spider.py"
     script.write_text(SPIDER)
     modes = {"Scrapy": "plain", "Scrapy + polite, adaptive delay off": "overhead",
              "Scrapy + polite, defaults (adaptive delay 1x response time)": "polite"}
+    if twisted:  # polite's gate on a thread of its own, against Scrapy on the same reactor
+        modes.update({"Scrapy, Twisted reactor": "plain-twisted",
+                      "Scrapy + polite, defaults, Twisted reactor": "polite-twisted"})
     rates: dict[str, list[float]] = {name: [] for name in modes}
     cpu_ms: dict[str, list[float]] = {name: [] for name in modes}
     for _ in range(rounds):
@@ -88,9 +97,12 @@ def middleware(folder: Path, rounds: int, sites: int, pages: int) -> None:
               f"{', '.join(f'{r:,.0f}' for r in runs)} | "
               f"{statistics.median(cpu_ms[name]):.2f} |")
     for name in list(modes)[1:]:
-        per_round = [p / s for p, s in zip(rates[name], rates["Scrapy"], strict=True)]
-        cpu = [p / s for p, s in zip(cpu_ms[name], cpu_ms["Scrapy"], strict=True)]
-        print(f"\n{name} / Scrapy: pages/s per round "
+        if name == "Scrapy, Twisted reactor":
+            continue
+        base = "Scrapy, Twisted reactor" if name.endswith("Twisted reactor") else "Scrapy"
+        per_round = [p / s for p, s in zip(rates[name], rates[base], strict=True)]
+        cpu = [p / s for p, s in zip(cpu_ms[name], cpu_ms[base], strict=True)]
+        print(f"\n{name} / {base}: pages/s per round "
               f"{', '.join(f'{r:.2f}' for r in per_round)} (median "
               f"{statistics.median(per_round):.2f}); CPU per page, median of the rounds' "
               f"ratios {statistics.median(cpu):.2f}")
@@ -147,13 +159,16 @@ def main() -> int:
     options.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     options.add_argument("--agent", default="examplebot")
     options.add_argument("--quick", action="store_true")
+    options.add_argument("--rounds", type=int, help="interleaved rounds (7; 3 with --quick)")
+    options.add_argument("--twisted", action="store_true",
+                         help="also both on Twisted's epoll reactor (polite's gate on a thread)")
     args = options.parse_args()
     started = time.monotonic()
-    rounds = 3 if args.quick else 7
+    rounds = args.rounds or (3 if args.quick else 7)
     print("Shared machine (2 cores, other work running): read the ratios, not the rates.")
     with tempfile.TemporaryDirectory() as folder:
         middleware(Path(folder), rounds, 20 if args.quick else 40,
-                   600 if args.quick else 1200)
+                   600 if args.quick else 1200, args.twisted)
     if (args.corpus / "urls.txt").exists():
         robot_parsers(args.corpus, rounds, args.quick, args.agent)
     else:

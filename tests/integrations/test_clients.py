@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -179,17 +181,26 @@ def test_a_store_and_a_service_together_is_a_configuration_error() -> None:
 
 def test_a_late_departure_moves_the_service_s_slot(farm: dict[str, Site]) -> None:
     """``{"url", "lateMs"}`` on the feedback endpoint: the request left that much after its
-    grant, so the host's next slot counts from then."""
+    grant, so the host's next slot counts from then; never from later than the moment it
+    is told (a request has left by then)."""
     url = farm["delay"].origin + "/p1"
+    delay_ms = DELAY_S * 1000
+
+    def ask() -> dict[str, Any]:
+        (verdict,) = api.post("/politeness/verbose", params={"reserve": "true"},
+                              json=[url]).json()
+        return cast(dict[str, Any], verdict)
+
     with polite_serve("--store", "memory://", "--allow-private") as api:
-        (first,) = api.post("/politeness/verbose", params={"reserve": "true"},
-                            json=[url]).json()
-        assert first["allowed"]
-        told = api.post("/politeness/feedback", json=[{"url": url, "lateMs": 3000}])
+        assert ask()["allowed"]
+        time.sleep(0.3)
+        told = api.post("/politeness/feedback", json=[{"url": url, "lateMs": 300}])
         assert told.status_code == 200 and told.json() == [{"url": url, "pausedFor": None}]
-        (second,) = api.post("/politeness/verbose", params={"reserve": "true"},
-                             json=[url]).json()
-    assert not second["allowed"] and 3000 < second["retryAfter"] <= 3000 + DELAY_S * 1000
+        second = ask()  # unmoved, the slot would be about 100 ms away
+        assert not second["allowed"] and 250 < second["retryAfter"] <= delay_ms
+        api.post("/politeness/feedback", json=[{"url": url, "lateMs": 60_000}])
+        third = ask()  # counted from the moment it was told, not a minute on
+        assert not third["allowed"] and 250 < third["retryAfter"] <= delay_ms
 
 
 def test_regp_path_delays_and_visit_time_hold_through_httpx() -> None:

@@ -129,25 +129,47 @@ def both_within_one_delay(farm: dict[str, Site]) -> None:
     assert min(gaps(farm["rate"])) >= RATE_S
 
 
-@pytest.mark.slow
-def test_two_processes_sharing_one_sqlite_store(farm: dict[str, Site],
-                                                tmp_path: Path) -> None:
-    shared = {"delay": farm["delay"], "rate": farm["rate"]}
-    options = settings(POLITE_STORE=f"sqlite:///{tmp_path / 'polite.sqlite'}")
+def two_processes(tmp_path: Path, shared: dict[str, Site], options: dict[str, object]
+                  ) -> list[dict[str, Any]]:
+    """Two ``scrapy runspider`` processes crawling the same sites at once; their stats."""
     runs = [start(tmp_path, name, shared, options) for name in ("a", "b")]
-    for process, stats in runs:
-        finish(process, stats)
+    return [finish(process, stats)[0] for process, stats in runs]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reactor", ["asyncio", "twisted"])
+def test_two_processes_sharing_one_sqlite_store(farm: dict[str, Site], tmp_path: Path,
+                                                reactor: str) -> None:
+    shared = {"delay": farm["delay"], "rate": farm["rate"]}
+    two_processes(tmp_path, shared, settings(
+        reactor, POLITE_STORE=f"sqlite:///{tmp_path / 'polite.sqlite'}"))
     both_within_one_delay(shared)
 
 
 @pytest.mark.slow
-def test_two_processes_sharing_one_polite_serve(farm: dict[str, Site],
-                                                tmp_path: Path) -> None:
+@pytest.mark.parametrize("reactor", ["asyncio", "twisted"])
+def test_two_processes_sharing_one_redis_store(farm: dict[str, Site], tmp_path: Path,
+                                               redis_url: str, redis_prefix: str,
+                                               reactor: str) -> None:
+    """POLITE_STORE = "redis://…": the slots are claimed in a real redis-server, judged by
+    its clock, so the two processes (as on two machines) keep one delay per host; the
+    busy site's 429 pauses both."""
+    stats = two_processes(tmp_path, farm, settings(
+        reactor, POLITE_STORE=f"{redis_url}?prefix={redis_prefix}"))
+    both_within_one_delay(farm)
+    pause, _ = paused(farm)
+    assert pause >= RETRY_AFTER_S
+    assert sum(run.get("polite/backoff/429", 0) for run in stats) == 1
+    assert all(run["robotstxt/forbidden"] >= 2 for run in stats)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reactor", ["asyncio", "twisted"])
+def test_two_processes_sharing_one_polite_serve(farm: dict[str, Site], tmp_path: Path,
+                                                reactor: str) -> None:
     shared = {"delay": farm["delay"], "rate": farm["rate"]}
     with polite_serve("--store", "memory://", "--allow-private",
                       "--default-delay-ms", "0") as api:
-        options = settings(POLITE_SERVICE_URL=str(api.base_url))
-        runs = [start(tmp_path, name, shared, options) for name in ("a", "b")]
-        for process, stats in runs:
-            finish(process, stats)
+        two_processes(tmp_path, shared, settings(reactor,
+                                                 POLITE_SERVICE_URL=str(api.base_url)))
     both_within_one_delay(shared)

@@ -108,6 +108,28 @@ async def test_back_off_holds_the_host(make_store: Factory) -> None:
     assert (await store.claim("e.com", 1.0)).granted
 
 
+async def test_a_late_start_moves_the_slot_but_never_past_now(make_store: Factory) -> None:
+    """shifted_start in every store: one request out, its lateness moves the host's start;
+    two out at once (no delay), the first one's lateness counts from its own grant, so the
+    start goes no later than the moment it is told."""
+    clock = FakeClock(100.0)
+    store = make_store(clock)
+    await store.shift_start("e.com", 5.0)  # no slot yet: nothing to move
+    assert (await store.peek("e.com", 1.0)).granted
+    assert (await store.claim("e.com", 1.0)).granted
+    clock.now = 103.0
+    await store.shift_start("e.com", 2.0)  # left at 102: the next slot at 103
+    assert (await store.peek("e.com", 1.0)).at == 103.0
+    assert (await store.claim("e.com", 0.0)).granted  # 103.0
+    clock.now = 103.5
+    assert (await store.claim("e.com", 0.0)).granted  # 103.5, the first still out
+    clock.now = 104.0
+    await store.shift_start("e.com", 1.0)  # the first told, 1 s after its grant
+    answer = await store.peek("e.com", 0.0)
+    assert (answer.granted, answer.at) == (True, 104.0)  # not 104.5
+    assert (await store.peek("e.com", 1.0)).at == 105.0
+
+
 BATCHES = [
     # (last start, back-off until, candidate intervals, asked at)
     (None, None, (1.0,), 100.0),

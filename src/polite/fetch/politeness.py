@@ -36,7 +36,7 @@ from polite.core.robots.lifecycle import (
 from polite.core.robots.model import AgentRules
 from polite.errors import InvalidURL
 from polite.fetch.activity import Activity, robots_code
-from polite.fetch.robots import RobotsFetcher, is_public_host, split_origin
+from polite.fetch.robots import PublicHosts, RobotsFetcher, split_origin
 from polite.storage.base import Store
 
 __all__ = ["NO_RETRY", "Politeness", "Standing", "Verdict"]
@@ -138,6 +138,7 @@ class Politeness:
         backoff: bool = True,
         activity: Activity | None = None,
         send_slack_s: float = 0.0,
+        public_hosts: PublicHosts | None = None,
     ) -> None:
         self._robots = robots
         # A request given a slot may leave up to this late (a busy process, a connection to
@@ -146,6 +147,8 @@ class Politeness:
         # one's request is still on its way out (one process notes its own late starts).
         self.send_slack_s = send_slack_s
         self.allow_private = allow_private
+        # Asked on every check when private addresses are refused: kept a minute per host.
+        self._public_hosts = public_hosts if public_hosts is not None else PublicHosts(clock)
         self._store = store
         self._clock = clock
         self.agent = agent
@@ -189,7 +192,7 @@ class Politeness:
                 continue
             if not self.allow_private:
                 if host not in public:
-                    public[host] = await is_public_host(host)
+                    public[host] = await self._public_hosts.is_public(host)
                 if not public[host]:
                     verdicts[index] = Verdict(
                         url, False, f"{host} is a private or loopback address; this server "

@@ -11,6 +11,7 @@ import asyncio
 import ipaddress
 import socket
 import ssl
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 import httpx
@@ -31,8 +32,8 @@ from polite.core.robots.lifecycle import (
 from polite.core.urls import normal_url, origin_of, split_origin
 from polite.storage.base import RobotsRecord, RobotsStore
 
-__all__ = ["RobotsFetcher", "create_client", "is_public_host", "normal_url", "origin_of",
-           "split_origin"]
+__all__ = ["PublicHosts", "RobotsFetcher", "create_client", "is_public_host", "normal_url",
+           "origin_of", "split_origin"]
 
 MAX_REDIRECTS = 5  # DESIGN.md: follow up to five hops (RFC 9309 asks for at least five)
 DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
@@ -46,20 +47,81 @@ def create_client(*, verify: ssl.SSLContext | bool = True) -> httpx.AsyncClient:
                              trust_env=False, verify=verify)
 
 
+# How long a host found public is believed so (DNS answers commonly live a few minutes);
+# an answer naming a private address is never kept, so such a host is refused every time.
+PUBLIC_HOST_TTL_S = 60.0
+MAX_PUBLIC_HOSTS = 10_000  # hosts remembered as public at once (the oldest go first)
+
+
+async def _addresses(host: str) -> list[str]:
+    infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    return [str(info[4][0]) for info in infos]
+
+
+def _is_public_address(address: str) -> bool:
+    ip = ipaddress.ip_address(address)
+    return not (ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved
+                or ip.is_multicast or ip.is_unspecified)
+
+
+def _literal(host: str) -> str | None:
+    """``host`` as an IP address when it is one written plainly (no lookup needed)."""
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return None
+
+
 async def is_public_host(host: str) -> bool:
     """Whether every address ``host`` resolves to is public (not private, loopback,
     link-local, reserved or multicast): the guard against being an open relay."""
+    literal = _literal(host)
+    if literal is not None:
+        return _is_public_address(literal)
     try:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, None,
-                                                             type=socket.SOCK_STREAM)
+        addresses = await _addresses(host)
     except OSError:
         return True  # it will fail to connect and be reported as unreachable
-    for info in infos:
-        address = ipaddress.ip_address(info[4][0])
-        if (address.is_private or address.is_loopback or address.is_link_local
-                or address.is_reserved or address.is_multicast or address.is_unspecified):
-            return False
-    return True
+    return all(_is_public_address(address) for address in addresses)
+
+
+class PublicHosts:
+    """:func:`is_public_host` with its public answers kept :data:`PUBLIC_HOST_TTL_S`, so that
+    a service or a crawler asking about a host on every request looks its name up once a
+    minute rather than each time (a lookup is a step to the resolver's thread, or worse).
+    Only "public" is kept: a host whose addresses include a private one, or whose lookup
+    failed, is looked up again next time, so the refusal stays exact. A plainly written
+    address is judged without a lookup. ``resolve`` gives a host's addresses (the system
+    resolver by default)."""
+
+    def __init__(self, clock: Clock, *, ttl_s: float = PUBLIC_HOST_TTL_S,
+                 resolve: Callable[[str], Awaitable[list[str]]] | None = None,
+                 max_hosts: int = MAX_PUBLIC_HOSTS) -> None:
+        self._clock = clock
+        self._ttl_s = ttl_s
+        self._resolve = resolve or _addresses
+        self._max_hosts = max_hosts
+        self._public_until: dict[str, float] = {}  # host -> when the answer is too old
+
+    async def is_public(self, host: str) -> bool:
+        literal = _literal(host)
+        if literal is not None:
+            return _is_public_address(literal)
+        until = self._public_until.get(host)
+        if until is not None and self._clock() < until:
+            return True
+        try:
+            addresses = await self._resolve(host)
+        except OSError:
+            self._public_until.pop(host, None)
+            return True  # it will fail to connect and be reported as unreachable
+        public = all(_is_public_address(address) for address in addresses)
+        self._public_until.pop(host, None)  # re-inserted last: the dict keeps age order
+        if public:
+            if len(self._public_until) >= self._max_hosts:
+                del self._public_until[next(iter(self._public_until))]
+            self._public_until[host] = self._clock() + self._ttl_s
+        return public
 
 
 def _record(origin: str, state: RobotsState, body: bytes) -> RobotsRecord:

@@ -6,13 +6,14 @@
 * :mod:`polite.integrations.requests`: ``PoliteAdapter`` for a ``requests.Session``
   (``polite[scrapy]`` installs requests too).
 
-All of them ask one :class:`PoliteGate`: polite's own driver in the process (its state in
-memory, SQLite or Redis) or a running ``polite serve``.
+All of them ask one :class:`PoliteGate` (on a thread of its own) or, Scrapy on its asyncio
+reactor, a :class:`LoopGate` (on the reactor's loop): polite's own driver in the process (its
+state in memory, SQLite or Redis) or a running ``polite serve``.
 """
 
 from __future__ import annotations
 
 from polite.errors import RequestRefused, RobotsDisallowed, SlotNotReady
-from polite.integrations._gate import PoliteGate
+from polite.integrations._gate import Grant, LoopGate, PoliteGate
 
-__all__ = ["PoliteGate", "RequestRefused", "RobotsDisallowed", "SlotNotReady"]
+__all__ = ["Grant", "LoopGate", "PoliteGate", "RequestRefused", "RobotsDisallowed", "SlotNotReady"]

@@ -3,9 +3,10 @@
 The deciding is :class:`polite.fetch.politeness.Politeness`'s (``check(..., reserve=True)``
 and ``note_response``), in this process with a store of any kind, or a running
 ``polite serve``'s (``POST /politeness/verbose?reserve=true`` and ``/politeness/feedback``).
-The gate runs them on an event loop of its own, in a thread, so that one gate serves
-synchronous clients (requests, httpx's ``Client``), asyncio ones and Scrapy on either of its
-reactors alike: the clients wait on a future, never on the loop.
+:class:`LoopGate` runs them on its caller's asyncio loop (Scrapy's asyncio reactor);
+:class:`PoliteGate` runs a LoopGate on an event loop of its own, in a thread, so that one
+gate serves synchronous clients (requests, httpx's ``Client``), any asyncio loop and
+Scrapy's plain Twisted reactor alike: the clients wait on a future, never on the loop.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import asyncio
 import concurrent.futures
 import threading
 import time
+from collections import deque
 from collections.abc import Coroutine
 from typing import Any, NamedTuple, Protocol, TypeVar
 
@@ -34,7 +36,7 @@ from polite.fetch.politeness import NO_RETRY, Politeness, Verdict
 from polite.fetch.robots import RobotsFetcher, create_client, split_origin
 from polite.storage import open_store
 
-__all__ = ["Grant", "PoliteGate"]
+__all__ = ["Grant", "LoopGate", "PoliteGate"]
 
 _T = TypeVar("_T")
 
@@ -48,6 +50,15 @@ LATE_DEPARTURE_S = 0.005
 # Sleeping wakes a little after the slot rather than a little before it (timer rounding);
 # the store judges the slot by its own clock either way.
 WAKE_MARGIN_S = 0.002
+
+
+class _Turn(NamedTuple):
+    """A request waiting in its host's line."""
+
+    url: str
+    agent: str
+    started: float  # time.monotonic() when it asked
+    future: asyncio.Future[Grant]
 
 
 class Grant(NamedTuple):
@@ -163,9 +174,164 @@ class _Service:
         await self._client.aclose()
 
 
+def _backend(*, agent: str, store: str, service_url: str | None, allow_private: bool,
+             dialect: str, default_delay_s: float, max_crawl_delay_s: float,
+             adaptive_factor: float) -> _Backend:
+    if service_url is not None and store != "memory://":
+        raise ConfigError("give a store or a service URL, not both: the service keeps "
+                          "its own state")
+    if service_url is not None and not service_url.startswith(("http://", "https://")):
+        raise ConfigError(f"service URL {service_url!r}: expected http://HOST:PORT")
+    if service_url is not None:
+        return _Service(service_url)
+    return _Local(store, agent=agent or "polite", allow_private=allow_private,
+                  dialect=dialect, default_delay_s=default_delay_s,
+                  max_crawl_delay_s=max_crawl_delay_s, adaptive_factor=adaptive_factor)
+
+
+class LoopGate:
+    """The gate on the asyncio event loop of its caller, no thread: :meth:`acquire` before a
+    request, :meth:`report` after it, all awaited on one loop (the first that calls it; the
+    store's connections belong to it). With the store in memory a slot free now is granted
+    without the coroutine ever suspending, so a request pays for the decision and nothing
+    else; Scrapy's middleware uses this on the asyncio reactor. The arguments are
+    :class:`PoliteGate`'s.
+    """
+
+    def __init__(self, *, agent: str = "", store: str = "memory://",
+                 service_url: str | None = None, allow_private: bool = False,
+                 dialect: str = "auto", default_delay_s: float = DEFAULT_DELAY_S,
+                 max_crawl_delay_s: float = MAX_CRAWL_DELAY_S,
+                 adaptive_factor: float = ADAPTIVE_FACTOR, wait: bool = True,
+                 max_wait_s: float = MAX_WAIT_S) -> None:
+        # Built here, not on first use: a wrong store URL is refused at once. Nothing in it
+        # needs a running loop yet (asyncio's locks and the clients bind on first use).
+        self._backend = _backend(agent=agent, store=store, service_url=service_url,
+                                 allow_private=allow_private, dialect=dialect,
+                                 default_delay_s=default_delay_s,
+                                 max_crawl_delay_s=max_crawl_delay_s,
+                                 adaptive_factor=adaptive_factor)
+        self.agent = agent
+        self.wait = wait
+        self.max_wait_s = max_wait_s
+        # host -> the requests waiting while one of its requests is decided
+        self._queues: dict[str, deque[_Turn]] = {}
+        self._servers: set[asyncio.Task[None]] = set()  # kept until done (asyncio's advice)
+        self._closed = False
+
+    async def acquire(self, url: str, agent: str | None = None) -> Grant:
+        """Wait for ``url``'s host slot and take it; :class:`RobotsDisallowed`,
+        :class:`RequestRefused` or :class:`SlotNotReady` else. Requests to one host queue in
+        order; requests to other hosts never wait behind them."""
+        agent = agent or self.agent or "polite"
+        try:
+            host = split_origin(url)[1]
+        except InvalidURL as exc:
+            raise RequestRefused(url, str(exc)) from exc
+        started = time.monotonic()
+        queue = self._queues.get(host)
+        if queue is not None:  # another request of the host is being decided: wait in line
+            turn: asyncio.Future[Grant] = asyncio.get_running_loop().create_future()
+            queue.append(_Turn(url, agent, started, turn))
+            return await turn
+        # Nobody else asks for the host: decided right here, most often without suspending.
+        self._queues[host] = deque()
+        try:
+            return await self._decide(url, agent, started)
+        finally:
+            self._serve_queue(host)
+
+    def _serve_queue(self, host: str) -> None:
+        """The requests that queued for ``host`` meanwhile, decided in order by one task:
+        while slots are free it grants them all in one go, rather than waking one waiter
+        per turn of a loop that may be busy (Scrapy's reactor: tens of ms a turn)."""
+        queue = self._queues[host]
+        if not queue:
+            del self._queues[host]
+            return
+
+        async def serve() -> None:
+            try:
+                while queue:
+                    turn = queue.popleft()
+                    if turn.future.done():  # cancelled: the client no longer waits
+                        continue
+                    try:
+                        grant = await self._decide(turn.url, turn.agent, turn.started)
+                    except Exception as exc:  # the client's to handle, as if it asked itself
+                        if not turn.future.done():
+                            turn.future.set_exception(exc)
+                        continue
+                    except BaseException:  # this task cancelled (the gate closing)
+                        turn.future.cancel()
+                        raise
+                    if not turn.future.done():
+                        turn.future.set_result(grant)
+            finally:
+                del self._queues[host]
+                for turn in queue:  # the loop is closing: nobody will decide these
+                    turn.future.cancel()
+                self._servers.discard(task)
+
+        task = asyncio.get_running_loop().create_task(serve(), name=f"polite-gate {host}")
+        self._servers.add(task)
+
+    async def _decide(self, url: str, agent: str, started: float) -> Grant:
+        """Ask until the slot is taken (sleeping as told) or the request is refused."""
+        while True:
+            # Taken before asking: a slot granted by the answer starts no earlier, so the
+            # late start reported later is never too short.
+            asked = time.monotonic()
+            verdict = await self._backend.check(url, agent)
+            waited_s = time.monotonic() - started
+            if verdict.allowed:
+                return Grant(waited_s, asked)
+            reason = verdict.error or "not allowed"
+            if verdict.retry_after_ms == NO_RETRY:
+                if reason.startswith(ROBOTS_REFUSAL):
+                    raise RobotsDisallowed(url, reason.removeprefix(ROBOTS_REFUSAL))
+                raise RequestRefused(url, reason)
+            gave_up = await self._backend.given_up(url)
+            if gave_up is not None:
+                raise RequestRefused(url, gave_up)
+            wait_s = verdict.retry_after_ms / 1000
+            if not self.wait or waited_s + wait_s > self.max_wait_s:
+                raise SlotNotReady(url, wait_s, reason)
+            await asyncio.sleep(wait_s + WAKE_MARGIN_S)
+
+    async def report(self, url: str, status: int, *, elapsed_s: float | None = None,
+                     retry_after: str | None = None, grant: Grant | None = None,
+                     at: float | None = None) -> None:
+        """What a request got (see :meth:`PoliteGate.report`); ``at``: when its answer
+        came (``time.monotonic()``), now if not given."""
+        late_s = None if grant is None else \
+            (time.monotonic() if at is None else at) - grant.granted_at
+        await self._backend.note(url, status, elapsed_s, retry_after, late_s)
+
+    async def depart(self, url: str, grant: Grant, *, at: float | None = None) -> Grant:
+        """The request given ``grant`` leaves now, or ``at`` (see :meth:`PoliteGate.depart`);
+        the grant to :meth:`report` with."""
+        now = time.monotonic() if at is None else at
+        late_s = now - grant.granted_at
+        if late_s <= LATE_DEPARTURE_S:  # the answer's report will move the slot (report)
+            return grant
+        await self._backend.depart(url, late_s)
+        return Grant(grant.waited_s, now)
+
+    async def close(self) -> None:
+        """Close the store (or the service's client)."""
+        if not self._closed:
+            self._closed = True
+            for server in list(self._servers):
+                server.cancel()
+            await asyncio.gather(*self._servers, return_exceptions=True)
+            await self._backend.close()
+
+
 class PoliteGate:
     """Politeness for clients that fetch on their own: :meth:`acquire` before a request,
-    :meth:`report` after it.
+    :meth:`report` after it; a :class:`LoopGate` on an event loop of its own, in a thread,
+    so that synchronous clients and any event loop can ask it.
 
     ``store`` is a store URL (``memory://``, ``sqlite:///PATH``, ``redis://HOST:PORT/DB``);
     ``service_url`` asks a running ``polite serve`` instead (its own ``--allow-private``
@@ -180,34 +346,36 @@ class PoliteGate:
                  max_crawl_delay_s: float = MAX_CRAWL_DELAY_S,
                  adaptive_factor: float = ADAPTIVE_FACTOR, wait: bool = True,
                  max_wait_s: float = MAX_WAIT_S) -> None:
-        if service_url is not None and store != "memory://":
-            raise ConfigError("give a store or a service URL, not both: the service keeps "
-                              "its own state")
-        if service_url is not None and not service_url.startswith(("http://", "https://")):
-            raise ConfigError(f"service URL {service_url!r}: expected http://HOST:PORT")
-        self.agent = agent
-        self.wait = wait
-        self.max_wait_s = max_wait_s
-        self._queues: dict[str, tuple[asyncio.Lock, list[int]]] = {}
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="polite-gate",
                                         daemon=True)
         self._thread.start()
         self._closed = False
 
-        async def build() -> _Backend:
-            if service_url is not None:
-                return _Service(service_url)
-            return _Local(store, agent=agent or "polite", allow_private=allow_private,
-                          dialect=dialect, default_delay_s=default_delay_s,
-                          max_crawl_delay_s=max_crawl_delay_s,
-                          adaptive_factor=adaptive_factor)
+        async def build() -> LoopGate:  # on the gate's loop, whose the clients will be
+            return LoopGate(agent=agent, store=store, service_url=service_url,
+                            allow_private=allow_private, dialect=dialect,
+                            default_delay_s=default_delay_s,
+                            max_crawl_delay_s=max_crawl_delay_s,
+                            adaptive_factor=adaptive_factor, wait=wait, max_wait_s=max_wait_s)
 
         try:
-            self._backend = self._submit(build()).result()
+            self._gate = self._submit(build()).result()
         except BaseException:
             self._stop()
             raise
+
+    @property
+    def agent(self) -> str:
+        return self._gate.agent
+
+    @property
+    def wait(self) -> bool:
+        return self._gate.wait
+
+    @property
+    def max_wait_s(self) -> float:
+        return self._gate.max_wait_s
 
     def _submit(self, coroutine: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
@@ -218,7 +386,7 @@ class PoliteGate:
         """A future :class:`Grant`, set once ``url``'s host slot is taken; its
         exception is :class:`RobotsDisallowed`, :class:`RequestRefused` or
         :class:`SlotNotReady`."""
-        return self._submit(self._acquire(url, agent or self.agent or "polite"))
+        return self._submit(self._gate.acquire(url, agent))
 
     def acquire_blocking(self, url: str, agent: str | None = None) -> Grant:
         """:meth:`acquire`, waiting here (for synchronous clients)."""
@@ -227,41 +395,6 @@ class PoliteGate:
     async def acquire_async(self, url: str, agent: str | None = None) -> Grant:
         """:meth:`acquire`, awaited from any asyncio loop."""
         return await asyncio.wrap_future(self.acquire(url, agent))
-
-    async def _acquire(self, url: str, agent: str) -> Grant:
-        try:
-            host = split_origin(url)[1]
-        except InvalidURL as exc:
-            raise RequestRefused(url, str(exc)) from exc
-        lock, users = self._queues.setdefault(host, (asyncio.Lock(), [0]))
-        users[0] += 1
-        started = self._loop.time()
-        try:
-            async with lock:  # one asker per host at a time: the others wait their turn
-                while True:
-                    # Taken before asking: a slot granted by the answer starts no earlier,
-                    # so the late start reported later is never too short.
-                    asked = self._loop.time()  # time.monotonic(), asyncio's default clock
-                    verdict = await self._backend.check(url, agent)
-                    waited_s = self._loop.time() - started
-                    if verdict.allowed:
-                        return Grant(waited_s, asked)
-                    reason = verdict.error or "not allowed"
-                    if verdict.retry_after_ms == NO_RETRY:
-                        if reason.startswith(ROBOTS_REFUSAL):
-                            raise RobotsDisallowed(url, reason.removeprefix(ROBOTS_REFUSAL))
-                        raise RequestRefused(url, reason)
-                    gave_up = await self._backend.given_up(url)
-                    if gave_up is not None:
-                        raise RequestRefused(url, gave_up)
-                    wait_s = verdict.retry_after_ms / 1000
-                    if not self.wait or waited_s + wait_s > self.max_wait_s:
-                        raise SlotNotReady(url, wait_s, reason)
-                    await asyncio.sleep(wait_s + WAKE_MARGIN_S)
-        finally:
-            users[0] -= 1
-            if users[0] == 0:
-                del self._queues[host]
 
     # -- telling ----------------------------------------------------------------------------
 
@@ -274,8 +407,10 @@ class PoliteGate:
         as Heritrix counts its delay from the end of a fetch. A client does not see when its
         request left (a connection to open first, a busy thread); counting from the answer
         keeps every gap at the origin at least the delay."""
-        late_s = None if grant is None else time.monotonic() - grant.granted_at
-        return self._submit(self._backend.note(url, status, elapsed_s, retry_after, late_s))
+        # The answer's time is taken here, not when the gate's thread gets to it.
+        return self._submit(self._gate.report(url, status, elapsed_s=elapsed_s,
+                                              retry_after=retry_after, grant=grant,
+                                              at=time.monotonic()))
 
     def depart(self, url: str, grant: Grant) -> concurrent.futures.Future[Grant]:
         """The request given ``grant`` leaves now. Over :data:`LATE_DEPARTURE_S` after the
@@ -284,18 +419,11 @@ class PoliteGate:
         from here; sooner, nothing is recorded (the report of its answer moves the slot).
         The future's grant is the one to :meth:`report` with."""
         now = time.monotonic()
-        late_s = now - grant.granted_at
-        if late_s <= LATE_DEPARTURE_S:  # the answer's report will move the slot (report)
+        if now - grant.granted_at <= LATE_DEPARTURE_S:  # no step to the gate's thread
             on_time: concurrent.futures.Future[Grant] = concurrent.futures.Future()
             on_time.set_result(grant)
             return on_time
-
-        async def record() -> Grant:
-            if late_s > 0:
-                await self._backend.depart(url, late_s)
-            return Grant(grant.waited_s, now)
-
-        return self._submit(record())
+        return self._submit(self._gate.depart(url, grant, at=now))
 
     async def report_async(self, url: str, status: int, *, elapsed_s: float | None = None,
                            retry_after: str | None = None, grant: Grant | None = None
@@ -312,7 +440,7 @@ class PoliteGate:
             return
         self._closed = True
         try:
-            self._submit(self._backend.close()).result(timeout=10)
+            self._submit(self._gate.close()).result(timeout=10)
         finally:
             self._stop()
 

@@ -125,7 +125,8 @@ class SlotStore(Protocol):
 
     async def shift_start(self, host: str, late_s: float) -> None:
         """The request of ``host``'s last slot left ``late_s`` after it (a connection to
-        open first): the slot's start moves that much later, so that the next request is
+        open first): the slot's start moves that much later, but not past the store's now
+        (:func:`~polite.core.politeness.rules.shifted_start`), so that the next request is
         spaced from when this one really went. A shift, not a time, so that a store judged
         by its own clock (Redis) needs none of the caller's."""
         ...

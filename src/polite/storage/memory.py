@@ -11,6 +11,7 @@ from polite.core.politeness.rules import (
     average_response_time,
     claim_first,
     claim_slot,
+    shifted_start,
 )
 from polite.storage.base import HostActivity, HostFacts, RobotsRecord
 
@@ -53,7 +54,8 @@ class MemoryStore:
 
     async def shift_start(self, host: str, late_s: float) -> None:
         if host in self._last_start and late_s > 0:
-            self._last_start[host] += late_s
+            self._last_start[host] = shifted_start(self._last_start[host], late_s,
+                                                   self._clock())
 
     async def claim_batch(self, requests: Sequence[tuple[str, tuple[float, ...]]], *,
                           take: bool) -> list[HostClaim]:

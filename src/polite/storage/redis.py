@@ -131,11 +131,20 @@ end
 return out
 """
 
-# KEYS[1] a host's slot hash; ARGV[1] seconds to move its last start by (when it has one).
+# KEYS[1] a host's slot hash; ARGV[1] seconds to move its last start by (when it has one),
+# ARGV[2] now (s, or "" for the server's TIME): the twin of shifted_start.
 _SHIFT_START = """
 if redis.call('HEXISTS', KEYS[1], 'last') == 1 then
+  local now
+  if ARGV[2] == '' then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+  else
+    now = tonumber(ARGV[2])
+  end
   local last = tonumber(redis.call('HGET', KEYS[1], 'last'))
-  redis.call('HSET', KEYS[1], 'last', string.format('%.17g', last + tonumber(ARGV[1])))
+  local shifted = math.max(last, math.min(last + tonumber(ARGV[1]), now))
+  redis.call('HSET', KEYS[1], 'last', string.format('%.17g', shifted))
 end
 return 0
 """
@@ -270,7 +279,9 @@ class RedisStore:
 
     async def shift_start(self, host: str, late_s: float) -> None:
         if late_s > 0:
-            await self._shift_start(keys=[self._slot_key(host)], args=[repr(float(late_s))])
+            now = "" if self._clock is None else repr(float(self._clock()))
+            await self._shift_start(keys=[self._slot_key(host)],
+                                    args=[repr(float(late_s)), now])
 
     async def claim_batch(self, requests: Sequence[tuple[str, tuple[float, ...]]], *,
                           take: bool) -> list[HostClaim]:

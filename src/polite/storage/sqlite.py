@@ -21,6 +21,7 @@ from polite.core.politeness.rules import (
     SlotClaim,
     claim_first,
     claim_slot,
+    shifted_start,
 )
 from polite.errors import ConfigError
 from polite.storage.base import COUNTERS, FACTS, HostActivity, HostFacts, RobotsRecord
@@ -169,8 +170,11 @@ class SQLiteStore:
 
     async def shift_start(self, host: str, late_s: float) -> None:
         if late_s > 0:
-            self._db.execute("UPDATE slots SET last_start = last_start + ? WHERE host = ? AND "
-                             "last_start IS NOT NULL", (late_s, host))
+            with self.transaction():
+                last_start, _ = self._slot(host)
+                if last_start is not None:
+                    self._db.execute("UPDATE slots SET last_start = ? WHERE host = ?",
+                                     (shifted_start(last_start, late_s, self._clock()), host))
 
     async def claim_batch(self, requests: Sequence[tuple[str, tuple[float, ...]]], *,
                           take: bool) -> list[HostClaim]:

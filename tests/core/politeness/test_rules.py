@@ -12,6 +12,7 @@ from polite.core.politeness import (
     delays_for,
     earliest_in_windows,
     next_slot,
+    shifted_start,
 )
 from polite.core.robots.values import DailyWindow, TimeRange
 from polite.robots import parse
@@ -82,3 +83,14 @@ def test_regp_section_5_delays_per_path() -> None:
     html = delays_for(robots.agent_rules("bot", url="http://e.com/html/a.html"))
     assert home.interval_s == 0.5 and home.reason() == "robots.txt Request-rate"
     assert html.interval_s == 1.0 and html.reason() == "robots.txt Crawl-delay"
+
+
+@pytest.mark.parametrize(("last", "late", "now", "shifted"), [
+    (100.0, 2.0, 103.0, 102.0),  # one request out: moved by its lateness
+    (100.0, 2.0, 101.0, 101.0),  # not past the moment it is told
+    (100.5, 1.0, 101.0, 101.0),  # an earlier grant's lateness, a later grant since
+    (105.0, 1.0, 101.0, 105.0),  # never earlier than it was (a slot claimed ahead)
+])
+def test_a_late_start_moves_the_slot_but_never_past_now(last: float, late: float, now: float,
+                                                        shifted: float) -> None:
+    assert shifted_start(last, late, now) == shifted

@@ -18,6 +18,7 @@ from polite.core.politeness.rules import (
     delays_for,
     earliest_in_windows,
     next_slot,
+    shifted_start,
 )
 
 __all__ = [
@@ -36,4 +37,5 @@ __all__ = [
     "delays_for",
     "earliest_in_windows",
     "next_slot",
+    "shifted_start",
 ]

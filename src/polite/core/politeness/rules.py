@@ -268,6 +268,19 @@ def claim_first(last_start: float | None, backoff_until: float | None,
     return HostClaim(granted, tuple(ats), now, held)
 
 
+def shifted_start(last_start: float, late_s: float, now: float) -> float:
+    """A host's last start once its request is told to have left ``late_s`` after its
+    slot (a Lua twin runs in Redis). Moved that much later, but never past ``now``: a
+    request has left by the time its lateness is told. The bound matters when several
+    requests of a host are out at once (no delay): each one's lateness counts from its own
+    grant, not from the latest, and adding them all would push the host's start into the
+    future (measured: a zero-delay Scrapy crawl held hosts for up to a second).
+
+    Example: last start 100.0, 2.0 s late, told at 101.0 -> 101.0; told at 103.0 -> 102.0.
+    """
+    return max(last_start, min(last_start + late_s, now))
+
+
 def average_response_time(previous_s: float | None, sample_s: float) -> float:
     """The host's running response time after one more sample (exponentially weighted).
 

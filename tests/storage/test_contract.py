@@ -41,11 +41,14 @@ class FakeClock:
 Factory = Callable[[FakeClock], Store]
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
+@pytest.fixture(params=["memory", "sqlite", "redis", "redis-3-nodes"])
 async def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Factory]:
     opened: list[Store] = []
     if request.param == "redis":
-        redis_url = request.getfixturevalue("redis_url")
+        redis_url = f"{request.getfixturevalue('redis_url')}?"
+        prefix = request.getfixturevalue("redis_prefix")
+    elif request.param == "redis-3-nodes":  # a Redis Cluster through the cluster client
+        redis_url = f"{request.getfixturevalue('redis_cluster_nodes')[0]}/0?cluster=1&"
         prefix = request.getfixturevalue("redis_prefix")
 
     def make(clock: FakeClock) -> Store:
@@ -55,7 +58,7 @@ async def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIte
         elif request.param == "sqlite":
             store = SQLiteStore(tmp_path / "polite.sqlite", clock)
         else:
-            store = RedisStore.from_url(f"{redis_url}?prefix={prefix}", clock=clock)
+            store = RedisStore.from_url(f"{redis_url}prefix={prefix}", clock=clock)
         opened.append(store)
         return store
 
@@ -359,3 +362,9 @@ async def test_redis_keeps_everything_across_a_server_restart(tmp_path: Path) ->
 def test_redis_url_errors() -> None:
     with pytest.raises(ConfigError, match="expected redis://"):
         RedisStore.from_url("http://127.0.0.1:6379/0")
+    with pytest.raises(ConfigError, match="database 0 only"):
+        RedisStore.from_url("redis://127.0.0.1:6379/2?cluster=1")
+    with pytest.raises(ConfigError, match="cluster= takes 1 or 0"):
+        RedisStore.from_url("redis://127.0.0.1:6379/0?cluster=maybe")
+    with pytest.raises(ConfigError, match="over TCP"):
+        RedisStore.from_url("unix:///tmp/redis.sock?cluster=1")

@@ -16,7 +16,8 @@ Keys (``PREFIX`` is ``polite:`` unless the URL says ``?prefix=``):
   every node) or the latest fact (see :class:`HostActivity`);
 - ``PREFIX node:NAME`` a node's heartbeat (its JSON summary, expiring unless renewed);
   ``PREFIX nodes`` the set of names to look for;
-- ``PREFIX page:URL`` the cached responses of a URL; ``PREFIX pages:used`` zset URL -> last
+- ``PREFIX page:URL`` the cached responses of a URL (in a Redis Cluster every key of the
+  cache starts ``PREFIX {pages}``, one slot); ``PREFIX pages:used`` zset URL -> last
   use, ``PREFIX pages:size`` hash URL -> bytes, ``PREFIX pages:total`` bytes in all.
 
 What survives a Redis restart is what the server's own persistence keeps (``appendonly
@@ -25,18 +26,21 @@ yes`` for nothing lost); see the README.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, TypeAlias
 from urllib.parse import parse_qs, urlsplit
 
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import NoScriptError, RedisError
 from redis.typing import EncodableT, FieldT
 
 from polite.core.politeness.rules import RESPONSE_TIME_WEIGHT, HostClaim, SlotClaim
 from polite.errors import ConfigError
 from polite.storage.base import COUNTERS, FACTS, HostActivity, HostFacts, RobotsRecord
 
-__all__ = ["RedisStore", "client_from_url"]
+__all__ = ["AnyRedis", "RedisStore", "client_from_url"]
 
 # KEYS[1] the slot hash. ARGV: interval (s), now (s, or "" for the server's TIME),
 # "1" to take the slot ("0" to look), how long (s) an idle slot key is kept.
@@ -157,7 +161,8 @@ _KEEP_IDLE_S = 86_400.0
 # KEYS[1] the page's blob, KEYS[2] the use-order zset, KEYS[3] the size hash, KEYS[4] the
 # total. ARGV: member, blob, when (s), the byte budget, the blob key prefix. Puts the page,
 # then drops the least recently used ones until the total fits (their blob keys are named
-# from the prefix: one Redis server, not a cluster).
+# from the prefix, which in a Redis Cluster carries the tag {pages}: every key of the cache
+# in one slot, so that a script may touch them all).
 _PAGE_PUT = """
 local old = redis.call('HGET', KEYS[3], ARGV[1])
 if old then redis.call('DECRBY', KEYS[4], old) end
@@ -188,21 +193,89 @@ return redis.call('DEL', KEYS[1])
 """
 
 
-def client_from_url(url: str) -> tuple[aioredis.Redis, str]:
+AnyRedis: TypeAlias = "aioredis.Redis | RedisCluster"
+
+
+def client_from_url(url: str) -> tuple[AnyRedis, str]:
     """A client and the key prefix from ``redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]``
-    (``rediss://`` for TLS); the prefix is ``polite:`` unless the URL names one."""
+    (``rediss://`` for TLS); the prefix is ``polite:`` unless the URL names one.
+
+    ``cluster=1`` in the query asks for a Redis Cluster: the host and port are one node of
+    it (any; the client learns the others from it), the database must be 0 (a Cluster has
+    no other), and each command goes to the node holding its keys' slot."""
     parts = urlsplit(url)
     if parts.scheme not in ("redis", "rediss", "unix"):
         raise ConfigError(f"--store {url!r}: expected redis://HOST:PORT/DB")
     query = parse_qs(parts.query)
     prefix = query.pop("prefix", ["polite:"])[0]
+    cluster_flag = query.pop("cluster", ["0"])[0].lower()
+    if cluster_flag not in ("0", "1", "true", "false", "yes", "no"):
+        raise ConfigError(f"--store {url!r}: cluster= takes 1 or 0, not {cluster_flag!r}")
+    cluster = cluster_flag in ("1", "true", "yes")
     rest = "&".join(f"{k}={v}" for k, vs in query.items() for v in vs)
     plain = parts._replace(query=rest).geturl()
     try:
-        client = aioredis.Redis.from_url(plain, socket_timeout=5.0, socket_connect_timeout=5.0)
+        if cluster:
+            if parts.scheme == "unix":
+                raise ConfigError(f"--store {url!r}: a Redis Cluster is reached over TCP")
+            if parts.path.strip("/") not in ("", "0"):
+                raise ConfigError(f"--store {url!r}: a Redis Cluster has database 0 only")
+            client: AnyRedis = RedisCluster.from_url(
+                parts._replace(query=rest, path="").geturl(), socket_timeout=5.0,
+                socket_connect_timeout=5.0)
+        else:
+            client = aioredis.Redis.from_url(plain, socket_timeout=5.0,
+                                             socket_connect_timeout=5.0)
     except (ValueError, RedisError) as exc:
         raise ConfigError(f"--store {url!r}: {exc}") from exc
     return client, prefix
+
+
+def _is_cluster(client: AnyRedis) -> bool:
+    return isinstance(client, RedisCluster)
+
+
+class _Lua:
+    """A script sent by its SHA1 (EVALSHA); a server that does not have it (restarted, a
+    new Cluster node) is sent its text once (EVAL, which also keeps it)."""
+
+    __slots__ = ("sha", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.sha = hashlib.sha1(text.encode()).hexdigest()
+
+
+class _Call(NamedTuple):
+    """A script to run: its keys (one Cluster slot) and arguments."""
+
+    lua: _Lua
+    keys: list[str]
+    args: list[Any]
+
+
+# A step of a round trip: a script, or a plain command queued on the pipeline.
+_Step = _Call | Callable[[Any], object]
+
+
+async def pipeline(client: AnyRedis, steps: Sequence[_Step]) -> list[Any]:
+    """The steps in one round trip (one per node of a Cluster, written to in the order of
+    each node's first step), their replies in order; the first error is raised."""
+    async with client.pipeline(transaction=False) as pipe:
+        for step in steps:
+            if isinstance(step, _Call):
+                pipe.execute_command("EVALSHA", step.lua.sha, len(step.keys), *step.keys,
+                                     *step.args)
+            else:
+                step(pipe)
+        replies = list(await pipe.execute(raise_on_error=False))
+    for at, (step, reply) in enumerate(zip(steps, replies, strict=True)):
+        if isinstance(reply, NoScriptError) and isinstance(step, _Call):
+            replies[at] = await client.execute_command(
+                "EVAL", step.lua.text, len(step.keys), *step.keys, *step.args)
+        elif isinstance(reply, Exception):
+            raise reply
+    return replies
 
 
 def _text(value: bytes | str) -> str:
@@ -213,14 +286,19 @@ class RedisStore:
     """``clock``, when given, replaces the server's time (tests with a fake clock); leave it
     out in production so every node judges by the same clock."""
 
-    def __init__(self, client: aioredis.Redis, *, prefix: str = "polite:",
+    def __init__(self, client: AnyRedis, *, prefix: str = "polite:",
                  clock: Callable[[], float] | None = None) -> None:
         self._redis = client
         self._prefix = prefix
+        # In a Redis Cluster a script's keys must share a slot: the page cache's keys carry
+        # one hash tag (the cache on one node); every other script has one key.
+        self._cluster = _is_cluster(client)
+        self._pages = f"{prefix}{{pages}}" if self._cluster else prefix
         self._clock = clock
         self._claim = client.register_script(_CLAIM)
         self._back_off = client.register_script(_BACK_OFF)
         self._claim_batch = client.register_script(_CLAIM_BATCH)
+        self._claim_batch_lua = _Lua(_CLAIM_BATCH)
         self._shift_start = client.register_script(_SHIFT_START)
         self._note_response = client.register_script(_NOTE_RESPONSE)
         self._page_put = client.register_script(_PAGE_PUT)
@@ -228,7 +306,8 @@ class RedisStore:
 
     @classmethod
     def from_url(cls, url: str, *, clock: Callable[[], float] | None = None) -> RedisStore:
-        """``redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]`` (``rediss://`` for TLS)."""
+        """``redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]`` (``rediss://`` for TLS,
+        ``&cluster=1`` for a Redis Cluster)."""
         client, prefix = client_from_url(url)
         return cls(client, prefix=prefix, clock=clock)
 
@@ -277,22 +356,33 @@ class RedisStore:
         if not requests:
             return []
         stamp = "" if self._clock is None else repr(float(self._clock()))
-        args: list[str | int] = [stamp, "1" if take else "0", repr(_KEEP_IDLE_S)]
+        head: list[str | int] = [stamp, "1" if take else "0", repr(_KEEP_IDLE_S)]
+        args = list(head)
         for _, intervals in requests:
             args.append(len(intervals))
             args.extend(repr(float(i)) for i in intervals)
-        reply = await self._claim_batch(keys=[self._slot_key(h) for h, _ in requests],
-                                        args=args)
-        now = float(reply[0])
+        if not self._cluster or len(requests) == 1:
+            replies = [await self._claim_batch(
+                keys=[self._slot_key(h) for h, _ in requests], args=args)]
+        else:
+            # The hosts' slot keys are on several nodes: a script a host, one round trip a
+            # node (each judged by the clock of the node that holds the host's key).
+            replies = await pipeline(self._redis, [_Call(
+                self._claim_batch_lua, [self._slot_key(host)],
+                [*head, len(intervals), *(repr(float(i)) for i in intervals)])
+                for host, intervals in requests])
         answers = []
-        at = 1
-        for _, intervals in requests:
-            n = len(intervals)
-            held = reply[at + 1 + n]
-            answers.append(HostClaim(int(reply[at]),
-                                     tuple(float(x) for x in reply[at + 1:at + 1 + n]), now,
-                                     float(held) if held not in (b"", "") else None))
-            at += n + 2
+        for reply, part in zip(replies, [requests] if len(replies) == 1 else
+                               [[one] for one in requests], strict=True):
+            now = float(reply[0])
+            at = 1
+            for _, intervals in part:
+                n = len(intervals)
+                held = reply[at + 1 + n]
+                answers.append(HostClaim(int(reply[at]),
+                                         tuple(float(x) for x in reply[at + 1:at + 1 + n]),
+                                         now, float(held) if held not in (b"", "") else None))
+                at += n + 2
         return answers
 
     async def host_facts(self, hosts: Sequence[str]) -> list[HostFacts]:
@@ -354,7 +444,7 @@ class RedisStore:
         await self._redis.hset(f"{self._prefix}robots:{record.origin}", mapping=mapping)
 
     def _page_keys(self, key: str) -> list[str]:
-        p = self._prefix
+        p = self._pages
         return [f"{p}page:{key}", f"{p}pages:used", f"{p}pages:size", f"{p}pages:total"]
 
     async def _now(self) -> float:
@@ -362,23 +452,23 @@ class RedisStore:
 
     async def page_get(self, key: str) -> bytes | None:
         async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.get(f"{self._prefix}page:{key}")
-            pipe.zadd(f"{self._prefix}pages:used", {key: await self._now()}, xx=True)
+            pipe.get(f"{self._pages}page:{key}")
+            pipe.zadd(f"{self._pages}pages:used", {key: await self._now()}, xx=True)
             blob, _ = await pipe.execute()
         return None if blob is None else bytes(blob)
 
     async def page_put(self, key: str, blob: bytes, *, max_total_bytes: int) -> None:
         await self._page_put(keys=self._page_keys(key),
                              args=[key, blob, await self._now(), max_total_bytes,
-                                   f"{self._prefix}page:"])
+                                   f"{self._pages}page:"])
 
     async def page_delete(self, key: str) -> None:
         await self._page_delete(keys=self._page_keys(key), args=[key])
 
     async def page_usage(self) -> tuple[int, int]:
         async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.zcard(f"{self._prefix}pages:used")
-            pipe.get(f"{self._prefix}pages:total")
+            pipe.zcard(f"{self._pages}pages:used")
+            pipe.get(f"{self._pages}pages:total")
             count, total = await pipe.execute()
         return int(count), int(total or 0)
 
@@ -386,7 +476,8 @@ class RedisStore:
         if not rows:
             return
         p = self._prefix
-        async with self._redis.pipeline(transaction=True) as pipe:
+        # one transaction on one server; a Cluster's counters are on several nodes
+        async with self._redis.pipeline(transaction=not self._cluster) as pipe:
             for row in rows:
                 for name in COUNTERS:
                     count = getattr(row, name)
@@ -418,7 +509,7 @@ class RedisStore:
         return [HostActivity(host, **values) for host, values in by_host.items()]  # type: ignore[arg-type]
 
     async def node_beat(self, node: str, info: str, ttl_s: float) -> None:
-        async with self._redis.pipeline(transaction=True) as pipe:
+        async with self._redis.pipeline(transaction=not self._cluster) as pipe:
             pipe.set(f"{self._prefix}node:{node}", info, px=max(1, int(ttl_s * 1000)))
             pipe.sadd(f"{self._prefix}nodes", node)
             await pipe.execute()
@@ -427,7 +518,10 @@ class RedisStore:
         names = sorted(_text(n) for n in await self._redis.smembers(f"{self._prefix}nodes"))
         if not names:
             return {}
-        infos = await self._redis.mget([f"{self._prefix}node:{n}" for n in names])
+        async with self._redis.pipeline(transaction=False) as pipe:  # keys on any node
+            for name in names:
+                pipe.get(f"{self._prefix}node:{name}")
+            infos = await pipe.execute()
         gone = [n for n, info in zip(names, infos, strict=True) if info is None]
         if gone:
             await self._redis.srem(f"{self._prefix}nodes", *gone)

@@ -148,7 +148,7 @@ def test_two_workers_share_a_crawl_on_a_three_node_redis_cluster(
             stack.enter_context(serve(each))
         seeds = [each.origin + "/" for each in sites]
         started = {name: worker(name, outs[name], store, *seeds) for name in outs}
-        for name, process in started.items():
+        for process in started.values():
             out, err = process.communicate(timeout=120)
             assert process.returncode == 0, err
             assert json.loads(out)["frontier"]["queued"] == 0
@@ -156,6 +156,8 @@ def test_two_workers_share_a_crawl_on_a_three_node_redis_cluster(
     for each in sites:
         paths = [path for _, path in each.arrivals if path != "/robots.txt"]
         assert sorted(paths) == sorted(expected), each.host  # every page, once
+        # both workers met the host at once: one fetched robots.txt, the other read it
+        assert [path for _, path in each.arrivals].count("/robots.txt") == 1, each.host
         delay = float(each.routes["/robots.txt"].body.split(b"Crawl-delay: ")[1])  # type: ignore[union-attr]
         times = [at for at, path in each.arrivals if path != "/robots.txt"]
         close = [(a, b) for a, b in itertools.pairwise(times) if b - a < delay]

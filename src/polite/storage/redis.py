@@ -11,7 +11,8 @@ Keys (``PREFIX`` is ``polite:`` unless the URL says ``?prefix=``):
 - ``PREFIX delays`` hash DOMAIN -> seconds; ``PREFIX robots_delays`` hash HOST -> the
   seconds its robots.txt last asked for;
 - ``PREFIX response_times`` hash HOST -> running average of response times, seconds;
-- ``PREFIX robots:ORIGIN`` hash of a :class:`RobotsRecord`;
+- ``PREFIX robots:ORIGIN`` hash of a :class:`RobotsRecord`; ``PREFIX robots_fetch:ORIGIN``
+  the claim of the process fetching it (the others wait for the record), expiring;
 - ``PREFIX activity:FIELD`` hash HOST -> a dashboard counter (added to with HINCRBY by
   every node) or the latest fact (see :class:`HostActivity`);
 - ``PREFIX node:NAME`` a node's heartbeat (its JSON summary, expiring unless renewed);
@@ -27,6 +28,7 @@ yes`` for nothing lost); see the README.
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TypeAlias
 from urllib.parse import parse_qs, urlsplit
@@ -156,6 +158,13 @@ return 1
 """
 
 _KEEP_IDLE_S = 86_400.0
+
+# KEYS[1] a claim; ARGV[1] the claimer's token. The claim ends if it is still the claimer's
+# (one that ran out and was taken by another is the other's).
+_END_CLAIM = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
 
 
 # KEYS[1] the page's blob, KEYS[2] the use-order zset, KEYS[3] the size hash, KEYS[4] the
@@ -299,6 +308,8 @@ class RedisStore:
         self._back_off = client.register_script(_BACK_OFF)
         self._claim_batch = client.register_script(_CLAIM_BATCH)
         self._claim_batch_lua = _Lua(_CLAIM_BATCH)
+        self._end_claim = client.register_script(_END_CLAIM)
+        self._token = uuid.uuid4().hex  # this store's name on the claims it takes
         self._shift_start = client.register_script(_SHIFT_START)
         self._note_response = client.register_script(_NOTE_RESPONSE)
         self._page_put = client.register_script(_PAGE_PUT)
@@ -435,6 +446,14 @@ class RedisStore:
             body=body if isinstance(body, bytes) else body.encode(),
             fetched_at=float(fields[b"fetched_at"]), expires_at=float(fields[b"expires_at"]),
             failures=int(fields[b"failures"]), reason=_text(fields[b"reason"]))
+
+    async def claim_robots_fetch(self, origin: str, hold_s: float) -> bool:
+        return bool(await self._redis.set(f"{self._prefix}robots_fetch:{origin}", self._token,
+                                          nx=True, px=max(1, int(hold_s * 1000))))
+
+    async def end_robots_fetch(self, origin: str) -> None:
+        await self._end_claim(keys=[f"{self._prefix}robots_fetch:{origin}"],
+                              args=[self._token])
 
     async def save_robots(self, record: RobotsRecord) -> None:
         mapping: dict[FieldT, EncodableT] = {

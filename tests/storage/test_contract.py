@@ -3,6 +3,7 @@ redis-server."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -368,3 +369,28 @@ def test_redis_url_errors() -> None:
         RedisStore.from_url("redis://127.0.0.1:6379/0?cluster=maybe")
     with pytest.raises(ConfigError, match="over TCP"):
         RedisStore.from_url("unix:///tmp/redis.sock?cluster=1")
+
+
+async def test_redis_facts_kept_a_while_when_asked(redis_url: str, redis_prefix: str) -> None:
+    """A crawl worker keeps a host's facts facts_ttl_s: another node's new delay comes then;
+    its own, at once. Response times go with the next round trip."""
+    url = f"{redis_url}?prefix={redis_prefix}"
+    worker, operator = RedisStore.from_url(url), RedisStore.from_url(url)
+    try:
+        worker.facts_ttl_s = 0.3
+        assert await worker.host_facts(["e.com"]) == [(None, None)]
+        await operator.set_delay("e.com", 4.0)
+        assert await worker.host_facts(["e.com"]) == [(None, None)]  # kept
+        await asyncio.sleep(0.35)
+        assert await worker.host_facts(["e.com"]) == [(4.0, None)]
+        await worker.set_delay("e.com", 5.0)
+        await worker.note_response("e.com", 2.0, None)
+        assert await operator.host_facts(["e.com"]) == [(5.0, None)]  # sample not sent yet
+        await asyncio.sleep(0.1)  # SAMPLES_S
+        assert await operator.host_facts(["e.com"]) == [(5.0, 2.0)]
+        await worker.note_response("e.com", 3.0, None)
+        await worker.claim("o.org", 1.0)  # a claim of its own carries the sample
+        assert (await operator.host_facts(["e.com"]))[0].response_time_s == pytest.approx(2.3)
+    finally:
+        await worker.close()
+        await operator.close()

@@ -704,3 +704,25 @@ def test_redis_does_what_memory_does(operations: list[tuple[object, ...]],
                                      redis_url: str) -> None:
     url = f"{redis_url}?prefix=c{uuid.uuid4().hex[:12]}:"
     asyncio.run(_compare(lambda: RedisFrontier.from_url(url), operations))
+
+
+async def test_redis_scripts_come_back_after_the_server_forgets_them(
+        redis_url: str, redis_prefix: str) -> None:
+    """Scripts are loaded once and sent by SHA1; a server that lost them (SCRIPT FLUSH, a
+    restart) is sent their text again and the frontier goes on."""
+    store = RedisFrontier.from_url(f"{redis_url}?prefix={redis_prefix}", worker="w1")
+    look = aioredis.Redis.from_url(redis_url)
+    try:
+        await store.add([item("a.example", 1), item("a.example", 2)])
+        await look.script_flush()
+        taken = await store.lease("a.example", 0.0, LEASE_S)
+        assert taken is not None and taken.url.endswith("/1")
+        await look.script_flush()
+        got = await store.settle(taken.url, fetched=True, add=[item("a.example", 3)],
+                                 lease=("a.example", 0.0, LEASE_S))
+        assert [i.url for i in got.added] == ["http://a.example/3"]
+        assert got.leased is not None and got.leased.url.endswith("/2")
+        assert await store.counts() == FrontierCounts(1, 1, 1, 0)
+    finally:
+        await store.close()
+        await look.aclose()

@@ -27,9 +27,13 @@ yes`` for nothing lost); see the README.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
+import time
 import uuid
-from collections.abc import Callable, Sequence
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NamedTuple, TypeAlias
 from urllib.parse import parse_qs, urlsplit
 
@@ -158,6 +162,8 @@ return 1
 """
 
 _KEEP_IDLE_S = 86_400.0
+SAMPLES_S = 0.02  # the longest a response time waits to be sent
+_FACTS_KEPT = 100_000  # hosts whose facts a store keeps (with facts_ttl_s)
 
 # KEYS[1] a claim; ARGV[1] the claimer's token. The claim ends if it is still the claimer's
 # (one that ran out and was taken by another is the other's).
@@ -263,13 +269,62 @@ class _Call(NamedTuple):
     args: list[Any]
 
 
+class _Later:
+    """Calls ``flush`` (which sends what a store holds back) once ``delay_s`` after
+    :meth:`arm`, unless a round trip of the store's own sent it first; a flush that fails
+    (Redis unreachable) is tried again a second later."""
+
+    def __init__(self, flush: Callable[[], Awaitable[None]], delay_s: float) -> None:
+        self._flush = flush
+        self._delay_s = delay_s
+        self._timer: asyncio.TimerHandle | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def arm(self, delay_s: float | None = None) -> None:
+        if self._timer is None:
+            with contextlib.suppress(RuntimeError):  # no loop: the next round trip sends it
+                self._timer = asyncio.get_running_loop().call_later(
+                    self._delay_s if delay_s is None else delay_s, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        try:
+            await self._flush()
+        except (OSError, ConnectionError, TimeoutError, RedisError):
+            self.arm(1.0)  # still held: the next round trip, or this, tries again
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
 # A step of a round trip: a script, or a plain command queued on the pipeline.
 _Step = _Call | Callable[[Any], object]
 
 
+# The scripts each client has loaded (SCRIPT LOAD: on every primary of a Cluster).
+_loaded: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+
+
 async def pipeline(client: AnyRedis, steps: Sequence[_Step]) -> list[Any]:
     """The steps in one round trip (one per node of a Cluster, written to in the order of
-    each node's first step), their replies in order; the first error is raised."""
+    each node's first step), their replies in order; the first error is raised.
+
+    A script is loaded before its first round trip, so that the steps run in their order
+    (a script the server lacks is refused, and the steps after it would run before it is
+    sent again). A server that lost its scripts since (restarted) is sent the scripts it
+    refused again, after the round trip: then, only, they run after the steps that followed
+    them (each script's own change stays atomic)."""
+    loaded = _loaded.setdefault(client, set())
+    for step in steps:
+        if isinstance(step, _Call) and step.lua.sha not in loaded:
+            await client.script_load(step.lua.text)
+            loaded.add(step.lua.sha)
     async with client.pipeline(transaction=False) as pipe:
         for step in steps:
             if isinstance(step, _Call):
@@ -280,6 +335,7 @@ async def pipeline(client: AnyRedis, steps: Sequence[_Step]) -> list[Any]:
         replies = list(await pipe.execute(raise_on_error=False))
     for at, (step, reply) in enumerate(zip(steps, replies, strict=True)):
         if isinstance(reply, NoScriptError) and isinstance(step, _Call):
+            loaded.clear()
             replies[at] = await client.execute_command(
                 "EVAL", step.lua.text, len(step.keys), *step.keys, *step.args)
         elif isinstance(reply, Exception):
@@ -304,14 +360,22 @@ class RedisStore:
         self._cluster = _is_cluster(client)
         self._pages = f"{prefix}{{pages}}" if self._cluster else prefix
         self._clock = clock
-        self._claim = client.register_script(_CLAIM)
+        self._claim = _Lua(_CLAIM)
         self._back_off = client.register_script(_BACK_OFF)
-        self._claim_batch = client.register_script(_CLAIM_BATCH)
-        self._claim_batch_lua = _Lua(_CLAIM_BATCH)
+        self._claim_batch = _Lua(_CLAIM_BATCH)
         self._end_claim = client.register_script(_END_CLAIM)
         self._token = uuid.uuid4().hex  # this store's name on the claims it takes
         self._shift_start = client.register_script(_SHIFT_START)
-        self._note_response = client.register_script(_NOTE_RESPONSE)
+        self._note_response = _Lua(_NOTE_RESPONSE)
+        # response times noted and not yet sent: they go with the next round trip (a
+        # claim, a look at the facts), or within SAMPLES_S
+        self._samples: list[tuple[str, str]] = []
+        self._later = _Later(self._send_samples, SAMPLES_S)
+        # What host_facts read, kept facts_ttl_s (0: not kept): a crawl worker asks for a
+        # host's facts before every request, and an operator's new delay or the response
+        # times' average may then come that much later (a round trip less a request).
+        self.facts_ttl_s = 0.0
+        self._facts: dict[str, tuple[float, HostFacts]] = {}
         self._page_put = client.register_script(_PAGE_PUT)
         self._page_delete = client.register_script(_PAGE_DELETE)
 
@@ -343,9 +407,9 @@ class RedisStore:
         if now is None and self._clock is not None:
             now = self._clock()
         stamp = "" if now is None else repr(float(now))
-        granted, at, judged = await self._claim(
-            keys=[self._slot_key(host)],
-            args=[repr(float(interval_s)), stamp, "1" if take else "0", repr(_KEEP_IDLE_S)])
+        (granted, at, judged), = await self._with_samples([_Call(
+            self._claim, [self._slot_key(host)],
+            [repr(float(interval_s)), stamp, "1" if take else "0", repr(_KEEP_IDLE_S)])])
         return SlotClaim(bool(granted), float(at), float(judged))
 
     async def claim(self, host: str, interval_s: float, now: float | None = None) -> SlotClaim:
@@ -373,13 +437,13 @@ class RedisStore:
             args.append(len(intervals))
             args.extend(repr(float(i)) for i in intervals)
         if not self._cluster or len(requests) == 1:
-            replies = [await self._claim_batch(
-                keys=[self._slot_key(h) for h, _ in requests], args=args)]
+            replies = await self._with_samples([_Call(
+                self._claim_batch, [self._slot_key(h) for h, _ in requests], args)])
         else:
             # The hosts' slot keys are on several nodes: a script a host, one round trip a
             # node (each judged by the clock of the node that holds the host's key).
-            replies = await pipeline(self._redis, [_Call(
-                self._claim_batch_lua, [self._slot_key(host)],
+            replies = await self._with_samples([_Call(
+                self._claim_batch, [self._slot_key(host)],
                 [*head, len(intervals), *(repr(float(i)) for i in intervals)])
                 for host, intervals in requests])
         answers = []
@@ -399,19 +463,47 @@ class RedisStore:
     async def host_facts(self, hosts: Sequence[str]) -> list[HostFacts]:
         if not hosts:
             return []
-        async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.hmget(f"{self._prefix}delays", list(hosts))
-            pipe.hmget(f"{self._prefix}response_times", list(hosts))
-            delays, seconds = await pipe.execute()
-        return [HostFacts(None if d is None else float(d), None if r is None else float(r))
-                for d, r in zip(delays, seconds, strict=True)]
+        if self.facts_ttl_s > 0:
+            now = time.monotonic()
+            kept = [self._facts.get(host) for host in hosts]
+            if all(k is not None and now - k[0] < self.facts_ttl_s for k in kept):
+                return [k[1] for k in kept if k is not None]
+        delays, seconds = await self._with_samples([
+            lambda pipe: pipe.hmget(f"{self._prefix}delays", list(hosts)),
+            lambda pipe: pipe.hmget(f"{self._prefix}response_times", list(hosts))])
+        facts = [HostFacts(None if d is None else float(d), None if r is None else float(r))
+                 for d, r in zip(delays, seconds, strict=True)]
+        if self.facts_ttl_s > 0:
+            now = time.monotonic()
+            for host, fact in zip(hosts, facts, strict=True):
+                self._facts.pop(host, None)
+                self._facts[host] = (now, fact)
+            while len(self._facts) > _FACTS_KEPT:
+                del self._facts[next(iter(self._facts))]
+        return facts
+
+    async def _with_samples(self, steps: Sequence[_Step]) -> list[Any]:
+        """The response times held, then ``steps``, in one round trip; the steps' replies."""
+        samples, self._samples = self._samples, []
+        notes = [_Call(self._note_response, [f"{self._prefix}response_times"],
+                       [host, elapsed, repr(RESPONSE_TIME_WEIGHT)]) for host, elapsed in samples]
+        try:
+            replies = await pipeline(self._redis, [*notes, *steps])
+        except BaseException:
+            self._samples[:0] = samples
+            raise
+        return replies[len(notes):]
+
+    async def _send_samples(self) -> None:
+        if self._samples:
+            await self._with_samples([])
 
     async def note_response(self, host: str, elapsed_s: float | None,
                             pause_s: float | None) -> None:
         if elapsed_s is not None:
-            await self._note_response(keys=[f"{self._prefix}response_times"],
-                                      args=[host, repr(float(elapsed_s)),
-                                            repr(RESPONSE_TIME_WEIGHT)])
+            # a sample of a running average: sent with the next round trip, not one of its own
+            self._samples.append((host, repr(float(elapsed_s))))
+            self._later.arm()
         if pause_s is not None:
             await self.back_off(host, await self.clock() + pause_s)
 
@@ -420,9 +512,11 @@ class RedisStore:
         return None if value is None else float(value)
 
     async def set_delay(self, domain: str, delay_s: float) -> None:
+        self._facts.pop(domain, None)
         await self._redis.hset(f"{self._prefix}delays", domain, repr(float(delay_s)))
 
     async def delete_delay(self, domain: str) -> None:
+        self._facts.pop(domain, None)
         await self._redis.hdel(f"{self._prefix}delays", domain)
 
     async def all_delays(self) -> dict[str, float]:
@@ -548,4 +642,9 @@ class RedisStore:
                 if info is not None}
 
     async def close(self) -> None:
-        await self._redis.aclose()
+        self._later.cancel()
+        try:
+            with contextlib.suppress(OSError, ConnectionError, TimeoutError, RedisError):
+                await self._send_samples()
+        finally:
+            await self._redis.aclose()

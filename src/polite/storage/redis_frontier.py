@@ -80,6 +80,7 @@ from polite.storage.redis import (
     AnyRedis,
     _Call,
     _is_cluster,
+    _Later,
     _Lua,
     _Step,
     _text,
@@ -440,8 +441,7 @@ class RedisFrontier:
         # host -> its latest state not yet applied, in the order of the hosts' last changes
         # (so that a flush moves the totals in the order the changes happened)
         self._states: dict[str, list[Any]] = {}
-        self._timer: asyncio.TimerHandle | None = None
-        self._flushing: asyncio.Task[None] | None = None
+        self._later = _Later(self.flush, APPLY_S)
 
     @classmethod
     def from_url(cls, url: str, *, worker: str = "") -> RedisFrontier:
@@ -497,22 +497,8 @@ class RedisFrontier:
             if held is not None and not again:
                 del self._states[host]  # to the end: the order of the last changes
             self._states[host] = state
-        if self._states and self._timer is None:
-            with contextlib.suppress(RuntimeError):  # no loop: the next call applies them
-                self._timer = asyncio.get_running_loop().call_later(APPLY_S, self._fire)
-
-    def _fire(self) -> None:
-        self._timer = None
-        if self._states and (self._flushing is None or self._flushing.done()):
-            self._flushing = asyncio.get_running_loop().create_task(self._flush_quietly())
-
-    async def _flush_quietly(self) -> None:
-        try:
-            await self.flush()
-        except (OSError, ConnectionError, TimeoutError, RedisError):
-            # held still: the next call, or the next timer, tries again
-            if self._states and self._timer is None:
-                self._timer = asyncio.get_running_loop().call_later(1.0, self._fire)
+        if self._states:
+            self._later.arm()
 
     async def flush(self) -> None:
         """Apply every held host state to the crawl-wide keys now."""
@@ -804,9 +790,7 @@ class RedisFrontier:
         return int(waiting), int(fetched)
 
     async def close(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._later.cancel()
         try:
             with contextlib.suppress(OSError, ConnectionError, TimeoutError, RedisError):
                 await self.flush()

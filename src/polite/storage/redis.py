@@ -297,10 +297,13 @@ class _Later:
         except (OSError, ConnectionError, TimeoutError, RedisError):
             self.arm(1.0)  # still held: the next round trip, or this, tries again
 
-    def cancel(self) -> None:
+    async def finish(self) -> None:
+        """The last flush, at once (the store closes); Redis unreachable loses what is held."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        with contextlib.suppress(OSError, ConnectionError, TimeoutError, RedisError):
+            await self._flush()
 
 
 # A step of a round trip: a script, or a plain command queued on the pipeline.
@@ -642,9 +645,7 @@ class RedisStore:
                 if info is not None}
 
     async def close(self) -> None:
-        self._later.cancel()
         try:
-            with contextlib.suppress(OSError, ConnectionError, TimeoutError, RedisError):
-                await self._send_samples()
+            await self._later.finish()
         finally:
             await self._redis.aclose()

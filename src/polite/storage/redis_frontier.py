@@ -72,8 +72,6 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, NamedTuple, cast
 
-from redis.exceptions import RedisError
-
 from polite.errors import ConfigError, InvalidURL
 from polite.storage.frontier import NO_BATCH, Batch, FrontierCounts, FrontierItem, Settled
 from polite.storage.redis import (
@@ -790,10 +788,8 @@ class RedisFrontier:
         return int(waiting), int(fetched)
 
     async def close(self) -> None:
-        self._later.cancel()
         try:
-            with contextlib.suppress(OSError, ConnectionError, TimeoutError, RedisError):
-                await self.flush()
+            await self._later.finish()
         finally:
             await self._redis.aclose()
 

@@ -507,6 +507,14 @@ class RedisStore:
             # a sample of a running average: sent with the next round trip, not one of its own
             self._samples.append((host, repr(float(elapsed_s))))
             self._later.arm()
+            kept = self._facts.get(host)
+            if kept is not None:
+                # the facts kept move as the server's average does (_NOTE_RESPONSE), so the
+                # adaptive delay follows this worker's own samples at once
+                at, (configured, average) = kept
+                self._facts[host] = (at, HostFacts(configured, elapsed_s if average is None
+                                                   else average + RESPONSE_TIME_WEIGHT
+                                                   * (elapsed_s - average)))
         if pause_s is not None:
             await self.back_off(host, await self.clock() + pause_s)
 

@@ -302,6 +302,8 @@ class _Later:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._task is not None:
+            await self._task  # a flush under way ends first (it raises nothing)
         with contextlib.suppress(OSError, ConnectionError, TimeoutError, RedisError):
             await self._flush()
 

@@ -3,11 +3,15 @@
 Every key of a host carries the hash tag ``{HOST}``, so that in a Redis Cluster all of a
 host's keys share one slot and each operation on a host is one Lua script, atomic on the
 server; the crawl-wide keys carry the tag ``{f}`` and share another. No script touches
-both: a host's script returns the host's state (a version, its due time, its counts) and
-the client applies it to the crawl-wide keys in a second call (``_APPLY``), which takes a
+both: a host's script returns the host's state (a version, its due time, its counts), the
+client holds the newest state of each host and applies it to the crawl-wide keys
+(``_APPLY``) in the pipeline of its next call, or within :data:`APPLY_S`; ``_APPLY`` takes a
 state only if it is newer than the one it has and moves the counts by the difference from
-the host's last state. Keys (``PREFIX`` as :class:`polite.storage.RedisStore`'s,
-``polite:`` unless the URL says ``?prefix=``):
+the host's last state. A page's changes (its links, its acknowledgement, its host's next
+lease: :meth:`RedisFrontier.settle`) are one round trip.
+
+Keys (``PREFIX`` as :class:`polite.storage.RedisStore`'s, ``polite:`` unless the URL says
+``?prefix=``):
 
 - ``PREFIX fq:{HOST}`` zset short URL -> seq: queued URLs that may be taken, in queue order;
 - ``PREFIX fd:{HOST}`` zset short URL -> not_before: queued URLs whose time has not come
@@ -32,8 +36,8 @@ the host's last state. Keys (``PREFIX`` as :class:`polite.storage.RedisStore`'s,
 - ``PREFIX {f}:workers`` hash WORKER -> what it last said of itself (JSON),
   ``PREFIX {f}:beats`` hash WORKER -> the server's time of its last heartbeat.
 
-A worker killed between a host's script and its second call leaves the crawl-wide keys one
-state behind for that host, never ahead: the host's next change carries its whole state;
+A worker killed with states held (sent by a host's script, not yet applied) leaves the
+crawl-wide keys behind for those hosts, never ahead: the host's next change carries its whole state;
 a host queued for the first time is put in the index before its script runs (no later than
 its true due time); and a host still in the index whose URLs are all decided comes up due,
 where the lease that finds nothing sends its state. So the queued and leased counts (which

@@ -4,6 +4,8 @@ host's keys on one node, the crawl-wide keys on one."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 import redis.asyncio as aioredis
 
@@ -75,3 +77,33 @@ async def test_the_politeness_store_spreads_slots_and_claims_across_nodes(
     per_node = await keys_by_node(redis_cluster_nodes, redis_prefix)
     slots_on = [{k for k in keys if ":slot:" in k} for keys in per_node]
     assert all(slots_on) and sum(map(len, slots_on)) == len(HOSTS), slots_on
+
+
+async def test_a_new_cluster_client_asked_by_many_tasks_at_once_routes_every_command(
+        redis_cluster_nodes: list[str], redis_prefix: str) -> None:
+    """A crawl worker's first moments: fifty hosts asked about at once on a client that has
+    not met the cluster yet. Every call answers, none is sent to the wrong node (MOVED)."""
+    async def moved() -> int:
+        total = 0
+        for node in redis_cluster_nodes:
+            client = aioredis.Redis.from_url(node)
+            try:
+                stats = await client.info("commandstats")
+                total += sum(int(v.get("rejected_calls", 0)) for v in stats.values())
+            finally:
+                await client.aclose()
+        return total
+
+    before = await moved()
+    store = RedisStore.from_url(f"{redis_cluster_nodes[1]}/0?cluster=1&prefix={redis_prefix}")
+    try:
+        async def one(host: str) -> None:
+            assert await store.load_robots(f"http://{host}") is None
+            assert await store.host_facts([host]) == [(None, None)]
+            (claim,) = await store.claim_batch([(host, (1.0,))], take=True)
+            assert claim.granted == 0
+
+        await asyncio.gather(*(one(f"t{n}.example") for n in range(50)))
+    finally:
+        await store.close()
+    assert await moved() == before

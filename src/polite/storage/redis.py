@@ -211,6 +211,21 @@ return redis.call('DEL', KEYS[1])
 AnyRedis: TypeAlias = "aioredis.Redis | RedisCluster"
 
 
+class _Cluster(RedisCluster):
+    """redis-py's cluster client, made to learn the cluster's slots before its first command.
+
+    Its ``execute_command`` picks a command's route before it initializes (redis-py 8.1):
+    the first commands of a new client, sent at once by many tasks, go to any node, come back
+    MOVED, and the client's rebuilding of its node table closes connections the other tasks
+    are using (measured: a crawl worker lost a dozen hosts at its start to "Connection
+    closed by server")."""
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        if self._initialize:
+            await self.initialize()
+        return await super().execute_command(*args, **kwargs)
+
+
 def client_from_url(url: str) -> tuple[AnyRedis, str]:
     """A client and the key prefix from ``redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]``
     (``rediss://`` for TLS); the prefix is ``polite:`` unless the URL names one.
@@ -235,7 +250,7 @@ def client_from_url(url: str) -> tuple[AnyRedis, str]:
                 raise ConfigError(f"--store {url!r}: a Redis Cluster is reached over TCP")
             if parts.path.strip("/") not in ("", "0"):
                 raise ConfigError(f"--store {url!r}: a Redis Cluster has database 0 only")
-            client: AnyRedis = RedisCluster.from_url(
+            client: AnyRedis = _Cluster.from_url(
                 parts._replace(query=rest, path="").geturl(), socket_timeout=5.0,
                 socket_connect_timeout=5.0)
         else:

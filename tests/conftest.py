@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser import browser, page  # noqa: F401  (fixtures for the page tests)
-from tests.redis_server import redis_server
+from tests.redis_server import redis_cluster, redis_server
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
@@ -53,6 +53,14 @@ def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
     two slots are refused with CROSSSLOT, as by a Redis Cluster of many nodes."""
     with redis_server(tmp_path_factory.mktemp("redis-cluster"), cluster=True) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
+    """A real Redis Cluster of three redis-server primaries (started once, on the first
+    test that asks); its nodes' URLs. polite reaches it as ``NODE/0?cluster=1``."""
+    with redis_cluster(tmp_path_factory.mktemp("redis-3-nodes")) as nodes:
+        yield nodes
 
 
 @pytest.fixture

@@ -77,6 +77,93 @@ def redis_server(folder: Path, *, appendonly: bool = False, cluster: bool = Fals
         process.wait(10)
 
 
+def _port_in(ports: range, taken: set[int]) -> int:
+    """A port of ``ports`` free now (several test runs may share the machine)."""
+    for port in ports:
+        if port in taken:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        taken.add(port)
+        return port
+    raise RuntimeError(f"no free port in {ports}")
+
+
+@contextmanager
+def redis_cluster(folder: Path, *, nodes: int = 3, ports: range = range(26400, 26500)
+                  ) -> Iterator[list[str]]:
+    """A Redis Cluster of ``nodes`` primaries on loopback (``redis-cli --cluster create``,
+    no replicas), each node's files in a folder of its own; yields the nodes'
+    ``redis://127.0.0.1:PORT`` URLs once every node says the cluster is ok."""
+    binary = redis_binary()
+    cli = shutil.which("redis-cli")
+    if cli is None:
+        message = "redis-cli is not installed (apt-get install -y redis-tools)"
+        if os.environ.get("POLITE_REQUIRE_REDIS") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    taken: set[int] = set()
+    started: list[tuple[int, subprocess.Popen[bytes]]] = []
+    try:
+        for n in range(nodes):
+            port, bus = _port_in(ports, taken), _port_in(ports, taken)
+            home = folder / f"node{n}"
+            home.mkdir()
+            started.append((port, subprocess.Popen(
+                [binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(home),
+                 "--save", "", "--appendonly", "no", "--protected-mode", "yes",
+                 "--loglevel", "warning", "--logfile", str(home / "redis-server.log"),
+                 "--cluster-enabled", "yes", "--cluster-config-file",
+                 str(home / "nodes.conf"), "--cluster-port", str(bus)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
+        for port, process in started:
+            _wait_for(port, process)
+        made = subprocess.run(
+            [cli, "--cluster", "create", *(f"127.0.0.1:{port}" for port, _ in started),
+             "--cluster-replicas", "0", "--cluster-yes"],
+            capture_output=True, text=True, timeout=30)
+        if made.returncode != 0:
+            raise RuntimeError(f"redis-cli --cluster create failed: {made.stdout}{made.stderr}")
+        import redis
+
+        deadline = time.monotonic() + 15
+        for port, _ in started:
+            client = redis.Redis(host="127.0.0.1", port=port)
+            try:
+                while b"cluster_state:ok" not in client.execute_command("CLUSTER", "INFO"):
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("the cluster did not come up within 15 s")
+                    time.sleep(0.05)
+            finally:
+                client.close()
+        yield [f"redis://127.0.0.1:{port}" for port, _ in started]
+    finally:
+        for _, process in started:
+            process.terminate()
+        for _, process in started:
+            process.wait(10)
+
+
+def _wait_for(port: int, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+                conn.sendall(b"PING\r\n")
+                if conn.recv(16).startswith(b"+PONG"):
+                    return
+        except OSError:
+            pass
+        if process.poll() is not None:
+            raise RuntimeError(f"redis-server on port {port} did not start")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"redis-server on port {port} did not answer within 10 s")
+        time.sleep(0.02)
+
+
 def _take_every_slot(port: int) -> None:
     import redis
 

@@ -131,3 +131,53 @@ def test_workers_share_a_crawl_through_redis_one_killed_one_joining(
     assert (tmp_path / "merged" / "pages.jsonl").read_text().count("\n") == sum(
         (out / "pages.jsonl").read_text().count("\n") for out in outs.values())
     assert len(list((tmp_path / "merged" / "warc").glob("*.warc.gz"))) == 4
+
+
+def test_two_workers_share_a_crawl_on_a_three_node_redis_cluster(
+        redis_cluster_nodes: list[str], tmp_path: Path) -> None:
+    """``?cluster=1``: the frontier's and the politeness store's keys spread over three
+    primaries; the crawl is the same as on one server, gaps measured at the sites."""
+    import redis
+
+    prefix = f"k{uuid.uuid4().hex[:10]}:"
+    store = f"{redis_cluster_nodes[0]}/0?cluster=1&prefix={prefix}"
+    sites = [site(f"127.0.41.{n + 1}", delay) for n, delay in enumerate((0.05, 0.05, 0.1, 0.05))]
+    outs = {name: tmp_path / name for name in ("c1", "c2")}
+    with ExitStack() as stack:
+        for each in sites:
+            stack.enter_context(serve(each))
+        seeds = [each.origin + "/" for each in sites]
+        started = {name: worker(name, outs[name], store, *seeds) for name in outs}
+        for process in started.values():
+            out, err = process.communicate(timeout=120)
+            assert process.returncode == 0, err
+            assert json.loads(out)["frontier"]["queued"] == 0
+    expected = {"/", *(f"/p{i}" for i in range(PAGES))}
+    for each in sites:
+        paths = [path for _, path in each.arrivals if path != "/robots.txt"]
+        assert sorted(paths) == sorted(expected), each.host  # every page, once
+        # both workers met the host at once: one fetched robots.txt, the other read it
+        assert [path for _, path in each.arrivals].count("/robots.txt") == 1, each.host
+        delay = float(each.routes["/robots.txt"].body.split(b"Crawl-delay: ")[1])  # type: ignore[union-attr]
+        times = [at for at, path in each.arrivals if path != "/robots.txt"]
+        close = [(a, b) for a, b in itertools.pairwise(times) if b - a < delay]
+        assert not close, (each.host, close)
+    fetched = [url for out in outs.values() for url in fetched_lines(out)]
+    assert len(fetched) == len(set(fetched)) == len(sites) * len(expected)
+    assert all(fetched_lines(out) for out in outs.values()), "a worker took no part"
+    status = polite("crawl", "status", "--store", store)
+    assert status["finished"] is True
+    assert status["frontier"]["fetched"] == len(sites) * len(expected)
+    # The keys are on every node: the hosts' frontier keys and politeness slots spread.
+    per_node = []
+    for node in redis_cluster_nodes:
+        client = redis.Redis.from_url(node)
+        try:
+            per_node.append({key.decode() for key in client.scan_iter(f"{prefix}*")})
+        finally:
+            client.close()
+    tags = [{k.split("{")[1].split("}")[0] for k in keys if "{" in k} - {"f"}
+            for keys in per_node]
+    assert sum(map(len, tags)) == len(sites) and len(set().union(*tags)) == len(sites)
+    assert sum(1 for t in tags if t) >= 2, tags  # four hosts on two nodes at least
+    assert all(keys for keys in per_node), [len(k) for k in per_node]

@@ -163,3 +163,32 @@ async def test_memory_keeps_the_newest_states_and_the_store_the_rest(
         assert robots.fresh(a.origin) is None  # pushed out of memory ...
         assert isinstance(await robots.state(a.origin + "/x"), Parsed)  # ... not forgotten
         assert a.requests == ["/robots.txt"] and robots.fetches == 3
+
+
+async def test_processes_sharing_a_redis_store_fetch_a_file_once(
+        client: httpx.AsyncClient, redis_url: str, redis_prefix: str) -> None:
+    """Three fetchers, each with its own connection to one Redis (three workers): the one
+    that claims the origin fetches, the others read its record from the store; a claim left
+    by a holder that died runs out and the file is fetched then."""
+    from polite.storage import RedisStore
+
+    stores = [RedisStore.from_url(f"{redis_url}?prefix={redis_prefix}") for _ in range(3)]
+    try:
+        with serve(Site("127.0.41.10", {"/robots.txt": Reply(200, ROBOTS, delay_s=0.3)})
+                   ) as site:
+            fetchers = [fetcher(client, store=store) for store in stores]
+            states = await asyncio.gather(*(f.state(f"{site.origin}/p{n}")
+                                            for n, f in enumerate(fetchers)))
+            assert all(isinstance(s, Parsed) for s in states)
+            assert site.requests == ["/robots.txt"]
+            assert sum(f.fetches for f in fetchers) == 1
+        with serve(Site("127.0.41.11", {"/robots.txt": Reply(200, ROBOTS)})) as site:
+            # a holder killed while fetching: its claim stays until it runs out
+            assert await stores[0].claim_robots_fetch(site.origin, 0.4)
+            started = asyncio.get_running_loop().time()
+            state = await fetcher(client, store=stores[1]).state(site.origin + "/")
+            assert isinstance(state, Parsed) and site.requests == ["/robots.txt"]
+            assert asyncio.get_running_loop().time() - started >= 0.3
+    finally:
+        for store in stores:
+            await store.close()

@@ -3,6 +3,7 @@ redis-server."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -41,11 +42,14 @@ class FakeClock:
 Factory = Callable[[FakeClock], Store]
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
+@pytest.fixture(params=["memory", "sqlite", "redis", "redis-3-nodes"])
 async def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Factory]:
     opened: list[Store] = []
     if request.param == "redis":
-        redis_url = request.getfixturevalue("redis_url")
+        redis_url = f"{request.getfixturevalue('redis_url')}?"
+        prefix = request.getfixturevalue("redis_prefix")
+    elif request.param == "redis-3-nodes":  # a Redis Cluster through the cluster client
+        redis_url = f"{request.getfixturevalue('redis_cluster_nodes')[0]}/0?cluster=1&"
         prefix = request.getfixturevalue("redis_prefix")
 
     def make(clock: FakeClock) -> Store:
@@ -55,7 +59,7 @@ async def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIte
         elif request.param == "sqlite":
             store = SQLiteStore(tmp_path / "polite.sqlite", clock)
         else:
-            store = RedisStore.from_url(f"{redis_url}?prefix={prefix}", clock=clock)
+            store = RedisStore.from_url(f"{redis_url}prefix={prefix}", clock=clock)
         opened.append(store)
         return store
 
@@ -381,3 +385,37 @@ async def test_redis_keeps_everything_across_a_server_restart(tmp_path: Path) ->
 def test_redis_url_errors() -> None:
     with pytest.raises(ConfigError, match="expected redis://"):
         RedisStore.from_url("http://127.0.0.1:6379/0")
+    with pytest.raises(ConfigError, match="database 0 only"):
+        RedisStore.from_url("redis://127.0.0.1:6379/2?cluster=1")
+    with pytest.raises(ConfigError, match="cluster= takes 1 or 0"):
+        RedisStore.from_url("redis://127.0.0.1:6379/0?cluster=maybe")
+    with pytest.raises(ConfigError, match="over TCP"):
+        RedisStore.from_url("unix:///tmp/redis.sock?cluster=1")
+
+
+async def test_redis_facts_kept_a_while_when_asked(redis_url: str, redis_prefix: str) -> None:
+    """A crawl worker keeps a host's facts facts_ttl_s: another node's new delay comes then;
+    its own, at once. Response times go with the next round trip."""
+    url = f"{redis_url}?prefix={redis_prefix}"
+    worker, operator = RedisStore.from_url(url), RedisStore.from_url(url)
+    try:
+        worker.facts_ttl_s = 0.3
+        assert await worker.host_facts(["e.com"]) == [(None, None)]
+        await operator.set_delay("e.com", 4.0)
+        assert await worker.host_facts(["e.com"]) == [(None, None)]  # kept
+        await asyncio.sleep(0.35)
+        assert await worker.host_facts(["e.com"]) == [(4.0, None)]
+        await worker.set_delay("e.com", 5.0)
+        await worker.note_response("e.com", 2.0, None)
+        assert await operator.host_facts(["e.com"]) == [(5.0, None)]  # sample not sent yet
+        assert await worker.host_facts(["e.com"]) == [(5.0, 2.0)]  # its own, at once
+        await worker.note_response("e.com", 1.0, None)
+        assert (await worker.host_facts(["e.com"]))[0].response_time_s == pytest.approx(1.7)
+        await asyncio.sleep(0.35)
+        assert (await operator.host_facts(["e.com"]))[0].response_time_s == pytest.approx(1.7)
+        await worker.note_response("e.com", 2.7, None)
+        await worker.claim("o.org", 1.0)  # a claim of its own carries the sample
+        assert (await operator.host_facts(["e.com"]))[0].response_time_s == pytest.approx(2.0)
+    finally:
+        await worker.close()
+        await operator.close()

@@ -41,13 +41,18 @@ def _no_default_path() -> Path:
     raise AssertionError("every test names its store")
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis", "redis-cluster"])
+@pytest.fixture(params=["memory", "sqlite", "redis", "redis-cluster", "redis-3-nodes"])
 async def open_store(request: pytest.FixtureRequest, tmp_path: Path
                      ) -> AsyncIterator[Opener]:
     """Opens a frontier on the test's store; each call a new object on the same data (the
-    same object for memory, whose data is the object)."""
+    same object for memory, whose data is the object). ``redis-cluster`` is one node in
+    cluster mode (a plain client: scripts over two slots refused), ``redis-3-nodes`` a
+    Redis Cluster of three primaries through the cluster client (``cluster=1``)."""
     kind = request.param
-    if kind.startswith("redis"):
+    if kind == "redis-3-nodes":
+        nodes = request.getfixturevalue("redis_cluster_nodes")
+        url = f"{nodes[1]}/0?cluster=1&prefix={request.getfixturevalue('redis_prefix')}"
+    elif kind.startswith("redis"):
         server, prefix = (request.getfixturevalue(name) for name in (
             "redis_cluster_url" if kind == "redis-cluster" else "redis_url", "redis_prefix"))
         url = f"{server}?prefix={prefix}"
@@ -539,9 +544,10 @@ async def test_redis_counts_mend_after_a_worker_killed_between_its_two_calls(
         assert taken is not None
         # w1 acknowledges the URL, and dies before it updates the crawl-wide keys.
         short = "h/1"
-        await store._done(keys=store._keys("a.example"),
-                          args=["a.example", short, "1", "", hashlib.blake2b(
-                              short.encode(), digest_size=8).digest(), "w1"])
+        await store.flush()
+        await store._script(store._done, "a.example",
+                            ["a.example", short, "1", "", hashlib.blake2b(
+                                short.encode(), digest_size=8).digest(), "w1"])
         assert await other.counts() == FrontierCounts(2, 1, 0, 0)  # behind
         # The host stays in the index, due when the lease would have ended; a worker that
         # tries it then finds nothing and sends the host's state.
@@ -554,8 +560,7 @@ async def test_redis_counts_mend_after_a_worker_killed_between_its_two_calls(
         # A lost update followed by another change of the host: the change carries all.
         got = await other.lease("b.example", 1.0, LEASE_S)
         assert got is not None
-        await other._release(keys=other._keys("b.example"),
-                             args=["b.example", "h/1", 0, "0", "w2"])
+        await other._script(other._release, "b.example", ["b.example", "h/1", 0, "0", "w2"])
         assert await other.counts() == FrontierCounts(1, 1, 1, 0)  # behind
         await other.add([item("b.example", 3)])
         assert await other.counts() == FrontierCounts(3, 0, 1, 0)
@@ -581,6 +586,9 @@ async def test_redis_leases_have_owners_and_a_late_worker_changes_nothing(
         await first.release(taken)
         assert (await first.counts()).leased == 1
         await second.done(again.url, fetched=True)
+        # second's state reaches the crawl-wide counts with its next call, or within
+        # APPLY_S: flushed here at once
+        await second.flush()
         assert await first.counts() == FrontierCounts(1, 0, 1, 0)
         # A lease that ran out but was not taken since is still its owner's to acknowledge.
         late = await first.lease("a.example", 7.0, 1.0)
@@ -696,3 +704,25 @@ def test_redis_does_what_memory_does(operations: list[tuple[object, ...]],
                                      redis_url: str) -> None:
     url = f"{redis_url}?prefix=c{uuid.uuid4().hex[:12]}:"
     asyncio.run(_compare(lambda: RedisFrontier.from_url(url), operations))
+
+
+async def test_redis_scripts_come_back_after_the_server_forgets_them(
+        redis_url: str, redis_prefix: str) -> None:
+    """Scripts are loaded once and sent by SHA1; a server that lost them (SCRIPT FLUSH, a
+    restart) is sent their text again and the frontier goes on."""
+    store = RedisFrontier.from_url(f"{redis_url}?prefix={redis_prefix}", worker="w1")
+    look = aioredis.Redis.from_url(redis_url)
+    try:
+        await store.add([item("a.example", 1), item("a.example", 2)])
+        await look.script_flush()
+        taken = await store.lease("a.example", 0.0, LEASE_S)
+        assert taken is not None and taken.url.endswith("/1")
+        await look.script_flush()
+        got = await store.settle(taken.url, fetched=True, add=[item("a.example", 3)],
+                                 lease=("a.example", 0.0, LEASE_S))
+        assert [i.url for i in got.added] == ["http://a.example/3"]
+        assert got.leased is not None and got.leased.url.endswith("/2")
+        assert await store.counts() == FrontierCounts(1, 1, 1, 0)
+    finally:
+        await store.close()
+        await look.aclose()

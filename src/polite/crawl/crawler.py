@@ -46,7 +46,7 @@ from polite.errors import InvalidURL
 from polite.fetch.http import FetchResult, PageFetcher
 from polite.fetch.politeness import NO_RETRY, Politeness
 from polite.fetch.sitemaps import SitemapWalker
-from polite.storage.frontier import FrontierCounts, FrontierItem, FrontierStore
+from polite.storage.frontier import FrontierCounts, FrontierItem, FrontierStore, settle
 
 __all__ = ["CrawlSettings", "CrawlStats", "Crawler", "Page", "PageHook"]
 
@@ -623,27 +623,32 @@ class Crawler:
         acknowledged, its host's next URL leased and the response (``answered``: status and
         time to the head, for the adaptive delay) noted, all in one batch of the frontier's:
         one commit where there were five, when the politeness store shares the frontier's
-        SQLite file, as in a crawl's folder. The line is flushed before the batch commits,
-        so every acknowledged URL is on disk (resume after a kill)."""
+        SQLite file, as in a crawl's folder, and one round trip to a Redis frontier. The
+        line is written before the URL is acknowledged, so every acknowledged URL is on disk
+        (resume after a kill)."""
         async with self._frontier.batch():
             if answered is not None:
                 await self._politeness.note_response(item.url, answered[0],
                                                      elapsed_s=answered[1])
-            if found:
-                added = await self._add(list(found))
-                if redirect and not added:
+            if redirect:
+                # the line says whether the target was new: queued before the line
+                if not await self._add(list(found)):
                     record["reason"] = ("redirect to a URL already seen (a loop, or a page met "
                                         "before)")
+                found = ()
+            inside, outside = self._by_scope(found)
             self._output.page(record)
-            await self._frontier.done(item.url, fetched=fetched, revisit_at=revisit_at)
             host = item.host
+            lease = None
             if host not in self._pending and not self._stopping and self._budget_left():
                 # The host's next URL, leased now rather than in a statement of its own when
                 # the host comes due again (it waits in _pending, as one told to wait does).
-                following = await self._frontier.lease(host, self._clock(),
-                                                       self.settings.lease_s)
-                if following is not None:
-                    self._pending[host] = following
+                lease = (host, self._clock(), self.settings.lease_s)
+            settled = await settle(self._frontier, item.url, fetched=fetched,
+                                   revisit_at=revisit_at, add=inside, mark=outside, lease=lease)
+            self._took(settled.added, settled.marked)
+            if settled.leased is not None:
+                self._pending[host] = settled.leased
 
     def _redirect(self, item: FrontierItem, location: str,
                   record: dict[str, Any]) -> list[FrontierItem]:
@@ -715,8 +720,9 @@ class Crawler:
                 continue
         return list(urls)
 
-    async def _add(self, items: list[FrontierItem]) -> list[FrontierItem]:
-        """Queue what is in scope; record what is not (once per URL)."""
+    def _by_scope(self, items: Sequence[FrontierItem]
+                  ) -> tuple[list[FrontierItem], list[FrontierItem]]:
+        """The items in scope (to queue) and the others (to mark seen)."""
         inside, outside = [], []
         seeds = frozenset(self._seed_hosts)
         for item in items:
@@ -724,17 +730,27 @@ class Crawler:
                 inside.append(item)
             else:
                 outside.append(item)
-        if outside:
-            for item in await self._frontier.mark_seen(outside):
-                self._output.page({"url": item.url, "outcome": "skipped", "via": item.via,
-                                   "depth": item.depth,
-                                   "reason": f"out of scope (--scope {self.settings.scope})"})
-                self.stats.skipped["scope"] += 1
-        added = await self._frontier.add(inside) if inside else []
+        return inside, outside
+
+    def _took(self, added: Sequence[FrontierItem], marked: Sequence[FrontierItem]) -> None:
+        """Record what the frontier took: the items newly out of scope (once per URL), the
+        hosts of those queued scheduled."""
+        for item in marked:
+            self._output.page({"url": item.url, "outcome": "skipped", "via": item.via,
+                               "depth": item.depth,
+                               "reason": f"out of scope (--scope {self.settings.scope})"})
+            self.stats.skipped["scope"] += 1
         self.stats.queued += len(added)
         for item in added:
             if item.host not in self._due and not self._in_flight[item.host]:
                 self._schedule(item.host, item.not_before)
+
+    async def _add(self, items: list[FrontierItem]) -> list[FrontierItem]:
+        """Queue what is in scope; record what is not (once per URL)."""
+        inside, outside = self._by_scope(items)
+        marked = await self._frontier.mark_seen(outside) if outside else []
+        added = await self._frontier.add(inside) if inside else []
+        self._took(added, marked)
         return added
 
     async def _hook(self, page: Page, item: FrontierItem) -> list[FrontierItem]:

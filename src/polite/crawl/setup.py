@@ -18,16 +18,20 @@ from polite.fetch.http import PageFetcher
 from polite.fetch.politeness import Politeness
 from polite.fetch.robots import RobotsFetcher, create_client
 from polite.fetch.sitemaps import SitemapWalker
-from polite.storage import open_store
+from polite.storage import RedisStore, open_store
 from polite.storage.frontier import open_frontier
 
-__all__ = ["SHARED_SEND_SLACK_S", "open_crawler"]
+__all__ = ["SHARED_FACTS_TTL_S", "SHARED_SEND_SLACK_S", "open_crawler"]
 
 # Workers sharing a crawl claim each host's delay this much longer: a request may leave this
 # late after its slot (a loaded machine, a connection to open) and no other worker's request
 # comes closer than the delay at the site. Measured on two shared cores running four crawl
 # processes, the farm and redis-server: requests left up to 65 ms late.
 SHARED_SEND_SLACK_S = 0.1
+# A worker on a Redis store keeps what it read of a host's configured delay and response
+# times this long: a round trip less before most requests; an operator's new delay (set
+# through polite serve on the same Redis) reaches running crawls within it.
+SHARED_FACTS_TTL_S = 1.0
 
 
 @asynccontextmanager
@@ -58,6 +62,8 @@ async def open_crawler(
     clock = WallClock()
     store_url = store or f"sqlite:///{out / 'crawl.sqlite'}"
     politeness_store = open_store(store_url, clock)
+    if isinstance(politeness_store, RedisStore):
+        politeness_store.facts_ttl_s = SHARED_FACTS_TTL_S
     frontier = open_frontier(store_url, default_path=lambda: out / "crawl.sqlite",
                              store=politeness_store, worker=worker)
     robots_client = create_client()

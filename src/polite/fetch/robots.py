@@ -30,13 +30,18 @@ from polite.core.robots.lifecycle import (
     robots_state,
 )
 from polite.core.urls import normal_url, origin_of, split_origin
-from polite.storage.base import RobotsRecord, RobotsStore
+from polite.storage.base import RobotsRecord, RobotsStore, SharedRobotsStore
 
 __all__ = ["PublicHosts", "RobotsFetcher", "create_client", "is_public_host", "normal_url",
            "origin_of", "split_origin"]
 
 MAX_REDIRECTS = 5  # DESIGN.md: follow up to five hops (RFC 9309 asks for at least five)
 DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
+# Processes sharing a store (Redis): a claim on an origin's fetch is held this long at most
+# (longer than a fetch's timeouts, so a slow site is not fetched twice; a dead holder's claim
+# runs out), and the others look for its record this often.
+SHARED_FETCH_HOLD_S = 30.0
+SHARED_FETCH_POLL_S = 0.05
 
 
 def create_client(*, verify: ssl.SSLContext | bool = True) -> httpx.AsyncClient:
@@ -237,6 +242,37 @@ class RobotsFetcher:
 
     async def _refresh(self, origin: str, known: tuple[RobotsState, bytes] | None
                        ) -> RobotsState:
+        store = self._store
+        if not isinstance(store, SharedRobotsStore):
+            return await self._fetch_and_save(origin, known)
+        # Processes sharing the store fetch a file once: the one that claims the origin
+        # fetches, the others read the store until its record comes (or the claim ends
+        # without one, its holder dead: then one of them claims it in turn).
+        while not await store.claim_robots_fetch(origin, SHARED_FETCH_HOLD_S):
+            await asyncio.sleep(SHARED_FETCH_POLL_S)
+            state = await self._stored_fresh(origin)
+            if state is not None:
+                return state
+        try:
+            # the file may have come between the last look and the claim
+            state = await self._stored_fresh(origin)
+            return state if state is not None else await self._fetch_and_save(origin, known)
+        finally:
+            await store.end_robots_fetch(origin)
+
+    async def _stored_fresh(self, origin: str) -> RobotsState | None:
+        """The store's state of ``origin`` if it is in force (another process fetched it)."""
+        record = await self._store.load_robots(origin)
+        if record is None:
+            return None
+        known = (_state(record, self._dialect, self._max_bytes), record.body)
+        if _expires_at(known[0]) <= self._clock():
+            return None
+        self._remember(origin, known)
+        return known[0]
+
+    async def _fetch_and_save(self, origin: str, known: tuple[RobotsState, bytes] | None
+                              ) -> RobotsState:
         outcome = await self._fetch(origin + "/robots.txt")
         now = self._clock()
         state = robots_state(outcome, now, previous=known[0] if known else None,

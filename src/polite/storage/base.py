@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from polite.core.politeness.rules import HostClaim, SlotClaim
 
@@ -24,6 +24,7 @@ __all__ = [
     "PageStore",
     "RobotsRecord",
     "RobotsStore",
+    "SharedRobotsStore",
     "SlotClaim",
     "SlotStore",
     "Store",
@@ -173,6 +174,20 @@ class RobotsStore(Protocol):
     async def load_robots(self, origin: str) -> RobotsRecord | None: ...
 
     async def save_robots(self, record: RobotsRecord) -> None: ...
+
+
+@runtime_checkable
+class SharedRobotsStore(RobotsStore, Protocol):
+    """A robots.txt store that processes on several machines share (Redis): one of them
+    fetches an origin's file, the others wait for it in the store."""
+
+    async def claim_robots_fetch(self, origin: str, hold_s: float) -> bool:
+        """True when the caller may fetch ``origin``'s robots.txt: nobody else claimed it in
+        the last ``hold_s`` (a claim ends when :meth:`end_robots_fetch` is called or its
+        holder dies and ``hold_s`` runs out)."""
+        ...
+
+    async def end_robots_fetch(self, origin: str) -> None: ...
 
 
 class PageStore(Protocol):

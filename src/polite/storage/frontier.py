@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from polite.errors import ConfigError
 from polite.storage.sqlite import SQLiteStore, Transaction, open_database
@@ -29,6 +29,8 @@ __all__ = [
     "FrontierStore",
     "MemoryFrontier",
     "SQLiteFrontier",
+    "Settled",
+    "settle",
 ]
 
 QUEUED, LEASED, FETCHED, SKIPPED = 0, 1, 2, 3
@@ -55,6 +57,14 @@ class FrontierCounts(NamedTuple):
     leased: int
     fetched: int
     skipped: int
+
+
+class Settled(NamedTuple):
+    """What :func:`settle` did: the items queued and marked seen (those new), the lease."""
+
+    added: list[FrontierItem]
+    marked: list[FrontierItem]
+    leased: FrontierItem | None
 
 
 class Batch(Protocol):
@@ -496,6 +506,30 @@ class SQLiteFrontier:
     async def close(self) -> None:
         if self._owns_connection:
             self._db.close()
+
+
+@runtime_checkable
+class _Settles(Protocol):
+    async def settle(self, url: str, *, fetched: bool, revisit_at: float | None = None,
+                     add: Sequence[FrontierItem] = (), mark: Sequence[FrontierItem] = (),
+                     lease: tuple[str, float, float] | None = None) -> Settled: ...
+
+
+async def settle(frontier: FrontierStore, url: str, *, fetched: bool,
+                 revisit_at: float | None = None, add: Sequence[FrontierItem] = (),
+                 mark: Sequence[FrontierItem] = (),
+                 lease: tuple[str, float, float] | None = None) -> Settled:
+    """A page decided: ``mark`` marked seen, ``add`` queued, ``url`` acknowledged (as
+    :meth:`FrontierStore.done`), then ``lease`` (host, now, lease_s) taken. A backend that
+    can do it all in one step does (Redis: one round trip where there were four); the others
+    make the four changes in turn (inside :meth:`FrontierStore.batch`, one commit)."""
+    if isinstance(frontier, _Settles):
+        return await frontier.settle(url, fetched=fetched, revisit_at=revisit_at, add=add,
+                                     mark=mark, lease=lease)
+    marked = await frontier.mark_seen(mark) if mark else []
+    added = await frontier.add(add) if add else []
+    await frontier.done(url, fetched=fetched, revisit_at=revisit_at)
+    return Settled(added, marked, None if lease is None else await frontier.lease(*lease))
 
 
 def open_frontier(url: str, *, default_path: Callable[[], Path],

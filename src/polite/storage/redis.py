@@ -11,12 +11,14 @@ Keys (``PREFIX`` is ``polite:`` unless the URL says ``?prefix=``):
 - ``PREFIX delays`` hash DOMAIN -> seconds; ``PREFIX robots_delays`` hash HOST -> the
   seconds its robots.txt last asked for;
 - ``PREFIX response_times`` hash HOST -> running average of response times, seconds;
-- ``PREFIX robots:ORIGIN`` hash of a :class:`RobotsRecord`;
+- ``PREFIX robots:ORIGIN`` hash of a :class:`RobotsRecord`; ``PREFIX robots_fetch:ORIGIN``
+  the claim of the process fetching it (the others wait for the record), expiring;
 - ``PREFIX activity:FIELD`` hash HOST -> a dashboard counter (added to with HINCRBY by
   every node) or the latest fact (see :class:`HostActivity`);
 - ``PREFIX node:NAME`` a node's heartbeat (its JSON summary, expiring unless renewed);
   ``PREFIX nodes`` the set of names to look for;
-- ``PREFIX page:URL`` the cached responses of a URL; ``PREFIX pages:used`` zset URL -> last
+- ``PREFIX page:URL`` the cached responses of a URL (in a Redis Cluster every key of the
+  cache starts ``PREFIX {pages}``, one slot); ``PREFIX pages:used`` zset URL -> last
   use, ``PREFIX pages:size`` hash URL -> bytes, ``PREFIX pages:total`` bytes in all.
 
 What survives a Redis restart is what the server's own persistence keeps (``appendonly
@@ -25,18 +27,26 @@ yes`` for nothing lost); see the README.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import asyncio
+import contextlib
+import hashlib
+import time
+import uuid
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, NamedTuple, TypeAlias
 from urllib.parse import parse_qs, urlsplit
 
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import NoScriptError, RedisError
 from redis.typing import EncodableT, FieldT
 
 from polite.core.politeness.rules import RESPONSE_TIME_WEIGHT, HostClaim, SlotClaim
 from polite.errors import ConfigError
 from polite.storage.base import COUNTERS, FACTS, HostActivity, HostFacts, RobotsRecord
 
-__all__ = ["RedisStore", "client_from_url"]
+__all__ = ["AnyRedis", "RedisStore", "client_from_url"]
 
 # KEYS[1] the slot hash. ARGV: interval (s), now (s, or "" for the server's TIME),
 # "1" to take the slot ("0" to look), how long (s) an idle slot key is kept.
@@ -161,12 +171,22 @@ return 1
 """
 
 _KEEP_IDLE_S = 86_400.0
+SAMPLES_S = 0.02  # the longest a response time waits to be sent
+_FACTS_KEPT = 100_000  # hosts whose facts a store keeps (with facts_ttl_s)
+
+# KEYS[1] a claim; ARGV[1] the claimer's token. The claim ends if it is still the claimer's
+# (one that ran out and was taken by another is the other's).
+_END_CLAIM = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
 
 
 # KEYS[1] the page's blob, KEYS[2] the use-order zset, KEYS[3] the size hash, KEYS[4] the
 # total. ARGV: member, blob, when (s), the byte budget, the blob key prefix. Puts the page,
 # then drops the least recently used ones until the total fits (their blob keys are named
-# from the prefix: one Redis server, not a cluster).
+# from the prefix, which in a Redis Cluster carries the tag {pages}: every key of the cache
+# in one slot, so that a script may touch them all).
 _PAGE_PUT = """
 local old = redis.call('HGET', KEYS[3], ARGV[1])
 if old then redis.call('DECRBY', KEYS[4], old) end
@@ -197,21 +217,159 @@ return redis.call('DEL', KEYS[1])
 """
 
 
-def client_from_url(url: str) -> tuple[aioredis.Redis, str]:
+AnyRedis: TypeAlias = "aioredis.Redis | RedisCluster"
+
+
+class _Cluster(RedisCluster):
+    """redis-py's cluster client, made to learn the cluster's slots before its first command.
+
+    Its ``execute_command`` picks a command's route before it initializes (redis-py 8.1):
+    the first commands of a new client, sent at once by many tasks, go to any node, come back
+    MOVED, and the client's rebuilding of its node table closes connections the other tasks
+    are using (measured: a crawl worker lost a dozen hosts at its start to "Connection
+    closed by server")."""
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        if self._initialize:
+            await self.initialize()
+        return await super().execute_command(*args, **kwargs)
+
+
+def client_from_url(url: str) -> tuple[AnyRedis, str]:
     """A client and the key prefix from ``redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]``
-    (``rediss://`` for TLS); the prefix is ``polite:`` unless the URL names one."""
+    (``rediss://`` for TLS); the prefix is ``polite:`` unless the URL names one.
+
+    ``cluster=1`` in the query asks for a Redis Cluster: the host and port are one node of
+    it (any; the client learns the others from it), the database must be 0 (a Cluster has
+    no other), and each command goes to the node holding its keys' slot."""
     parts = urlsplit(url)
     if parts.scheme not in ("redis", "rediss", "unix"):
         raise ConfigError(f"--store {url!r}: expected redis://HOST:PORT/DB")
     query = parse_qs(parts.query)
     prefix = query.pop("prefix", ["polite:"])[0]
+    cluster_flag = query.pop("cluster", ["0"])[0].lower()
+    if cluster_flag not in ("0", "1", "true", "false", "yes", "no"):
+        raise ConfigError(f"--store {url!r}: cluster= takes 1 or 0, not {cluster_flag!r}")
+    cluster = cluster_flag in ("1", "true", "yes")
     rest = "&".join(f"{k}={v}" for k, vs in query.items() for v in vs)
     plain = parts._replace(query=rest).geturl()
     try:
-        client = aioredis.Redis.from_url(plain, socket_timeout=5.0, socket_connect_timeout=5.0)
+        if cluster:
+            if parts.scheme == "unix":
+                raise ConfigError(f"--store {url!r}: a Redis Cluster is reached over TCP")
+            if parts.path.strip("/") not in ("", "0"):
+                raise ConfigError(f"--store {url!r}: a Redis Cluster has database 0 only")
+            client: AnyRedis = _Cluster.from_url(
+                parts._replace(query=rest, path="").geturl(), socket_timeout=5.0,
+                socket_connect_timeout=5.0)
+        else:
+            client = aioredis.Redis.from_url(plain, socket_timeout=5.0,
+                                             socket_connect_timeout=5.0)
     except (ValueError, RedisError) as exc:
         raise ConfigError(f"--store {url!r}: {exc}") from exc
     return client, prefix
+
+
+def _is_cluster(client: AnyRedis) -> bool:
+    return isinstance(client, RedisCluster)
+
+
+class _Lua:
+    """A script sent by its SHA1 (EVALSHA); a server that does not have it (restarted, a
+    new Cluster node) is sent its text once (EVAL, which also keeps it)."""
+
+    __slots__ = ("sha", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.sha = hashlib.sha1(text.encode()).hexdigest()
+
+
+class _Call(NamedTuple):
+    """A script to run: its keys (one Cluster slot) and arguments."""
+
+    lua: _Lua
+    keys: list[str]
+    args: list[Any]
+
+
+class _Later:
+    """Calls ``flush`` (which sends what a store holds back) once ``delay_s`` after
+    :meth:`arm`, unless a round trip of the store's own sent it first; a flush that fails
+    (Redis unreachable) is tried again a second later."""
+
+    def __init__(self, flush: Callable[[], Awaitable[None]], delay_s: float) -> None:
+        self._flush = flush
+        self._delay_s = delay_s
+        self._timer: asyncio.TimerHandle | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def arm(self, delay_s: float | None = None) -> None:
+        if self._timer is None:
+            with contextlib.suppress(RuntimeError):  # no loop: the next round trip sends it
+                self._timer = asyncio.get_running_loop().call_later(
+                    self._delay_s if delay_s is None else delay_s, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        try:
+            await self._flush()
+        except (OSError, ConnectionError, TimeoutError, RedisError):
+            self.arm(1.0)  # still held: the next round trip, or this, tries again
+
+    async def finish(self) -> None:
+        """The last flush, at once (the store closes); Redis unreachable loses what is held."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._task is not None:
+            await self._task  # a flush under way ends first (it raises nothing)
+        with contextlib.suppress(OSError, ConnectionError, TimeoutError, RedisError):
+            await self._flush()
+
+
+# A step of a round trip: a script, or a plain command queued on the pipeline.
+_Step = _Call | Callable[[Any], object]
+
+
+# The scripts each client has loaded (SCRIPT LOAD: on every primary of a Cluster).
+_loaded: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+
+
+async def pipeline(client: AnyRedis, steps: Sequence[_Step]) -> list[Any]:
+    """The steps in one round trip (one per node of a Cluster, written to in the order of
+    each node's first step), their replies in order; the first error is raised.
+
+    A script is loaded before its first round trip, so that the steps run in their order
+    (a script the server lacks is refused, and the steps after it would run before it is
+    sent again). A server that lost its scripts since (restarted) is sent the scripts it
+    refused again, after the round trip: then, only, they run after the steps that followed
+    them (each script's own change stays atomic)."""
+    loaded = _loaded.setdefault(client, set())
+    for step in steps:
+        if isinstance(step, _Call) and step.lua.sha not in loaded:
+            await client.script_load(step.lua.text)
+            loaded.add(step.lua.sha)
+    async with client.pipeline(transaction=False) as pipe:
+        for step in steps:
+            if isinstance(step, _Call):
+                pipe.execute_command("EVALSHA", step.lua.sha, len(step.keys), *step.keys,
+                                     *step.args)
+            else:
+                step(pipe)
+        replies = list(await pipe.execute(raise_on_error=False))
+    for at, (step, reply) in enumerate(zip(steps, replies, strict=True)):
+        if isinstance(reply, NoScriptError) and isinstance(step, _Call):
+            loaded.clear()
+            replies[at] = await client.execute_command(
+                "EVAL", step.lua.text, len(step.keys), *step.keys, *step.args)
+        elif isinstance(reply, Exception):
+            raise reply
+    return replies
 
 
 def _text(value: bytes | str) -> str:
@@ -222,22 +380,38 @@ class RedisStore:
     """``clock``, when given, replaces the server's time (tests with a fake clock); leave it
     out in production so every node judges by the same clock."""
 
-    def __init__(self, client: aioredis.Redis, *, prefix: str = "polite:",
+    def __init__(self, client: AnyRedis, *, prefix: str = "polite:",
                  clock: Callable[[], float] | None = None) -> None:
         self._redis = client
         self._prefix = prefix
+        # In a Redis Cluster a script's keys must share a slot: the page cache's keys carry
+        # one hash tag (the cache on one node); every other script has one key.
+        self._cluster = _is_cluster(client)
+        self._pages = f"{prefix}{{pages}}" if self._cluster else prefix
         self._clock = clock
-        self._claim = client.register_script(_CLAIM)
+        self._claim = _Lua(_CLAIM)
         self._back_off = client.register_script(_BACK_OFF)
-        self._claim_batch = client.register_script(_CLAIM_BATCH)
+        self._claim_batch = _Lua(_CLAIM_BATCH)
+        self._end_claim = client.register_script(_END_CLAIM)
+        self._token = uuid.uuid4().hex  # this store's name on the claims it takes
         self._shift_start = client.register_script(_SHIFT_START)
-        self._note_response = client.register_script(_NOTE_RESPONSE)
+        self._note_response = _Lua(_NOTE_RESPONSE)
+        # response times noted and not yet sent: they go with the next round trip (a
+        # claim, a look at the facts), or within SAMPLES_S
+        self._samples: list[tuple[str, str]] = []
+        self._later = _Later(self._send_samples, SAMPLES_S)
+        # What host_facts read, kept facts_ttl_s (0: not kept): a crawl worker asks for a
+        # host's facts before every request, and an operator's new delay or the response
+        # times' average may then come that much later (a round trip less a request).
+        self.facts_ttl_s = 0.0
+        self._facts: dict[str, tuple[float, HostFacts]] = {}
         self._page_put = client.register_script(_PAGE_PUT)
         self._page_delete = client.register_script(_PAGE_DELETE)
 
     @classmethod
     def from_url(cls, url: str, *, clock: Callable[[], float] | None = None) -> RedisStore:
-        """``redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]`` (``rediss://`` for TLS)."""
+        """``redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]`` (``rediss://`` for TLS,
+        ``&cluster=1`` for a Redis Cluster)."""
         client, prefix = client_from_url(url)
         return cls(client, prefix=prefix, clock=clock)
 
@@ -262,9 +436,9 @@ class RedisStore:
         if now is None and self._clock is not None:
             now = self._clock()
         stamp = "" if now is None else repr(float(now))
-        granted, at, judged = await self._claim(
-            keys=[self._slot_key(host)],
-            args=[repr(float(interval_s)), stamp, "1" if take else "0", repr(_KEEP_IDLE_S)])
+        (granted, at, judged), = await self._with_samples([_Call(
+            self._claim, [self._slot_key(host)],
+            [repr(float(interval_s)), stamp, "1" if take else "0", repr(_KEEP_IDLE_S)])])
         return SlotClaim(bool(granted), float(at), float(judged))
 
     async def claim(self, host: str, interval_s: float, now: float | None = None) -> SlotClaim:
@@ -288,40 +462,87 @@ class RedisStore:
         if not requests:
             return []
         stamp = "" if self._clock is None else repr(float(self._clock()))
-        args: list[str | int] = [stamp, "1" if take else "0", repr(_KEEP_IDLE_S)]
+        head: list[str | int] = [stamp, "1" if take else "0", repr(_KEEP_IDLE_S)]
+        args = list(head)
         for _, intervals in requests:
             args.append(len(intervals))
             args.extend(repr(float(i)) for i in intervals)
-        reply = await self._claim_batch(keys=[self._slot_key(h) for h, _ in requests],
-                                        args=args)
-        now = float(reply[0])
+        if not self._cluster or len(requests) == 1:
+            replies = await self._with_samples([_Call(
+                self._claim_batch, [self._slot_key(h) for h, _ in requests], args)])
+        else:
+            # The hosts' slot keys are on several nodes: a script a host, one round trip a
+            # node (each judged by the clock of the node that holds the host's key).
+            replies = await self._with_samples([_Call(
+                self._claim_batch, [self._slot_key(host)],
+                [*head, len(intervals), *(repr(float(i)) for i in intervals)])
+                for host, intervals in requests])
         answers = []
-        at = 1
-        for _, intervals in requests:
-            n = len(intervals)
-            held = reply[at + 1 + n]
-            answers.append(HostClaim(int(reply[at]),
-                                     tuple(float(x) for x in reply[at + 1:at + 1 + n]), now,
-                                     float(held) if held not in (b"", "") else None))
-            at += n + 2
+        for reply, part in zip(replies, [requests] if len(replies) == 1 else
+                               [[one] for one in requests], strict=True):
+            now = float(reply[0])
+            at = 1
+            for _, intervals in part:
+                n = len(intervals)
+                held = reply[at + 1 + n]
+                answers.append(HostClaim(int(reply[at]),
+                                         tuple(float(x) for x in reply[at + 1:at + 1 + n]),
+                                         now, float(held) if held not in (b"", "") else None))
+                at += n + 2
         return answers
 
     async def host_facts(self, hosts: Sequence[str]) -> list[HostFacts]:
         if not hosts:
             return []
-        async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.hmget(f"{self._prefix}delays", list(hosts))
-            pipe.hmget(f"{self._prefix}response_times", list(hosts))
-            delays, seconds = await pipe.execute()
-        return [HostFacts(None if d is None else float(d), None if r is None else float(r))
-                for d, r in zip(delays, seconds, strict=True)]
+        if self.facts_ttl_s > 0:
+            now = time.monotonic()
+            kept = [self._facts.get(host) for host in hosts]
+            if all(k is not None and now - k[0] < self.facts_ttl_s for k in kept):
+                return [k[1] for k in kept if k is not None]
+        delays, seconds = await self._with_samples([
+            lambda pipe: pipe.hmget(f"{self._prefix}delays", list(hosts)),
+            lambda pipe: pipe.hmget(f"{self._prefix}response_times", list(hosts))])
+        facts = [HostFacts(None if d is None else float(d), None if r is None else float(r))
+                 for d, r in zip(delays, seconds, strict=True)]
+        if self.facts_ttl_s > 0:
+            now = time.monotonic()
+            for host, fact in zip(hosts, facts, strict=True):
+                self._facts.pop(host, None)
+                self._facts[host] = (now, fact)
+            while len(self._facts) > _FACTS_KEPT:
+                del self._facts[next(iter(self._facts))]
+        return facts
+
+    async def _with_samples(self, steps: Sequence[_Step]) -> list[Any]:
+        """The response times held, then ``steps``, in one round trip; the steps' replies."""
+        samples, self._samples = self._samples, []
+        notes = [_Call(self._note_response, [f"{self._prefix}response_times"],
+                       [host, elapsed, repr(RESPONSE_TIME_WEIGHT)]) for host, elapsed in samples]
+        try:
+            replies = await pipeline(self._redis, [*notes, *steps])
+        except BaseException:
+            self._samples[:0] = samples
+            raise
+        return replies[len(notes):]
+
+    async def _send_samples(self) -> None:
+        if self._samples:
+            await self._with_samples([])
 
     async def note_response(self, host: str, elapsed_s: float | None,
                             pause_s: float | None) -> None:
         if elapsed_s is not None:
-            await self._note_response(keys=[f"{self._prefix}response_times"],
-                                      args=[host, repr(float(elapsed_s)),
-                                            repr(RESPONSE_TIME_WEIGHT)])
+            # a sample of a running average: sent with the next round trip, not one of its own
+            self._samples.append((host, repr(float(elapsed_s))))
+            self._later.arm()
+            kept = self._facts.get(host)
+            if kept is not None:
+                # the facts kept move as the server's average does (_NOTE_RESPONSE), so the
+                # adaptive delay follows this worker's own samples at once
+                at, (configured, average) = kept
+                self._facts[host] = (at, HostFacts(configured, elapsed_s if average is None
+                                                   else average + RESPONSE_TIME_WEIGHT
+                                                   * (elapsed_s - average)))
         if pause_s is not None:
             await self.back_off(host, await self.clock() + pause_s)
 
@@ -330,9 +551,11 @@ class RedisStore:
         return None if value is None else float(value)
 
     async def set_delay(self, domain: str, delay_s: float) -> None:
+        self._facts.pop(domain, None)
         await self._redis.hset(f"{self._prefix}delays", domain, repr(float(delay_s)))
 
     async def delete_delay(self, domain: str) -> None:
+        self._facts.pop(domain, None)
         await self._redis.hdel(f"{self._prefix}delays", domain)
 
     async def all_delays(self) -> dict[str, float]:
@@ -357,6 +580,14 @@ class RedisStore:
             fetched_at=float(fields[b"fetched_at"]), expires_at=float(fields[b"expires_at"]),
             failures=int(fields[b"failures"]), reason=_text(fields[b"reason"]))
 
+    async def claim_robots_fetch(self, origin: str, hold_s: float) -> bool:
+        return bool(await self._redis.set(f"{self._prefix}robots_fetch:{origin}", self._token,
+                                          nx=True, px=max(1, int(hold_s * 1000))))
+
+    async def end_robots_fetch(self, origin: str) -> None:
+        await self._end_claim(keys=[f"{self._prefix}robots_fetch:{origin}"],
+                              args=[self._token])
+
     async def save_robots(self, record: RobotsRecord) -> None:
         mapping: dict[FieldT, EncodableT] = {
             "kind": record.kind, "status": record.status, "body": record.body,
@@ -365,7 +596,7 @@ class RedisStore:
         await self._redis.hset(f"{self._prefix}robots:{record.origin}", mapping=mapping)
 
     def _page_keys(self, key: str) -> list[str]:
-        p = self._prefix
+        p = self._pages
         return [f"{p}page:{key}", f"{p}pages:used", f"{p}pages:size", f"{p}pages:total"]
 
     async def _now(self) -> float:
@@ -373,23 +604,23 @@ class RedisStore:
 
     async def page_get(self, key: str) -> bytes | None:
         async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.get(f"{self._prefix}page:{key}")
-            pipe.zadd(f"{self._prefix}pages:used", {key: await self._now()}, xx=True)
+            pipe.get(f"{self._pages}page:{key}")
+            pipe.zadd(f"{self._pages}pages:used", {key: await self._now()}, xx=True)
             blob, _ = await pipe.execute()
         return None if blob is None else bytes(blob)
 
     async def page_put(self, key: str, blob: bytes, *, max_total_bytes: int) -> None:
         await self._page_put(keys=self._page_keys(key),
                              args=[key, blob, await self._now(), max_total_bytes,
-                                   f"{self._prefix}page:"])
+                                   f"{self._pages}page:"])
 
     async def page_delete(self, key: str) -> None:
         await self._page_delete(keys=self._page_keys(key), args=[key])
 
     async def page_usage(self) -> tuple[int, int]:
         async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.zcard(f"{self._prefix}pages:used")
-            pipe.get(f"{self._prefix}pages:total")
+            pipe.zcard(f"{self._pages}pages:used")
+            pipe.get(f"{self._pages}pages:total")
             count, total = await pipe.execute()
         return int(count), int(total or 0)
 
@@ -397,7 +628,8 @@ class RedisStore:
         if not rows:
             return
         p = self._prefix
-        async with self._redis.pipeline(transaction=True) as pipe:
+        # one transaction on one server; a Cluster's counters are on several nodes
+        async with self._redis.pipeline(transaction=not self._cluster) as pipe:
             for row in rows:
                 for name in COUNTERS:
                     count = getattr(row, name)
@@ -429,7 +661,7 @@ class RedisStore:
         return [HostActivity(host, **values) for host, values in by_host.items()]  # type: ignore[arg-type]
 
     async def node_beat(self, node: str, info: str, ttl_s: float) -> None:
-        async with self._redis.pipeline(transaction=True) as pipe:
+        async with self._redis.pipeline(transaction=not self._cluster) as pipe:
             pipe.set(f"{self._prefix}node:{node}", info, px=max(1, int(ttl_s * 1000)))
             pipe.sadd(f"{self._prefix}nodes", node)
             await pipe.execute()
@@ -438,7 +670,10 @@ class RedisStore:
         names = sorted(_text(n) for n in await self._redis.smembers(f"{self._prefix}nodes"))
         if not names:
             return {}
-        infos = await self._redis.mget([f"{self._prefix}node:{n}" for n in names])
+        async with self._redis.pipeline(transaction=False) as pipe:  # keys on any node
+            for name in names:
+                pipe.get(f"{self._prefix}node:{name}")
+            infos = await pipe.execute()
         gone = [n for n, info in zip(names, infos, strict=True) if info is None]
         if gone:
             await self._redis.srem(f"{self._prefix}nodes", *gone)
@@ -446,4 +681,7 @@ class RedisStore:
                 if info is not None}
 
     async def close(self) -> None:
-        await self._redis.aclose()
+        try:
+            await self._later.finish()
+        finally:
+            await self._redis.aclose()

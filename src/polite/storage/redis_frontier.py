@@ -3,11 +3,15 @@
 Every key of a host carries the hash tag ``{HOST}``, so that in a Redis Cluster all of a
 host's keys share one slot and each operation on a host is one Lua script, atomic on the
 server; the crawl-wide keys carry the tag ``{f}`` and share another. No script touches
-both: a host's script returns the host's state (a version, its due time, its counts) and
-the client applies it to the crawl-wide keys in a second call (``_APPLY``), which takes a
+both: a host's script returns the host's state (a version, its due time, its counts), the
+client holds the newest state of each host and applies it to the crawl-wide keys
+(``_APPLY``) in the pipeline of its next call, or within :data:`APPLY_S`; ``_APPLY`` takes a
 state only if it is newer than the one it has and moves the counts by the difference from
-the host's last state. Keys (``PREFIX`` as :class:`polite.storage.RedisStore`'s,
-``polite:`` unless the URL says ``?prefix=``):
+the host's last state. A page's changes (its links, its acknowledgement, its host's next
+lease: :meth:`RedisFrontier.settle`) are one round trip.
+
+Keys (``PREFIX`` as :class:`polite.storage.RedisStore`'s, ``polite:`` unless the URL says
+``?prefix=``):
 
 - ``PREFIX fq:{HOST}`` zset short URL -> seq: queued URLs that may be taken, in queue order;
 - ``PREFIX fd:{HOST}`` zset short URL -> not_before: queued URLs whose time has not come
@@ -32,8 +36,8 @@ the host's last state. Keys (``PREFIX`` as :class:`polite.storage.RedisStore`'s,
 - ``PREFIX {f}:workers`` hash WORKER -> what it last said of itself (JSON),
   ``PREFIX {f}:beats`` hash WORKER -> the server's time of its last heartbeat.
 
-A worker killed between a host's script and its second call leaves the crawl-wide keys one
-state behind for that host, never ahead: the host's next change carries its whole state;
+A worker killed with states held (sent by a host's script, not yet applied) leaves the
+crawl-wide keys behind for those hosts, never ahead: the host's next change carries its whole state;
 a host queued for the first time is put in the index before its script runs (no later than
 its true due time); and a host still in the index whose URLs are all decided comes up due,
 where the lease that finds nothing sends its state. So the queued and leased counts (which
@@ -72,13 +76,21 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, NamedTuple, cast
 
-import redis.asyncio as aioredis
-
 from polite.errors import ConfigError, InvalidURL
-from polite.storage.frontier import NO_BATCH, Batch, FrontierCounts, FrontierItem
-from polite.storage.redis import _text, client_from_url
+from polite.storage.frontier import NO_BATCH, Batch, FrontierCounts, FrontierItem, Settled
+from polite.storage.redis import (
+    AnyRedis,
+    _Call,
+    _is_cluster,
+    _Later,
+    _Lua,
+    _Step,
+    _text,
+    client_from_url,
+    pipeline,
+)
 
-__all__ = ["RedisFrontier", "WorkerBeat"]
+__all__ = ["APPLY_S", "RedisFrontier", "WorkerBeat"]
 
 # Every per-host script sees the same KEYS, the host's eight keys (one Cluster slot, by the
 # hash tag), and no other: the crawl-wide index and counts are in another slot, written by
@@ -322,8 +334,19 @@ end
 return {kept, state(false)}
 """
 
+# KEYS: the seeds' set. ARGV: how many seeds the worker knows. Returns false when that is
+# still the count (seeds are only ever added), else every seed: a poll reads the set only
+# when it grew.
+_SEEDS = """
+if redis.call('SCARD', KEYS[1]) == tonumber(ARGV[1]) then return false end
+return redis.call('SMEMBERS', KEYS[1])
+"""
+
 _DEFAULTS: tuple[Any, ...] = (0, "seed", 0, None, None, None, None)
 _REQUEUE_BATCH = 500  # hosts per round trip
+APPLY_S = 0.005  # the longest a host's state waits to be applied to the crawl-wide keys
+
+
 
 
 def _split(url: str) -> tuple[str, str]:
@@ -380,40 +403,58 @@ def _unpack(host: str, short: str, packed: str) -> FrontierItem:
 
 
 class RedisFrontier:
-    """The frontier in a Redis database: every change one script, atomic on the server.
+    """The frontier in a Redis database (one server, or a Redis Cluster): every change of a
+    host one script, atomic on the server.
+
+    A change costs one round trip: the host's script answers with the host's state, which
+    is held here and applied to the crawl-wide keys in the pipeline of this frontier's next
+    call, or within :data:`APPLY_S` when none comes (:meth:`flush` at once). The crawl-wide
+    keys are thus at most a few milliseconds behind a worker, never ahead; a worker's own
+    reads (counts, due hosts) carry its held states first, so it reads its own changes.
 
     What survives a Redis restart is what the server's persistence keeps, as for
     :class:`polite.storage.RedisStore`.
     """
 
-    def __init__(self, client: aioredis.Redis, *, prefix: str = "polite:",
-                 worker: str = "") -> None:
+    def __init__(self, client: AnyRedis, *, prefix: str = "polite:", worker: str = "",
+                 cluster: bool = False) -> None:
         self._redis = client
         self._prefix = prefix
         self.worker = worker
-        self._beat = client.register_script(_BEAT)
-        self._renew = client.register_script(_RENEW)
+        self._cluster = cluster
+        self._beat = _Lua(_BEAT)
+        self._renew = _Lua(_RENEW)
         self._held: dict[str, set[str]] = {}  # host -> short URLs this worker leased
-        self._add = client.register_script(_ADD)
-        self._lease = client.register_script(_LEASE)
-        self._done = client.register_script(_DONE)
-        self._release = client.register_script(_RELEASE)
-        self._requeue = client.register_script(_REQUEUE)
-        self._apply = client.register_script(_APPLY)
+        self._add = _Lua(_ADD)
+        self._lease = _Lua(_LEASE)
+        self._done = _Lua(_DONE)
+        self._release = _Lua(_RELEASE)
+        self._requeue = _Lua(_REQUEUE)
+        self._apply = _Lua(_APPLY)
+        self._seeds_lua = _Lua(_SEEDS)
+        self._time = _Lua("return redis.call('TIME')")
         g = f"{prefix}{{f}}:"  # the crawl-wide keys: one Cluster slot by their hash tag
         self._index, self._counts, self._fetched = f"{g}hosts", f"{g}counts", f"{g}fetched"
         self._applied = f"{g}applied"
         self._workers, self._beats = f"{g}workers", f"{g}beats"
+        self._apply_keys = [self._index, self._counts, self._fetched, self._applied]
+        self._seeds_key = f"{prefix}f:seeds"
+        self._seeds: set[str] = set()
+        # host -> its latest state not yet applied, in the order of the hosts' last changes
+        # (so that a flush moves the totals in the order the changes happened)
+        self._states: dict[str, list[Any]] = {}
+        self._later = _Later(self.flush, APPLY_S)
 
     @classmethod
     def from_url(cls, url: str, *, worker: str = "") -> RedisFrontier:
-        """``redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]`` (``rediss://`` for TLS); the
-        prefix names the crawl, so that several crawls share one Redis."""
+        """``redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]`` (``rediss://`` for TLS,
+        ``&cluster=1`` for a Redis Cluster); the prefix names the crawl, so that several
+        crawls share one Redis."""
         client, prefix = client_from_url(url)
-        return cls(client, prefix=prefix, worker=worker)
+        return cls(client, prefix=prefix, worker=worker, cluster=_is_cluster(client))
 
     @property
-    def client(self) -> aioredis.Redis:
+    def client(self) -> AnyRedis:
         """The connection, for keys of the same crawl kept beside the frontier's."""
         return self._redis
 
@@ -429,32 +470,72 @@ class RedisFrontier:
         return [f"{p}{name}:{{{host}}}" for name in ("fq", "fd", "fp", "fl", "fi", "fs", "fm",
                                                          "fo")]
 
-    async def _run(self, calls: Sequence[tuple[Any, str, list[Any]]]) -> list[Any]:
-        """Per-host scripts ``(script, host, args)`` in one round trip, then the states they
-        changed applied to the crawl-wide keys in a second; returns their answers. A worker
-        killed between the two leaves the index and counts one state behind for those
-        hosts: the next change of the host brings them up to date (its state carries
-        everything), and a host left in the index comes up due, where a lease that finds
-        nothing sends its state."""
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for script, host, args in calls:
-                await script(keys=self._keys(host), args=args, client=pipe)
-            replies = await pipe.execute()
-        states = [(host, reply[1]) for (_, host, _), reply in zip(calls, replies, strict=True)
-                  if reply[1]]
-        if states:
-            keys = [self._index, self._counts, self._fetched, self._applied]
-            async with self._redis.pipeline(transaction=False) as pipe:
-                for host, state in states:
-                    await self._apply(keys=keys, args=[host, *(_text(v) if isinstance(
-                        v, bytes) else v for v in state)], client=pipe)
-                await pipe.execute()
+    # -- the round trips --------------------------------------------------------------------
+
+    async def _pipeline(self, steps: Sequence[_Step]) -> list[Any]:
+        return await pipeline(self._redis, steps)
+
+    async def _send(self, steps: Sequence[_Step]) -> list[Any]:
+        """The held states' applications, then ``steps``, in one round trip; the host
+        states the steps' scripts return are held in turn. Returns the steps' replies."""
+        states = list(self._states.items())
+        self._states.clear()
+        applies = [_Call(self._apply, self._apply_keys, [host, *state])
+                   for host, state in states]
+        try:
+            replies = await self._pipeline([*applies, *steps])
+        except BaseException:
+            self._hold(states, again=True)
+            raise
+        return replies[len(applies):]
+
+    def _hold(self, states: Sequence[tuple[str, list[Any]]], *, again: bool = False) -> None:
+        """Keep each host's newest state for the next round trip (``again``: states sent in
+        one that failed, older than any held since)."""
+        for host, state in states:
+            held = self._states.get(host)
+            if held is not None and int(held[0]) >= int(state[0]):
+                continue
+            if held is not None and not again:
+                del self._states[host]  # to the end: the order of the last changes
+            self._states[host] = state
+        if self._states:
+            self._later.arm()
+
+    async def flush(self) -> None:
+        """Apply every held host state to the crawl-wide keys now."""
+        if self._states:
+            await self._send([])
+
+    async def _run(self, calls: Sequence[tuple[_Lua, str, list[Any]]],
+                   before: Sequence[_Step] = ()) -> list[Any]:
+        """Per-host scripts ``(script, host, args)`` (after the plain steps ``before``) in
+        one round trip with the held states; returns the scripts' answers. A worker killed
+        before its held states are sent leaves the index and counts behind for those hosts:
+        the next change of the host brings them up to date (its state carries everything),
+        and a host left in the index comes up due, where a lease that finds nothing sends
+        its state."""
+        replies = (await self._send([*before, *(
+            _Call(script, self._keys(host), args) for script, host, args in calls)]))[
+            len(before):]
+        self._hold([(host, reply[1]) for (_, host, _), reply in zip(calls, replies,
+                                                                     strict=True) if reply[1]])
         return [reply[0] for reply in replies]
 
-    async def _one(self, script: Any, host: str, args: list[Any]) -> Any:
+    async def _one(self, script: _Lua, host: str, args: list[Any]) -> Any:
         return (await self._run([(script, host, args)]))[0]
 
-    async def _insert(self, items: Sequence[FrontierItem], mark: bool) -> list[FrontierItem]:
+    async def _script(self, script: _Lua, host: str, args: list[Any]) -> Any:
+        """One host's script alone, its state not applied (what a worker killed at once
+        after it leaves behind)."""
+        return (await self._pipeline([_Call(script, self._keys(host), args)]))[0]
+
+    # -- queueing ---------------------------------------------------------------------------
+
+    def _inserts(self, items: Sequence[FrontierItem], mark: bool
+                 ) -> tuple[list[tuple[_Lua, str, list[Any]]], list[list[int]], dict[str, float]]:
+        """The per-host scripts that queue (or mark seen) ``items``, the items' positions
+        per script, and the earliest not_before per host."""
         by_host: dict[str, list[tuple[int, str]]] = {}
         for at, item in enumerate(items):
             host, short = _split(item.url)
@@ -464,7 +545,7 @@ class RedisFrontier:
             by_host.setdefault(host, []).append((at, short))
         # One script per host, all in one round trip: each host's change is atomic, the
         # batch as a whole is not (nor need it be: a URL belongs to one host).
-        calls = []
+        calls: list[tuple[_Lua, str, list[Any]]] = []
         for host, shorts in by_host.items():
             args: list[str | int | bytes] = [host, "1" if mark else "0"]
             for at, short in shorts:
@@ -472,16 +553,30 @@ class RedisFrontier:
                 args += [short, _digest(short), item.attempts, _number(item.not_before),
                          _pack_rest(item)]
             calls.append((self._add, host, args))
-        if not mark and calls:
-            # A new host is in the index before its URLs are queued (never later than its
-            # true due time, whatever is lost to a kill); _APPLY then sets the true one.
-            await self._redis.zadd(self._index, {host: min(
-                (items[at].not_before for at, _ in by_host[host]), default=0.0)
-                for host in by_host}, lt=True)
-        replies = await self._run(calls)
-        new = sorted(at for (_, shorts), flags in zip(by_host.items(), replies, strict=True)
-                     for (at, _), flag in zip(shorts, flags, strict=True) if flag)
-        return [items[at] for at in new]
+        earliest = {host: min(items[at].not_before for at, _ in shorts)
+                    for host, shorts in by_host.items()}
+        return calls, [[at for at, _ in shorts] for shorts in by_host.values()], earliest
+
+    def _index_first(self, earliest: dict[str, float]) -> _Step:
+        """A new host is in the index before its URLs are queued (never later than its true
+        due time, whatever is lost to a kill); the host's state then sets the true one. It
+        goes first in the round trip: one connection keeps the order (in a Cluster, the
+        index's node is written to first)."""
+        index = self._index
+
+        def step(pipe: Any) -> None:
+            pipe.zadd(index, earliest, lt=True)
+        return step
+
+    async def _insert(self, items: Sequence[FrontierItem], mark: bool) -> list[FrontierItem]:
+        calls, positions, earliest = self._inserts(items, mark)
+        if not calls:
+            return []
+        before = [] if mark else [self._index_first(earliest)]
+        replies = await self._run(calls, before)
+        return [items[at] for at in sorted(
+            at for ats, flags in zip(positions, replies, strict=True)
+            for at, flag in zip(ats, flags, strict=True) if flag)]
 
     async def add(self, items: Sequence[FrontierItem]) -> list[FrontierItem]:
         return await self._insert(items, False)
@@ -489,27 +584,65 @@ class RedisFrontier:
     async def mark_seen(self, items: Sequence[FrontierItem]) -> list[FrontierItem]:
         return await self._insert(items, True)
 
-    async def lease(self, host: str, now: float, lease_s: float) -> FrontierItem | None:
-        reply = cast(list[bytes] | None, await self._one(
-            self._lease, host,
-            [host, repr(float(now)), repr(float(now + lease_s)), self.worker]))
+    # -- leases -----------------------------------------------------------------------------
+
+    def _lease_call(self, host: str, now: float, lease_s: float
+                    ) -> tuple[_Lua, str, list[Any]]:
+        return (self._lease, host,
+                [host, repr(float(now)), repr(float(now + lease_s)), self.worker])
+
+    def _leased(self, host: str, reply: Any) -> FrontierItem | None:
         if reply is None:
             return None
-        short, packed = reply
+        short, packed = cast(list[bytes], reply)
         if self.worker:
             self._held.setdefault(host, set()).add(short.decode())
         return _unpack(host, short.decode(), packed.decode())
 
-    async def done(self, url: str, *, fetched: bool, revisit_at: float | None = None) -> None:
+    async def lease(self, host: str, now: float, lease_s: float) -> FrontierItem | None:
+        return self._leased(host, await self._one(*self._lease_call(host, now, lease_s)))
+
+    def _done_call(self, url: str, fetched: bool, revisit_at: float | None
+                   ) -> tuple[_Lua, str, list[Any]] | None:
         try:
             host, short = _split(url)
         except InvalidURL:
-            return  # never queued, so never leased
+            return None  # never queued, so never leased
         self._let_go(host, short)
-        await self._one(self._done, host,
-                        [host, short, "1" if fetched else "0",
-                         "" if revisit_at is None else _number(revisit_at), _digest(short),
-                         self.worker])
+        return (self._done, host, [host, short, "1" if fetched else "0",
+                                   "" if revisit_at is None else _number(revisit_at),
+                                   _digest(short), self.worker])
+
+    async def done(self, url: str, *, fetched: bool, revisit_at: float | None = None) -> None:
+        call = self._done_call(url, fetched, revisit_at)
+        if call is not None:
+            await self._one(*call)
+
+    async def settle(self, url: str, *, fetched: bool, revisit_at: float | None = None,
+                     add: Sequence[FrontierItem] = (), mark: Sequence[FrontierItem] = (),
+                     lease: tuple[str, float, float] | None = None) -> Settled:
+        """A page decided, in one round trip: ``mark`` marked seen, ``add`` queued, ``url``
+        acknowledged (as :meth:`done`), then ``lease`` (host, now, lease_s) taken, each
+        host's change one script as when made one by one, in that order."""
+        marks, mark_at, _ = self._inserts(mark, True)
+        adds, add_at, earliest = self._inserts(add, False)
+        calls = [*marks, *adds]
+        done = self._done_call(url, fetched, revisit_at)
+        if done is not None:
+            calls.append(done)
+        if lease is not None:
+            calls.append(self._lease_call(*lease))
+        replies = await self._run(calls, [self._index_first(earliest)] if adds else [])
+
+        def new(items: Sequence[FrontierItem], positions: list[list[int]],
+                flags: Sequence[Any]) -> list[FrontierItem]:
+            return [items[at] for at in sorted(
+                at for ats, got in zip(positions, flags, strict=True)
+                for at, flag in zip(ats, got, strict=True) if flag)]
+
+        return Settled(new(add, add_at, replies[len(marks):len(marks) + len(adds)]),
+                       new(mark, mark_at, replies[:len(marks)]),
+                       None if lease is None else self._leased(lease[0], replies[-1]))
 
     async def release(self, item: FrontierItem) -> None:
         try:
@@ -539,23 +672,29 @@ class RedisFrontier:
                 for host, shorts in hosts[start:start + _REQUEUE_BATCH]]))
         return kept
 
+    # -- reading the crawl-wide keys (after this worker's held states) -----------------------
+
+    async def _read(self, step: Callable[[Any], object]) -> Any:
+        return (await self._send([step]))[0]
+
     async def next_due(self, host: str) -> float | None:
-        due = await self._redis.zscore(self._index, host)
+        due = await self._read(lambda pipe: pipe.zscore(self._index, host))
         return None if due is None else float(due)
 
     async def due_hosts(self, now: float, limit: int) -> list[tuple[str, float]]:
         # one bounded read of the index (ZRANGEBYSCORE ... LIMIT), whatever the crawl's size
-        found = cast(list[tuple[bytes, float]], await self._redis.zrangebyscore(
-            self._index, "-inf", repr(float(now)), start=0, num=limit, withscores=True))
+        found = cast(list[tuple[bytes, float]], await self._read(
+            lambda pipe: pipe.zrangebyscore(self._index, "-inf", repr(float(now)), start=0,
+                                            num=limit, withscores=True)))
         return [(host.decode(), float(due)) for host, due in found]
 
     async def hosts(self) -> list[tuple[str, float]]:
-        found = cast(list[tuple[bytes, float]], await self._redis.zrange(
-            self._index, 0, -1, withscores=True))
+        found = cast(list[tuple[bytes, float]], await self._read(
+            lambda pipe: pipe.zrange(self._index, 0, -1, withscores=True)))
         return [(host.decode(), float(due)) for host, due in found]
 
     async def host_fetched(self) -> dict[str, int]:
-        counts = await self._redis.hgetall(self._fetched)
+        counts = await self._read(lambda pipe: pipe.hgetall(self._fetched))
         return {_text(host): int(n) for host, n in counts.items()}
 
     async def get_host_state(self, host: str) -> str | None:
@@ -567,10 +706,16 @@ class RedisFrontier:
 
     async def add_seed_hosts(self, hosts: Sequence[str]) -> None:
         if hosts:
-            await self._redis.sadd(f"{self._prefix}f:seeds", *hosts)
+            await self._redis.sadd(self._seeds_key, *hosts)
 
     async def seed_hosts(self) -> set[str]:
-        return {_text(host) for host in await self._redis.smembers(f"{self._prefix}f:seeds")}
+        """The seeds' hosts; the set itself is read only when it grew since this frontier
+        last read it (a poll of a crawl of a million seeds reads a number)."""
+        found = (await self._pipeline([_Call(self._seeds_lua, [self._seeds_key],
+                                             [len(self._seeds)])]))[0]
+        if found:
+            self._seeds = {_text(host) for host in found}
+        return set(self._seeds)
 
     async def requeue_leased(self) -> int:
         hosts = [host for host, _ in await self.hosts()]
@@ -581,7 +726,7 @@ class RedisFrontier:
         return total
 
     async def counts(self) -> FrontierCounts:
-        values = await self._redis.hmget(self._counts, ["q", "l", "f", "s"])
+        values = await self._read(lambda pipe: pipe.hmget(self._counts, ["q", "l", "f", "s"]))
         return FrontierCounts(*(int(v or 0) for v in values))
 
     # -- the workers sharing the crawl ------------------------------------------------------
@@ -591,17 +736,17 @@ class RedisFrontier:
         returns the server's time."""
         if not self.worker:
             raise ConfigError("a heartbeat needs the frontier's worker name")
-        now = await self._beat(keys=[self._workers, self._beats],
-                               args=[self.worker, json.dumps(about, separators=(",", ":"))])
+        (now,) = await self._send([_Call(self._beat, [self._workers, self._beats], [
+            self.worker, json.dumps(about, separators=(",", ":"))])])
         return float(now)
 
     async def workers(self) -> tuple[float, list[WorkerBeat]]:
         """The server's time, and every worker that ever beat, the latest first."""
-        async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.time()
-            pipe.hgetall(self._workers)
-            pipe.hgetall(self._beats)
-            (secs, micros), said, beats = await pipe.execute()
+        # the time of the node that stamped the beats (KEYS only route the script there)
+        (secs, micros), said, beats = await self._send([
+            _Call(self._time, [self._beats], []), lambda pipe: pipe.hgetall(self._workers),
+            lambda pipe: pipe.hgetall(self._beats)])
+        secs, micros = int(secs), int(micros)
         found = [WorkerBeat(_text(name), float(beats.get(name, 0)), json.loads(about))
                  for name, about in said.items()]
         found.sort(key=lambda beat: -beat.at)
@@ -637,19 +782,20 @@ class RedisFrontier:
 
     async def forget_worker(self) -> None:
         """Take this worker off the list (it ended its part of the crawl)."""
-        await self._redis.hdel(self._workers, self.worker)
-        await self._redis.hdel(self._beats, self.worker)
+        await self._send([lambda pipe: pipe.hdel(self._workers, self.worker),
+                          lambda pipe: pipe.hdel(self._beats, self.worker)])
 
     async def host_count(self) -> tuple[int, int]:
         """Hosts with URLs queued or leased, and hosts with a page fetched."""
-        async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.zcard(self._index)
-            pipe.hlen(self._fetched)
-            waiting, fetched = await pipe.execute()
+        waiting, fetched = await self._send([lambda pipe: pipe.zcard(self._index),
+                                             lambda pipe: pipe.hlen(self._fetched)])
         return int(waiting), int(fetched)
 
     async def close(self) -> None:
-        await self._redis.aclose()
+        try:
+            await self._later.finish()
+        finally:
+            await self._redis.aclose()
 
 
 class WorkerBeat(NamedTuple):

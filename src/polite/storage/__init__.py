@@ -45,7 +45,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """The SQLite and Redis stores, imported when first named: redis-py alone costs a
-    process about 65 ms and 20,000 objects (each of the garbage collector's full passes
+    process about 65 ms and 10,000 objects (each of the garbage collector's full passes
     walks them all), which a crawler with its store in memory never needs."""
     if name == "RedisStore":
         from polite.storage.redis import RedisStore

@@ -16,7 +16,7 @@ import concurrent.futures
 import threading
 import time
 from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Coroutine, Generator
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 import httpx
@@ -34,9 +34,9 @@ from polite.errors import (
 )
 from polite.fetch.politeness import NO_RETRY, Politeness, Verdict
 from polite.fetch.robots import RobotsFetcher, create_client, split_origin
-from polite.storage import open_store
+from polite.storage import MemoryStore, open_store
 
-__all__ = ["Grant", "LoopGate", "PoliteGate"]
+__all__ = ["Grant", "LoopGate", "PoliteGate", "Rest", "run_now"]
 
 _T = TypeVar("_T")
 
@@ -50,6 +50,47 @@ LATE_DEPARTURE_S = 0.005
 # Sleeping wakes a little after the slot rather than a little before it (timer rounding);
 # the store judges the slot by its own clock either way.
 WAKE_MARGIN_S = 0.002
+
+
+class Rest(Awaitable[_T]):
+    """The rest of a coroutine that :func:`run_now` started: awaiting it waits for what the
+    coroutine was waiting on, then runs it on, as if it had been awaited from the start."""
+
+    __slots__ = ("_coroutine", "_pending")
+
+    def __init__(self, coroutine: Coroutine[Any, Any, _T], pending: Any) -> None:
+        self._coroutine = coroutine
+        self._pending = pending  # what the coroutine yielded: the event loop's to wait on
+
+    def __await__(self) -> Generator[Any, Any, _T]:
+        coroutine, pending = self._coroutine, self._pending
+        while True:
+            try:
+                sent = yield pending
+            except BaseException as exc:  # the awaiting task cancelled, or the wait failed
+                try:
+                    pending = coroutine.throw(exc)
+                except StopIteration as stop:
+                    return stop.value  # type: ignore[no-any-return]
+            else:
+                try:
+                    pending = coroutine.send(sent)
+                except StopIteration as stop:
+                    return stop.value  # type: ignore[no-any-return]
+
+
+def run_now(coroutine: Coroutine[Any, Any, _T]) -> tuple[_T] | Rest[_T]:
+    """Run ``coroutine`` here, on the caller's stack, until it first waits: its result (in a
+    1-tuple) when it never does, else its :class:`Rest` to await. The gate's answers with
+    the store in memory never wait, so a request is decided and its response reported
+    without a task, a coroutine chain or a turn of the loop of their own (Scrapy's
+    middleware: measured, a task per response cost more than the report itself). An
+    exception the coroutine raises before waiting is raised here."""
+    try:
+        pending = coroutine.send(None)
+    except StopIteration as stop:
+        return (stop.value,)
+    return Rest(coroutine, pending)
 
 
 class _Turn(NamedTuple):
@@ -69,6 +110,8 @@ class Grant(NamedTuple):
 
 
 class _Backend(Protocol):
+    immediate: bool  # its reports never wait (nothing to send anywhere)
+
     async def check(self, url: str, agent: str) -> Verdict: ...
 
     async def note(self, url: str, status: int, elapsed_s: float | None,
@@ -90,6 +133,9 @@ class _Local:
         clock = WallClock()  # comparable between processes that share a SQLite file
         self._store = open_store(store_url, clock)
         self._client = create_client()
+        # A store in memory answers without waiting: a report may be done on its caller's
+        # stack (run_now) rather than in a task of its own.
+        self.immediate = isinstance(self._store, MemoryStore)
         fetcher = RobotsFetcher(self._client, self._store, clock, agent=agent,
                                 allow_private=allow_private, dialect=dialect)
         self._politeness = Politeness(fetcher, self._store, clock, agent=agent,
@@ -127,6 +173,7 @@ class _Service:
     """A running ``polite serve``: it holds the slots, so many processes share them."""
 
     def __init__(self, service_url: str) -> None:
+        self.immediate = False  # every answer is a round trip
         self._base = service_url.rstrip("/")
         self._client = httpx.AsyncClient(base_url=self._base, trust_env=False,
                                          timeout=SERVICE_TIMEOUT)
@@ -298,6 +345,14 @@ class LoopGate:
             if not self.wait or waited_s + wait_s > self.max_wait_s:
                 raise SlotNotReady(url, wait_s, reason)
             await asyncio.sleep(wait_s + WAKE_MARGIN_S)
+
+    @property
+    def reports_at_once(self) -> bool:
+        """:meth:`report` never waits (the store is in memory): it may be run to its end on
+        its caller's stack with :func:`run_now`. A report that goes to SQLite, Redis or a
+        service needs a task of its own (its client's cancel scopes and context variables
+        must stay in one task)."""
+        return self._backend.immediate
 
     async def report(self, url: str, status: int, *, elapsed_s: float | None = None,
                      retry_after: str | None = None, grant: Grant | None = None,

@@ -46,9 +46,19 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 from polite.core.politeness.rules import ADAPTIVE_FACTOR, DEFAULT_DELAY_S
 from polite.core.robots import parse, product_token
 from polite.errors import RequestRefused, RobotsDisallowed, SlotNotReady
-from polite.integrations._gate import LATE_DEPARTURE_S, MAX_WAIT_S, Grant, LoopGate, PoliteGate
+from polite.integrations._gate import (
+    LATE_DEPARTURE_S,
+    MAX_WAIT_S,
+    Grant,
+    LoopGate,
+    PoliteGate,
+    Rest,
+    run_now,
+)
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
@@ -111,6 +121,10 @@ async def _wait(future: concurrent.futures.Future[Grant]) -> Grant:
     return await maybe_deferred_to_future(deferred)
 
 
+async def _rest(rest: Rest[None]) -> None:
+    await rest
+
+
 class PoliteDownloaderMiddleware:
     """Each request waits for its host's slot; robots.txt refusals are dropped as Scrapy's
     own RobotsTxtMiddleware drops them (``IgnoreRequest``, ``robotstxt/forbidden``)."""
@@ -170,7 +184,18 @@ class PoliteDownloaderMiddleware:
             grant = await _wait(gate.depart(request.url, grant))
         return grant
 
-    async def process_request(self, request: Request) -> None:
+    def process_request(self, request: Request) -> Awaitable[None] | None:
+        """``None`` at once when the slot is free now (the store in memory decides without
+        waiting), else an awaitable that waits for it; ``IgnoreRequest`` when refused.
+        Scrapy takes either from a downloader middleware; the first spares each request a
+        coroutine chain (Scrapy's wrapper, this method, the gate's)."""
+        admit = self._admit(request)
+        if isinstance(self._gate, PoliteGate):  # Twisted's reactor: it awaits the coroutine
+            return admit
+        started = run_now(admit)
+        return started if isinstance(started, Rest) else None
+
+    async def _admit(self, request: Request) -> None:
         try:
             grant = await self._acquire(request)
         except RobotsDisallowed as refusal:
@@ -199,20 +224,29 @@ class PoliteDownloaderMiddleware:
         elapsed_s = float(latency) if isinstance(latency, int | float) else None
         told = None if retry_after is None else _text(retry_after)
         grant = request.meta.get(GRANT_KEY)
-        report: asyncio.Task[None] | concurrent.futures.Future[None]
-        if isinstance(self._gate, LoopGate):
-            task = asyncio.get_running_loop().create_task(self._gate.report(
-                request.url, response.status, elapsed_s=elapsed_s, retry_after=told,
-                grant=grant))
-            self._reports.add(task)
-            task.add_done_callback(self._reports.discard)
-            report = task
-        else:
-            report = self._gate.report(request.url, response.status, elapsed_s=elapsed_s,
-                                       retry_after=told, grant=grant)
-        report.add_done_callback(self._reported)
         if response.status in (429, 503):
             self._stats.inc_value(f"polite/backoff/{response.status}")
+        if isinstance(self._gate, PoliteGate):
+            self._gate.report(request.url, response.status, elapsed_s=elapsed_s,
+                              retry_after=told, grant=grant).add_done_callback(self._reported)
+            return
+        report = self._gate.report(request.url, response.status, elapsed_s=elapsed_s,
+                                   retry_after=told, grant=grant)
+        if self._gate.reports_at_once:
+            # The store in memory: done here, with no task (a task a response cost more
+            # than the report itself).
+            try:
+                started = run_now(report)
+            except Exception as exc:  # a report lost is logged; the crawl goes on
+                logger.warning("polite could not record a response: %s", exc)
+                return
+            if not isinstance(started, Rest):
+                return
+            report = _rest(started)  # not expected: finished in a task all the same
+        task = asyncio.get_running_loop().create_task(report)
+        self._reports.add(task)
+        task.add_done_callback(self._reports.discard)
+        task.add_done_callback(self._reported)
 
     def _reported(self, done: asyncio.Future[None] | concurrent.futures.Future[None]) -> None:
         error = None if done.cancelled() else done.exception()

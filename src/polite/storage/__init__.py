@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from polite.errors import ConfigError
 from polite.storage.base import (
@@ -19,8 +20,10 @@ from polite.storage.base import (
     Store,
 )
 from polite.storage.memory import MemoryStore
-from polite.storage.redis import RedisStore
-from polite.storage.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from polite.storage.redis import RedisStore
+    from polite.storage.sqlite import SQLiteStore
 
 __all__ = [
     "ActivityStore",
@@ -40,14 +43,29 @@ __all__ = [
 ]
 
 
+def __getattr__(name: str) -> Any:
+    """The SQLite and Redis stores, imported when first named: redis-py alone costs a
+    process about 65 ms and 10,000 objects (each of the garbage collector's full passes
+    walks them all), which a crawler with its store in memory never needs."""
+    if name == "RedisStore":
+        from polite.storage.redis import RedisStore
+        return RedisStore
+    if name == "SQLiteStore":
+        from polite.storage.sqlite import SQLiteStore
+        return SQLiteStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def open_store(url: str, clock: Callable[[], float]) -> Store:
     """A store from its URL: ``sqlite:///PATH``, ``redis://HOST:PORT/DB`` or ``memory://``."""
     if url.startswith("sqlite:///"):
         path = Path(url.removeprefix("sqlite:///"))
         if path.parent and not path.parent.exists():
             raise ConfigError(f"--store {url}: the folder {path.parent} does not exist")
+        from polite.storage.sqlite import SQLiteStore
         return SQLiteStore(path, clock)
     if url.startswith(("redis://", "rediss://")):
+        from polite.storage.redis import RedisStore
         return RedisStore.from_url(url)
     if url in ("memory://", "memory"):
         return MemoryStore(clock)

@@ -119,9 +119,10 @@ def test_add_a_rule_save_and_roll_back(page: Page,
     page.click("text=+ Add a rule to Alice's pages")
     added = page.locator('input[name="s1.r2.value"]')
     added.wait_for()
-    # the new form is live once htmx has settled it: an input typed before may go unheard
     page.wait_for_load_state("networkidle")
-    added.fill("/admin/mine")
+    # typed as a person types it, key by key (each key an input event): a single synthetic
+    # event right after the form was replaced went unheard now and then under a long run
+    added.press_sequentially("/admin/mine")
     page.wait_for_function("document.querySelector('#lint').innerText.includes('outside')")
     assert "outside this section's part" in page.locator("#problem-1-2").inner_text()
     _shot(page, "site-config-problem")

@@ -14,8 +14,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    import redis
 
 
 def _free_port() -> int:
@@ -54,21 +58,7 @@ def redis_server(folder: Path, *, appendonly: bool = False, cluster: bool = Fals
                     str(folder / "nodes.conf"), "--cluster-port", str(_free_port())]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
-                    conn.sendall(b"PING\r\n")
-                    if conn.recv(16).startswith(b"+PONG"):
-                        break
-            except OSError:
-                pass
-            if process.poll() is not None:
-                said = log.read_text() if log.exists() else ""
-                raise RuntimeError(f"redis-server did not start: {said}")
-            if time.monotonic() > deadline:
-                raise RuntimeError("redis-server did not answer within 10 s")
-            time.sleep(0.02)
+        _wait_for(port, process, log)
         if cluster:
             _take_every_slot(port)
         yield f"redis://127.0.0.1:{port}/0"
@@ -133,10 +123,7 @@ def redis_cluster(folder: Path, *, nodes: int = 3, ports: range = range(26400, 2
         for port, _ in started:
             client = redis.Redis(host="127.0.0.1", port=port)
             try:
-                while b"cluster_state:ok" not in client.execute_command("CLUSTER", "INFO"):
-                    if time.monotonic() > deadline:
-                        raise RuntimeError("the cluster did not come up within 15 s")
-                    time.sleep(0.05)
+                _wait_for_cluster(client, deadline, "the cluster did not come up within 15 s")
             finally:
                 client.close()
         yield [f"redis://127.0.0.1:{port}" for port, _ in started]
@@ -147,7 +134,9 @@ def redis_cluster(folder: Path, *, nodes: int = 3, ports: range = range(26400, 2
             process.wait(10)
 
 
-def _wait_for(port: int, process: subprocess.Popen[bytes]) -> None:
+def _wait_for(port: int, process: subprocess.Popen[bytes], log: Path | None = None) -> None:
+    """Until the server on ``port`` answers PING (10 s at most); its ``log`` in the error
+    when it stopped instead."""
     deadline = time.monotonic() + 10
     while True:
         try:
@@ -158,7 +147,8 @@ def _wait_for(port: int, process: subprocess.Popen[bytes]) -> None:
         except OSError:
             pass
         if process.poll() is not None:
-            raise RuntimeError(f"redis-server on port {port} did not start")
+            said = log.read_text() if log is not None and log.exists() else ""
+            raise RuntimeError(f"redis-server on port {port} did not start: {said}")
         if time.monotonic() > deadline:
             raise RuntimeError(f"redis-server on port {port} did not answer within 10 s")
         time.sleep(0.02)
@@ -170,10 +160,16 @@ def _take_every_slot(port: int) -> None:
     client = redis.Redis(host="127.0.0.1", port=port)
     try:
         client.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
-        deadline = time.monotonic() + 10
-        while b"cluster_state:ok" not in client.execute_command("CLUSTER", "INFO"):
-            if time.monotonic() > deadline:
-                raise RuntimeError("the one-node cluster did not come up within 10 s")
-            time.sleep(0.05)
+        _wait_for_cluster(client, time.monotonic() + 10,
+                          "the one-node cluster did not come up within 10 s")
     finally:
         client.close()
+
+
+def _wait_for_cluster(client: redis.Redis, deadline: float, failure: str) -> None:
+    """Until the node ``client`` speaks to says the cluster is ok; ``failure`` past
+    ``deadline``."""
+    while b"cluster_state:ok" not in client.execute_command("CLUSTER", "INFO"):
+        if time.monotonic() > deadline:
+            raise RuntimeError(failure)
+        time.sleep(0.05)

@@ -48,16 +48,22 @@ from polite.storage.base import COUNTERS, FACTS, HostActivity, HostFacts, Robots
 
 __all__ = ["AnyRedis", "RedisStore", "client_from_url"]
 
+# The scripts' clock: the time a caller gave (seconds), or the server's own when it gave ""
+# (so that nodes whose clocks disagree are judged by one).
+_CLOCK = """
+local function clock(given)
+  if given == '' then
+    local t = redis.call('TIME')
+    return tonumber(t[1]) + tonumber(t[2]) / 1000000
+  end
+  return tonumber(given)
+end
+"""
+
 # KEYS[1] the slot hash. ARGV: interval (s), now (s, or "" for the server's TIME),
 # "1" to take the slot ("0" to look), how long (s) an idle slot key is kept.
-_CLAIM = """
-local now
-if ARGV[2] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-else
-  now = tonumber(ARGV[2])
-end
+_CLAIM = _CLOCK + """
+local now = clock(ARGV[2])
 local held = redis.call('HMGET', KEYS[1], 'last', 'backoff')
 local earliest = now
 if held[1] then earliest = math.max(now, tonumber(held[1]) + tonumber(ARGV[1])) end
@@ -91,14 +97,8 @@ return 1
 # The batch twin of claim_first. KEYS: one slot hash per host. ARGV: now ("" for TIME),
 # "1" to take, how long (s) an idle key is kept, then per host: n, then its n intervals.
 # Returns now, then per host: the granted index (-1 none) and the n earliest starts.
-_CLAIM_BATCH = """
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-else
-  now = tonumber(ARGV[1])
-end
+_CLAIM_BATCH = _CLOCK + """
+local now = clock(ARGV[1])
 local take = ARGV[2] == '1'
 local keep = tonumber(ARGV[3])
 local stamp = string.format('%.17g', now)
@@ -143,15 +143,9 @@ return out
 
 # KEYS[1] a host's slot hash; ARGV[1] seconds to move its last start by (when it has one),
 # ARGV[2] now (s, or "" for the server's TIME): the twin of shifted_start.
-_SHIFT_START = """
+_SHIFT_START = _CLOCK + """
 if redis.call('HEXISTS', KEYS[1], 'last') == 1 then
-  local now
-  if ARGV[2] == '' then
-    local t = redis.call('TIME')
-    now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-  else
-    now = tonumber(ARGV[2])
-  end
+  local now = clock(ARGV[2])
   local last = tonumber(redis.call('HGET', KEYS[1], 'last'))
   local shifted = math.max(last, math.min(last + tonumber(ARGV[1]), now))
   redis.call('HSET', KEYS[1], 'last', string.format('%.17g', shifted))

@@ -530,6 +530,9 @@ class Harvester:
         slot not used up; a sitemap: the bytes as sent (its parser inflates a gzip file
         within its own bounds)."""
         assert self._fetcher is not None, "within a run"
+        # a sitemap one byte over its cap is what its parser needs to say "too big"
+        max_bytes, count_to = ((self._max_bytes, _MAX_COUNTED_BYTES) if robots
+                               else (self._sitemap_max_bytes + 1, 0))
         redirects: list[str] = []
         seen = {url}
         for _ in range(MAX_REDIRECTS + 1):
@@ -539,16 +542,10 @@ class Harvester:
                                "loopback address (--allow-private)", url=url,
                                redirects=tuple(redirects))
             async with self._gate.turn(host, uses_slot=not robots), self._requests:
-                if robots:
-                    result = await self._fetcher.get(
-                        url, self._headers, max_bytes=self._max_bytes,
-                        count_to=_MAX_COUNTED_BYTES, deadline_s=self._deadline_s,
-                        read_timeout_s=self._read_timeout_s)
-                else:
-                    result = await self._fetcher.get(
-                        url, self._headers, max_bytes=self._sitemap_max_bytes + 1,
-                        decode=False, deadline_s=self._deadline_s,
-                        read_timeout_s=self._read_timeout_s)
+                result = await self._fetcher.get(
+                    url, self._headers, max_bytes=max_bytes, count_to=count_to,
+                    decode=robots, deadline_s=self._deadline_s,
+                    read_timeout_s=self._read_timeout_s)
             status = result.status
             if result.error is not None and not (status is not None and result.truncated):
                 return _Answer(_FAILURES.get(result.failure or "", Outcome.CONNECTION_ERROR),

@@ -10,6 +10,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import BinaryIO
+
+from tests.arrival import next_arrival, stamp_arrivals
 
 
 @dataclass
@@ -39,18 +42,43 @@ class Site:
         return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
 
 
+def read_exactly(stream: BinaryIO, length: int) -> bytes:
+    """``length`` bytes of an unbuffered stream (a single read may return fewer), or fewer
+    if it ends first."""
+    chunks: list[bytes] = []
+    while length > 0:
+        chunk = stream.read(length)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        length -= len(chunk)
+    return b"".join(chunks)
+
+
 @contextmanager
 def serve(site: Site) -> Iterator[Site]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Unbuffered, so that the next request's first bytes wait in the socket, where the
+        # kernel's stamp of their arrival can be read (tests/arrival.py).
+        rbufsize = 0
+        arrived_at: float = 0.0
+
+        def handle_one_request(self) -> None:
+            at = next_arrival(self.connection)
+            if at is None:  # the client closed the connection
+                self.close_connection = True
+                return
+            self.arrived_at = at
+            super().handle_one_request()
 
         def do_POST(self) -> None:
             self.do_GET()
 
         def do_GET(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else b""
-            site.arrivals.append((time.monotonic(), self.path))
+            body = read_exactly(self.rfile, length)
+            site.arrivals.append((self.arrived_at, self.path))
             site.seen.append((self.command, self.path, dict(self.headers.items()), body))
             site.requests.append(self.path)
             route = site.routes.get(self.path, Reply(404, b"not found"))
@@ -82,6 +110,7 @@ def serve(site: Site) -> Iterator[Site]:
             super().finish_request(request, client_address)  # type: ignore[arg-type]
 
     server = Server((site.host, site.port), Handler)
+    stamp_arrivals(server.socket)
     server.daemon_threads = True
     site.port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, daemon=True)

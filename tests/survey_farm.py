@@ -1,7 +1,8 @@
 """A farm of named sites for the survey: one asyncio HTTP/1.1 server on port 80 of many
 loopback addresses, answering by the Host header, recording every request's arrival
-(``time.monotonic()``, host, path) where it happens. Pages can stall (accept, never answer)
-or reset the connection. Names reach their address through a hosts file (:meth:`hosts`).
+(the kernel's stamp of its first bytes on time.monotonic()'s scale, host, path) where it
+happens. Pages can stall (accept, never answer) or reset the connection. Names reach their
+address through a hosts file (:meth:`hosts`).
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ import asyncio
 import socket
 import struct
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+
+from tests.arrival import ANCILLARY_BYTES, arrived, stamp_arrivals
 
 
 @dataclass(frozen=True)
@@ -27,7 +29,55 @@ class Page:
 
 NOT_FOUND = Page(404, b"not found")
 IDLE_S = 5.0  # a kept-alive connection with no request this long is closed
+HEAD_LIMIT = 65536  # a request head longer than this closes the connection
 Router = Callable[[str, str], Page | None]  # (host, path) -> page
+
+
+def _wake(ready: asyncio.Future[None]) -> None:
+    if not ready.done():
+        ready.set_result(None)
+
+
+class _Wire:
+    """One connection's bytes as they come, each read with the kernel's stamp of when it
+    arrived (tests/arrival.py), so a request's arrival is when its first bytes reached the
+    machine, not when this farm's loop got round to them."""
+
+    def __init__(self, connection: socket.socket) -> None:
+        self.connection = connection
+        self._buffer = b""
+        self._buffer_arrived = 0.0
+
+    async def receive(self) -> bytes:
+        """The next bytes (empty once the peer closed), their arrival noted."""
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                data, ancillary, _, _ = self.connection.recvmsg(65536, ANCILLARY_BYTES)
+            except (BlockingIOError, InterruptedError):
+                ready: asyncio.Future[None] = loop.create_future()
+                loop.add_reader(self.connection, _wake, ready)
+                try:
+                    await ready
+                finally:
+                    loop.remove_reader(self.connection)
+                continue
+            if data and not self._buffer:
+                self._buffer_arrived = arrived(ancillary)
+            return data
+
+    async def head(self) -> tuple[bytes | None, float]:
+        """A request's head (None if the connection ended or the head is too long) and when
+        its first bytes arrived. Bodies are not read: the farm serves GET."""
+        while b"\r\n\r\n" not in self._buffer:
+            if len(self._buffer) > HEAD_LIMIT:
+                return None, 0.0
+            data = await self.receive()
+            if not data:
+                return None, 0.0
+            self._buffer += data
+        head, _, self._buffer = self._buffer.partition(b"\r\n\r\n")
+        return head + b"\r\n\r\n", self._buffer_arrived
 
 
 @dataclass
@@ -45,6 +95,7 @@ class Farm:
     record: bool = True
     requests_total: int = 0
     _by_address: dict[str, dict[str, Page]] = field(default_factory=dict)
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
     def add(self, name: str, address: str, routes: dict[str, Page]) -> None:
         self.sites[name] = (address, routes)
@@ -70,26 +121,25 @@ class Farm:
             return self.router(host, path) or NOT_FOUND
         return NOT_FOUND
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-                      ) -> None:
+    async def _handle(self, connection: socket.socket) -> None:
         """Requests on one connection, kept alive (as web servers do) until the client
         closes it or leaves it idle for ``IDLE_S``."""
+        wire = _Wire(connection)
         try:
-            while await self._answer(reader, writer):
+            while await self._answer(wire):
                 pass
         finally:
-            writer.close()
+            connection.close()
 
-    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-                      ) -> bool:
+    async def _answer(self, wire: _Wire) -> bool:
         """Read a request and answer it; whether the connection stays open."""
         try:
-            async with asyncio.timeout(IDLE_S):  # no task of its own: the arrival is noted
-                head = await reader.readuntil(b"\r\n\r\n")  # as soon as the loop sees it
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError,
-                TimeoutError):
+            async with asyncio.timeout(IDLE_S):
+                head, arrived = await wire.head()
+        except (ConnectionError, TimeoutError, OSError):
             return False
-        arrived = time.monotonic()
+        if head is None:
+            return False
         lines = head.decode("latin-1").split("\r\n")
         parts = lines[0].split(" ")
         path = parts[1] if len(parts) > 1 else "/"
@@ -108,38 +158,52 @@ class Farm:
         page = self.page(host, path)
         if page.stall:
             with suppress(Exception):
-                await reader.read()  # until the client gives up
+                while await wire.receive():  # until the client gives up
+                    pass
             return False
         if page.reset:
-            sock = writer.get_extra_info("socket")
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            writer.transport.abort()
+            wire.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                       struct.pack("ii", 1, 0))
             return False
         headers = "".join(f"{k}: {v}\r\n" for k, v in page.headers)
         if close:
             headers += "Connection: close\r\n"
-        writer.write(f"HTTP/1.1 {page.status} X\r\nContent-Length: {len(page.body)}\r\n"
-                     f"{headers}\r\n".encode("latin-1"))
-        writer.write(page.body)
         try:
-            await writer.drain()
-        except ConnectionError:
+            await asyncio.get_running_loop().sock_sendall(wire.connection, (
+                f"HTTP/1.1 {page.status} X\r\nContent-Length: {len(page.body)}\r\n"
+                f"{headers}\r\n").encode("latin-1") + page.body)
+        except OSError:
             return False
         return not close
+
+    async def _accept(self, listener: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            connection, _ = await loop.sock_accept(listener)
+            connection.setblocking(False)
+            task = loop.create_task(self._handle(connection))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     @contextmanager
     def running(self) -> Iterator[Farm]:
         """Serve in a thread of its own (its own event loop) until the block ends."""
         loop = asyncio.new_event_loop()
         ready = threading.Event()
-        servers: list[asyncio.Server] = []
+        listeners: list[socket.socket] = []
         failure: list[BaseException] = []
 
         async def start() -> None:
             addresses = sorted({a for a, _ in self.sites.values()} | set(self.router_addresses))
             for address in addresses:
-                servers.append(await asyncio.start_server(
-                    self._handle, address, self.port, reuse_address=True, backlog=1024))
+                listener = socket.socket()
+                listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                listener.bind((address, self.port))
+                listener.listen(1024)
+                listener.setblocking(False)
+                stamp_arrivals(listener)
+                listeners.append(listener)
+                self._tasks.add(loop.create_task(self._accept(listener)))
 
         def main() -> None:
             asyncio.set_event_loop(loop)
@@ -151,9 +215,11 @@ class Farm:
                 return
             ready.set()
             loop.run_forever()
-            for server in servers:
-                server.close()
+            for task in list(self._tasks):
+                task.cancel()
             loop.run_until_complete(asyncio.sleep(0))
+            for listener in listeners:
+                listener.close()
             loop.close()
 
         thread = threading.Thread(target=main, daemon=True)

@@ -27,6 +27,7 @@ TEXT = (("Content-Type", "text/plain"),)
 HTML = (("Content-Type", "text/html"),)
 XML = (("Content-Type", "application/xml"),)
 DELAY_S = 0.05  # --delay of the test runs
+SLOW_DELAY_S = 1.5  # the Crawl-delay of the slow sites
 N0, ALPHA, MAX_URIS = 10, 0.25, 100
 
 
@@ -173,11 +174,14 @@ def build() -> Truth:
                                         f"http://many.survey.test/{k}" for k in range(150)]))},
                "ok")
     truth.file("many.survey.test", "http://many.survey.test/all.xml", 0, None, urls=150)
-    # A site that asks for a longer delay between requests.
+    # A site that asks for a longer delay between requests: long enough that its first
+    # sitemap, which may follow robots.txt at once, cannot come as late as the delay on a
+    # loaded machine.
     for i in range(2):
         name = f"slow{i}.survey.test"
-        truth.delays[name] = 0.4
-        routes = {"/robots.txt": Page(200, b"User-agent: *\nCrawl-delay: 0.4\n" + b"".join(
+        truth.delays[name] = SLOW_DELAY_S
+        routes = {"/robots.txt": Page(200, f"User-agent: *\nCrawl-delay: {SLOW_DELAY_S}\n"
+                                      .encode() + b"".join(
             f"Sitemap: /s{j}.xml\n".encode() for j in range(3)), TEXT)}
         for j in range(3):
             routes[f"/s{j}.xml"] = Page(200, urlset([f"http://{name}/{j}"]))
@@ -326,5 +330,5 @@ def test_the_tables_equal_the_farms_truth(tmp_path: Path) -> None:
         if path not in robots.get(host, {"/robots.txt"}):
             last[host] = arrived
     assert gaps > 100
-    # The sites asking for 0.4 s had their first sitemap asked for sooner after robots.txt.
+    # The sites asking for a longer delay had their first sitemap asked for sooner after robots.txt.
     assert all(after_robots[host] < delay for host, delay in truth.delays.items())

@@ -76,13 +76,16 @@ def test_workers_share_a_crawl_through_redis_one_killed_one_joining(
         while sum(len(s.arrivals) for s in sites) < total // 3:
             assert time.monotonic() < deadline, "the workers did not get going"
             time.sleep(0.02)
+        # w4 joins the crawl under way (no seeds) as w2 is killed: started before the status
+        # call, since on a loaded machine a process may take seconds to get going, and the
+        # crawl left for it is only a few seconds long.
+        started["w4"] = worker("w4", outs["w4"], store)
         started["w2"].send_signal(signal.SIGKILL)
         started["w2"].communicate(timeout=10)
         # Seen from anywhere while it runs: the frontier's counts and the workers.
         status = polite("crawl", "status", "--store", store)
         assert status["finished"] is False and status["frontier"]["fetched"] > 0
         assert {w["worker"] for w in status["workers"]} >= {"w1", "w3"}
-        started["w4"] = worker("w4", outs["w4"], store)  # no seeds: it joins the crawl
         summaries = {}
         for name in ("w1", "w3", "w4"):
             out, err = started[name].communicate(timeout=120)

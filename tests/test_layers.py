@@ -40,6 +40,12 @@ def test_core_imports_only_the_standard_library_and_itself() -> None:
             assert name not in CORE_FORBIDDEN and top not in CORE_FORBIDDEN, (path, name)
 
 
+def test_config_is_a_leaf_with_the_standard_library_and_the_errors() -> None:
+    for name in _imports(SRC / "config.py"):
+        top = name.split(".")[0]
+        assert name == "polite.errors" or top in STDLIB or top == "__future__", name
+
+
 def test_every_public_module_declares_its_all() -> None:
     for info in pkgutil.walk_packages([str(SRC)], prefix="polite."):
         if info.name.split(".")[-1].startswith("_") or info.name == "polite.__main__":

@@ -15,7 +15,7 @@ from polite.cli_robots import add_explain_commands, robots_lint
 from polite.cli_site import add_site_commands
 from polite.cli_survey import add_survey_commands
 from polite.cli_ulinks import add_ulinks_command
-from polite.config import AT_LEAST_ONE, NON_NEGATIVE, PORT, SERVE_NUMBERS, IntFlag
+from polite.config import AT_LEAST_ONE, FLAGS, NON_NEGATIVE, PORT, SERVE_NUMBERS, IntFlag
 from polite.errors import PoliteError
 from polite.robots import MAX_ROBOTS_BYTES, Decision, Dialect, RobotsTxt, parse
 
@@ -347,7 +347,7 @@ def _walker(args: argparse.Namespace, client: Any, **options: Any) -> Any:
                            allow_private=args.allow_private)
     politeness = Politeness(robots, store, clock, agent=args.agent,
                             default_delay_s=args.delay_ms / 1000,
-                            allow_private=args.allow_private)
+                            allow_private=args.allow_private, private_hint=FLAGS.allow_private)
     return SitemapWalker(client, politeness, **options)
 
 

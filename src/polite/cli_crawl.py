@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from polite.config import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, FloatFlag, IntFlag
+from polite.config import AT_LEAST_ONE, FLAGS, NON_NEGATIVE, POSITIVE, FloatFlag, IntFlag
 from polite.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
                             default_delay_s=args.default_delay_ms / 1000,
                             max_crawl_delay_s=args.max_crawl_delay_s,
                             allow_private=args.allow_private,
-                            worker=worker if shared else "") as crawler, \
+                            worker=worker if shared else "", knobs=FLAGS) as crawler, \
             _heartbeat(args.store if shared else "", worker, crawler, folder):
         bad = await crawler.add_seeds(args.urls)
         if bad:
@@ -245,7 +245,7 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
     from polite.storage.redis_frontier import RedisFrontier
 
     async def read() -> dict[str, object]:
-        frontier = RedisFrontier.from_url(args.store)
+        frontier = RedisFrontier.from_url(args.store, knob=FLAGS.store)
         try:
             counts = await frontier.counts()
             waiting, fetched_hosts = await frontier.host_count()

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from polite.config import AT_LEAST_ONE, FRACTION, NON_NEGATIVE, POSITIVE, FloatFlag, IntFlag
+from polite.config import AT_LEAST_ONE, FLAGS, FRACTION, NON_NEGATIVE, POSITIVE, FloatFlag, IntFlag
 from polite.core.politeness.rules import DEFAULT_DELAY_S
 from polite.core.survey.sampling import DEFAULT_ALPHA, DEFAULT_N0, MAX_KEPT_URIS
 from polite.errors import ConfigError
@@ -217,7 +217,7 @@ async def _shared(args: argparse.Namespace, harvester: Harvester,
     from polite.survey.shared import SharedDomains
 
     worker = args.worker or f"{socket.gethostname()}-{os.getpid()}"
-    frontier = RedisFrontier.from_url(args.store, worker=worker)
+    frontier = RedisFrontier.from_url(args.store, worker=worker, knob=FLAGS.store)
     shared = SharedDomains(frontier, lease_s=args.lease_s)
     started = time.time()
 

@@ -18,14 +18,18 @@ from polite.errors import SettingError
 
 __all__ = [
     "AT_LEAST_ONE",
+    "FLAGS",
     "FRACTION",
+    "KEYWORDS",
     "NON_NEGATIVE",
     "PORT",
     "POSITIVE",
+    "SCRAPY",
     "SERVE_NUMBERS",
     "Bounds",
     "FloatFlag",
     "IntFlag",
+    "Knobs",
     "check_float",
     "check_int",
     "check_setting",
@@ -171,3 +175,26 @@ def check_setting(value: object, flag: IntFlag | FloatFlag, *, knob: str) -> flo
     if isinstance(flag, IntFlag):
         return check_int(value, flag.bounds, knob=knob)
     return check_float(value, flag.bounds, knob=knob)
+
+
+@dataclass(frozen=True, slots=True)
+class Knobs:
+    """How a surface spells the settings that library code names in its errors: a store
+    URL refused, a private address refused (what to set to allow it), a number out of
+    range. The defaults are the library's keyword arguments."""
+
+    store: str = "store="
+    service_url: str = "service_url="
+    allow_private: str = "allow_private=True"
+    default_delay_s: str = "default_delay_s="
+    adaptive_factor: str = "adaptive_factor="
+    max_wait_s: str = "max_wait_s="
+
+
+KEYWORDS = Knobs()
+# The command line checks its numbers where it parses them (FloatFlag, IntFlag).
+FLAGS = Knobs(store="--store", allow_private="--allow-private")
+SCRAPY = Knobs(store="POLITE_STORE", service_url="POLITE_SERVICE_URL",
+               allow_private="POLITE_ALLOW_PRIVATE",
+               default_delay_s="POLITE_DEFAULT_DELAY", adaptive_factor="POLITE_ADAPTIVE_FACTOR",
+               max_wait_s="POLITE_MAX_WAIT")

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from polite.api import create_app
 from polite.clock import WallClock
-from polite.config import SERVE_NUMBERS, check_setting
+from polite.config import FLAGS, SERVE_NUMBERS, check_setting
 from polite.core.robots import MAX_ROBOTS_BYTES
 from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
 from polite.errors import ConfigError
@@ -172,7 +172,7 @@ def masked_env(settings: Settings) -> dict[str, object]:
 
 
 async def _check_redis(url: str) -> None:
-    store = RedisStore.from_url(url)
+    store = RedisStore.from_url(url, knob=FLAGS.store)
     try:
         await store.ping()
     finally:
@@ -248,7 +248,7 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
         asyncio.run(_check_redis(settings.store))  # fail now, not at the first request
     interception = _interception(settings)  # the CA refused before anything is opened
     clock = WallClock()
-    store = open_store(settings.store, clock)
+    store = open_store(settings.store, clock, knob=FLAGS.store)
     node = settings.node or f"{socket.gethostname()}:{settings.port or os.getpid()}"
     env = masked_env(settings)
     activity = Activity(store, node=node, trace_size=settings.trace_size,
@@ -263,7 +263,8 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
                             max_crawl_delay_s=settings.max_crawl_delay_s,
                             allow_private=settings.allow_private,
                             adaptive_factor=settings.adaptive_factor,
-                            backoff=settings.backoff, activity=activity)
+                            backoff=settings.backoff, activity=activity,
+                            private_hint=FLAGS.allow_private)
     beating: list[asyncio.Task[None]] = []
 
     async def startup() -> None:

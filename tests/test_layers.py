@@ -40,6 +40,12 @@ def test_core_imports_only_the_standard_library_and_itself() -> None:
             assert name not in CORE_FORBIDDEN and top not in CORE_FORBIDDEN, (path, name)
 
 
+def test_config_is_a_leaf_with_the_standard_library_and_the_errors() -> None:
+    for name in _imports(SRC / "config.py"):
+        top = name.split(".")[0]
+        assert name == "polite.errors" or top in STDLIB or top == "__future__", name
+
+
 def test_every_public_module_declares_its_all() -> None:
     for info in pkgutil.walk_packages([str(SRC)], prefix="polite."):
         if info.name.split(".")[-1].startswith("_") or info.name == "polite.__main__":
@@ -57,8 +63,8 @@ ALLOWED = {
     "core": ("polite.core", "polite.errors"),
     "storage": ("polite.core", "polite.errors", "polite.storage"),
     # fetch sees the storage protocols only; concrete backends are chosen at the edges
-    "fetch": ("polite.core", "polite.errors", "polite.storage.base", "polite.clock",
-              "polite.fetch"),
+    "fetch": ("polite.core", "polite.errors", "polite.config", "polite.storage.base",
+              "polite.clock", "polite.fetch"),
     "api": ("polite.core", "polite.errors", "polite.storage.base", "polite.clock",
             "polite.fetch", "polite.api"),
     # api and proxy are siblings: the edge (polite.serve) puts them on one port
@@ -66,8 +72,8 @@ ALLOWED = {
               "polite.fetch", "polite.proxy"),
     # the crawler is a sibling of api and proxy; open_crawler is its own wiring, so it may
     # choose a store (polite.storage) as polite.serve does for the service
-    "crawl": ("polite.core", "polite.errors", "polite.storage", "polite.clock",
-              "polite.fetch", "polite.crawl"),
+    "crawl": ("polite.core", "polite.errors", "polite.config", "polite.storage",
+              "polite.clock", "polite.fetch", "polite.crawl"),
     # the survey likewise: a product that keeps its own state
     "survey": ("polite.core", "polite.errors", "polite.storage", "polite.clock",
                "polite.fetch", "polite.survey"),
@@ -75,8 +81,8 @@ ALLOWED = {
     "site": ("polite.core", "polite.errors", "polite.storage", "polite.clock",
              "polite.fetch", "polite.site"),
     # the drop-ins for Scrapy, httpx and requests: a product that chooses its own store
-    "integrations": ("polite.core", "polite.errors", "polite.storage", "polite.clock",
-                     "polite.fetch", "polite.integrations"),
+    "integrations": ("polite.core", "polite.errors", "polite.config", "polite.storage",
+                     "polite.clock", "polite.fetch", "polite.integrations"),
     # the demonstration sites stand alone: a crawler may be pointed at them, not built in
     "demo": ("polite.core", "polite.errors", "polite.demo"),
 }

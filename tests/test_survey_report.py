@@ -227,7 +227,8 @@ def test_bad_arguments_are_clear_errors(tmp_path: Path) -> None:
     assert nothing.returncode == 2 and "no survey here" in nothing.stderr
     build_survey(tmp_path / "s", count=3)
     bad = run("report", str(tmp_path / "s"), "-k", "0")
-    assert bad.returncode == 2 and "k must be 1 or more" in bad.stderr
+    assert bad.returncode == 2
+    assert "argument -k/--k: must be a whole number of 1 or more, not '0'" in bad.stderr
 
 
 @pytest.mark.slow

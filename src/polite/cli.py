@@ -15,6 +15,7 @@ from polite.cli_robots import add_explain_commands, robots_lint
 from polite.cli_site import add_site_commands
 from polite.cli_survey import add_survey_commands
 from polite.cli_ulinks import add_ulinks_command
+from polite.config import AT_LEAST_ONE, FLAGS, NON_NEGATIVE, PORT, SERVE_NUMBERS, IntFlag
 from polite.errors import PoliteError
 from polite.robots import MAX_ROBOTS_BYTES, Decision, Dialect, RobotsTxt, parse
 
@@ -105,10 +106,10 @@ def _build_parser() -> argparse.ArgumentParser:
         "tree", help="walk a site's sitemaps from its robots.txt, with a summary")
     tree.add_argument("site", metavar="SITE", help="https://example.com")
     tree.add_argument("--json", action="store_true", help="the summary and every file as JSON")
-    tree.add_argument("--max-depth", type=int, default=5, help="index levels to follow "
-                      "(default 5)")
-    tree.add_argument("--max-files", type=int, default=1000, help="files to read at most "
-                      "(default 1000)")
+    tree.add_argument("--max-depth", type=IntFlag(NON_NEGATIVE), default=5,
+                      help="index levels to follow (default 5; 0: robots.txt's sitemaps only)")
+    tree.add_argument("--max-files", type=IntFlag(AT_LEAST_ONE), default=1000,
+                      help="files to read at most (default 1000)")
     tree.add_argument("--cross-host", choices=["host", "site", "any"], default="host",
                       help="which hosts sitemaps and their URLs may be on: the site's own "
                       "(default, as the protocol says), also with or without www., or any")
@@ -132,13 +133,13 @@ def _build_parser() -> argparse.ArgumentParser:
     # Defaults live in polite.serve.Settings: an option not given falls back to --config,
     # then to those defaults.
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="default 8080")
+    serve.add_argument("--port", type=SERVE_NUMBERS["port"], help="default 8080")
     serve.add_argument("--store", help="sqlite:///PATH (default sqlite:///polite.sqlite), "
                        "redis://HOST:PORT/DB (shared by several nodes) or memory://")
-    serve.add_argument("--default-delay-ms", type=int,
+    serve.add_argument("--default-delay-ms", type=SERVE_NUMBERS["default_delay_ms"],
                        help="delay where neither the operator nor the site sets one "
                             "(default 1000)")
-    serve.add_argument("--max-crawl-delay-s", type=float,
+    serve.add_argument("--max-crawl-delay-s", type=SERVE_NUMBERS["max_crawl_delay_s"],
                        help="robots.txt delays above this are read as this (default 60)")
     serve.add_argument("--agent", help="the product token robots.txt is read for "
                        "(default polite)")
@@ -152,30 +153,30 @@ def _build_parser() -> argparse.ArgumentParser:
                             "Retry-After (reject, the default), is held until its slot (wait), "
                             "or is held and answered in its client's order (ordered; the "
                             "client is X-Polite-Client or its address)")
-    serve.add_argument("--max-wait-s", type=float,
+    serve.add_argument("--max-wait-s", type=SERVE_NUMBERS["max_wait_s"],
                        help="wait mode: the longest a request is held (default 60)")
-    serve.add_argument("--origin-timeout-s", type=float,
+    serve.add_argument("--origin-timeout-s", type=SERVE_NUMBERS["origin_timeout_s"],
                        help="proxy: an origin silent this long gets the client a 504 "
                             "(default 30)")
     serve.add_argument("--no-backoff", dest="backoff", action="store_false", default=None,
                        help="do not pause a host after a 429 or 503 (for origins of your own)")
     serve.add_argument("--no-cache", dest="cache", action="store_false", default=None,
                        help="turn the proxy's page cache off")
-    serve.add_argument("--cache-max-mb", type=float,
+    serve.add_argument("--cache-max-mb", type=SERVE_NUMBERS["cache_max_mb"],
                        help="the page cache's size in the store; least recently used pages "
                        "go first (default 256)")
     serve.add_argument("--loop", choices=["auto", "asyncio", "uvloop"],
                        help="the event loop: uvloop when installed (auto, the default), or "
                             "the standard library's asyncio")
-    serve.add_argument("--cache-keep-no-store-s", type=float,
+    serve.add_argument("--cache-keep-no-store-s", type=SERVE_NUMBERS["cache_keep_no_store_s"],
                        help="keep responses marked no-store this many seconds (default 0: "
                        "no-store is honoured; seed 001 kept them a day, 86400)")
-    serve.add_argument("--adaptive-factor", type=float,
+    serve.add_argument("--adaptive-factor", type=SERVE_NUMBERS["adaptive_factor"],
                        help="the adaptive delay is this many times a host's running response "
                             "time (default 1; 0 turns it off)")
     serve.add_argument("--admin-token", help="required (Bearer) for writes such as PUT /delays;"
                        " mandatory when --host is not a loopback address")
-    serve.add_argument("--max-bytes", type=int,
+    serve.add_argument("--max-bytes", type=SERVE_NUMBERS["max_bytes"],
                        help="read each robots.txt up to this many bytes; answers from a file "
                             f"cut there say so (default {MAX_ROBOTS_BYTES})")
     serve.add_argument("--intercept-tls", action="store_true", default=None,
@@ -189,7 +190,7 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--no-intercept", metavar="HOST", action="append", default=None,
                        help="leave tunnels to HOST plain (clients that pin certificates); "
                             "repeatable")
-    serve.add_argument("--trace-size", type=int,
+    serve.add_argument("--trace-size", type=SERVE_NUMBERS["trace_size"],
                        help="exchanges GET /trace keeps, newest first (default 1000; 0: none)")
     serve.add_argument("--node", help="this node's name on the dashboard (default "
                        "HOSTNAME:PORT)")
@@ -209,7 +210,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _max_bytes_option(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--max-bytes", type=int, default=MAX_ROBOTS_BYTES,
+    command.add_argument("--max-bytes", type=IntFlag(AT_LEAST_ONE), default=MAX_ROBOTS_BYTES,
                          help="read robots.txt up to this many bytes; what lies beyond is "
                               f"ignored, and said so (default {MAX_ROBOTS_BYTES}, as RFC 9309 "
                               "allows)")
@@ -226,7 +227,7 @@ def _warn_if_cut(name: str, robots: RobotsTxt, max_bytes: int) -> None:
 def _fetch_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--agent", "-a", default="polite",
                          help="the User-Agent and robots.txt product token (default polite)")
-    command.add_argument("--delay-ms", type=int, default=1000,
+    command.add_argument("--delay-ms", type=IntFlag(NON_NEGATIVE), default=1000,
                          help="spacing between requests to one host when robots.txt sets "
                          "none (default 1000)")
     command.add_argument("--allow-private", action="store_true",
@@ -346,7 +347,7 @@ def _walker(args: argparse.Namespace, client: Any, **options: Any) -> Any:
                            allow_private=args.allow_private)
     politeness = Politeness(robots, store, clock, agent=args.agent,
                             default_delay_s=args.delay_ms / 1000,
-                            allow_private=args.allow_private)
+                            allow_private=args.allow_private, private_hint=FLAGS.allow_private)
     return SitemapWalker(client, politeness, **options)
 
 
@@ -495,8 +496,10 @@ def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
                       help="no robots.txt (Table 9), the REGP file (Table 10, the default) "
                            "or the old REP file (Table 11)")
     site.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1")
-    site.add_argument("--port", type=int, default=8089, help="default 8089; 0 for any")
-    site.add_argument("--news", type=int, default=10, help="news items (default 10)")
+    site.add_argument("--port", type=IntFlag(PORT), default=8089,
+                      help="default 8089; 0 for any")
+    site.add_argument("--news", type=IntFlag(AT_LEAST_ONE), default=10,
+                      help="news items (default 10)")
     site.add_argument("--visit-time", metavar="VALUE",
                       help="add a Visit-time line to the REGP file, e.g. "
                            "'21:00:00 +0800-08:00:00 +0800'")

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from polite.config import AT_LEAST_ONE, FLAGS, NON_NEGATIVE, POSITIVE, FloatFlag, IntFlag
 from polite.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -51,24 +52,26 @@ def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
                             "polite serve to be polite together")
     crawl.add_argument("--worker", default="",
                        help="this worker's name in a shared crawl (default HOSTNAME-PID)")
-    crawl.add_argument("--lease-s", type=float, default=600.0,
+    crawl.add_argument("--lease-s", type=FloatFlag(POSITIVE), default=600.0,
                        help="how long a worker holds a URL before, if it has not answered "
                             "(it died), the URL goes back to the queue (default 600)")
     crawl.add_argument("--scope", choices=["host", "site", "any"], default="host",
                        help="which hosts links may lead to: the seeds' own (default), also "
                             "with or without www., or any")
-    crawl.add_argument("--max-pages", type=int, help="stop after this many pages fetched")
-    crawl.add_argument("--max-depth", type=int, help="links followed from a seed at most")
-    crawl.add_argument("--max-pages-per-host", type=int, default=100_000,
+    crawl.add_argument("--max-pages", type=IntFlag(AT_LEAST_ONE),
+                       help="stop after this many pages fetched (default: no limit)")
+    crawl.add_argument("--max-depth", type=IntFlag(NON_NEGATIVE),
+                       help="links followed from a seed at most (0: the seeds alone)")
+    crawl.add_argument("--max-pages-per-host", type=IntFlag(AT_LEAST_ONE), default=100_000,
                        help="a budget per host against traps (default 100000)")
-    crawl.add_argument("--concurrency", type=int, default=64,
+    crawl.add_argument("--concurrency", type=IntFlag(AT_LEAST_ONE), default=64,
                        help="fetches in flight at most (default 64)")
-    crawl.add_argument("--per-host", type=int, default=1,
+    crawl.add_argument("--per-host", type=IntFlag(AT_LEAST_ONE), default=1,
                        help="fetches in flight to one host at most (default 1)")
-    crawl.add_argument("--default-delay-ms", type=int, default=1000,
+    crawl.add_argument("--default-delay-ms", type=IntFlag(NON_NEGATIVE), default=1000,
                        help="spacing where neither robots.txt nor the store sets one "
                             "(default 1000)")
-    crawl.add_argument("--max-crawl-delay-s", type=float, default=60.0,
+    crawl.add_argument("--max-crawl-delay-s", type=FloatFlag(NON_NEGATIVE), default=60.0,
                        help="robots.txt delays above this are read as this (default 60)")
     crawl.add_argument("--languages", default="",
                        help="comma-separated languages the crawler reads (zh,en); a site "
@@ -80,7 +83,7 @@ def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     crawl.add_argument("--revisit", action="store_true",
                        help="keep going: revisit pages when Change-*, Index-page, "
                             "changefreq or lastmod say they are due")
-    crawl.add_argument("--max-bytes", type=int, default=10 * 1024 * 1024,
+    crawl.add_argument("--max-bytes", type=IntFlag(AT_LEAST_ONE), default=10 * 1024 * 1024,
                        help="a body's cap, counted decoded (default 10 MiB)")
     crawl.add_argument("--no-warc", dest="warc", action="store_false",
                        help="write pages.jsonl only")
@@ -99,13 +102,6 @@ def _crawl(args: argparse.Namespace, out: TextIO) -> int:
         return _merge(args, out)
     if not args.out:
         raise ConfigError("--out DIR is required: the crawl's folder")
-    if args.lease_s <= 0:
-        raise ConfigError("--lease-s must be above 0")
-    for name in ("concurrency", "per_host", "max_pages_per_host", "max_bytes"):
-        if getattr(args, name) < 1:
-            raise ConfigError(f"--{name.replace('_', '-')} must be 1 or more")
-    if args.default_delay_ms < 0:
-        raise ConfigError("--default-delay-ms must be 0 or more")
     settings = CrawlSettings(
         agent=args.agent, user_agent=args.user_agent, scope=args.scope,
         max_pages=args.max_pages, max_depth=args.max_depth,
@@ -142,7 +138,7 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
                             default_delay_s=args.default_delay_ms / 1000,
                             max_crawl_delay_s=args.max_crawl_delay_s,
                             allow_private=args.allow_private,
-                            worker=worker if shared else "") as crawler, \
+                            worker=worker if shared else "", knobs=FLAGS) as crawler, \
             _heartbeat(args.store if shared else "", worker, crawler, folder):
         bad = await crawler.add_seeds(args.urls)
         if bad:
@@ -249,7 +245,7 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
     from polite.storage.redis_frontier import RedisFrontier
 
     async def read() -> dict[str, object]:
-        frontier = RedisFrontier.from_url(args.store)
+        frontier = RedisFrontier.from_url(args.store, knob=FLAGS.store)
         try:
             counts = await frontier.counts()
             waiting, fetched_hosts = await frontier.host_count()

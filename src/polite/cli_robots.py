@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from polite.config import AT_LEAST_ONE, IntFlag
 from polite.errors import ConfigError
 from polite.robots import (
     MAX_ROBOTS_BYTES,
@@ -76,7 +77,7 @@ def add_explain_commands(robots_commands: argparse._SubParsersAction[argparse.Ar
 
 
 def _max_bytes(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--max-bytes", type=int, default=MAX_ROBOTS_BYTES,
+    command.add_argument("--max-bytes", type=IntFlag(AT_LEAST_ONE), default=MAX_ROBOTS_BYTES,
                          help=f"read robots.txt up to this many bytes (default "
                               f"{MAX_ROBOTS_BYTES})")
 

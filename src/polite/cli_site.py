@@ -8,6 +8,7 @@ import os
 import secrets
 from typing import TextIO
 
+from polite.config import NON_NEGATIVE, PORT, FloatFlag, IntFlag
 from polite.errors import ConfigError
 
 __all__ = ["add_site_commands"]
@@ -27,7 +28,8 @@ def add_site_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
                     f"--token, ${TOKEN_ENV}, or one made up and printed.")
     serve.add_argument("--db", required=True, metavar="FILE", help="the site's SQLite file")
     serve.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8090, help="port (default 8090)")
+    serve.add_argument("--port", type=IntFlag(PORT), default=8090,
+                       help="port (default 8090)")
     serve.add_argument("--token", help=f"the page's token (default ${TOKEN_ENV}; required "
                                        "off loopback, made up when not given)")
     serve.set_defaults(handler=_serve)
@@ -41,7 +43,8 @@ def add_site_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     prune = site_commands.add_parser(
         "prune", help="forget robot visits older than some days (the log grows otherwise)")
     prune.add_argument("--db", required=True, metavar="FILE", help="the site's SQLite file")
-    prune.add_argument("--days", type=float, required=True, help="keep this many days")
+    prune.add_argument("--days", type=FloatFlag(NON_NEGATIVE), required=True,
+                       help="keep this many days")
     prune.set_defaults(handler=_prune)
 
 
@@ -100,8 +103,6 @@ def _prune(args: argparse.Namespace, out: TextIO) -> int:
 
     from polite.site import SiteStore
 
-    if args.days < 0:
-        raise ConfigError("--days must be 0 or more")
     store = SiteStore(args.db)
     try:
         removed = store.prune_visits(time.time() - args.days * 86_400)

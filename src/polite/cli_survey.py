@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from polite.config import AT_LEAST_ONE, FLAGS, FRACTION, NON_NEGATIVE, POSITIVE, FloatFlag, IntFlag
 from polite.core.politeness.rules import DEFAULT_DELAY_S
 from polite.core.survey.sampling import DEFAULT_ALPHA, DEFAULT_N0, MAX_KEPT_URIS
 from polite.errors import ConfigError
@@ -42,10 +43,10 @@ def add_survey_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
                              "report DIR... reads them all)")
     survey.add_argument("--worker", default="",
                         help="this worker's name in a shared survey (default HOSTNAME-PID)")
-    survey.add_argument("--lease-s", type=float, default=600.0,
+    survey.add_argument("--lease-s", type=FloatFlag(POSITIVE), default=600.0,
                         help="how long a worker that stopped answering holds its domains "
                              "before others take them (default 600; renewed while it lives)")
-    survey.add_argument("--concurrency", type=int, default=100,
+    survey.add_argument("--concurrency", type=IntFlag(AT_LEAST_ONE), default=100,
                         help="domains at once (default 100)")
     survey.add_argument("--https", action="store_true", help="start with https://")
     survey.add_argument("--hosts", metavar="FILE",
@@ -54,23 +55,23 @@ def add_survey_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
                         help="resolve names by asking this DNS server (asynchronous, c-ares)")
     survey.add_argument("--no-sitemaps", action="store_true",
                         help="robots.txt alone: do not read the sitemaps it names")
-    survey.add_argument("--n0", type=int, default=DEFAULT_N0,
+    survey.add_argument("--n0", type=IntFlag(NON_NEGATIVE), default=DEFAULT_N0,
                         help="children of a sitemap index read at least (seed 004, 2.3; "
                              f"default {DEFAULT_N0})")
-    survey.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
+    survey.add_argument("--alpha", type=FloatFlag(FRACTION), default=DEFAULT_ALPHA,
                         help="share of a large index's children read, at least "
                              f"max(n0, alpha*n) (default {DEFAULT_ALPHA})")
-    survey.add_argument("--max-uris", type=int, default=MAX_KEPT_URIS,
+    survey.add_argument("--max-uris", type=IntFlag(NON_NEGATIVE), default=MAX_KEPT_URIS,
                         help="page URLs kept per site, a uniform sample beyond (seed 004, "
                              f"2.4; default {MAX_KEPT_URIS:,}); all are counted")
-    survey.add_argument("--delay", type=float, default=DEFAULT_DELAY_S,
+    survey.add_argument("--delay", type=FloatFlag(NON_NEGATIVE), default=DEFAULT_DELAY_S,
                         help="seconds between two requests to one host when its robots.txt "
                              f"sets no Crawl-delay (default {DEFAULT_DELAY_S:g})")
     survey.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="a progress display on stderr (default: when it is a terminal)")
-    survey.add_argument("--connect-timeout", type=float, default=10.0,
+    survey.add_argument("--connect-timeout", type=FloatFlag(POSITIVE), default=10.0,
                         help="seconds (default 10, as the seed)")
-    survey.add_argument("--read-timeout", type=float, default=30.0,
+    survey.add_argument("--read-timeout", type=FloatFlag(POSITIVE), default=30.0,
                         help="seconds (default 30, as the seed)")
     survey.add_argument("--agent", default="polite", help="the User-Agent (default polite)")
     survey.add_argument("--allow-private", action="store_true",
@@ -89,7 +90,7 @@ def add_survey_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     report.add_argument("--agent", action="append", metavar="NAME", dest="agents",
                         help="an agent of the access table (repeat; default: search "
                              "engines and AI crawlers, Googlebot to meta-externalagent)")
-    report.add_argument("-k", "--k", type=int, default=5, dest="k",
+    report.add_argument("-k", "--k", type=IntFlag(AT_LEAST_ONE), default=5, dest="k",
                         help="ulinks per domain (default 5)")
     report.set_defaults(handler=_report)
 
@@ -154,18 +155,8 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
     if not listing.is_file():
         raise ConfigError(f"{listing}: no such file")
     domains = read_domains(listing)
-    if args.concurrency < 1:
-        raise ConfigError("--concurrency must be 1 or more")
     if args.hosts and args.nameserver:
         raise ConfigError("give --hosts or --nameserver, not both")
-    if not 0.0 <= args.alpha <= 1.0 or args.n0 < 0:
-        raise ConfigError("--alpha must be between 0 and 1 and --n0 0 or more")
-    if args.max_uris < 0:
-        raise ConfigError("--max-uris must be 0 or more")
-    if args.delay < 0:
-        raise ConfigError("--delay must be 0 or more")
-    if args.lease_s <= 0:
-        raise ConfigError("--lease-s must be above 0")
     if args.store is not None and not args.store.startswith(("redis://", "rediss://",
                                                              "unix://")):
         raise ConfigError(f"--store {args.store}: a shared survey needs redis://, rediss:// "
@@ -226,7 +217,7 @@ async def _shared(args: argparse.Namespace, harvester: Harvester,
     from polite.survey.shared import SharedDomains
 
     worker = args.worker or f"{socket.gethostname()}-{os.getpid()}"
-    frontier = RedisFrontier.from_url(args.store, worker=worker)
+    frontier = RedisFrontier.from_url(args.store, worker=worker, knob=FLAGS.store)
     shared = SharedDomains(frontier, lease_s=args.lease_s)
     started = time.time()
 

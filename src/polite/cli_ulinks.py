@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
+from polite.config import AT_LEAST_ONE, NON_NEGATIVE, IntFlag
 from polite.core.survey.sampling import MAX_KEPT_URIS, Reservoir
 from polite.errors import ConfigError
 
@@ -31,8 +32,9 @@ def add_ulinks_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
                         help="a site (https://example.com: its sitemaps from robots.txt), a "
                              "sitemap URL, a sitemap file, or a survey's folder (each "
                              "domain's ulinks from the URLs it kept: DOMAIN<TAB>URI<TAB>WEIGHT)")
-    ulinks.add_argument("-k", type=int, default=5, help="how many ulinks (default 5)")
-    ulinks.add_argument("--max-uris", type=int, default=MAX_URIS,
+    ulinks.add_argument("-k", type=IntFlag(AT_LEAST_ONE), default=5,
+                        help="how many ulinks (default 5)")
+    ulinks.add_argument("--max-uris", type=IntFlag(AT_LEAST_ONE), default=MAX_URIS,
                         help=f"URIs in the tree at most, sampled at random beyond (default "
                              f"{MAX_URIS:,}, as the seed)")
     ulinks.add_argument("--weigh", choices=["count", "priority", "recent"], default="count",
@@ -40,7 +42,7 @@ def add_ulinks_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
                              "none), or more the more recent its <lastmod> (halved a year)")
     ulinks.add_argument("--json", action="store_true", help="one JSON object a ulink")
     ulinks.add_argument("--agent", "-a", default="polite", help="product token (default polite)")
-    ulinks.add_argument("--delay-ms", type=int, default=1000,
+    ulinks.add_argument("--delay-ms", type=IntFlag(NON_NEGATIVE), default=1000,
                         help="spacing between requests when robots.txt sets none")
     ulinks.add_argument("--allow-private", action="store_true",
                         help="allow fetching from private and loopback addresses")
@@ -150,8 +152,6 @@ def _survey_ulinks(args: argparse.Namespace, folder: Path, out: TextIO) -> int:
 def _ulinks(args: argparse.Namespace, out: TextIO) -> int:
     from polite.core.ulinks import UriTree, ulinks
 
-    if args.k < 1 or args.max_uris < 1:
-        raise ConfigError("-k and --max-uris must be 1 or more")
     if (Path(args.source) / "survey.sqlite").is_file():
         return _survey_ulinks(args, Path(args.source), out)
     entries, total = _sample(_entries(args), args.max_uris, random.Random(0))

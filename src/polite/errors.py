@@ -9,6 +9,7 @@ __all__ = [
     "PoliteError",
     "RequestRefused",
     "RobotsDisallowed",
+    "SettingError",
     "SlotNotReady",
     "UnknownDialect",
 ]
@@ -20,6 +21,19 @@ class PoliteError(Exception):
 
 class ConfigError(PoliteError):
     """A setting or command-line option has a value polite cannot use."""
+
+
+class SettingError(ConfigError):
+    """One setting's value is unusable. ``knob`` names the setting as the surface it was
+    given on spells it (``--store``, ``POLITE_STORE``, ``store=``); ``problem`` says what it
+    must be."""
+
+    def __init__(self, knob: str, value: object, problem: str) -> None:
+        given = f"{knob}{value!r}" if knob.endswith("=") else f"{knob} {value!r}"
+        super().__init__(f"{given.strip()}: {problem}")
+        self.knob = knob
+        self.value = value
+        self.problem = problem
 
 
 class UnknownDialect(ConfigError):

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from polite.api import create_app
 from polite.clock import WallClock
+from polite.config import FLAGS, SERVE_NUMBERS, check_setting
 from polite.core.robots import MAX_ROBOTS_BYTES
 from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
 from polite.errors import ConfigError
@@ -112,6 +113,8 @@ def _read_config(path: str) -> dict[str, Any]:
         if not isinstance(value, expected) or (isinstance(value, bool) and bool not in expected):
             raise ConfigError(f"--config {path}: {raw_key} must be "
                               f"{' or '.join(t.__name__ for t in expected)}")
+        if key in SERVE_NUMBERS:  # TOML has nan and inf
+            check_setting(value, SERVE_NUMBERS[key], knob=f"--config {path}: {raw_key}")
         config[key] = value
     return config
 
@@ -124,35 +127,20 @@ def settings_from(args: argparse.Namespace) -> Settings:
     for item in fields(Settings):
         given = getattr(args, item.name, None)
         if given is not None:
+            if item.name in SERVE_NUMBERS:  # the parser checked it; a Namespace made by hand
+                check_setting(given, SERVE_NUMBERS[item.name],
+                              knob=f"--{item.name.replace('_', '-')}")
             setattr(settings, item.name, given)
         elif item.name in config:
             setattr(settings, item.name, config[item.name])
-    if settings.default_delay_ms < 0:
-        raise ConfigError("--default-delay-ms must be 0 or more")
-    if settings.max_crawl_delay_s < 0:
-        raise ConfigError("--max-crawl-delay-s must be 0 or more")
     if settings.on_401_403 not in ("disallow", "allow"):
         raise ConfigError("on_401_403 must be 'disallow' or 'allow'")
     if settings.loop not in ("auto", "asyncio", "uvloop"):
         raise ConfigError("--loop must be 'auto', 'asyncio' or 'uvloop'")
     if settings.mode not in ("reject", "wait", "ordered"):
         raise ConfigError("--mode must be 'reject', 'wait' or 'ordered'")
-    if settings.origin_timeout_s <= 0:
-        raise ConfigError("--origin-timeout-s must be more than 0")
-    if settings.max_wait_s < 0:
-        raise ConfigError("--max-wait-s must be 0 or more")
-    if settings.cache_max_mb <= 0:
-        raise ConfigError("--cache-max-mb must be more than 0")
-    if settings.cache_keep_no_store_s < 0:
-        raise ConfigError("--cache-keep-no-store-s must be 0 or more")
-    if settings.max_bytes < 1:
-        raise ConfigError("--max-bytes must be 1 or more")
-    if not 0 <= settings.trace_size <= 1_000_000:
-        raise ConfigError("--trace-size must be from 0 to 1000000")
     if not all(isinstance(host, str) and host for host in settings.no_intercept):
         raise ConfigError("no_intercept must be a list of host names")
-    if not 0 <= settings.port <= 65535:
-        raise ConfigError(f"--port {settings.port} is not a port number")
     return settings
 
 
@@ -184,7 +172,7 @@ def masked_env(settings: Settings) -> dict[str, object]:
 
 
 async def _check_redis(url: str) -> None:
-    store = RedisStore.from_url(url)
+    store = RedisStore.from_url(url, knob=FLAGS.store)
     try:
         await store.ping()
     finally:
@@ -260,7 +248,7 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
         asyncio.run(_check_redis(settings.store))  # fail now, not at the first request
     interception = _interception(settings)  # the CA refused before anything is opened
     clock = WallClock()
-    store = open_store(settings.store, clock)
+    store = open_store(settings.store, clock, knob=FLAGS.store)
     node = settings.node or f"{socket.gethostname()}:{settings.port or os.getpid()}"
     env = masked_env(settings)
     activity = Activity(store, node=node, trace_size=settings.trace_size,
@@ -275,7 +263,8 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
                             max_crawl_delay_s=settings.max_crawl_delay_s,
                             allow_private=settings.allow_private,
                             adaptive_factor=settings.adaptive_factor,
-                            backoff=settings.backoff, activity=activity)
+                            backoff=settings.backoff, activity=activity,
+                            private_hint=FLAGS.allow_private)
     beating: list[asyncio.Task[None]] = []
 
     async def startup() -> None:

@@ -102,6 +102,8 @@ def test_private_addresses_are_refused_unless_allowed(farm: dict[str, Site],
                        settings(POLITE_ALLOW_PRIVATE=False))
     assert farm["delay"].arrivals == []
     assert stats["polite/refused"] == 1 and "private or loopback" in log
+    # The setting to change, as Scrapy spells it; not polite's command-line flag.
+    assert "(POLITE_ALLOW_PRIVATE)" in log and "--allow-private" not in log
 
 
 def test_scrapy_s_own_robots_middleware_with_polite_s_parser(farm: dict[str, Site],

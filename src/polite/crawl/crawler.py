@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from polite.clock import Clock
+from polite.config import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, check_float, check_int
 from polite.core.crawl import (
     PagePlan,
     Scope,
@@ -92,6 +93,25 @@ class CrawlSettings:
     robots_attempts: int = 3  # robots.txt failures (5xx, 429, network) before a site's
     # URLs are given up; until then the site waits for the fetcher's back-off
     warc: bool = True
+
+    def __post_init__(self) -> None:
+        # max_pages=0 would fetch nothing and say nothing: leave it None for no limit.
+        # max_depth=0 crawls the seeds alone.
+        if self.max_pages is not None:
+            check_int(self.max_pages, AT_LEAST_ONE, knob="max_pages=")
+        if self.max_depth is not None:
+            check_int(self.max_depth, NON_NEGATIVE, knob="max_depth=")
+        for knob, count, bounds in (
+                ("max_pages_per_host=", self.max_pages_per_host, AT_LEAST_ONE),
+                ("concurrency=", self.concurrency, AT_LEAST_ONE),
+                ("per_host=", self.per_host, AT_LEAST_ONE),
+                ("max_bytes=", self.max_bytes, AT_LEAST_ONE),
+                ("max_redirects=", self.max_redirects, NON_NEGATIVE),
+                ("max_attempts=", self.max_attempts, AT_LEAST_ONE),
+                ("robots_attempts=", self.robots_attempts, AT_LEAST_ONE)):
+            check_int(count, bounds, knob=knob)
+        check_float(self.fetch_deadline_s, POSITIVE, knob="fetch_deadline_s=")
+        check_float(self.lease_s, POSITIVE, knob="lease_s=")
 
 
 @dataclass(slots=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 
 from polite.clock import WallClock
+from polite.config import KEYWORDS, NON_NEGATIVE, Knobs, check_float
 from polite.core.politeness.rules import DEFAULT_DELAY_S, MAX_CRAWL_DELAY_S
 from polite.crawl.crawler import Crawler, CrawlSettings, PageHook
 from polite.crawl.output import CrawlOutput
@@ -45,11 +46,16 @@ async def open_crawler(
     allow_private: bool = False,
     on_page: PageHook | None = None,
     worker: str = "",
+    knobs: Knobs = KEYWORDS,
 ) -> AsyncIterator[Crawler]:
     """A crawler writing to ``folder``, its state in ``store`` (``sqlite:///PATH``,
     ``memory://``; by default ``crawl.sqlite`` in the folder, which a crawl started again
     with the same folder resumes from). One crawl at a time per folder. ``worker`` names
-    this process's leases in a frontier that workers share (``redis://``)."""
+    this process's leases in a frontier that workers share (``redis://``). ``knobs``: how
+    the caller names the settings its errors point at (the command line's flags)."""
+    # Checked before the folder is made; Politeness checks them again, by these names.
+    check_float(default_delay_s, NON_NEGATIVE, knob=knobs.default_delay_s)
+    check_float(max_crawl_delay_s, NON_NEGATIVE, knob="max_crawl_delay_s=")
     settings = settings or CrawlSettings()
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
@@ -61,11 +67,15 @@ async def open_crawler(
         raise ConfigError(f"another crawl is writing to {out}") from exc
     clock = WallClock()
     store_url = store or f"sqlite:///{out / 'crawl.sqlite'}"
-    politeness_store = open_store(store_url, clock)
+    try:
+        politeness_store = open_store(store_url, clock, knob=knobs.store)
+    except BaseException:  # a store URL refused: the folder's lock is not kept
+        lock.close()
+        raise
     if isinstance(politeness_store, RedisStore):
         politeness_store.facts_ttl_s = SHARED_FACTS_TTL_S
     frontier = open_frontier(store_url, default_path=lambda: out / "crawl.sqlite",
-                             store=politeness_store, worker=worker)
+                             store=politeness_store, worker=worker, knob=knobs.store)
     robots_client = create_client()
     client = httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(30.0, connect=10.0))
     pages = PageFetcher()
@@ -74,7 +84,8 @@ async def open_crawler(
     politeness = Politeness(fetcher, politeness_store, clock, agent=settings.agent,
                             default_delay_s=default_delay_s,
                             max_crawl_delay_s=max_crawl_delay_s, allow_private=allow_private,
-                            send_slack_s=SHARED_SEND_SLACK_S if worker else 0.0)
+                            send_slack_s=SHARED_SEND_SLACK_S if worker else 0.0,
+                            private_hint=knobs.allow_private)
     walker = SitemapWalker(client, politeness, cross_host="host")
     output = CrawlOutput(out, warc=settings.warc)
     try:

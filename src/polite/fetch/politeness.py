@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from polite.clock import Clock
+from polite.config import AT_LEAST_ONE, NON_NEGATIVE, check_float, check_int
 from polite.core.politeness.rules import (
     ADAPTIVE_FACTOR,
     DEFAULT_DELAY_S,
@@ -139,7 +140,17 @@ class Politeness:
         activity: Activity | None = None,
         send_slack_s: float = 0.0,
         public_hosts: PublicHosts | None = None,
+        private_hint: str = "allow_private=True",
     ) -> None:
+        # The last check of what every surface checked already: a NaN slips through every
+        # comparison the spacing makes, and politeness is off (polite serve with
+        # --adaptive-factor nan let every request through).
+        for knob, value in (("default_delay_s=", default_delay_s),
+                            ("max_crawl_delay_s=", max_crawl_delay_s),
+                            ("adaptive_factor=", adaptive_factor),
+                            ("send_slack_s=", send_slack_s)):
+            check_float(value, NON_NEGATIVE, knob=knob)
+        check_int(robots_concurrency, AT_LEAST_ONE, knob="robots_concurrency=")
         self._robots = robots
         # A request given a slot may leave up to this late (a busy process, a connection to
         # open) and the spacing still holds at the site: a host's delay is claimed this much
@@ -147,6 +158,8 @@ class Politeness:
         # one's request is still on its way out (one process notes its own late starts).
         self.send_slack_s = send_slack_s
         self.allow_private = allow_private
+        # How the caller's surface says to allow them (--allow-private, POLITE_ALLOW_PRIVATE)
+        self.private_hint = private_hint
         # Asked on every check when private addresses are refused: kept a minute per host.
         self._public_hosts = public_hosts if public_hosts is not None else PublicHosts(clock)
         self._store = store
@@ -196,7 +209,7 @@ class Politeness:
                 if not public[host]:
                     verdicts[index] = Verdict(
                         url, False, f"{host} is a private or loopback address; this server "
-                        "does not fetch from those (--allow-private)", cause="invalid")
+                        f"does not fetch from those ({self.private_hint})", cause="invalid")
                     continue
             hosts.append((index, url, origin, host))
         states: dict[str, RobotsState] = {}

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 import httpx
 
 from polite.clock import WallClock
+from polite.config import KEYWORDS, NON_NEGATIVE, Knobs, check_float
 from polite.core.politeness.rules import ADAPTIVE_FACTOR, DEFAULT_DELAY_S, MAX_CRAWL_DELAY_S
 from polite.core.robots.lifecycle import DisallowAll
 from polite.errors import (
@@ -30,6 +31,7 @@ from polite.errors import (
     InvalidURL,
     RequestRefused,
     RobotsDisallowed,
+    SettingError,
     SlotNotReady,
 )
 from polite.fetch.politeness import NO_RETRY, Politeness, Verdict
@@ -129,9 +131,9 @@ class _Local:
 
     def __init__(self, store_url: str, *, agent: str, allow_private: bool, dialect: str,
                  default_delay_s: float, max_crawl_delay_s: float,
-                 adaptive_factor: float) -> None:
+                 adaptive_factor: float, knobs: Knobs) -> None:
         clock = WallClock()  # comparable between processes that share a SQLite file
-        self._store = open_store(store_url, clock)
+        self._store = open_store(store_url, clock, knob=knobs.store)
         self._client = create_client()
         # A store in memory answers without waiting: a report may be done on its caller's
         # stack (run_now) rather than in a task of its own.
@@ -142,7 +144,8 @@ class _Local:
                                       default_delay_s=default_delay_s,
                                       max_crawl_delay_s=max_crawl_delay_s,
                                       allow_private=allow_private,
-                                      adaptive_factor=adaptive_factor)
+                                      adaptive_factor=adaptive_factor,
+                                      private_hint=knobs.allow_private)
 
     async def check(self, url: str, agent: str) -> Verdict:
         (verdict,) = await self._politeness.check([url], reserve=True, agent=agent)
@@ -223,17 +226,18 @@ class _Service:
 
 def _backend(*, agent: str, store: str, service_url: str | None, allow_private: bool,
              dialect: str, default_delay_s: float, max_crawl_delay_s: float,
-             adaptive_factor: float) -> _Backend:
+             adaptive_factor: float, knobs: Knobs) -> _Backend:
     if service_url is not None and store != "memory://":
-        raise ConfigError("give a store or a service URL, not both: the service keeps "
-                          "its own state")
+        raise ConfigError(f"give {knobs.store.rstrip('=')} or {knobs.service_url.rstrip('=')}"
+                          ", not both: the service keeps its own state")
     if service_url is not None and not service_url.startswith(("http://", "https://")):
-        raise ConfigError(f"service URL {service_url!r}: expected http://HOST:PORT")
+        raise SettingError(knobs.service_url, service_url, "expected http://HOST:PORT")
     if service_url is not None:
         return _Service(service_url)
     return _Local(store, agent=agent or "polite", allow_private=allow_private,
                   dialect=dialect, default_delay_s=default_delay_s,
-                  max_crawl_delay_s=max_crawl_delay_s, adaptive_factor=adaptive_factor)
+                  max_crawl_delay_s=max_crawl_delay_s, adaptive_factor=adaptive_factor,
+                  knobs=knobs)
 
 
 class LoopGate:
@@ -250,14 +254,19 @@ class LoopGate:
                  dialect: str = "auto", default_delay_s: float = DEFAULT_DELAY_S,
                  max_crawl_delay_s: float = MAX_CRAWL_DELAY_S,
                  adaptive_factor: float = ADAPTIVE_FACTOR, wait: bool = True,
-                 max_wait_s: float = MAX_WAIT_S) -> None:
+                 max_wait_s: float = MAX_WAIT_S, knobs: Knobs = KEYWORDS) -> None:
+        # Checked before anything is built, named as the caller's surface spells them.
+        check_float(default_delay_s, NON_NEGATIVE, knob=knobs.default_delay_s)
+        check_float(max_crawl_delay_s, NON_NEGATIVE, knob="max_crawl_delay_s=")
+        check_float(adaptive_factor, NON_NEGATIVE, knob=knobs.adaptive_factor)
+        check_float(max_wait_s, NON_NEGATIVE, knob=knobs.max_wait_s)
         # Built here, not on first use: a wrong store URL is refused at once. Nothing in it
         # needs a running loop yet (asyncio's locks and the clients bind on first use).
         self._backend = _backend(agent=agent, store=store, service_url=service_url,
                                  allow_private=allow_private, dialect=dialect,
                                  default_delay_s=default_delay_s,
                                  max_crawl_delay_s=max_crawl_delay_s,
-                                 adaptive_factor=adaptive_factor)
+                                 adaptive_factor=adaptive_factor, knobs=knobs)
         self.agent = agent
         self.wait = wait
         self.max_wait_s = max_wait_s
@@ -393,6 +402,8 @@ class PoliteGate:
     and delays then apply). ``adaptive_factor`` times a host's running response time is
     the least spacing (0: off). ``wait=False`` raises :class:`SlotNotReady` rather than waiting.
     Requests to one host queue in order; requests to other hosts never wait behind them.
+    ``knobs``: how the caller's surface names the settings its errors point at (Scrapy's
+    ``POLITE_*``; the keyword arguments by default).
     """
 
     def __init__(self, *, agent: str = "", store: str = "memory://",
@@ -400,7 +411,7 @@ class PoliteGate:
                  dialect: str = "auto", default_delay_s: float = DEFAULT_DELAY_S,
                  max_crawl_delay_s: float = MAX_CRAWL_DELAY_S,
                  adaptive_factor: float = ADAPTIVE_FACTOR, wait: bool = True,
-                 max_wait_s: float = MAX_WAIT_S) -> None:
+                 max_wait_s: float = MAX_WAIT_S, knobs: Knobs = KEYWORDS) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="polite-gate",
                                         daemon=True)
@@ -412,7 +423,8 @@ class PoliteGate:
                             allow_private=allow_private, dialect=dialect,
                             default_delay_s=default_delay_s,
                             max_crawl_delay_s=max_crawl_delay_s,
-                            adaptive_factor=adaptive_factor, wait=wait, max_wait_s=max_wait_s)
+                            adaptive_factor=adaptive_factor, wait=wait, max_wait_s=max_wait_s,
+                            knobs=knobs)
 
         try:
             self._gate = self._submit(build()).result()

@@ -43,9 +43,10 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("polite.integrations.scrapy needs Scrapy: "
                       "pip install 'polite[scrapy]'") from exc
 
+from polite.config import SCRAPY
 from polite.core.politeness.rules import ADAPTIVE_FACTOR, DEFAULT_DELAY_S
 from polite.core.robots import parse, product_token
-from polite.errors import RequestRefused, RobotsDisallowed, SlotNotReady
+from polite.errors import RequestRefused, RobotsDisallowed, SettingError, SlotNotReady
 from polite.integrations._gate import (
     LATE_DEPARTURE_S,
     MAX_WAIT_S,
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from scrapy.settings import Settings
     from scrapy.statscollectors import StatsCollector
 
 __all__ = ["PoliteDownloaderMiddleware", "RobotParser"]
@@ -121,6 +123,21 @@ async def _wait(future: concurrent.futures.Future[Grant]) -> Grant:
     return await maybe_deferred_to_future(deferred)
 
 
+def _number(settings: Settings, name: str, default: float) -> object:
+    """A number setting as given: a number in settings.py, text from ``-s NAME=VALUE``
+    (read here: Scrapy's getfloat reads ``nan`` as NaN and fails on ``x`` with a message
+    that does not say which setting). The gate checks its range."""
+    value = settings.get(name)
+    if value is None:
+        return default
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            raise SettingError(name, value, "must be a number") from None
+    return value
+
+
 async def _rest(rest: Rest[None]) -> None:
     await rest
 
@@ -142,9 +159,10 @@ class PoliteDownloaderMiddleware:
             "service_url": None if service is None else str(service),
             "allow_private": settings.getbool("POLITE_ALLOW_PRIVATE"),
             "dialect": str(settings.get("POLITE_ROBOTS_DIALECT") or "auto"),
-            "default_delay_s": settings.getfloat("POLITE_DEFAULT_DELAY", DEFAULT_DELAY_S),
-            "adaptive_factor": settings.getfloat("POLITE_ADAPTIVE_FACTOR", ADAPTIVE_FACTOR),
-            "max_wait_s": settings.getfloat("POLITE_MAX_WAIT", MAX_WAIT_S)}
+            "default_delay_s": _number(settings, SCRAPY.default_delay_s, DEFAULT_DELAY_S),
+            "adaptive_factor": _number(settings, SCRAPY.adaptive_factor, ADAPTIVE_FACTOR),
+            "max_wait_s": _number(settings, SCRAPY.max_wait_s, MAX_WAIT_S),
+            "knobs": SCRAPY}  # the gate checks the values and names them as set here
         # On the asyncio reactor, the reactor's loop decides: no step to another thread and
         # back (measured: that return trip, behind a busy reactor, took a median 130 ms a
         # request and cost a quarter of Scrapy's pages per second).

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from polite.errors import ConfigError
+from polite.errors import SettingError
 from polite.storage.base import (
     ActivityStore,
     DelayStore,
@@ -56,18 +56,19 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def open_store(url: str, clock: Callable[[], float]) -> Store:
-    """A store from its URL: ``sqlite:///PATH``, ``redis://HOST:PORT/DB`` or ``memory://``."""
+def open_store(url: str, clock: Callable[[], float], *, knob: str = "store=") -> Store:
+    """A store from its URL: ``sqlite:///PATH``, ``redis://HOST:PORT/DB`` or ``memory://``.
+    ``knob`` names the setting in errors as the caller's surface spells it (``--store``,
+    ``POLITE_STORE``)."""
     if url.startswith("sqlite:///"):
         path = Path(url.removeprefix("sqlite:///"))
         if path.parent and not path.parent.exists():
-            raise ConfigError(f"--store {url}: the folder {path.parent} does not exist")
+            raise SettingError(knob, url, f"the folder {path.parent} does not exist")
         from polite.storage.sqlite import SQLiteStore
         return SQLiteStore(path, clock)
     if url.startswith(("redis://", "rediss://")):
         from polite.storage.redis import RedisStore
-        return RedisStore.from_url(url)
+        return RedisStore.from_url(url, knob=knob)
     if url in ("memory://", "memory"):
         return MemoryStore(clock)
-    raise ConfigError(f"--store {url!r}: expected sqlite:///PATH, redis://HOST:PORT/DB or "
-                      "memory://")
+    raise SettingError(knob, url, "expected sqlite:///PATH, redis://HOST:PORT/DB or memory://")

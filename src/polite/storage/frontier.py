@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple, Protocol, runtime_checkable
 
-from polite.errors import ConfigError
+from polite.errors import SettingError
 from polite.storage.sqlite import SQLiteStore, Transaction, open_database
 
 __all__ = [
@@ -533,12 +533,12 @@ async def settle(frontier: FrontierStore, url: str, *, fetched: bool,
 
 
 def open_frontier(url: str, *, default_path: Callable[[], Path],
-                  store: object = None, worker: str = "") -> FrontierStore:
+                  store: object = None, worker: str = "", knob: str = "store=") -> FrontierStore:
     """A frontier from a store URL (``sqlite:///PATH``, ``memory://``,
     ``redis://HOST:PORT/DB[?prefix=P]``); ``default_path`` gives the file when ``url`` is
     empty. An SQLite frontier shares the connection of ``store`` when it is an
     :class:`SQLiteStore` on the same file. ``worker`` names the leases' owner in a frontier
-    that workers share (Redis)."""
+    that workers share (Redis). ``knob`` names the setting in errors (``--store``)."""
     shared = store if isinstance(store, SQLiteStore) else None
     if not url:
         return SQLiteFrontier(default_path(), store=shared)
@@ -550,5 +550,5 @@ def open_frontier(url: str, *, default_path: Callable[[], Path],
         # Here, not at the top: the Redis backend imports this module's item and counts.
         from polite.storage.redis_frontier import RedisFrontier
 
-        return RedisFrontier.from_url(url, worker=worker)
-    raise ConfigError(f"no frontier for the store {url!r}")
+        return RedisFrontier.from_url(url, worker=worker, knob=knob)
+    raise SettingError(knob, url, "no frontier for this store")

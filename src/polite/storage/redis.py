@@ -43,7 +43,7 @@ from redis.exceptions import NoScriptError, RedisError
 from redis.typing import EncodableT, FieldT
 
 from polite.core.politeness.rules import RESPONSE_TIME_WEIGHT, HostClaim, SlotClaim
-from polite.errors import ConfigError
+from polite.errors import ConfigError, SettingError
 from polite.storage.base import COUNTERS, FACTS, HostActivity, HostFacts, RobotsRecord
 
 __all__ = ["AnyRedis", "RedisStore", "client_from_url"]
@@ -229,30 +229,31 @@ class _Cluster(RedisCluster):
         return await super().execute_command(*args, **kwargs)
 
 
-def client_from_url(url: str) -> tuple[AnyRedis, str]:
+def client_from_url(url: str, *, knob: str = "store=") -> tuple[AnyRedis, str]:
     """A client and the key prefix from ``redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]``
     (``rediss://`` for TLS); the prefix is ``polite:`` unless the URL names one.
 
     ``cluster=1`` in the query asks for a Redis Cluster: the host and port are one node of
     it (any; the client learns the others from it), the database must be 0 (a Cluster has
-    no other), and each command goes to the node holding its keys' slot."""
+    no other), and each command goes to the node holding its keys' slot. ``knob`` names the
+    setting in errors (``--store``, ``POLITE_STORE``)."""
     parts = urlsplit(url)
     if parts.scheme not in ("redis", "rediss", "unix"):
-        raise ConfigError(f"--store {url!r}: expected redis://HOST:PORT/DB")
+        raise SettingError(knob, url, "expected redis://HOST:PORT/DB")
     query = parse_qs(parts.query)
     prefix = query.pop("prefix", ["polite:"])[0]
     cluster_flag = query.pop("cluster", ["0"])[0].lower()
     if cluster_flag not in ("0", "1", "true", "false", "yes", "no"):
-        raise ConfigError(f"--store {url!r}: cluster= takes 1 or 0, not {cluster_flag!r}")
+        raise SettingError(knob, url, f"cluster= takes 1 or 0, not {cluster_flag!r}")
     cluster = cluster_flag in ("1", "true", "yes")
     rest = "&".join(f"{k}={v}" for k, vs in query.items() for v in vs)
     plain = parts._replace(query=rest).geturl()
     try:
         if cluster:
             if parts.scheme == "unix":
-                raise ConfigError(f"--store {url!r}: a Redis Cluster is reached over TCP")
+                raise SettingError(knob, url, "a Redis Cluster is reached over TCP")
             if parts.path.strip("/") not in ("", "0"):
-                raise ConfigError(f"--store {url!r}: a Redis Cluster has database 0 only")
+                raise SettingError(knob, url, "a Redis Cluster has database 0 only")
             client: AnyRedis = _Cluster.from_url(
                 parts._replace(query=rest, path="").geturl(), socket_timeout=5.0,
                 socket_connect_timeout=5.0)
@@ -260,7 +261,7 @@ def client_from_url(url: str) -> tuple[AnyRedis, str]:
             client = aioredis.Redis.from_url(plain, socket_timeout=5.0,
                                              socket_connect_timeout=5.0)
     except (ValueError, RedisError) as exc:
-        raise ConfigError(f"--store {url!r}: {exc}") from exc
+        raise SettingError(knob, url, str(exc)) from exc
     return client, prefix
 
 
@@ -403,10 +404,11 @@ class RedisStore:
         self._page_delete = client.register_script(_PAGE_DELETE)
 
     @classmethod
-    def from_url(cls, url: str, *, clock: Callable[[], float] | None = None) -> RedisStore:
+    def from_url(cls, url: str, *, clock: Callable[[], float] | None = None,
+                 knob: str = "store=") -> RedisStore:
         """``redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]`` (``rediss://`` for TLS,
-        ``&cluster=1`` for a Redis Cluster)."""
-        client, prefix = client_from_url(url)
+        ``&cluster=1`` for a Redis Cluster); ``knob`` as :func:`client_from_url`'s."""
+        client, prefix = client_from_url(url, knob=knob)
         return cls(client, prefix=prefix, clock=clock)
 
     async def ping(self) -> None:

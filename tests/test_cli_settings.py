@@ -1,0 +1,166 @@
+"""Every numeric option of every command, and every number in ``polite serve``'s config file,
+refuses NaN, the infinities and values out of its range: exit status 2 and the option named,
+before anything runs. The options are found in the parser itself, so a new one cannot
+escape."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from polite.cli import _build_parser
+from polite.config import SERVE_NUMBERS, Bounds, FloatFlag, IntFlag
+from polite.errors import ConfigError
+from polite.serve import settings_from
+from tests.sites import Reply, Site, serve
+
+
+def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+              ) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    found = [(path, parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found.extend(_commands(sub, (*path, name)))
+    return found
+
+
+COMMANDS = _commands(_build_parser())
+NUMERIC = [(path, action) for path, parser in COMMANDS for action in parser._actions
+           if isinstance(action.type, IntFlag | FloatFlag) or action.type in (int, float)]
+
+
+def _bad_values(bounds: Bounds) -> list[str]:
+    """NaN, the infinities, and a value just past each bound."""
+    bad = ["nan", "inf", "-inf", "1e400"]
+    if bounds.minimum is not None:
+        low = bounds.minimum
+        bad.append(f"{low:g}" if not bounds.minimum_inclusive else f"{low - 1:g}")
+    if bounds.maximum is not None:
+        bad.append(f"{bounds.maximum + 1:g}")
+    return bad
+
+
+CASES = [pytest.param(path, action, value, id=f"{' '.join(path)} {action.option_strings[-1]} "
+                                              f"{value}")
+         for path, action in NUMERIC if isinstance(action.type, IntFlag | FloatFlag)
+         for value in _bad_values(action.type.bounds)]
+
+
+def test_the_commands_have_numeric_options_and_every_one_is_checked() -> None:
+    assert len(NUMERIC) >= 40  # the walk found the commands' options
+    unchecked = [(path, action.option_strings) for path, action in NUMERIC
+                 if action.type in (int, float)]
+    assert unchecked == []
+
+
+@pytest.mark.parametrize(("path", "action", "value"), CASES)
+def test_a_bad_number_is_refused_naming_the_option(
+        path: tuple[str, ...], action: argparse.Action, value: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    option = action.option_strings[-1]
+    with pytest.raises(SystemExit) as exited:
+        _build_parser().parse_args([*path, f"{option}={value}"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {'/'.join(action.option_strings)}: must be " in err
+    assert repr(value) in err
+
+
+def test_good_numbers_pass() -> None:
+    args = _build_parser().parse_args(
+        ["crawl", "--max-depth", "0", "--default-delay-ms", "0", "--lease-s", "0.5",
+         "--max-pages", "1", "--max-crawl-delay-s", "1e3"])
+    assert (args.max_depth, args.default_delay_ms, args.lease_s, args.max_pages,
+            args.max_crawl_delay_s) == (0, 0, 0.5, 1, 1000.0)
+    args = _build_parser().parse_args(["serve", "--adaptive-factor", "0", "--port", "0",
+                                       "--trace-size", "0", "--max-wait-s", "0"])
+    assert (args.adaptive_factor, args.port, args.trace_size, args.max_wait_s) == (0, 0, 0, 0)
+
+
+# -- polite serve: its flags and its config file's keys share one table ----------------------
+
+
+def test_serve_reads_every_number_through_the_table() -> None:
+    serve = {action.dest: action.type for path, action in NUMERIC if path == ("serve",)}
+    assert serve == SERVE_NUMBERS
+
+
+SERVE_CASES = [pytest.param(key, value, id=f"{key} = {value}")
+               for key, flag in SERVE_NUMBERS.items()
+               for value in ["nan", "inf", "-inf",
+                             *(text for text in _bad_values(flag.bounds)[4:])]]
+
+
+@pytest.mark.parametrize(("key", "value"), SERVE_CASES)
+def test_a_bad_number_in_the_config_file_is_refused_naming_the_key(
+        tmp_path: Path, key: str, value: str) -> None:
+    config = tmp_path / "polite.toml"
+    # TOML writes NaN and the infinities as nan, inf, -inf; an integer key gets them as
+    # floats, which its type check refuses first.
+    if isinstance(SERVE_NUMBERS[key], IntFlag) and value.lstrip("-").isdigit():
+        value = str(int(float(value)))
+    config.write_text(f"{key} = {value}\n")
+    with pytest.raises(ConfigError, match=rf"--config .*polite\.toml: {key}\b"):
+        settings_from(argparse.Namespace(config=str(config)))
+
+
+def test_a_namespace_made_by_hand_is_checked_too() -> None:
+    with pytest.raises(ConfigError, match="--adaptive-factor nan: must be a finite number"):
+        settings_from(argparse.Namespace(adaptive_factor=float("nan")))
+
+
+# -- the reproductions, as a user runs them ---------------------------------------------------
+
+
+def polite(*args: str) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run([sys.executable, "-m", "polite", *args], capture_output=True,
+                              text=True, timeout=30, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"polite {' '.join(args)} ran on: the value was taken")
+
+
+@pytest.mark.parametrize("value", ["nan", "-1"])
+def test_serve_refuses_a_nan_or_negative_adaptive_factor(value: str) -> None:
+    done = polite("serve", "--store", "memory://", "--port", "0",
+                  f"--adaptive-factor={value}")
+    assert done.returncode == 2
+    assert "argument --adaptive-factor: must be a finite number of 0 or more" in done.stderr
+    assert "listening" not in done.stdout
+
+
+def test_serve_refuses_a_nan_adaptive_factor_from_its_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "polite.toml"
+    config.write_text("adaptive_factor = nan\n")
+    done = polite("serve", "--store", "memory://", "--port", "0", "--config", str(config))
+    assert done.returncode == 2
+    assert "adaptive_factor nan: must be a finite number of 0 or more" in done.stderr
+
+
+def test_robots_check_refuses_a_negative_max_bytes(tmp_path: Path) -> None:
+    robots = tmp_path / "robots.txt"
+    robots.write_text("User-agent: *\nDisallow: /private\n")
+    done = polite("robots", "check", str(robots), "-a", "X", "--max-bytes", "-5",
+                  "http://a.com/private")
+    assert done.returncode == 2
+    assert "argument --max-bytes: must be a whole number of 1 or more" in done.stderr
+    assert done.stdout == ""  # no verdict from a rule that is not in the file
+
+
+@pytest.mark.parametrize(("option", "value"), [("--max-pages", "-1"), ("--max-depth", "-1"),
+                                               ("--max-crawl-delay-s", "1e400")])
+def test_crawl_refuses_out_of_range_limits(tmp_path: Path, option: str, value: str) -> None:
+    page = Reply(body=b"<html><body>a page</body></html>",
+                 headers={"content-type": "text/html"})
+    with serve(Site("127.0.44.1", {"/robots.txt": Reply(404), "/": page})) as site:
+        done = polite("crawl", f"{site.origin}/", "--out", str(tmp_path / "out"),
+                      "--allow-private", "--no-sitemaps", "--json", f"{option}={value}")
+    assert done.returncode == 2
+    assert f"argument {option}: must be " in done.stderr
+    assert site.requests == []  # refused before anything was fetched
+    assert not (tmp_path / "out").exists()

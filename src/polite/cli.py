@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from polite import __version__
 from polite.cli_crawl import add_crawl_command
@@ -17,6 +17,9 @@ from polite.cli_survey import add_survey_commands
 from polite.cli_ulinks import add_ulinks_command
 from polite.errors import PoliteError
 from polite.robots import MAX_ROBOTS_BYTES, Decision, Dialect, RobotsTxt, parse
+
+if TYPE_CHECKING:
+    from polite.fetch.robots import Network
 
 __all__ = ["main"]
 
@@ -144,6 +147,10 @@ def _build_parser() -> argparse.ArgumentParser:
                        "(default polite)")
     serve.add_argument("--allow-private", action="store_true", default=None,
                        help="also fetch from private and loopback addresses")
+    serve.add_argument("--allow-network", dest="allow_networks", action="append",
+                       metavar="NETWORK", help="also fetch from the private addresses in "
+                       "NETWORK (10.1.0.0/16, or one address; repeatable): the others stay "
+                       "refused")
     serve.add_argument("--on-401-403", choices=["disallow", "allow"],
                        help="what a robots.txt answered with 401 or 403 means: disallow all "
                             "(the default, as the seeds do) or allow all (RFC 9309)")
@@ -259,9 +266,9 @@ def _robots_check(args: argparse.Namespace, out: TextIO) -> int:
                                         for url in args.urls])
 
 
-def _require_public(url: str, allow_private: bool) -> None:
+def _require_public(url: str, allow_private: bool, allowed: Sequence[Network] = ()) -> None:
     """Refusing to fetch from a private address is an error that says what to add, not a
-    verdict about the site."""
+    verdict about the site (``allowed``: private networks let through)."""
     import asyncio
 
     from polite.core.urls import split_origin
@@ -269,7 +276,7 @@ def _require_public(url: str, allow_private: bool) -> None:
     from polite.fetch.robots import is_public_host
 
     host = split_origin(url)[1]
-    if not allow_private and not asyncio.run(is_public_host(host)):
+    if not allow_private and not asyncio.run(is_public_host(host, allowed)):
         raise ConfigError(f"{host} is a private or loopback address; add --allow-private to "
                           "fetch from it")
 

@@ -19,6 +19,8 @@ from polite.errors import PoliteError
 from polite.robots import MAX_ROBOTS_BYTES, Decision, Dialect, RobotsTxt, parse
 
 if TYPE_CHECKING:
+    import httpx
+
     from polite.fetch.robots import Network
 
 __all__ = ["main"]
@@ -281,6 +283,15 @@ def _require_public(url: str, allow_private: bool, allowed: Sequence[Network] = 
                           "fetch from it")
 
 
+def _client(allow_private: bool) -> httpx.AsyncClient:
+    """The client robots.txt and sitemaps are fetched with: with private addresses refused,
+    every connection goes to the address the guard checked."""
+    from polite.clock import WallClock
+    from polite.fetch.robots import PublicHosts, create_client
+
+    return create_client(guard=None if allow_private else PublicHosts(WallClock()))
+
+
 def _check_urls(urls: list[str]) -> None:
     """A URL that cannot be checked is an error, not a verdict."""
     from polite.core.urls import split_origin
@@ -296,7 +307,7 @@ def _robots_check_site(args: argparse.Namespace, out: TextIO) -> int:
 
     from polite.clock import WallClock
     from polite.core.robots.lifecycle import AllowAll, FetchPolicy, Parsed
-    from polite.fetch.robots import RobotsFetcher, create_client, origin_of
+    from polite.fetch.robots import RobotsFetcher, origin_of
     from polite.storage import MemoryStore
 
     site = origin_of(args.file)
@@ -306,7 +317,7 @@ def _robots_check_site(args: argparse.Namespace, out: TextIO) -> int:
 
     async def fetch() -> object:
         clock = WallClock()
-        async with create_client() as client:
+        async with _client(args.allow_private) as client:
             fetcher = RobotsFetcher(client, MemoryStore(clock), clock, agent=args.agent,
                                     policy=FetchPolicy(), allow_private=args.allow_private,
                                     dialect=args.dialect, max_bytes=args.max_bytes)
@@ -371,10 +382,9 @@ def _sitemap_parse(args: argparse.Namespace, out: TextIO) -> int:
         import asyncio
 
         _require_public(args.source, args.allow_private)
-        from polite.fetch.robots import create_client
 
         async def fetch() -> Any:
-            async with create_client() as client:
+            async with _client(args.allow_private) as client:
                 return await _walker(args, client).read(args.source, show)
 
         file = asyncio.run(fetch())
@@ -407,7 +417,7 @@ def _sitemap_tree(args: argparse.Namespace, out: TextIO) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from polite.fetch.robots import create_client, origin_of
+    from polite.fetch.robots import origin_of
     from polite.fetch.sitemaps import SitemapFile, WalkSummary
 
     site = origin_of(args.site)
@@ -417,7 +427,7 @@ def _sitemap_tree(args: argparse.Namespace, out: TextIO) -> int:
     console = Console(stderr=True)
 
     async def walk() -> None:
-        async with create_client() as client:
+        async with _client(args.allow_private) as client:
             walker = _walker(args, client, max_depth=args.max_depth, max_files=args.max_files,
                              cross_host=args.cross_host, well_known=args.well_known)
             progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),

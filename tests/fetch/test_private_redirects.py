@@ -131,6 +131,24 @@ async def test_robots_txt_of_a_rebinding_name_is_fetched_from_the_checked_addres
     assert not verdict.allowed and "private" in (verdict.error or "")
 
 
+async def test_a_sitemap_of_a_rebinding_name_is_fetched_from_the_checked_address() -> None:
+    """robots.txt comes from the public address; by the time the sitemap it names is asked
+    for, the name answers the internal one: the walk's connection is refused."""
+    with internal_server() as internal, serve(Site(PUBLIC, {
+            "/robots.txt": Reply(200, ROBOTS + b"Sitemap: /s.xml\n")}, port=internal.port)
+            ) as site:
+        resolver = Rebinding(public=2)  # the check's lookup and robots.txt's connection
+        hosts = PublicHosts(WallClock(), allowed=ALLOWED, resolve=resolver)
+        async with guarded(hosts) as (_, politeness), create_client(guard=hosts) as client:
+            walker = SitemapWalker(client, politeness)
+            files = [file async for file, _ in walker.walk(f"http://rebind.test:{site.port}")]
+    assert site.requests == ["/robots.txt"]
+    assert internal.requests == []
+    assert resolver.asked == 3
+    assert [f.url for f in files] == [f"http://rebind.test:{site.port}/s.xml"]
+    assert "rebind.test (127.0.6.2) is a private" in (files[0].error or "")
+
+
 async def test_the_guarded_client_connects_to_the_address_it_checked() -> None:
     """The same name answered the public address both times: the request goes to it (the
     name is never handed to another resolver), Host and all."""

@@ -121,7 +121,7 @@ def networks(values: Iterable[str], option: str = "--allow-network") -> tuple[Ne
     found = []
     for value in values:
         try:
-            found.append(ipaddress.ip_network(value.strip(), strict=False))
+            found.append(ipaddress.ip_network(str(value).strip(), strict=False))
         except ValueError:
             raise ConfigError(f"{option} {value!r}: not a network (10.1.0.0/16) or an "
                               "address") from None

@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from polite import __version__
 from polite.cli_crawl import add_crawl_command
@@ -18,6 +18,11 @@ from polite.cli_ulinks import add_ulinks_command
 from polite.config import AT_LEAST_ONE, FLAGS, NON_NEGATIVE, PORT, SERVE_NUMBERS, IntFlag
 from polite.errors import PoliteError
 from polite.robots import MAX_ROBOTS_BYTES, Decision, Dialect, RobotsTxt, parse
+
+if TYPE_CHECKING:
+    import httpx
+
+    from polite.fetch.robots import Network
 
 __all__ = ["main"]
 
@@ -145,6 +150,10 @@ def _build_parser() -> argparse.ArgumentParser:
                        "(default polite)")
     serve.add_argument("--allow-private", action="store_true", default=None,
                        help="also fetch from private and loopback addresses")
+    serve.add_argument("--allow-network", dest="allow_networks", action="append",
+                       metavar="NETWORK", help="also fetch from the private addresses in "
+                       "NETWORK (10.1.0.0/16, or one address; repeatable): the others stay "
+                       "refused")
     serve.add_argument("--on-401-403", choices=["disallow", "allow"],
                        help="what a robots.txt answered with 401 or 403 means: disallow all "
                             "(the default, as the seeds do) or allow all (RFC 9309)")
@@ -260,9 +269,9 @@ def _robots_check(args: argparse.Namespace, out: TextIO) -> int:
                                         for url in args.urls])
 
 
-def _require_public(url: str, allow_private: bool) -> None:
+def _require_public(url: str, allow_private: bool, allowed: Sequence[Network] = ()) -> None:
     """Refusing to fetch from a private address is an error that says what to add, not a
-    verdict about the site."""
+    verdict about the site (``allowed``: private networks let through)."""
     import asyncio
 
     from polite.core.urls import split_origin
@@ -270,9 +279,18 @@ def _require_public(url: str, allow_private: bool) -> None:
     from polite.fetch.robots import is_public_host
 
     host = split_origin(url)[1]
-    if not allow_private and not asyncio.run(is_public_host(host)):
+    if not allow_private and not asyncio.run(is_public_host(host, allowed)):
         raise ConfigError(f"{host} is a private or loopback address; add --allow-private to "
                           "fetch from it")
+
+
+def _client(allow_private: bool) -> httpx.AsyncClient:
+    """The client robots.txt and sitemaps are fetched with: with private addresses refused,
+    every connection goes to the address the guard checked."""
+    from polite.clock import WallClock
+    from polite.fetch.robots import PublicHosts, create_client
+
+    return create_client(guard=None if allow_private else PublicHosts(WallClock()))
 
 
 def _check_urls(urls: list[str]) -> None:
@@ -290,7 +308,7 @@ def _robots_check_site(args: argparse.Namespace, out: TextIO) -> int:
 
     from polite.clock import WallClock
     from polite.core.robots.lifecycle import AllowAll, FetchPolicy, Parsed
-    from polite.fetch.robots import RobotsFetcher, create_client, origin_of
+    from polite.fetch.robots import RobotsFetcher, origin_of
     from polite.storage import MemoryStore
 
     site = origin_of(args.file)
@@ -300,7 +318,7 @@ def _robots_check_site(args: argparse.Namespace, out: TextIO) -> int:
 
     async def fetch() -> object:
         clock = WallClock()
-        async with create_client() as client:
+        async with _client(args.allow_private) as client:
             fetcher = RobotsFetcher(client, MemoryStore(clock), clock, agent=args.agent,
                                     policy=FetchPolicy(), allow_private=args.allow_private,
                                     dialect=args.dialect, max_bytes=args.max_bytes)
@@ -365,10 +383,9 @@ def _sitemap_parse(args: argparse.Namespace, out: TextIO) -> int:
         import asyncio
 
         _require_public(args.source, args.allow_private)
-        from polite.fetch.robots import create_client
 
         async def fetch() -> Any:
-            async with create_client() as client:
+            async with _client(args.allow_private) as client:
                 return await _walker(args, client).read(args.source, show)
 
         file = asyncio.run(fetch())
@@ -401,7 +418,7 @@ def _sitemap_tree(args: argparse.Namespace, out: TextIO) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from polite.fetch.robots import create_client, origin_of
+    from polite.fetch.robots import origin_of
     from polite.fetch.sitemaps import SitemapFile, WalkSummary
 
     site = origin_of(args.site)
@@ -411,7 +428,7 @@ def _sitemap_tree(args: argparse.Namespace, out: TextIO) -> int:
     console = Console(stderr=True)
 
     async def walk() -> None:
-        async with create_client() as client:
+        async with _client(args.allow_private) as client:
             walker = _walker(args, client, max_depth=args.max_depth, max_files=args.max_files,
                              cross_host=args.cross_host, well_known=args.well_known)
             progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),

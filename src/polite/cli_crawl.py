@@ -89,6 +89,9 @@ def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
                        help="write pages.jsonl only")
     crawl.add_argument("--allow-private", action="store_true",
                        help="also crawl private and loopback addresses")
+    crawl.add_argument("--allow-network", dest="allow_networks", action="append", default=[],
+                       metavar="NETWORK", help="also crawl the private addresses in NETWORK "
+                       "(10.1.0.0/16, or one address; repeatable): the others stay refused")
     crawl.add_argument("--json", action="store_true", help="the summary as JSON, no display")
     crawl.set_defaults(handler=_crawl)
 
@@ -112,10 +115,12 @@ def _crawl(args: argparse.Namespace, out: TextIO) -> int:
         revisit=args.revisit, max_bytes=args.max_bytes, warc=args.warc,
         lease_s=args.lease_s)
     from polite.cli import _require_public
+    from polite.fetch.robots import networks
     from polite.serve import new_event_loop
 
+    args.allow_networks = networks(args.allow_networks)
     for url in args.urls:  # before anything is fetched, as polite robots check does
-        _require_public(url, args.allow_private)
+        _require_public(url, args.allow_private, args.allow_networks)
     loop = new_event_loop("auto")  # uvloop when installed: less CPU per page
     try:
         return loop.run_until_complete(_run(args, settings, out))
@@ -138,6 +143,7 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
                             default_delay_s=args.default_delay_ms / 1000,
                             max_crawl_delay_s=args.max_crawl_delay_s,
                             allow_private=args.allow_private,
+                            allow_networks=args.allow_networks,
                             worker=worker if shared else "", knobs=FLAGS) as crawler, \
             _heartbeat(args.store if shared else "", worker, crawler, folder):
         bad = await crawler.add_seeds(args.urls)

@@ -114,10 +114,10 @@ def _fetch_body(args: argparse.Namespace, urls: list[str]) -> tuple[bytes, str, 
     import asyncio
     from urllib.parse import urljoin
 
-    from polite.cli import _require_public
+    from polite.cli import _client, _require_public
     from polite.clock import WallClock
     from polite.core.robots.lifecycle import FetchPolicy, Parsed
-    from polite.fetch.robots import RobotsFetcher, create_client, origin_of
+    from polite.fetch.robots import RobotsFetcher, origin_of
     from polite.storage import MemoryStore
 
     site = origin_of(args.file)
@@ -126,7 +126,7 @@ def _fetch_body(args: argparse.Namespace, urls: list[str]) -> tuple[bytes, str, 
     async def fetch() -> tuple[object, bytes]:
         clock = WallClock()
         store = MemoryStore(clock)
-        async with create_client() as client:
+        async with _client(args.allow_private) as client:
             fetcher = RobotsFetcher(client, store, clock, agent=args.agent[0],
                                     policy=FetchPolicy(), allow_private=args.allow_private,
                                     max_bytes=args.max_bytes)

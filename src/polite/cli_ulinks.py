@@ -96,8 +96,8 @@ def _entries(args: argparse.Namespace) -> Iterable[Any]:
         return
     import asyncio
 
-    from polite.cli import _require_public, _walker
-    from polite.fetch.robots import create_client, origin_of
+    from polite.cli import _client, _require_public, _walker
+    from polite.fetch.robots import origin_of
 
     _require_public(source, args.allow_private)
     found: list[Any] = []
@@ -105,7 +105,7 @@ def _entries(args: argparse.Namespace) -> Iterable[Any]:
     is_site = source.rstrip("/") == site
 
     async def fetch() -> None:
-        async with create_client() as client:
+        async with _client(args.allow_private) as client:
             walker = _walker(args, client)
             if is_site:
                 async for _, entries in walker.walk(site):

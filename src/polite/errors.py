@@ -7,6 +7,7 @@ __all__ = [
     "FetchError",
     "InvalidURL",
     "PoliteError",
+    "PrivateAddress",
     "RequestRefused",
     "RobotsDisallowed",
     "SettingError",
@@ -46,6 +47,11 @@ class InvalidURL(PoliteError):
 
 class FetchError(PoliteError):
     """A network fetch failed in a way the caller must hear about."""
+
+
+class PrivateAddress(FetchError):
+    """A host whose address is private, loopback or otherwise not public: polite does not
+    connect to it unless told to (``--allow-private``, or its network allowed)."""
 
 
 class RequestRefused(PoliteError):

@@ -27,7 +27,7 @@ from polite.errors import ConfigError
 from polite.fetch.activity import Activity
 from polite.fetch.cache import PageCache
 from polite.fetch.politeness import Politeness
-from polite.fetch.robots import RobotsFetcher, create_client
+from polite.fetch.robots import PublicHosts, RobotsFetcher, create_client, networks
 from polite.fetch.sitemaps import SitemapWalker
 from polite.proxy import Interception, Mode, ProxyServer, ProxySettings
 from polite.storage import RedisStore, open_store
@@ -50,6 +50,7 @@ class Settings:
     max_crawl_delay_s: float = 60.0
     agent: str = "polite"
     allow_private: bool = False
+    allow_networks: list[str] = field(default_factory=list)  # private networks allowed
     admin_token: str | None = None
     on_401_403: str = "disallow"
     mode: str = "reject"
@@ -74,6 +75,7 @@ class Settings:
 _TYPES: dict[str, tuple[type, ...]] = {
     "host": (str,), "port": (int,), "store": (str,), "default_delay_ms": (int,),
     "max_crawl_delay_s": (int, float), "agent": (str,), "allow_private": (bool,),
+    "allow_networks": (list,),
     "admin_token": (str,), "on_401_403": (str,),
     "mode": (str,), "max_wait_s": (int, float), "origin_timeout_s": (int, float),
     "adaptive_factor": (int, float),
@@ -139,6 +141,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         raise ConfigError("--loop must be 'auto', 'asyncio' or 'uvloop'")
     if settings.mode not in ("reject", "wait", "ordered"):
         raise ConfigError("--mode must be 'reject', 'wait' or 'ordered'")
+    networks(settings.allow_networks)  # a clear error now, not at the first request
     if not all(isinstance(host, str) and host for host in settings.no_intercept):
         raise ConfigError("no_intercept must be a list of host names")
     return settings
@@ -254,16 +257,21 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
     activity = Activity(store, node=node, trace_size=settings.trace_size,
                         info={"address": f"{settings.host}:{settings.port}",
                               "mode": settings.mode, "pid": os.getpid()})
-    client = create_client(verify=upstream_context(settings.upstream_ca))
+    # One guard for the checks and for robots.txt's and sitemaps' connections, which go to
+    # the address it checked.
+    hosts = PublicHosts(clock, allowed=networks(settings.allow_networks))
+    client = create_client(verify=upstream_context(settings.upstream_ca),
+                           guard=None if settings.allow_private else hosts)
     policy = FetchPolicy(unauthorized=UnauthorizedMeans(settings.on_401_403))
     fetcher = RobotsFetcher(client, store, clock, agent=settings.agent, policy=policy,
-                            allow_private=settings.allow_private, max_bytes=settings.max_bytes)
+                            allow_private=settings.allow_private, max_bytes=settings.max_bytes,
+                            public_hosts=hosts)
     politeness = Politeness(fetcher, store, clock, agent=settings.agent,
                             default_delay_s=settings.default_delay_ms / 1000,
                             max_crawl_delay_s=settings.max_crawl_delay_s,
                             allow_private=settings.allow_private,
                             adaptive_factor=settings.adaptive_factor,
-                            backoff=settings.backoff, activity=activity,
+                            backoff=settings.backoff, activity=activity, public_hosts=hosts,
                             private_hint=FLAGS.allow_private)
     beating: list[asyncio.Task[None]] = []
 

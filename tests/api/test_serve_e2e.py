@@ -284,3 +284,33 @@ def test_answers_from_a_cut_robots_txt_say_so_and_max_bytes_reads_on(tmp_path: P
     assert cut["allowed"] is True and "read only that far" in cut["warning"]
     assert whole["allowed"] is False and "Disallow: /late" in whole["error"]
     assert "warning" not in whole
+
+
+def test_a_robots_txt_redirect_to_an_internal_address_is_not_followed() -> None:
+    """A public site (its address let through with --allow-network) redirects robots.txt to
+    an internal address: polite serve does not ask for it, the site counts as robots.txt
+    unreachable, and nothing of the internal answer shows on the dashboard."""
+    secret = b"ami-0123456789\nAKIASECRETKEY\n"
+    with serve(Site("127.0.6.12", {"/latest/meta-data/": Reply(200, secret)})) as internal:
+        target = f"{internal.origin}/latest/meta-data/"
+        with serve(Site("127.0.6.11", {"/robots.txt": Reply(301, headers={"Location": target})})
+                   ) as site, polite_serve("--store", "memory://", "--allow-network",
+                                           "127.0.6.11") as api:
+            answer = verdict(api, site.origin + "/page")
+            dashboard = api.get("/dashboard/hosts").text
+            refused = verdict(api, internal.origin + "/latest/meta-data/")
+    assert internal.requests == []
+    assert site.requests == ["/robots.txt"]
+    assert answer["allowed"] is False
+    assert f"redirected to {target}" in str(answer["error"])
+    assert "AKIASECRETKEY" not in dashboard and "ami-0123456789" not in dashboard
+    # the network allowed is the site's address only: the internal one stays refused
+    assert refused["allowed"] is False and "private" in str(refused["error"])
+
+
+def test_allow_network_must_be_a_network() -> None:
+    done = subprocess.run([sys.executable, "-m", "polite", "serve", "--allow-network",
+                           "10.1.0.0/33"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "--allow-network '10.1.0.0/33': not a network" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -5,10 +5,15 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import os
 import socket
+import sqlite3
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Callable
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +134,56 @@ def test_faults_are_reported_one_by_one_and_the_crawl_goes_on(tmp_path: Path) ->
     assert rows[origin + "/binary"]["outcome"] == "fetched"
     assert not any(url.startswith(("javascript", "mailto")) for url in rows)
     assert all(row["outcome"] != "failed" or row.get("reason") for row in rows.values())
+
+
+def test_polite_crawl_follows_no_redirect_to_an_internal_address(tmp_path: Path) -> None:
+    """Two public sites (their addresses let through with --allow-network): one redirects
+    robots.txt to an internal address, the other a page. polite crawl asks the internal
+    address for nothing: the first site's robots.txt is unreachable (kept so, to be asked
+    again later), the second's redirect is recorded and its target refused."""
+    internal = Site("127.0.6.23", {"/latest/meta-data/": Reply(200, b"AKIASECRETKEY\n")})
+    with serve(internal):
+        target = f"{internal.origin}/latest/meta-data/"
+        robots_away = Site("127.0.6.21", {"/robots.txt": Reply(301, b"", {"Location": target}),
+                                          "/": Reply(200, b"home", HTML)})
+        page_away = Site("127.0.6.22", {
+            "/robots.txt": Reply(200, b"User-agent: *\nAllow: /\n"),
+            "/": Reply(200, b'<a href="/away">a</a>', HTML),
+            "/away": Reply(302, b"", {"Location": target})})
+        with serve(robots_away), serve(page_away), subprocess.Popen(
+                [sys.executable, "-m", "polite", "crawl", robots_away.origin + "/",
+                 page_away.origin + "/", "--out", str(tmp_path), "--allow-network",
+                 "127.0.6.21", "--allow-network", "127.0.6.22/32", "--default-delay-ms", "0",
+                 "--scope", "any", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        ) as crawl:
+            try:
+                # robots.txt is kept unreachable, so the crawl waits to ask again: it is
+                # stopped once both sites are done with.
+                stored, rows = None, {}
+                deadline = time.monotonic() + 60
+                while stored is None or target not in rows:
+                    assert crawl.poll() is None, crawl.communicate()
+                    assert time.monotonic() < deadline, (stored, rows)
+                    time.sleep(0.05)
+                    stored = robots_record(tmp_path, robots_away.origin)
+                    rows = records(tmp_path) if (tmp_path / "pages.jsonl").exists() else {}
+            finally:
+                crawl.terminate()
+                crawl.communicate(timeout=30)
+    assert internal.requests == []
+    assert robots_away.requests == ["/robots.txt"]
+    assert stored[0] == "disallow" and f"redirected to {target}" in stored[1]
+    assert rows[page_away.origin + "/away"]["location"] == target
+    assert rows[target]["outcome"] == "skipped" and "private" in rows[target]["reason"]
+
+
+def robots_record(folder: Path, origin: str) -> tuple[str, str] | None:
+    """The crawl's stored robots.txt state of ``origin`` (kind, reason), once there is one."""
+    try:
+        with closing(sqlite3.connect(folder / "crawl.sqlite", timeout=5)) as db:
+            row = db.execute("SELECT kind, reason FROM robots WHERE origin = ?",
+                             (origin,)).fetchone()
+    except sqlite3.OperationalError:  # the crawl has not made its tables yet
+        return None
+    return None if row is None else (str(row[0]), str(row[1]))

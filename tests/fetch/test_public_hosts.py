@@ -3,11 +3,20 @@ minute: the resolver is a stand-in (names cannot be looked up here), the rest is
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from polite.errors import ConfigError, PrivateAddress
 from polite.fetch import create_client
 from polite.fetch.politeness import Politeness
-from polite.fetch.robots import PUBLIC_HOST_TTL_S, PublicHosts, RobotsFetcher, is_public_host
+from polite.fetch.robots import (
+    PUBLIC_HOST_TTL_S,
+    PublicHosts,
+    RobotsFetcher,
+    is_public_host,
+    networks,
+)
 from polite.storage import MemoryStore, RobotsRecord
 from tests.fetch.test_activity import Clock
 
@@ -105,3 +114,37 @@ async def test_politeness_asks_the_resolver_once_per_host_and_refuses_private_on
                   for _ in range(3)]
         assert causes == ["allowed", "delay", "delay"]
     assert resolver.asked.count("shop.example") == 1
+
+
+async def test_the_address_to_connect_to_is_looked_up_every_time_and_checked() -> None:
+    """address() is the guard at connection time: never the kept answer, every address of
+    the name checked, the first given back; an allowed network lets its addresses through
+    and no other."""
+    clock = Clock()
+    resolver = Resolver({"shop.example": ["93.184.216.34"],
+                         "mixed.example": ["93.184.216.34", "169.254.169.254"],
+                         "intranet.example": ["10.1.2.3"]})
+    hosts = PublicHosts(clock, resolve=resolver, allowed=networks(["10.1.0.0/16"]))
+    assert await hosts.is_public("shop.example")
+    assert await hosts.address("shop.example") == "93.184.216.34"
+    resolver.answers["shop.example"] = ["127.0.0.1"]  # rebound within the kept minute
+    assert await hosts.is_public("shop.example")  # the kept answer: a check, not a connection
+    with pytest.raises(PrivateAddress, match=r"shop\.example \(127\.0\.0\.1\) is a private"):
+        await hosts.address("shop.example")
+    with pytest.raises(PrivateAddress, match=re.escape("169.254.169.254")):
+        await hosts.address("mixed.example")
+    assert await hosts.address("intranet.example") == "10.1.2.3"
+    assert await hosts.address("10.1.9.9") == "10.1.9.9"
+    with pytest.raises(PrivateAddress, match=re.escape("10.2.0.1 is a private")):
+        await hosts.address("10.2.0.1")
+    with pytest.raises(OSError, match="no such name"):
+        await hosts.address("gone.example")
+    assert resolver.asked.count("shop.example") == 3
+
+
+def test_networks_are_read_or_refused_by_name() -> None:
+    assert [str(n) for n in networks(["10.1.0.0/16", " 127.0.6.1 ", "fd00::/8"])] == \
+        ["10.1.0.0/16", "127.0.6.1/32", "fd00::/8"]
+    for bad in ("10.1.0.0/33", "intranet", ""):
+        with pytest.raises(ConfigError, match=re.escape(f"--allow-network {bad!r}: not a network")):
+            networks([bad])

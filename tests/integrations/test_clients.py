@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -246,3 +247,23 @@ def test_two_clients_sharing_one_redis_store(farm: dict[str, Site], redis_url: s
     paths = [p for _, p in site.arrivals if p != "/robots.txt"]
     assert sorted(paths) == sorted(p.removeprefix(site.origin) for p in pages * 2)
     assert min(gaps(site)) >= DELAY_S
+
+
+def test_httpx_follows_no_robots_txt_redirect_to_a_private_address() -> None:
+    """The drop-in refuses a loopback address asked for directly; a site it lets through
+    (allow_private naming its address only) redirecting robots.txt there must not get it
+    fetched either: robots.txt counts as unreachable and the request is not let go."""
+    with serve(Site("127.0.6.32", {"/latest/meta-data/": Reply(200, b"AKIASECRETKEY\n")})
+               ) as internal:
+        target = f"{internal.origin}/latest/meta-data/"
+        with serve(Site("127.0.6.31", {"/robots.txt": Reply(301, headers={"Location": target}),
+                                       "/": Reply(200, b"home")})) as site, \
+                httpx.Client(transport=PoliteTransport(agent=AGENT, allow_private=["127.0.6.31"],
+                                                       wait=False)) as client:
+            with pytest.raises(RequestRefused, match="private or loopback"):
+                client.get(target)
+            # unreachable: asked again later (a wait, refused here as the client will not wait)
+            with pytest.raises(SlotNotReady, match=re.escape(f"redirected to {target}: ")):
+                client.get(site.origin + "/")
+    assert internal.requests == []
+    assert site.requests == ["/robots.txt"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import fcntl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -17,7 +17,7 @@ from polite.crawl.output import CrawlOutput
 from polite.errors import ConfigError
 from polite.fetch.http import PageFetcher
 from polite.fetch.politeness import Politeness
-from polite.fetch.robots import RobotsFetcher, create_client
+from polite.fetch.robots import Network, PublicHosts, RobotsFetcher, create_client
 from polite.fetch.sitemaps import SitemapWalker
 from polite.storage import RedisStore, open_store
 from polite.storage.frontier import open_frontier
@@ -44,6 +44,8 @@ async def open_crawler(
     default_delay_s: float = DEFAULT_DELAY_S,
     max_crawl_delay_s: float = MAX_CRAWL_DELAY_S,
     allow_private: bool = False,
+    allow_networks: tuple[Network, ...] = (),
+    resolve: Callable[[str], Awaitable[list[str]]] | None = None,
     on_page: PageHook | None = None,
     worker: str = "",
     knobs: Knobs = KEYWORDS,
@@ -51,8 +53,10 @@ async def open_crawler(
     """A crawler writing to ``folder``, its state in ``store`` (``sqlite:///PATH``,
     ``memory://``; by default ``crawl.sqlite`` in the folder, which a crawl started again
     with the same folder resumes from). One crawl at a time per folder. ``worker`` names
-    this process's leases in a frontier that workers share (``redis://``). ``knobs``: how
-    the caller names the settings its errors point at (the command line's flags)."""
+    this process's leases in a frontier that workers share (``redis://``). Private
+    addresses are refused unless ``allow_private``, or in ``allow_networks``; ``resolve``
+    gives a host's addresses (the system's resolver by default). ``knobs``: how the caller
+    names the settings its errors point at (the command line's flags)."""
     # Checked before the folder is made; Politeness checks them again, by these names.
     check_float(default_delay_s, NON_NEGATIVE, knob=knobs.default_delay_s)
     check_float(max_crawl_delay_s, NON_NEGATIVE, knob="max_crawl_delay_s=")
@@ -76,17 +80,22 @@ async def open_crawler(
         politeness_store.facts_ttl_s = SHARED_FACTS_TTL_S
     frontier = open_frontier(store_url, default_path=lambda: out / "crawl.sqlite",
                              store=politeness_store, worker=worker, knob=knobs.store)
-    robots_client = create_client()
-    client = httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(30.0, connect=10.0))
-    pages = PageFetcher()
+    # One guard for the checks and for every connection: robots.txt, sitemaps and pages go
+    # to the address it checked.
+    hosts = PublicHosts(clock, allowed=allow_networks, resolve=resolve)
+    guard = None if allow_private else hosts
+    robots_client = create_client(guard=guard)
+    client = create_client(guard=guard)
+    pages = PageFetcher(resolve=None if guard is None else guard.address)
     fetcher = RobotsFetcher(robots_client, politeness_store, clock, agent=settings.agent,
-                            allow_private=allow_private)
+                            allow_private=allow_private, public_hosts=hosts)
     politeness = Politeness(fetcher, politeness_store, clock, agent=settings.agent,
                             default_delay_s=default_delay_s,
                             max_crawl_delay_s=max_crawl_delay_s, allow_private=allow_private,
                             send_slack_s=SHARED_SEND_SLACK_S if worker else 0.0,
-                            private_hint=knobs.allow_private)
-    walker = SitemapWalker(client, politeness, cross_host="host")
+                            private_hint=knobs.allow_private, public_hosts=hosts)
+    walker = SitemapWalker(client, politeness, cross_host="host",
+                           timeout=httpx.Timeout(30.0, connect=10.0))
     output = CrawlOutput(out, warc=settings.warc)
     try:
         yield Crawler(politeness, frontier, pages, output, clock, settings, walker=walker,

@@ -23,10 +23,13 @@ from urllib.parse import quote, urlsplit
 
 import httptools
 
+from polite.errors import PrivateAddress
+
 __all__ = ["FetchResult", "PageFetcher", "Resolve"]
 
-# A host name to the address to connect to (a hosts file, a nameserver of the user's); any
-# exception it raises is the name not resolving.
+# A host name to the address to connect to (a hosts file, a nameserver of the user's, the
+# private-address guard); PrivateAddress is the address refused, any other exception it
+# raises is the name not resolving.
 Resolve = Callable[[str], Awaitable[str]]
 
 IDLE_S = 15.0  # a kept-alive connection unused this long is closed, not reused
@@ -81,7 +84,8 @@ class FetchResult:
     elapsed_s: float = 0.0  # the whole exchange
     error: str | None = None
     # why there is an error: "timeout", "dns" (the name did not resolve), "connection"
-    # (refused, reset, closed early, not HTTP) or "invalid" (the URL or a header)
+    # (refused, reset, closed early, not HTTP), "private" (the address is refused by the
+    # guard) or "invalid" (the URL or a header)
     failure: str | None = None
     charset: str | None = None
     size: int = 0  # the body's bytes (inflated unless asked raw), also those past the cap
@@ -383,6 +387,8 @@ class PageFetcher:
                                  failure="timeout")
         except _Unresolved as exc:
             result = FetchResult(error=str(exc), failure="dns")
+        except PrivateAddress as exc:
+            result = FetchResult(error=str(exc), failure="private")
         except (OSError, ValueError) as exc:
             text = str(exc)
             result = FetchResult(error=f"{type(exc).__name__}: {text}" if text
@@ -447,8 +453,12 @@ class PageFetcher:
             tls = self._tls
         address = host
         if self._resolve is not None:
+            # The address connected to is the one resolve gave (and, being the guard,
+            # checked): no second lookup could answer otherwise.
             try:
                 address = await self._resolve(host)
+            except PrivateAddress:
+                raise
             except Exception as exc:
                 raise _Unresolved(f"{host} does not resolve: {exc}") from exc
         try:

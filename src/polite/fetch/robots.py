@@ -11,9 +11,10 @@ import asyncio
 import ipaddress
 import socket
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from urllib.parse import urlsplit
 
+import httpcore
 import httpx
 
 from polite.clock import Clock
@@ -30,12 +31,13 @@ from polite.core.robots.lifecycle import (
     robots_state,
 )
 from polite.core.urls import normal_url, origin_of, split_origin
+from polite.errors import ConfigError, PrivateAddress
+from polite.fetch.redirects import MAX_REDIRECTS, follow, redirect_target
 from polite.storage.base import RobotsRecord, RobotsStore, SharedRobotsStore
 
 __all__ = ["PublicHosts", "RobotsFetcher", "create_client", "is_public_host", "normal_url",
            "origin_of", "split_origin"]
 
-MAX_REDIRECTS = 5  # DESIGN.md: follow up to five hops (RFC 9309 asks for at least five)
 DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 # Processes sharing a store (Redis): a claim on an origin's fetch is held this long at most
 # (longer than a fetch's timeouts, so a slow site is not fetched twice; a dead holder's claim
@@ -44,12 +46,53 @@ SHARED_FETCH_HOLD_S = 30.0
 SHARED_FETCH_POLL_S = 0.05
 
 
-def create_client(*, verify: ssl.SSLContext | bool = True) -> httpx.AsyncClient:
-    """The HTTP client robots.txt is fetched with: redirects capped, no proxy from the
-    environment (a politeness service must not route through whatever HTTP_PROXY says);
-    ``verify``: how origins' certificates are checked (the system's trust by default)."""
-    return httpx.AsyncClient(max_redirects=MAX_REDIRECTS, timeout=DEFAULT_TIMEOUT,
-                             trust_env=False, verify=verify)
+def create_client(*, verify: ssl.SSLContext | bool = True,
+                  guard: PublicHosts | None = None) -> httpx.AsyncClient:
+    """The HTTP client robots.txt and sitemaps are fetched with: no redirect followed inside
+    it (polite follows them, checking each hop), no proxy from the environment (a politeness
+    service must not route through whatever HTTP_PROXY says); ``verify``: how origins'
+    certificates are checked (the system's trust by default); ``guard``: when given, every
+    connection goes to the address it checked (None: private addresses allowed)."""
+    transport = httpx.AsyncHTTPTransport(verify=verify, trust_env=False)
+    if guard is not None:
+        # httpx offers no public way to its pool's connector; httpcore's pool takes one
+        pool = transport._pool
+        assert isinstance(pool, httpcore.AsyncConnectionPool)
+        pool._network_backend = _GuardedBackend(pool._network_backend, guard)
+    return httpx.AsyncClient(transport=transport, follow_redirects=False,
+                             max_redirects=MAX_REDIRECTS, timeout=DEFAULT_TIMEOUT,
+                             trust_env=False)
+
+
+class _GuardedBackend(httpcore.AsyncNetworkBackend):
+    """Connects to the address the guard resolved and checked, never to the name: a second
+    lookup between the check and the connection could answer otherwise (DNS rebinding)."""
+
+    def __init__(self, inner: httpcore.AsyncNetworkBackend, guard: PublicHosts) -> None:
+        self._inner = inner
+        self._guard = guard
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                          local_address: str | None = None,
+                          socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+                          ) -> httpcore.AsyncNetworkStream:
+        try:
+            address = await self._guard.address(host)
+        except PrivateAddress as exc:
+            raise httpcore.ConnectError(str(exc)) from exc
+        except OSError as exc:
+            raise httpcore.ConnectError(f"{host} does not resolve: {exc}") from exc
+        return await self._inner.connect_tcp(address, port, timeout=timeout,
+                                             local_address=local_address,
+                                             socket_options=socket_options)
+
+    async def connect_unix_socket(self, path: str, timeout: float | None = None,
+                                  socket_options: Iterable[httpcore.SOCKET_OPTION] | None
+                                  = None) -> httpcore.AsyncNetworkStream:
+        raise httpcore.ConnectError("no Unix sockets through the private-address guard")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
 
 
 # How long a host found public is believed so (DNS answers commonly live a few minutes);
@@ -63,10 +106,26 @@ async def _addresses(host: str) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
-def _is_public_address(address: str) -> bool:
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def _is_public_address(address: str, allowed: Sequence[Network] = ()) -> bool:
     ip = ipaddress.ip_address(address)
     return not (ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved
-                or ip.is_multicast or ip.is_unspecified)
+                or ip.is_multicast or ip.is_unspecified) or any(ip in n for n in allowed)
+
+
+def networks(values: Iterable[str], option: str = "--allow-network") -> tuple[Network, ...]:
+    """Networks written as ``10.1.0.0/16`` or a single address; :class:`ConfigError` naming
+    ``option`` for what is neither."""
+    found = []
+    for value in values:
+        try:
+            found.append(ipaddress.ip_network(str(value).strip(), strict=False))
+        except ValueError:
+            raise ConfigError(f"{option} {value!r}: not a network (10.1.0.0/16) or an "
+                              "address") from None
+    return tuple(found)
 
 
 def _literal(host: str) -> str | None:
@@ -77,17 +136,18 @@ def _literal(host: str) -> str | None:
         return None
 
 
-async def is_public_host(host: str) -> bool:
+async def is_public_host(host: str, allowed: Sequence[Network] = ()) -> bool:
     """Whether every address ``host`` resolves to is public (not private, loopback,
-    link-local, reserved or multicast): the guard against being an open relay."""
+    link-local, reserved or multicast) or in ``allowed``: the guard against being an open
+    relay."""
     literal = _literal(host)
     if literal is not None:
-        return _is_public_address(literal)
+        return _is_public_address(literal, allowed)
     try:
         addresses = await _addresses(host)
     except OSError:
         return True  # it will fail to connect and be reported as unreachable
-    return all(_is_public_address(address) for address in addresses)
+    return all(_is_public_address(address, allowed) for address in addresses)
 
 
 class PublicHosts:
@@ -97,21 +157,42 @@ class PublicHosts:
     Only "public" is kept: a host whose addresses include a private one, or whose lookup
     failed, is looked up again next time, so the refusal stays exact. A plainly written
     address is judged without a lookup. ``resolve`` gives a host's addresses (the system
-    resolver by default)."""
+    resolver by default). ``allowed``: private networks let through all the same (an
+    intranet to crawl), the others staying refused.
+
+    :meth:`address` is the guard at the moment of connecting: one lookup, every address
+    checked, and the one to connect to given back, so that nothing is looked up between the
+    check and the connection."""
 
     def __init__(self, clock: Clock, *, ttl_s: float = PUBLIC_HOST_TTL_S,
                  resolve: Callable[[str], Awaitable[list[str]]] | None = None,
-                 max_hosts: int = MAX_PUBLIC_HOSTS) -> None:
+                 max_hosts: int = MAX_PUBLIC_HOSTS, allowed: Sequence[Network] = ()) -> None:
         self._clock = clock
         self._ttl_s = ttl_s
         self._resolve = resolve or _addresses
         self._max_hosts = max_hosts
+        self.allowed = tuple(allowed)
         self._public_until: dict[str, float] = {}  # host -> when the answer is too old
+
+    async def address(self, host: str) -> str:
+        """The address to connect to for ``host``, looked up now (never the kept answer)
+        and checked; :class:`PrivateAddress` when any of its addresses is not public,
+        ``OSError`` when it does not resolve."""
+        literal = _literal(host)
+        addresses = [literal] if literal is not None else await self._resolve(host)
+        if not addresses:
+            raise OSError(f"no address for {host}")
+        for address in addresses:
+            if not _is_public_address(address, self.allowed):
+                named = host if address == host else f"{host} ({address})"
+                raise PrivateAddress(f"{named} is a private or loopback address "
+                                     "(--allow-private)")
+        return addresses[0]
 
     async def is_public(self, host: str) -> bool:
         literal = _literal(host)
         if literal is not None:
-            return _is_public_address(literal)
+            return _is_public_address(literal, self.allowed)
         until = self._public_until.get(host)
         if until is not None and self._clock() < until:
             return True
@@ -120,7 +201,7 @@ class PublicHosts:
         except OSError:
             self._public_until.pop(host, None)
             return True  # it will fail to connect and be reported as unreachable
-        public = all(_is_public_address(address) for address in addresses)
+        public = all(_is_public_address(address, self.allowed) for address in addresses)
         self._public_until.pop(host, None)  # re-inserted last: the dict keeps age order
         if public:
             if len(self._public_until) >= self._max_hosts:
@@ -177,8 +258,10 @@ class RobotsFetcher:
         dialect: str = "auto",
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
         max_in_memory: int = 100_000,
+        public_hosts: PublicHosts | None = None,
     ) -> None:
         self._client = client
+        self._public_hosts = public_hosts if public_hosts is not None else PublicHosts(clock)
         self._store = store
         self._clock = clock
         self._agent = agent
@@ -285,26 +368,44 @@ class RobotsFetcher:
         await self._store.save_robots(_record(origin, state, body))
         return state
 
-    async def _fetch(self, url: str) -> FetchOutcome:
+    async def _refusal(self, url: str) -> str | None:
+        """Why ``url`` may not be asked for: a private address (unless allowed)."""
         host = urlsplit(url).hostname or ""
-        if not self._allow_private and not await is_public_host(host):
-            return Unreachable(f"{host} is a private or loopback address (--allow-private)")
+        if self._allow_private or await self._public_hosts.is_public(host):
+            return None
+        return f"{host} is a private or loopback address (--allow-private)"
+
+    async def _fetch(self, url: str) -> FetchOutcome:
+        refusal = await self._refusal(url)
+        if refusal is not None:
+            return Unreachable(refusal)
         self.fetches += 1
-        try:
+        received: list[Received] = []
+
+        async def hop(url: str) -> str | None:
             async with self._client.stream(
-                "GET", url, headers={"User-Agent": self._agent}, follow_redirects=True,
+                "GET", url, headers={"User-Agent": self._agent}, follow_redirects=False,
                 timeout=self._timeout,
             ) as response:
+                target = redirect_target(url, response.status_code,
+                                         response.headers.get("location"))
+                if target is not None:
+                    return target
                 body = bytearray()
                 async for chunk in response.aiter_bytes():
                     body += chunk
                     if len(body) > self._max_bytes:
                         break  # the parser reports the cut; no need to read the rest
                 headers = tuple(response.headers.multi_items())
-                return Received(response.status_code, bytes(body), headers, str(response.url))
-        except httpx.TooManyRedirects:
-            return Unreachable(f"more than {MAX_REDIRECTS} redirects")
+                received.append(Received(response.status_code, bytes(body), headers, url))
+                return None
+
+        # Each hop is checked as the first was (a public site may redirect to an internal
+        # address); a refused hop leaves robots.txt unreachable, as a network failure does.
+        try:
+            stopped = await follow(url, hop, self._refusal)
         except httpx.TimeoutException:
             return Unreachable("timed out")
         except httpx.TransportError as exc:
             return Unreachable(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+        return Unreachable(stopped) if stopped is not None else received[0]

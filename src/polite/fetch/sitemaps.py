@@ -31,6 +31,7 @@ from polite.core.sitemaps import Entry, ParseIssue, SitemapParser
 from polite.core.sitemaps.model import MAX_SITEMAP_BYTES, MAX_SITEMAP_URLS
 from polite.errors import InvalidURL
 from polite.fetch.politeness import NO_RETRY, Politeness
+from polite.fetch.redirects import follow, redirect_target
 from polite.fetch.robots import normal_url, split_origin
 
 __all__ = ["WELL_KNOWN_PATHS", "CrossHost", "SitemapFile", "SitemapWalker", "WalkSummary"]
@@ -48,10 +49,6 @@ MAX_POLITE_WAIT_S = 300.0
 # Page URLs remembered to drop duplicates across files; past it, duplicates are counted
 # through a second sighting only within one file.
 MAX_REMEMBERED_URLS = 2_000_000
-# Redirects followed for one file (RFC 9309 asks crawlers to follow five for robots.txt;
-# the same here).
-MAX_REDIRECTS = 5
-_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,17 +344,22 @@ class SitemapWalker:
                 sent.append(time.monotonic())
 
         # Redirects are followed here, each hop in its own slot and checked against
-        # robots.txt and the walk's hosts before it is asked for (a redirect is a request
-        # like any other to the site that gets it).
-        url, hop_started = item.url, started
-        for hop in range(MAX_REDIRECTS + 1):
-            if hop:
-                refusal = await self._polite_turn(url)
-                if refusal is not None:
-                    error = f"redirected to {url}: {refusal}"
-                    break
-                hop_started = time.monotonic()
+        # robots.txt, the private-address guard and the walk's hosts before it is asked for
+        # (a redirect is a request like any other to the site that gets it).
+        hop_started = started
+
+        async def check(url: str) -> str | None:
+            nonlocal hop_started
+            if emit is None and not self._on_policy(site_host, url):
+                return f"on another host (cross-host policy {self.cross_host!r})"
+            refusal = await self._polite_turn(url)
+            hop_started = time.monotonic()
+            return refusal
+
+        async def hop(url: str) -> str | None:
+            nonlocal status, elapsed, retry_after, error
             sent.clear()
+            status = None
             target: str | None = None
             try:
                 async with asyncio.timeout(self.file_deadline_s):
@@ -376,12 +378,10 @@ class SitemapWalker:
                         # the body takes to stream and be parsed.
                         elapsed = time.monotonic() - hop_started
                         retry_after = response.headers.get("retry-after")
-                        location = response.headers.get("location")
-                        if status in _REDIRECTS and location:
-                            target = urljoin(url, location)
-                        elif status >= 300:
+                        target = redirect_target(url, status, response.headers.get("location"))
+                        if target is None and status >= 300:
                             error = f"HTTP {status}"
-                        else:
+                        elif target is None:
                             async for chunk in response.aiter_raw():
                                 take(parser.feed(chunk))
                                 if parser.stopped is not None:
@@ -396,14 +396,11 @@ class SitemapWalker:
             if status is not None:
                 await self._politeness.note_response(url, status, elapsed_s=elapsed,
                                                      retry_after=retry_after)
-            if target is None:
-                break
-            if emit is None and not self._on_policy(site_host, target):
-                error = f"redirected to another host: {target}"
-                break
-            url = target
-        else:
-            error = "too many redirects"
+            return None if error is not None else target
+
+        stopped = await follow(item.url, hop, check)
+        if stopped is not None:
+            error = stopped
         if error is None and parser.stopped is not None and parser.count == 0:
             error = parser.stopped.message
         file = SitemapFile(

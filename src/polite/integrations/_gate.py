@@ -16,7 +16,7 @@ import concurrent.futures
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Coroutine, Generator
+from collections.abc import Awaitable, Coroutine, Generator, Sequence
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 import httpx
@@ -35,12 +35,21 @@ from polite.errors import (
     SlotNotReady,
 )
 from polite.fetch.politeness import NO_RETRY, Politeness, Verdict
-from polite.fetch.robots import RobotsFetcher, create_client, split_origin
+from polite.fetch.robots import (
+    PublicHosts,
+    RobotsFetcher,
+    create_client,
+    networks,
+    split_origin,
+)
 from polite.storage import MemoryStore, open_store
 
-__all__ = ["Grant", "LoopGate", "PoliteGate", "Rest", "run_now"]
+__all__ = ["AllowPrivate", "Grant", "LoopGate", "PoliteGate", "Rest", "run_now"]
 
 _T = TypeVar("_T")
+# Which private addresses may be reached: all (True), none (False), or those in some
+# networks ("10.1.0.0/16", or one address), the others staying refused.
+AllowPrivate = bool | Sequence[str]
 
 ROBOTS_REFUSAL = "Blocked by robots.txt: "  # how Politeness words a robots.txt refusal
 ROBOTS_ATTEMPTS = 3  # robots.txt unreachable this many times in a row: the site is left alone
@@ -129,22 +138,28 @@ class _Backend(Protocol):
 class _Local:
     """Politeness in this process; its state in ``store`` (memory, SQLite or Redis)."""
 
-    def __init__(self, store_url: str, *, agent: str, allow_private: bool, dialect: str,
-                 default_delay_s: float, max_crawl_delay_s: float,
+    def __init__(self, store_url: str, *, agent: str, allow_private: AllowPrivate,
+                 dialect: str, default_delay_s: float, max_crawl_delay_s: float,
                  adaptive_factor: float, knobs: Knobs) -> None:
         clock = WallClock()  # comparable between processes that share a SQLite file
+        everything = allow_private is True
+        if isinstance(allow_private, str):
+            allow_private = (allow_private,)
+        hosts = PublicHosts(clock, allowed=() if isinstance(allow_private, bool)
+                            else networks(allow_private, "allow_private"))
         self._store = open_store(store_url, clock, knob=knobs.store)
-        self._client = create_client()
+        # robots.txt's connections go to the address the guard checked
+        self._client = create_client(guard=None if everything else hosts)
         # A store in memory answers without waiting: a report may be done on its caller's
         # stack (run_now) rather than in a task of its own.
         self.immediate = isinstance(self._store, MemoryStore)
         fetcher = RobotsFetcher(self._client, self._store, clock, agent=agent,
-                                allow_private=allow_private, dialect=dialect)
+                                allow_private=everything, dialect=dialect, public_hosts=hosts)
         self._politeness = Politeness(fetcher, self._store, clock, agent=agent,
                                       default_delay_s=default_delay_s,
                                       max_crawl_delay_s=max_crawl_delay_s,
-                                      allow_private=allow_private,
-                                      adaptive_factor=adaptive_factor,
+                                      allow_private=everything,
+                                      adaptive_factor=adaptive_factor, public_hosts=hosts,
                                       private_hint=knobs.allow_private)
 
     async def check(self, url: str, agent: str) -> Verdict:
@@ -224,7 +239,7 @@ class _Service:
         await self._client.aclose()
 
 
-def _backend(*, agent: str, store: str, service_url: str | None, allow_private: bool,
+def _backend(*, agent: str, store: str, service_url: str | None, allow_private: AllowPrivate,
              dialect: str, default_delay_s: float, max_crawl_delay_s: float,
              adaptive_factor: float, knobs: Knobs) -> _Backend:
     if service_url is not None and store != "memory://":
@@ -250,7 +265,7 @@ class LoopGate:
     """
 
     def __init__(self, *, agent: str = "", store: str = "memory://",
-                 service_url: str | None = None, allow_private: bool = False,
+                 service_url: str | None = None, allow_private: AllowPrivate = False,
                  dialect: str = "auto", default_delay_s: float = DEFAULT_DELAY_S,
                  max_crawl_delay_s: float = MAX_CRAWL_DELAY_S,
                  adaptive_factor: float = ADAPTIVE_FACTOR, wait: bool = True,
@@ -407,7 +422,7 @@ class PoliteGate:
     """
 
     def __init__(self, *, agent: str = "", store: str = "memory://",
-                 service_url: str | None = None, allow_private: bool = False,
+                 service_url: str | None = None, allow_private: AllowPrivate = False,
                  dialect: str = "auto", default_delay_s: float = DEFAULT_DELAY_S,
                  max_crawl_delay_s: float = MAX_CRAWL_DELAY_S,
                  adaptive_factor: float = ADAPTIVE_FACTOR, wait: bool = True,

@@ -19,7 +19,7 @@ import httpx
 from polite.core.politeness.rules import DEFAULT_DELAY_S
 from polite.core.robots import product_token
 from polite.errors import RobotsDisallowed
-from polite.integrations._gate import MAX_WAIT_S, Grant, PoliteGate
+from polite.integrations._gate import MAX_WAIT_S, AllowPrivate, Grant, PoliteGate
 
 __all__ = ["AsyncPoliteTransport", "PoliteTransport"]
 
@@ -35,7 +35,7 @@ def _forbidden(request: httpx.Request, refusal: RobotsDisallowed) -> httpx.Respo
 
 class _Gated:
     def __init__(self, *, agent: str, store: str, service_url: str | None,
-                 allow_private: bool, dialect: str, default_delay_s: float, wait: bool,
+                 allow_private: AllowPrivate, dialect: str, default_delay_s: float, wait: bool,
                  max_wait_s: float, forbidden_response: bool, gate: PoliteGate | None) -> None:
         self._agent = agent
         self._owns_gate = gate is None
@@ -60,13 +60,14 @@ class PoliteTransport(_Gated, httpx.BaseTransport):
 
     ``agent`` is the robots.txt product token (else the request's User-Agent's); ``store``
     a store URL (``memory://``, ``sqlite:///PATH``, ``redis://...``) or ``service_url`` a
-    running ``polite serve``; ``allow_private`` lets it reach loopback and private addresses;
+    running ``polite serve``; ``allow_private`` lets it reach loopback and private addresses
+    (``True``) or those of some networks (``["10.1.0.0/16"]``);
     ``gate`` shares one :class:`~polite.integrations.PoliteGate` between transports.
     """
 
     def __init__(self, transport: httpx.BaseTransport | None = None, *, agent: str = "",
                  store: str = "memory://", service_url: str | None = None,
-                 allow_private: bool = False, dialect: str = "auto",
+                 allow_private: AllowPrivate = False, dialect: str = "auto",
                  default_delay_s: float = DEFAULT_DELAY_S, wait: bool = True,
                  max_wait_s: float = MAX_WAIT_S, forbidden_response: bool = False,
                  gate: PoliteGate | None = None) -> None:
@@ -102,7 +103,7 @@ class AsyncPoliteTransport(_Gated, httpx.AsyncBaseTransport):
 
     def __init__(self, transport: httpx.AsyncBaseTransport | None = None, *,
                  agent: str = "", store: str = "memory://", service_url: str | None = None,
-                 allow_private: bool = False, dialect: str = "auto",
+                 allow_private: AllowPrivate = False, dialect: str = "auto",
                  default_delay_s: float = DEFAULT_DELAY_S, wait: bool = True,
                  max_wait_s: float = MAX_WAIT_S, forbidden_response: bool = False,
                  gate: PoliteGate | None = None) -> None:

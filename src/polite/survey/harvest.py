@@ -48,7 +48,7 @@ from polite.core.survey.sampling import (
 )
 from polite.errors import ConfigError
 from polite.fetch.http import PageFetcher
-from polite.fetch.robots import is_public_host
+from polite.fetch.robots import PublicHosts, is_public_host
 from polite.survey.store import SitemapRecord, SiteRecord, SurveyStore
 
 if TYPE_CHECKING:
@@ -413,12 +413,20 @@ class Harvester:
         robots.txt and sitemaps), names resolved by the survey's resolver."""
         resolver = self._resolver
 
-        async def resolve(host: str) -> str:
+        async def addresses(host: str) -> list[str]:
             assert resolver is not None
-            return str((await resolver.resolve(host, 0))[0]["host"])
+            return [str(info["host"]) for info in await resolver.resolve(host, 0)]
 
-        self._fetcher = PageFetcher(connect_timeout_s=self._connect_timeout_s,
-                                    resolve=None if resolver is None else resolve)
+        async def resolve(host: str) -> str:
+            return (await addresses(host))[0]
+
+        # Private addresses refused: the one connected to is the one the guard checked (a
+        # name looked up again to connect could answer otherwise).
+        guard = PublicHosts(time.monotonic, resolve=None if resolver is None else addresses)
+        self._fetcher = PageFetcher(
+            connect_timeout_s=self._connect_timeout_s,
+            resolve=guard.address if not self._allow_private
+            else None if resolver is None else resolve)
         try:
             yield
         finally:

@@ -52,12 +52,10 @@ def arrived(ancillary: list[tuple[int, int, bytes]]) -> float:
 
 
 def next_arrival(connection: socket.socket) -> float | None:
-    """Wait for the next bytes on a blocking ``connection`` without taking them; when they
-    arrived, or None if the peer closed it."""
+    """Wait for the next bytes on a blocking plain (not TLS) ``connection`` without taking
+    them; when they arrived, or None if the peer closed it."""
     try:
         data, ancillary, _, _ = connection.recvmsg(1, ANCILLARY_BYTES, socket.MSG_PEEK)
-    except (NotImplementedError, AttributeError):  # TLS: the record layer hides packets
-        return time.monotonic()
     except OSError:
         return None
     return arrived(ancillary) if data else None

@@ -62,14 +62,15 @@ def serve(site: Site) -> Iterator[Site]:
         # Unbuffered, so that the next request's first bytes wait in the socket, where the
         # kernel's stamp of their arrival can be read (tests/arrival.py).
         rbufsize = 0
-        arrived_at: float = 0.0
+        arrived_at: float | None = None
 
         def handle_one_request(self) -> None:
-            at = next_arrival(self.connection)
-            if at is None:  # the client closed the connection
-                self.close_connection = True
-                return
-            self.arrived_at = at
+            self.arrived_at = None
+            if not isinstance(self.connection, ssl.SSLSocket):  # TLS hides the packets:
+                self.arrived_at = next_arrival(self.connection)  # noted once read, below
+                if self.arrived_at is None:  # the client closed the connection
+                    self.close_connection = True
+                    return
             super().handle_one_request()
 
         def do_POST(self) -> None:
@@ -78,7 +79,8 @@ def serve(site: Site) -> Iterator[Site]:
         def do_GET(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = read_exactly(self.rfile, length)
-            site.arrivals.append((self.arrived_at, self.path))
+            site.arrivals.append((time.monotonic() if self.arrived_at is None
+                                  else self.arrived_at, self.path))
             site.seen.append((self.command, self.path, dict(self.headers.items()), body))
             site.requests.append(self.path)
             route = site.routes.get(self.path, Reply(404, b"not found"))

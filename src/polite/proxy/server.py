@@ -64,6 +64,7 @@ MAX_REQUEST_WAIT_S = 3600.0
 _WRITE_BATCH = 65_536  # response bytes gathered before a write
 _CHUNKED = (b"transfer-encoding", b"chunked")
 _CLOSE = (b"connection", b"close")
+_FRAMING = frozenset({b"content-length"})  # kept whatever Connection names
 _TUNNEL_DEFAULTS = frozenset({b"x-polite-mode", b"x-polite-timeout", b"x-polite-client"})
 
 
@@ -157,8 +158,12 @@ def _expects_continue(request: Head) -> bool:
 
 
 def _forwardable(headers: Headers) -> Headers:
+    # A field named in Connection is the hop's own, except Content-Length: dropping it while
+    # the body still goes on would leave the next hop to frame the message by itself (a
+    # request without its length is a request with no body, the body then a second request
+    # the checks never saw; a response without it runs to the close).
     named = {n.strip().lower() for key, value in headers if key == b"connection"
-             for n in value.split(b",")}
+             for n in value.split(b",")} - _FRAMING
     return [(k, v) for k, v in headers if k not in _HOP_BY_HOP and k not in named]
 
 
@@ -731,7 +736,8 @@ class ProxyServer:
         pool = self._idle.get(key)
         while pool:
             upstream = pool.pop()
-            if not upstream.closed and not upstream.pending():
+            upstream.idle = False
+            if upstream.reusable and not upstream.closed and upstream.at_rest:
                 return upstream, True
             upstream.close()
         scheme, host, port = key
@@ -741,10 +747,10 @@ class ProxyServer:
         """Keeps a connection for the next request to ``key`` when it can carry one
         (``response`` None: a new connection, nothing sent on it yet)."""
         if (response is None or (response.keep_alive and response.framing != "close")) \
-                and upstream.reusable \
-                and not upstream.closed and not upstream.pending():
+                and upstream.reusable and not upstream.closed and upstream.at_rest:
             pool = self._idle.setdefault(key, [])
             if len(pool) < self.settings.max_idle_upstream:
+                upstream.idle = True
                 pool.append(upstream)
                 return
         upstream.close()
@@ -848,6 +854,9 @@ class ProxyServer:
         keep = request.keep_alive and request.version == "1.1"
         chunked = False
         if response.framing in ("chunked", "close"):
+            # The proxy frames what it passes on: a length beside the origin's chunks is not
+            # the length of what goes out.
+            out_headers = [(k, v) for k, v in out_headers if k != b"content-length"]
             if request.version == "1.1":
                 chunked = True
                 out_headers.append(_CHUNKED)

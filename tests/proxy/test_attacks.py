@@ -5,6 +5,7 @@ cannot serve."""
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 from collections.abc import Iterator
@@ -24,9 +25,16 @@ def proxy() -> Iterator[httpx.Client]:
         yield api
 
 
-def _ask(api: httpx.Client, data: bytes) -> bytes:
-    """One request on a connection of its own; the whole answer (the proxy is asked to
-    close, so the answer ends with the connection), or what came in 10 s."""
+@pytest.fixture(scope="module")
+def guarded() -> Iterator[httpx.Client]:
+    """As it runs by default: private and loopback addresses refused."""
+    with polite_serve("--store", "memory://") as api:
+        yield api
+
+
+def _ask(api: httpx.Client, data: bytes, answers: int = 1) -> bytes:
+    """Requests on a connection of their own; what comes back until ``answers`` answers
+    framed by a length are whole, the connection closes, or 10 s pass."""
     with socket.create_connection(("127.0.0.1", int(api.base_url.port or 0)),
                                   timeout=10) as sock:
         sock.sendall(data)
@@ -34,9 +42,24 @@ def _ask(api: httpx.Client, data: bytes) -> bytes:
         try:
             while chunk := sock.recv(65536):
                 got += chunk
+                if _whole(got) >= answers:
+                    break
         except TimeoutError:
             pass
         return got
+
+
+def _whole(got: bytes) -> int:
+    """How many answers with a Content-Length are whole at the start of ``got``."""
+    count = 0
+    while b"\r\n\r\n" in got:
+        head, _, rest = got.partition(b"\r\n\r\n")
+        length = re.search(rb"(?im)^content-length: *(\d+)", head)
+        if length is None or len(rest) < int(length.group(1)):
+            break
+        got = rest[int(length.group(1)):]
+        count += 1
+    return count
 
 
 def _body(answer: bytes) -> bytes:
@@ -104,3 +127,33 @@ def test_a_connection_with_bytes_nobody_asked_for_is_not_used_again(
         time.sleep(0.3)  # the stray bytes are in
         answer = client.get(f"{site.origin}/second")
         assert answer.status_code == 200 and answer.content == b"second"
+
+
+@pytest.mark.parametrize("private", ["refused", "allowed"])
+def test_a_host_label_over_63_characters_is_a_400_that_says_so(
+        guarded: httpx.Client, proxy: httpx.Client, private: str) -> None:
+    """Such a name cannot be looked up (IDNA refuses it): the connection was dropped with
+    no status, by an exception nobody caught (with private addresses allowed, robots.txt
+    was said to be unreachable and the request refused for a minute)."""
+    name = "a" * 64 + ".example"
+    for wire in (b"GET http://%s/x HTTP/1.1\r\nHost: x\r\n\r\n" % name.encode(),
+                 b"CONNECT %s:443 HTTP/1.1\r\nHost: x\r\n\r\n" % name.encode()):
+        answer = _ask(guarded if private == "refused" else proxy, wire)
+        assert answer.startswith(b"HTTP/1.1 400"), answer
+        assert b"1 to 63 characters" in answer
+
+
+def test_a_request_still_goes_on_after_a_bad_name(guarded: httpx.Client) -> None:
+    """The refusal is an answer like the others: the connection is kept."""
+    name = "b" * 70 + ".example"
+    answer = _ask(guarded, b"GET http://%s/x HTTP/1.1\r\nHost: x\r\n\r\n"
+                         b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                  % name.encode(), answers=2)
+    assert answer.startswith(b"HTTP/1.1 400") and b"HTTP/1.1 200" in answer
+
+
+def test_a_scheme_the_proxy_does_not_speak_is_named(proxy: httpx.Client) -> None:
+    """``GET ftp://...`` went to the REST API as if it were a path, and got its 404."""
+    answer = _ask(proxy, b"GET ftp://127.0.0.2/x HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 400"), answer
+    assert b"http and https URLs only, not ftp" in answer

@@ -11,7 +11,8 @@ rule and its line), the host's slot is taken (``reject`` mode: 429 with ``Retry-
 whole seconds and the exact wait in ``X-Polite-Retry-After-Ms``; ``wait`` mode: held until
 the slot, up to a limit), a private or loopback target (403 unless allowed), a request
 addressed to the proxy itself (a loop), ambiguous framing (both Content-Length and
-Transfer-Encoding, or two lengths: request smuggling).
+Transfer-Encoding, or two lengths: request smuggling), a URL of another scheme than http and
+https or a host name no lookup can take (400).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import asyncio
 import contextlib
 import enum
 import math
+import re
 import ssl
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -64,6 +66,7 @@ MAX_REQUEST_WAIT_S = 3600.0
 _WRITE_BATCH = 65_536  # response bytes gathered before a write
 _CHUNKED = (b"transfer-encoding", b"chunked")
 _CLOSE = (b"connection", b"close")
+_OTHER_SCHEME = re.compile(rb"([A-Za-z][A-Za-z0-9+.-]*)://")  # an absolute URL, not http(s)
 _FRAMING = frozenset({b"content-length"})  # kept whatever Connection names
 _TUNNEL_DEFAULTS = frozenset({b"x-polite-mode", b"x-polite-timeout", b"x-polite-client"})
 
@@ -155,6 +158,18 @@ def _expects_continue(request: Head) -> bool:
     expect = request.get(b"expect")
     return expect is not None and expect.strip().lower() == b"100-continue" \
         and request.framing != "none"
+
+
+def _host_problem(host: str) -> str | None:
+    """Why ``host`` cannot be looked up (a label empty or over 63 characters, or not one
+    IDNA can write), or None."""
+    try:
+        host.encode("idna")
+    except UnicodeError as exc:
+        shown = host if len(host) <= 80 else host[:77] + "..."
+        return (f"{shown!r} is not a host name a request can go to: {exc} (each label of a "
+                "name is 1 to 63 characters)")
+    return None
 
 
 def _forwardable(headers: Headers) -> Headers:
@@ -344,13 +359,23 @@ class ProxyServer:
             return await self._tunnel(client, head, peer)
         target = head.target
         if not target[:8].lower().startswith((b"http://", b"https://")):
-            return await self._to_app(client, head, peer)
+            other = _OTHER_SCHEME.match(target)
+            if other is None:
+                return await self._to_app(client, head, peer)
+            # An absolute URL of a scheme this proxy does not speak is not a path of the API.
+            self._send_error(client, 400, f"this proxy serves http and https URLs only, not "
+                             f"{other.group(1).decode('latin-1').lower()}")
+            return await self._answered(client, head)
         url = target.decode("latin-1")
         try:
             origin, host = split_origin(url)
         except InvalidURL as exc:
             self._send_error(client, 400, str(exc), close=True)
             return False
+        problem = _host_problem(host)
+        if problem is not None:
+            self._send_error(client, 400, problem)
+            return await self._answered(client, head)
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
         port = parts.port or (443 if scheme == "https" else 80)
@@ -564,6 +589,10 @@ class ProxyServer:
             self._send_error(client, 400, "CONNECT needs host:port", close=True)
             return False
         port = int(port_text)
+        problem = _host_problem(host)
+        if problem is not None:
+            self._send_error(client, 400, problem, close=True)
+            return False
         if (host, port) in self._addresses:
             self._send_error(client, 508, "this tunnel leads to the proxy itself: refused, "
                              "not looped", close=True)

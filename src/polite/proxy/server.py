@@ -29,12 +29,13 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 from urllib.parse import unquote, urlsplit
 
+from polite.clock import WallClock
 from polite.core.cache.policy import Choice, Stored, not_modified
-from polite.errors import InvalidURL
+from polite.errors import InvalidURL, PrivateAddress
 from polite.fetch.activity import TraceEntry
 from polite.fetch.cache import PageCache
 from polite.fetch.politeness import NO_RETRY, Politeness, Verdict
-from polite.fetch.robots import is_public_host, split_origin
+from polite.fetch.robots import PublicHosts, split_origin
 from polite.proxy.http1 import (
     END,
     EOF,
@@ -188,8 +189,12 @@ class ProxyServer:
     def __init__(self, politeness: Politeness, app: ASGIApp, *,
                  settings: ProxySettings | None = None, cache: PageCache | None = None,
                  upstream_tls: ssl.SSLContext | None = None,
-                 interception: Interception | None = None) -> None:
+                 interception: Interception | None = None,
+                 public_hosts: PublicHosts | None = None) -> None:
         self._politeness = politeness
+        # The private-address guard, asked once per request: the connection then goes to
+        # the address it checked, never to the name looked up again.
+        self._guard = public_hosts if public_hosts is not None else PublicHosts(WallClock())
         self._cache = cache
         self._app = app
         self.settings = settings or ProxySettings()
@@ -291,10 +296,12 @@ class ProxyServer:
             client.close()
 
     async def _requests(self, client: Channel, peer: tuple[Any, ...],
-                        tunnel: bytes = b"", defaults: Headers | None = None) -> None:
+                        tunnel: bytes = b"", defaults: Headers | None = None,
+                        address: str | None = None) -> None:
         """Serves the requests of one connection; ``tunnel`` (``https://host:port``) for
         the inside of an intercepted tunnel, whose requests are in origin form, with the
-        ``defaults`` fields they do not set themselves (the CONNECT's X-Polite-*)."""
+        ``defaults`` fields they do not set themselves (the CONNECT's X-Polite-*), and the
+        ``address`` the tunnel's host was checked at (None: its name, private allowed)."""
         try:
             while True:
                 event = await client.next(self.settings.client_idle_s)
@@ -311,7 +318,8 @@ class ProxyServer:
                 for name, value in defaults or ():
                     if event.get(name) is None:
                         event.headers.append((name, value))
-                keep = await self._request(client, event, peer, checked=bool(tunnel))
+                keep = await self._request(client, event, peer, checked=bool(tunnel),
+                                           address=address)
                 if not keep or not event.keep_alive or event.version != "1.1" or client.raw_mode:
                     break
         except ProtocolError as exc:
@@ -353,8 +361,9 @@ class ProxyServer:
             return False  # its body cannot be read: the answer is out, the connection goes
 
     async def _request(self, client: Channel, head: Head, peer: tuple[Any, ...], *,
-                       checked: bool = False) -> bool:
-        """One request; ``checked`` when its host was admitted already (the tunnel's)."""
+                       checked: bool = False, address: str | None = None) -> bool:
+        """One request; ``checked`` when its host was admitted already (the tunnel's, at
+        ``address``)."""
         if head.method == b"CONNECT":
             return await self._tunnel(client, head, peer)
         target = head.target
@@ -383,16 +392,17 @@ class ProxyServer:
             self._send_error(client, 508, "this request is addressed to the proxy itself: "
                              "refused, not looped", close=True)
             return False
-        asked = await self._admit(client, host, head, "forward", checked=checked)
+        asked = await self._admit(client, host, head, "forward", checked=checked,
+                                  address=address)
         if not isinstance(asked, tuple):
             return bool(asked)
-        mode, wait_s = asked
+        mode, wait_s, address = asked
         path = parts.path or "/"
         if parts.query:
             path += "?" + parts.query
         exchange = _Exchange(head, url, origin, (scheme, host, port),
                              path.encode("latin-1"),
-                             parts.netloc.rsplit("@", 1)[-1].encode("latin-1"))
+                             parts.netloc.rsplit("@", 1)[-1].encode("latin-1"), address)
         if mode is not Mode.ORDERED:
             return await self._proxied(client, exchange, mode, wait_s)
         # Seed 001's sequential client: its requests are answered in the order they came,
@@ -422,24 +432,32 @@ class ProxyServer:
                 del self._order_tail[who]
 
     async def _admit(self, client: Channel, host: str, head: Head, verb: str, *,
-                     checked: bool = False) -> tuple[Mode, float] | bool | None:
+                     checked: bool = False, address: str | None = None
+                     ) -> tuple[Mode, float, str | None] | bool | None:
         """The checks a proxied request and a tunnel share: no private or loopback target
-        unless allowed (403), and a mode and timeout that can be read (400). The mode and
-        the longest wait; else, once the refusal is sent, whether the connection goes on
-        (None: it ends)."""
-        if not checked and not self._politeness.allow_private \
-                and not await is_public_host(host):
+        unless allowed (403), a name that resolves (502), and a mode and timeout that can
+        be read (400). The mode, the longest wait and the address to connect to (None: the
+        name, private addresses allowed; ``address`` when ``checked``); else, once the
+        refusal is sent, whether the connection goes on (None: it ends)."""
+        if not checked and not self._politeness.allow_private:
             # A refused request keeps its connection, as other refusals do; a tunnel that
             # is not opened leaves nothing to go on with.
             tunnel = verb == "tunnel"
-            self._send_error(client, 403, f"{host} is a private or loopback address; this "
-                             f"proxy does not {verb} there (--allow-private)", close=tunnel)
-            return None if tunnel else await self._answered(client, head)
+            try:
+                address = await self._guard.address(host)
+            except PrivateAddress as exc:
+                self._send_error(client, 403, f"this proxy does not {verb} there: {exc}",
+                                 close=tunnel)
+                return None if tunnel else await self._answered(client, head)
+            except OSError as exc:
+                self._send_error(client, 502, f"{host} cannot be looked up: "
+                                 f"{exc.strerror or exc}", close=tunnel)
+                return None if tunnel else await self._answered(client, head)
         asked = self._asked(head)
         if isinstance(asked, str):
             self._send_error(client, 400, asked, close=True)
             return None
-        return asked
+        return (*asked, address)
 
     def _asked(self, head: Head) -> tuple[Mode, float] | str:
         """The mode and the longest wait a request asks for (X-Polite-Mode,
@@ -600,12 +618,12 @@ class ProxyServer:
         asked = await self._admit(client, host, head, "tunnel")
         if not isinstance(asked, tuple):
             return False
-        mode, wait_s = asked
+        mode, wait_s, address = asked
         netloc = f"[{host}]" if ":" in host else host
         interception = self._interception
         if interception is not None and host not in interception.plain:
             intercepted = await self._intercept(client, interception, head, host, port,
-                                                netloc, peer)
+                                                netloc, peer, address)
             if intercepted is not None:
                 return intercepted
         # Tunnels carry TLS on 443 and 8443; anything else is read as plain HTTP's robots.txt.
@@ -632,7 +650,7 @@ class ProxyServer:
             await client.drain()
             return False
         try:
-            upstream = await self._open(host, port, None, raw=True)
+            upstream = await self._open(host, port, None, raw=True, address=address)
         except _UpstreamError as exc:
             self._send_error(client, exc.status, str(exc), close=True)
             trace("error", exc.status, held_ms)
@@ -665,8 +683,8 @@ class ProxyServer:
         return False
 
     async def _intercept(self, client: Channel, interception: Interception, head: Head,
-                         host: str, port: int, netloc: str, peer: tuple[Any, ...]
-                         ) -> bool | None:
+                         host: str, port: int, netloc: str, peer: tuple[Any, ...],
+                         address: str | None) -> bool | None:
         """Terminates the tunnel's TLS with a certificate of the local CA, then serves the
         requests inside as plain ones (robots.txt per URL, the slot per request, the cache).
 
@@ -678,7 +696,7 @@ class ProxyServer:
         key: Key = ("https", host, port)
         failure: _UpstreamError | None = None
         try:
-            upstream = await self._open(host, port, self._tls)
+            upstream = await self._open(host, port, self._tls, address=address)
         except _UpstreamError as exc:
             if exc.tls == "handshake":
                 return None
@@ -724,7 +742,8 @@ class ProxyServer:
                 origin = f"https://{netloc}" + ("" if port == 443 else f":{port}")
                 # Options set on the CONNECT (curl --proxy-header) hold for the requests.
                 defaults = [(k, v) for k, v in head.headers if k in _TUNNEL_DEFAULTS]
-                await self._requests(inside, peer, origin.encode("latin-1"), defaults)
+                await self._requests(inside, peer, origin.encode("latin-1"), defaults,
+                                     address)
         except (ProtocolError, ConnectionError, TimeoutError):
             pass
         finally:
@@ -734,9 +753,10 @@ class ProxyServer:
     # -- the origin side -----------------------------------------------------------------
 
     async def _open(self, host: str, port: int, tls: ssl.SSLContext | None, *,
-                    raw: bool = False) -> Channel:
-        """A connection to an origin; ``raw`` for a tunnel (bytes the origin sends first, as
-        some protocols do, are passed on too)."""
+                    raw: bool = False, address: str | None = None) -> Channel:
+        """A connection to an origin, at ``address`` when given (the one the guard checked;
+        the certificate is still checked for ``host``); ``raw`` for a tunnel (bytes the
+        origin sends first, as some protocols do, are passed on too)."""
         loop = asyncio.get_running_loop()
 
         def made() -> Channel:
@@ -747,7 +767,8 @@ class ProxyServer:
 
         try:
             _, channel = await asyncio.wait_for(loop.create_connection(
-                made, host, port, ssl=tls), self.settings.connect_s)
+                made, address or host, port, ssl=tls,
+                server_hostname=host if tls is not None else None), self.settings.connect_s)
         except ssl.SSLCertVerificationError as exc:
             raise _UpstreamError(502, f"the certificate of {host}:{port} does not verify: "
                                  f"{exc.verify_message}", tls="certificate") from None
@@ -761,7 +782,7 @@ class ProxyServer:
                                  f"{exc.strerror or exc}") from None
         return channel
 
-    async def _connect(self, key: Key) -> tuple[Channel, bool]:
+    async def _connect(self, key: Key, address: str | None) -> tuple[Channel, bool]:
         pool = self._idle.get(key)
         while pool:
             upstream = pool.pop()
@@ -770,7 +791,8 @@ class ProxyServer:
                 return upstream, True
             upstream.close()
         scheme, host, port = key
-        return await self._open(host, port, self._tls if scheme == "https" else None), False
+        return await self._open(host, port, self._tls if scheme == "https" else None,
+                                address=address), False
 
     def _release(self, key: Key, upstream: Channel, response: Head | None) -> None:
         """Keeps a connection for the next request to ``key`` when it can carry one
@@ -837,7 +859,7 @@ class ProxyServer:
         cache = self._cache
         request_time = cache.clock() if cache is not None else 0.0
         try:
-            upstream, reused = await self._connect(exchange.key)
+            upstream, reused = await self._connect(exchange.key, exchange.address)
             try:
                 response = await self._exchange(client, upstream, request, wire)
             except _UpstreamError:
@@ -845,7 +867,7 @@ class ProxyServer:
                 if not reused or request.framing != "none":
                     raise
                 # A kept-alive connection the origin had closed: once more, on a new one.
-                upstream, _ = await self._connect(exchange.key)
+                upstream, _ = await self._connect(exchange.key, exchange.address)
                 response = await self._exchange(client, upstream, request, wire)
             except BaseException:  # the client broke off: the half-sent request goes too
                 upstream.close()
@@ -1064,6 +1086,7 @@ class _Exchange:
     key: Key
     path: bytes
     netloc: bytes
+    address: str | None  # the one the guard checked (None: the name, private allowed)
     choice: Choice | None = None
     # what became of it, for the trace
     decision: str = "allowed"

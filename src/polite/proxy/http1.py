@@ -136,6 +136,7 @@ class Channel(asyncio.Protocol):
         # for (a second answer, the start of one): the connection's framing is lost.
         self.idle = False
         self.trailing = b""  # bytes after a CONNECT or Upgrade head
+        self.written = 0  # bytes written: whether an answer has begun
         self._parser: httptools.HttpRequestParser | httptools.HttpResponseParser = (
             httptools.HttpRequestParser(self) if side == "request"
             else httptools.HttpResponseParser(self))
@@ -356,6 +357,7 @@ class Channel(asyncio.Protocol):
 
     def write(self, data: bytes | bytearray) -> None:
         if self.transport is not None and not self.closed:
+            self.written += len(data)
             self.transport.write(data)
 
     async def drain(self) -> None:

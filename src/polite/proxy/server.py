@@ -22,7 +22,9 @@ import contextlib
 import enum
 import math
 import re
+import sqlite3
 import ssl
+import sys
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
@@ -173,6 +175,15 @@ def _host_problem(host: str) -> str | None:
     return None
 
 
+def _store_down(exc: Exception) -> bool:
+    """Whether ``exc`` is the store failing (Redis unreachable, SQLite locked or gone)."""
+    # Redis's errors are known only once redis-py is loaded, which a Redis store does.
+    errors = sys.modules.get("redis.exceptions")
+    redis_error: Any = getattr(errors, "RedisError", None)
+    return isinstance(exc, sqlite3.Error) or (redis_error is not None
+                                              and isinstance(exc, redis_error))
+
+
 def _forwardable(headers: Headers) -> Headers:
     # A field named in Connection is the hop's own, except Content-Length: dropping it while
     # the body still goes on would leave the next hop to frame the message by itself (a
@@ -318,8 +329,22 @@ class ProxyServer:
                 for name, value in defaults or ():
                     if event.get(name) is None:
                         event.headers.append((name, value))
-                keep = await self._request(client, event, peer, checked=bool(tunnel),
-                                           address=address)
+                written = client.written
+                try:
+                    keep = await self._request(client, event, peer, checked=bool(tunnel),
+                                               address=address)
+                except (_ClientGone, ProtocolError, ConnectionError, TimeoutError):
+                    raise
+                except Exception as exc:
+                    # The store (Redis stopped, say) or a fault: the client hears why, when
+                    # its answer has not begun, rather than seeing its connection drop.
+                    if client.written == written:
+                        down = _store_down(exc)
+                        self._send_error(client, 503 if down else 500, f"the store does not "
+                                         f"answer ({type(exc).__name__}: {exc}); nothing is "
+                                         f"let through without it" if down else
+                                         f"internal error: {type(exc).__name__}", close=True)
+                    break
                 if not keep or not event.keep_alive or event.version != "1.1" or client.raw_mode:
                     break
         except ProtocolError as exc:

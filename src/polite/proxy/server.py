@@ -217,7 +217,8 @@ class ProxyServer:
         self._tasks: set[asyncio.Task[None]] = set()
         self.stats = {"forwarded": 0, "robots_refused": 0, "delayed": 0, "errors": 0,
                       "tunnels": 0, "intercepted": 0}
-        self._order_tail: dict[str, asyncio.Future[None]] = {}  # client id -> its last request
+        # (peer address, client id) -> the last request of that client
+        self._order_tail: dict[tuple[str, str], asyncio.Future[None]] = {}
         # host -> (the lock its waiters queue on, in order; how many hold or wait for it)
         self._host_turns: dict[str, tuple[asyncio.Lock, int]] = {}
 
@@ -431,9 +432,12 @@ class ProxyServer:
         if mode is not Mode.ORDERED:
             return await self._proxied(client, exchange, mode, wait_s)
         # Seed 001's sequential client: its requests are answered in the order they came,
-        # each held until its slot, whichever connection they came on.
-        who = (head.get(b"x-polite-client") or str(peer[0]).encode()).decode(
+        # each held until its slot, whichever connection they came on. A client is its
+        # X-Polite-Client from its address: the same name from another address is another
+        # client, which cannot hold this one's queue by claiming its name.
+        name = (head.get(b"x-polite-client") or str(peer[0]).encode()).decode(
             "latin-1").strip()
+        who = (str(peer[0]), name)
         previous = self._order_tail.get(who)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._order_tail[who] = done
@@ -445,7 +449,7 @@ class ProxyServer:
                     await asyncio.wait_for(asyncio.shield(previous), wait_s)
                 except TimeoutError:
                     self._send_error(client, 504, f"ordered: an earlier request of client "
-                                     f"{who!r} was still unanswered after {wait_s:g} s")
+                                     f"{name!r} was still unanswered after {wait_s:g} s")
                     return await self._answered(client, head)
                 finally:
                     self._politeness.activity.queue(host, -1)

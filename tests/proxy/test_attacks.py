@@ -157,3 +157,32 @@ def test_a_scheme_the_proxy_does_not_speak_is_named(proxy: httpx.Client) -> None
     answer = _ask(proxy, b"GET ftp://127.0.0.2/x HTTP/1.1\r\nHost: x\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 400"), answer
     assert b"http and https URLs only, not ftp" in answer
+
+
+@pytest.mark.parametrize("shape", [
+    b"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",  # CL.TE
+    b"Content-Length: 4\r\nContent-Length: 40\r\n\r\nbody",  # two lengths
+    b"Transfer-Encoding: identity\r\n chunked\r\n\r\n0\r\n\r\n",  # obs-fold
+    b"Content-Length:\r\n 4\r\n\r\nbody",  # obs-fold of a length
+    b"Transfer-Encoding: chunked\r\nConnection: content-length, transfer-encoding\r\n"
+    b"Content-Length: 4\r\n\r\n0\r\n\r\n",  # both, the length named in Connection
+], ids=["cl-te", "two-lengths", "folded-coding", "folded-length", "both-named"])
+def test_ambiguous_framing_is_a_400_and_reaches_no_origin(proxy: httpx.Client,
+                                                          shape: bytes) -> None:
+    with raw_origin("127.0.61.4", {"/x": b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"}) \
+            as site:
+        zero_delay(proxy, site.host)
+        answer = _ask(proxy, b"POST %s/x HTTP/1.1\r\nHost: %s\r\n%s"
+                      % (site.origin.encode(), site.host.encode(), shape))
+        assert answer.startswith(b"HTTP/1.1 400"), answer
+        assert [head for head, _ in site.seen if not head.startswith(b"GET /robots.txt")] == []
+
+
+def test_bare_line_feeds_are_a_400(proxy: httpx.Client) -> None:
+    with raw_origin("127.0.61.5", {"/x": b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"}) \
+            as site:
+        zero_delay(proxy, site.host)
+        answer = _ask(proxy, b"POST %s/x HTTP/1.1\nHost: %s\nContent-Length: 4\n\nbody"
+                      % (site.origin.encode(), site.host.encode()))
+        assert answer.startswith(b"HTTP/1.1 400"), answer
+        assert site.seen == []

@@ -339,12 +339,15 @@ class ProxyServer:
                 except Exception as exc:
                     # The store (Redis stopped, say) or a fault: the client hears why, when
                     # its answer has not begun, rather than seeing its connection drop.
+                    self.stats["errors"] += 1
+                    down = _store_down(exc)
                     if client.written == written:
-                        down = _store_down(exc)
                         self._send_error(client, 503 if down else 500, f"the store does not "
                                          f"answer ({type(exc).__name__}: {exc}); nothing is "
                                          f"let through without it" if down else
                                          f"internal error: {type(exc).__name__}", close=True)
+                    if not down:
+                        raise  # a fault still shows, as the task's error
                     break
                 if not keep or not event.keep_alive or event.version != "1.1" or client.raw_mode:
                     break

@@ -45,7 +45,7 @@ class Internet:
     """What the resolver answers for the test's names, and where a connection to a public
     address and port really goes."""
 
-    names: dict[str, str] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)  # "": the name does not resolve
     routes: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
 
 
@@ -56,6 +56,8 @@ def internet(monkeypatch: pytest.MonkeyPatch) -> Internet:
 
     def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
         name = host.decode() if isinstance(host, bytes) else host
+        if world.names.get(name, "x") == "":
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
         if name in world.names:
             return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "",
                      (world.names[name], int(port or 0)))]
@@ -187,3 +189,19 @@ async def test_requests_inside_an_intercepted_tunnel_go_to_the_address_that_was_
             writer.close()
     assert inside.requests == []
     assert all(answer.endswith(OUTSIDE.body) for answer in answers), answers
+
+
+async def test_a_name_found_private_is_refused_naming_its_address_and_one_not_found_is_502(
+        internet: Internet) -> None:
+    internet.names.update({"intranet.test": "10.1.2.3", "gone.test": ""})
+    async with guarded_proxy() as proxy_port:
+        reader, writer = await asyncio.open_connection("127.0.61.10", proxy_port)
+        answers = []
+        for name in ("intranet.test", "gone.test"):
+            writer.write(f"GET http://{name}/ HTTP/1.1\r\nHost: {name}\r\n\r\n".encode())
+            answers.append(await asyncio.wait_for(_read_answer(reader), 20))
+        writer.close()
+    assert answers[0].startswith(b"HTTP/1.1 403")
+    assert b"intranet.test (10.1.2.3) is a private or loopback address" in answers[0]
+    assert answers[1].startswith(b"HTTP/1.1 502")  # on the same connection: it went on
+    assert b"gone.test cannot be looked up" in answers[1]

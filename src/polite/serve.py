@@ -257,8 +257,8 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
     activity = Activity(store, node=node, trace_size=settings.trace_size,
                         info={"address": f"{settings.host}:{settings.port}",
                               "mode": settings.mode, "pid": os.getpid()})
-    # One guard for the checks and for robots.txt's and sitemaps' connections, which go to
-    # the address it checked.
+    # One guard for the checks and for robots.txt's, sitemaps' and the proxy's connections,
+    # which go to the address it checked.
     hosts = PublicHosts(clock, allowed=networks(settings.allow_networks))
     client = create_client(verify=upstream_context(settings.upstream_ca),
                            guard=None if settings.allow_private else hosts)
@@ -301,7 +301,8 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
     proxy = ProxyServer(politeness, app, cache=cache, settings=ProxySettings(
         mode=Mode(settings.mode), max_wait_s=settings.max_wait_s,
         origin_read_s=settings.origin_timeout_s, connect_s=min(10.0, settings.origin_timeout_s)),
-        upstream_tls=upstream_context(settings.upstream_ca), interception=interception)
+        upstream_tls=upstream_context(settings.upstream_ca), interception=interception,
+        public_hosts=hosts)
 
     async def run() -> None:
         port = await proxy.start(settings.host, settings.port)

@@ -188,3 +188,39 @@ def test_a_thousand_client_connections_at_once() -> None:
     assert len(answers) == 2000 and all(a.startswith(b"HTTP/1.1 200 ") for a in answers)
     assert site.requests.count("/page") == 1
     assert after - before < 100 * 1024, (before, after)  # KiB: well under 100 KiB a connection
+
+
+def test_ordered_mode_a_client_name_claimed_from_another_address_holds_nothing(
+        proxy: httpx.Client) -> None:
+    """X-Polite-Client once named a queue whoever sent it: a request from another address
+    claiming a crawler's name, held for its slot, held the crawler's requests behind it."""
+    port = int(proxy.base_url.port or 0)
+    claim = {"X-Polite-Mode": "ordered", "X-Polite-Client": "crawler-9"}
+
+    def send(source: str, url: str, headers: dict[str, str]) -> socket.socket:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=30,
+                                        source_address=(source, 0))
+        extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        sock.sendall(f"GET {url} HTTP/1.1\r\nHost: x\r\n{extra}\r\n".encode())
+        return sock
+
+    with serve(Site("127.0.61.40", {"/robots.txt": Reply(404), "/slow": PAGE})) as slow, \
+            serve(Site("127.0.61.41", {"/robots.txt": Reply(404), "/page": PAGE})) as fast:
+        assert proxy.put("/delays/127.0.61.40", json={"delay": 10_000}).status_code == 200
+        assert proxy.put("/delays/127.0.61.41", json={"delay": 0}).status_code == 200
+        with httpx.Client(proxy=str(proxy.base_url).rstrip("/"), trust_env=False,
+                          timeout=30) as client:
+            assert client.get(f"{slow.origin}/slow").status_code == 200  # the slot is taken
+        # From another address, in the crawler's name: held about 10 s for the slot.
+        squatter = send("127.0.61.42", f"{slow.origin}/slow",
+                        {**claim, "X-Polite-Timeout": "15"})
+        try:
+            time.sleep(0.3)  # it is in the queue
+            crawler = send("127.0.61.43", f"{fast.origin}/page",
+                           {**claim, "X-Polite-Timeout": "3"})
+            with crawler:
+                answer = crawler.recv(4096)
+        finally:
+            squatter.close()
+    assert answer.startswith(b"HTTP/1.1 200"), answer
+    assert fast.requests[-1] == "/page"

@@ -332,7 +332,11 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         return JSONResponse({"domain": domain, "configured_delay": delay})
 
     async def health(request: Request) -> Response:
-        await store.clock()  # the store answers
+        try:
+            await store.clock()  # the store answers
+        except Exception as exc:  # Redis stopped, a SQLite file gone: unhealthy, and why
+            return JSONResponse({"status": "unavailable", "error": f"the store does not "
+                                 f"answer: {type(exc).__name__}: {exc}"}, status_code=503)
         return JSONResponse({"status": "ok"})
 
     async def metrics(request: Request) -> Response:

@@ -132,7 +132,11 @@ class Channel(asyncio.Protocol):
         self.closed = False
         self.expect_no_body = False  # response side: the request was HEAD
         self.reusable = True  # response side: can carry another exchange
+        # Response side: kept for a next exchange. A byte that comes now was never asked
+        # for (a second answer, the start of one): the connection's framing is lost.
+        self.idle = False
         self.trailing = b""  # bytes after a CONNECT or Upgrade head
+        self.written = 0  # bytes written: whether an answer has begun
         self._parser: httptools.HttpRequestParser | httptools.HttpResponseParser = (
             httptools.HttpRequestParser(self) if side == "request"
             else httptools.HttpResponseParser(self))
@@ -143,6 +147,8 @@ class Channel(asyncio.Protocol):
         self.transport = cast(asyncio.Transport, transport)  # uvloop's are not subclasses
 
     def data_received(self, data: bytes) -> None:
+        if self.idle:
+            self.reusable = False
         if self._raw:
             self._push(data, len(data))
         elif self._error is None:
@@ -342,10 +348,16 @@ class Channel(asyncio.Protocol):
         """Events wait to be read (another pipelined request, say)."""
         return bool(self._events)
 
+    @property
+    def at_rest(self) -> bool:
+        """Between messages: nothing unread, no part of a next message come, no error."""
+        return not self._events and not self._in_head and self._error is None
+
     # -- writing -----------------------------------------------------------------------
 
     def write(self, data: bytes | bytearray) -> None:
         if self.transport is not None and not self.closed:
+            self.written += len(data)
             self.transport.write(data)
 
     async def drain(self) -> None:

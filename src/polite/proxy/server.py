@@ -11,7 +11,8 @@ rule and its line), the host's slot is taken (``reject`` mode: 429 with ``Retry-
 whole seconds and the exact wait in ``X-Polite-Retry-After-Ms``; ``wait`` mode: held until
 the slot, up to a limit), a private or loopback target (403 unless allowed), a request
 addressed to the proxy itself (a loop), ambiguous framing (both Content-Length and
-Transfer-Encoding, or two lengths: request smuggling).
+Transfer-Encoding, or two lengths: request smuggling), a URL of another scheme than http and
+https or a host name no lookup can take (400).
 """
 
 from __future__ import annotations
@@ -20,19 +21,23 @@ import asyncio
 import contextlib
 import enum
 import math
+import re
+import sqlite3
 import ssl
+import sys
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 from urllib.parse import unquote, urlsplit
 
+from polite.clock import WallClock
 from polite.core.cache.policy import Choice, Stored, not_modified
-from polite.errors import InvalidURL
+from polite.errors import InvalidURL, PrivateAddress
 from polite.fetch.activity import TraceEntry
 from polite.fetch.cache import PageCache
 from polite.fetch.politeness import NO_RETRY, Politeness, Verdict
-from polite.fetch.robots import is_public_host, split_origin
+from polite.fetch.robots import PublicHosts, split_origin
 from polite.proxy.http1 import (
     END,
     EOF,
@@ -64,6 +69,8 @@ MAX_REQUEST_WAIT_S = 3600.0
 _WRITE_BATCH = 65_536  # response bytes gathered before a write
 _CHUNKED = (b"transfer-encoding", b"chunked")
 _CLOSE = (b"connection", b"close")
+_OTHER_SCHEME = re.compile(rb"([A-Za-z][A-Za-z0-9+.-]*)://")  # an absolute URL, not http(s)
+_FRAMING = frozenset({b"content-length"})  # kept whatever Connection names
 _TUNNEL_DEFAULTS = frozenset({b"x-polite-mode", b"x-polite-timeout", b"x-polite-client"})
 
 
@@ -156,9 +163,34 @@ def _expects_continue(request: Head) -> bool:
         and request.framing != "none"
 
 
+def _host_problem(host: str) -> str | None:
+    """Why ``host`` cannot be looked up (a label empty or over 63 characters, or not one
+    IDNA can write), or None."""
+    try:
+        host.encode("idna")
+    except UnicodeError as exc:
+        shown = host if len(host) <= 80 else host[:77] + "..."
+        return (f"{shown!r} is not a host name a request can go to: {exc} (each label of a "
+                "name is 1 to 63 characters)")
+    return None
+
+
+def _store_down(exc: Exception) -> bool:
+    """Whether ``exc`` is the store failing (Redis unreachable, SQLite locked or gone)."""
+    # Redis's errors are known only once redis-py is loaded, which a Redis store does.
+    errors = sys.modules.get("redis.exceptions")
+    redis_error: Any = getattr(errors, "RedisError", None)
+    return isinstance(exc, sqlite3.Error) or (redis_error is not None
+                                              and isinstance(exc, redis_error))
+
+
 def _forwardable(headers: Headers) -> Headers:
+    # A field named in Connection is the hop's own, except Content-Length: dropping it while
+    # the body still goes on would leave the next hop to frame the message by itself (a
+    # request without its length is a request with no body, the body then a second request
+    # the checks never saw; a response without it runs to the close).
     named = {n.strip().lower() for key, value in headers if key == b"connection"
-             for n in value.split(b",")}
+             for n in value.split(b",")} - _FRAMING
     return [(k, v) for k, v in headers if k not in _HOP_BY_HOP and k not in named]
 
 
@@ -168,8 +200,12 @@ class ProxyServer:
     def __init__(self, politeness: Politeness, app: ASGIApp, *,
                  settings: ProxySettings | None = None, cache: PageCache | None = None,
                  upstream_tls: ssl.SSLContext | None = None,
-                 interception: Interception | None = None) -> None:
+                 interception: Interception | None = None,
+                 public_hosts: PublicHosts | None = None) -> None:
         self._politeness = politeness
+        # The private-address guard, asked once per request: the connection then goes to
+        # the address it checked, never to the name looked up again.
+        self._guard = public_hosts if public_hosts is not None else PublicHosts(WallClock())
         self._cache = cache
         self._app = app
         self.settings = settings or ProxySettings()
@@ -181,7 +217,8 @@ class ProxyServer:
         self._tasks: set[asyncio.Task[None]] = set()
         self.stats = {"forwarded": 0, "robots_refused": 0, "delayed": 0, "errors": 0,
                       "tunnels": 0, "intercepted": 0}
-        self._order_tail: dict[str, asyncio.Future[None]] = {}  # client id -> its last request
+        # (peer address, client id) -> the last request of that client
+        self._order_tail: dict[tuple[str, str], asyncio.Future[None]] = {}
         # host -> (the lock its waiters queue on, in order; how many hold or wait for it)
         self._host_turns: dict[str, tuple[asyncio.Lock, int]] = {}
 
@@ -271,10 +308,12 @@ class ProxyServer:
             client.close()
 
     async def _requests(self, client: Channel, peer: tuple[Any, ...],
-                        tunnel: bytes = b"", defaults: Headers | None = None) -> None:
+                        tunnel: bytes = b"", defaults: Headers | None = None,
+                        address: str | None = None) -> None:
         """Serves the requests of one connection; ``tunnel`` (``https://host:port``) for
         the inside of an intercepted tunnel, whose requests are in origin form, with the
-        ``defaults`` fields they do not set themselves (the CONNECT's X-Polite-*)."""
+        ``defaults`` fields they do not set themselves (the CONNECT's X-Polite-*), and the
+        ``address`` the tunnel's host was checked at (None: its name, private allowed)."""
         try:
             while True:
                 event = await client.next(self.settings.client_idle_s)
@@ -291,7 +330,25 @@ class ProxyServer:
                 for name, value in defaults or ():
                     if event.get(name) is None:
                         event.headers.append((name, value))
-                keep = await self._request(client, event, peer, checked=bool(tunnel))
+                written = client.written
+                try:
+                    keep = await self._request(client, event, peer, checked=bool(tunnel),
+                                               address=address)
+                except (_ClientGone, ProtocolError, ConnectionError, TimeoutError):
+                    raise
+                except Exception as exc:
+                    # The store (Redis stopped, say) or a fault: the client hears why, when
+                    # its answer has not begun, rather than seeing its connection drop.
+                    self.stats["errors"] += 1
+                    down = _store_down(exc)
+                    if client.written == written:
+                        self._send_error(client, 503 if down else 500, f"the store does not "
+                                         f"answer ({type(exc).__name__}: {exc}); nothing is "
+                                         f"let through without it" if down else
+                                         f"internal error: {type(exc).__name__}", close=True)
+                    if not down:
+                        raise  # a fault still shows, as the task's error
+                    break
                 if not keep or not event.keep_alive or event.version != "1.1" or client.raw_mode:
                     break
         except ProtocolError as exc:
@@ -333,19 +390,30 @@ class ProxyServer:
             return False  # its body cannot be read: the answer is out, the connection goes
 
     async def _request(self, client: Channel, head: Head, peer: tuple[Any, ...], *,
-                       checked: bool = False) -> bool:
-        """One request; ``checked`` when its host was admitted already (the tunnel's)."""
+                       checked: bool = False, address: str | None = None) -> bool:
+        """One request; ``checked`` when its host was admitted already (the tunnel's, at
+        ``address``)."""
         if head.method == b"CONNECT":
             return await self._tunnel(client, head, peer)
         target = head.target
         if not target[:8].lower().startswith((b"http://", b"https://")):
-            return await self._to_app(client, head, peer)
+            other = _OTHER_SCHEME.match(target)
+            if other is None:
+                return await self._to_app(client, head, peer)
+            # An absolute URL of a scheme this proxy does not speak is not a path of the API.
+            self._send_error(client, 400, f"this proxy serves http and https URLs only, not "
+                             f"{other.group(1).decode('latin-1').lower()}")
+            return await self._answered(client, head)
         url = target.decode("latin-1")
         try:
             origin, host = split_origin(url)
         except InvalidURL as exc:
             self._send_error(client, 400, str(exc), close=True)
             return False
+        problem = _host_problem(host)
+        if problem is not None:
+            self._send_error(client, 400, problem)
+            return await self._answered(client, head)
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
         port = parts.port or (443 if scheme == "https" else 80)
@@ -353,22 +421,26 @@ class ProxyServer:
             self._send_error(client, 508, "this request is addressed to the proxy itself: "
                              "refused, not looped", close=True)
             return False
-        asked = await self._admit(client, host, head, "forward", checked=checked)
+        asked = await self._admit(client, host, head, "forward", checked=checked,
+                                  address=address)
         if not isinstance(asked, tuple):
             return bool(asked)
-        mode, wait_s = asked
+        mode, wait_s, address = asked
         path = parts.path or "/"
         if parts.query:
             path += "?" + parts.query
         exchange = _Exchange(head, url, origin, (scheme, host, port),
                              path.encode("latin-1"),
-                             parts.netloc.rsplit("@", 1)[-1].encode("latin-1"))
+                             parts.netloc.rsplit("@", 1)[-1].encode("latin-1"), address)
         if mode is not Mode.ORDERED:
             return await self._proxied(client, exchange, mode, wait_s)
         # Seed 001's sequential client: its requests are answered in the order they came,
-        # each held until its slot, whichever connection they came on.
-        who = (head.get(b"x-polite-client") or str(peer[0]).encode()).decode(
+        # each held until its slot, whichever connection they came on. A client is its
+        # X-Polite-Client from its address: the same name from another address is another
+        # client, which cannot hold this one's queue by claiming its name.
+        name = (head.get(b"x-polite-client") or str(peer[0]).encode()).decode(
             "latin-1").strip()
+        who = (str(peer[0]), name)
         previous = self._order_tail.get(who)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._order_tail[who] = done
@@ -380,7 +452,7 @@ class ProxyServer:
                     await asyncio.wait_for(asyncio.shield(previous), wait_s)
                 except TimeoutError:
                     self._send_error(client, 504, f"ordered: an earlier request of client "
-                                     f"{who!r} was still unanswered after {wait_s:g} s")
+                                     f"{name!r} was still unanswered after {wait_s:g} s")
                     return await self._answered(client, head)
                 finally:
                     self._politeness.activity.queue(host, -1)
@@ -392,24 +464,32 @@ class ProxyServer:
                 del self._order_tail[who]
 
     async def _admit(self, client: Channel, host: str, head: Head, verb: str, *,
-                     checked: bool = False) -> tuple[Mode, float] | bool | None:
+                     checked: bool = False, address: str | None = None
+                     ) -> tuple[Mode, float, str | None] | bool | None:
         """The checks a proxied request and a tunnel share: no private or loopback target
-        unless allowed (403), and a mode and timeout that can be read (400). The mode and
-        the longest wait; else, once the refusal is sent, whether the connection goes on
-        (None: it ends)."""
-        if not checked and not self._politeness.allow_private \
-                and not await is_public_host(host):
+        unless allowed (403), a name that resolves (502), and a mode and timeout that can
+        be read (400). The mode, the longest wait and the address to connect to (None: the
+        name, private addresses allowed; ``address`` when ``checked``); else, once the
+        refusal is sent, whether the connection goes on (None: it ends)."""
+        if not checked and not self._politeness.allow_private:
             # A refused request keeps its connection, as other refusals do; a tunnel that
             # is not opened leaves nothing to go on with.
             tunnel = verb == "tunnel"
-            self._send_error(client, 403, f"{host} is a private or loopback address; this "
-                             f"proxy does not {verb} there (--allow-private)", close=tunnel)
-            return None if tunnel else await self._answered(client, head)
+            try:
+                address = await self._guard.address(host)
+            except PrivateAddress as exc:
+                self._send_error(client, 403, f"this proxy does not {verb} there: {exc}",
+                                 close=tunnel)
+                return None if tunnel else await self._answered(client, head)
+            except OSError as exc:
+                self._send_error(client, 502, f"{host} cannot be looked up: "
+                                 f"{exc.strerror or exc}", close=tunnel)
+                return None if tunnel else await self._answered(client, head)
         asked = self._asked(head)
         if isinstance(asked, str):
             self._send_error(client, 400, asked, close=True)
             return None
-        return asked
+        return (*asked, address)
 
     def _asked(self, head: Head) -> tuple[Mode, float] | str:
         """The mode and the longest wait a request asks for (X-Polite-Mode,
@@ -559,6 +639,10 @@ class ProxyServer:
             self._send_error(client, 400, "CONNECT needs host:port", close=True)
             return False
         port = int(port_text)
+        problem = _host_problem(host)
+        if problem is not None:
+            self._send_error(client, 400, problem, close=True)
+            return False
         if (host, port) in self._addresses:
             self._send_error(client, 508, "this tunnel leads to the proxy itself: refused, "
                              "not looped", close=True)
@@ -566,12 +650,12 @@ class ProxyServer:
         asked = await self._admit(client, host, head, "tunnel")
         if not isinstance(asked, tuple):
             return False
-        mode, wait_s = asked
+        mode, wait_s, address = asked
         netloc = f"[{host}]" if ":" in host else host
         interception = self._interception
         if interception is not None and host not in interception.plain:
             intercepted = await self._intercept(client, interception, head, host, port,
-                                                netloc, peer)
+                                                netloc, peer, address)
             if intercepted is not None:
                 return intercepted
         # Tunnels carry TLS on 443 and 8443; anything else is read as plain HTTP's robots.txt.
@@ -598,7 +682,7 @@ class ProxyServer:
             await client.drain()
             return False
         try:
-            upstream = await self._open(host, port, None, raw=True)
+            upstream = await self._open(host, port, None, raw=True, address=address)
         except _UpstreamError as exc:
             self._send_error(client, exc.status, str(exc), close=True)
             trace("error", exc.status, held_ms)
@@ -631,8 +715,8 @@ class ProxyServer:
         return False
 
     async def _intercept(self, client: Channel, interception: Interception, head: Head,
-                         host: str, port: int, netloc: str, peer: tuple[Any, ...]
-                         ) -> bool | None:
+                         host: str, port: int, netloc: str, peer: tuple[Any, ...],
+                         address: str | None) -> bool | None:
         """Terminates the tunnel's TLS with a certificate of the local CA, then serves the
         requests inside as plain ones (robots.txt per URL, the slot per request, the cache).
 
@@ -644,7 +728,7 @@ class ProxyServer:
         key: Key = ("https", host, port)
         failure: _UpstreamError | None = None
         try:
-            upstream = await self._open(host, port, self._tls)
+            upstream = await self._open(host, port, self._tls, address=address)
         except _UpstreamError as exc:
             if exc.tls == "handshake":
                 return None
@@ -690,7 +774,8 @@ class ProxyServer:
                 origin = f"https://{netloc}" + ("" if port == 443 else f":{port}")
                 # Options set on the CONNECT (curl --proxy-header) hold for the requests.
                 defaults = [(k, v) for k, v in head.headers if k in _TUNNEL_DEFAULTS]
-                await self._requests(inside, peer, origin.encode("latin-1"), defaults)
+                await self._requests(inside, peer, origin.encode("latin-1"), defaults,
+                                     address)
         except (ProtocolError, ConnectionError, TimeoutError):
             pass
         finally:
@@ -700,9 +785,10 @@ class ProxyServer:
     # -- the origin side -----------------------------------------------------------------
 
     async def _open(self, host: str, port: int, tls: ssl.SSLContext | None, *,
-                    raw: bool = False) -> Channel:
-        """A connection to an origin; ``raw`` for a tunnel (bytes the origin sends first, as
-        some protocols do, are passed on too)."""
+                    raw: bool = False, address: str | None = None) -> Channel:
+        """A connection to an origin, at ``address`` when given (the one the guard checked;
+        the certificate is still checked for ``host``); ``raw`` for a tunnel (bytes the
+        origin sends first, as some protocols do, are passed on too)."""
         loop = asyncio.get_running_loop()
 
         def made() -> Channel:
@@ -713,7 +799,8 @@ class ProxyServer:
 
         try:
             _, channel = await asyncio.wait_for(loop.create_connection(
-                made, host, port, ssl=tls), self.settings.connect_s)
+                made, address or host, port, ssl=tls,
+                server_hostname=host if tls is not None else None), self.settings.connect_s)
         except ssl.SSLCertVerificationError as exc:
             raise _UpstreamError(502, f"the certificate of {host}:{port} does not verify: "
                                  f"{exc.verify_message}", tls="certificate") from None
@@ -727,24 +814,26 @@ class ProxyServer:
                                  f"{exc.strerror or exc}") from None
         return channel
 
-    async def _connect(self, key: Key) -> tuple[Channel, bool]:
+    async def _connect(self, key: Key, address: str | None) -> tuple[Channel, bool]:
         pool = self._idle.get(key)
         while pool:
             upstream = pool.pop()
-            if not upstream.closed and not upstream.pending():
+            upstream.idle = False
+            if upstream.reusable and not upstream.closed and upstream.at_rest:
                 return upstream, True
             upstream.close()
         scheme, host, port = key
-        return await self._open(host, port, self._tls if scheme == "https" else None), False
+        return await self._open(host, port, self._tls if scheme == "https" else None,
+                                address=address), False
 
     def _release(self, key: Key, upstream: Channel, response: Head | None) -> None:
         """Keeps a connection for the next request to ``key`` when it can carry one
         (``response`` None: a new connection, nothing sent on it yet)."""
         if (response is None or (response.keep_alive and response.framing != "close")) \
-                and upstream.reusable \
-                and not upstream.closed and not upstream.pending():
+                and upstream.reusable and not upstream.closed and upstream.at_rest:
             pool = self._idle.setdefault(key, [])
             if len(pool) < self.settings.max_idle_upstream:
+                upstream.idle = True
                 pool.append(upstream)
                 return
         upstream.close()
@@ -802,7 +891,7 @@ class ProxyServer:
         cache = self._cache
         request_time = cache.clock() if cache is not None else 0.0
         try:
-            upstream, reused = await self._connect(exchange.key)
+            upstream, reused = await self._connect(exchange.key, exchange.address)
             try:
                 response = await self._exchange(client, upstream, request, wire)
             except _UpstreamError:
@@ -810,7 +899,7 @@ class ProxyServer:
                 if not reused or request.framing != "none":
                     raise
                 # A kept-alive connection the origin had closed: once more, on a new one.
-                upstream, _ = await self._connect(exchange.key)
+                upstream, _ = await self._connect(exchange.key, exchange.address)
                 response = await self._exchange(client, upstream, request, wire)
             except BaseException:  # the client broke off: the half-sent request goes too
                 upstream.close()
@@ -848,6 +937,9 @@ class ProxyServer:
         keep = request.keep_alive and request.version == "1.1"
         chunked = False
         if response.framing in ("chunked", "close"):
+            # The proxy frames what it passes on: a length beside the origin's chunks is not
+            # the length of what goes out.
+            out_headers = [(k, v) for k, v in out_headers if k != b"content-length"]
             if request.version == "1.1":
                 chunked = True
                 out_headers.append(_CHUNKED)
@@ -1026,6 +1118,7 @@ class _Exchange:
     key: Key
     path: bytes
     netloc: bytes
+    address: str | None  # the one the guard checked (None: the name, private allowed)
     choice: Choice | None = None
     # what became of it, for the trace
     decision: str = "allowed"

@@ -223,6 +223,7 @@ class Crawler:
         self._pending: dict[str, FrontierItem] = {}  # leased, waiting for its slot
         self._host_states: dict[str, str] = {}
         self._host_rules: dict[str, AgentRules] = {}
+        self._sites_recorded: set[str] = set()  # hosts with their line in sites.jsonl
         self._host_fetched: Counter[str] = Counter()
         self._fetched_total = 0
         self._wake = asyncio.Event()
@@ -473,7 +474,10 @@ class Crawler:
         if isinstance(robots, DisallowAll):
             return None  # set up again once robots.txt can be read
         refusal = language_refusal(rules.language, self.settings.languages)
-        self._output.site(_site_record(host, origin, robots, rules, refusal))
+        if host not in self._sites_recorded:
+            # once: a host whose sitemaps wait for its delay is set up again when it is due
+            self._sites_recorded.add(host)
+            self._output.site(_site_record(host, origin, robots, rules, refusal))
         if refusal is not None:
             await self._set_host_state(host, REFUSED + refusal)
             return None
@@ -499,7 +503,7 @@ class Crawler:
         walker = self._walker
         assert walker is not None
         depth = item.depth + 1
-        async for file, entries in walker.walk(origin):
+        async for file, entries in walker.walk(origin, headers=self._request_headers(host)):
             record: dict[str, Any] = {
                 "url": file.url, "outcome": "failed" if file.error else "fetched",
                 "kind": "sitemap", "status": file.status, "via": "robots.txt"
@@ -539,6 +543,8 @@ class Crawler:
     # -- fetching ---------------------------------------------------------------------------
 
     def _request_headers(self, host: str) -> dict[str, str]:
+        """Every request to ``host`` after its robots.txt, pages and sitemaps alike: the
+        User-Agent and the site's REGP guidance (seed 000, 3.2.9-3.2.12)."""
         rules = self._host_rules.get(host, AgentRules())
         return {"User-Agent": self._user_agent,
                 **accept_headers(rules, self.settings.languages)}

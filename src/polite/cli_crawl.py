@@ -120,9 +120,13 @@ def _crawl(args: argparse.Namespace, out: TextIO) -> int:
 
     for url in args.urls:  # before anything is fetched, as polite robots check does
         _require_public(url, args.allow_private)
+    from polite.cli import EXIT_INTERRUPTED
+
     loop = new_event_loop("auto")  # uvloop when installed: less CPU per page
     try:
         return loop.run_until_complete(_run(args, settings, out))
+    except asyncio.CancelledError:  # a second Ctrl-C: the fetches in flight were left
+        return EXIT_INTERRUPTED
     finally:
         loop.close()
 
@@ -195,9 +199,13 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
         counts = await crawler.counts()
     summary = {**stats.as_json(), "frontier": counts._asdict(), "out": str(folder),
                "stopped": interrupted > 0, **({"worker": worker} if shared else {})}
+    from polite.cli import EXIT_INTERRUPTED
+
+    # stopped by Ctrl-C or SIGTERM: a script tells it from a crawl that finished
+    status = EXIT_INTERRUPTED if interrupted else 0
     if args.json:
         out.write(json.dumps(summary) + "\n")
-        return 0
+        return status
     skipped = ", ".join(f"{kind} {n:,}" for kind, n in sorted(stats.skipped.items())) or "none"
     out.write(f"polite crawl: {stats.fetched:,} pages fetched from {len(stats.hosts):,} hosts, "
               f"{stats.failed:,} failed, skipped: {skipped}; {stats.bytes:,} bytes in "
@@ -205,7 +213,7 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
     out.write(f"frontier: {counts.queued:,} queued, {counts.fetched:,} fetched, "
               f"{counts.skipped:,} skipped in all runs; output in {folder}"
               + (" (stopped: run the same command to go on)" if interrupted else "") + "\n")
-    return 0
+    return status
 
 
 def _shared(store: str) -> bool:

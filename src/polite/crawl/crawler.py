@@ -686,7 +686,11 @@ class Crawler:
         base = item.url
         if content_type in HTML_TYPES or (not content_type and body.lstrip()[:1] == b"<"):
             text = _decode(body, got.charset)
-            found = extract_links(text, item.url, agent)
+            # On a thread: the parser lets go of the GIL, so the loop goes on meanwhile
+            # (other fetches, Ctrl-C and SIGTERM) however long a page takes.
+            found = await asyncio.to_thread(extract_links, text, item.url, agent)
+            if found.cut is not None:
+                record["parse_cut"] = found.cut
             directives = combine(directives, found.directives)
             links, base = found.links, found.base
         plan = page_plan(directives, item.page_type)

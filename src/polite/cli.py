@@ -30,6 +30,8 @@ EXIT_INTERRUPTED = 130
 # The reader of the output went away (``| head``): 128 + SIGPIPE, what a shell reports for a
 # Unix tool the broken pipe ended, and nothing said about it.
 EXIT_BROKEN_PIPE = 141
+# A shared crawl whose store did not come back within the time it waits for it.
+EXIT_STORE = 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -136,17 +136,26 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
     from rich.live import Live
     from rich.table import Table
 
-    from polite.crawl import CrawlSettings, CrawlStats, open_crawler
+    from polite.cli import EXIT_STORE
+    from polite.crawl import CrawlSettings, CrawlStats, StoreUnreachable, open_crawler
 
     assert isinstance(settings, CrawlSettings)
     folder = Path(args.out)
     shared = _shared(args.store)
     worker = args.worker or f"{socket.gethostname()}-{os.getpid()}"
+
+    def on_store(up: bool, detail: str) -> None:
+        # one line when the store goes away, one when it is back: no traceback, no flood
+        said = (f"polite crawl: the store {args.store} is back; going on" if up else
+                f"polite crawl: the store {args.store} is unreachable ({detail}); waiting "
+                f"for it up to {settings.store_patience_s:.0f} s (Ctrl-C stops)")
+        print(said, file=sys.stderr, flush=True)
+
     async with open_crawler(folder, settings, store=args.store,
                             default_delay_s=args.default_delay_ms / 1000,
                             max_crawl_delay_s=args.max_crawl_delay_s,
                             allow_private=args.allow_private,
-                            worker=worker if shared else "") as crawler, \
+                            worker=worker if shared else "", on_store=on_store) as crawler, \
             _heartbeat(args.store if shared else "", worker, crawler, folder):
         bad = await crawler.add_seeds(args.urls)
         if bad:
@@ -193,11 +202,19 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
                         stats = await crawler.run(owns_store=not shared)
                     finally:
                         ticker.cancel()
+        except StoreUnreachable as exc:
+            print(f"polite crawl: {exc}", file=sys.stderr)
+            return EXIT_STORE
         finally:
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)
-        counts = await crawler.counts()
-    summary = {**stats.as_json(), "frontier": counts._asdict(), "out": str(folder),
+        try:
+            frontier: dict[str, int] | None = (await crawler.counts())._asdict()
+        except Exception as exc:  # stopped while the store was away: its totals unknown
+            if not crawler.is_unreachable(exc):
+                raise
+            frontier = None
+    summary = {**stats.as_json(), "frontier": frontier, "out": str(folder),
                "stopped": interrupted > 0, **({"worker": worker} if shared else {})}
     from polite.cli import EXIT_INTERRUPTED
 
@@ -210,8 +227,10 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
     out.write(f"polite crawl: {stats.fetched:,} pages fetched from {len(stats.hosts):,} hosts, "
               f"{stats.failed:,} failed, skipped: {skipped}; {stats.bytes:,} bytes in "
               f"{summary['seconds']} s ({stats.pages_per_s():,.1f} pages/s)\n")
-    out.write(f"frontier: {counts.queued:,} queued, {counts.fetched:,} fetched, "
-              f"{counts.skipped:,} skipped in all runs; output in {folder}"
+    totals = ("the store's totals unknown (it did not answer)" if frontier is None else
+              f"{frontier['queued']:,} queued, {frontier['fetched']:,} fetched, "
+              f"{frontier['skipped']:,} skipped in all runs")
+    out.write(f"frontier: {totals}; output in {folder}"
               + (" (stopped: run the same command to go on)" if interrupted else "") + "\n")
     return status
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -45,11 +46,14 @@ async def open_crawler(
     allow_private: bool = False,
     on_page: PageHook | None = None,
     worker: str = "",
+    on_store: Callable[[bool, str], None] | None = None,
 ) -> AsyncIterator[Crawler]:
     """A crawler writing to ``folder``, its state in ``store`` (``sqlite:///PATH``,
     ``memory://``; by default ``crawl.sqlite`` in the folder, which a crawl started again
     with the same folder resumes from). One crawl at a time per folder. ``worker`` names
-    this process's leases in a frontier that workers share (``redis://``)."""
+    this process's leases in a frontier that workers share (``redis://``). While a Redis
+    store does not answer the crawl waits for it, telling ``on_store`` (see
+    :class:`Crawler`)."""
     settings = settings or CrawlSettings()
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
@@ -77,14 +81,22 @@ async def open_crawler(
                             send_slack_s=SHARED_SEND_SLACK_S if worker else 0.0)
     walker = SitemapWalker(client, politeness, cross_host="host")
     output = CrawlOutput(out, warc=settings.warc)
+    unreachable: tuple[type[BaseException], ...] = ()
+    if isinstance(politeness_store, RedisStore):
+        from polite.storage.redis import UNREACHABLE
+
+        unreachable = UNREACHABLE
     try:
         yield Crawler(politeness, frontier, pages, output, clock, settings, walker=walker,
-                      on_page=on_page)
+                      on_page=on_page, unreachable=unreachable, on_store=on_store)
     finally:
         output.close()
         await pages.close()
         await client.aclose()
         await robots_client.aclose()
-        await frontier.close()
-        await politeness_store.close()
+        # what is still to be written to a store that went away stays unwritten
+        with contextlib.suppress(*unreachable):
+            await frontier.close()
+        with contextlib.suppress(*unreachable):
+            await politeness_store.close()
         lock.close()

@@ -81,6 +81,7 @@ from typing import Any, NamedTuple, cast
 from polite.errors import ConfigError, InvalidURL
 from polite.storage.frontier import NO_BATCH, Batch, FrontierCounts, FrontierItem, Settled
 from polite.storage.redis import (
+    UNREACHABLE,
     AnyRedis,
     _Call,
     _is_cluster,
@@ -777,7 +778,7 @@ class RedisFrontier:
         async def beat() -> None:
             renewed = time.time()
             while True:
-                with contextlib.suppress(OSError, ConnectionError, TimeoutError):
+                with contextlib.suppress(*UNREACHABLE):
                     await self.heartbeat(about(False))
                     if time.time() - renewed >= lease_s / 3:
                         renewed = time.time()
@@ -791,7 +792,7 @@ class RedisFrontier:
             ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await ticker
-            with contextlib.suppress(OSError, ConnectionError, TimeoutError):
+            with contextlib.suppress(*UNREACHABLE):
                 await self.heartbeat(about(True))
 
     async def forget_worker(self) -> None:

@@ -71,6 +71,10 @@ def _margin_s(wait_s: float) -> float:
 # each time up to the most: its return is seen within seconds, and a dead one costs little.
 STORE_RETRY_S = 0.5
 STORE_RETRY_MAX_S = 8.0
+# A store that answers again is said to be back once it has answered this long: the first
+# requests after a restart may still meet a connection the restart closed, and that is
+# the same outage, not a new one to tell.
+STORE_SETTLE_S = 3.0
 
 
 class StoreUnreachable(PoliteError):
@@ -254,6 +258,8 @@ class Crawler:
         self._on_store = on_store
         self._store_down_at: float | None = None  # when the store stopped answering
         self._store_hosts: set[str] = set()  # hosts whose turn the store's outage ended
+        self._store_said_down = False  # on_store(False, ...) told, on_store(True, "") not yet
+        self._store_back_at: float | None = None  # when to tell that it is back
 
     # -- the frontier -----------------------------------------------------------------------
 
@@ -333,6 +339,8 @@ class Crawler:
                     raise
                 # stopped while the store is away: the leases come back when they run out
             self._pending.clear()
+            if self._store_down_at is None:
+                self._store_settled(ended=True)
         return self.stats
 
     # -- the store's outages ------------------------------------------------------------------
@@ -348,12 +356,25 @@ class Crawler:
     def _store_lost(self, exc: BaseException) -> None:
         if self._store_down_at is None:
             self._store_down_at = self._clock()
+        self._store_back_at = None
+        if not self._store_said_down:
+            self._store_said_down = True
             cause = exc
             while isinstance(cause, _TurnFailed) and cause.__cause__ is not None:
                 cause = cause.__cause__
             if self._on_store is not None:
                 self._on_store(False, str(cause) or type(cause).__name__)
         self._wake.set()
+
+    def _store_settled(self, *, ended: bool = False) -> None:
+        """Tell that the store is back once it has answered for :data:`STORE_SETTLE_S` (or
+        the crawl ended with it answering)."""
+        back_at = self._store_back_at
+        if back_at is not None and (ended or self._clock() >= back_at):
+            self._store_back_at = None
+            self._store_said_down = False
+            if self._on_store is not None:
+                self._on_store(True, "")
 
     async def _await_store(self) -> None:
         """Wait for the store to answer again (asking it with a growing pause), then
@@ -379,8 +400,7 @@ class Crawler:
                 pause = min(pause * 2, STORE_RETRY_MAX_S)
                 continue
             self._store_down_at = None
-            if self._on_store is not None:
-                self._on_store(True, "")
+            self._store_back_at = self._clock() + STORE_SETTLE_S
             for host in self._store_hosts | set(self._pending):
                 self._schedule(host, self._clock())
             self._store_hosts.clear()
@@ -418,6 +438,7 @@ class Crawler:
         next_poll = self._clock() + self._poll_s
         while not self._stopping:
             self.stats.waiting_hosts = len(self._due)
+            self._store_settled()
             if self._store_down_at is not None:
                 await self._await_store()
                 next_poll = self._clock()

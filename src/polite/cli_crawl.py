@@ -122,11 +122,16 @@ def _crawl(args: argparse.Namespace, out: TextIO) -> int:
         _require_public(url, args.allow_private)
     from polite.cli import EXIT_INTERRUPTED
 
+    unreachable: tuple[type[BaseException], ...] = ()
+    if _shared(args.store):
+        from polite.storage.redis import UNREACHABLE as unreachable
     loop = new_event_loop("auto")  # uvloop when installed: less CPU per page
     try:
         return loop.run_until_complete(_run(args, settings, out))
     except asyncio.CancelledError:  # a second Ctrl-C: the fetches in flight were left
         return EXIT_INTERRUPTED
+    except unreachable as exc:  # before the crawl began: nothing to wait for yet
+        raise ConfigError(f"--store {args.store}: cannot reach it: {exc}") from exc
     finally:
         loop.close()
 

@@ -141,3 +141,13 @@ def test_a_store_gone_for_longer_than_the_crawl_waits_ends_it_with_a_clear_error
         finally:
             server.kill()
     assert len(told) == 1 and told[0][0] is False and told[0][1]  # said once, with the error
+
+
+def test_a_store_that_does_not_answer_at_the_start_is_a_clear_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "polite", "crawl", "http://127.0.6.54:9/", "--out",
+         str(tmp_path), "--store", f"redis://127.0.0.1:{free_port()}/0", "--allow-private"],
+        capture_output=True, text=True, timeout=60, env=ENV)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("polite: --store redis://127.0.0.1:")
+    assert "cannot reach it" in done.stderr

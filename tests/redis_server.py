@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import redis
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -45,8 +45,22 @@ def redis_server(folder: Path, *, appendonly: bool = False, cluster: bool = Fals
     """Start a server with its files in ``folder``; yields ``redis://127.0.0.1:PORT/0``.
     ``cluster``: a Redis Cluster of this one node holding every slot, which refuses what a
     cluster refuses (a command or script whose keys are in two slots: CROSSSLOT)."""
+    port = free_port()
+    process = start_redis(folder, port, appendonly=appendonly, cluster=cluster)
+    try:
+        if cluster:
+            _take_every_slot(port)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def start_redis(folder: Path, port: int, *, appendonly: bool = False, cluster: bool = False
+                ) -> subprocess.Popen[bytes]:
+    """A server on ``port`` with its files in ``folder``, once it answers; the caller stops
+    it (a test that kills a server and starts it again on the same port and files)."""
     binary = redis_binary()
-    port = _free_port()
     command = [binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(folder),
                "--save", "", "--appendonly", "yes" if appendonly else "no",
                "--protected-mode", "yes", "--loglevel", "warning"]
@@ -55,16 +69,15 @@ def redis_server(folder: Path, *, appendonly: bool = False, cluster: bool = Fals
     if cluster:
         # the cluster bus on a free port of its own (by default the port + 10000)
         command += ["--cluster-enabled", "yes", "--cluster-config-file",
-                    str(folder / "nodes.conf"), "--cluster-port", str(_free_port())]
+                    str(folder / "nodes.conf"), "--cluster-port", str(free_port())]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait_for(port, process, log)
-        if cluster:
-            _take_every_slot(port)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        process.terminate()
+    except BaseException:
+        process.kill()
         process.wait(10)
+        raise
+    return process
 
 
 def _port_in(ports: range, taken: set[int]) -> int:

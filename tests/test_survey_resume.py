@@ -123,6 +123,31 @@ def test_sigkill_midway_and_resume_lose_nothing_and_fetch_nothing_twice(
     assert set(every) == recorded(database)  # every request's result is recorded
 
 
+def test_ctrl_c_stops_the_survey_cleanly_with_exit_130(tmp_path: Path) -> None:
+    farm = farm_of(40, zone="ctrl-c.test", third=24)
+    hosts = tmp_path / "hosts"
+    hosts.write_text(farm.hosts())
+    listing = tmp_path / "top.txt"
+    listing.write_text("".join(f"{name}\n" for name in farm.sites))
+    out = tmp_path / "survey"
+    command = [sys.executable, "-m", "polite", "survey", str(listing), "--out", str(out),
+               "--hosts", str(hosts), "--allow-private", "--delay", "1", "--concurrency", "4"]
+    with farm.running():
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True, env={**os.environ,
+                                                   "PYTHONPATH": os.pathsep.join(sys.path)})
+        deadline = time.monotonic() + 30
+        while len(farm.arrivals) < 4:
+            assert time.monotonic() < deadline, "the survey did not get going"
+            time.sleep(0.02)
+        process.send_signal(signal.SIGINT)
+        said, err = process.communicate(timeout=30)
+    assert "Traceback" not in err
+    assert process.returncode == 130  # a script tells a stopped survey from a finished one
+    assert "stopped: run the same command to go on" in said
+    assert len(recorded(out / "survey.sqlite")) < 40
+
+
 @contextmanager
 def dns_server(address: str, port: int, names: dict[str, str]) -> Iterator[list[str]]:
     """A DNS server on UDP loopback: A records for ``names``, NXDOMAIN for the rest; yields

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
@@ -29,6 +30,14 @@ __all__ = ["main"]
 EXIT_OK = 0
 EXIT_FINDINGS = 1  # some URL is disallowed (check) or the file has problems (lint)
 EXIT_USAGE = 2
+# A run stopped by Ctrl-C or SIGTERM, after its clean stop: 128 + SIGINT, as shells report a
+# program the signal ended, so a script tells it from a finished run.
+EXIT_INTERRUPTED = 130
+# The reader of the output went away (``| head``): 128 + SIGPIPE, what a shell reports for a
+# Unix tool the broken pipe ended, and nothing said about it.
+EXIT_BROKEN_PIPE = 141
+# A shared crawl whose store did not come back within the time it waits for it.
+EXIT_STORE = 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -39,13 +48,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     try:
-        return int(args.handler(args, sys.stdout))
+        status = int(args.handler(args, sys.stdout))
+        sys.stdout.flush()  # here, where a reader gone away is seen, not at the exit
+        return status
+    except BrokenPipeError:
+        _drop_stdout()
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:  # a command without a clean stop of its own
+        return EXIT_INTERRUPTED
     except PoliteError as exc:
         print(f"polite: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as exc:
         print(f"polite: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
         return EXIT_USAGE
+
+
+def _drop_stdout() -> None:
+    """Point standard output at /dev/null: what is still buffered for a reader that went
+    away would fail again, loudly, when the interpreter flushes it at the exit."""
+    import os
+
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -526,7 +553,6 @@ def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 
 
 def _demo_regp_site(args: argparse.Namespace, out: TextIO) -> int:
-    import contextlib
     import threading
 
     from polite.demo import Request, start_site

@@ -121,9 +121,18 @@ def _crawl(args: argparse.Namespace, out: TextIO) -> int:
     args.allow_networks = networks(args.allow_networks)
     for url in args.urls:  # before anything is fetched, as polite robots check does
         _require_public(url, args.allow_private, args.allow_networks)
+    from polite.cli import EXIT_INTERRUPTED
+
+    unreachable: tuple[type[BaseException], ...] = ()
+    if _shared(args.store):
+        from polite.storage.redis import UNREACHABLE as unreachable
     loop = new_event_loop("auto")  # uvloop when installed: less CPU per page
     try:
         return loop.run_until_complete(_run(args, settings, out))
+    except asyncio.CancelledError:  # a second Ctrl-C: the fetches in flight were left
+        return EXIT_INTERRUPTED
+    except unreachable as exc:  # before the crawl began: nothing to wait for yet
+        raise ConfigError(f"--store {args.store}: cannot reach it: {exc}") from exc
     finally:
         loop.close()
 
@@ -133,18 +142,28 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
     from rich.live import Live
     from rich.table import Table
 
-    from polite.crawl import CrawlSettings, CrawlStats, open_crawler
+    from polite.cli import EXIT_STORE
+    from polite.crawl import CrawlSettings, CrawlStats, StoreUnreachable, open_crawler
 
     assert isinstance(settings, CrawlSettings)
     folder = Path(args.out)
     shared = _shared(args.store)
     worker = args.worker or f"{socket.gethostname()}-{os.getpid()}"
+
+    def on_store(up: bool, detail: str) -> None:
+        # one line when the store goes away, one when it is back: no traceback, no flood
+        said = (f"polite crawl: the store {args.store} is back; going on" if up else
+                f"polite crawl: the store {args.store} is unreachable ({detail}); waiting "
+                f"for it up to {settings.store_patience_s:.0f} s (Ctrl-C stops)")
+        print(said, file=sys.stderr, flush=True)
+
     async with open_crawler(folder, settings, store=args.store,
                             default_delay_s=args.default_delay_ms / 1000,
                             max_crawl_delay_s=args.max_crawl_delay_s,
                             allow_private=args.allow_private,
                             allow_networks=args.allow_networks,
-                            worker=worker if shared else "", knobs=FLAGS) as crawler, \
+                            worker=worker if shared else "", knobs=FLAGS,
+                            on_store=on_store) as crawler, \
             _heartbeat(args.store if shared else "", worker, crawler, folder):
         bad = await crawler.add_seeds(args.urls)
         if bad:
@@ -191,23 +210,37 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
                         stats = await crawler.run(owns_store=not shared)
                     finally:
                         ticker.cancel()
+        except StoreUnreachable as exc:
+            print(f"polite crawl: {exc}", file=sys.stderr)
+            return EXIT_STORE
         finally:
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)
-        counts = await crawler.counts()
-    summary = {**stats.as_json(), "frontier": counts._asdict(), "out": str(folder),
+        try:
+            frontier: dict[str, int] | None = (await crawler.counts())._asdict()
+        except Exception as exc:  # stopped while the store was away: its totals unknown
+            if not crawler.is_unreachable(exc):
+                raise
+            frontier = None
+    summary = {**stats.as_json(), "frontier": frontier, "out": str(folder),
                "stopped": interrupted > 0, **({"worker": worker} if shared else {})}
+    from polite.cli import EXIT_INTERRUPTED
+
+    # stopped by Ctrl-C or SIGTERM: a script tells it from a crawl that finished
+    status = EXIT_INTERRUPTED if interrupted else 0
     if args.json:
         out.write(json.dumps(summary) + "\n")
-        return 0
+        return status
     skipped = ", ".join(f"{kind} {n:,}" for kind, n in sorted(stats.skipped.items())) or "none"
     out.write(f"polite crawl: {stats.fetched:,} pages fetched from {len(stats.hosts):,} hosts, "
               f"{stats.failed:,} failed, skipped: {skipped}; {stats.bytes:,} bytes in "
               f"{summary['seconds']} s ({stats.pages_per_s():,.1f} pages/s)\n")
-    out.write(f"frontier: {counts.queued:,} queued, {counts.fetched:,} fetched, "
-              f"{counts.skipped:,} skipped in all runs; output in {folder}"
+    totals = ("the store's totals unknown (it did not answer)" if frontier is None else
+              f"{frontier['queued']:,} queued, {frontier['fetched']:,} fetched, "
+              f"{frontier['skipped']:,} skipped in all runs")
+    out.write(f"frontier: {totals}; output in {folder}"
               + (" (stopped: run the same command to go on)" if interrupted else "") + "\n")
-    return 0
+    return status
 
 
 def _shared(store: str) -> bool:

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import signal
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -166,6 +168,9 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
     show = sys.stderr.isatty() if args.progress is None else args.progress
     progress = SurveyProgress(sys.stderr) if show else None
 
+    made: list[Harvester] = []
+    interrupted = False
+
     async def run() -> Harvester:
         resolver = build_resolver(hosts=Path(args.hosts) if args.hosts else None,
                                   nameserver=args.nameserver)
@@ -176,6 +181,7 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
                               allow_private=args.allow_private,
                               sitemaps=not args.no_sitemaps, delay_s=args.delay,
                               n0=args.n0, alpha=args.alpha, max_kept_uris=args.max_uris)
+        made.append(harvester)
         if progress is not None:
             harvester.on_site = progress.advance
             harvester.on_start = lambda total: progress.start(total, harvester)
@@ -189,22 +195,50 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
                 progress.stop()
         return harvester
 
+    async def stoppable() -> None:
+        """The survey, which Ctrl-C or SIGTERM stops: what is recorded stays recorded and
+        the same command goes on from it."""
+        loop = asyncio.get_running_loop()
+        main = asyncio.current_task()
+        assert main is not None
+
+        def interrupt() -> None:
+            nonlocal interrupted
+            interrupted = True
+            main.cancel()
+
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, interrupt)
+        try:
+            await run()
+        except asyncio.CancelledError:
+            if not interrupted:
+                raise
+        finally:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(signum)
+
+    from polite.cli import EXIT_INTERRUPTED
     from polite.serve import new_event_loop
 
     started = time.monotonic()
     loop = new_event_loop("auto")  # uvloop when installed: less CPU per request
     try:
-        harvester = loop.run_until_complete(run())
+        loop.run_until_complete(stoppable())
     finally:
         loop.close()
         store.close()
+    if not made:  # stopped before it began
+        return EXIT_INTERRUPTED
+    harvester = made[0]
     seconds = time.monotonic() - started
     summary = ", ".join(f"{name} {n:,}" for name, n in sorted(harvester.done.items()))
     files = ", ".join(f"{name} {n:,}" for name, n in sorted(harvester.sitemap_files.items()))
     out.write(f"polite survey: {harvester.surveyed:,} of {len(domains):,} domains surveyed in "
               f"{seconds:.1f} s (robots.txt: {summary or 'none'}; sitemap files: "
-              f"{files or 'none'}); state in {target / 'survey.sqlite'}\n")
-    return 0
+              f"{files or 'none'}); state in {target / 'survey.sqlite'}"
+              + (" (stopped: run the same command to go on)" if interrupted else "") + "\n")
+    return EXIT_INTERRUPTED if interrupted else 0
 
 
 async def _shared(args: argparse.Namespace, harvester: Harvester,

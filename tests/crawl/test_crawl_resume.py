@@ -76,7 +76,7 @@ def test_ctrl_c_stops_cleanly_and_the_same_command_goes_on(tmp_path: Path) -> No
         wait_for_pages(site, 10)
         first.send_signal(signal.SIGINT)
         out, err = first.communicate(timeout=30)
-        assert first.returncode == 0, err
+        assert first.returncode == 130, err  # stopped, not finished: a script can tell
         assert json.loads(out)["stopped"] is True
         assert "Traceback" not in err
         second = start(tmp_path, site.origin + "/")
@@ -84,6 +84,24 @@ def test_ctrl_c_stops_cleanly_and_the_same_command_goes_on(tmp_path: Path) -> No
         assert second.returncode == 0, err
     paths = [path for _, path in site.arrivals if path != "/robots.txt"]
     assert sorted(paths) == sorted({"/", *(f"/p{i}" for i in range(PAGES))})  # none twice
+
+
+def test_output_to_a_reader_gone_away_ends_quietly(tmp_path: Path) -> None:
+    # `polite crawl ... | head -0`: the reader closed before the summary was written.
+    site = linked_site("127.0.5.4")
+    read, write = os.pipe()
+    with serve(site):
+        process = subprocess.Popen(
+            [sys.executable, "-m", "polite", "crawl", site.origin + "/", "--out", str(tmp_path),
+             "--allow-private", "--default-delay-ms", "0", "--max-pages", "3"],
+            stdout=write, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        os.close(write)
+        os.close(read)
+        _, err = process.communicate(timeout=60)
+    assert len([p for _, p in site.arrivals if p != "/robots.txt"]) == 3  # it did crawl
+    assert err == ""  # no "polite: Broken pipe", no traceback
+    assert process.returncode == 141  # 128 + SIGPIPE, as a shell reports such a tool
 
 
 def test_a_private_seed_needs_allow_private(tmp_path: Path) -> None:

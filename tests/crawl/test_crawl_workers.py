@@ -4,6 +4,7 @@ fetched, none twice but what the killed worker had in flight, no gap under a sit
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import os
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from polite.crawl import CrawlSettings, open_crawler
 from tests.sites import Reply, Site, serve
 
 PAGES = 30
@@ -184,3 +186,32 @@ def test_two_workers_share_a_crawl_on_a_three_node_redis_cluster(
     assert sum(map(len, tags)) == len(sites) and len(set().union(*tags)) == len(sites)
     assert sum(1 for t in tags if t) >= 2, tags  # four hosts on two nodes at least
     assert all(keys for keys in per_node), [len(k) for k in per_node]
+
+
+def test_a_redis_cluster_crawl_with_a_brace_in_a_linked_host(
+        tmp_path: Path, redis_cluster_nodes: list[str], redis_prefix: str) -> None:
+    # A link to http://}evil.test/ had broken the {HOST} hash tag of that host's keys: the
+    # page's settling was refused (all keys must map to the same key slot), the page was
+    # recorded fetched and failed, and its other links were lost.
+    home = Site("127.0.6.41")
+    home.routes.update({
+        "/robots.txt": Reply(200, b"User-agent: *\nAllow: /\n"),
+        "/": Reply(200, b'<a href="http://}evil.test/">e</a><a href="http://{x}.test/">x</a>'
+                        b'<a href="/a">a</a><a href="/b">b</a>', HTML),
+        "/a": Reply(200, b"a", HTML), "/b": Reply(200, b"b", HTML)})
+    store = f"{redis_cluster_nodes[0]}/0?cluster=1&prefix={redis_prefix}"
+
+    async def run() -> None:
+        async with open_crawler(tmp_path, CrawlSettings(agent="TagBot"), store=store,
+                                default_delay_s=0.0, allow_private=True,
+                                worker="w1") as crawler:
+            await crawler.add_seeds([home.origin + "/"])
+            await crawler.run(owns_store=False, poll_s=0.2)
+
+    with serve(home):
+        asyncio.run(asyncio.wait_for(run(), 60))
+    rows = [json.loads(line) for line in (tmp_path / "pages.jsonl").read_text().splitlines()]
+    outcomes = Counter((row["url"].removeprefix(home.origin), row["outcome"]) for row in rows)
+    assert outcomes == {("/", "fetched"): 1, ("/a", "fetched"): 1, ("/b", "fetched"): 1,
+                        ("http://}evil.test/", "skipped"): 1,
+                        ("http://{x}.test/", "skipped"): 1}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import time
+import zlib
 from typing import Any
 
 import httpx
@@ -252,3 +253,32 @@ async def test_each_redirect_hop_takes_its_slot_and_is_checked_first(
     stamps = [at for at, path in site.arrivals if path != "/robots.txt"]
     assert len(stamps) == 4  # moved, real, hidden, away
     assert min(b - a for a, b in itertools.pairwise(stamps)) >= 0.25
+
+
+async def test_a_walk_sends_the_sites_headers_and_undoes_the_encoding_they_asked_for(
+        client: httpx.AsyncClient) -> None:
+    with serve(Site("127.0.0.31")) as site:
+        o = site.origin
+        bomb = zlib.compress(b" " * (64 * 1024 * 1024))  # 64 MiB of spaces, ~64 KiB sent
+        site.routes.update({
+            "/robots.txt": Reply(200, f"Sitemap: {o}/deflated.xml\nSitemap: {o}/bomb.xml\n"
+                                      f"Sitemap: {o}/broken.xml\n".encode()),
+            "/deflated.xml": Reply(200, zlib.compress(urlset(f"{o}/a", f"{o}/b")),
+                                   {"Content-Encoding": "deflate"}),
+            "/bomb.xml": Reply(200, bomb, {"Content-Encoding": "deflate"}),
+            "/broken.xml": Reply(200, b"not deflate at all", {"Content-Encoding": "deflate"})})
+        headers = {"User-Agent": "SiteBot/2", "Cookie": "c=1", "Accept-Encoding": "deflate"}
+        w = walker(client, max_bytes=1024 * 1024)
+        files: dict[str, SitemapFile] = {}
+        entries: list[Entry] = []
+        async for file, got in w.walk(o, headers=headers):
+            files[file.url.removeprefix(o)] = file
+            entries += got
+    assert [e.loc for e in entries] == [f"{o}/a", f"{o}/b"]
+    assert files["/deflated.xml"].error is None
+    assert files["/bomb.xml"].error is not None  # stopped at the cap, not inflated whole
+    assert "Content-Encoding" in (files["/broken.xml"].error or "")
+    for _, path, sent, _ in site.seen:
+        if path != "/robots.txt":
+            assert (sent["User-Agent"], sent["Cookie"], sent["Accept-Encoding"]) == (
+                "SiteBot/2", "c=1", "deflate")

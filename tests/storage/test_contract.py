@@ -101,6 +101,17 @@ async def test_one_slot_one_winner(make_store: Factory) -> None:
     assert (await store.claim("other.org", 1.0)).granted  # hosts are independent
 
 
+async def test_hosts_with_braces_have_slots_of_their_own(make_store: Factory) -> None:
+    # A brace in a host decides a Redis Cluster key's slot ({...} is a hash tag): each
+    # host's slot key stays one key of its own, claimed alone or in a batch.
+    store = make_store(FakeClock(50.0))
+    hosts = ["}evil.test", "{a}.test", "{pages}", "a.test"]
+    assert all([(await store.claim(host, 1.0)).granted for host in hosts])
+    await store.back_off("{a}.test", 70.0)
+    claims = await store.claim_batch([(host, (1.0,)) for host in hosts], take=False)
+    assert [claim.ats for claim in claims] == [(51.0,), (70.0,), (51.0,), (51.0,)]
+
+
 async def test_back_off_holds_the_host(make_store: Factory) -> None:
     clock = FakeClock(10.0)
     store = make_store(clock)

@@ -23,6 +23,7 @@ from polite.storage.frontier import (
     MemoryFrontier,
     SQLiteFrontier,
     open_frontier,
+    settle,
 )
 from polite.storage.redis_frontier import RedisFrontier
 from polite.storage.sqlite import SQLiteStore
@@ -362,6 +363,39 @@ async def test_many_hosts_are_independent(frontier: FrontierStore) -> None:
         assert await lease_all(frontier, host, 10.0) == expected
     assert await frontier.counts() == FrontierCounts(2, 46, 0, 0)
     assert await frontier.host_fetched() == {}
+
+
+# Hosts a lenient URL parser lets through (http://}evil.test/), and one that would share a
+# tag with another if braces alone were encoded.
+ODD_HOSTS = ["}evil.test", "{a}.test", "a{b.test", "a%7Bb.test", "{}", "{f}"]
+
+
+async def test_hosts_with_braces_or_percent_signs_are_hosts_like_any(open_store: Opener
+                                                                     ) -> None:
+    # In a Redis Cluster each host's keys must share one slot: a brace in the host had
+    # ended their hash tag early, and every script on the host was refused (CROSSSLOT).
+    frontier = open_store()
+    page = item("a.example", 0)
+    await frontier.add([page])
+    taken = await frontier.lease("a.example", 0.0, LEASE_S)
+    assert taken == page
+    settled = await settle(frontier, page.url, fetched=True,
+                           add=[item(host, 1) for host in ODD_HOSTS[:3]],
+                           mark=[item(host, 1) for host in ODD_HOSTS[3:]])
+    assert [i.host for i in settled.added] == ODD_HOSTS[:3]
+    assert [i.host for i in settled.marked] == ODD_HOSTS[3:]
+    await frontier.add([item(host, 2) for host in ODD_HOSTS])
+    for host in ODD_HOSTS:
+        await frontier.set_host_state(host, f"state of {host}")
+    for host in ODD_HOSTS:
+        expected = [f"http://{host}/{n}" for n in ((1, 2) if host in ODD_HOSTS[:3] else (2,))]
+        assert await lease_all(frontier, host, 0.0) == expected, host
+        assert await frontier.get_host_state(host) == f"state of {host}"
+        for url in expected:
+            await frontier.done(url, fetched=True)
+    assert await frontier.counts() == FrontierCounts(0, 0, 1 + 3 * 2 + 3, 3)
+    assert await frontier.host_fetched() == {"a.example": 1, **{
+        host: 2 if host in ODD_HOSTS[:3] else 1 for host in ODD_HOSTS}}
 
 
 @pytest.mark.parametrize("open_store", ["sqlite", "redis"], indirect=True)

@@ -14,7 +14,15 @@ to crawl as links of the page.
 
 from __future__ import annotations
 
-from polite.crawl.crawler import Crawler, CrawlSettings, CrawlStats, Page, PageHook
+from polite.crawl.crawler import (
+    Crawler,
+    CrawlSettings,
+    CrawlStats,
+    Page,
+    PageHook,
+    StoreUnreachable,
+)
 from polite.crawl.setup import open_crawler
 
-__all__ = ["CrawlSettings", "CrawlStats", "Crawler", "Page", "PageHook", "open_crawler"]
+__all__ = ["CrawlSettings", "CrawlStats", "Crawler", "Page", "PageHook", "StoreUnreachable",
+           "open_crawler"]

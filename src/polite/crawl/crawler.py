@@ -43,13 +43,13 @@ from polite.core.robots.model import AgentRules
 from polite.core.urls import split_origin
 from polite.crawl.html import Link, extract_links
 from polite.crawl.output import CrawlOutput, Exchange
-from polite.errors import InvalidURL
+from polite.errors import InvalidURL, PoliteError
 from polite.fetch.http import FetchResult, PageFetcher
 from polite.fetch.politeness import NO_RETRY, Politeness
 from polite.fetch.sitemaps import SitemapWalker
 from polite.storage.frontier import FrontierCounts, FrontierItem, FrontierStore, settle
 
-__all__ = ["CrawlSettings", "CrawlStats", "Crawler", "Page", "PageHook"]
+__all__ = ["CrawlSettings", "CrawlStats", "Crawler", "Page", "PageHook", "StoreUnreachable"]
 
 # Hosts whose state says their guidance is read; anything else is set up before a page.
 READY = "ready"
@@ -66,6 +66,20 @@ DUE_HOSTS_READ = 1_000
 # machine.
 def _margin_s(wait_s: float) -> float:
     return min(0.05, 0.005 + 0.02 * wait_s)
+
+
+# While a shared store (Redis) does not answer, it is asked again after this long, doubled
+# each time up to the most: its return is seen within seconds, and a dead one costs little.
+STORE_RETRY_S = 0.5
+STORE_RETRY_MAX_S = 8.0
+# A store that answers again is said to be back once it has answered this long: the first
+# requests after a restart may still meet a connection the restart closed, and that is
+# the same outage, not a new one to tell.
+STORE_SETTLE_S = 3.0
+
+
+class StoreUnreachable(PoliteError):
+    """The crawl's store did not answer for longer than the crawl waits for it."""
 
 
 
@@ -89,6 +103,7 @@ class CrawlSettings:
     max_redirects: int = 5
     fetch_deadline_s: float = 60.0  # a whole fetch, however slowly the bytes drip
     lease_s: float = 600.0
+    store_patience_s: float = 600.0  # a shared store unreachable this long ends the crawl
     max_attempts: int = 3  # 429 / 503 answers before a URL is given up
     robots_attempts: int = 3  # robots.txt failures (5xx, 429, network) before a site's
     # URLs are given up; until then the site waits for the fetcher's back-off
@@ -226,7 +241,13 @@ class Crawler:
         *,
         walker: SitemapWalker | None = None,
         on_page: PageHook | None = None,
+        unreachable: tuple[type[BaseException], ...] = (),
+        on_store: Callable[[bool, str], None] | None = None,
     ) -> None:
+        """``unreachable``: the errors that say the store does not answer (its server is
+        down or restarting); the crawl then waits for it, telling ``on_store(False,
+        error)`` once and ``on_store(True, "")`` when it is back, and goes on with the URLs
+        it held."""
         self.settings = settings or CrawlSettings()
         self._politeness = politeness
         self._frontier = frontier
@@ -243,6 +264,7 @@ class Crawler:
         self._pending: dict[str, FrontierItem] = {}  # leased, waiting for its slot
         self._host_states: dict[str, str] = {}
         self._host_rules: dict[str, AgentRules] = {}
+        self._sites_recorded: set[str] = set()  # hosts with their line in sites.jsonl
         self._host_fetched: Counter[str] = Counter()
         self._fetched_total = 0
         self._wake = asyncio.Event()
@@ -252,6 +274,12 @@ class Crawler:
         self._shared = False
         self._poll_s = 1.0
         self._user_agent = self.settings.user_agent or self.settings.agent
+        self._unreachable = unreachable
+        self._on_store = on_store
+        self._store_down_at: float | None = None  # when the store stopped answering
+        self._store_hosts: set[str] = set()  # hosts whose turn the store's outage ended
+        self._store_said_down = False  # on_store(False, ...) told, on_store(True, "") not yet
+        self._store_back_at: float | None = None  # when to tell that it is back
 
     # -- the frontier -----------------------------------------------------------------------
 
@@ -323,10 +351,80 @@ class Crawler:
         finally:
             if self._tasks:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
-            for item in self._pending.values():
-                await self._frontier.release(item)
+            try:
+                for item in self._pending.values():
+                    await self._frontier.release(item)
+            except Exception as exc:
+                if not self.is_unreachable(exc):
+                    raise
+                # stopped while the store is away: the leases come back when they run out
             self._pending.clear()
+            if self._store_down_at is None:
+                self._store_settled(ended=True)
         return self.stats
+
+    # -- the store's outages ------------------------------------------------------------------
+
+    def is_unreachable(self, exc: BaseException | None) -> bool:
+        """Whether ``exc`` (or what caused it) says the store does not answer."""
+        while exc is not None:
+            if isinstance(exc, self._unreachable):
+                return True
+            exc = exc.__cause__ or exc.__context__
+        return False
+
+    def _store_lost(self, exc: BaseException) -> None:
+        if self._store_down_at is None:
+            self._store_down_at = self._clock()
+        self._store_back_at = None
+        if not self._store_said_down:
+            self._store_said_down = True
+            cause = exc
+            while isinstance(cause, _TurnFailed) and cause.__cause__ is not None:
+                cause = cause.__cause__
+            if self._on_store is not None:
+                self._on_store(False, str(cause) or type(cause).__name__)
+        self._wake.set()
+
+    def _store_settled(self, *, ended: bool = False) -> None:
+        """Tell that the store is back once it has answered for :data:`STORE_SETTLE_S` (or
+        the crawl ended with it answering)."""
+        back_at = self._store_back_at
+        if back_at is not None and (ended or self._clock() >= back_at):
+            self._store_back_at = None
+            self._store_said_down = False
+            if self._on_store is not None:
+                self._on_store(True, "")
+
+    async def _await_store(self) -> None:
+        """Wait for the store to answer again (asking it with a growing pause), then
+        reschedule the hosts whose turns its outage ended; :class:`StoreUnreachable` past
+        ``store_patience_s``. Returns at once when the crawl is stopped."""
+        down_at = self._store_down_at
+        assert down_at is not None
+        pause = STORE_RETRY_S
+        while not self._stopping:
+            await self._idle(pause)
+            if self._stopping:
+                return
+            try:
+                await self._frontier.counts()
+            except Exception as exc:
+                if not self.is_unreachable(exc):
+                    raise
+                waited = self._clock() - down_at
+                if waited > self.settings.store_patience_s:
+                    raise StoreUnreachable(
+                        f"the store did not answer for {waited:.0f} s ({exc}); stopped (the "
+                        "same command goes on once it is back)") from exc
+                pause = min(pause * 2, STORE_RETRY_MAX_S)
+                continue
+            self._store_down_at = None
+            self._store_back_at = self._clock() + STORE_SETTLE_S
+            for host in self._store_hosts | set(self._pending):
+                self._schedule(host, self._clock())
+            self._store_hosts.clear()
+            return
 
     def _budget_left(self) -> bool:
         limit = self.settings.max_pages
@@ -360,9 +458,20 @@ class Crawler:
         next_poll = self._clock() + self._poll_s
         while not self._stopping:
             self.stats.waiting_hosts = len(self._due)
+            self._store_settled()
+            if self._store_down_at is not None:
+                await self._await_store()
+                next_poll = self._clock()
+                continue
             if self._shared and self._clock() >= next_poll:
-                if await self._poll() and not self.stats.in_flight:
-                    return
+                try:
+                    if await self._poll() and not self.stats.in_flight:
+                        return
+                except Exception as exc:
+                    if not self.is_unreachable(exc):
+                        raise
+                    self._store_lost(exc)
+                    continue
                 next_poll = self._clock() + self._poll_s
             until_poll = next_poll - self._clock() if self._shared else None
             budget = self._budget_left()
@@ -394,14 +503,27 @@ class Crawler:
         """One URL of ``host``: set the host up if needed, then check, fetch and record."""
         again: float | None = None
         try:
-            again = await self._take(host)
-        except _TurnFailed as failed:  # a task boundary: one URL's failure ends no crawl
-            assert failed.__cause__ is not None
-            again = await self._failed(failed.item, failed.__cause__)
-        except Exception as exc:  # before a URL was taken (the frontier itself)
-            self.stats.failed += 1
-            self._output.page({"host": host, "outcome": "failed",
-                               "reason": f"{type(exc).__name__}: {exc}"})
+            try:
+                again = await self._take(host)
+            except _TurnFailed as failed:  # a task boundary: one URL's failure ends no crawl
+                assert failed.__cause__ is not None
+                if self.is_unreachable(failed.__cause__):
+                    # not the URL's failure: it is tried again once the store is back
+                    self._pending.setdefault(host, failed.item)
+                    raise
+                again = await self._failed(failed.item, failed.__cause__)
+            except Exception as exc:  # before a URL was taken (the frontier itself)
+                if self.is_unreachable(exc):
+                    raise
+                self.stats.failed += 1
+                self._output.page({"host": host, "outcome": "failed",
+                                   "reason": f"{type(exc).__name__}: {exc}"})
+        except Exception as exc:
+            if not self.is_unreachable(exc):
+                raise
+            again = None
+            self._store_hosts.add(host)
+            self._store_lost(exc)
         finally:
             self._in_flight[host] -= 1
             self.stats.in_flight -= 1
@@ -493,7 +615,10 @@ class Crawler:
         if isinstance(robots, DisallowAll):
             return None  # set up again once robots.txt can be read
         refusal = language_refusal(rules.language, self.settings.languages)
-        self._output.site(_site_record(host, origin, robots, rules, refusal))
+        if host not in self._sites_recorded:
+            # once: a host whose sitemaps wait for its delay is set up again when it is due
+            self._sites_recorded.add(host)
+            self._output.site(_site_record(host, origin, robots, rules, refusal))
         if refusal is not None:
             await self._set_host_state(host, REFUSED + refusal)
             return None
@@ -519,7 +644,7 @@ class Crawler:
         walker = self._walker
         assert walker is not None
         depth = item.depth + 1
-        async for file, entries in walker.walk(origin):
+        async for file, entries in walker.walk(origin, headers=self._request_headers(host)):
             record: dict[str, Any] = {
                 "url": file.url, "outcome": "failed" if file.error else "fetched",
                 "kind": "sitemap", "status": file.status, "via": "robots.txt"
@@ -559,6 +684,8 @@ class Crawler:
     # -- fetching ---------------------------------------------------------------------------
 
     def _request_headers(self, host: str) -> dict[str, str]:
+        """Every request to ``host`` after its robots.txt, pages and sitemaps alike: the
+        User-Agent and the site's REGP guidance (seed 000, 3.2.9-3.2.12)."""
         rules = self._host_rules.get(host, AgentRules())
         return {"User-Agent": self._user_agent,
                 **accept_headers(rules, self.settings.languages)}
@@ -700,7 +827,11 @@ class Crawler:
         base = item.url
         if content_type in HTML_TYPES or (not content_type and body.lstrip()[:1] == b"<"):
             text = _decode(body, got.charset)
-            found = extract_links(text, item.url, agent)
+            # On a thread: the parser lets go of the GIL, so the loop goes on meanwhile
+            # (other fetches, Ctrl-C and SIGTERM) however long a page takes.
+            found = await asyncio.to_thread(extract_links, text, item.url, agent)
+            if found.cut is not None:
+                record["parse_cut"] = found.cut
             directives = combine(directives, found.directives)
             links, base = found.links, found.base
         plan = page_plan(directives, item.page_type)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -49,6 +50,7 @@ async def open_crawler(
     on_page: PageHook | None = None,
     worker: str = "",
     knobs: Knobs = KEYWORDS,
+    on_store: Callable[[bool, str], None] | None = None,
 ) -> AsyncIterator[Crawler]:
     """A crawler writing to ``folder``, its state in ``store`` (``sqlite:///PATH``,
     ``memory://``; by default ``crawl.sqlite`` in the folder, which a crawl started again
@@ -56,7 +58,8 @@ async def open_crawler(
     this process's leases in a frontier that workers share (``redis://``). Private
     addresses are refused unless ``allow_private``, or in ``allow_networks``; ``resolve``
     gives a host's addresses (the system's resolver by default). ``knobs``: how the caller
-    names the settings its errors point at (the command line's flags)."""
+    names the settings its errors point at (the command line's flags). While a Redis store
+    does not answer the crawl waits for it, telling ``on_store`` (see :class:`Crawler`)."""
     # Checked before the folder is made; Politeness checks them again, by these names.
     check_float(default_delay_s, NON_NEGATIVE, knob=knobs.default_delay_s)
     check_float(max_crawl_delay_s, NON_NEGATIVE, knob="max_crawl_delay_s=")
@@ -97,14 +100,22 @@ async def open_crawler(
     walker = SitemapWalker(client, politeness, cross_host="host",
                            timeout=httpx.Timeout(30.0, connect=10.0))
     output = CrawlOutput(out, warc=settings.warc)
+    unreachable: tuple[type[BaseException], ...] = ()
+    if isinstance(politeness_store, RedisStore):
+        from polite.storage.redis import UNREACHABLE
+
+        unreachable = UNREACHABLE
     try:
         yield Crawler(politeness, frontier, pages, output, clock, settings, walker=walker,
-                      on_page=on_page)
+                      on_page=on_page, unreachable=unreachable, on_store=on_store)
     finally:
         output.close()
         await pages.close()
         await client.aclose()
         await robots_client.aclose()
-        await frontier.close()
-        await politeness_store.close()
+        # what is still to be written to a store that went away stays unwritten
+        with contextlib.suppress(*unreachable):
+            await frontier.close()
+        with contextlib.suppress(*unreachable):
+            await politeness_store.close()
         lock.close()

@@ -17,8 +17,9 @@ import asyncio
 import copy
 import hashlib
 import time
+import zlib
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import urljoin
@@ -30,6 +31,7 @@ from polite.core.robots.lifecycle import Parsed
 from polite.core.sitemaps import Entry, ParseIssue, SitemapParser
 from polite.core.sitemaps.model import MAX_SITEMAP_BYTES, MAX_SITEMAP_URLS
 from polite.errors import InvalidURL
+from polite.fetch.http import _INFLATE_STEP, _Inflater
 from polite.fetch.politeness import NO_RETRY, Politeness
 from polite.fetch.redirects import follow, redirect_target
 from polite.fetch.robots import normal_url, split_origin
@@ -214,10 +216,13 @@ class SitemapWalker:
 
     # -- the walk ----------------------------------------------------------------------------
 
-    async def walk(self, site: str, summary: WalkSummary | None = None
+    async def walk(self, site: str, summary: WalkSummary | None = None, *,
+                   headers: Mapping[str, str] | None = None
                    ) -> AsyncIterator[tuple[SitemapFile, list[Entry]]]:
         """Each file as it is finished, with its page entries (duplicates and off-policy
-        URLs left out). ``summary``, when given, is kept up to date."""
+        URLs left out). ``summary``, when given, is kept up to date. ``headers``: those of
+        every request to the site's host (a crawler's, with the site's REGP guidance:
+        Cookie, Accept-Encoding...) in place of the walker's User-Agent alone."""
         origin, site_host = split_origin(site)
         summary = summary if summary is not None else WalkSummary(origin)
         listed, summary.robots = await self._discover(site)
@@ -257,7 +262,8 @@ class SitemapWalker:
             else:
                 seen[key] = item.url
                 fetched += 1
-                file, entries, children, digest = await self._read(item, site_host, pages)
+                file, entries, children, digest = await self._read(item, site_host, pages,
+                                                                    headers=headers)
                 if file.error is None and (file.urls or file.sitemaps or file.duplicates):
                     if digest in contents:  # the same content under another name (.xml.gz)
                         file = _replace_duplicate(file, contents[digest])
@@ -274,6 +280,18 @@ class SitemapWalker:
                 continue
             summary.add(file)
             yield file, []
+
+    def _headers(self, url: str, site_host: str, headers: Mapping[str, str] | None
+                 ) -> dict[str, str]:
+        """A request's headers: the walk's for the site's own host, else the walker's
+        User-Agent and the file as it is stored (no Content-Encoding on top)."""
+        if headers is not None:
+            try:
+                if split_origin(url)[1] == site_host:
+                    return dict(headers)
+            except InvalidURL:
+                pass
+        return {"User-Agent": self._politeness.agent, "Accept-Encoding": "identity"}
 
     async def _polite_turn(self, url: str) -> str | None:
         """Wait for ``url``'s slot; the reason when it may not be fetched at all."""
@@ -298,7 +316,8 @@ class SitemapWalker:
         return file
 
     async def _read(self, item: _Queued, site_host: str, pages: set[str],
-                    emit: Callable[[list[Entry]], None] | None = None
+                    emit: Callable[[list[Entry]], None] | None = None,
+                    headers: Mapping[str, str] | None = None
                     ) -> tuple[SitemapFile, list[Entry], list[str], bytes]:
         refusal = await self._polite_turn(item.url)
         if refusal is not None:
@@ -365,8 +384,8 @@ class SitemapWalker:
                 async with asyncio.timeout(self.file_deadline_s):
                     async with self._client.stream(
                         "GET", url, follow_redirects=False, timeout=self._timeout,
-                        headers={"User-Agent": self._politeness.agent,
-                                 "Accept-Encoding": "identity"}, extensions={"trace": trace},
+                        headers=self._headers(url, site_host, headers),
+                        extensions={"trace": trace},
                     ) as response:
                         if sent and sent[0] - hop_started > 0.001:
                             # The request left later than its slot (a connection to open, a
@@ -382,13 +401,27 @@ class SitemapWalker:
                         if target is None and status >= 300:
                             error = f"HTTP {status}"
                         elif target is None:
+                            # A Content-Encoding the site's Encoding asked for is undone here,
+                            # a bounded step at a time; a gzipped file itself (.xml.gz) is
+                            # the parser's.
+                            coding = response.headers.get("content-encoding", "").strip().lower()
+                            inflater = _Inflater(coding) if coding in (
+                                "gzip", "x-gzip", "deflate") else None
                             async for chunk in response.aiter_raw():
-                                take(parser.feed(chunk))
+                                if inflater is None:
+                                    take(parser.feed(chunk))
+                                    continue
+                                piece = inflater.inflate(chunk, _INFLATE_STEP)
+                                while piece and parser.stopped is None:
+                                    take(parser.feed(piece))
+                                    piece = inflater.more(_INFLATE_STEP)
                                 if parser.stopped is not None:
                                     break
                             take(parser.close())
             except TimeoutError:
                 error = f"took longer than {self.file_deadline_s:.0f} s"
+            except zlib.error as exc:
+                error = f"the body's Content-Encoding is broken ({exc})"
             except httpx.TimeoutException:
                 error = "timed out"
             except httpx.TransportError as exc:

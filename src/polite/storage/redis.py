@@ -39,14 +39,26 @@ from urllib.parse import parse_qs, urlsplit
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import (
+    ClusterDownError,
+    NoScriptError,
+    RedisError,
+    TryAgainError,
+)
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT, FieldT
 
 from polite.core.politeness.rules import RESPONSE_TIME_WEIGHT, HostClaim, SlotClaim
 from polite.errors import ConfigError, SettingError
 from polite.storage.base import COUNTERS, FACTS, HostActivity, HostFacts, RobotsRecord
 
-__all__ = ["AnyRedis", "RedisStore", "client_from_url"]
+__all__ = ["UNREACHABLE", "AnyRedis", "RedisStore", "client_from_url"]
+
+# What says the server does not answer (down, restarting, loading its files, a Cluster
+# without a quorum) rather than that a request was wrong: a client may wait and ask again.
+UNREACHABLE: tuple[type[BaseException], ...] = (
+    RedisConnectionError, RedisTimeoutError, ClusterDownError, TryAgainError, OSError)
 
 # The scripts' clock: the time a caller gave (seconds), or the server's own when it gave ""
 # (so that nodes whose clocks disagree are judged by one).
@@ -229,6 +241,12 @@ class _Cluster(RedisCluster):
         return await super().execute_command(*args, **kwargs)
 
 
+# A pooled connection idle this long is asked PING before it is used again, and made anew
+# when that fails: after a server restarts, the connections the pool held are dead, and a
+# crawl waiting out the restart would otherwise meet each of them as a new outage.
+HEALTH_CHECK_S = 1.0
+
+
 def client_from_url(url: str, *, knob: str = "store=") -> tuple[AnyRedis, str]:
     """A client and the key prefix from ``redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]``
     (``rediss://`` for TLS); the prefix is ``polite:`` unless the URL names one.
@@ -256,10 +274,11 @@ def client_from_url(url: str, *, knob: str = "store=") -> tuple[AnyRedis, str]:
                 raise SettingError(knob, url, "a Redis Cluster has database 0 only")
             client: AnyRedis = _Cluster.from_url(
                 parts._replace(query=rest, path="").geturl(), socket_timeout=5.0,
-                socket_connect_timeout=5.0)
+                socket_connect_timeout=5.0, health_check_interval=HEALTH_CHECK_S)
         else:
             client = aioredis.Redis.from_url(plain, socket_timeout=5.0,
-                                             socket_connect_timeout=5.0)
+                                             socket_connect_timeout=5.0,
+                                             health_check_interval=HEALTH_CHECK_S)
     except (ValueError, RedisError) as exc:
         raise SettingError(knob, url, str(exc)) from exc
     return client, prefix

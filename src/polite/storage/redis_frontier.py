@@ -2,13 +2,15 @@
 
 Every key of a host carries the hash tag ``{HOST}``, so that in a Redis Cluster all of a
 host's keys share one slot and each operation on a host is one Lua script, atomic on the
-server; the crawl-wide keys carry the tag ``{f}`` and share another. No script touches
-both: a host's script returns the host's state (a version, its due time, its counts), the
-client holds the newest state of each host and applies it to the crawl-wide keys
-(``_APPLY``) in the pipeline of its next call, or within :data:`APPLY_S`; ``_APPLY`` takes a
-state only if it is newer than the one it has and moves the counts by the difference from
-the host's last state. A page's changes (its links, its acknowledgement, its host's next
-lease: :meth:`RedisFrontier.settle`) are one round trip.
+server (a host with a brace or a percent sign in it, ``}evil.test``, which a lenient URL
+parser lets through, stands there percent-encoded, ``{%7Devil.test}``: its brace would end
+the tag early and scatter its keys over several slots); the crawl-wide keys carry the tag
+``{f}`` and share another. No script touches both: a host's script returns the host's state
+(a version, its due time, its counts), the client holds the newest state of each host and
+applies it to the crawl-wide keys (``_APPLY``) in the pipeline of its next call, or within
+:data:`APPLY_S`; ``_APPLY`` takes a state only if it is newer than the one it has and moves
+the counts by the difference from the host's last state. A page's changes (its links, its
+acknowledgement, its host's next lease: :meth:`RedisFrontier.settle`) are one round trip.
 
 Keys (``PREFIX`` as :class:`polite.storage.RedisStore`'s, ``polite:`` unless the URL says
 ``?prefix=``):
@@ -79,6 +81,7 @@ from typing import Any, NamedTuple, cast
 from polite.errors import ConfigError, InvalidURL
 from polite.storage.frontier import NO_BATCH, Batch, FrontierCounts, FrontierItem, Settled
 from polite.storage.redis import (
+    UNREACHABLE,
     AnyRedis,
     _Call,
     _is_cluster,
@@ -402,6 +405,16 @@ def _unpack(host: str, short: str, packed: str) -> FrontierItem:
                         attempts=int(attempts), not_before=float(not_before))
 
 
+def _tag(host: str) -> str:
+    """``host`` as its keys' hash tag: as it is, unless it holds a brace (which would end
+    the tag, or leave it empty, and scatter the host's keys over the Cluster's slots) or a
+    percent sign; those three are percent-encoded, so no two hosts share a tag and every
+    host without them keeps the keys it always had."""
+    if "{" in host or "}" in host or "%" in host:
+        return host.replace("%", "%25").replace("{", "%7B").replace("}", "%7D")
+    return host
+
+
 class RedisFrontier:
     """The frontier in a Redis database (one server, or a Redis Cluster): every change of a
     host one script, atomic on the server.
@@ -466,9 +479,11 @@ class RedisFrontier:
         return NO_BATCH  # each change is a script of its own, atomic on the server
 
     def _keys(self, host: str) -> list[str]:
-        p = self._prefix
-        return [f"{p}{name}:{{{host}}}" for name in ("fq", "fd", "fp", "fl", "fi", "fs", "fm",
-                                                         "fo")]
+        return [self._key(name, host) for name in ("fq", "fd", "fp", "fl", "fi", "fs", "fm",
+                                                   "fo")]
+
+    def _key(self, name: str, host: str) -> str:
+        return f"{self._prefix}{name}:{{{_tag(host)}}}"
 
     # -- the round trips --------------------------------------------------------------------
 
@@ -698,11 +713,11 @@ class RedisFrontier:
         return {_text(host): int(n) for host, n in counts.items()}
 
     async def get_host_state(self, host: str) -> str | None:
-        state = await self._redis.hget(f"{self._prefix}fm:{{{host}}}", "state")
+        state = await self._redis.hget(self._key("fm", host), "state")
         return None if state is None else _text(state)
 
     async def set_host_state(self, host: str, state: str) -> None:
-        await self._redis.hset(f"{self._prefix}fm:{{{host}}}", "state", state)
+        await self._redis.hset(self._key("fm", host), "state", state)
 
     async def add_seed_hosts(self, hosts: Sequence[str]) -> None:
         if hosts:
@@ -763,7 +778,7 @@ class RedisFrontier:
         async def beat() -> None:
             renewed = time.time()
             while True:
-                with contextlib.suppress(OSError, ConnectionError, TimeoutError):
+                with contextlib.suppress(*UNREACHABLE):
                     await self.heartbeat(about(False))
                     if time.time() - renewed >= lease_s / 3:
                         renewed = time.time()
@@ -777,7 +792,7 @@ class RedisFrontier:
             ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await ticker
-            with contextlib.suppress(OSError, ConnectionError, TimeoutError):
+            with contextlib.suppress(*UNREACHABLE):
                 await self.heartbeat(about(True))
 
     async def forget_worker(self) -> None:

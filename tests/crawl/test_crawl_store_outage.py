@@ -1,0 +1,153 @@
+"""Redis killed midway through a shared crawl and started again on the same files: the crawl
+waits for it, saying so in one line, then goes on with the URLs it held (no lease runs out)
+and ends as if nothing happened."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from polite.crawl import CrawlSettings, StoreUnreachable, open_crawler
+from tests.redis_server import free_port, start_redis
+from tests.sites import Reply, Site, serve
+
+PAGES = 30
+HTML = {"Content-Type": "text/html"}
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+
+
+def chain(host: str) -> Site:
+    site = Site(host)
+    site.routes["/robots.txt"] = Reply(200, b"User-agent: *\nCrawl-delay: 0.1\n")
+    for i in range(PAGES):
+        link = f'<a href="/p{i + 1}">next</a>' if i + 1 < PAGES else ""
+        site.routes["/" if i == 0 else f"/p{i}"] = Reply(200, link.encode(), HTML)
+    return site
+
+
+def wait_until(check: object, what: str, deadline_s: float = 30.0) -> None:
+    end = time.monotonic() + deadline_s
+    while not check():  # type: ignore[operator]
+        assert time.monotonic() < end, what
+        time.sleep(0.02)
+
+
+def test_a_crawl_waits_for_redis_and_goes_on_when_it_is_back(tmp_path: Path) -> None:
+    data = tmp_path / "redis"
+    data.mkdir()
+    port = free_port()
+    server = start_redis(data, port, appendonly=True)
+    store = f"redis://127.0.0.1:{port}/0?prefix=outage{uuid.uuid4().hex[:8]}:"
+    site = chain("127.0.6.51")
+    with serve(site):
+        crawl = subprocess.Popen(
+            [sys.executable, "-m", "polite", "crawl", site.origin + "/", "--out",
+             str(tmp_path / "out"), "--store", store, "--worker", "w1", "--allow-private",
+             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+        try:
+            wait_until(lambda: len(site.requests) > 8, "the crawl did not get going")
+            server.send_signal(signal.SIGKILL)
+            server.wait(10)
+            killed_at = len(site.requests)
+            time.sleep(3)
+            assert crawl.poll() is None, crawl.communicate()[1][-3000:]  # it waits
+            server = start_redis(data, port, appendonly=True)
+            back = time.monotonic()
+            out, err = crawl.communicate(timeout=120)
+            took = time.monotonic() - back
+        finally:
+            crawl.kill()
+            server.terminate()
+            server.wait(10)
+    assert crawl.returncode == 0, err[-3000:]
+    assert "Traceback" not in err
+    said = [line for line in err.splitlines() if "unreachable" in line]
+    assert len(said) == 1 and said[0].startswith("polite crawl: the store"), err
+    assert any("back" in line for line in err.splitlines())
+    # Every page, and the URL the worker held at the kill without waiting out its lease
+    # (600 s): all within a few seconds of the store coming back.
+    paths = {path for path in site.requests if path != "/robots.txt"}
+    assert paths == {"/", *(f"/p{i}" for i in range(1, PAGES))}
+    assert killed_at < len(site.requests)
+    assert took < 60
+    summary = json.loads(out)
+    assert summary["frontier"]["queued"] == 0 and summary["frontier"]["fetched"] == PAGES
+
+
+def test_sigterm_while_waiting_for_redis_stops_the_crawl_cleanly(tmp_path: Path) -> None:
+    data = tmp_path / "redis"
+    data.mkdir()
+    port = free_port()
+    server = start_redis(data, port)
+    store = f"redis://127.0.0.1:{port}/0?prefix=gone{uuid.uuid4().hex[:8]}:"
+    site = chain("127.0.6.52")
+    with serve(site):
+        crawl = subprocess.Popen(
+            [sys.executable, "-m", "polite", "crawl", site.origin + "/", "--out",
+             str(tmp_path / "out"), "--store", store, "--worker", "w1", "--allow-private",
+             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+        try:
+            wait_until(lambda: len(site.requests) > 4, "the crawl did not get going")
+            server.send_signal(signal.SIGKILL)
+            server.wait(10)
+            time.sleep(2)  # it waits, asking the store now and then
+            assert crawl.poll() is None
+            crawl.send_signal(signal.SIGTERM)
+            out, err = crawl.communicate(timeout=30)
+        finally:
+            crawl.kill()
+    assert crawl.returncode == 130, err[-3000:]
+    assert "Traceback" not in err and "unreachable" in err
+    summary = json.loads(out)
+    assert summary["stopped"] is True and summary["frontier"] is None  # the store's totals
+
+
+def test_a_store_gone_for_longer_than_the_crawl_waits_ends_it_with_a_clear_error(
+        tmp_path: Path) -> None:
+    data = tmp_path / "redis"
+    data.mkdir()
+    port = free_port()
+    server = start_redis(data, port)
+    store = f"redis://127.0.0.1:{port}/0?prefix=gone{uuid.uuid4().hex[:8]}:"
+    site = chain("127.0.6.53")
+    told: list[tuple[bool, str]] = []
+
+    async def run() -> None:
+        settings = CrawlSettings(agent="PatientBot", store_patience_s=2.0)
+        async with open_crawler(tmp_path / "out", settings, store=store, default_delay_s=0.0,
+                                allow_private=True, worker="w1",
+                                on_store=lambda up, detail: told.append((up, detail))
+                                ) as crawler:
+            await crawler.add_seeds([site.origin + "/"])
+            task = asyncio.create_task(crawler.run(owns_store=False, poll_s=0.2))
+            while len(site.requests) < 4:
+                await asyncio.sleep(0.02)
+            server.send_signal(signal.SIGKILL)
+            await asyncio.to_thread(server.wait, 10)
+            await task
+
+    with serve(site), pytest.raises(StoreUnreachable, match="did not answer for"):
+        try:
+            asyncio.run(asyncio.wait_for(run(), 60))
+        finally:
+            server.kill()
+    assert len(told) == 1 and told[0][0] is False and told[0][1]  # said once, with the error
+
+
+def test_a_store_that_does_not_answer_at_the_start_is_a_clear_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "polite", "crawl", "http://127.0.6.54:9/", "--out",
+         str(tmp_path), "--store", f"redis://127.0.0.1:{free_port()}/0", "--allow-private"],
+        capture_output=True, text=True, timeout=60, env=ENV)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("polite: --store redis://127.0.0.1:")
+    assert "cannot reach it" in done.stderr

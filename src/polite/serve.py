@@ -309,7 +309,7 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
     async def run() -> None:
         port = await proxy.start(settings.host, settings.port)
         out.write(f"polite serve: listening on http://{settings.host}:{port} "
-                  f"(REST API and HTTP proxy; store {settings.store}, agent "
+                  f"(REST API and HTTP proxy; store {env['store']}, agent "
                   f"{settings.agent!r}, mode {settings.mode}, "
                   f"loop {type(asyncio.get_running_loop()).__module__.split('.')[0]})\n")
         if interception is not None:

@@ -6,13 +6,25 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import pytest
 import redis
 
 from tests.redis_server import redis_server
-from tests.serving import free_port
+from tests.serving import free_port, polite_serve
+
+LONG_LABEL = "a" * 64
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+    """The defaults (no --allow-private: every host is looked up before it is asked)."""
+    db = tmp_path_factory.mktemp("hard") / "polite.sqlite"
+    with polite_serve("--store", f"sqlite:///{db}") as client:
+        yield client
 
 
 def test_the_start_up_line_masks_the_redis_password(tmp_path: Path) -> None:
@@ -46,3 +58,40 @@ def test_the_start_up_line_masks_the_redis_password(tmp_path: Path) -> None:
             finally:
                 process.terminate()
                 process.wait(10)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "options", "named"),
+    [
+        ("POST", "/politeness/verbose", {"json": [f"http://{LONG_LABEL}.com/x"]}, "63"),
+        ("POST", "/politeness", {"json": [f"http://{LONG_LABEL}.com/x"]}, "63"),
+        ("GET", "/politeness", {"params": {"urls": f"http://{LONG_LABEL}.com/x"}}, "63"),
+        ("GET", "/sitemaps", {"params": {"site": f"http://{LONG_LABEL}.com"}}, "63"),
+        ("POST", "/politeness/feedback",
+         {"json": [{"url": f"http://{LONG_LABEL}.com/x", "status": 503}]}, "63"),
+        # a netloc that NFKC normalisation would change: urlsplit's ValueError
+        ("POST", "/politeness/feedback",
+         {"json": [{"url": "http://ex\uff03ample.com/", "status": 503}]}, "'url'"),
+        ("POST", "/politeness/verbose",
+         {"content": b"[" * 100_000 + b"]" * 100_000}, "nested"),
+        ("POST", "/politeness/feedback",
+         {"content": b"[" * 100_000 + b"]" * 100_000}, "nested"),
+    ],
+)
+def test_inputs_that_crashed_get_a_clear_400(api: httpx.Client, method: str, path: str,
+                                             options: dict[str, object], named: str) -> None:
+    answer = api.request(method, path, **options)  # type: ignore[arg-type]
+    assert answer.status_code == 400, answer.text
+    assert named in answer.json()["error"]
+    assert api.get("/health").json() == {"status": "ok"}
+
+
+@pytest.mark.parametrize("domain", ["not%20a%20host", f"{LONG_LABEL}.com", "a..b", "e.com%3A80"])
+def test_a_delay_for_what_cannot_be_a_host_is_refused(api: httpx.Client, domain: str) -> None:
+    answer = api.put(f"/delays/{domain}", json={"delay": 5})
+    assert answer.status_code == 400, answer.text
+    assert "host" in answer.json()["error"]
+    listed = {row["domain"] for row in api.get("/delays").json()}
+    assert not any(" " in name or ".." in name or len(name) > 63 for name in listed), listed
+    ok = api.put("/delays/b\u00fccher.example", json={"delay": 5})
+    assert ok.status_code == 200

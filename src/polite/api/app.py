@@ -22,11 +22,11 @@ from starlette.routing import Route
 
 from polite.api.dashboard import MAX_PAGE_ROWS, SORTS, STATES, Dashboard, HostQuery, static_file
 from polite.core.sitemaps.model import MAX_SITEMAP_URLS
+from polite.core.urls import host_name_problem, split_origin
 from polite.errors import InvalidURL
 from polite.fetch.activity import Activity
 from polite.fetch.cache import PageCache
 from polite.fetch.politeness import Politeness, Verdict
-from polite.fetch.robots import split_origin
 from polite.fetch.sitemaps import SitemapWalker, WalkSummary
 from polite.storage.base import Store
 
@@ -65,6 +65,21 @@ async def _json_body(request: Request) -> Any:
         return json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise _Problem(400, f"the body is not JSON: {exc}") from None
+    except RecursionError:
+        raise _Problem(400, "the body is JSON nested deeper than this server reads") from None
+
+
+def _host_of(url: str) -> str | None:
+    """The host of an http(s) URL, or None for what is no such URL (its verdict says so);
+    a host no request could go to (a label over 63 characters, say) is a 400."""
+    try:
+        host = split_origin(url)[1]
+    except InvalidURL:
+        return None
+    problem = host_name_problem(host)
+    if problem is not None:
+        raise _Problem(400, f"{url[:200]!r}: {problem}")
+    return host
 
 
 def _url_list(value: Any) -> list[str]:
@@ -72,6 +87,8 @@ def _url_list(value: Any) -> list[str]:
         raise _Problem(400, "expected a JSON array of URL strings")
     if len(value) > MAX_URLS_PER_CALL:
         raise _Problem(413, f"{len(value)} URLs in one call; at most {MAX_URLS_PER_CALL}")
+    for url in value:
+        _host_of(url)
     return value
 
 
@@ -85,8 +102,8 @@ def _feedback(item: Any, n: int
         raise _Problem(400, f"item {n}: expected an object")
     url, status = item.get("url"), item.get("status")
     elapsed, retry_after = item.get("elapsedMs"), item.get("retryAfter")
-    if not isinstance(url, str) or not urlsplit(url).hostname:
-        raise _Problem(400, f"item {n}: 'url' must be an absolute URL")
+    if not isinstance(url, str) or _host_of(url) is None:
+        raise _Problem(400, f"item {n}: 'url' must be an absolute http(s) URL")
     departure = status is None and item.get("lateMs") is not None
     if not departure and (isinstance(status, bool) or not isinstance(status, int)
                           or not 100 <= status <= 599):
@@ -258,6 +275,7 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
             origin = split_origin(site)[0]
         except InvalidURL as exc:
             raise _Problem(400, str(exc)) from exc
+        _host_of(origin)
         summary = WalkSummary(origin)
         files: list[dict[str, object]] = []
         urls: list[str] = []
@@ -317,6 +335,9 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
     async def put_delay(request: Request) -> Response:
         authorize(request)
         domain = request.path_params["domain"].lower()
+        problem = host_name_problem(domain)
+        if problem is not None:
+            raise _Problem(400, f"PUT /delays/{{domain}}: {problem}")
         body = await _json_body(request)
         delay = body.get("delay") if isinstance(body, dict) else None
         if isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 <= delay \

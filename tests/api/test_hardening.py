@@ -14,7 +14,8 @@ import pytest
 import redis
 
 from tests.redis_server import redis_server
-from tests.serving import free_port, polite_serve
+from tests.serving import free_port, polite_serve, through
+from tests.sites import Reply, Site, serve
 
 LONG_LABEL = "a" * 64
 
@@ -95,3 +96,22 @@ def test_a_delay_for_what_cannot_be_a_host_is_refused(api: httpx.Client, domain:
     assert not any(" " in name or ".." in name or len(name) > 63 for name in listed), listed
     ok = api.put("/delays/b\u00fccher.example", json={"delay": 5})
     assert ok.status_code == 200
+
+
+def test_rest_decisions_have_their_own_series_in_metrics(tmp_path: Path) -> None:
+    routes = {"/robots.txt": Reply(200, b"User-agent: *\nAllow: /\n"), "/a": Reply(200, b"a")}
+    with serve(Site("127.0.31.1", routes)) as site, \
+            polite_serve("--store", "memory://", "--allow-private") as api:
+        verdicts = api.post("/politeness/verbose",
+                            json=[f"{site.origin}/a", f"{site.origin}/b"]).json()
+        assert [v["allowed"] for v in verdicts] == [True, False]
+        text = api.get("/metrics").text
+        assert 'polite_api_decisions_total{decision="allowed"} 1.0' in text
+        assert 'polite_api_decisions_total{decision="delay"} 1.0' in text
+        assert "polite_proxy_requests_total{" not in text  # no proxy traffic yet
+        with through(api) as client:
+            assert client.get(f"{site.origin}/a").status_code == 200  # nothing reserved
+        text = api.get("/metrics").text
+        assert 'polite_proxy_requests_total{decision="allowed"} 1.0' in text
+        assert 'polite_proxy_requests_total{decision="delay"}' not in text
+        assert 'polite_api_decisions_total{decision="allowed"} 1.0' in text

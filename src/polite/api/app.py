@@ -7,6 +7,7 @@ from __future__ import annotations
 import hmac
 import json
 import math
+from collections import Counter as CounterOf
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -160,18 +161,28 @@ class _RobotsCollector:
 
 class _ActivityCollector:
     """What the node saw, node-wide (the dashboard holds the per-host detail, so that
-    Prometheus gets no label per host)."""
+    Prometheus gets no label per host). The activity counts the REST API's decisions with
+    the proxy's (the dashboard shows both per host); ``answered`` holds the API's, so that
+    each gets a series of its own."""
 
-    def __init__(self, activity: Activity) -> None:
+    def __init__(self, activity: Activity, answered: CounterOf[str]) -> None:
         self._activity = activity
+        self._answered = answered
 
     def collect(self) -> Iterator[Metric]:
         activity = self._activity
         requests = CounterMetricFamily("polite_proxy_requests", "proxied requests by what "
                                        "became of them", labels=["decision"])
-        for decision, count in sorted(activity.totals.items()):
+        for decision, count in sorted((activity.totals - self._answered).items()):
             requests.add_metric([decision], count)
         yield requests
+        answered = CounterMetricFamily("polite_api_decisions", "URLs the REST API decided "
+                                       "(POST /politeness, /politeness/verbose, GET "
+                                       "/politeness) by what became of them",
+                                       labels=["decision"])
+        for decision, count in sorted(self._answered.items()):
+            answered.add_metric([decision], count)
+        yield answered
         statuses = CounterMetricFamily("polite_proxy_responses", "proxied requests by the "
                                        "status class answered (refused: polite's 403/429)",
                                        labels=["class"])
@@ -221,7 +232,8 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
     decisions = Counter("polite_decisions", "URLs answered", ["result"], registry=registry)
     registry.register(_RobotsCollector(politeness))
     activity = politeness.activity
-    registry.register(_ActivityCollector(activity))
+    answered: CounterOf[str] = CounterOf()  # the REST API's decisions, by cause
+    registry.register(_ActivityCollector(activity, answered))
     dashboard = Dashboard(politeness, store, cache=cache, env=env)
     pages = {name: static_file(name) for name in ("dashboard.html", "index.html", *_STATIC)}
     if cache is not None:
@@ -236,6 +248,7 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
             decisions.labels("allowed" if verdict.allowed else "refused").inc()
             if verdict.cause != "invalid":
                 activity.count(urlsplit(verdict.url).hostname or "", verdict.cause)
+                answered[verdict.cause] += 1
         return verdicts
 
     def guarded(handler: Callable[[Request], Awaitable[Response]]

@@ -3,6 +3,7 @@ and batches bounded, parameters read strictly, its own metrics apart from the pr
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -18,6 +19,8 @@ from tests.serving import free_port, polite_serve, through
 from tests.sites import Reply, Site, serve
 
 LONG_LABEL = "a" * 64
+# A URL the service refuses without a lookup (loopback, and no --allow-private).
+NOWHERE = "http://127.0.0.1:9/"
 
 
 @pytest.fixture(scope="module")
@@ -115,3 +118,86 @@ def test_rest_decisions_have_their_own_series_in_metrics(tmp_path: Path) -> None
         assert 'polite_proxy_requests_total{decision="allowed"} 1.0' in text
         assert 'polite_proxy_requests_total{decision="delay"}' not in text
         assert 'polite_api_decisions_total{decision="allowed"} 1.0' in text
+
+
+# Every endpoint, with what it needs to answer 200 (or 204) when its query is right.
+ENDPOINTS = [
+    ("POST", "/politeness", {"json": []}),
+    ("GET", "/politeness", {"params": {"urls": NOWHERE}}),
+    ("POST", "/politeness/verbose", {"json": []}),
+    ("POST", "/politeness/feedback", {"json": []}),
+    ("GET", "/delays", {}),
+    ("PUT", "/delays/e.com", {"json": {"delay": 5}}),
+    ("DELETE", "/delays/e.com", {}),
+    ("GET", "/sitemaps", {"params": {"site": NOWHERE}}),
+    ("GET", "/health", {}),
+    ("GET", "/metrics", {}),
+    ("GET", "/openapi.json", {}),
+    ("GET", "/env", {}),
+    ("GET", "/trace", {}),
+    ("GET", "/", {}),
+    ("GET", "/dashboard", {}),
+    ("GET", "/dashboard/static/dashboard.js", {}),
+    ("GET", "/dashboard/hosts", {}),
+    ("GET", "/dashboard/summary", {}),
+    ("GET", "/dashboard/events", {}),
+]
+
+
+def test_the_list_of_endpoints_is_the_described_one(api: httpx.Client) -> None:
+    described = {(method.upper(), path.replace("{domain}", "e.com"))
+                 for path, item in api.get("/openapi.json").json()["paths"].items()
+                 for method in item}
+    assert described <= {(method, path) for method, path, _ in ENDPOINTS}
+
+
+@pytest.mark.parametrize(("method", "path", "options"), ENDPOINTS,
+                         ids=[f"{m} {p}" for m, p, _ in ENDPOINTS])
+def test_a_query_parameter_no_endpoint_reads_is_a_400_naming_it(
+        api: httpx.Client, method: str, path: str, options: dict[str, object]) -> None:
+    params = {**options.pop("params", {}), "reserv": "true"}  # type: ignore[dict-item]
+    # Streamed: the live feed, when it takes the query, answers for as long as it is read.
+    with api.stream(method, path, params=params, **options) as answer:  # type: ignore[arg-type]
+        assert answer.status_code == 400, answer.headers
+        assert "'reserv'" in json.loads(answer.read())["error"]
+
+
+@pytest.mark.parametrize("path", ["/politeness", "/politeness/verbose"])
+@pytest.mark.parametrize(("query", "named"), [
+    ("reserve=ture", "'reserve'"), ("reserve=maybe", "'reserve'"), ("reserve=", "'reserve'"),
+    ("reserve=true&reserve=false", "'reserve'"), ("ip=10.0.0.300", "'ip'"),
+])
+def test_a_value_the_api_cannot_read_is_a_400_naming_it(api: httpx.Client, path: str,
+                                                       query: str, named: str) -> None:
+    answer = api.post(f"{path}?{query}", json=[NOWHERE])
+    assert answer.status_code == 400, answer.text
+    assert named in answer.json()["error"]
+
+
+def test_reserve_misspelt_no_longer_lets_two_calls_through(tmp_path: Path) -> None:
+    routes = {"/robots.txt": Reply(200, b"User-agent: *\nAllow: /\n")}
+    with serve(Site("127.0.31.2", routes)) as site, \
+            polite_serve("--store", "memory://", "--allow-private") as api:
+        url = f"{site.origin}/a"
+        for value in ("ture", "maybe"):
+            answer = api.post(f"/politeness/verbose?reserve={value}", json=[url])
+            assert answer.status_code == 400 and "reserve" in answer.json()["error"]
+        first, second = (api.post("/politeness/verbose?reserve=TRUE", json=[url]).json()
+                         for _ in range(2))
+        assert first[0]["allowed"] is True
+        assert second[0]["allowed"] is False and second[0]["retryAfter"] > 0
+
+
+@pytest.mark.parametrize(("path", "body", "named"), [
+    ("/delays/e.com", {"delay": 5, "dealy": 7}, "'dealy'"),
+])
+def test_a_key_a_body_does_not_have_is_a_400_naming_it(api: httpx.Client, path: str,
+                                                      body: object, named: str) -> None:
+    answer = api.put(path, json=body)
+    assert answer.status_code == 400 and named in answer.json()["error"], answer.text
+
+
+def test_a_feedback_key_it_does_not_read_is_a_400_naming_it(api: httpx.Client) -> None:
+    answer = api.post("/politeness/feedback",
+                      json=[{"url": "http://e.com/", "status": 503, "retry_after": 60}])
+    assert answer.status_code == 400 and "'retry_after'" in answer.json()["error"]

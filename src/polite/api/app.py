@@ -5,6 +5,7 @@ same names and shapes), ``/delays``, ``/health``, ``/metrics``, seed 001's ``/en
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import math
 from collections import Counter as CounterOf
@@ -54,6 +55,39 @@ def _bounded(request: Request, name: str, default: int, most: int) -> int:
     return int(raw)
 
 
+_TRUE, _FALSE = ("1", "true", "yes"), ("0", "false", "no")
+
+
+def _flag(request: Request, name: str) -> bool:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return False
+    if raw.lower() in _TRUE:
+        return True
+    if raw.lower() in _FALSE:
+        return False
+    raise _Problem(400, f"'{name}' must be true or false (1/0, yes/no), not {raw[:40]!r}")
+
+
+def _only(request: Request, known: tuple[str, ...]) -> None:
+    """A query parameter the endpoint does not read, or one given twice, is a 400: a
+    misspelt ``reserve=ture`` was read as false and reserved nothing."""
+    seen: set[str] = set()
+    for name, _ in request.query_params.multi_items():
+        if name not in known:
+            told = f"; it reads {', '.join(known)}" if known else "; it reads none"
+            raise _Problem(400, f"unknown query parameter {name[:40]!r}{told}")
+        if name in seen:
+            raise _Problem(400, f"query parameter '{name}' given twice")
+        seen.add(name)
+
+
+def _keys(item: dict[str, Any], known: tuple[str, ...], where: str) -> None:
+    for key in item:
+        if key not in known:
+            raise _Problem(400, f"{where}unknown key {key[:40]!r} (known: {', '.join(known)})")
+
+
 def _problem(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message, "status": status}, status_code=status)
 
@@ -101,6 +135,7 @@ def _feedback(item: Any, n: int
     alone says a request is leaving late, before any answer."""
     if not isinstance(item, dict):
         raise _Problem(400, f"item {n}: expected an object")
+    _keys(item, ("url", "status", "elapsedMs", "retryAfter", "lateMs"), f"item {n}: ")
     url, status = item.get("url"), item.get("status")
     elapsed, retry_after = item.get("elapsedMs"), item.get("retryAfter")
     if not isinstance(url, str) or _host_of(url) is None:
@@ -240,9 +275,14 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         registry.register(_CacheCollector(cache))
 
     async def answer(urls: list[str], request: Request) -> list[Verdict]:
-        reserve = request.query_params.get("reserve", "false").lower() in ("1", "true", "yes")
+        reserve = _flag(request, "reserve")
         agent = request.query_params.get("agent") or None
         ip = request.query_params.get("ip") or None
+        if ip is not None:
+            try:
+                ip = str(ipaddress.ip_address(ip))
+            except ValueError:
+                raise _Problem(400, f"'ip' must be an IP address, not {ip[:60]!r}") from None
         verdicts = await politeness.check(urls, reserve=reserve, agent=agent, ip=ip)
         for verdict in verdicts:
             decisions.labels("allowed" if verdict.allowed else "refused").inc()
@@ -251,10 +291,13 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
                 answered[verdict.cause] += 1
         return verdicts
 
-    def guarded(handler: Callable[[Request], Awaitable[Response]]
+    def guarded(handler: Callable[[Request], Awaitable[Response]], *params: str
                 ) -> Callable[[Request], Awaitable[Response]]:
+        """``handler``, its problems answered as JSON; ``params``: the query parameters
+        it reads (any other is a 400)."""
         async def run(request: Request) -> Response:
             try:
+                _only(request, params)
                 return await handler(request)
             except _Problem as problem:
                 return _problem(problem.status, problem.message)
@@ -352,6 +395,8 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         if problem is not None:
             raise _Problem(400, f"PUT /delays/{{domain}}: {problem}")
         body = await _json_body(request)
+        if isinstance(body, dict):
+            _keys(body, ("delay",), "")
         delay = body.get("delay") if isinstance(body, dict) else None
         if isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 <= delay \
                 <= 86_400_000:
@@ -420,26 +465,29 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         if on_shutdown is not None:
             await on_shutdown()
 
+    decide = ("reserve", "agent", "ip")
+    host_query = ("sort", "order", "q", "state", "offset", "limit")
     routes = [
-        Route("/politeness", guarded(post_politeness), methods=["POST"]),
-        Route("/politeness", guarded(get_politeness), methods=["GET"]),
-        Route("/politeness/verbose", guarded(post_verbose), methods=["POST"]),
+        Route("/politeness", guarded(post_politeness, *decide), methods=["POST"]),
+        Route("/politeness", guarded(get_politeness, *decide, "urls"), methods=["GET"]),
+        Route("/politeness/verbose", guarded(post_verbose, *decide), methods=["POST"]),
         Route("/delays", guarded(get_delays), methods=["GET"]),
         Route("/delays/{domain}", guarded(put_delay), methods=["PUT"]),
         Route("/delays/{domain}", guarded(delete_delay), methods=["DELETE"]),
         Route("/politeness/feedback", guarded(post_feedback), methods=["POST"]),
-        Route("/sitemaps", guarded(get_sitemaps), methods=["GET"]),
-        Route("/health", health, methods=["GET"]),
-        Route("/metrics", metrics, methods=["GET"]),
-        Route("/openapi.json", openapi, methods=["GET"]),
-        Route("/env", get_env, methods=["GET"]),
-        Route("/trace", guarded(get_trace), methods=["GET"]),
-        Route("/", index, methods=["GET"]),
-        Route("/dashboard", dashboard_page, methods=["GET"]),
+        Route("/sitemaps", guarded(get_sitemaps, "site", "limit", "maxFiles", "maxDepth"),
+              methods=["GET"]),
+        Route("/health", guarded(health), methods=["GET"]),
+        Route("/metrics", guarded(metrics), methods=["GET"]),
+        Route("/openapi.json", guarded(openapi), methods=["GET"]),
+        Route("/env", guarded(get_env), methods=["GET"]),
+        Route("/trace", guarded(get_trace, "limit"), methods=["GET"]),
+        Route("/", guarded(index), methods=["GET"]),
+        Route("/dashboard", guarded(dashboard_page), methods=["GET"]),
         Route("/dashboard/static/{name}", guarded(dashboard_static), methods=["GET"]),
-        Route("/dashboard/hosts", guarded(dashboard_hosts), methods=["GET"]),
-        Route("/dashboard/summary", dashboard_summary, methods=["GET"]),
-        Route("/dashboard/events", guarded(dashboard_events), methods=["GET"]),
+        Route("/dashboard/hosts", guarded(dashboard_hosts, *host_query), methods=["GET"]),
+        Route("/dashboard/summary", guarded(dashboard_summary), methods=["GET"]),
+        Route("/dashboard/events", guarded(dashboard_events, *host_query), methods=["GET"]),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
 

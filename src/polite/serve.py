@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
 from polite.api import create_app
+from polite.api.app import MAX_BODY_BYTES
 from polite.clock import WallClock
 from polite.core.robots import MAX_ROBOTS_BYTES
 from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
@@ -303,7 +304,8 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
                      cache=cache, on_startup=startup, on_shutdown=shutdown, env=env)
     proxy = ProxyServer(politeness, app, cache=cache, settings=ProxySettings(
         mode=Mode(settings.mode), max_wait_s=settings.max_wait_s,
-        origin_read_s=settings.origin_timeout_s, connect_s=min(10.0, settings.origin_timeout_s)),
+        origin_read_s=settings.origin_timeout_s, connect_s=min(10.0, settings.origin_timeout_s),
+        max_api_body_bytes=MAX_BODY_BYTES),
         upstream_tls=upstream_context(settings.upstream_ca), interception=interception)
 
     async def run() -> None:

@@ -4,6 +4,8 @@ and batches bounded, parameters read strictly, its own metrics apart from the pr
 from __future__ import annotations
 
 import json
+import select
+import socket
 import subprocess
 import sys
 import time
@@ -201,3 +203,57 @@ def test_a_feedback_key_it_does_not_read_is_a_400_naming_it(api: httpx.Client) -
     answer = api.post("/politeness/feedback",
                       json=[{"url": "http://e.com/", "status": 503, "retry_after": 60}])
     assert answer.status_code == 400 and "'retry_after'" in answer.json()["error"]
+
+
+def _answer_while_sending(api: httpx.Client, head: bytes, pieces: Iterator[bytes],
+                          timeout_s: float = 10) -> tuple[bytes, int]:
+    """``head``, then ``pieces`` one by one for as long as the server reads them; what it
+    answered (read to its close) and how many body bytes went before the answer came."""
+    sent = 0
+    with socket.create_connection(("127.0.0.1", int(api.base_url.port or 0)),
+                                  timeout=timeout_s) as sock:
+        sock.sendall(head)
+        got = b""
+        for piece in pieces:
+            if select.select([sock], [], [], 0)[0]:
+                break  # an answer came: stop sending
+            try:
+                sock.sendall(piece)
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            sent += len(piece)
+        try:
+            while chunk := sock.recv(65536):
+                got += chunk
+        except ConnectionResetError:
+            pass  # the 413 came first; the reset is for the bytes left unread
+        return got, sent
+
+
+def test_an_api_body_declared_too_large_is_refused_before_it_is_read(
+        api: httpx.Client) -> None:
+    head = (b"POST /politeness/verbose HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 15728640\r\n\r\n")
+    started = time.monotonic()
+    got, _ = _answer_while_sending(api, head, iter([]))
+    assert got.startswith(b"HTTP/1.1 413 "), got[:200]
+    assert b"at most 1048576" in got
+    assert time.monotonic() - started < 5  # at once, not when the client gives up
+    assert api.get("/health").status_code == 200
+
+
+def test_a_chunked_api_body_is_cut_off_past_the_limit(api: httpx.Client) -> None:
+    head = (b"POST /politeness/verbose HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+    piece = b"10000\r\n" + b" " * 0x10000 + b"\r\n"  # 64 KiB a chunk, no end
+
+    def pieces() -> Iterator[bytes]:
+        for _ in range(16 * 16):  # up to 16 MiB, what was read before
+            time.sleep(0.002)
+            yield piece
+
+    got, sent = _answer_while_sending(api, head, pieces())
+    assert got.startswith(b"HTTP/1.1 413 "), got[:200]
+    # Cut off past 1 MiB: what was still sent is what the socket buffers held, far from 16.
+    assert sent < 8 * 1024 * 1024, sent
+    assert api.get("/health").status_code == 200

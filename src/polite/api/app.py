@@ -32,7 +32,7 @@ from polite.fetch.politeness import Politeness, Verdict
 from polite.fetch.sitemaps import SitemapWalker, WalkSummary
 from polite.storage.base import Store
 
-__all__ = ["MAX_URLS_PER_CALL", "create_app"]
+__all__ = ["MAX_BODY_BYTES", "MAX_URLS_PER_CALL", "create_app"]
 
 # A bound on one call: enough for any crawler's batch, small enough to answer quickly.
 MAX_URLS_PER_CALL = 1000

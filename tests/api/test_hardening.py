@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import select
 import socket
+import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -257,3 +259,56 @@ def test_a_chunked_api_body_is_cut_off_past_the_limit(api: httpx.Client) -> None
     # Cut off past 1 MiB: what was still sent is what the socket buffers held, far from 16.
     assert sent < 8 * 1024 * 1024, sent
     assert api.get("/health").status_code == 200
+
+
+# robots.txt matching costs rules x URL length: a file of many wildcard rules no URL below
+# matches (each needs a b and a number), against URLs as long as the API takes.
+HOSTILE_ROBOTS = ("User-agent: *\n" + "".join(f"Disallow: /*a*a*a*a*a*b{i}\n"
+                                              for i in range(12_000))).encode()
+
+
+def test_a_long_batch_does_not_stall_the_service(tmp_path: Path) -> None:
+    routes = {"/robots.txt": Reply(200, HOSTILE_ROBOTS)}
+    with serve(Site("127.0.31.3", routes)) as site, \
+            polite_serve("--store", "memory://", "--allow-private") as api:
+        # robots.txt fetched and its rules made ready once, before the measure
+        assert api.post("/politeness/verbose", json=[f"{site.origin}/a"]).status_code == 200
+        long = f"{site.origin}/" + "a" * (2000 - len(site.origin))
+        urls = [f"{long}{n}" for n in range(300)]
+        done: list[float] = []
+
+        def big_call() -> None:
+            with httpx.Client(base_url=api.base_url, trust_env=False, timeout=120) as other:
+                answer = other.post("/politeness/verbose", json=urls)
+            assert answer.status_code == 200
+            done.append(time.monotonic())
+
+        caller = threading.Thread(target=big_call)
+        started = time.monotonic()
+        caller.start()
+        time.sleep(0.3)  # the call is in
+        latencies = []
+        while not done and time.monotonic() - started < 120:
+            sent = time.monotonic()
+            assert api.get("/health").status_code == 200
+            if not done:  # answered while the batch was still being decided
+                latencies.append(time.monotonic() - sent)
+            time.sleep(0.05)
+        caller.join(120)
+        assert done, "the batch got no answer"
+        # Several probes were answered in the batch's time, and most of them quickly (the
+        # median: a loaded machine may slow a few).
+        assert len(latencies) >= 5, (len(latencies), done[0] - started)
+        assert statistics.median(latencies) < 0.05, latencies
+
+
+def test_the_bounds_of_a_call_are_named(api: httpx.Client) -> None:
+    too_long = "http://127.0.0.1:9/" + "a" * 2048
+    answer = api.post("/politeness/verbose", json=[too_long])
+    assert answer.status_code == 414 and "at most 2048" in answer.json()["error"]
+    answer = api.get("/politeness", params={"urls": too_long})
+    assert answer.status_code == 414 and "at most 2048" in answer.json()["error"]
+    answer = api.post("/politeness/feedback", json=[{"url": too_long, "status": 200}])
+    assert answer.status_code == 414 and "at most 2048" in answer.json()["error"]
+    answer = api.post("/politeness/verbose", json=[NOWHERE] * 1001)
+    assert answer.status_code == 413 and "at most 1000" in answer.json()["error"]

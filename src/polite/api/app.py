@@ -32,11 +32,14 @@ from polite.fetch.politeness import Politeness, Verdict
 from polite.fetch.sitemaps import SitemapWalker, WalkSummary
 from polite.storage.base import Store
 
-__all__ = ["MAX_BODY_BYTES", "MAX_URLS_PER_CALL", "create_app"]
+__all__ = ["MAX_BODY_BYTES", "MAX_URLS_PER_CALL", "MAX_URL_CHARS", "create_app"]
 
 # A bound on one call: enough for any crawler's batch, small enough to answer quickly.
 MAX_URLS_PER_CALL = 1000
 MAX_BODY_BYTES = 1024 * 1024
+# Matching a URL against robots.txt costs its rules times the URL's length: a bound on the
+# length bounds the work of a URL (the sitemaps protocol's bound, more than URLs need).
+MAX_URL_CHARS = 2048
 
 
 class _Problem(Exception):
@@ -122,7 +125,10 @@ def _url_list(value: Any) -> list[str]:
         raise _Problem(400, "expected a JSON array of URL strings")
     if len(value) > MAX_URLS_PER_CALL:
         raise _Problem(413, f"{len(value)} URLs in one call; at most {MAX_URLS_PER_CALL}")
-    for url in value:
+    for n, url in enumerate(value):
+        if len(url) > MAX_URL_CHARS:
+            raise _Problem(414, f"URL {n} is {len(url)} characters long; at most "
+                           f"{MAX_URL_CHARS}")
         _host_of(url)
     return value
 
@@ -138,6 +144,9 @@ def _feedback(item: Any, n: int
     _keys(item, ("url", "status", "elapsedMs", "retryAfter", "lateMs"), f"item {n}: ")
     url, status = item.get("url"), item.get("status")
     elapsed, retry_after = item.get("elapsedMs"), item.get("retryAfter")
+    if isinstance(url, str) and len(url) > MAX_URL_CHARS:
+        raise _Problem(414, f"item {n}: 'url' is {len(url)} characters long; at most "
+                       f"{MAX_URL_CHARS}")
     if not isinstance(url, str) or _host_of(url) is None:
         raise _Problem(400, f"item {n}: 'url' must be an absolute http(s) URL")
     departure = status is None and item.get("lateMs") is not None
@@ -492,7 +501,8 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
     return Starlette(routes=routes, lifespan=lifespan)
 
 
-_URLS = {"type": "array", "items": {"type": "string", "format": "uri"},
+_URLS = {"type": "array", "items": {"type": "string", "format": "uri",
+                                    "maxLength": MAX_URL_CHARS},
          "maxItems": MAX_URLS_PER_CALL}
 _VERDICT = {"type": "object", "properties": {
     "url": {"type": "string"}, "allowed": {"type": "boolean"},

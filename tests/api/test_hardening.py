@@ -18,6 +18,7 @@ import httpx
 import pytest
 import redis
 
+from tests.api.test_service import service
 from tests.redis_server import redis_server
 from tests.serving import free_port, polite_serve, through
 from tests.sites import Reply, Site, serve
@@ -312,3 +313,61 @@ def test_the_bounds_of_a_call_are_named(api: httpx.Client) -> None:
     assert answer.status_code == 414 and "at most 2048" in answer.json()["error"]
     answer = api.post("/politeness/verbose", json=[NOWHERE] * 1001)
     assert answer.status_code == 413 and "at most 1000" in answer.json()["error"]
+
+
+PRIVATE = ["/trace", "/env", "/delays", "/dashboard", "/dashboard/hosts",
+           "/dashboard/summary"]
+
+
+def test_beyond_loopback_what_clients_fetch_needs_the_token(tmp_path: Path) -> None:
+    with service(tmp_path / "p.sqlite", admin_token="T0ken", private_reads=True) as api:
+        for path in PRIVATE:
+            answer = api.get(path)
+            assert answer.status_code == 401, (path, answer.text)
+            assert api.get(path, headers={"Authorization": "Bearer T0ken"}).status_code == 200
+        with api.stream("GET", "/dashboard/events") as feed:
+            assert feed.status_code == 401
+        # What is no one's business stays open: liveness, metrics, the description.
+        for path in ("/health", "/metrics", "/openapi.json", "/"):
+            assert api.get(path).status_code == 200, path
+        assert api.get("/dashboard", params={"token": "wrong"}).status_code == 401
+        # The dashboard opened once with its token: a cookie for its own requests.
+        opened = api.get("/dashboard", params={"token": "T0ken"})
+        assert opened.status_code == 303 and opened.headers["location"] == "/dashboard"
+        assert "httponly" in opened.headers["set-cookie"].lower()
+        assert "samesite=strict" in opened.headers["set-cookie"].lower()
+        for path in PRIVATE:
+            assert api.get(path).status_code == 200, path  # the client keeps the cookie
+
+
+def test_with_a_token_every_write_needs_it(tmp_path: Path) -> None:
+    with service(tmp_path / "p.sqlite", admin_token="T0ken") as api:
+        report = [{"url": "http://127.0.0.1:9/", "status": 503, "retryAfter": 60}]
+        writes = [("POST", "/politeness/feedback", report),
+                  ("POST", "/politeness/verbose?reserve=true", [NOWHERE]),
+                  ("POST", "/politeness?reserve=1", [NOWHERE]),
+                  ("PUT", "/delays/e.com", {"delay": 5}), ("DELETE", "/delays/e.com", None)]
+        for method, path, body in writes:
+            assert api.request(method, path, json=body).status_code == 401, path
+            given = api.request(method, path, json=body,
+                                headers={"Authorization": "Bearer T0ken"})
+            assert given.status_code in (200, 204), (path, given.text)
+        # Deciding without reserving changes nothing: open, as are reads on loopback.
+        assert api.post("/politeness/verbose", json=[NOWHERE]).status_code == 200
+        assert api.get("/trace").status_code == 200
+        # And with the token, a browser page of another origin is still refused.
+        crossed = api.post("/politeness/feedback", json=report, headers={
+            "Authorization": "Bearer T0ken", "Origin": "http://127.0.32.1:8000"})
+        assert crossed.status_code == 403
+
+
+@pytest.mark.parametrize("command", [["serve", "--store", "memory://"],
+                                     ["site", "serve", "--db", "site.sqlite"]])
+def test_an_allowed_host_that_is_no_host_name_is_refused(tmp_path: Path,
+                                                         command: list[str]) -> None:
+    done = subprocess.run([sys.executable, "-m", "polite", *command, "--port",
+                           str(free_port()), "--allowed-host", "not a host"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 2, done.stderr
+    assert "--allowed-host 'not a host'" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -9,34 +9,43 @@ import ipaddress
 import json
 import math
 from collections import Counter as CounterOf
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 
 from polite.api.dashboard import MAX_PAGE_ROWS, SORTS, STATES, Dashboard, HostQuery, static_file
+from polite.core.access import allowed_host_names, cross_origin, host_refused
 from polite.core.sitemaps.model import MAX_SITEMAP_URLS
 from polite.core.urls import host_name_problem, split_origin
-from polite.errors import InvalidURL
+from polite.errors import ConfigError, InvalidURL
 from polite.fetch.activity import Activity
 from polite.fetch.cache import PageCache
 from polite.fetch.politeness import Politeness, Verdict
 from polite.fetch.sitemaps import SitemapWalker, WalkSummary
 from polite.storage.base import Store
 
-__all__ = ["MAX_BODY_BYTES", "MAX_URLS_PER_CALL", "MAX_URL_CHARS", "create_app"]
+__all__ = ["MAX_BODY_BYTES", "MAX_URLS_PER_CALL", "MAX_URL_CHARS", "TOKEN_COOKIE",
+           "create_app"]
 
 # A bound on one call: enough for any crawler's batch, small enough to answer quickly.
 MAX_URLS_PER_CALL = 1000
 MAX_BODY_BYTES = 1024 * 1024
+TOKEN_COOKIE = "polite_admin_token"
 # Matching a URL against robots.txt costs its rules times the URL's length: a bound on the
 # length bounds the work of a URL (the sitemaps protocol's bound, more than URLs need).
 MAX_URL_CHARS = 2048
@@ -269,9 +278,19 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
                sitemaps: SitemapWalker | None = None, cache: PageCache | None = None,
                on_startup: Callable[[], Awaitable[None]] | None = None,
                on_shutdown: Callable[[], Awaitable[None]] | None = None,
-               env: Mapping[str, object] | None = None) -> Starlette:
-    """The app; ``admin_token``, when set, is required (Bearer) for writes. ``env`` is the
-    configuration in force, secrets already masked (``GET /env``)."""
+               env: Mapping[str, object] | None = None,
+               allowed_hosts: Collection[str] = (), private_reads: bool = False
+               ) -> Starlette:
+    """The app; ``admin_token``, when set, is required (Bearer) for writes: PUT and DELETE
+    /delays, feedback, and decisions that reserve. ``env`` is the configuration in force,
+    secrets already masked (``GET /env``). A request must name an IP address, a loopback
+    name or one of ``allowed_hosts`` as its ``Host``, and a write must not come from another
+    origin's page. ``private_reads`` (a server listening beyond loopback): what shows what
+    clients fetch (/trace, /env, /delays, the dashboard) needs the token too, as Bearer or
+    as the cookie ``GET /dashboard?token=`` sets."""
+    if private_reads and admin_token is None:
+        raise ConfigError("private_reads needs an admin_token")
+    hosts = allowed_host_names(allowed_hosts)
     registry = CollectorRegistry()
     decisions = Counter("polite_decisions", "URLs answered", ["result"], registry=registry)
     registry.register(_RobotsCollector(politeness))
@@ -285,6 +304,8 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
 
     async def answer(urls: list[str], request: Request) -> list[Verdict]:
         reserve = _flag(request, "reserve")
+        if reserve:  # taking a slot is a write
+            authorize(request)
         agent = request.query_params.get("agent") or None
         ip = request.query_params.get("ip") or None
         if ip is not None:
@@ -306,6 +327,9 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         it reads (any other is a 400)."""
         async def run(request: Request) -> Response:
             try:
+                refused = host_refused(request.headers.get("host"), hosts)
+                if refused is not None:
+                    raise _Problem(403, refused)
                 _only(request, params)
                 return await handler(request)
             except _Problem as problem:
@@ -365,12 +389,36 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
                          "configured_delay": None if conf is None else round(conf * 1000)})
         return JSONResponse(rows)
 
+    def bearer(request: Request) -> bool:
+        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        return admin_token is not None and hmac.compare_digest(given.encode(),
+                                                               admin_token.encode())
+
     def authorize(request: Request) -> None:
-        if admin_token is not None:
-            given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-            if not hmac.compare_digest(given.encode(), admin_token.encode()):
-                raise _Problem(401, "this server needs 'Authorization: Bearer <token>' "
-                               "for writes")
+        """A write: from no other origin's page, and with the token when there is one."""
+        refused = cross_origin(request.headers)
+        if refused is not None:
+            raise _Problem(403, refused)
+        if admin_token is not None and not bearer(request):
+            raise _Problem(401, "this server needs 'Authorization: Bearer <token>' "
+                           "for writes")
+
+    def private(handler: Callable[[Request], Awaitable[Response]]
+                ) -> Callable[[Request], Awaitable[Response]]:
+        """``handler`` shows what clients fetch: beyond loopback, only to the token's
+        holder (Bearer, or the dashboard's cookie: an EventSource sends no header)."""
+        if not private_reads:
+            return handler
+
+        async def run(request: Request) -> Response:
+            cookie = request.cookies.get(TOKEN_COOKIE, "")
+            if not bearer(request) and not (admin_token is not None and hmac.compare_digest(
+                    cookie.encode(), admin_token.encode())):
+                raise _Problem(401, "this server listens beyond loopback: what it shows of "
+                               "its clients needs 'Authorization: Bearer <token>' (or open "
+                               "/dashboard?token=<token> once)")
+            return await handler(request)
+        return run
 
     async def delete_delay(request: Request) -> Response:
         authorize(request)
@@ -378,6 +426,7 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         return Response(status_code=204)
 
     async def post_feedback(request: Request) -> Response:
+        authorize(request)
         body = await _json_body(request)
         if not isinstance(body, list) or len(body) > MAX_URLS_PER_CALL:
             raise _Problem(400, "expected a JSON array (at most "
@@ -445,6 +494,21 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         return html("index.html")
 
     async def dashboard_page(request: Request) -> Response:
+        given = request.query_params.get("token")
+        if given is not None:
+            if admin_token is None or not hmac.compare_digest(given.encode(),
+                                                              admin_token.encode()):
+                raise _Problem(401, "not this server's admin token")
+            # Kept as a cookie for this page's own requests (its live feed cannot send a
+            # header), and taken out of the address bar.
+            rest = urlencode([(k, v) for k, v in request.query_params.multi_items()
+                              if k != "token"])
+            response = RedirectResponse(f"/dashboard?{rest}" if rest else "/dashboard", 303)
+            response.set_cookie(TOKEN_COOKIE, admin_token, httponly=True, samesite="strict")
+            return response
+        return await private(show_dashboard)(request)
+
+    async def show_dashboard(request: Request) -> Response:
         return html("dashboard.html")
 
     async def dashboard_static(request: Request) -> Response:
@@ -480,7 +544,7 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         Route("/politeness", guarded(post_politeness, *decide), methods=["POST"]),
         Route("/politeness", guarded(get_politeness, *decide, "urls"), methods=["GET"]),
         Route("/politeness/verbose", guarded(post_verbose, *decide), methods=["POST"]),
-        Route("/delays", guarded(get_delays), methods=["GET"]),
+        Route("/delays", guarded(private(get_delays)), methods=["GET"]),
         Route("/delays/{domain}", guarded(put_delay), methods=["PUT"]),
         Route("/delays/{domain}", guarded(delete_delay), methods=["DELETE"]),
         Route("/politeness/feedback", guarded(post_feedback), methods=["POST"]),
@@ -489,14 +553,16 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         Route("/health", guarded(health), methods=["GET"]),
         Route("/metrics", guarded(metrics), methods=["GET"]),
         Route("/openapi.json", guarded(openapi), methods=["GET"]),
-        Route("/env", guarded(get_env), methods=["GET"]),
-        Route("/trace", guarded(get_trace, "limit"), methods=["GET"]),
+        Route("/env", guarded(private(get_env)), methods=["GET"]),
+        Route("/trace", guarded(private(get_trace), "limit"), methods=["GET"]),
         Route("/", guarded(index), methods=["GET"]),
-        Route("/dashboard", guarded(dashboard_page), methods=["GET"]),
+        Route("/dashboard", guarded(dashboard_page, "token", *host_query), methods=["GET"]),
         Route("/dashboard/static/{name}", guarded(dashboard_static), methods=["GET"]),
-        Route("/dashboard/hosts", guarded(dashboard_hosts, *host_query), methods=["GET"]),
-        Route("/dashboard/summary", guarded(dashboard_summary), methods=["GET"]),
-        Route("/dashboard/events", guarded(dashboard_events, *host_query), methods=["GET"]),
+        Route("/dashboard/hosts", guarded(private(dashboard_hosts), *host_query),
+              methods=["GET"]),
+        Route("/dashboard/summary", guarded(private(dashboard_summary)), methods=["GET"]),
+        Route("/dashboard/events", guarded(private(dashboard_events), *host_query),
+              methods=["GET"]),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
 

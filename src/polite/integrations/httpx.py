@@ -60,7 +60,8 @@ class PoliteTransport(_Gated, httpx.BaseTransport):
 
     ``agent`` is the robots.txt product token (else the request's User-Agent's); ``store``
     a store URL (``memory://``, ``sqlite:///PATH``, ``redis://...``) or ``service_url`` a
-    running ``polite serve``; ``allow_private`` lets it reach loopback and private addresses;
+    running ``polite serve`` (``http://:TOKEN@HOST:PORT`` when it has ``--admin-token``);
+    ``allow_private`` lets it reach loopback and private addresses;
     ``gate`` shares one :class:`~polite.integrations.PoliteGate` between transports.
     """
 

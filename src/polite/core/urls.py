@@ -176,6 +176,7 @@ def split_origin(url: str) -> tuple[str, str]:
 
 
 _LABEL = re.compile(r"[a-z0-9_-]{1,63}\Z")
+_PLAIN_HOST = re.compile(r"(?:[a-z0-9_-]{1,63}\.)*[a-z0-9_-]{1,63}\.?\Z")
 
 
 def host_name_problem(host: str) -> str | None:
@@ -183,6 +184,8 @@ def host_name_problem(host: str) -> str | None:
     a request can go to: an IP address, or DNS labels of 1 to 63 letters, digits, hyphens
     or underscores (an international label counts in its ASCII form) making at most 253
     characters; None when it can be one."""
+    if len(host) <= 253 and _PLAIN_HOST.match(host) is not None:
+        return None  # the common case (an IPv4 address is of this shape too), at once
     try:
         ipaddress.ip_address(host)
         return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,21 +43,28 @@ def chromium_binary() -> str:
     pytest.skip(message)
 
 
+@contextmanager
+def chromium(*extra_flags: str) -> Iterator[Browser]:
+    """A headless Chromium with ``extra_flags`` too (``--host-resolver-rules``, say)."""
+    binary = chromium_binary()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=binary,
+                                              args=[*_FLAGS, *extra_flags], headless=True)
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     """One headless Chromium per test module; each test opens its own page. Not one for the
     session: Playwright's synchronous API keeps its event loop running on the main thread
     while it is open, and the asyncio tests collected after a page test would then fail."""
-    binary = chromium_binary()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=binary, args=_FLAGS,
-                                              headless=True)
-        try:
-            yield instance
-        finally:
-            instance.close()
+    with chromium() as instance:
+        yield instance
 
 
 @pytest.fixture

@@ -210,8 +210,14 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--adaptive-factor", type=SERVE_NUMBERS["adaptive_factor"],
                        help="the adaptive delay is this many times a host's running response "
                             "time (default 1; 0 turns it off)")
-    serve.add_argument("--admin-token", help="required (Bearer) for writes such as PUT /delays;"
-                       " mandatory when --host is not a loopback address")
+    serve.add_argument("--admin-token", help="required (Bearer) for writes: PUT and DELETE "
+                       "/delays, /politeness/feedback, reserve=true; mandatory when --host "
+                       "is not a loopback address, and then /trace, /env, /delays and the "
+                       "dashboard need it too (open /dashboard?token=TOKEN once)")
+    serve.add_argument("--allowed-host", metavar="NAME", action="append", default=None,
+                       help="a host name the REST API and dashboard answer to, besides IP "
+                            "addresses, localhost and --host (a request naming another "
+                            "Host is refused: DNS rebinding); repeatable")
     serve.add_argument("--max-bytes", type=SERVE_NUMBERS["max_bytes"],
                        help="read each robots.txt up to this many bytes; answers from a file "
                             f"cut there say so (default {MAX_ROBOTS_BYTES})")

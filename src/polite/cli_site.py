@@ -32,6 +32,10 @@ def add_site_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
                        help="port (default 8090)")
     serve.add_argument("--token", help=f"the page's token (default ${TOKEN_ENV}; required "
                                        "off loopback, made up when not given)")
+    serve.add_argument("--allowed-host", metavar="NAME", action="append", default=[],
+                       help="a host name the page answers to, besides IP addresses, "
+                            "localhost and --host (a request naming another Host is "
+                            "refused: DNS rebinding); repeatable")
     serve.set_defaults(handler=_serve)
     keep = site_commands.add_parser(
         "import", help="keep an existing robots.txt as the hand-written part",
@@ -54,15 +58,19 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     except ImportError as exc:
         raise ConfigError("polite site serve needs the site extra: "
                           "pip install 'polite[site]'") from exc
+    from polite.core.urls import host_name_problem
     from polite.serve import _is_loopback  # the rule polite serve applies to its own --host
     from polite.site import SiteStore
     from polite.site.page import create_site_app
 
+    for name in args.allowed_host:
+        if host_name_problem(name.strip().lower().rstrip(".")):
+            raise ConfigError(f"--allowed-host {name!r} is not a host name")
     token = args.token or os.environ.get(TOKEN_ENV) or None
     if token is None and not _is_loopback(args.host):
         token = secrets.token_urlsafe(24)
     store = SiteStore(args.db)
-    app = create_site_app(store, token=token)
+    app = create_site_app(store, token=token, allowed_hosts=[*args.allowed_host, args.host])
     where = f"http://{args.host}:{args.port}/"
     print(f"polite site: the configuration page of {args.db} on {where}"
           + (f"?token={token}" if token else ""), file=out, flush=True)

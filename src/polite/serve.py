@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
 from polite.api import create_app
+from polite.api.app import MAX_BODY_BYTES
 from polite.clock import WallClock
 from polite.config import FLAGS, SERVE_NUMBERS, check_setting
 from polite.core.robots import MAX_ROBOTS_BYTES
 from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
+from polite.core.urls import host_name_problem
 from polite.errors import ConfigError
 from polite.fetch.activity import Activity
 from polite.fetch.cache import PageCache
@@ -70,6 +72,9 @@ class Settings:
     ca_dir: str | None = None  # the local CA's folder; None: default_ca_dir()
     upstream_ca: str | None = None  # a CA file origins are also trusted by
     no_intercept: list[str] = field(default_factory=list)  # hosts left as plain tunnels
+    # Host names the REST API and dashboard answer to besides IP addresses and localhost
+    # (a name pointed at this machine by someone else's DNS is refused: DNS rebinding).
+    allowed_host: list[str] = field(default_factory=list)
 
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -83,6 +88,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "cache_keep_no_store_s": (int, float), "loop": (str,), "max_bytes": (int,),
     "trace_size": (int,), "node": (str,),
     "intercept_tls": (bool,), "ca_dir": (str,), "upstream_ca": (str,), "no_intercept": (list,),
+    "allowed_host": (list,),
 }
 
 
@@ -144,6 +150,9 @@ def settings_from(args: argparse.Namespace) -> Settings:
     networks(settings.allow_networks)  # a clear error now, not at the first request
     if not all(isinstance(host, str) and host for host in settings.no_intercept):
         raise ConfigError("no_intercept must be a list of host names")
+    for name in settings.allowed_host:
+        if not isinstance(name, str) or host_name_problem(name.strip().lower().rstrip(".")):
+            raise ConfigError(f"--allowed-host {name!r} is not a host name")
     return settings
 
 
@@ -297,17 +306,20 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
                       keep_no_store_s=settings.cache_keep_no_store_s) if settings.cache \
         else None
     app = create_app(politeness, store, admin_token=settings.admin_token, sitemaps=walker,
-                     cache=cache, on_startup=startup, on_shutdown=shutdown, env=env)
+                     cache=cache, on_startup=startup, on_shutdown=shutdown, env=env,
+                     allowed_hosts=[*settings.allowed_host, settings.host],
+                     private_reads=not _is_loopback(settings.host))
     proxy = ProxyServer(politeness, app, cache=cache, settings=ProxySettings(
         mode=Mode(settings.mode), max_wait_s=settings.max_wait_s,
-        origin_read_s=settings.origin_timeout_s, connect_s=min(10.0, settings.origin_timeout_s)),
+        origin_read_s=settings.origin_timeout_s, connect_s=min(10.0, settings.origin_timeout_s),
+        max_api_body_bytes=MAX_BODY_BYTES),
         upstream_tls=upstream_context(settings.upstream_ca), interception=interception,
         public_hosts=hosts)
 
     async def run() -> None:
         port = await proxy.start(settings.host, settings.port)
         out.write(f"polite serve: listening on http://{settings.host}:{port} "
-                  f"(REST API and HTTP proxy; store {settings.store}, agent "
+                  f"(REST API and HTTP proxy; store {env['store']}, agent "
                   f"{settings.agent!r}, mode {settings.mode}, "
                   f"loop {type(asyncio.get_running_loop()).__module__.split('.')[0]})\n")
         if interception is not None:

@@ -31,8 +31,8 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 @contextmanager
-def service(db: Path, *, default_delay_ms: int = 1000, admin_token: str | None = None
-            ) -> Iterator[httpx.Client]:
+def service(db: Path, *, default_delay_ms: int = 1000, admin_token: str | None = None,
+            private_reads: bool = False) -> Iterator[httpx.Client]:
     clock = WallClock()
     store = SQLiteStore(db, clock)
     client = create_client()
@@ -44,7 +44,8 @@ def service(db: Path, *, default_delay_ms: int = 1000, admin_token: str | None =
         await client.aclose()
         await store.close()
 
-    app = create_app(politeness, store, admin_token=admin_token, on_shutdown=shutdown)
+    app = create_app(politeness, store, admin_token=admin_token, on_shutdown=shutdown,
+                     private_reads=private_reads)
     server = ProxyServer(politeness, app)
     loop = asyncio.new_event_loop()
     port = loop.run_until_complete(server.start("127.0.0.1", 0))

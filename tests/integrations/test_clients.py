@@ -15,7 +15,13 @@ import httpx
 import pytest
 import requests
 
-from polite.errors import ConfigError, RequestRefused, RobotsDisallowed, SlotNotReady
+from polite.errors import (
+    ConfigError,
+    FetchError,
+    RequestRefused,
+    RobotsDisallowed,
+    SlotNotReady,
+)
 from polite.integrations.httpx import AsyncPoliteTransport, PoliteTransport
 from polite.integrations.requests import PoliteAdapter
 from tests.integrations.farm import (
@@ -267,3 +273,17 @@ def test_httpx_follows_no_robots_txt_redirect_to_a_private_address() -> None:
                 client.get(site.origin + "/")
     assert internal.requests == []
     assert site.requests == ["/robots.txt"]
+
+
+def test_a_service_with_an_admin_token_is_given_it_in_its_url(farm: dict[str, Site]) -> None:
+    site = farm["delay"]
+    with polite_serve("--store", "memory://", "--allow-private", "--default-delay-ms", "0",
+                      "--admin-token", "s3cret") as api:
+        without = PoliteTransport(agent=AGENT, service_url=str(api.base_url))
+        with httpx.Client(transport=without) as client, \
+                pytest.raises(FetchError, match="401"):
+            client.get(f"{site.origin}/p1")
+        port = api.base_url.port
+        with httpx.Client(transport=PoliteTransport(
+                agent=AGENT, service_url=f"http://:s3cret@127.0.0.1:{port}")) as client:
+            assert client.get(f"{site.origin}/p1").status_code == 200

@@ -209,8 +209,10 @@ def test_a_private_target_refusal_keeps_the_connection_and_statuses_have_reasons
         assert data.startswith(b"HTTP/1.1 403 Forbidden\r\n")
         assert site.requests == []
         with socket.create_connection(("127.0.0.1", port)) as sock:
-            sock.sendall(b"PUT /delays/x.org HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
-                         b"DELETE /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            # (the API answers only a Host of its own: an address, localhost, --allowed-host)
+            sock.sendall(b"PUT /delays/x.org HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                         b"Content-Length: 2\r\n\r\n{}"
+                         b"DELETE /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             data = b""
             while chunk := sock.recv(65536):
                 data += chunk

@@ -5,36 +5,50 @@ same names and shapes), ``/delays``, ``/health``, ``/metrics``, seed 001's ``/en
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections import Counter as CounterOf
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 
 from polite.api.dashboard import MAX_PAGE_ROWS, SORTS, STATES, Dashboard, HostQuery, static_file
+from polite.core.access import allowed_host_names, cross_origin, host_refused
 from polite.core.sitemaps.model import MAX_SITEMAP_URLS
-from polite.errors import InvalidURL
+from polite.core.urls import host_name_problem, split_origin
+from polite.errors import ConfigError, InvalidURL
 from polite.fetch.activity import Activity
 from polite.fetch.cache import PageCache
 from polite.fetch.politeness import Politeness, Verdict
-from polite.fetch.robots import split_origin
 from polite.fetch.sitemaps import SitemapWalker, WalkSummary
 from polite.storage.base import Store
 
-__all__ = ["MAX_URLS_PER_CALL", "create_app"]
+__all__ = ["MAX_BODY_BYTES", "MAX_URLS_PER_CALL", "MAX_URL_CHARS", "TOKEN_COOKIE",
+           "create_app"]
 
 # A bound on one call: enough for any crawler's batch, small enough to answer quickly.
 MAX_URLS_PER_CALL = 1000
 MAX_BODY_BYTES = 1024 * 1024
+TOKEN_COOKIE = "polite_admin_token"
+# Matching a URL against robots.txt costs its rules times the URL's length: a bound on the
+# length bounds the work of a URL (the sitemaps protocol's bound, more than URLs need).
+MAX_URL_CHARS = 2048
 
 
 class _Problem(Exception):
@@ -53,6 +67,39 @@ def _bounded(request: Request, name: str, default: int, most: int) -> int:
     return int(raw)
 
 
+_TRUE, _FALSE = ("1", "true", "yes"), ("0", "false", "no")
+
+
+def _flag(request: Request, name: str) -> bool:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return False
+    if raw.lower() in _TRUE:
+        return True
+    if raw.lower() in _FALSE:
+        return False
+    raise _Problem(400, f"'{name}' must be true or false (1/0, yes/no), not {raw[:40]!r}")
+
+
+def _only(request: Request, known: tuple[str, ...]) -> None:
+    """A query parameter the endpoint does not read, or one given twice, is a 400: a
+    misspelt ``reserve=ture`` was read as false and reserved nothing."""
+    seen: set[str] = set()
+    for name, _ in request.query_params.multi_items():
+        if name not in known:
+            told = f"; it reads {', '.join(known)}" if known else "; it reads none"
+            raise _Problem(400, f"unknown query parameter {name[:40]!r}{told}")
+        if name in seen:
+            raise _Problem(400, f"query parameter '{name}' given twice")
+        seen.add(name)
+
+
+def _keys(item: dict[str, Any], known: tuple[str, ...], where: str) -> None:
+    for key in item:
+        if key not in known:
+            raise _Problem(400, f"{where}unknown key {key[:40]!r} (known: {', '.join(known)})")
+
+
 def _problem(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message, "status": status}, status_code=status)
 
@@ -65,6 +112,21 @@ async def _json_body(request: Request) -> Any:
         return json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise _Problem(400, f"the body is not JSON: {exc}") from None
+    except RecursionError:
+        raise _Problem(400, "the body is JSON nested deeper than this server reads") from None
+
+
+def _host_of(url: str) -> str | None:
+    """The host of an http(s) URL, or None for what is no such URL (its verdict says so);
+    a host no request could go to (a label over 63 characters, say) is a 400."""
+    try:
+        host = split_origin(url)[1]
+    except InvalidURL:
+        return None
+    problem = host_name_problem(host)
+    if problem is not None:
+        raise _Problem(400, f"{url[:200]!r}: {problem}")
+    return host
 
 
 def _url_list(value: Any) -> list[str]:
@@ -72,6 +134,11 @@ def _url_list(value: Any) -> list[str]:
         raise _Problem(400, "expected a JSON array of URL strings")
     if len(value) > MAX_URLS_PER_CALL:
         raise _Problem(413, f"{len(value)} URLs in one call; at most {MAX_URLS_PER_CALL}")
+    for n, url in enumerate(value):
+        if len(url) > MAX_URL_CHARS:
+            raise _Problem(414, f"URL {n} is {len(url)} characters long; at most "
+                           f"{MAX_URL_CHARS}")
+        _host_of(url)
     return value
 
 
@@ -83,10 +150,14 @@ def _feedback(item: Any, n: int
     alone says a request is leaving late, before any answer."""
     if not isinstance(item, dict):
         raise _Problem(400, f"item {n}: expected an object")
+    _keys(item, ("url", "status", "elapsedMs", "retryAfter", "lateMs"), f"item {n}: ")
     url, status = item.get("url"), item.get("status")
     elapsed, retry_after = item.get("elapsedMs"), item.get("retryAfter")
-    if not isinstance(url, str) or not urlsplit(url).hostname:
-        raise _Problem(400, f"item {n}: 'url' must be an absolute URL")
+    if isinstance(url, str) and len(url) > MAX_URL_CHARS:
+        raise _Problem(414, f"item {n}: 'url' is {len(url)} characters long; at most "
+                       f"{MAX_URL_CHARS}")
+    if not isinstance(url, str) or _host_of(url) is None:
+        raise _Problem(400, f"item {n}: 'url' must be an absolute http(s) URL")
     departure = status is None and item.get("lateMs") is not None
     if not departure and (isinstance(status, bool) or not isinstance(status, int)
                           or not 100 <= status <= 599):
@@ -143,18 +214,28 @@ class _RobotsCollector:
 
 class _ActivityCollector:
     """What the node saw, node-wide (the dashboard holds the per-host detail, so that
-    Prometheus gets no label per host)."""
+    Prometheus gets no label per host). The activity counts the REST API's decisions with
+    the proxy's (the dashboard shows both per host); ``answered`` holds the API's, so that
+    each gets a series of its own."""
 
-    def __init__(self, activity: Activity) -> None:
+    def __init__(self, activity: Activity, answered: CounterOf[str]) -> None:
         self._activity = activity
+        self._answered = answered
 
     def collect(self) -> Iterator[Metric]:
         activity = self._activity
         requests = CounterMetricFamily("polite_proxy_requests", "proxied requests by what "
                                        "became of them", labels=["decision"])
-        for decision, count in sorted(activity.totals.items()):
+        for decision, count in sorted((activity.totals - self._answered).items()):
             requests.add_metric([decision], count)
         yield requests
+        answered = CounterMetricFamily("polite_api_decisions", "URLs the REST API decided "
+                                       "(POST /politeness, /politeness/verbose, GET "
+                                       "/politeness) by what became of them",
+                                       labels=["decision"])
+        for decision, count in sorted(self._answered.items()):
+            answered.add_metric([decision], count)
+        yield answered
         statuses = CounterMetricFamily("polite_proxy_responses", "proxied requests by the "
                                        "status class answered (refused: polite's 403/429)",
                                        labels=["class"])
@@ -197,34 +278,59 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
                sitemaps: SitemapWalker | None = None, cache: PageCache | None = None,
                on_startup: Callable[[], Awaitable[None]] | None = None,
                on_shutdown: Callable[[], Awaitable[None]] | None = None,
-               env: Mapping[str, object] | None = None) -> Starlette:
-    """The app; ``admin_token``, when set, is required (Bearer) for writes. ``env`` is the
-    configuration in force, secrets already masked (``GET /env``)."""
+               env: Mapping[str, object] | None = None,
+               allowed_hosts: Collection[str] = (), private_reads: bool = False
+               ) -> Starlette:
+    """The app; ``admin_token``, when set, is required (Bearer) for writes: PUT and DELETE
+    /delays, feedback, and decisions that reserve. ``env`` is the configuration in force,
+    secrets already masked (``GET /env``). A request must name an IP address, a loopback
+    name or one of ``allowed_hosts`` as its ``Host``, and a write must not come from another
+    origin's page. ``private_reads`` (a server listening beyond loopback): what shows what
+    clients fetch (/trace, /env, /delays, the dashboard) needs the token too, as Bearer or
+    as the cookie ``GET /dashboard?token=`` sets."""
+    if private_reads and admin_token is None:
+        raise ConfigError("private_reads needs an admin_token")
+    hosts = allowed_host_names(allowed_hosts)
     registry = CollectorRegistry()
     decisions = Counter("polite_decisions", "URLs answered", ["result"], registry=registry)
     registry.register(_RobotsCollector(politeness))
     activity = politeness.activity
-    registry.register(_ActivityCollector(activity))
+    answered: CounterOf[str] = CounterOf()  # the REST API's decisions, by cause
+    registry.register(_ActivityCollector(activity, answered))
     dashboard = Dashboard(politeness, store, cache=cache, env=env)
     pages = {name: static_file(name) for name in ("dashboard.html", "index.html", *_STATIC)}
     if cache is not None:
         registry.register(_CacheCollector(cache))
 
     async def answer(urls: list[str], request: Request) -> list[Verdict]:
-        reserve = request.query_params.get("reserve", "false").lower() in ("1", "true", "yes")
+        reserve = _flag(request, "reserve")
+        if reserve:  # taking a slot is a write
+            authorize(request)
         agent = request.query_params.get("agent") or None
         ip = request.query_params.get("ip") or None
+        if ip is not None:
+            try:
+                ip = str(ipaddress.ip_address(ip))
+            except ValueError:
+                raise _Problem(400, f"'ip' must be an IP address, not {ip[:60]!r}") from None
         verdicts = await politeness.check(urls, reserve=reserve, agent=agent, ip=ip)
         for verdict in verdicts:
             decisions.labels("allowed" if verdict.allowed else "refused").inc()
             if verdict.cause != "invalid":
                 activity.count(urlsplit(verdict.url).hostname or "", verdict.cause)
+                answered[verdict.cause] += 1
         return verdicts
 
-    def guarded(handler: Callable[[Request], Awaitable[Response]]
+    def guarded(handler: Callable[[Request], Awaitable[Response]], *params: str
                 ) -> Callable[[Request], Awaitable[Response]]:
+        """``handler``, its problems answered as JSON; ``params``: the query parameters
+        it reads (any other is a 400)."""
         async def run(request: Request) -> Response:
             try:
+                refused = host_refused(request.headers.get("host"), hosts)
+                if refused is not None:
+                    raise _Problem(403, refused)
+                _only(request, params)
                 return await handler(request)
             except _Problem as problem:
                 return _problem(problem.status, problem.message)
@@ -258,6 +364,7 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
             origin = split_origin(site)[0]
         except InvalidURL as exc:
             raise _Problem(400, str(exc)) from exc
+        _host_of(origin)
         summary = WalkSummary(origin)
         files: list[dict[str, object]] = []
         urls: list[str] = []
@@ -282,12 +389,36 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
                          "configured_delay": None if conf is None else round(conf * 1000)})
         return JSONResponse(rows)
 
+    def bearer(request: Request) -> bool:
+        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        return admin_token is not None and hmac.compare_digest(given.encode(),
+                                                               admin_token.encode())
+
     def authorize(request: Request) -> None:
-        if admin_token is not None:
-            given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-            if not hmac.compare_digest(given.encode(), admin_token.encode()):
-                raise _Problem(401, "this server needs 'Authorization: Bearer <token>' "
-                               "for writes")
+        """A write: from no other origin's page, and with the token when there is one."""
+        refused = cross_origin(request.headers)
+        if refused is not None:
+            raise _Problem(403, refused)
+        if admin_token is not None and not bearer(request):
+            raise _Problem(401, "this server needs 'Authorization: Bearer <token>' "
+                           "for writes")
+
+    def private(handler: Callable[[Request], Awaitable[Response]]
+                ) -> Callable[[Request], Awaitable[Response]]:
+        """``handler`` shows what clients fetch: beyond loopback, only to the token's
+        holder (Bearer, or the dashboard's cookie: an EventSource sends no header)."""
+        if not private_reads:
+            return handler
+
+        async def run(request: Request) -> Response:
+            cookie = request.cookies.get(TOKEN_COOKIE, "")
+            if not bearer(request) and not (admin_token is not None and hmac.compare_digest(
+                    cookie.encode(), admin_token.encode())):
+                raise _Problem(401, "this server listens beyond loopback: what it shows of "
+                               "its clients needs 'Authorization: Bearer <token>' (or open "
+                               "/dashboard?token=<token> once)")
+            return await handler(request)
+        return run
 
     async def delete_delay(request: Request) -> Response:
         authorize(request)
@@ -295,6 +426,7 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         return Response(status_code=204)
 
     async def post_feedback(request: Request) -> Response:
+        authorize(request)
         body = await _json_body(request)
         if not isinstance(body, list) or len(body) > MAX_URLS_PER_CALL:
             raise _Problem(400, "expected a JSON array (at most "
@@ -317,7 +449,12 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
     async def put_delay(request: Request) -> Response:
         authorize(request)
         domain = request.path_params["domain"].lower()
+        problem = host_name_problem(domain)
+        if problem is not None:
+            raise _Problem(400, f"PUT /delays/{{domain}}: {problem}")
         body = await _json_body(request)
+        if isinstance(body, dict):
+            _keys(body, ("delay",), "")
         delay = body.get("delay") if isinstance(body, dict) else None
         if isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 <= delay \
                 <= 86_400_000:
@@ -361,6 +498,21 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         return html("index.html")
 
     async def dashboard_page(request: Request) -> Response:
+        given = request.query_params.get("token")
+        if given is not None:
+            if admin_token is None or not hmac.compare_digest(given.encode(),
+                                                              admin_token.encode()):
+                raise _Problem(401, "not this server's admin token")
+            # Kept as a cookie for this page's own requests (its live feed cannot send a
+            # header), and taken out of the address bar.
+            rest = urlencode([(k, v) for k, v in request.query_params.multi_items()
+                              if k != "token"])
+            response = RedirectResponse(f"/dashboard?{rest}" if rest else "/dashboard", 303)
+            response.set_cookie(TOKEN_COOKIE, admin_token, httponly=True, samesite="strict")
+            return response
+        return await private(show_dashboard)(request)
+
+    async def show_dashboard(request: Request) -> Response:
         return html("dashboard.html")
 
     async def dashboard_static(request: Request) -> Response:
@@ -390,31 +542,37 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         if on_shutdown is not None:
             await on_shutdown()
 
+    decide = ("reserve", "agent", "ip")
+    host_query = ("sort", "order", "q", "state", "offset", "limit")
     routes = [
-        Route("/politeness", guarded(post_politeness), methods=["POST"]),
-        Route("/politeness", guarded(get_politeness), methods=["GET"]),
-        Route("/politeness/verbose", guarded(post_verbose), methods=["POST"]),
-        Route("/delays", guarded(get_delays), methods=["GET"]),
+        Route("/politeness", guarded(post_politeness, *decide), methods=["POST"]),
+        Route("/politeness", guarded(get_politeness, *decide, "urls"), methods=["GET"]),
+        Route("/politeness/verbose", guarded(post_verbose, *decide), methods=["POST"]),
+        Route("/delays", guarded(private(get_delays)), methods=["GET"]),
         Route("/delays/{domain}", guarded(put_delay), methods=["PUT"]),
         Route("/delays/{domain}", guarded(delete_delay), methods=["DELETE"]),
         Route("/politeness/feedback", guarded(post_feedback), methods=["POST"]),
-        Route("/sitemaps", guarded(get_sitemaps), methods=["GET"]),
-        Route("/health", health, methods=["GET"]),
-        Route("/metrics", metrics, methods=["GET"]),
-        Route("/openapi.json", openapi, methods=["GET"]),
-        Route("/env", get_env, methods=["GET"]),
-        Route("/trace", guarded(get_trace), methods=["GET"]),
-        Route("/", index, methods=["GET"]),
-        Route("/dashboard", dashboard_page, methods=["GET"]),
+        Route("/sitemaps", guarded(get_sitemaps, "site", "limit", "maxFiles", "maxDepth"),
+              methods=["GET"]),
+        Route("/health", guarded(health), methods=["GET"]),
+        Route("/metrics", guarded(metrics), methods=["GET"]),
+        Route("/openapi.json", guarded(openapi), methods=["GET"]),
+        Route("/env", guarded(private(get_env)), methods=["GET"]),
+        Route("/trace", guarded(private(get_trace), "limit"), methods=["GET"]),
+        Route("/", guarded(index), methods=["GET"]),
+        Route("/dashboard", guarded(dashboard_page, "token", *host_query), methods=["GET"]),
         Route("/dashboard/static/{name}", guarded(dashboard_static), methods=["GET"]),
-        Route("/dashboard/hosts", guarded(dashboard_hosts), methods=["GET"]),
-        Route("/dashboard/summary", dashboard_summary, methods=["GET"]),
-        Route("/dashboard/events", guarded(dashboard_events), methods=["GET"]),
+        Route("/dashboard/hosts", guarded(private(dashboard_hosts), *host_query),
+              methods=["GET"]),
+        Route("/dashboard/summary", guarded(private(dashboard_summary)), methods=["GET"]),
+        Route("/dashboard/events", guarded(private(dashboard_events), *host_query),
+              methods=["GET"]),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
 
 
-_URLS = {"type": "array", "items": {"type": "string", "format": "uri"},
+_URLS = {"type": "array", "items": {"type": "string", "format": "uri",
+                                    "maxLength": MAX_URL_CHARS},
          "maxItems": MAX_URLS_PER_CALL}
 _VERDICT = {"type": "object", "properties": {
     "url": {"type": "string"}, "allowed": {"type": "boolean"},

@@ -7,6 +7,7 @@ byte for byte (Google's parser compares bytes, RFC 9309 compares octets).
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from urllib.parse import urlsplit
 
@@ -17,6 +18,7 @@ __all__ = [
     "canonical_koster",
     "canonical_rfc9309",
     "from_octets",
+    "host_name_problem",
     "normal_url",
     "origin_of",
     "path_params_query",
@@ -171,6 +173,39 @@ def split_origin(url: str) -> tuple[str, str]:
     if port is not None and port != default:
         netloc += f":{port}"
     return f"{scheme}://{netloc}", host
+
+
+_LABEL = re.compile(r"[a-z0-9_-]{1,63}\Z")
+_PLAIN_HOST = re.compile(r"(?:[a-z0-9_-]{1,63}\.)*[a-z0-9_-]{1,63}\.?\Z")
+
+
+def host_name_problem(host: str) -> str | None:
+    """What keeps ``host`` (lower-case, as :func:`split_origin` gives it) from being a host
+    a request can go to: an IP address, or DNS labels of 1 to 63 letters, digits, hyphens
+    or underscores (an international label counts in its ASCII form) making at most 253
+    characters; None when it can be one."""
+    if len(host) <= 253 and _PLAIN_HOST.match(host) is not None:
+        return None  # the common case (an IPv4 address is of this shape too), at once
+    try:
+        ipaddress.ip_address(host)
+        return None
+    except ValueError:
+        pass
+    name = host[:-1] if host.endswith(".") else host
+    if not name or len(name) > 253:
+        return f"host {host[:80]!r} is not 1 to 253 characters long"
+    for label in name.split("."):
+        if not label.isascii():
+            try:
+                label = label.encode("idna").decode("ascii")
+            except UnicodeError:
+                return f"host {host[:80]!r}: label {label[:80]!r} is not a DNS label"
+        if _LABEL.match(label) is None:
+            if len(label) > 63:
+                return f"host {host[:80]!r}: a label over 63 characters"
+            return (f"host {host[:80]!r}: label {label[:80]!r} is not 1 to 63 letters, "
+                    "digits, hyphens or underscores")
+    return None
 
 
 def normal_url(url: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -44,6 +45,10 @@ __all__ = ["NO_RETRY", "Politeness", "Standing", "Verdict"]
 
 NO_RETRY = -1  # seed 001: "retryAfter -1 ... a delay does not have to be considered"
 NO_RULES = AgentRules()  # no robots.txt in force: no fields from the site
+# Matching costs rules x URL length (12,000 wildcard rules against a 5,000-character URL:
+# 23 ms); a batch gives the event loop back after this much of it, so that the proxy and
+# /health go on being answered while a long one is decided.
+MATCH_SLICE_S = 0.01
 
 
 class Verdict(NamedTuple):
@@ -236,7 +241,11 @@ class Politeness:
                 activity.note(split_origin(origin)[1], origin=origin,
                               robots_status=robots_code(state))
         asks: list[tuple[int, str, str, AgentRules]] = []
+        slice_ends = time.perf_counter() + MATCH_SLICE_S
         for index, url, origin, host in hosts:
+            if time.perf_counter() > slice_ends:
+                await asyncio.sleep(0)
+                slice_ends = time.perf_counter() + MATCH_SLICE_S
             state = states[origin]
             rules = NO_RULES
             match state:

@@ -18,6 +18,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Coroutine, Generator, Sequence
 from typing import Any, NamedTuple, Protocol, TypeVar
+from urllib.parse import unquote, urlsplit
 
 import httpx
 
@@ -192,9 +193,14 @@ class _Service:
 
     def __init__(self, service_url: str) -> None:
         self.immediate = False  # every answer is a round trip
-        self._base = service_url.rstrip("/")
-        self._client = httpx.AsyncClient(base_url=self._base, trust_env=False,
-                                         timeout=SERVICE_TIMEOUT)
+        # http://:TOKEN@HOST:PORT: a service with --admin-token, which it asks of reserving
+        # and of feedback; the token is sent as Bearer and kept out of messages.
+        parts = urlsplit(service_url)
+        token = unquote(parts.password or "")
+        self._base = parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]).geturl().rstrip("/")
+        self._client = httpx.AsyncClient(
+            base_url=self._base, trust_env=False, timeout=SERVICE_TIMEOUT,
+            headers={"authorization": f"Bearer {token}"} if token else None)
 
     async def _post(self, path: str, params: dict[str, str], body: object) -> Any:
         try:

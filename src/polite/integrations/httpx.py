@@ -60,8 +60,9 @@ class PoliteTransport(_Gated, httpx.BaseTransport):
 
     ``agent`` is the robots.txt product token (else the request's User-Agent's); ``store``
     a store URL (``memory://``, ``sqlite:///PATH``, ``redis://...``) or ``service_url`` a
-    running ``polite serve``; ``allow_private`` lets it reach loopback and private addresses
-    (``True``) or those of some networks (``["10.1.0.0/16"]``);
+    running ``polite serve`` (``http://:TOKEN@HOST:PORT`` when it has ``--admin-token``);
+    ``allow_private`` lets it reach loopback and private addresses (``True``) or those of
+    some networks (``["10.1.0.0/16"]``);
     ``gate`` shares one :class:`~polite.integrations.PoliteGate` between transports.
     """
 

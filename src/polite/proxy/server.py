@@ -88,6 +88,10 @@ class ProxySettings:
     max_wait_s: float = 60.0  # wait mode: longer waits are answered 429 at once
     max_head_bytes: int = 32 * 1024  # request or response line plus header fields
     max_request_body_bytes: int = 16 * 1024 * 1024
+    # A request to the REST API: refused by its Content-Length at once, and cut off once
+    # past this, rather than read up to max_request_body_bytes first (40 clients sending
+    # 15 MiB each took the process from 65 to 693 MiB).
+    max_api_body_bytes: int = 1024 * 1024
     client_idle_s: float = 60.0  # a kept-alive client connection with no request
     client_read_s: float = 30.0  # a client that stops sending mid-request
     connect_s: float = 10.0
@@ -1043,13 +1047,20 @@ class ProxyServer:
     # -- the API ---------------------------------------------------------------------------
 
     async def _to_app(self, client: Channel, head: Head, peer: tuple[Any, ...]) -> bool:
+        limit = self.settings.max_api_body_bytes
+        declared = (head.get(b"content-length") or b"").strip()
+        if declared.isdigit() and int(declared) > limit:
+            self._send_error(client, 413, f"request body of {int(declared)} bytes: the API "
+                             f"reads at most {limit}", close=True)
+            return False
         body = bytearray()
         while True:
             event = await client.next(self.settings.client_read_s)
             if type(event) is bytes:
                 body += event
-                if len(body) > self.settings.max_request_body_bytes:
-                    self._send_error(client, 413, "request body too large", close=True)
+                if len(body) > limit:
+                    self._send_error(client, 413, f"request body over {limit} bytes: the "
+                                     "API reads at most that", close=True)
                     return False
             elif event is END:
                 break

@@ -10,12 +10,11 @@ from __future__ import annotations
 import hmac
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.datastructures import FormData
@@ -26,6 +25,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from polite.core.access import allowed_host_names, cross_origin, host_refused
 from polite.core.robots import Dialect
 from polite.core.robots.diff import UNNAMED_AGENT, diff_bodies, named_agents
 from polite.core.robots.explain import Explanation, explain_body
@@ -188,18 +188,26 @@ def _preview(rules: SiteRules, saved_text: str, urls_text: str, agents_text: str
 
 class _TokenGate(BaseHTTPMiddleware):
     """The page behind a token: ``?token=`` once (it becomes a cookie), the cookie, or
-    ``Authorization: Bearer``. A POST must come from the page's own origin."""
+    ``Authorization: Bearer``. A POST must come from the page's own origin; with
+    ``allowed_hosts``, a request must name an IP address, a loopback name or one of them
+    as its ``Host``."""
 
-    def __init__(self, app: Any, token: str | None) -> None:
+    def __init__(self, app: Any, token: str | None,
+                 allowed_hosts: frozenset[str] | None) -> None:
         super().__init__(app)
         self.token = token
+        self.allowed_hosts = allowed_hosts
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint
                        ) -> Response:
+        if self.allowed_hosts is not None:
+            refused = host_refused(request.headers.get("host"), self.allowed_hosts)
+            if refused is not None:
+                return PlainTextResponse(refused + "\n", 403)
         if request.method == "POST":
-            origin = request.headers.get("origin")
-            if origin and urlsplit(origin).netloc != request.headers.get("host", ""):
-                return PlainTextResponse("cross-origin request refused\n", 403)
+            refused = cross_origin(request.headers)
+            if refused is not None:
+                return PlainTextResponse(f"cross-origin request refused: {refused}\n", 403)
         token = self.token
         if token is None or request.url.path.endswith("/static/site.css"):
             return await call_next(request)
@@ -217,10 +225,14 @@ class _TokenGate(BaseHTTPMiddleware):
 
 def create_site_app(store: SiteStore, *, token: str | None = None,
                     clock: Callable[[], float] = time.time,
-                    on_save: Callable[[], None] | None = None) -> Starlette:
+                    on_save: Callable[[], None] | None = None,
+                    allowed_hosts: Collection[str] | None = None) -> Starlette:
     """The configuration page over ``store``. ``token``: required from every visitor (give
     one whenever the page is reachable beyond loopback); ``on_save``: called after each save
-    or rollback (a :meth:`SiteGuard.reload` in the same process)."""
+    or rollback (a :meth:`SiteGuard.reload` in the same process); ``allowed_hosts``: the
+    host names the page answers to besides IP addresses and localhost (``polite site
+    serve``'s, against DNS rebinding; None where the site's own application, mounting the
+    page, answers for its names)."""
     env = _jinja()
 
     def page(request: Request, name: str, status: int = 200, **values: Any) -> HTMLResponse:
@@ -311,5 +323,7 @@ def create_site_app(store: SiteStore, *, token: str | None = None,
         Route("/robots.txt", robots_txt),
         Mount("/static", StaticFiles(directory=static), name="static"),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(_TokenGate, token=token)])
+    hosts = None if allowed_hosts is None else allowed_host_names(allowed_hosts)
+    return Starlette(routes=routes, middleware=[Middleware(_TokenGate, token=token,
+                                                           allowed_hosts=hosts)])
 

@@ -82,7 +82,9 @@ def _import(args: argparse.Namespace, out: TextIO) -> int:
     if len(body) > MAX_ROBOTS_BYTES:
         raise ConfigError(f"{args.file} is over {MAX_ROBOTS_BYTES:,} bytes, the most "
                           "crawlers read")
-    text = body.decode("utf-8", errors="replace")
+    # A byte order mark is read only at the start of a file: kept, it would make the
+    # hand-written part's first line one no crawler reads.
+    text = body.decode("utf-8-sig", errors="replace")
     store = SiteStore(args.db)
     try:
         rules = dataclasses.replace(store.current().rules, manual_text=text)

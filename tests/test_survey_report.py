@@ -284,3 +284,20 @@ def test_ulinks_of_a_survey_without_sitemaps_is_a_clear_error(tmp_path: Path) ->
     assert result.returncode == 2 and "kept no sitemap page URL" in result.stderr
     folder = run("ulinks", str(tmp_path))
     assert folder.returncode == 2 and "not a survey folder" in folder.stderr
+
+
+def test_cells_a_spreadsheet_would_run_are_written_as_text(tmp_path: Path) -> None:
+    files = tmp_path / "robots"
+    files.mkdir()
+    hostile = ["=cmd|' /C calc'!A0", "+SUM(1)", "-2+3", "@SUM(A1)"]
+    (files / "a.example.txt").write_bytes(
+        "".join(f"User-agent: {agent}\nDisallow: /\n\n" for agent in hostile).encode())
+    assert run("survey", "--robots-dir", str(files), "--out", str(tmp_path / "s")
+               ).returncode == 0
+    with Survey(tmp_path / "s") as survey:
+        write_report(survey, tmp_path / "s" / "report")
+    cells = {r["agent"] for r in rows(tmp_path / "s" / "report" / "tables" / "agents.csv")}
+    assert {agent_key(cell) for cell in cells} == {"'" + agent_key(a) for a in hostile}
+    # The Parquet file is data for programs, not a sheet: it keeps the values as they were.
+    data = pandas.read_parquet(tmp_path / "s" / "report" / "data" / "agents.parquet")
+    assert {agent_key(agent) for agent in data["agent"]} == {agent_key(a) for a in hostile}

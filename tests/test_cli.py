@@ -156,3 +156,41 @@ def test_a_file_cut_at_the_cap_is_said_and_max_bytes_reads_on() -> None:
     assert "Disallow: /cd/E80817_01/" in whole.stdout and whole.stderr == ""
     linted = run("robots", "lint", oracle)
     assert "longer than 512,000 bytes" in linted.stderr
+
+
+def test_lint_and_diff_take_a_site_or_a_url_as_check_and_explain_do(tmp_path: Path) -> None:
+    old = b"User-agent: *\nDisallow: /private\nDisalow: /typo\n"
+    new = b"User-agent: *\nDisallow: /private\nDisallow: /drafts\n"
+    with serve(Site("127.0.60.1", {"/robots.txt": Reply(200, old)})) as before, \
+            serve(Site("127.0.60.2", {"/robots.txt": Reply(200, new)})) as after:
+        linted = run("robots", "lint", f"{before.origin}/robots.txt", "--allow-private")
+        assert linted.returncode == 1, linted.stderr
+        assert f"{before.origin}/robots.txt:3: warning: 'Disalow' read as 'disallow'" \
+            in linted.stdout
+        refused = run("robots", "lint", before.origin)
+        assert refused.returncode == 2 and "--allow-private" in refused.stderr
+        assert "No such file" not in refused.stderr
+        local = tmp_path / "robots.txt"
+        local.write_bytes(old)
+        diffed = run("robots", "diff", str(local), f"{after.origin}/", "--allow-private")
+        assert diffed.returncode == 1, diffed.stderr
+        assert f"+ {after.origin}/robots.txt:3: Disallow: /drafts" in diffed.stdout
+        assert "/drafts  allowed -> disallowed" in diffed.stdout
+        same = run("robots", "diff", before.origin, str(local), "--allow-private")
+        assert same.returncode == 0 and "no URL changes verdict" in same.stdout, same.stderr
+        assert before.requests == ["/robots.txt", "/robots.txt"]
+    with serve(Site("127.0.60.3", {})) as missing:
+        nothing = run("robots", "lint", missing.origin, "--allow-private")
+        assert nothing.returncode == 2 and "404" in nothing.stderr, nothing.stderr
+
+
+def test_check_takes_paths_as_explain_does(tmp_path: Path) -> None:
+    robots = tmp_path / "robots.txt"
+    robots.write_text("User-agent: *\nDisallow: /w/\n")
+    checked = run("robots", "check", str(robots), "-a", "bot", "/w/index.php", "/wiki/Main")
+    assert checked.returncode == 1, checked.stderr
+    assert checked.stdout.splitlines() == [
+        "disallowed /w/index.php  (Disallow: /w/ (line 2))",
+        "allowed    /wiki/Main  (no rule matches)"]
+    explained = run("robots", "explain", str(robots), "-a", "bot", "/w/index.php", "--brief")
+    assert explained.returncode == 0 and "/w/index.php  No" in explained.stdout

@@ -11,7 +11,7 @@ from typing import Any, TextIO
 
 from polite import __version__
 from polite.cli_crawl import add_crawl_command
-from polite.cli_robots import add_explain_commands, robots_lint
+from polite.cli_robots import add_explain_commands, add_site_options, robots_lint
 from polite.cli_site import add_site_commands
 from polite.cli_survey import add_survey_commands
 from polite.cli_ulinks import add_ulinks_command
@@ -60,7 +60,7 @@ def _build_parser() -> argparse.ArgumentParser:
                        help="a robots.txt file, - for standard input, or a site's URL "
                             "(http:// or https://) to fetch its robots.txt")
     check.add_argument("urls", metavar="URL", nargs="+",
-                       help="URLs to check (with a SITE, paths such as /a/b will do)")
+                       help="URLs or paths (/a/b?q) to check")
     check.add_argument("--allow-private", action="store_true",
                        help="with a SITE: also fetch from private and loopback addresses")
     check.add_argument("--agent", "-a", required=True, help="the crawler's product token")
@@ -77,7 +77,9 @@ def _build_parser() -> argparse.ArgumentParser:
                     "User-Agent strings, relative Sitemap lines, Crawl-delay Googlebot "
                     "ignores, REGP's rules, ...). Exit status: 0 no errors or warnings, 1 "
                     "some found, 2 bad input.")
-    lint.add_argument("file", metavar="FILE", help="a robots.txt file, or - for standard input")
+    lint.add_argument("file", metavar="FILE|SITE",
+                      help="a robots.txt file, - for standard input, or a site's URL (http:// "
+                           "or https://) to fetch its robots.txt")
     lint.add_argument("--dialect", "-d", default="auto", choices=dialects)
     lint.add_argument("--json", action="store_true", help="one JSON array of issues (with "
                       "--lines, an object with the issues and the lines)")
@@ -87,6 +89,7 @@ def _build_parser() -> argparse.ArgumentParser:
     lint.add_argument("--content-type", help="the Content-Type the file was served with "
                       "(text/html is an error)")
     _max_bytes_option(lint)
+    add_site_options(lint)
     lint.set_defaults(handler=robots_lint)
     add_explain_commands(robots_commands)
 
@@ -275,11 +278,13 @@ def _require_public(url: str, allow_private: bool) -> None:
 
 
 def _check_urls(urls: list[str]) -> None:
-    """A URL that cannot be checked is an error, not a verdict."""
+    """A URL that cannot be checked is an error, not a verdict; a path (/a/b?q) is checked
+    as it stands, as explain does."""
     from polite.core.urls import split_origin
 
     for url in urls:
-        split_origin(url)  # InvalidURL (a PoliteError): not an http(s) URL
+        if not url.startswith("/") or url.startswith("//"):
+            split_origin(url)  # InvalidURL (a PoliteError): not an http(s) URL
 
 
 def _robots_check_site(args: argparse.Namespace, out: TextIO) -> int:

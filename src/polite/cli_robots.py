@@ -23,7 +23,7 @@ from polite.robots import (
     parse_dialect,
 )
 
-__all__ = ["add_explain_commands", "robots_lint"]
+__all__ = ["add_explain_commands", "add_site_options", "robots_lint"]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -63,8 +63,8 @@ def add_explain_commands(robots_commands: argparse._SubParsersAction[argparse.Ar
                     "path ending in /, and /. Without --agent the agents are every product "
                     "token either file names and one that neither names. Exit status: 0 no "
                     "verdict changes, 1 some, 2 bad input.")
-    diff.add_argument("old", metavar="OLD", help="the robots.txt before")
-    diff.add_argument("new", metavar="NEW", help="the robots.txt after")
+    diff.add_argument("old", metavar="OLD", help="the robots.txt before: a file, - or a site")
+    diff.add_argument("new", metavar="NEW", help="the robots.txt after: a file, - or a site")
     diff.add_argument("--urls", metavar="FILE",
                       help="URLs or paths to compare, one a line (# comments and blank lines "
                            "skipped)")
@@ -72,7 +72,14 @@ def add_explain_commands(robots_commands: argparse._SubParsersAction[argparse.Ar
     diff.add_argument("--dialect", "-d", default="auto", choices=["auto", *dialects])
     diff.add_argument("--json", action="store_true", help="the changes as JSON")
     _max_bytes(diff)
+    add_site_options(diff)
     diff.set_defaults(handler=_robots_diff)
+
+
+def add_site_options(command: argparse.ArgumentParser) -> None:
+    """The option of a command whose robots.txt may be a site's, fetched."""
+    command.add_argument("--allow-private", action="store_true",
+                         help="with a SITE: also fetch from private and loopback addresses")
 
 
 def _max_bytes(command: argparse.ArgumentParser) -> None:
@@ -87,16 +94,32 @@ def _read(name: str) -> bytes:
     return Path(name).read_bytes()
 
 
+def is_site(name: str) -> bool:
+    """Whether a FILE|SITE argument names a site (its robots.txt is fetched) or a file."""
+    return name.startswith(("http://", "https://"))
+
+
+def robots_source(name: str, args: argparse.Namespace, agent: str = "polite"
+                  ) -> tuple[bytes, str, str | None]:
+    """A FILE|SITE argument's robots.txt: the body, the name to show and the site's origin
+    (``None`` for a file or standard input)."""
+    if is_site(name):
+        body, site = fetch_body(name, agent, allow_private=args.allow_private,
+                                max_bytes=args.max_bytes)
+        return body, f"{site}/robots.txt", site
+    return _read(name), name, None
+
+
 # -- explain ----------------------------------------------------------------------------
 
 
 def _robots_explain(args: argparse.Namespace, out: TextIO) -> int:
+    body, name, site = robots_source(args.file, args, args.agent[0])
     urls = list(args.urls)
-    if args.file.startswith(("http://", "https://")):
-        body, site, urls = _fetch_body(args, urls)
-        name = f"{site}/robots.txt"
-    else:
-        body, name = _read(args.file), args.file
+    if site is not None:
+        from urllib.parse import urljoin
+
+        urls = [urljoin(site + "/", url) for url in urls]
     dialects = [Dialect(d) for d in args.dialect] if args.dialect else None
     explanation = explain_body(body, args.agent, urls, dialects, max_bytes=args.max_bytes)
     if args.json:
@@ -107,11 +130,12 @@ def _robots_explain(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_FINDINGS if explanation.disagreements else EXIT_OK
 
 
-def _fetch_body(args: argparse.Namespace, urls: list[str]) -> tuple[bytes, str, list[str]]:
-    """A site's robots.txt as fetched, by the service's status table; a site with no file to
-    read (a 404, a 5xx) is an error that says what its status means."""
+def fetch_body(source: str, agent: str, *, allow_private: bool, max_bytes: int
+               ) -> tuple[bytes, str]:
+    """A site's robots.txt as fetched, by the service's status table, and the site's origin;
+    a site with no file to read (a 404, a 5xx) is an error that says what its status means.
+    ``source`` is any URL of the site (its robots.txt's own will do)."""
     import asyncio
-    from urllib.parse import urljoin
 
     from polite.cli import _require_public
     from polite.clock import WallClock
@@ -119,25 +143,25 @@ def _fetch_body(args: argparse.Namespace, urls: list[str]) -> tuple[bytes, str, 
     from polite.fetch.robots import RobotsFetcher, create_client, origin_of
     from polite.storage import MemoryStore
 
-    site = origin_of(args.file)
-    _require_public(site, args.allow_private)
+    site = origin_of(source)
+    _require_public(site, allow_private)
 
     async def fetch() -> tuple[object, bytes]:
         clock = WallClock()
         store = MemoryStore(clock)
         async with create_client() as client:
-            fetcher = RobotsFetcher(client, store, clock, agent=args.agent[0],
-                                    policy=FetchPolicy(), allow_private=args.allow_private,
-                                    max_bytes=args.max_bytes)
+            fetcher = RobotsFetcher(client, store, clock, agent=agent,
+                                    policy=FetchPolicy(), allow_private=allow_private,
+                                    max_bytes=max_bytes)
             state = await fetcher.state(site)
         record = await store.load_robots(site)
         return state, record.body if record is not None else b""
 
     state, body = asyncio.run(fetch())
     if not isinstance(state, Parsed):
-        raise ConfigError(f"{site}/robots.txt has no rules to explain: "
+        raise ConfigError(f"{site}/robots.txt has no file to read: "
                           f"{getattr(state, 'reason', state)}")
-    return body, site, [urljoin(site + "/", url) for url in urls]
+    return body, site
 
 
 def _yes(allowed: bool) -> str:
@@ -212,11 +236,11 @@ def _why(cell: Cell) -> str:
 def robots_lint(args: argparse.Namespace, out: TextIO) -> int:
     """``polite robots lint``: the reader's issues and the checks, one a line; with
     ``--lines`` every line's class too."""
-    body = _read(args.file)
+    body, name, _ = robots_source(args.file, args)
     report = lint_body(body, parse_dialect(args.dialect), max_bytes=args.max_bytes,
                        content_type=args.content_type)
     if len(body) > args.max_bytes:
-        print(f"polite: warning: {args.file} is longer than {args.max_bytes:,} bytes and was "
+        print(f"polite: warning: {name} is longer than {args.max_bytes:,} bytes and was "
               "read only that far; rules after that point are not applied (--max-bytes to "
               "read more)", file=sys.stderr)
     issues = report.issues
@@ -234,16 +258,16 @@ def robots_lint(args: argparse.Namespace, out: TextIO) -> int:
     else:
         if args.lines:
             for c in report.lines:
-                out.write(f"{args.file}:{c.line}: {c.label}"
+                out.write(f"{name}:{c.line}: {c.label}"
                           f"{' ' + c.field if c.field else ''}: {c.text}\n")
         for issue in issues:
-            out.write(f"{args.file}:{issue.line}: {issue.severity}: {issue.message} "
+            out.write(f"{name}:{issue.line}: {issue.severity}: {issue.message} "
                       f"[{issue.code}]\n")
-        out.write(f"{args.file}: dialect {report.dialect}, {report.groups} groups, "
+        out.write(f"{name}: dialect {report.dialect}, {report.groups} groups, "
                   f"{report.errors} errors, {report.warnings} warnings, {report.notes} notes\n")
         if args.lines:
             counts = ", ".join(f"{n} {label}" for label, n in sorted(report.counts.items()))
-            out.write(f"{args.file}: {len(report.lines)} lines: {counts}\n")
+            out.write(f"{name}: {len(report.lines)} lines: {counts}\n")
     serious = any(i.severity in (Severity.ERROR, Severity.WARNING) for i in issues)
     return EXIT_FINDINGS if serious else EXIT_OK
 
@@ -264,13 +288,16 @@ def _url_list(name: str) -> list[str]:
 
 def _robots_diff(args: argparse.Namespace, out: TextIO) -> int:
     urls = _url_list(args.urls) if args.urls else None
-    found = diff_bodies(_read(args.old), _read(args.new), urls=urls, agents=args.agent,
+    agent = args.agent[0] if args.agent else "polite"
+    old, old_name, _ = robots_source(args.old, args, agent)
+    new, new_name, _ = robots_source(args.new, args, agent)
+    found = diff_bodies(old, new, urls=urls, agents=args.agent,
                         dialect=parse_dialect(args.dialect), max_bytes=args.max_bytes)
     if args.json:
         json.dump(found.as_json(), out, indent=2)
         out.write("\n")
     else:
-        _print_diff(out, args.old, args.new, found)
+        _print_diff(out, old_name, new_name, found)
     return EXIT_FINDINGS if found.changes else EXIT_OK
 
 

@@ -194,3 +194,12 @@ def test_check_takes_paths_as_explain_does(tmp_path: Path) -> None:
         "allowed    /wiki/Main  (no rule matches)"]
     explained = run("robots", "explain", str(robots), "-a", "bot", "/w/index.php", "--brief")
     assert explained.returncode == 0 and "/w/index.php  No" in explained.stdout
+
+
+def test_a_command_group_without_its_command_prints_the_groups_help() -> None:
+    for group, command in (("robots", "lint"), ("sitemap", "tree"), ("site", "import"),
+                           ("ca", "export"), ("demo", "regp-site")):
+        result = run(group)
+        assert result.returncode == 2, group
+        assert result.stdout.startswith(f"usage: polite {group} "), result.stdout
+        assert command in result.stdout and "survey" not in result.stdout

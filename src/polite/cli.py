@@ -30,7 +30,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "handler"):
-        parser.print_help()
+        # A command group without its command (polite robots) shows the group's help.
+        getattr(args, "group", parser).print_help()
         return EXIT_USAGE
     try:
         return int(args.handler(args, sys.stdout))
@@ -49,6 +50,7 @@ def _build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
     robots = commands.add_parser("robots", help="read, check and lint robots.txt files")
+    robots.set_defaults(group=robots)
     robots_commands = robots.add_subparsers(title="robots commands", metavar="COMMAND")
     dialects = ["auto", *(d.value for d in Dialect)]
 
@@ -94,6 +96,7 @@ def _build_parser() -> argparse.ArgumentParser:
     add_explain_commands(robots_commands)
 
     sitemap = commands.add_parser("sitemap", help="read sitemaps: one file, or a whole site's")
+    sitemap.set_defaults(group=sitemap)
     sitemap_commands = sitemap.add_subparsers(title="sitemap commands", metavar="COMMAND")
     read = sitemap_commands.add_parser(
         "parse", help="print the entries of one sitemap file (XML, text, RSS, Atom, gzip)")
@@ -201,6 +204,7 @@ def _build_parser() -> argparse.ArgumentParser:
                             "[delays] table of domain = milliseconds")
     serve.set_defaults(handler=_serve)
     ca = commands.add_parser("ca", help="the local CA of polite serve --intercept-tls")
+    ca.set_defaults(group=ca)
     ca_commands = ca.add_subparsers(title="ca commands", metavar="COMMAND")
     export = ca_commands.add_parser(
         "export", help="print the CA's certificate (PEM) for clients to trust; the CA is "
@@ -490,6 +494,7 @@ def _ca_export(args: argparse.Namespace, out: TextIO) -> int:
 
 def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     demo = commands.add_parser("demo", help="demonstration sites to crawl")
+    demo.set_defaults(group=demo)
     demo_commands = demo.add_subparsers(title="demo commands", metavar="COMMAND")
     site = demo_commands.add_parser(
         "regp-site", help="serve seed 000's news website (section 4.1) with one of the "

@@ -18,6 +18,7 @@ TOKEN_ENV = "POLITE_SITE_TOKEN"
 def add_site_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     site = commands.add_parser(
         "site", help="a site's own robots.txt: rules in SQLite, the configuration page")
+    site.set_defaults(group=site)
     site_commands = site.add_subparsers(title="site commands", metavar="COMMAND")
     serve = site_commands.add_parser(
         "serve", help="the configuration page: rules in sections, versions, robot visits",

@@ -203,3 +203,19 @@ def test_a_command_group_without_its_command_prints_the_groups_help() -> None:
         assert result.returncode == 2, group
         assert result.stdout.startswith(f"usage: polite {group} "), result.stdout
         assert command in result.stdout and "survey" not in result.stdout
+
+
+def test_make_serve_passes_args_to_polite_serve() -> None:
+    from tests.serving import polite_serve_process
+
+    routes = {"/robots.txt": Reply(200, b"User-agent: *\nDisallow: /private\n")}
+    with serve(Site("127.0.60.5", routes)) as site, \
+            polite_serve_process("--allow-private", "--store", "memory://",
+                                 make=True) as (api, _):
+        answer = api.post("/politeness/verbose", json=[f"{site.origin}/private/x"])
+        assert answer.status_code == 200, answer.text
+        verdict = answer.json()[0]
+        # Without --allow-private the site's robots.txt would not be read at all.
+        assert verdict["allowed"] is False, verdict
+        assert "Disallow: /private (line 2)" in str(verdict["error"]), verdict
+        assert site.requests == ["/robots.txt"]

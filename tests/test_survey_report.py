@@ -301,3 +301,25 @@ def test_cells_a_spreadsheet_would_run_are_written_as_text(tmp_path: Path) -> No
     # The Parquet file is data for programs, not a sheet: it keeps the values as they were.
     data = pandas.read_parquet(tmp_path / "s" / "report" / "data" / "agents.parquet")
     assert {agent_key(agent) for agent in data["agent"]} == {agent_key(a) for a in hostile}
+
+
+def test_a_binary_robots_txt_is_one_outcome_for_the_survey_and_the_report(
+        tmp_path: Path) -> None:
+    import random
+
+    files = tmp_path / "robots"
+    files.mkdir()
+    noise = random.Random(4000).randbytes(4000)
+    assert b"\n" in noise and b":" in noise  # lines, and colons a careless count would take
+    (files / "binary.example.txt").write_bytes(noise)
+    (files / "comments.example.txt").write_bytes(b"# nothing here yet\n# ask us\n")
+    (files / "rules.example.txt").write_bytes(b"User-agent: *\nDisallow: /x\n")
+    assert run("survey", "--robots-dir", str(files), "--out", str(tmp_path / "s")
+               ).returncode == 0
+    assert run("report", str(tmp_path / "s")).returncode == 0
+    tables = tmp_path / "s" / "report" / "tables"
+    domains = {r["domain"]: (r["outcome"], r["robots_lines"]) for r in rows(tables / "domains.csv")}
+    assert domains == {"binary.example": ("charset", ""), "comments.example": ("empty", "2"),
+                       "rules.example": ("ok", "2")}
+    assert {int(r["lines"]): int(r["files"]) for r in rows(tables / "robots_lines.csv")} \
+        == {2: 2}

@@ -219,3 +219,31 @@ def test_make_serve_passes_args_to_polite_serve() -> None:
         assert verdict["allowed"] is False, verdict
         assert "Disallow: /private (line 2)" in str(verdict["error"]), verdict
         assert site.requests == ["/robots.txt"]
+
+
+def test_control_characters_of_a_file_are_shown_escaped_and_bad_lists_refused(
+        tmp_path: Path) -> None:
+    old = tmp_path / "robots.txt"
+    old.write_bytes(b"User-agent: *\nDisallow: /a\n")
+    new = tmp_path / "bin.txt"
+    new.write_bytes(b"User-agent: *\nDisallow: /a\x01b\x1b[2J\n")
+    outputs = [
+        run("robots", "diff", str(old), str(new)),
+        run("robots", "lint", str(new), "--lines"),
+        run("robots", "check", str(new), "-a", "bot", "/a%01b%1B[2J"),
+        run("robots", "explain", str(new), "-a", "bot", "/a%01b%1B[2J"),
+    ]
+    for result in outputs:
+        assert result.returncode in (0, 1), result.stderr
+        assert "Disallow: /a\\x01b\\x1b[2J" in result.stdout, result.stdout
+        assert "\x01" not in result.stdout and "\x1b" not in result.stdout
+    urls = tmp_path / "urls.txt"
+    urls.write_bytes(b"/a\n/b\n\x00\xff\xfe")
+    result = run("robots", "diff", str(old), str(new), "--urls", str(urls))
+    assert result.returncode == 2 and result.stdout == ""
+    assert f"{urls}:3: this line holds the control character \\x00" in result.stderr
+    config = tmp_path / "polite.toml"
+    config.write_bytes(b"port = 8080\nagent = \"b\xfcrbot\"\n")
+    result = run("serve", "--config", str(config))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"--config {config}:2: this line is not UTF-8 text" in result.stderr

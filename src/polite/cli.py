@@ -15,6 +15,7 @@ from polite.cli_robots import add_explain_commands, add_site_options, robots_lin
 from polite.cli_site import add_site_commands
 from polite.cli_survey import add_survey_commands
 from polite.cli_ulinks import add_ulinks_command
+from polite.core.text import shown
 from polite.errors import PoliteError
 from polite.robots import MAX_ROBOTS_BYTES, Decision, Dialect, RobotsTxt, parse
 
@@ -338,7 +339,7 @@ def _print_decisions(args: argparse.Namespace, out: TextIO,
     else:
         for url, decision in decisions:
             verdict = "allowed   " if decision.allowed else "disallowed"
-            out.write(f"{verdict} {url}  ({decision.reason})\n")
+            out.write(shown(f"{verdict} {url}  ({decision.reason})\n"))
     return EXIT_OK if all(d.allowed for _, d in decisions) else EXIT_FINDINGS
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from polite.core.text import decode_text, shown
 from polite.errors import ConfigError
 from polite.robots import (
     MAX_ROBOTS_BYTES,
@@ -177,10 +178,12 @@ def _matrix_cell(cells: tuple[Cell, ...]) -> str:
 
 
 def _print_explanation(out: TextIO, name: str, e: Explanation, *, brief: bool) -> None:
-    out.write(f"{name}: dialects {', '.join(d.value for d in e.dialects)}; a cell reads as "
-              f"{e.dialects[0].value} reads it, ! marks the dialects that answer otherwise\n\n")
-    header = ["URL", *e.agents]
-    rows = [[url, *(_matrix_cell(e.row(url, agent)) for agent in e.agents)] for url in e.urls]
+    out.write(shown(f"{name}: dialects {', '.join(d.value for d in e.dialects)}; a cell reads "
+                    f"as {e.dialects[0].value} reads it, ! marks the dialects that answer "
+                    "otherwise\n\n"))
+    header = ["URL", *map(shown, e.agents)]
+    rows = [[shown(url), *(_matrix_cell(e.row(url, agent)) for agent in e.agents)]
+            for url in e.urls]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         out.write("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
@@ -189,12 +192,13 @@ def _print_explanation(out: TextIO, name: str, e: Explanation, *, brief: bool) -
         return
     for url in e.urls:
         for agent in e.agents:
-            out.write(f"\n{url}  {agent}\n")
+            out.write(shown(f"\n{url}  {agent}\n"))
             for dialects, cell in _alike(e.row(url, agent)):
                 mark = "!" if cell.disagrees else " "
-                out.write(f" {mark} {', '.join(dialects)}: "
-                          f"{'allowed' if cell.allowed else 'disallowed'}, {_why(cell)}\n")
-                out.write(f"     group: {cell.group.text}\n")
+                out.write(shown(f" {mark} {', '.join(dialects)}: "
+                                f"{'allowed' if cell.allowed else 'disallowed'}, "
+                                f"{_why(cell)}\n"))
+                out.write(shown(f"     group: {cell.group.text}\n"))
 
 
 def _alike(cells: tuple[Cell, ...]) -> list[tuple[list[str], Cell]]:
@@ -258,16 +262,17 @@ def robots_lint(args: argparse.Namespace, out: TextIO) -> int:
     else:
         if args.lines:
             for c in report.lines:
-                out.write(f"{name}:{c.line}: {c.label}"
-                          f"{' ' + c.field if c.field else ''}: {c.text}\n")
+                out.write(shown(f"{name}:{c.line}: {c.label}"
+                                f"{' ' + c.field if c.field else ''}: {c.text}\n"))
         for issue in issues:
-            out.write(f"{name}:{issue.line}: {issue.severity}: {issue.message} "
-                      f"[{issue.code}]\n")
-        out.write(f"{name}: dialect {report.dialect}, {report.groups} groups, "
-                  f"{report.errors} errors, {report.warnings} warnings, {report.notes} notes\n")
+            out.write(shown(f"{name}:{issue.line}: {issue.severity}: {issue.message} "
+                            f"[{issue.code}]\n"))
+        out.write(shown(f"{name}: dialect {report.dialect}, {report.groups} groups, "
+                        f"{report.errors} errors, {report.warnings} warnings, "
+                        f"{report.notes} notes\n"))
         if args.lines:
             counts = ", ".join(f"{n} {label}" for label, n in sorted(report.counts.items()))
-            out.write(f"{name}: {len(report.lines)} lines: {counts}\n")
+            out.write(shown(f"{name}: {len(report.lines)} lines: {counts}\n"))
     serious = any(i.severity in (Severity.ERROR, Severity.WARNING) for i in issues)
     return EXIT_FINDINGS if serious else EXIT_OK
 
@@ -277,7 +282,7 @@ def robots_lint(args: argparse.Namespace, out: TextIO) -> int:
 
 def _url_list(name: str) -> list[str]:
     urls = []
-    for raw in _read(name).decode("utf-8", "replace").splitlines():
+    for raw in decode_text(_read(name), name).splitlines():
         line = raw.strip()
         if line and not line.startswith("#"):
             urls.append(line)
@@ -303,12 +308,12 @@ def _robots_diff(args: argparse.Namespace, out: TextIO) -> int:
 
 def _print_diff(out: TextIO, old: str, new: str, d: RobotsDiff) -> None:
     how = ("sampled from the paths of both files' rules" if d.sampled else "given")
-    out.write(f"{old} -> {new}: dialect {d.dialect}, {len(d.urls)} URLs ({how}), "
-              f"{len(d.agents)} agents\n")
+    out.write(shown(f"{old} -> {new}: dialect {d.dialect}, {len(d.urls)} URLs ({how}), "
+                    f"{len(d.agents)} agents\n"))
     for n, text in d.removed:
-        out.write(f"- {old}:{n}: {text}\n")
+        out.write(shown(f"- {old}:{n}: {text}\n"))
     for n, text in d.added:
-        out.write(f"+ {new}:{n}: {text}\n")
+        out.write(shown(f"+ {new}:{n}: {text}\n"))
     if not d.changes:
         out.write("no URL changes verdict\n")
         return
@@ -318,4 +323,5 @@ def _print_diff(out: TextIO, old: str, new: str, d: RobotsDiff) -> None:
         after = "allowed" if c.allowed else "disallowed"
         was = _rule(c.old_rule) if c.old_rule else c.old_reason
         now = _rule(c.new_rule) if c.new_rule else c.new_reason
-        out.write(f"  {c.agent}  {c.url}  {before} -> {after}  (was {was}; now {now})\n")
+        out.write(shown(f"  {c.agent}  {c.url}  {before} -> {after}  (was {was}; "
+                        f"now {now})\n"))

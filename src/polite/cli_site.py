@@ -83,9 +83,12 @@ def _import(args: argparse.Namespace, out: TextIO) -> int:
     if len(body) > MAX_ROBOTS_BYTES:
         raise ConfigError(f"{args.file} is over {MAX_ROBOTS_BYTES:,} bytes, the most "
                           "crawlers read")
-    # A byte order mark is read only at the start of a file: kept, it would make the
-    # hand-written part's first line one no crawler reads.
-    text = body.decode("utf-8-sig", errors="replace")
+    from polite.core.text import decode_text
+
+    # Not text is refused, not kept with its bytes replaced: the site would serve what its
+    # webmaster never wrote. A byte order mark is dropped: read only at the start of a file,
+    # kept mid-file it would make the hand-written part's first line one no crawler reads.
+    text = decode_text(body, args.file)
     store = SiteStore(args.db)
     try:
         rules = dataclasses.replace(store.current().rules, manual_text=text)

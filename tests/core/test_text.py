@@ -22,3 +22,4 @@ def test_shown_escapes_what_would_act_on_a_terminal() -> None:
     assert shown("Disallow: /caf\u00e9\tx") == "Disallow: /caf\u00e9\tx"
     assert shown("a\x01b\x1b[2J\r\x7f\x85") == "a\\x01b\\x1b[2J\\x0d\\x7f\\x85"
     assert shown("x\u202ey") == "x\\u202ey"
+    assert shown("one line\nthe next\n") == "one line\nthe next\n"

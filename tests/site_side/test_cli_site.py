@@ -162,3 +162,26 @@ def test_polite_site_import_of_a_file_for_everyone_writes_no_empty_group_before_
     for dialect in _DIALECTS:
         assert main(["robots", "diff", str(mine), str(served), "-d", dialect]) == 0, \
             capsys.readouterr().out
+
+
+def test_polite_site_import_refuses_a_file_that_is_not_text(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import random
+
+    from polite.cli import main
+
+    db = tmp_path / "site.sqlite"
+    binary = tmp_path / "bin.txt"
+    binary.write_bytes(random.Random(142).randbytes(4000))
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes(b"User-agent: *\nDisallow: /caf\xe9/\n")
+    assert main(["site", "import", str(binary), "--db", str(db)]) == 2
+    assert main(["site", "import", str(latin), "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert f"polite: {binary}:1: this line " in err
+    assert f"polite: {latin}:2: this line is not UTF-8 text" in err
+    store = SiteStore(db)
+    assert store.current_id() == 0  # nothing saved
+    store.close()
+    with pytest.raises(ConfigError, match=r"bin\.txt:1: this line "):
+        load_crawlers(binary)  # the crawler list a site may give in place of the bundled one

@@ -46,6 +46,7 @@ from polite.core.survey.sampling import (
     Reservoir,
     sample_children,
 )
+from polite.core.text import decode_text
 from polite.errors import ConfigError
 from polite.fetch.http import PageFetcher
 from polite.fetch.robots import is_public_host
@@ -84,7 +85,7 @@ def read_domains(path: Path) -> list[tuple[int | None, str]]:
     """``rank,domain`` lines (Tranco, Alexa) or one domain a line; blank lines and ``#``
     comments skipped; :class:`ConfigError` with the line number for a line that is neither."""
     domains = []
-    for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+    for number, line in enumerate(decode_text(path.read_bytes(), str(path)).splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
@@ -109,7 +110,8 @@ class HostsFile(aiohttp.abc.AbstractResolver):
 
     def __init__(self, path: Path) -> None:
         self.names: dict[str, str] = {}
-        for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+        text = decode_text(path.read_bytes(), str(path))
+        for number, line in enumerate(text.splitlines(), 1):
             fields = line.split("#", 1)[0].split()
             if not fields:
                 continue

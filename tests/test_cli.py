@@ -198,7 +198,7 @@ def test_check_takes_paths_as_explain_does(tmp_path: Path) -> None:
 
 def test_a_command_group_without_its_command_prints_the_groups_help() -> None:
     for group, command in (("robots", "lint"), ("sitemap", "tree"), ("site", "import"),
-                           ("ca", "export"), ("demo", "regp-site")):
+                           ("ca", "export")):
         result = run(group)
         assert result.returncode == 2, group
         assert result.stdout.startswith(f"usage: polite {group} "), result.stdout

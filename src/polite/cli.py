@@ -494,9 +494,14 @@ def _ca_export(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    demo = commands.add_parser("demo", help="demonstration sites to crawl")
-    demo.set_defaults(group=demo)
-    demo_commands = demo.add_subparsers(title="demo commands", metavar="COMMAND")
+    demo = commands.add_parser(
+        "demo", help="a small site on loopback to try polite on, no internet needed",
+        description="Without a command: seed 000's news site with a plain robots.txt on "
+                    "loopback, and the commands to try against it, until interrupted.")
+    demo.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1")
+    demo.add_argument("--port", type=int, default=8089, help="default 8089; 0 for any")
+    demo.set_defaults(handler=_demo)
+    demo_commands = demo.add_subparsers(title="demo commands", metavar="[COMMAND]")
     site = demo_commands.add_parser(
         "regp-site", help="serve seed 000's news website (section 4.1) with one of the "
                           "robots.txt files of its section 5",
@@ -514,6 +519,34 @@ def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     site.add_argument("--language", help="the REGP file's Language in place of zh-CN "
                       "(e.g. fr)")
     site.set_defaults(handler=_demo_regp_site)
+
+
+def demo_commands(origin: str, service: str = "localhost:8080") -> list[str]:
+    """What ``polite demo`` tells a newcomer to try against the site at ``origin`` (and the
+    README's first success): a check of the site's robots.txt, and a question to the
+    service (make serve ARGS=--allow-private) about two of its pages."""
+    return [f"polite robots check {origin} --allow-private -a MyBot /login.do /news.do",
+            f"curl -s {service}/politeness/verbose -d "
+            f"'[\"{origin}/news.do\", \"{origin}/newsItem.do?id=1\"]'"]
+
+
+def _demo(args: argparse.Namespace, out: TextIO) -> int:
+    import contextlib
+    import threading
+
+    from polite.demo import start_site
+
+    with start_site(args.host, args.port, robots="rep") as site:
+        robots = site.robots_txt() or ""
+        out.write(f"polite demo: a small news site on {site.origin}/ until Ctrl-C; its "
+                  "robots.txt:\n\n" + "".join(f"  {line}\n" for line in robots.splitlines())
+                  + "\nTry, in another terminal (the service: make serve "
+                    "ARGS=--allow-private):\n\n"
+                  + "".join(f"  {command}\n" for command in demo_commands(site.origin)))
+        out.flush()
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()
+    return EXIT_OK
 
 
 def _demo_regp_site(args: argparse.Namespace, out: TextIO) -> int:

@@ -26,6 +26,12 @@ def rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(stream))
 
 
+def value(cell: str) -> str:
+    """A CSV cell's value: the report writes a ' before what a spreadsheet would run."""
+    return cell[1:] if cell[:1] == "'" and cell[1:2] in ("=", "+", "-", "@", "\t", "\r") \
+        else cell
+
+
 def header(path: Path) -> list[str]:
     with path.open(encoding="utf-8") as stream:
         return next(csv.reader(stream))
@@ -255,7 +261,8 @@ def test_the_corpus_tables_2_and_3_equal_an_independent_count(tmp_path: Path) ->
     assert {k: int(r["files"]) for k, r in fields.items()} == dict(holding)
     assert {k: int(r["fields"]) for k, r in fields.items()} == dict(lines)
     table3 = rows(tables / "agents.csv")
-    assert {agent_key(r["agent"]): int(r["occurrences"]) for r in table3} == dict(agents)
+    assert {agent_key(value(r["agent"])): int(r["occurrences"]) for r in table3} \
+        == dict(agents)
     assert [int(r["occurrences"]) for r in table3[:10]] == [n for _, n in
                                                             agents.most_common(10)]
 

@@ -18,8 +18,10 @@ test: $(STAMP)
 	$(BIN)/pytest -q
 
 # The politeness service on loopback, state in an embedded SQLite file beside the project.
+# ARGS go after these options, so they add to them or replace them:
+# make serve ARGS='--allow-private --port 8081'.
 serve: $(STAMP)
-	$(BIN)/polite serve --host 127.0.0.1 --port 8080 --store sqlite:///polite.sqlite
+	$(BIN)/polite serve --host 127.0.0.1 --port 8080 --store sqlite:///polite.sqlite $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import selectors
+import shlex
+import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -10,9 +14,12 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:
@@ -29,14 +36,22 @@ def polite_serve(*options: str) -> Iterator[httpx.Client]:
 
 
 @contextmanager
-def polite_serve_process(*options: str
+def polite_serve_process(*options: str, make: bool = False
                          ) -> Iterator[tuple[httpx.Client, subprocess.Popen[str]]]:
-    """As :func:`polite_serve`, with the process too."""
+    """As :func:`polite_serve`, with the process too; with ``make``, started as ``make serve
+    ARGS='OPTIONS'`` is (with the ``polite`` beside this Python)."""
     port = free_port()
-    command = [sys.executable, "-m", "polite", "serve", "--port", str(port), "--agent",
-               "politetest", *options]
+    options = ("--port", str(port), "--agent", "politetest", *options)
+    command = [sys.executable, "-m", "polite", "serve", *options]
+    if make:
+        script = Path(sys.executable).with_name("polite")
+        if not script.exists() or shutil.which("make") is None:
+            pytest.skip(f"make serve needs make and {script}")
+        # STAMP= : the environment is this one, not a .venv made by make.
+        command = ["make", "--no-print-directory", "-C", str(ROOT), "serve",
+                   f"BIN={script.parent}", "STAMP=", "ARGS=" + shlex.join(options)]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True) as process:
+                          text=True, start_new_session=make) as process:
         try:
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False,
                               timeout=30) as api:
@@ -54,7 +69,10 @@ def polite_serve_process(*options: str
                     time.sleep(0.05)
                 yield api, process
         finally:
-            process.terminate()
+            if make:  # make and the polite it started: the session began with make
+                os.killpg(process.pid, signal.SIGTERM)
+            else:
+                process.terminate()
             process.wait(10)
 
 

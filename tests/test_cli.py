@@ -156,3 +156,94 @@ def test_a_file_cut_at_the_cap_is_said_and_max_bytes_reads_on() -> None:
     assert "Disallow: /cd/E80817_01/" in whole.stdout and whole.stderr == ""
     linted = run("robots", "lint", oracle)
     assert "longer than 512,000 bytes" in linted.stderr
+
+
+def test_lint_and_diff_take_a_site_or_a_url_as_check_and_explain_do(tmp_path: Path) -> None:
+    old = b"User-agent: *\nDisallow: /private\nDisalow: /typo\n"
+    new = b"User-agent: *\nDisallow: /private\nDisallow: /drafts\n"
+    with serve(Site("127.0.60.1", {"/robots.txt": Reply(200, old)})) as before, \
+            serve(Site("127.0.60.2", {"/robots.txt": Reply(200, new)})) as after:
+        linted = run("robots", "lint", f"{before.origin}/robots.txt", "--allow-private")
+        assert linted.returncode == 1, linted.stderr
+        assert f"{before.origin}/robots.txt:3: warning: 'Disalow' read as 'disallow'" \
+            in linted.stdout
+        refused = run("robots", "lint", before.origin)
+        assert refused.returncode == 2 and "--allow-private" in refused.stderr
+        assert "No such file" not in refused.stderr
+        local = tmp_path / "robots.txt"
+        local.write_bytes(old)
+        diffed = run("robots", "diff", str(local), f"{after.origin}/", "--allow-private")
+        assert diffed.returncode == 1, diffed.stderr
+        assert f"+ {after.origin}/robots.txt:3: Disallow: /drafts" in diffed.stdout
+        assert "/drafts  allowed -> disallowed" in diffed.stdout
+        same = run("robots", "diff", before.origin, str(local), "--allow-private")
+        assert same.returncode == 0 and "no URL changes verdict" in same.stdout, same.stderr
+        assert before.requests == ["/robots.txt", "/robots.txt"]
+    with serve(Site("127.0.60.3", {})) as missing:
+        nothing = run("robots", "lint", missing.origin, "--allow-private")
+        assert nothing.returncode == 2 and "404" in nothing.stderr, nothing.stderr
+
+
+def test_check_takes_paths_as_explain_does(tmp_path: Path) -> None:
+    robots = tmp_path / "robots.txt"
+    robots.write_text("User-agent: *\nDisallow: /w/\n")
+    checked = run("robots", "check", str(robots), "-a", "bot", "/w/index.php", "/wiki/Main")
+    assert checked.returncode == 1, checked.stderr
+    assert checked.stdout.splitlines() == [
+        "disallowed /w/index.php  (Disallow: /w/ (line 2))",
+        "allowed    /wiki/Main  (no rule matches)"]
+    explained = run("robots", "explain", str(robots), "-a", "bot", "/w/index.php", "--brief")
+    assert explained.returncode == 0 and "/w/index.php  No" in explained.stdout
+
+
+def test_a_command_group_without_its_command_prints_the_groups_help() -> None:
+    for group, command in (("robots", "lint"), ("sitemap", "tree"), ("site", "import"),
+                           ("ca", "export")):
+        result = run(group)
+        assert result.returncode == 2, group
+        assert result.stdout.startswith(f"usage: polite {group} "), result.stdout
+        assert command in result.stdout and "survey" not in result.stdout
+
+
+def test_make_serve_passes_args_to_polite_serve() -> None:
+    from tests.serving import polite_serve_process
+
+    routes = {"/robots.txt": Reply(200, b"User-agent: *\nDisallow: /private\n")}
+    with serve(Site("127.0.60.5", routes)) as site, \
+            polite_serve_process("--allow-private", "--store", "memory://",
+                                 make=True) as (api, _):
+        answer = api.post("/politeness/verbose", json=[f"{site.origin}/private/x"])
+        assert answer.status_code == 200, answer.text
+        verdict = answer.json()[0]
+        # Without --allow-private the site's robots.txt would not be read at all.
+        assert verdict["allowed"] is False, verdict
+        assert "Disallow: /private (line 2)" in str(verdict["error"]), verdict
+        assert site.requests == ["/robots.txt"]
+
+
+def test_control_characters_of_a_file_are_shown_escaped_and_bad_lists_refused(
+        tmp_path: Path) -> None:
+    old = tmp_path / "robots.txt"
+    old.write_bytes(b"User-agent: *\nDisallow: /a\n")
+    new = tmp_path / "bin.txt"
+    new.write_bytes(b"User-agent: *\nDisallow: /a\x01b\x1b[2J\n")
+    outputs = [
+        run("robots", "diff", str(old), str(new)),
+        run("robots", "lint", str(new), "--lines"),
+        run("robots", "check", str(new), "-a", "bot", "/a%01b%1B[2J"),
+        run("robots", "explain", str(new), "-a", "bot", "/a%01b%1B[2J"),
+    ]
+    for result in outputs:
+        assert result.returncode in (0, 1), result.stderr
+        assert "Disallow: /a\\x01b\\x1b[2J" in result.stdout, result.stdout
+        assert "\x01" not in result.stdout and "\x1b" not in result.stdout
+    urls = tmp_path / "urls.txt"
+    urls.write_bytes(b"/a\n/b\n\x00\xff\xfe")
+    result = run("robots", "diff", str(old), str(new), "--urls", str(urls))
+    assert result.returncode == 2 and result.stdout == ""
+    assert f"{urls}:3: this line holds the control character \\x00" in result.stderr
+    config = tmp_path / "polite.toml"
+    config.write_bytes(b"port = 8080\nagent = \"b\xfcrbot\"\n")
+    result = run("serve", "--config", str(config))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"--config {config}:2: this line is not UTF-8 text" in result.stderr

@@ -57,3 +57,73 @@ def test_regp_site_refuses_what_it_cannot_serve() -> None:
     assert result.returncode == 2
     assert "cannot read Visit-time value 'at nine'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def _first_success() -> list[tuple[str, list[str]]]:
+    """The README's first success: each command with the lines it prints."""
+    from tests.serving import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("A first success")
+    block = readme[readme.index("```console\n", start) + 11:]
+    block = block[:block.index("```")]
+    steps: list[tuple[str, list[str]]] = []
+    for line in block.splitlines():
+        if line.startswith("$ "):
+            steps.append((line[2:], []))
+        else:
+            steps[-1][1].append(line)
+    return steps
+
+
+def test_the_readmes_first_success_runs_on_the_demo_site_alone() -> None:
+    """The README's commands as written, but for the ports (free ones, as others may be
+    taken here) and the service's state (in memory, not ./polite.sqlite)."""
+    import json
+    import shlex
+    import shutil
+
+    from tests.serving import free_port, polite_serve_process
+
+    steps = _first_success()
+    assert [command.split()[:3] for command, _ in steps[:2]] == [
+        ["make", "serve", "ARGS=--allow-private"], [".venv/bin/polite", "demo"]]
+    if shutil.which("curl") is None:
+        import pytest
+
+        pytest.skip("the README's first success asks the service with curl")
+    options = shlex.split(steps[0][0].split("ARGS=", 1)[1])
+    site_port = free_port()
+    demo = subprocess.Popen([sys.executable, "-m", "polite", "demo", "--port", str(site_port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        with polite_serve_process(*options, "--store", "memory://", make=True) as (api, _):
+            assert demo.stdout is not None
+            printed = [demo.stdout.readline()]
+            while printed[-1] and not printed[-1].startswith("  curl "):  # the last it says
+                printed.append(demo.stdout.readline())
+            origin = f"127.0.0.1:{site_port}"
+            assert printed[0].startswith(f"polite demo: a small news site on http://{origin}/")
+
+            def here(text: str) -> str:
+                return (text.replace("127.0.0.1:8089", origin)
+                        .replace("localhost:8080", f"localhost:{api.base_url.port}"))
+
+            for command, expected in steps[2:]:
+                words = shlex.split(here(command))
+                # what polite demo says to try is what the README runs
+                said = [here(line) for line in printed]
+                assert f"  {here(command).replace('.venv/bin/', '')}\n" in said, command
+                if words[0] == ".venv/bin/polite":
+                    words = [sys.executable, "-m", "polite", *words[1:]]
+                result = subprocess.run(words, capture_output=True, text=True, timeout=60,
+                                        check=False)
+                assert result.stderr == "", result.stderr
+                if words[0] == "curl":
+                    assert json.loads(result.stdout) == json.loads(here("\n".join(expected)))
+                else:
+                    assert result.stdout.splitlines() == [here(line) for line in expected]
+    finally:
+        demo.send_signal(signal.SIGINT)
+        demo.communicate(timeout=10)
+    assert demo.returncode == 0

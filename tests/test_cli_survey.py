@@ -88,3 +88,31 @@ def test_a_shared_survey_needs_a_list_and_a_redis_store(tmp_path: Path) -> None:
     not_redis = run("survey", str(listing), "--store", "sqlite:///x.sqlite",
                     "--out", str(tmp_path / "o"))
     assert not_redis.returncode == 2 and "needs redis://" in not_redis.stderr
+
+
+def test_input_files_that_are_not_text_are_clear_errors(tmp_path: Path) -> None:
+    import random
+
+    noise = random.Random(3).randbytes(4000)
+    domains = tmp_path / "domains.txt"
+    domains.write_bytes(b"1,a.example\n2,b.example\n" + noise)
+    result = run("survey", str(domains), "--out", str(tmp_path / "s"))
+    assert result.returncode == 2
+    assert f"polite: {domains}:3: this line " in result.stderr
+    assert "Traceback" not in result.stderr and "\x00" not in result.stderr
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes(b"a.example\nb\xe9b\xe9.example\n")
+    result = run("survey", str(latin), "--out", str(tmp_path / "s"))
+    assert result.returncode == 2 and f"{latin}:2: this line is not UTF-8 text" in result.stderr
+    hosts = tmp_path / "hosts"
+    hosts.write_bytes(b"127.0.0.1 a.example\n\x00\x01\x02")
+    fine = tmp_path / "fine.txt"
+    fine.write_bytes(b"a.example\n")
+    result = run("survey", str(fine), "--hosts", str(hosts), "--out", str(tmp_path / "s"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"{hosts}:2: this line holds the control character \\x00" in result.stderr
+    warc = tmp_path / "noise.warc"
+    warc.write_bytes(noise)
+    result = run("survey", "--warc", str(warc), "--out", str(tmp_path / "w"))
+    assert result.returncode == 2 and "not a WARC file" in result.stderr
+    assert len(result.stderr) < 300 and "\x00" not in result.stderr

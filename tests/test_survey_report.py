@@ -26,6 +26,12 @@ def rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(stream))
 
 
+def value(cell: str) -> str:
+    """A CSV cell's value: the report writes a ' before what a spreadsheet would run."""
+    return cell[1:] if cell[:1] == "'" and cell[1:2] in ("=", "+", "-", "@", "\t", "\r") \
+        else cell
+
+
 def header(path: Path) -> list[str]:
     with path.open(encoding="utf-8") as stream:
         return next(csv.reader(stream))
@@ -256,7 +262,8 @@ def test_the_corpus_tables_2_and_3_equal_an_independent_count(tmp_path: Path) ->
     assert {k: int(r["files"]) for k, r in fields.items()} == dict(holding)
     assert {k: int(r["fields"]) for k, r in fields.items()} == dict(lines)
     table3 = rows(tables / "agents.csv")
-    assert {agent_key(r["agent"]): int(r["occurrences"]) for r in table3} == dict(agents)
+    assert {agent_key(value(r["agent"])): int(r["occurrences"]) for r in table3} \
+        == dict(agents)
     assert [int(r["occurrences"]) for r in table3[:10]] == [n for _, n in
                                                             agents.most_common(10)]
 
@@ -285,3 +292,42 @@ def test_ulinks_of_a_survey_without_sitemaps_is_a_clear_error(tmp_path: Path) ->
     assert result.returncode == 2 and "kept no sitemap page URL" in result.stderr
     folder = run("ulinks", str(tmp_path))
     assert folder.returncode == 2 and "not a survey folder" in folder.stderr
+
+
+def test_cells_a_spreadsheet_would_run_are_written_as_text(tmp_path: Path) -> None:
+    files = tmp_path / "robots"
+    files.mkdir()
+    hostile = ["=cmd|' /C calc'!A0", "+SUM(1)", "-2+3", "@SUM(A1)"]
+    (files / "a.example.txt").write_bytes(
+        "".join(f"User-agent: {agent}\nDisallow: /\n\n" for agent in hostile).encode())
+    assert run("survey", "--robots-dir", str(files), "--out", str(tmp_path / "s")
+               ).returncode == 0
+    with Survey(tmp_path / "s") as survey:
+        write_report(survey, tmp_path / "s" / "report")
+    cells = {r["agent"] for r in rows(tmp_path / "s" / "report" / "tables" / "agents.csv")}
+    assert {agent_key(cell) for cell in cells} == {"'" + agent_key(a) for a in hostile}
+    # The Parquet file is data for programs, not a sheet: it keeps the values as they were.
+    data = pandas.read_parquet(tmp_path / "s" / "report" / "data" / "agents.parquet")
+    assert {agent_key(agent) for agent in data["agent"]} == {agent_key(a) for a in hostile}
+
+
+def test_a_binary_robots_txt_is_one_outcome_for_the_survey_and_the_report(
+        tmp_path: Path) -> None:
+    import random
+
+    files = tmp_path / "robots"
+    files.mkdir()
+    noise = random.Random(4000).randbytes(4000)
+    assert b"\n" in noise and b":" in noise  # lines, and colons a careless count would take
+    (files / "binary.example.txt").write_bytes(noise)
+    (files / "comments.example.txt").write_bytes(b"# nothing here yet\n# ask us\n")
+    (files / "rules.example.txt").write_bytes(b"User-agent: *\nDisallow: /x\n")
+    assert run("survey", "--robots-dir", str(files), "--out", str(tmp_path / "s")
+               ).returncode == 0
+    assert run("report", str(tmp_path / "s")).returncode == 0
+    tables = tmp_path / "s" / "report" / "tables"
+    domains = {r["domain"]: (r["outcome"], r["robots_lines"]) for r in rows(tables / "domains.csv")}
+    assert domains == {"binary.example": ("charset", ""), "comments.example": ("empty", "2"),
+                       "rules.example": ("ok", "2")}
+    assert {int(r["lines"]): int(r["files"]) for r in rows(tables / "robots_lines.csv")} \
+        == {2: 2}

@@ -201,3 +201,29 @@ def test_names_from_a_nameserver(tmp_path: Path) -> None:
     assert set(asked) == {*farm.sites, "missing.resume.test"}
     assert sorted(farm.requests("r0.resume.test")) == ["/i.xml", "/robots.txt", "/u0.xml",
                                                        "/u1.xml", "/u2.xml"]
+
+
+def test_a_run_refused_private_addresses_records_nothing_and_a_run_allowed_them_does_all(
+        tmp_path: Path) -> None:
+    farm = farm_of(8, zone="private.test", third=26)
+    hosts = tmp_path / "hosts"
+    hosts.write_text(farm.hosts())
+    listing = tmp_path / "top.txt"
+    listing.write_text("".join(f"{name}\n" for name in farm.sites))
+    out = tmp_path / "survey"
+    command = ("survey", str(listing), "--out", str(out), "--hosts", str(hosts), "--delay", "0")
+    with farm.running():
+        refused = run(*command)
+        assert refused.returncode == 2, refused.stderr
+        assert "0 of 8 domains surveyed" in refused.stdout
+        assert "8 domains (r0.private.test, r1.private.test, " in refused.stderr
+        assert "--allow-private" in refused.stderr and "Traceback" not in refused.stderr
+        assert farm.arrivals == []
+        assert recorded(out / "survey.sqlite") == set()  # the settings are no site's outcome
+        allowed = run(*command, "--allow-private")
+    assert allowed.returncode == 0, allowed.stderr
+    assert "8 of 8 domains surveyed" in allowed.stdout and allowed.stderr == ""
+    with sqlite3.connect(out / "survey.sqlite") as db:
+        outcomes = Counter(o for (o,) in db.execute("SELECT outcome FROM sites"))
+        files = Counter(i for (i,) in db.execute("SELECT downloadinfo FROM sitemaps"))
+    assert outcomes == {"ok": 8} and files == {"ok": 32}

@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from polite import __version__
 from polite.cli_crawl import add_crawl_command
-from polite.cli_robots import add_explain_commands, robots_lint
+from polite.cli_robots import add_explain_commands, add_site_options, robots_lint
 from polite.cli_site import add_site_commands
 from polite.cli_survey import add_survey_commands
 from polite.cli_ulinks import add_ulinks_command
 from polite.config import AT_LEAST_ONE, FLAGS, NON_NEGATIVE, PORT, SERVE_NUMBERS, IntFlag
+from polite.core.text import shown
 from polite.errors import PoliteError
 from polite.robots import MAX_ROBOTS_BYTES, Decision, Dialect, RobotsTxt, parse
 
@@ -45,7 +46,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "handler"):
-        parser.print_help()
+        # A command group without its command (polite robots) shows the group's help.
+        getattr(args, "group", parser).print_help()
         return EXIT_USAGE
     try:
         status = int(args.handler(args, sys.stdout))
@@ -82,6 +84,7 @@ def _build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
     robots = commands.add_parser("robots", help="read, check and lint robots.txt files")
+    robots.set_defaults(group=robots)
     robots_commands = robots.add_subparsers(title="robots commands", metavar="COMMAND")
     dialects = ["auto", *(d.value for d in Dialect)]
 
@@ -93,7 +96,7 @@ def _build_parser() -> argparse.ArgumentParser:
                        help="a robots.txt file, - for standard input, or a site's URL "
                             "(http:// or https://) to fetch its robots.txt")
     check.add_argument("urls", metavar="URL", nargs="+",
-                       help="URLs to check (with a SITE, paths such as /a/b will do)")
+                       help="URLs or paths (/a/b?q) to check")
     check.add_argument("--allow-private", action="store_true",
                        help="with a SITE: also fetch from private and loopback addresses")
     check.add_argument("--agent", "-a", required=True, help="the crawler's product token")
@@ -110,7 +113,9 @@ def _build_parser() -> argparse.ArgumentParser:
                     "User-Agent strings, relative Sitemap lines, Crawl-delay Googlebot "
                     "ignores, REGP's rules, ...). Exit status: 0 no errors or warnings, 1 "
                     "some found, 2 bad input.")
-    lint.add_argument("file", metavar="FILE", help="a robots.txt file, or - for standard input")
+    lint.add_argument("file", metavar="FILE|SITE",
+                      help="a robots.txt file, - for standard input, or a site's URL (http:// "
+                           "or https://) to fetch its robots.txt")
     lint.add_argument("--dialect", "-d", default="auto", choices=dialects)
     lint.add_argument("--json", action="store_true", help="one JSON array of issues (with "
                       "--lines, an object with the issues and the lines)")
@@ -120,10 +125,12 @@ def _build_parser() -> argparse.ArgumentParser:
     lint.add_argument("--content-type", help="the Content-Type the file was served with "
                       "(text/html is an error)")
     _max_bytes_option(lint)
+    add_site_options(lint)
     lint.set_defaults(handler=robots_lint)
     add_explain_commands(robots_commands)
 
     sitemap = commands.add_parser("sitemap", help="read sitemaps: one file, or a whole site's")
+    sitemap.set_defaults(group=sitemap)
     sitemap_commands = sitemap.add_subparsers(title="sitemap commands", metavar="COMMAND")
     read = sitemap_commands.add_parser(
         "parse", help="print the entries of one sitemap file (XML, text, RSS, Atom, gzip)")
@@ -241,6 +248,7 @@ def _build_parser() -> argparse.ArgumentParser:
                             "[delays] table of domain = milliseconds")
     serve.set_defaults(handler=_serve)
     ca = commands.add_parser("ca", help="the local CA of polite serve --intercept-tls")
+    ca.set_defaults(group=ca)
     ca_commands = ca.add_subparsers(title="ca commands", metavar="COMMAND")
     export = ca_commands.add_parser(
         "export", help="print the CA's certificate (PEM) for clients to trust; the CA is "
@@ -327,11 +335,13 @@ def _client(allow_private: bool) -> httpx.AsyncClient:
 
 
 def _check_urls(urls: list[str]) -> None:
-    """A URL that cannot be checked is an error, not a verdict."""
+    """A URL that cannot be checked is an error, not a verdict; a path (/a/b?q) is checked
+    as it stands, as explain does."""
     from polite.core.urls import split_origin
 
     for url in urls:
-        split_origin(url)  # InvalidURL (a PoliteError): not an http(s) URL
+        if not url.startswith("/") or url.startswith("//"):
+            split_origin(url)  # InvalidURL (a PoliteError): not an http(s) URL
 
 
 def _robots_check_site(args: argparse.Namespace, out: TextIO) -> int:
@@ -381,7 +391,7 @@ def _print_decisions(args: argparse.Namespace, out: TextIO,
     else:
         for url, decision in decisions:
             verdict = "allowed   " if decision.allowed else "disallowed"
-            out.write(f"{verdict} {url}  ({decision.reason})\n")
+            out.write(shown(f"{verdict} {url}  ({decision.reason})\n"))
     return EXIT_OK if all(d.allowed for _, d in decisions) else EXIT_FINDINGS
 
 
@@ -535,8 +545,14 @@ def _ca_export(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    demo = commands.add_parser("demo", help="demonstration sites to crawl")
-    demo_commands = demo.add_subparsers(title="demo commands", metavar="COMMAND")
+    demo = commands.add_parser(
+        "demo", help="a small site on loopback to try polite on, no internet needed",
+        description="Without a command: seed 000's news site with a plain robots.txt on "
+                    "loopback, and the commands to try against it, until interrupted.")
+    demo.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1")
+    demo.add_argument("--port", type=int, default=8089, help="default 8089; 0 for any")
+    demo.set_defaults(handler=_demo)
+    demo_commands = demo.add_subparsers(title="demo commands", metavar="[COMMAND]")
     site = demo_commands.add_parser(
         "regp-site", help="serve seed 000's news website (section 4.1) with one of the "
                           "robots.txt files of its section 5",
@@ -556,6 +572,34 @@ def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     site.add_argument("--language", help="the REGP file's Language in place of zh-CN "
                       "(e.g. fr)")
     site.set_defaults(handler=_demo_regp_site)
+
+
+def demo_commands(origin: str, service: str = "localhost:8080") -> list[str]:
+    """What ``polite demo`` tells a newcomer to try against the site at ``origin`` (and the
+    README's first success): a check of the site's robots.txt, and a question to the
+    service (make serve ARGS=--allow-private) about two of its pages."""
+    return [f"polite robots check {origin} --allow-private -a MyBot /login.do /news.do",
+            f"curl -s {service}/politeness/verbose -d "
+            f"'[\"{origin}/news.do\", \"{origin}/newsItem.do?id=1\"]'"]
+
+
+def _demo(args: argparse.Namespace, out: TextIO) -> int:
+    import contextlib
+    import threading
+
+    from polite.demo import start_site
+
+    with start_site(args.host, args.port, robots="rep") as site:
+        robots = site.robots_txt() or ""
+        out.write(f"polite demo: a small news site on {site.origin}/ until Ctrl-C; its "
+                  "robots.txt:\n\n" + "".join(f"  {line}\n" for line in robots.splitlines())
+                  + "\nTry, in another terminal (the service: make serve "
+                    "ARGS=--allow-private):\n\n"
+                  + "".join(f"  {command}\n" for command in demo_commands(site.origin)))
+        out.flush()
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()
+    return EXIT_OK
 
 
 def _demo_regp_site(args: argparse.Namespace, out: TextIO) -> int:

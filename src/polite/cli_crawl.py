@@ -97,10 +97,15 @@ def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
 
 
 def _crawl(args: argparse.Namespace, out: TextIO) -> int:
-    from polite.crawl import CrawlSettings
-
-    if args.urls[:1] == ["status"]:
+    if args.urls[:1] == ["status"]:  # reads the shared store only: no extra needed
         return _status(args, out)
+    try:
+        from polite.crawl import CrawlSettings
+    except ImportError as exc:
+        if exc.name not in ("selectolax", "fastwarc"):
+            raise
+        raise ConfigError(f"polite crawl needs {exc.name}: pip install 'polite[crawl]'"
+                          ) from exc
     if args.urls[:1] == ["merge"]:
         return _merge(args, out)
     if not args.out:

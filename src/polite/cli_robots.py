@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TextIO
 
 from polite.config import AT_LEAST_ONE, IntFlag
+from polite.core.text import decode_text, shown
 from polite.errors import ConfigError
 from polite.robots import (
     MAX_ROBOTS_BYTES,
@@ -24,7 +25,7 @@ from polite.robots import (
     parse_dialect,
 )
 
-__all__ = ["add_explain_commands", "robots_lint"]
+__all__ = ["add_explain_commands", "add_site_options", "robots_lint"]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -64,8 +65,8 @@ def add_explain_commands(robots_commands: argparse._SubParsersAction[argparse.Ar
                     "path ending in /, and /. Without --agent the agents are every product "
                     "token either file names and one that neither names. Exit status: 0 no "
                     "verdict changes, 1 some, 2 bad input.")
-    diff.add_argument("old", metavar="OLD", help="the robots.txt before")
-    diff.add_argument("new", metavar="NEW", help="the robots.txt after")
+    diff.add_argument("old", metavar="OLD", help="the robots.txt before: a file, - or a site")
+    diff.add_argument("new", metavar="NEW", help="the robots.txt after: a file, - or a site")
     diff.add_argument("--urls", metavar="FILE",
                       help="URLs or paths to compare, one a line (# comments and blank lines "
                            "skipped)")
@@ -73,7 +74,14 @@ def add_explain_commands(robots_commands: argparse._SubParsersAction[argparse.Ar
     diff.add_argument("--dialect", "-d", default="auto", choices=["auto", *dialects])
     diff.add_argument("--json", action="store_true", help="the changes as JSON")
     _max_bytes(diff)
+    add_site_options(diff)
     diff.set_defaults(handler=_robots_diff)
+
+
+def add_site_options(command: argparse.ArgumentParser) -> None:
+    """The option of a command whose robots.txt may be a site's, fetched."""
+    command.add_argument("--allow-private", action="store_true",
+                         help="with a SITE: also fetch from private and loopback addresses")
 
 
 def _max_bytes(command: argparse.ArgumentParser) -> None:
@@ -88,16 +96,32 @@ def _read(name: str) -> bytes:
     return Path(name).read_bytes()
 
 
+def is_site(name: str) -> bool:
+    """Whether a FILE|SITE argument names a site (its robots.txt is fetched) or a file."""
+    return name.startswith(("http://", "https://"))
+
+
+def robots_source(name: str, args: argparse.Namespace, agent: str = "polite"
+                  ) -> tuple[bytes, str, str | None]:
+    """A FILE|SITE argument's robots.txt: the body, the name to show and the site's origin
+    (``None`` for a file or standard input)."""
+    if is_site(name):
+        body, site = fetch_body(name, agent, allow_private=args.allow_private,
+                                max_bytes=args.max_bytes)
+        return body, f"{site}/robots.txt", site
+    return _read(name), name, None
+
+
 # -- explain ----------------------------------------------------------------------------
 
 
 def _robots_explain(args: argparse.Namespace, out: TextIO) -> int:
+    body, name, site = robots_source(args.file, args, args.agent[0])
     urls = list(args.urls)
-    if args.file.startswith(("http://", "https://")):
-        body, site, urls = _fetch_body(args, urls)
-        name = f"{site}/robots.txt"
-    else:
-        body, name = _read(args.file), args.file
+    if site is not None:
+        from urllib.parse import urljoin
+
+        urls = [urljoin(site + "/", url) for url in urls]
     dialects = [Dialect(d) for d in args.dialect] if args.dialect else None
     explanation = explain_body(body, args.agent, urls, dialects, max_bytes=args.max_bytes)
     if args.json:
@@ -108,11 +132,12 @@ def _robots_explain(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_FINDINGS if explanation.disagreements else EXIT_OK
 
 
-def _fetch_body(args: argparse.Namespace, urls: list[str]) -> tuple[bytes, str, list[str]]:
-    """A site's robots.txt as fetched, by the service's status table; a site with no file to
-    read (a 404, a 5xx) is an error that says what its status means."""
+def fetch_body(source: str, agent: str, *, allow_private: bool, max_bytes: int
+               ) -> tuple[bytes, str]:
+    """A site's robots.txt as fetched, by the service's status table, and the site's origin;
+    a site with no file to read (a 404, a 5xx) is an error that says what its status means.
+    ``source`` is any URL of the site (its robots.txt's own will do)."""
     import asyncio
-    from urllib.parse import urljoin
 
     from polite.cli import _client, _require_public
     from polite.clock import WallClock
@@ -120,25 +145,25 @@ def _fetch_body(args: argparse.Namespace, urls: list[str]) -> tuple[bytes, str, 
     from polite.fetch.robots import RobotsFetcher, origin_of
     from polite.storage import MemoryStore
 
-    site = origin_of(args.file)
-    _require_public(site, args.allow_private)
+    site = origin_of(source)
+    _require_public(site, allow_private)
 
     async def fetch() -> tuple[object, bytes]:
         clock = WallClock()
         store = MemoryStore(clock)
-        async with _client(args.allow_private) as client:
-            fetcher = RobotsFetcher(client, store, clock, agent=args.agent[0],
-                                    policy=FetchPolicy(), allow_private=args.allow_private,
-                                    max_bytes=args.max_bytes)
+        async with _client(allow_private) as client:
+            fetcher = RobotsFetcher(client, store, clock, agent=agent,
+                                    policy=FetchPolicy(), allow_private=allow_private,
+                                    max_bytes=max_bytes)
             state = await fetcher.state(site)
         record = await store.load_robots(site)
         return state, record.body if record is not None else b""
 
     state, body = asyncio.run(fetch())
     if not isinstance(state, Parsed):
-        raise ConfigError(f"{site}/robots.txt has no rules to explain: "
+        raise ConfigError(f"{site}/robots.txt has no file to read: "
                           f"{getattr(state, 'reason', state)}")
-    return body, site, [urljoin(site + "/", url) for url in urls]
+    return body, site
 
 
 def _yes(allowed: bool) -> str:
@@ -154,10 +179,12 @@ def _matrix_cell(cells: tuple[Cell, ...]) -> str:
 
 
 def _print_explanation(out: TextIO, name: str, e: Explanation, *, brief: bool) -> None:
-    out.write(f"{name}: dialects {', '.join(d.value for d in e.dialects)}; a cell reads as "
-              f"{e.dialects[0].value} reads it, ! marks the dialects that answer otherwise\n\n")
-    header = ["URL", *e.agents]
-    rows = [[url, *(_matrix_cell(e.row(url, agent)) for agent in e.agents)] for url in e.urls]
+    out.write(shown(f"{name}: dialects {', '.join(d.value for d in e.dialects)}; a cell reads "
+                    f"as {e.dialects[0].value} reads it, ! marks the dialects that answer "
+                    "otherwise\n\n"))
+    header = ["URL", *map(shown, e.agents)]
+    rows = [[shown(url), *(_matrix_cell(e.row(url, agent)) for agent in e.agents)]
+            for url in e.urls]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         out.write("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
@@ -166,12 +193,13 @@ def _print_explanation(out: TextIO, name: str, e: Explanation, *, brief: bool) -
         return
     for url in e.urls:
         for agent in e.agents:
-            out.write(f"\n{url}  {agent}\n")
+            out.write(shown(f"\n{url}  {agent}\n"))
             for dialects, cell in _alike(e.row(url, agent)):
                 mark = "!" if cell.disagrees else " "
-                out.write(f" {mark} {', '.join(dialects)}: "
-                          f"{'allowed' if cell.allowed else 'disallowed'}, {_why(cell)}\n")
-                out.write(f"     group: {cell.group.text}\n")
+                out.write(shown(f" {mark} {', '.join(dialects)}: "
+                                f"{'allowed' if cell.allowed else 'disallowed'}, "
+                                f"{_why(cell)}\n"))
+                out.write(shown(f"     group: {cell.group.text}\n"))
 
 
 def _alike(cells: tuple[Cell, ...]) -> list[tuple[list[str], Cell]]:
@@ -213,11 +241,11 @@ def _why(cell: Cell) -> str:
 def robots_lint(args: argparse.Namespace, out: TextIO) -> int:
     """``polite robots lint``: the reader's issues and the checks, one a line; with
     ``--lines`` every line's class too."""
-    body = _read(args.file)
+    body, name, _ = robots_source(args.file, args)
     report = lint_body(body, parse_dialect(args.dialect), max_bytes=args.max_bytes,
                        content_type=args.content_type)
     if len(body) > args.max_bytes:
-        print(f"polite: warning: {args.file} is longer than {args.max_bytes:,} bytes and was "
+        print(f"polite: warning: {name} is longer than {args.max_bytes:,} bytes and was "
               "read only that far; rules after that point are not applied (--max-bytes to "
               "read more)", file=sys.stderr)
     issues = report.issues
@@ -235,16 +263,17 @@ def robots_lint(args: argparse.Namespace, out: TextIO) -> int:
     else:
         if args.lines:
             for c in report.lines:
-                out.write(f"{args.file}:{c.line}: {c.label}"
-                          f"{' ' + c.field if c.field else ''}: {c.text}\n")
+                out.write(shown(f"{name}:{c.line}: {c.label}"
+                                f"{' ' + c.field if c.field else ''}: {c.text}\n"))
         for issue in issues:
-            out.write(f"{args.file}:{issue.line}: {issue.severity}: {issue.message} "
-                      f"[{issue.code}]\n")
-        out.write(f"{args.file}: dialect {report.dialect}, {report.groups} groups, "
-                  f"{report.errors} errors, {report.warnings} warnings, {report.notes} notes\n")
+            out.write(shown(f"{name}:{issue.line}: {issue.severity}: {issue.message} "
+                            f"[{issue.code}]\n"))
+        out.write(shown(f"{name}: dialect {report.dialect}, {report.groups} groups, "
+                        f"{report.errors} errors, {report.warnings} warnings, "
+                        f"{report.notes} notes\n"))
         if args.lines:
             counts = ", ".join(f"{n} {label}" for label, n in sorted(report.counts.items()))
-            out.write(f"{args.file}: {len(report.lines)} lines: {counts}\n")
+            out.write(shown(f"{name}: {len(report.lines)} lines: {counts}\n"))
     serious = any(i.severity in (Severity.ERROR, Severity.WARNING) for i in issues)
     return EXIT_FINDINGS if serious else EXIT_OK
 
@@ -254,7 +283,7 @@ def robots_lint(args: argparse.Namespace, out: TextIO) -> int:
 
 def _url_list(name: str) -> list[str]:
     urls = []
-    for raw in _read(name).decode("utf-8", "replace").splitlines():
+    for raw in decode_text(_read(name), name).splitlines():
         line = raw.strip()
         if line and not line.startswith("#"):
             urls.append(line)
@@ -265,24 +294,27 @@ def _url_list(name: str) -> list[str]:
 
 def _robots_diff(args: argparse.Namespace, out: TextIO) -> int:
     urls = _url_list(args.urls) if args.urls else None
-    found = diff_bodies(_read(args.old), _read(args.new), urls=urls, agents=args.agent,
+    agent = args.agent[0] if args.agent else "polite"
+    old, old_name, _ = robots_source(args.old, args, agent)
+    new, new_name, _ = robots_source(args.new, args, agent)
+    found = diff_bodies(old, new, urls=urls, agents=args.agent,
                         dialect=parse_dialect(args.dialect), max_bytes=args.max_bytes)
     if args.json:
         json.dump(found.as_json(), out, indent=2)
         out.write("\n")
     else:
-        _print_diff(out, args.old, args.new, found)
+        _print_diff(out, old_name, new_name, found)
     return EXIT_FINDINGS if found.changes else EXIT_OK
 
 
 def _print_diff(out: TextIO, old: str, new: str, d: RobotsDiff) -> None:
     how = ("sampled from the paths of both files' rules" if d.sampled else "given")
-    out.write(f"{old} -> {new}: dialect {d.dialect}, {len(d.urls)} URLs ({how}), "
-              f"{len(d.agents)} agents\n")
+    out.write(shown(f"{old} -> {new}: dialect {d.dialect}, {len(d.urls)} URLs ({how}), "
+                    f"{len(d.agents)} agents\n"))
     for n, text in d.removed:
-        out.write(f"- {old}:{n}: {text}\n")
+        out.write(shown(f"- {old}:{n}: {text}\n"))
     for n, text in d.added:
-        out.write(f"+ {new}:{n}: {text}\n")
+        out.write(shown(f"+ {new}:{n}: {text}\n"))
     if not d.changes:
         out.write("no URL changes verdict\n")
         return
@@ -292,4 +324,5 @@ def _print_diff(out: TextIO, old: str, new: str, d: RobotsDiff) -> None:
         after = "allowed" if c.allowed else "disallowed"
         was = _rule(c.old_rule) if c.old_rule else c.old_reason
         now = _rule(c.new_rule) if c.new_rule else c.new_reason
-        out.write(f"  {c.agent}  {c.url}  {before} -> {after}  (was {was}; now {now})\n")
+        out.write(shown(f"  {c.agent}  {c.url}  {before} -> {after}  (was {was}; "
+                        f"now {now})\n"))

@@ -19,6 +19,7 @@ TOKEN_ENV = "POLITE_SITE_TOKEN"
 def add_site_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     site = commands.add_parser(
         "site", help="a site's own robots.txt: rules in SQLite, the configuration page")
+    site.set_defaults(group=site)
     site_commands = site.add_subparsers(title="site commands", metavar="COMMAND")
     serve = site_commands.add_parser(
         "serve", help="the configuration page: rules in sections, versions, robot visits",
@@ -93,7 +94,12 @@ def _import(args: argparse.Namespace, out: TextIO) -> int:
     if len(body) > MAX_ROBOTS_BYTES:
         raise ConfigError(f"{args.file} is over {MAX_ROBOTS_BYTES:,} bytes, the most "
                           "crawlers read")
-    text = body.decode("utf-8", errors="replace")
+    from polite.core.text import decode_text
+
+    # Not text is refused, not kept with its bytes replaced: the site would serve what its
+    # webmaster never wrote. A byte order mark is dropped: read only at the start of a file,
+    # kept mid-file it would make the hand-written part's first line one no crawler reads.
+    text = decode_text(body, args.file)
     store = SiteStore(args.db)
     try:
         rules = dataclasses.replace(store.current().rules, manual_text=text)

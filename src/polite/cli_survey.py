@@ -238,6 +238,21 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
               f"{seconds:.1f} s (robots.txt: {summary or 'none'}; sitemap files: "
               f"{files or 'none'}); state in {target / 'survey.sqlite'}"
               + (" (stopped: run the same command to go on)" if interrupted else "") + "\n")
+    if harvester.refused or harvester.refused_files:
+        # The survey's settings, not the sites: nothing of them was recorded, and the same
+        # command with --allow-private does them.
+        what = []
+        if harvester.refused:
+            some = sorted(harvester.refused)
+            what.append(f"{len(some):,} domains ({', '.join(some[:5])}"
+                        f"{', ...' if len(some) > 5 else ''})")
+        if harvester.refused_files:
+            what.append(f"{harvester.refused_files:,} sitemap files")
+        print(f"polite: {' and '.join(what)} not surveyed: their addresses are private or "
+              "loopback; the same command with --allow-private surveys them (nothing of them "
+              "was recorded)", file=sys.stderr)
+        if not interrupted:
+            return 2
     return EXIT_INTERRUPTED if interrupted else 0
 
 

@@ -24,6 +24,7 @@ from polite.clock import WallClock
 from polite.config import FLAGS, SERVE_NUMBERS, check_setting
 from polite.core.robots import MAX_ROBOTS_BYTES
 from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
+from polite.core.text import decode_text
 from polite.core.urls import host_name_problem
 from polite.errors import ConfigError
 from polite.fetch.activity import Activity
@@ -92,12 +93,21 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+_MAX_CONFIG_BYTES = 1 << 20
+
+
 def _read_config(path: str) -> dict[str, Any]:
     try:
         with open(path, "rb") as file:
-            data = tomllib.load(file)
+            body = file.read(_MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"--config {path}: {exc.strerror or exc}") from exc
+    if len(body) > _MAX_CONFIG_BYTES:
+        raise ConfigError(f"--config {path}: over {_MAX_CONFIG_BYTES:,} bytes")
+    try:
+        # TOML is UTF-8: bytes that are not are named by their line (tomllib would raise
+        # UnicodeDecodeError, with neither)
+        data = tomllib.loads(decode_text(body, f"--config {path}"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"--config {path}: not TOML: {exc}") from exc
     config: dict[str, Any] = {}

@@ -113,3 +113,75 @@ def test_polite_site_prune_forgets_old_visits(tmp_path: Path) -> None:
     assert main(["site", "prune", "--db", str(db), "--days", "30"]) == 0
     assert [round(v.at) for v in store.visits()] == [round(now), round(now - 10)]
     store.close()
+
+
+# Real files whose first group is for *, a file with a byte order mark and one whose first
+# line is a rule outside any group: each a way for what comes before the hand-written part
+# to change what it means.
+_CORPUS = ("arxiv.org.txt", "ballotpedia.org.txt", "abcnews.go.com.txt", "allafrica.com.txt",
+           "mlb.mlb.com.txt", "en.wikiquote.org.txt")
+_DIALECTS = ("rfc9309", "google", "koster1996", "regp")
+
+
+@pytest.mark.parametrize("name", _CORPUS)
+def test_polite_site_import_changes_no_verdict_in_any_dialect(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
+    from polite.cli import main
+    from tests.conftest import shared_path
+
+    original = shared_path("corpus", "robots", name)
+    db = tmp_path / "site.sqlite"
+    assert main(["site", "import", str(original), "--db", str(db)]) == 0
+    store = SiteStore(db)
+    served = tmp_path / "served.txt"
+    served.write_text(store.current().robots_txt)
+    store.close()
+    capsys.readouterr()
+    for dialect in _DIALECTS:
+        status = main(["robots", "diff", str(original), str(served), "--dialect", dialect])
+        out = capsys.readouterr().out
+        assert status == 0 and "no URL changes verdict" in out, (dialect, out)
+        assert "URLs (sampled" in out and " 0 URLs" not in out
+
+
+def test_polite_site_import_of_a_file_for_everyone_writes_no_empty_group_before_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from polite.cli import main
+
+    mine = tmp_path / "robots.txt"
+    mine.write_text("User-agent: *\nDisallow: /private/\nDisallow: /tmp/\nDisallow: /cgi-bin/\n")
+    db = tmp_path / "site.sqlite"
+    assert main(["site", "import", str(mine), "--db", str(db)]) == 0
+    store = SiteStore(db)
+    text = store.current().robots_txt
+    store.close()
+    assert text.count("User-agent:") == 1 and "Disallow:\n" not in text
+    served = tmp_path / "served.txt"
+    served.write_text(text)
+    capsys.readouterr()
+    for dialect in _DIALECTS:
+        assert main(["robots", "diff", str(mine), str(served), "-d", dialect]) == 0, \
+            capsys.readouterr().out
+
+
+def test_polite_site_import_refuses_a_file_that_is_not_text(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import random
+
+    from polite.cli import main
+
+    db = tmp_path / "site.sqlite"
+    binary = tmp_path / "bin.txt"
+    binary.write_bytes(random.Random(142).randbytes(4000))
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes(b"User-agent: *\nDisallow: /caf\xe9/\n")
+    assert main(["site", "import", str(binary), "--db", str(db)]) == 2
+    assert main(["site", "import", str(latin), "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert f"polite: {binary}:1: this line " in err
+    assert f"polite: {latin}:2: this line is not UTF-8 text" in err
+    store = SiteStore(db)
+    assert store.current_id() == 0  # nothing saved
+    store.close()
+    with pytest.raises(ConfigError, match=r"bin\.txt:1: this line "):
+        load_crawlers(binary)  # the crawler list a site may give in place of the bundled one

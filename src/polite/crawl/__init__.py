@@ -14,15 +14,22 @@ to crawl as links of the page.
 
 from __future__ import annotations
 
-from polite.crawl.crawler import (
-    Crawler,
-    CrawlSettings,
-    CrawlStats,
-    Page,
-    PageHook,
-    StoreUnreachable,
-)
-from polite.crawl.setup import open_crawler
+try:
+    from polite.crawl.crawler import (
+        Crawler,
+        CrawlSettings,
+        CrawlStats,
+        Page,
+        PageHook,
+        StoreUnreachable,
+    )
+    from polite.crawl.setup import open_crawler
+except ModuleNotFoundError as exc:  # pragma: no cover - depends on the installed extras
+    # the crawl extra's libraries (HTML links, WARC files): said, not a bare traceback
+    if exc.name not in ("selectolax", "fastwarc"):
+        raise
+    raise ImportError(f"polite.crawl needs {exc.name}: pip install 'polite[crawl]'",
+                      name=exc.name) from exc
 
 __all__ = ["CrawlSettings", "CrawlStats", "Crawler", "Page", "PageHook", "StoreUnreachable",
            "open_crawler"]

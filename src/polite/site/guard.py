@@ -34,6 +34,7 @@ from polite.core.site import (
     throttle_key,
     verify_by_ranges,
 )
+from polite.core.text import decode_text
 from polite.errors import ConfigError
 from polite.site.store import SiteStore
 
@@ -97,7 +98,7 @@ def load_crawlers(path: str | Path | None = None) -> CrawlerList:
         text = resources.files("polite.site").joinpath("crawlers.json").read_text("utf-8")
         return parse_crawlers(text, source="the bundled crawler list")
     try:
-        text = Path(path).read_text("utf-8")
+        text = decode_text(Path(path).read_bytes(), str(path))
     except OSError as exc:
         raise ConfigError(f"cannot read the crawler list {path}: {exc}") from exc
     return parse_crawlers(text, source=str(path))

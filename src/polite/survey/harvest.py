@@ -46,6 +46,7 @@ from polite.core.survey.sampling import (
     Reservoir,
     sample_children,
 )
+from polite.core.text import decode_text
 from polite.errors import ConfigError
 from polite.fetch.http import PageFetcher
 from polite.fetch.robots import PublicHosts, is_public_host
@@ -78,13 +79,15 @@ _UNREACHABLE = (Outcome.SERVER_ERROR, Outcome.TIMEOUT, Outcome.CONNECTION_ERROR)
 _FAILURES = {"timeout": Outcome.TIMEOUT, "dns": Outcome.DNS_ERROR}
 # Sitemap parser stops that mean "over a size limit" (seed 004's cityweekend case, bombs).
 _TOO_BIG_STOPS = ("too-large", "huge-markup", "too-many-names")
+# A sitemap file's row that is never recorded: the survey's settings forbid fetching it.
+_REFUSED = "refused"
 
 
 def read_domains(path: Path) -> list[tuple[int | None, str]]:
     """``rank,domain`` lines (Tranco, Alexa) or one domain a line; blank lines and ``#``
     comments skipped; :class:`ConfigError` with the line number for a line that is neither."""
     domains = []
-    for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+    for number, line in enumerate(decode_text(path.read_bytes(), str(path)).splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
@@ -109,7 +112,8 @@ class HostsFile(aiohttp.abc.AbstractResolver):
 
     def __init__(self, path: Path) -> None:
         self.names: dict[str, str] = {}
-        for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+        text = decode_text(path.read_bytes(), str(path))
+        for number, line in enumerate(text.splitlines(), 1):
             fields = line.split("#", 1)[0].split()
             if not fields:
                 continue
@@ -295,6 +299,9 @@ class _Answer:
     seconds: float = 0.0
     body: bytes = b""  # a 2xx's body, up to the cap
     size: int = 0  # its true size (counted past the cap for robots.txt)
+    # Not fetched because the survey's own settings forbid it (a private address without
+    # --allow-private): no outcome of the site's, so nothing of it is recorded.
+    refused: bool = False
 
 
 @dataclass(slots=True)
@@ -304,6 +311,7 @@ class _Robots:
 
     robots: RobotsTxt | None
     refusal: str | None = None
+    refused: bool = False  # not read: the survey's settings forbid it (see _Answer)
 
 
 def _filetype(parser: SitemapParser) -> str:
@@ -372,6 +380,11 @@ class Harvester:
         self.on_start: Callable[[int], None] | None = None
         self.surveyed = 0
         self.done: dict[str, int] = {}  # outcome -> sites, this run
+        # What this run did not fetch because its settings forbid it (private addresses):
+        # domains whose robots.txt and sitemap files of other domains. Nothing of them is
+        # recorded, so that a run with other settings does them.
+        self.refused: set[str] = set()
+        self.refused_files = 0
         self.sitemap_files: dict[str, int] = {}  # downloadinfo -> files, this run
 
     def pending(self, domains: Iterable[tuple[int | None, str]]
@@ -472,7 +485,8 @@ class Harvester:
                     self._fetcher.release(f"www.{name}")
                 if finish is not None:
                     await finish(name)
-                self.surveyed += 1
+                if name not in self.refused:
+                    self.surveyed += 1
                 if self.on_site is not None:
                     self.on_site(name)
 
@@ -481,9 +495,13 @@ class Harvester:
     # -- robots.txt --------------------------------------------------------------------------
 
     async def _site(self, rank: int | None,
-                    domain: str) -> tuple[SiteRecord, bytes | None]:
-        """Fetch and record one domain's robots.txt; the record and the body kept."""
+                    domain: str) -> tuple[SiteRecord, bytes | None] | None:
+        """Fetch and record one domain's robots.txt; the record and the body kept (``None``:
+        not fetched, the survey's settings forbid it, and not recorded)."""
         answer = await self._robots(f"{self._scheme}://{domain}/robots.txt")
+        if answer.refused:
+            self.refused.add(domain)
+            return None
         if answer.outcome is Outcome.HTML and not domain.startswith("www."):
             # Seed 004's second step: the www name, when the bare one served a home page.
             second = await self._robots(f"{self._scheme}://www.{domain}/robots.txt")
@@ -510,7 +528,7 @@ class Harvester:
         another domain sharing a sitemap on it); ``None`` when it was recorded already."""
         future = self._fetching.get(domain)
         if future is None:
-            if self._store.recorded(domain):
+            if self._store.recorded(domain) or domain in self.refused:
                 return None
             future = asyncio.get_running_loop().create_future()
             self._fetching[domain] = future
@@ -548,7 +566,7 @@ class Harvester:
             if not self._allow_private and not await self._is_public(host):
                 return _Answer(Outcome.CONNECTION_ERROR, error=f"{host} is a private or "
                                "loopback address (--allow-private)", url=url,
-                               redirects=tuple(redirects))
+                               redirects=tuple(redirects), refused=True)
             async with self._gate.turn(host, uses_slot=not robots), self._requests:
                 result = await self._fetcher.get(
                     url, self._headers, max_bytes=max_bytes, count_to=count_to,
@@ -645,6 +663,8 @@ class Harvester:
             return self._rules_from(known[0], known[1], f"http://{host}/robots.txt")
         url = f"{self._scheme}://{host}/robots.txt"
         answer = await self._robots(url)
+        if answer.refused:
+            return _Robots(None, answer.error, refused=True)
         outcome = str(answer.outcome)
         body = answer.body if answer.size else None
         self._store.record_other_robots(host, outcome, answer.status, body, self._clock())
@@ -661,6 +681,8 @@ class Harvester:
             site, robots_body = fetched
         else:
             site = self._store.site(domain)
+            if site is None:  # its robots.txt was not fetched (the settings forbid it)
+                return
             robots_body = (None if site is None or site.robots_hash is None
                            else self._store.body(site.robots_hash))
         own = _Robots(None)
@@ -679,6 +701,7 @@ class Harvester:
         visited: set[str] = set()
         ids: dict[str, int] = {}
         last: tuple[SitemapRecord, bytes | None] | None = None
+        refused = False  # a file not fetched: the domain's sitemaps are not done
         while queue:
             item = queue.pop(0)
             if item.uri in visited or item.uri in item.ancestors:
@@ -688,6 +711,10 @@ class Harvester:
             entries: list[Entry] | None = None
             if row is None:
                 row, body, entries = await self._sitemap_file(domain, item, own)
+                if row.downloadinfo == _REFUSED:
+                    refused = True
+                    self.refused_files += 1
+                    continue
                 self.sitemap_files[row.downloadinfo] = (
                     self.sitemap_files.get(row.downloadinfo, 0) + 1)
                 if not queue and not any(entry.kind == "sitemap" for entry in entries):
@@ -721,6 +748,12 @@ class Harvester:
                 self.sitemap_files["not_sampled"] = self.sitemap_files.get("not_sampled", 0) + 1
             ancestors = item.ancestors | {item.uri}
             queue.extend(_Queued(uri, item.level + 1, row.id, ancestors) for uri in chosen)
+        if refused:
+            # What was read stays recorded (a later run reads it from the store); the rest,
+            # and the domain's totals, wait for a run whose settings let it fetch them.
+            if last is not None:
+                self._store.record_sitemap(*last, self._clock())
+            return
         self._store.finish_sitemaps(domain, list(reservoir.kept), ids, files_ok, reservoir.seen,
                                     self._clock(), last=last)
 
@@ -753,6 +786,8 @@ class Harvester:
         if item.level > MAX_SITEMAP_LEVEL:
             return failed("not_sampled", f"deeper than {MAX_SITEMAP_LEVEL} index levels")
         rules = await self._host_rules(domain, host, own)
+        if rules.refused:
+            return failed(_REFUSED, rules.refusal)
         if rules.refusal is not None:
             return failed("robots_disallowed", rules.refusal)
         if rules.robots is not None and not rules.robots.allowed(item.uri, self._agent):
@@ -760,6 +795,8 @@ class Harvester:
         parser = SitemapParser(item.uri, max_bytes=self._sitemap_max_bytes,
                                max_urls=self._sitemap_max_urls)
         answer = await self._get(item.uri)
+        if answer.refused:
+            return failed(_REFUSED, answer.error)
         if answer.outcome is not None:
             return failed(str(answer.outcome), answer.error, answer.status, answer.seconds)
         entries = await _parse(parser, answer.body)

@@ -36,11 +36,18 @@ def require_extra() -> None:
                           "extra (pip install 'polite[survey]')")
 
 
+# A cell a spreadsheet program would read as a formula: robots.txt files are written by
+# strangers, and a User-agent line of "=cmd|..." must open as text, not run.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _cell(value: Any) -> Any:
     if value is None:
         return ""
     if isinstance(value, float):
         return round(value, 6)
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
     return value
 
 

@@ -83,7 +83,10 @@ def import_robots_warc(path: Path, store: SurveyStore, now: float, *,
                                         size), body, now)
                 added += 1
     except ArchiveLoadFailed as exc:
-        raise ConfigError(f"{path}: not a WARC file ({exc})") from exc
+        # warcio's message quotes the first lines whole: of a binary file, kilobytes of bytes
+        why = str(exc)
+        raise ConfigError(f"{path}: not a WARC file "
+                          f"({why[:120] + ' ...' if len(why) > 120 else why})") from exc
     for host in redirects:
         store.record(_followed(store, redirects, host), None, now)
         added += 1

@@ -205,7 +205,10 @@ def render(rules: SiteRules) -> RenderedFile:
     kept = [f"{s.name} {s.prefix} ({s.owner})" if s.owner else f"{s.name} {s.prefix}"
             for s in rules.sections]
     add("# robots.txt kept in sections: " + "; ".join(_clean(k) for k in kept))
-    if not by_agent:
+    if not by_agent and not rules.manual_text:
+        # A file must say something; before a hand-written part it must not, since readers
+        # that take the first group for * (the 1996 draft, urllib.robotparser) would read an
+        # empty one here and never reach the hand-written rules.
         add("User-agent: *")
         add("Disallow:")
     for agent, rows in by_agent.items():

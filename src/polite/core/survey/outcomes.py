@@ -2,8 +2,9 @@
 
 The names are those of the data and the report: ``ok`` (a file with rules), ``empty``,
 ``not_found`` (other 4xx), ``forbidden`` (401, 403), ``server_error`` (5xx, 429), ``html``
-(a page served as robots.txt), ``charset`` (a charset that is misspelt or unknown, or bytes
-that are not what was declared), ``too_big`` (over the size cap), ``timeout``,
+(a page served as robots.txt), ``charset`` (a charset that is misspelt or unknown, bytes
+that are not what was declared, or no field and bytes that are not UTF-8 text: a binary
+file), ``too_big`` (over the size cap), ``timeout``,
 ``connection_error``, ``dns_error``, ``redirect_loop``.
 """
 
@@ -12,6 +13,8 @@ from __future__ import annotations
 import codecs
 import enum
 import re
+
+from polite.core.text import not_text
 
 __all__ = ["Outcome", "body_outcome", "status_outcome"]
 
@@ -64,5 +67,8 @@ def body_outcome(body: bytes, *, content_type: str = "", size: int | None = None
         except (LookupError, UnicodeDecodeError):
             return Outcome.CHARSET
     if _FIELD.search(body) is None:
-        return Outcome.EMPTY
+        # Bytes that are not text are no robots.txt at all, empty or not: classed empty, a
+        # binary file would be counted by the report as a file of as many lines as it holds
+        # line feeds.
+        return Outcome.CHARSET if not_text(body) is not None else Outcome.EMPTY
     return Outcome.OK

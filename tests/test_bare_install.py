@@ -1,0 +1,131 @@
+"""polite installed as most users install it, ``pip install polite`` with no extras, in a
+fresh virtual environment: every command answers its --help, and a command or a public
+module that needs an extra says which (exit status 2, as for any other setting to change),
+never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.serving import ROOT
+
+pytestmark = pytest.mark.slow
+
+# What the package index may answer when it cannot be reached (no network, no local index).
+_UNREACHABLE = ("No matching distribution found", "Could not find a version",
+                "Failed to establish a new connection", "Network is unreachable",
+                "Temporary failure in name resolution")
+_EXTRA_MODULES = ("selectolax", "fastwarc", "aiohttp", "pandas", "pyarrow", "matplotlib",
+                  "cryptography", "uvicorn", "jinja2", "scrapy", "requests", "warcio")
+
+
+@pytest.fixture(scope="module")
+def bare(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The bin folder of a fresh venv holding polite and its core dependencies only."""
+    venv = tmp_path_factory.mktemp("bare") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    installed = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+         str(ROOT)], capture_output=True, text=True, timeout=600, env=env, check=False)
+    if installed.returncode != 0:
+        if any(sign in installed.stderr for sign in _UNREACHABLE):
+            pytest.skip("the package index is unreachable, so polite's core dependencies "
+                        f"cannot be installed: {installed.stderr.strip().splitlines()[-1]}")
+        pytest.fail(f"pip install failed: {installed.stderr}")
+    found = subprocess.run(
+        [str(python), "-c", "import importlib.util as u, sys; print(' '.join(m for m in "
+         "sys.argv[1:] if u.find_spec(m)))", *_EXTRA_MODULES],
+        capture_output=True, text=True, timeout=60, env=env, check=True).stdout.split()
+    assert found == [], f"not a bare install: {found}"  # or nothing below is tested
+    yield venv / "bin"
+
+
+def _polite(bare: Path, *args: str, cwd: Path | None = None
+            ) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([str(bare / "polite"), *args], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=cwd, check=False)
+
+
+def _commands() -> list[list[str]]:
+    """Every command of the command line, as its parser knows them (nested ones too)."""
+    from polite.cli import _build_parser
+
+    found: list[list[str]] = []
+
+    def walk(parser: argparse.ArgumentParser, path: list[str]) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, child in action.choices.items():
+                    found.append([*path, name])
+                    walk(child, [*path, name])
+
+    walk(_build_parser(), [])
+    return found
+
+
+def test_every_command_answers_its_help(bare: Path) -> None:
+    commands = _commands()
+    assert ["crawl"] in commands and ["robots", "lint"] in commands and len(commands) > 15
+    for command in commands:
+        result = _polite(bare, *command, "--help")
+        assert result.returncode == 0, (command, result.stderr)
+        assert result.stdout.startswith(f"usage: polite {' '.join(command)}"), command
+
+
+def test_commands_that_need_an_extra_name_it(bare: Path, tmp_path: Path) -> None:
+    domains = tmp_path / "domains.txt"
+    domains.write_text("a.example\n")
+    # None of these reaches the network: each stops at its missing library first.
+    needs = {
+        "crawl": ["crawl", "http://127.0.0.1:9/", "--out", str(tmp_path / "c"),
+                  "--allow-private"],
+        "survey": ["survey", str(domains), "--out", str(tmp_path / "s")],
+        "tls": ["serve", "--intercept-tls", "--port", "0", "--store", "memory://"],
+        "site": ["site", "serve", "--db", str(tmp_path / "site.sqlite"), "--port", "0"],
+    }
+    needs_too = {"survey": ["report", str(tmp_path / "s")], "tls": ["ca", "export",
+                 "--ca-dir", str(tmp_path / "ca")],
+                 "crawl": ["crawl", "merge", str(tmp_path / "c"), "--out", str(tmp_path / "m")]}
+    for extra, args in [*needs.items(), *needs_too.items()]:
+        result = _polite(bare, *args, cwd=tmp_path)
+        assert "Traceback" not in result.stderr, (args, result.stderr)
+        assert result.returncode == 2, (args, result.stderr)
+        assert f"pip install 'polite[{extra}]'" in result.stderr, (args, result.stderr)
+
+
+def test_commands_without_extras_work(bare: Path, tmp_path: Path) -> None:
+    robots = tmp_path / "robots.txt"
+    robots.write_text("User-agent: *\nDisallow: /private\n")
+    checked = _polite(bare, "robots", "check", str(robots), "-a", "bot", "/private/x")
+    assert checked.returncode == 1 and checked.stdout.startswith("disallowed /private/x")
+    kept = _polite(bare, "site", "import", str(robots), "--db", str(tmp_path / "s.sqlite"))
+    assert kept.returncode == 0, kept.stderr
+
+
+def test_public_modules_that_need_an_extra_name_it(bare: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    for module, extra in (("polite.crawl", "crawl"), ("polite.integrations.scrapy", "scrapy"),
+                          ("polite.integrations.requests", "scrapy")):
+        result = subprocess.run([str(bare / "python"), "-c", f"import {module}"],
+                                capture_output=True, text=True, timeout=60, env=env,
+                                check=False)
+        assert result.returncode == 1
+        last = result.stderr.strip().splitlines()[-1]
+        assert last.startswith("ImportError: ") and f"pip install 'polite[{extra}]'" in last, \
+            (module, result.stderr)
+    for module in ("polite.robots", "polite.sitemaps", "polite.survey", "polite.site",
+                   "polite.integrations.httpx", "polite.serve", "polite.demo"):
+        result = subprocess.run([str(bare / "python"), "-c", f"import {module}"],
+                                capture_output=True, text=True, timeout=60, env=env,
+                                check=False)
+        assert result.returncode == 0, (module, result.stderr)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from polite.core.robots import parse
-from polite.core.usage.engine import (
+from polite.core.robots.usage import (
     combine,
     from_headers,
     from_html,

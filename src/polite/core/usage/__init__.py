@@ -1,10 +1,7 @@
-"""AI-usage preferences: what a site says about the uses of its content (training, search,
-AI input), in each of the ways a site can say it.
-
-The submodules are imported by name: :mod:`sf` (RFC 9651 dictionaries), :mod:`vocab` (the
-vocabularies, revision by revision), :mod:`statement` (one line or header read into
-preferences) and :mod:`engine` (every source for a URL and an agent, combined). This package
-imports none of them, so that the robots.txt reader can use :mod:`statement` without a cycle.
+"""AI-usage preferences, the parts that need no robots.txt: :mod:`sf` (RFC 9651
+dictionaries), :mod:`vocab` (the vocabularies, revision by revision) and :mod:`statement`
+(one statement read into preferences). The robots.txt reader uses :mod:`statement`; the
+sources of a URL and their combination are :mod:`polite.core.robots.usage`.
 """
 
 __all__: list[str] = []

@@ -19,6 +19,7 @@ __all__ = [
     "AIPREF_REVISIONS",
     "CONTENT_SIGNALS",
     "CURRENT",
+    "MAIN_PURPOSES",
     "PURPOSES",
     "Vocabulary",
     "vocabulary",
@@ -28,6 +29,7 @@ __all__ = [
 # ``ai-output`` exist only in older AIPREF revisions; asked under a revision without them,
 # the broader purpose in _BROADER answers.
 PURPOSES = ("search", "train-ai", "ai-input", "train-genai", "ai-output")
+MAIN_PURPOSES = PURPOSES[:3]
 _BROADER = {"train-genai": "train-ai"}
 
 

@@ -29,6 +29,7 @@ from polite.core.usage.vocab import (
     AIPREF_REVISIONS,
     CONTENT_SIGNALS,
     CURRENT,
+    MAIN_PURPOSES,
     PURPOSES,
     Vocabulary,
 )
@@ -130,7 +131,14 @@ class Preferences:
 
     def stated(self) -> tuple[str, ...]:
         """The purposes some source states a preference for, in :data:`PURPOSES` order."""
-        said = {p for s in self.sources for p, _ in s.prefs}
+        said = set()
+        for source in self.sources:
+            names = AIPREF_REVISIONS.get(source.vocabulary)
+            for p, _ in source.prefs:
+                # train-genai and ai-output are said only where a revision names them: under
+                # the others they merely repeat the broader train-ai.
+                if p in MAIN_PURPOSES or (names is not None and p in names.labels.values()):
+                    said.add(p)
         return tuple(p for p in PURPOSES if p in said)
 
     def to_json(self) -> dict[str, object]:

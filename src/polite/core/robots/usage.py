@@ -37,6 +37,7 @@ from polite.errors import MalformedField
 
 __all__ = [
     "MAX_TDMREP_BYTES",
+    "TDMREP_PATH",
     "Answer",
     "Preferences",
     "Source",
@@ -50,6 +51,7 @@ __all__ = [
 
 # tdmrep.json files list a handful of locations; anything larger is refused unread.
 MAX_TDMREP_BYTES = 512 * 1024
+TDMREP_PATH = "/.well-known/tdmrep.json"
 TDMREP = "tdmrep (W3C TDMRep CG report)"
 NOAI = "noai convention"
 BING = "Bing robots directives"
@@ -339,7 +341,7 @@ def from_tdmrep(body: str | bytes, url: str) -> Preferences:
     """``/.well-known/tdmrep.json`` read for ``url``: the first entry whose ``location``
     pattern (robots.txt wildcards) matches the URL's path decides. A file that is not a
     JSON array, and entries that are not readable, are reported, never raised."""
-    where = "/.well-known/tdmrep.json"
+    where = TDMREP_PATH
     if len(body) > MAX_TDMREP_BYTES:
         return Preferences(issues=(f"{where}: over {MAX_TDMREP_BYTES} bytes; not read",))
     try:

@@ -23,6 +23,7 @@ from polite.clock import WallClock
 from polite.config import FLAGS, SERVE_NUMBERS, check_setting
 from polite.core.robots import MAX_ROBOTS_BYTES
 from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
+from polite.core.usage.vocab import PURPOSES
 from polite.errors import ConfigError
 from polite.fetch.activity import Activity
 from polite.fetch.cache import PageCache
@@ -70,6 +71,8 @@ class Settings:
     ca_dir: str | None = None  # the local CA's folder; None: default_ca_dir()
     upstream_ca: str | None = None  # a CA file origins are also trusted by
     no_intercept: list[str] = field(default_factory=list)  # hosts left as plain tunnels
+    purpose: str | None = None  # what proxied requests are for, unless X-Polite-Purpose says
+    refuse_by_purpose: bool = False  # proxy: 403 for what the preferences disallow it
 
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -83,6 +86,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "cache_keep_no_store_s": (int, float), "loop": (str,), "max_bytes": (int,),
     "trace_size": (int,), "node": (str,),
     "intercept_tls": (bool,), "ca_dir": (str,), "upstream_ca": (str,), "no_intercept": (list,),
+    "purpose": (str,), "refuse_by_purpose": (bool,),
 }
 
 
@@ -135,6 +139,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
             setattr(settings, item.name, given)
         elif item.name in config:
             setattr(settings, item.name, config[item.name])
+    if settings.purpose is not None and settings.purpose not in PURPOSES:
+        raise ConfigError(f"purpose must be one of {', '.join(PURPOSES)}")
     if settings.on_401_403 not in ("disallow", "allow"):
         raise ConfigError("on_401_403 must be 'disallow' or 'allow'")
     if settings.loop not in ("auto", "asyncio", "uvloop"):
@@ -300,7 +306,8 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
                      cache=cache, on_startup=startup, on_shutdown=shutdown, env=env)
     proxy = ProxyServer(politeness, app, cache=cache, settings=ProxySettings(
         mode=Mode(settings.mode), max_wait_s=settings.max_wait_s,
-        origin_read_s=settings.origin_timeout_s, connect_s=min(10.0, settings.origin_timeout_s)),
+        origin_read_s=settings.origin_timeout_s, connect_s=min(10.0, settings.origin_timeout_s),
+        purpose=settings.purpose, refuse_usage=settings.refuse_by_purpose),
         upstream_tls=upstream_context(settings.upstream_ca), interception=interception)
 
     async def run() -> None:

@@ -46,6 +46,7 @@ __all__ = [
     "from_html",
     "from_robots",
     "from_tdmrep",
+    "purpose_json",
     "robots_rules",
 ]
 
@@ -150,6 +151,13 @@ class Preferences:
             **({"licenses": list(self.licenses)} if self.licenses else {}),
             **({"issues": list(self.issues)} if self.issues else {}),
         }
+
+
+def purpose_json(prefs: Preferences, purpose: str) -> dict[str, object]:
+    """The answer for one purpose beside every source: the shape the service returns."""
+    answer = prefs.answer(purpose)
+    return {"purpose": purpose, "pref": answer.pref.value, "reason": answer.reason,
+            **prefs.to_json()}
 
 
 def combine(*parts: Preferences) -> Preferences:

@@ -207,8 +207,8 @@ def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURR
     directives = [d for g in groups for d in g.directives]
     licenses = tuple(d.text for d in (*robots.global_directives, *directives)
                      if d.key == "license" and d.text)
-    if not robots.allowed(url, agent):
-        return Preferences(licenses=licenses)
+    if not any(d.key in _RULE_KEYS for d in directives) or not robots.allowed(url, agent):
+        return Preferences(licenses=licenses)  # most files: no preference line at all
     dialect = robots.dialect
     path = request_path(dialect, url)
     sources: list[Source] = []

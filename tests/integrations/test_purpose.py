@@ -1,6 +1,6 @@
-"""The httpx drop-in with a purpose: each response carries the URL's robots.txt AI-usage
-preferences, and with refuse_by_purpose what they disallow is refused before any request,
-in this process and through a running ``polite serve``."""
+"""The httpx and requests drop-ins with a purpose: each response carries the URL's
+robots.txt AI-usage preferences, and with refuse_by_purpose what they disallow is refused
+before any request, in this process and through a running ``polite serve``."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+import requests
 
 from polite.errors import RequestRefused, SettingError
 from polite.integrations import PoliteGate
 from polite.integrations.httpx import AsyncPoliteTransport, PoliteTransport
+from polite.integrations.requests import PoliteAdapter
 from tests.serving import polite_serve
 from tests.sites import Reply, Site, serve
 
@@ -75,3 +77,15 @@ def test_through_a_polite_serve(site: Site) -> None:
 def test_an_unknown_purpose_is_refused_by_name() -> None:
     with pytest.raises(SettingError, match="purpose="):
         PoliteGate(purpose="sell")
+
+
+def test_requests_adapter_carries_and_refuses(site: Site) -> None:
+    session = requests.Session()
+    session.mount("http://", PoliteAdapter(**OPTIONS, purpose="train-ai",
+                                           refuse_by_purpose=True))
+    with session:
+        with pytest.raises(RequestRefused, match="refuse train-ai"):
+            session.get(site.origin + "/test")
+        answer = session.get(site.origin + "/ai-ok/test")
+    assert answer.status_code == 200
+    assert answer.polite_usage["pref"] == "allow"

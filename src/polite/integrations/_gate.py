@@ -297,7 +297,7 @@ class LoopGate:
                  purpose: str | None = None, refuse_by_purpose: bool = False) -> None:
         # Checked before anything is built, named as the caller's surface spells them.
         if purpose is not None and purpose not in PURPOSES:
-            raise SettingError("purpose=", purpose, f"one of {', '.join(PURPOSES)}")
+            raise SettingError(knobs.purpose, purpose, f"one of {', '.join(PURPOSES)}")
         check_float(default_delay_s, NON_NEGATIVE, knob=knobs.default_delay_s)
         check_float(max_crawl_delay_s, NON_NEGATIVE, knob="max_crawl_delay_s=")
         check_float(adaptive_factor, NON_NEGATIVE, knob=knobs.adaptive_factor)

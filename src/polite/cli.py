@@ -18,6 +18,7 @@ from polite.cli_survey import add_survey_commands
 from polite.cli_ulinks import add_ulinks_command
 from polite.config import AT_LEAST_ONE, FLAGS, NON_NEGATIVE, PORT, SERVE_NUMBERS, IntFlag
 from polite.core.text import shown
+from polite.core.usage.vocab import PURPOSES
 from polite.errors import PoliteError
 from polite.robots import MAX_ROBOTS_BYTES, Decision, Dialect, RobotsTxt, parse
 
@@ -201,6 +202,11 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--origin-timeout-s", type=SERVE_NUMBERS["origin_timeout_s"],
                        help="proxy: an origin silent this long gets the client a 504 "
                             "(default 30)")
+    serve.add_argument("--purpose", choices=PURPOSES,
+                       help="proxy: what requests are for, unless their X-Polite-Purpose says")
+    serve.add_argument("--refuse-by-purpose", action="store_true", default=None,
+                       help="proxy: answer 403 with the reason when the URL's robots.txt "
+                            "AI-usage preferences disallow the request's purpose")
     serve.add_argument("--no-backoff", dest="backoff", action="store_false", default=None,
                        help="do not pause a host after a 429 or 503 (for origins of your own)")
     serve.add_argument("--no-cache", dest="cache", action="store_false", default=None,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from polite.config import AT_LEAST_ONE, FLAGS, NON_NEGATIVE, POSITIVE, FloatFlag, IntFlag
+from polite.core.usage.vocab import PURPOSES
 from polite.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -80,6 +81,11 @@ def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
                        help="do not read the sitemaps robots.txt names before a site's pages")
     crawl.add_argument("--well-known-sitemaps", action="store_true",
                        help="also try /sitemap.xml and the like when robots.txt names none")
+    crawl.add_argument("--purpose", choices=PURPOSES, default=None,
+                       help="what the pages are for: a page whose AI-usage preferences "
+                            "(robots.txt Content-Usage / Content-Signal, headers, META, "
+                            "TDMRep) refuse it is fetched but not kept, like noindex "
+                            "(default none: preferences recorded, nothing refused)")
     crawl.add_argument("--revisit", action="store_true",
                        help="keep going: revisit pages when Change-*, Index-page, "
                             "changefreq or lastmod say they are due")
@@ -117,7 +123,7 @@ def _crawl(args: argparse.Namespace, out: TextIO) -> int:
         per_host=args.per_host,
         languages=tuple(x.strip() for x in args.languages.split(",") if x.strip()),
         sitemaps=args.sitemaps, well_known_sitemaps=args.well_known_sitemaps,
-        revisit=args.revisit, max_bytes=args.max_bytes, warc=args.warc,
+        revisit=args.revisit, max_bytes=args.max_bytes, warc=args.warc, purpose=args.purpose,
         lease_s=args.lease_s)
     from polite.cli import _require_public
     from polite.fetch.robots import networks

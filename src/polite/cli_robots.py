@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import TextIO
 
 from polite.config import AT_LEAST_ONE, IntFlag
+from polite.core.robots.usage_tools import UsageRow, explain_usage
 from polite.core.text import decode_text, shown
+from polite.core.usage.vocab import PURPOSES
 from polite.errors import ConfigError
 from polite.robots import (
     MAX_ROBOTS_BYTES,
@@ -22,6 +24,7 @@ from polite.robots import (
     diff_bodies,
     explain_body,
     lint_body,
+    parse,
     parse_dialect,
 )
 
@@ -51,6 +54,9 @@ def add_explain_commands(robots_commands: argparse._SubParsersAction[argparse.Ar
     explain.add_argument("--dialect", "-d", action="append", choices=dialects,
                          help="explain in these dialects only (repeat; default rfc9309, "
                               "google, koster1996, and regp for a REGP file)")
+    explain.add_argument("--purpose", action="append", choices=PURPOSES,
+                         help="show the AI-usage preferences for these purposes (repeat; "
+                              "default every purpose the file states a preference for)")
     explain.add_argument("--brief", action="store_true", help="the matrix only, no reasons")
     explain.add_argument("--json", action="store_true", help="every cell as JSON")
     explain.add_argument("--allow-private", action="store_true",
@@ -124,11 +130,19 @@ def _robots_explain(args: argparse.Namespace, out: TextIO) -> int:
         urls = [urljoin(site + "/", url) for url in urls]
     dialects = [Dialect(d) for d in args.dialect] if args.dialect else None
     explanation = explain_body(body, args.agent, urls, dialects, max_bytes=args.max_bytes)
+    dialect = dialects[0] if dialects else explanation.dialects[0]
+    usage = explain_usage(parse(body, dialect, max_bytes=args.max_bytes), explanation.urls,
+                          explanation.agents)
+    purposes = args.purpose or sorted({p for row in usage for p in row.prefs.stated()},
+                                      key=PURPOSES.index)
     if args.json:
-        json.dump(explanation.as_json(), out, indent=2)
+        found = explanation.as_json()
+        found["usage"] = [row.as_json(purposes) for row in usage]
+        json.dump(found, out, indent=2)
         out.write("\n")
     else:
         _print_explanation(out, name, explanation, brief=args.brief)
+        _print_usage(out, usage, purposes, dialect)
     return EXIT_FINDINGS if explanation.disagreements else EXIT_OK
 
 
@@ -200,6 +214,24 @@ def _print_explanation(out: TextIO, name: str, e: Explanation, *, brief: bool) -
                                 f"{'allowed' if cell.allowed else 'disallowed'}, "
                                 f"{_why(cell)}\n"))
                 out.write(shown(f"     group: {cell.group.text}\n"))
+
+
+def _print_usage(out: TextIO, rows: list[UsageRow], purposes: list[str],
+                 dialect: Dialect) -> None:
+    """Preferences beside access, one line per URL and agent, then each purpose's reason."""
+    if not purposes and not any(row.prefs.licenses for row in rows):
+        return
+    out.write(f"\nAI-usage preferences ({dialect.value}; no preference applies to what may "
+              "not be fetched)\n")
+    for row in rows:
+        access = "allowed" if row.allowed else "disallowed"
+        prefs = ", ".join(f"{p}={row.prefs.pref(p).value}" for p in purposes)
+        out.write(f"  {row.url}  {row.agent}  {access}  {prefs or 'no preference'}\n")
+        for p in purposes:
+            if row.prefs.answer(p).decided_by:
+                out.write(f"      {row.prefs.answer(p).reason}\n")
+        for link in row.prefs.licenses:
+            out.write(f"      License: {link}\n")
 
 
 def _alike(cells: tuple[Cell, ...]) -> list[tuple[list[str], Cell]]:
@@ -304,7 +336,7 @@ def _robots_diff(args: argparse.Namespace, out: TextIO) -> int:
         out.write("\n")
     else:
         _print_diff(out, old_name, new_name, found)
-    return EXIT_FINDINGS if found.changes else EXIT_OK
+    return EXIT_FINDINGS if found.changes or found.usage_changes else EXIT_OK
 
 
 def _print_diff(out: TextIO, old: str, new: str, d: RobotsDiff) -> None:
@@ -315,6 +347,11 @@ def _print_diff(out: TextIO, old: str, new: str, d: RobotsDiff) -> None:
         out.write(shown(f"- {old}:{n}: {text}\n"))
     for n, text in d.added:
         out.write(shown(f"+ {new}:{n}: {text}\n"))
+    if d.usage_changes:
+        out.write(f"{len(d.usage_changes)} AI-usage preferences change:\n")
+    for u in d.usage_changes:
+        out.write(shown(f"  {u.agent}  {u.url}  {u.purpose}: {u.before.value} -> "
+                        f"{u.after.value}  (was {u.old_reason}; now {u.new_reason})\n"))
     if not d.changes:
         out.write("no URL changes verdict\n")
         return

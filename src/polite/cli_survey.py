@@ -307,8 +307,17 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
         raise ConfigError(f"{folder}: no survey here ({database} is missing)")
     agents = tuple(dict.fromkeys(args.agents)) if args.agents else DEFAULT_AGENTS
     started = time.monotonic()
-    with Survey(folder, agents=agents, k=args.k) as survey:
+    with Survey(folder, agents=agents, k=args.k, ai_crawlers=_ai_crawlers()) as survey:
         paths = write_report(survey, folder / "report")
     out.write(f"polite report: {len(paths)} files in {folder / 'report'} "
               f"({time.monotonic() - started:.1f} s); open {folder / 'report' / 'index.html'}\n")
     return 0
+
+
+def _ai_crawlers() -> list[tuple[str, str]]:
+    """The AI crawlers of the bundled crawler list: (name, robots.txt token)."""
+    from polite.core.site.crawlers import Category
+    from polite.site.guard import load_crawlers
+
+    return [(c.name, c.robots_token) for c in load_crawlers().crawlers
+            if c.category is Category.AI]

@@ -189,6 +189,7 @@ class Knobs:
     default_delay_s: str = "default_delay_s="
     adaptive_factor: str = "adaptive_factor="
     max_wait_s: str = "max_wait_s="
+    purpose: str = "purpose="
 
 
 KEYWORDS = Knobs()
@@ -197,4 +198,4 @@ FLAGS = Knobs(store="--store", allow_private="--allow-private")
 SCRAPY = Knobs(store="POLITE_STORE", service_url="POLITE_SERVICE_URL",
                allow_private="POLITE_ALLOW_PRIVATE",
                default_delay_s="POLITE_DEFAULT_DELAY", adaptive_factor="POLITE_ADAPTIVE_FACTOR",
-               max_wait_s="POLITE_MAX_WAIT")
+               max_wait_s="POLITE_MAX_WAIT", purpose="POLITE_PURPOSE")

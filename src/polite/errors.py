@@ -6,6 +6,7 @@ __all__ = [
     "ConfigError",
     "FetchError",
     "InvalidURL",
+    "MalformedField",
     "PoliteError",
     "PrivateAddress",
     "RequestRefused",
@@ -43,6 +44,16 @@ class UnknownDialect(ConfigError):
 
 class InvalidURL(PoliteError):
     """A URL that cannot be checked (no scheme, unsupported scheme, bad host)."""
+
+
+class MalformedField(PoliteError):
+    """A structured field value (RFC 9651) that cannot be parsed; ``offset`` is where the
+    parser stopped."""
+
+    def __init__(self, problem: str, offset: int) -> None:
+        super().__init__(f"{problem} at character {offset}")
+        self.problem = problem
+        self.offset = offset
 
 
 class FetchError(PoliteError):

@@ -26,6 +26,7 @@ from polite.core.robots import MAX_ROBOTS_BYTES
 from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
 from polite.core.text import decode_text
 from polite.core.urls import host_name_problem
+from polite.core.usage.vocab import PURPOSES
 from polite.errors import ConfigError
 from polite.fetch.activity import Activity
 from polite.fetch.cache import PageCache
@@ -76,6 +77,8 @@ class Settings:
     # Host names the REST API and dashboard answer to besides IP addresses and localhost
     # (a name pointed at this machine by someone else's DNS is refused: DNS rebinding).
     allowed_host: list[str] = field(default_factory=list)
+    purpose: str | None = None  # what proxied requests are for, unless X-Polite-Purpose says
+    refuse_by_purpose: bool = False  # proxy: 403 for what the preferences disallow it
 
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -90,6 +93,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "trace_size": (int,), "node": (str,),
     "intercept_tls": (bool,), "ca_dir": (str,), "upstream_ca": (str,), "no_intercept": (list,),
     "allowed_host": (list,),
+    "purpose": (str,), "refuse_by_purpose": (bool,),
 }
 
 
@@ -151,6 +155,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
             setattr(settings, item.name, given)
         elif item.name in config:
             setattr(settings, item.name, config[item.name])
+    if settings.purpose is not None and settings.purpose not in PURPOSES:
+        raise ConfigError(f"purpose must be one of {', '.join(PURPOSES)}")
     if settings.on_401_403 not in ("disallow", "allow"):
         raise ConfigError("on_401_403 must be 'disallow' or 'allow'")
     if settings.loop not in ("auto", "asyncio", "uvloop"):
@@ -322,7 +328,8 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
     proxy = ProxyServer(politeness, app, cache=cache, settings=ProxySettings(
         mode=Mode(settings.mode), max_wait_s=settings.max_wait_s,
         origin_read_s=settings.origin_timeout_s, connect_s=min(10.0, settings.origin_timeout_s),
-        max_api_body_bytes=MAX_BODY_BYTES),
+        max_api_body_bytes=MAX_BODY_BYTES, purpose=settings.purpose,
+        refuse_usage=settings.refuse_by_purpose),
         upstream_tls=upstream_context(settings.upstream_ca), interception=interception,
         public_hosts=hosts)
 

@@ -139,3 +139,13 @@ def test_scrapy_settings_are_checked_and_named_as_set() -> None:
     assert service == ["SettingError", "POLITE_SERVICE_URL 'ftp://x': expected "
                        "http://HOST:PORT"]
     assert good is None
+
+
+def test_scrapy_purpose_is_checked_and_named_as_set() -> None:
+    pytest.importorskip("scrapy")
+    bad, good = build_middlewares([{"POLITE_PURPOSE": "sell-it"},
+                                   {"POLITE_PURPOSE": "train-ai",
+                                    "POLITE_REFUSE_BY_PURPOSE": True}])
+    assert bad is not None and bad[0] == "SettingError"
+    assert bad[1].startswith("POLITE_PURPOSE 'sell-it': one of search, train-ai")
+    assert good is None

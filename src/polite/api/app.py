@@ -30,8 +30,11 @@ from starlette.routing import Route
 
 from polite.api.dashboard import MAX_PAGE_ROWS, SORTS, STATES, Dashboard, HostQuery, static_file
 from polite.core.access import allowed_host_names, cross_origin, host_refused
+from polite.core.robots.lifecycle import Parsed
+from polite.core.robots.usage import Preferences, from_robots, purpose_json
 from polite.core.sitemaps.model import MAX_SITEMAP_URLS
 from polite.core.urls import host_name_problem, split_origin
+from polite.core.usage.vocab import PURPOSES
 from polite.errors import ConfigError, InvalidURL
 from polite.fetch.activity import Activity
 from polite.fetch.cache import PageCache
@@ -349,7 +352,21 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
 
     async def post_verbose(request: Request) -> Response:
         urls = _url_list(await _json_body(request))
-        return JSONResponse([v.as_json() for v in await answer(urls, request)])
+        purpose = request.query_params.get("purpose") or None
+        if purpose is not None and purpose not in PURPOSES:
+            raise _Problem(400, f"'purpose' must be one of {', '.join(PURPOSES)}")
+        verdicts = await answer(urls, request)
+        found = [v.as_json() for v in verdicts]
+        if purpose is not None:  # the robots.txt preferences beside the access decision
+            agent = request.query_params.get("agent") or politeness.agent
+            for verdict, shown in zip(verdicts, found, strict=True):
+                prefs = Preferences()
+                if verdict.cause != "invalid":
+                    state = await politeness.robots_state(verdict.url)
+                    if isinstance(state, Parsed):
+                        prefs = from_robots(state.robots, verdict.url, agent)
+                shown["usage"] = purpose_json(prefs, purpose)
+        return JSONResponse(found)
 
     async def get_sitemaps(request: Request) -> Response:
         if sitemaps is None:

@@ -40,10 +40,23 @@ from polite.core.crawl import (
 from polite.core.robots.lifecycle import DisallowAll, Parsed, RobotsState
 from polite.core.robots.meta import RobotsDirectives, combine, parse_x_robots_tag
 from polite.core.robots.model import AgentRules
+from polite.core.robots.usage import (
+    MAX_TDMREP_BYTES,
+    TDMREP_PATH,
+    Preferences,
+    from_headers,
+    from_html,
+    from_robots,
+    from_tdmrep,
+)
+from polite.core.robots.usage import (
+    combine as combine_usage,
+)
 from polite.core.urls import split_origin
+from polite.core.usage.vocab import PURPOSES
 from polite.crawl.html import Link, extract_links
 from polite.crawl.output import CrawlOutput, Exchange
-from polite.errors import InvalidURL, PoliteError
+from polite.errors import InvalidURL, PoliteError, SettingError
 from polite.fetch.http import FetchResult, PageFetcher
 from polite.fetch.politeness import NO_RETRY, Politeness
 from polite.fetch.sitemaps import SitemapWalker
@@ -108,6 +121,9 @@ class CrawlSettings:
     robots_attempts: int = 3  # robots.txt failures (5xx, 429, network) before a site's
     # URLs are given up; until then the site waits for the fetcher's back-off
     warc: bool = True
+    # What the pages are for (search, train-ai, ...): pages whose AI-usage preferences
+    # refuse it are fetched but not kept. None: preferences recorded, nothing refused.
+    purpose: str | None = None
 
     def __post_init__(self) -> None:
         # max_pages=0 would fetch nothing and say nothing: leave it None for no limit.
@@ -127,6 +143,8 @@ class CrawlSettings:
             check_int(count, bounds, knob=knob)
         check_float(self.fetch_deadline_s, POSITIVE, knob="fetch_deadline_s=")
         check_float(self.lease_s, POSITIVE, knob="lease_s=")
+        if self.purpose is not None and self.purpose not in PURPOSES:
+            raise SettingError("purpose=", self.purpose, f"one of {', '.join(PURPOSES)}")
 
 
 @dataclass(slots=True)
@@ -265,6 +283,7 @@ class Crawler:
         self._host_states: dict[str, str] = {}
         self._host_rules: dict[str, AgentRules] = {}
         self._sites_recorded: set[str] = set()  # hosts with their line in sites.jsonl
+        self._tdmrep: dict[str, bytes] = {}  # a host's /.well-known/tdmrep.json, when read
         self._host_fetched: Counter[str] = Counter()
         self._fetched_total = 0
         self._wake = asyncio.Event()
@@ -572,6 +591,11 @@ class Crawler:
         if state.startswith(REFUSED):
             await self._skip(item, state.removeprefix(REFUSED))
             return now
+        if self.settings.purpose is not None and host not in self._tdmrep:
+            due = await self._read_tdmrep(host, item.url)
+            if due is not None:
+                self._pending[host] = item
+                return due
         if self._host_fetched[host] >= self.settings.max_pages_per_host:
             await self._skip(item, f"per-host budget of {self.settings.max_pages_per_host} "
                                    "pages reached")
@@ -635,6 +659,46 @@ class Crawler:
             await self._read_sitemaps(host, origin, item)
         await self._set_host_state(host, READY)
         return None
+
+    async def _read_tdmrep(self, host: str, url: str) -> float | None:
+        """Fetch the host's ``/.well-known/tdmrep.json`` once, with the spacing and the
+        robots.txt of any other request; a due time when the slot is not yet free."""
+        target = split_origin(url)[0] + TDMREP_PATH
+        (verdict,) = await self._politeness.check([target], reserve=True,
+                                                  agent=self.settings.agent)
+        if not verdict.allowed:
+            if verdict.retry_after_ms != NO_RETRY:
+                wait_s = verdict.retry_after_ms / 1000
+                return self._clock() + wait_s + _margin_s(wait_s)
+            self._tdmrep[host] = b""  # refused (robots.txt): the file is not read
+            return None
+        got = await self._pages.get(target, self._request_headers(host),
+                                    max_bytes=MAX_TDMREP_BYTES + 1,
+                                    deadline_s=self.settings.fetch_deadline_s)
+        self._tdmrep[host] = got.body if got.status == 200 else b""
+        if got.status is not None:
+            await self._politeness.note_response(target, got.status,
+                                                 elapsed_s=got.answered_s)
+        self._output.page({"url": target, "kind": "tdmrep", "status": got.status,
+                           "outcome": "failed" if got.status is None else "fetched",
+                           "bytes": len(got.body)})
+        return None
+
+    async def _usage(self, item: FrontierItem, got: FetchResult, text: str | None,
+                     content_type: str) -> Preferences:
+        """The page's AI-usage preferences: its robots.txt group, its headers, its META
+        tags and its host's tdmrep.json."""
+        agent = self.settings.agent
+        robots = await self._politeness.robots_state(item.url)
+        parts = [from_headers(got.raw_headers, agent, content_type=content_type)]
+        if isinstance(robots, Parsed):
+            parts.append(from_robots(robots.robots, item.url, agent))
+        if text is not None and ("noai" in text or "tdm-" in text):
+            parts.append(from_html(text, agent))  # most pages say neither: no second parse
+        tdmrep = self._tdmrep.get(item.host)
+        if tdmrep:
+            parts.append(from_tdmrep(tdmrep, item.url))
+        return combine_usage(*parts)
 
     async def _set_host_state(self, host: str, state: str) -> None:
         self._host_states[host] = state
@@ -735,6 +799,7 @@ class Crawler:
         if status in RETRIED:
             record["reason"] = f"HTTP {status} {settings.max_attempts} times; given up"
         keep = status not in RETRIED
+        usage_meta: dict[str, Any] | None = None
         revisit_at: float | None = None
         found: list[FrontierItem] = []
         redirect = False
@@ -745,6 +810,7 @@ class Crawler:
         elif 200 <= status < 300:
             plan, found = await self._page(item, got, record)
             keep = plan.keep
+            usage_meta = record.get("usage")
             if settings.revisit:
                 revisit_at = next_visit_s(
                     item.url, self._host_rules.get(item.host, AgentRules()),
@@ -757,7 +823,8 @@ class Crawler:
         if keep:
             self._output.exchange(Exchange(
                 item.url, [("Host", item.url.split("/")[2]), *headers.items()], status,
-                got.reason, got.http_version, got.raw_headers, body), fetched_at)
+                got.reason, got.http_version, got.raw_headers, body,
+                metadata={"usage": usage_meta} if usage_meta else None), fetched_at)
         await self._settle(item, record, fetched=True, revisit_at=revisit_at, found=found,
                            redirect=redirect, answered=answered)
         return now
@@ -837,6 +904,14 @@ class Crawler:
         plan = page_plan(directives, item.page_type)
         if not plan.keep:
             record["noindex"] = True
+        usage = await self._usage(item, got, text, content_type)
+        if usage.sources or usage.issues or usage.licenses:
+            record["usage"] = usage.to_json()
+        purpose = self.settings.purpose
+        if purpose is not None and usage.refuses(purpose):
+            plan = PagePlan(False, plan.follow, ", ".join(
+                filter(None, (plan.why, f"usage: {usage.answer(purpose).reason}"))))
+            record["usage_refused"] = purpose
         if plan.why:
             record["guidance"] = plan.why
         followed: list[str] = []

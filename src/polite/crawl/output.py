@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -31,12 +31,13 @@ _WIRE_HEADERS = ("content-encoding", "transfer-encoding", "content-length")
 class Exchange:
     """One fetch as the WARC records need it."""
 
-    __slots__ = ("body", "http_version", "reason", "request_headers", "response_headers",
-                 "status", "url")
+    __slots__ = ("body", "http_version", "metadata", "reason", "request_headers",
+                 "response_headers", "status", "url")
 
     def __init__(self, url: str, request_headers: Sequence[tuple[str, str]], status: int,
                  reason: str, http_version: str,
-                 response_headers: Sequence[tuple[str, str]], body: bytes) -> None:
+                 response_headers: Sequence[tuple[str, str]], body: bytes, *,
+                 metadata: Mapping[str, Any] | None = None) -> None:
         self.url = url
         self.request_headers = request_headers
         self.status = status
@@ -44,6 +45,7 @@ class Exchange:
         self.http_version = http_version
         self.response_headers = response_headers
         self.body = body
+        self.metadata = metadata  # written as a metadata record beside the response
 
 
 class CrawlOutput:
@@ -123,6 +125,16 @@ class CrawlOutput:
         writer.finish()  # the end of a gzip member: each record is one
         request.write(writer, checksum_data=True, payload_digest=_EMPTY_SHA1)
         writer.finish()
+        if exchange.metadata:
+            meta = WarcRecord()
+            meta.init_headers(WarcRecordType.metadata)
+            meta.headers["WARC-Target-URI"] = target
+            meta.headers["WARC-Date"] = date
+            meta.headers["WARC-Concurrent-To"] = request_id
+            meta.headers["Content-Type"] = "application/json"
+            meta.set_bytes_content(json.dumps(exchange.metadata, ensure_ascii=False).encode())
+            meta.write(writer, checksum_data=True)
+            writer.finish()
         assert self._warc_file is not None
         self._warc_file.flush()
 

@@ -25,7 +25,9 @@ import httpx
 from polite.clock import WallClock
 from polite.config import KEYWORDS, NON_NEGATIVE, Knobs, check_float
 from polite.core.politeness.rules import ADAPTIVE_FACTOR, DEFAULT_DELAY_S, MAX_CRAWL_DELAY_S
-from polite.core.robots.lifecycle import DisallowAll
+from polite.core.robots.lifecycle import DisallowAll, Parsed
+from polite.core.robots.usage import Preferences, from_robots, purpose_json
+from polite.core.usage.vocab import PURPOSES
 from polite.errors import (
     ConfigError,
     FetchError,
@@ -115,16 +117,21 @@ class _Turn(NamedTuple):
 
 
 class Grant(NamedTuple):
-    """A slot taken: how long the request waited for it, and when (``time.monotonic()``)."""
+    """A slot taken: how long the request waited for it, and when (``time.monotonic()``);
+    with a purpose, the URL's robots.txt AI-usage preferences for it (``purpose``, ``pref``,
+    ``reason``, ``sources``)."""
 
     waited_s: float
     granted_at: float
+    usage: dict[str, object] | None = None
 
 
 class _Backend(Protocol):
     immediate: bool  # its reports never wait (nothing to send anywhere)
 
     async def check(self, url: str, agent: str) -> Verdict: ...
+
+    async def usage(self, url: str, agent: str, purpose: str) -> dict[str, object]: ...
 
     async def note(self, url: str, status: int, elapsed_s: float | None,
                    retry_after: str | None, late_s: float | None) -> None: ...
@@ -177,6 +184,12 @@ class _Local:
     async def depart(self, url: str, late_s: float) -> None:
         await self._politeness.note_late_start(url, late_s)
 
+    async def usage(self, url: str, agent: str, purpose: str) -> dict[str, object]:
+        state = await self._politeness.robots_state(url)
+        prefs = from_robots(state.robots, url, agent) if isinstance(state, Parsed) \
+            else Preferences()
+        return purpose_json(prefs, purpose)
+
     async def given_up(self, url: str) -> str | None:
         state = await self._politeness.robots_state(url)
         if isinstance(state, DisallowAll) and state.failures >= ROBOTS_ATTEMPTS:
@@ -222,6 +235,17 @@ class _Service:
                            int(item.get("retryAfter", NO_RETRY)))
         except (LookupError, TypeError, ValueError) as exc:
             raise FetchError(f"polite serve at {self._base} answered {answer!r}") from exc
+
+    async def usage(self, url: str, agent: str, purpose: str) -> dict[str, object]:
+        answer = await self._post("/politeness/verbose", {"agent": agent, "purpose": purpose},
+                                  [url])
+        try:
+            found = answer[0]["usage"]
+        except (LookupError, TypeError) as exc:
+            raise FetchError(f"polite serve at {self._base} answered {answer!r}") from exc
+        if not isinstance(found, dict):
+            raise FetchError(f"polite serve at {self._base} answered {answer!r}")
+        return found
 
     async def note(self, url: str, status: int, elapsed_s: float | None,
                    retry_after: str | None, late_s: float | None) -> None:
@@ -275,8 +299,11 @@ class LoopGate:
                  dialect: str = "auto", default_delay_s: float = DEFAULT_DELAY_S,
                  max_crawl_delay_s: float = MAX_CRAWL_DELAY_S,
                  adaptive_factor: float = ADAPTIVE_FACTOR, wait: bool = True,
-                 max_wait_s: float = MAX_WAIT_S, knobs: Knobs = KEYWORDS) -> None:
+                 max_wait_s: float = MAX_WAIT_S, knobs: Knobs = KEYWORDS,
+                 purpose: str | None = None, refuse_by_purpose: bool = False) -> None:
         # Checked before anything is built, named as the caller's surface spells them.
+        if purpose is not None and purpose not in PURPOSES:
+            raise SettingError(knobs.purpose, purpose, f"one of {', '.join(PURPOSES)}")
         check_float(default_delay_s, NON_NEGATIVE, knob=knobs.default_delay_s)
         check_float(max_crawl_delay_s, NON_NEGATIVE, knob="max_crawl_delay_s=")
         check_float(adaptive_factor, NON_NEGATIVE, knob=knobs.adaptive_factor)
@@ -291,6 +318,8 @@ class LoopGate:
         self.agent = agent
         self.wait = wait
         self.max_wait_s = max_wait_s
+        self.purpose = purpose
+        self.refuse_by_purpose = refuse_by_purpose
         # host -> the requests waiting while one of its requests is decided
         self._queues: dict[str, deque[_Turn]] = {}
         self._servers: set[asyncio.Task[None]] = set()  # kept until done (asyncio's advice)
@@ -354,7 +383,14 @@ class LoopGate:
         self._servers.add(task)
 
     async def _decide(self, url: str, agent: str, started: float) -> Grant:
-        """Ask until the slot is taken (sleeping as told) or the request is refused."""
+        """Ask until the slot is taken (sleeping as told) or the request is refused; with a
+        purpose the preferences are read first, so a refusal by them takes no slot."""
+        usage = None
+        if self.purpose is not None:
+            usage = await self._backend.usage(url, agent, self.purpose)
+            if self.refuse_by_purpose and usage["pref"] == "disallow":
+                raise RequestRefused(url, f"AI-usage preferences refuse {self.purpose}: "
+                                          f"{usage['reason']}")
         while True:
             # Taken before asking: a slot granted by the answer starts no earlier, so the
             # late start reported later is never too short.
@@ -362,7 +398,7 @@ class LoopGate:
             verdict = await self._backend.check(url, agent)
             waited_s = time.monotonic() - started
             if verdict.allowed:
-                return Grant(waited_s, asked)
+                return Grant(waited_s, asked, usage)
             reason = verdict.error or "not allowed"
             if verdict.retry_after_ms == NO_RETRY:
                 if reason.startswith(ROBOTS_REFUSAL):
@@ -401,7 +437,7 @@ class LoopGate:
         if late_s <= LATE_DEPARTURE_S:  # the answer's report will move the slot (report)
             return grant
         await self._backend.depart(url, late_s)
-        return Grant(grant.waited_s, now)
+        return Grant(grant.waited_s, now, grant.usage)
 
     async def close(self) -> None:
         """Close the store (or the service's client)."""
@@ -432,7 +468,8 @@ class PoliteGate:
                  dialect: str = "auto", default_delay_s: float = DEFAULT_DELAY_S,
                  max_crawl_delay_s: float = MAX_CRAWL_DELAY_S,
                  adaptive_factor: float = ADAPTIVE_FACTOR, wait: bool = True,
-                 max_wait_s: float = MAX_WAIT_S, knobs: Knobs = KEYWORDS) -> None:
+                 max_wait_s: float = MAX_WAIT_S, knobs: Knobs = KEYWORDS,
+                 purpose: str | None = None, refuse_by_purpose: bool = False) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="polite-gate",
                                         daemon=True)
@@ -445,7 +482,7 @@ class PoliteGate:
                             default_delay_s=default_delay_s,
                             max_crawl_delay_s=max_crawl_delay_s,
                             adaptive_factor=adaptive_factor, wait=wait, max_wait_s=max_wait_s,
-                            knobs=knobs)
+                            knobs=knobs, purpose=purpose, refuse_by_purpose=refuse_by_purpose)
 
         try:
             self._gate = self._submit(build()).result()

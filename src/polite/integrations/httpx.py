@@ -36,13 +36,15 @@ def _forbidden(request: httpx.Request, refusal: RobotsDisallowed) -> httpx.Respo
 class _Gated:
     def __init__(self, *, agent: str, store: str, service_url: str | None,
                  allow_private: AllowPrivate, dialect: str, default_delay_s: float, wait: bool,
-                 max_wait_s: float, forbidden_response: bool, gate: PoliteGate | None) -> None:
+                 max_wait_s: float, forbidden_response: bool, gate: PoliteGate | None,
+                 purpose: str | None, refuse_by_purpose: bool) -> None:
         self._agent = agent
         self._owns_gate = gate is None
         self.gate = gate or PoliteGate(agent=agent, store=store, service_url=service_url,
                                        allow_private=allow_private, dialect=dialect,
                                        default_delay_s=default_delay_s, wait=wait,
-                                       max_wait_s=max_wait_s)
+                                       max_wait_s=max_wait_s, purpose=purpose,
+                                       refuse_by_purpose=refuse_by_purpose)
         self._forbidden_response = forbidden_response
 
     def _report(self, request: httpx.Request, response: httpx.Response,
@@ -64,6 +66,10 @@ class PoliteTransport(_Gated, httpx.BaseTransport):
     ``allow_private`` lets it reach loopback and private addresses (``True``) or those of
     some networks (``["10.1.0.0/16"]``);
     ``gate`` shares one :class:`~polite.integrations.PoliteGate` between transports.
+    ``purpose`` (``train-ai``, ``search``, ...) puts the URL's robots.txt AI-usage
+    preferences for it in ``response.extensions["polite_usage"]``; with
+    ``refuse_by_purpose`` a URL they disallow it for raises :class:`RequestRefused` with
+    the deciding line, before any slot is taken.
     """
 
     def __init__(self, transport: httpx.BaseTransport | None = None, *, agent: str = "",
@@ -71,11 +77,13 @@ class PoliteTransport(_Gated, httpx.BaseTransport):
                  allow_private: AllowPrivate = False, dialect: str = "auto",
                  default_delay_s: float = DEFAULT_DELAY_S, wait: bool = True,
                  max_wait_s: float = MAX_WAIT_S, forbidden_response: bool = False,
-                 gate: PoliteGate | None = None) -> None:
+                 gate: PoliteGate | None = None, purpose: str | None = None,
+                 refuse_by_purpose: bool = False) -> None:
         super().__init__(agent=agent, store=store, service_url=service_url,
                          allow_private=allow_private, dialect=dialect,
                          default_delay_s=default_delay_s, wait=wait, max_wait_s=max_wait_s,
-                         forbidden_response=forbidden_response, gate=gate)
+                         forbidden_response=forbidden_response, gate=gate,
+                         purpose=purpose, refuse_by_purpose=refuse_by_purpose)
         self._transport = transport or httpx.HTTPTransport()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -89,6 +97,8 @@ class PoliteTransport(_Gated, httpx.BaseTransport):
         started = time.monotonic()
         response = self._transport.handle_request(request)
         self._report(request, response, time.monotonic() - started, grant)
+        if grant.usage is not None:
+            response.extensions["polite_usage"] = grant.usage
         return response
 
     def close(self) -> None:
@@ -107,11 +117,13 @@ class AsyncPoliteTransport(_Gated, httpx.AsyncBaseTransport):
                  allow_private: AllowPrivate = False, dialect: str = "auto",
                  default_delay_s: float = DEFAULT_DELAY_S, wait: bool = True,
                  max_wait_s: float = MAX_WAIT_S, forbidden_response: bool = False,
-                 gate: PoliteGate | None = None) -> None:
+                 gate: PoliteGate | None = None, purpose: str | None = None,
+                 refuse_by_purpose: bool = False) -> None:
         super().__init__(agent=agent, store=store, service_url=service_url,
                          allow_private=allow_private, dialect=dialect,
                          default_delay_s=default_delay_s, wait=wait, max_wait_s=max_wait_s,
-                         forbidden_response=forbidden_response, gate=gate)
+                         forbidden_response=forbidden_response, gate=gate,
+                         purpose=purpose, refuse_by_purpose=refuse_by_purpose)
         self._transport = transport or httpx.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -130,6 +142,8 @@ class AsyncPoliteTransport(_Gated, httpx.AsyncBaseTransport):
                                      elapsed_s=elapsed_s,
                                      retry_after=response.headers.get("retry-after"),
                                      grant=grant)
+        if grant.usage is not None:
+            response.extensions["polite_usage"] = grant.usage
         return response
 
     async def aclose(self) -> None:

@@ -34,7 +34,11 @@ class PoliteAdapter(HTTPAdapter):
     reach loopback and private addresses; ``wait=False`` raises
     :class:`~polite.errors.SlotNotReady` instead of waiting; ``forbidden_response`` answers
     a robots.txt refusal with a 403 response rather than raising
-    :class:`~polite.errors.RobotsDisallowed`. Other keyword arguments go to HTTPAdapter.
+    :class:`~polite.errors.RobotsDisallowed`. ``purpose`` (``train-ai``, ``search``, ...)
+    sets ``response.polite_usage`` to the URL's robots.txt AI-usage preferences for it;
+    with ``refuse_by_purpose`` a URL they disallow it for raises
+    :class:`~polite.errors.RequestRefused` before any slot is taken. Other keyword
+    arguments go to HTTPAdapter.
     """
 
     def __init__(self, *, agent: str = "", store: str = "memory://",
@@ -42,6 +46,7 @@ class PoliteAdapter(HTTPAdapter):
                  dialect: str = "auto", default_delay_s: float = DEFAULT_DELAY_S,
                  wait: bool = True, max_wait_s: float = MAX_WAIT_S,
                  forbidden_response: bool = False, gate: PoliteGate | None = None,
+                 purpose: str | None = None, refuse_by_purpose: bool = False,
                  **adapter_options: Any) -> None:
         super().__init__(**adapter_options)
         self._agent = agent
@@ -50,7 +55,8 @@ class PoliteAdapter(HTTPAdapter):
         self.gate = gate or PoliteGate(agent=agent, store=store, service_url=service_url,
                                        allow_private=allow_private, dialect=dialect,
                                        default_delay_s=default_delay_s, wait=wait,
-                                       max_wait_s=max_wait_s)
+                                       max_wait_s=max_wait_s, purpose=purpose,
+                                       refuse_by_purpose=refuse_by_purpose)
 
     def send(self, request: requests.PreparedRequest, stream: bool = False,
              timeout: float | tuple[float | None, float | None] | None = None,
@@ -71,6 +77,9 @@ class PoliteAdapter(HTTPAdapter):
         self.gate.report(url, response.status_code,
                          elapsed_s=response.elapsed.total_seconds(),
                          retry_after=response.headers.get("Retry-After"), grant=grant).result()
+        if grant.usage is not None:
+            # requests' Response has no place for extensions: an attribute of its own
+            response.polite_usage = grant.usage  # type: ignore[attr-defined]
         return response
 
     def _forbidden(self, request: requests.PreparedRequest,

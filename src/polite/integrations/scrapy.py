@@ -21,7 +21,9 @@ Settings: ``POLITE_STORE`` (``memory://``, ``sqlite:///PATH``, ``redis://HOST:PO
 ``POLITE_ROBOTS_DIALECT``, ``POLITE_DEFAULT_DELAY`` (seconds where robots.txt sets none),
 ``POLITE_ADAPTIVE_FACTOR`` (the least spacing is this many times the host's running
 response time; 1 by default, 0 turns it off), ``POLITE_MAX_WAIT`` (seconds; a request that
-would wait longer is dropped).
+would wait longer is dropped), ``POLITE_PURPOSE`` (``train-ai``, ``search``, ...: the URL's
+robots.txt AI-usage preferences for it in ``request.meta["polite_usage"]``) and
+``POLITE_REFUSE_BY_PURPOSE`` (drop what they disallow it for).
 """
 
 from __future__ import annotations
@@ -162,6 +164,8 @@ class PoliteDownloaderMiddleware:
             "default_delay_s": _number(settings, SCRAPY.default_delay_s, DEFAULT_DELAY_S),
             "adaptive_factor": _number(settings, SCRAPY.adaptive_factor, ADAPTIVE_FACTOR),
             "max_wait_s": _number(settings, SCRAPY.max_wait_s, MAX_WAIT_S),
+            "purpose": str(settings.get("POLITE_PURPOSE") or "") or None,
+            "refuse_by_purpose": settings.getbool("POLITE_REFUSE_BY_PURPOSE"),
             "knobs": SCRAPY}  # the gate checks the values and names them as set here
         # On the asyncio reactor, the reactor's loop decides: no step to another thread and
         # back (measured: that return trip, behind a busy reactor, took a median 130 ms a
@@ -232,6 +236,8 @@ class PoliteDownloaderMiddleware:
             self._stats.inc_value("polite/refused")
             raise IgnoreRequest(f"polite: {refusal.reason}") from None
         request.meta[GRANT_KEY] = grant
+        if grant.usage is not None:  # POLITE_PURPOSE: the URL's AI-usage preferences for it
+            request.meta["polite_usage"] = grant.usage
         if grant.waited_s > 0.001:
             self._stats.inc_value("polite/waited")
             self._stats.inc_value("polite/wait_ms", round(grant.waited_s * 1000))

@@ -33,6 +33,10 @@ from urllib.parse import unquote, urlsplit
 
 from polite.clock import WallClock
 from polite.core.cache.policy import Choice, Stored, not_modified
+from polite.core.robots.lifecycle import Parsed
+from polite.core.robots.usage import from_robots
+from polite.core.usage.statement import Pref
+from polite.core.usage.vocab import PURPOSES
 from polite.errors import InvalidURL, PrivateAddress
 from polite.fetch.activity import TraceEntry
 from polite.fetch.cache import PageCache
@@ -98,6 +102,10 @@ class ProxySettings:
     origin_read_s: float = 30.0  # an origin that stops sending
     max_idle_upstream: int = 64  # kept-alive connections per origin
     tunnel_idle_s: float = 300.0  # a CONNECT tunnel with nothing passing either way
+    # What requests are for, unless X-Polite-Purpose says: with refuse_usage, a URL whose
+    # robots.txt preferences disallow the purpose is answered 403 with the reason.
+    purpose: str | None = None
+    refuse_usage: bool = False
 
 
 class TunnelCertificates(Protocol):
@@ -220,7 +228,7 @@ class ProxyServer:
         self._interception = interception
         self._tasks: set[asyncio.Task[None]] = set()
         self.stats = {"forwarded": 0, "robots_refused": 0, "delayed": 0, "errors": 0,
-                      "tunnels": 0, "intercepted": 0}
+                      "tunnels": 0, "intercepted": 0, "usage_refused": 0}
         # (peer address, client id) -> the last request of that client
         self._order_tail: dict[tuple[str, str], asyncio.Future[None]] = {}
         # host -> (the lock its waiters queue on, in order; how many hold or wait for it)
@@ -552,6 +560,15 @@ class ProxyServer:
                 self._send_error(client, 504, "only-if-cached: nothing usable is stored for "
                                  "this URL")
                 return await self._answered(client, head)
+        refusal = await self._usage_refusal(exchange.url, agent or self._politeness.agent,
+                                            head)
+        if refusal is not None:
+            exchange.status, message = refusal
+            exchange.decision = "usage" if exchange.status == 403 else "invalid"
+            if exchange.status == 403:
+                self.stats["usage_refused"] += 1
+            self._send_error(client, exchange.status, message)
+            return await self._answered(client, head)
         asked = time.monotonic()
         verdict = await self._verdict(exchange.url, agent, mode, wait_s)
         activity.count(host, verdict.cause)
@@ -568,6 +585,27 @@ class ProxyServer:
             return await self._forward(client, exchange)
         finally:
             activity.send(host, -1)
+
+    async def _usage_refusal(self, url: str, agent: str, head: Head
+                             ) -> tuple[int, str] | None:
+        """(status, message) when the request is not to go: a purpose that is none of
+        polite's (400), or one the URL's robots.txt preferences disallow (403, when told to
+        refuse them)."""
+        purpose = self.settings.purpose
+        asked = head.get(b"x-polite-purpose")
+        if asked is not None:
+            purpose = asked.decode("latin-1").strip().lower() or None
+            if purpose is not None and purpose not in PURPOSES:
+                return 400, f"X-Polite-Purpose must be one of {', '.join(PURPOSES)}"
+        if purpose is None or not self.settings.refuse_usage:
+            return None
+        state = await self._politeness.robots_state(url)
+        if not isinstance(state, Parsed):
+            return None
+        answer = from_robots(state.robots, url, agent).answer(purpose)
+        if answer.pref is not Pref.DISALLOW:
+            return None
+        return 403, f"AI-usage preferences refuse {purpose}: {answer.reason}"
 
     def _refuse(self, client: Channel, verdict: Verdict) -> None:
         if verdict.retry_after_ms == NO_RETRY:

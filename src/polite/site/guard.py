@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Protocol
 
 from polite.clock import Clock, WallClock
-from polite.core.robots import parse
+from polite.core.robots import UNNAMED_AGENT, parse
+from polite.core.robots.usage import Preferences, from_robots
 from polite.core.site import (
     Action,
     Check,
@@ -35,6 +36,8 @@ from polite.core.site import (
     verify_by_ranges,
 )
 from polite.core.text import decode_text
+from polite.core.usage.statement import Pref
+from polite.core.usage.vocab import AIPREF_REVISIONS, CURRENT
 from polite.errors import ConfigError
 from polite.site.store import SiteStore
 
@@ -58,6 +61,8 @@ _FAILED_TTL_S = 300.0
 _MAX_VERDICTS = 10_000
 # The rules in force are looked up again at most this often (another process may save).
 _RELOAD_EVERY_S = 1.0
+# Paths whose Content-Usage header is remembered (per version of the rules), at most.
+_MAX_USAGE_PATHS = 4096
 _MAX_SLOTS = 10_000
 
 
@@ -137,6 +142,7 @@ class SiteGuard:
         self._in_force: InForce | None = None
         self._robots_file: RobotsFile | None = None
         self._checked_at = float("-inf")
+        self._usage: dict[tuple[int, str], str | None] = {}
 
     # -- the rules in force ------------------------------------------------------------
 
@@ -169,6 +175,29 @@ class SiteGuard:
         self.in_force()
         assert self._robots_file is not None  # set with the rules in force
         return self._robots_file
+
+    def usage_header(self, path: str) -> str | None:
+        """The ``Content-Usage`` header for ``path``: the file's Content-Usage preferences
+        that apply to it for a crawler no group names, as one dictionary; ``None`` when
+        none does."""
+        current = self.in_force()
+        key = (current.version, path)
+        if key in self._usage:
+            return self._usage[key]
+        if len(self._usage) >= _MAX_USAGE_PATHS:
+            self._usage.clear()
+        prefs = from_robots(current.robots, path, UNNAMED_AGENT)
+        stated = Preferences(tuple(s for s in prefs.sources
+                                   if s.mechanism == "robots.txt Content-Usage"))
+        vocab = AIPREF_REVISIONS[CURRENT]
+        members = []
+        for label, purpose in vocab.labels.items():
+            pref = stated.pref(purpose)
+            if pref is not Pref.UNKNOWN:
+                members.append(f"{label}={vocab.allow if pref is Pref.ALLOW else vocab.disallow}")
+        value = ", ".join(members) or None
+        self._usage[key] = value
+        return value
 
     def reload(self) -> None:
         """Read the rules again on the next request (after a save in this process)."""

@@ -34,6 +34,26 @@ def _refusal_headers(decision: SiteDecision, length: int) -> list[tuple[str, str
     return headers
 
 
+def _with_usage(send: Send, usage: str) -> Send:
+    """``send`` adding the Content-Usage header to the response, unless the app set one."""
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers", []))
+            if not any(k.lower() == b"content-usage" for k, _ in headers):
+                headers.append((b"content-usage", usage.encode("latin-1")))
+                message = {**message, "headers": headers}
+        await send(message)
+    return sending
+
+
+def _start_with_usage(start_response: StartResponse, usage: str) -> StartResponse:
+    def starting(line: str, headers: Any, *exc: Any) -> Any:
+        if not any(k.lower() == "content-usage" for k, _ in headers):
+            headers = [*headers, ("Content-Usage", usage)]
+        return start_response(line, headers, *exc)
+    return starting
+
+
 class SiteMiddleware:
     """ASGI: ``app = SiteMiddleware(app, guard)``."""
 
@@ -56,6 +76,9 @@ class SiteMiddleware:
         identity = guard.identify(user_agent)
         path = scope["path"]
         is_robots = path == ROBOTS_PATH and scope["method"] in ("GET", "HEAD")
+        usage = None if is_robots else guard.usage_header(path)
+        if usage is not None:
+            send = _with_usage(send, usage)
         if not identity.is_robot and not is_robots:
             await self.app(scope, receive, send)
             return
@@ -147,6 +170,9 @@ class SiteWSGIMiddleware:
         path = environ.get("PATH_INFO", "") or "/"
         method = environ.get("REQUEST_METHOD", "GET")
         is_robots = path == ROBOTS_PATH and method in ("GET", "HEAD")
+        usage = None if is_robots else guard.usage_header(path)
+        if usage is not None:
+            start_response = _start_with_usage(start_response, usage)
         if not identity.is_robot and not is_robots:
             return self.app(environ, start_response)
         ip = guard.client_ip(environ.get("REMOTE_ADDR") or None,

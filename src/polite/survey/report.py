@@ -114,6 +114,7 @@ FIGURES: dict[str, str] = {
     "fig18_nodes_per_level": "Fig. 18: nodes per level, all trees",
     "fig19_leaves_per_level": "Fig. 19: leaves per level, all trees",
     "access": "Sites disallowing each agent (beyond the seed)",
+    "ai_usage": "AI-usage preferences stated in robots.txt, by mechanism and purpose",
 }
 
 
@@ -260,6 +261,19 @@ def _figures(survey: Survey, folder: Path) -> tuple[list[Path], set[str]]:
         ax.set_xlabel("% of robots.txt files")
         ax.legend(fontsize=7, loc="lower right")
 
+    def ai_usage(ax: Axes) -> None:
+        table = t("usage_purposes")
+        rows = [r for r in table.rows if r[2] or r[3]]
+        names = [f"{m} {p}" for m, p, *_ in rows]
+        allow = [100 * (r[4] or 0.0) for r in rows]
+        disallow = [100 * (r[5] or 0.0) for r in rows]
+        if names:
+            ax.barh(names, disallow, label="disallow", color="#c03030")
+            ax.barh(names, allow, left=disallow, label="allow", color="#3a9a3a")
+            ax.invert_yaxis()
+            ax.set_xlabel("% of robots.txt files")
+            ax.legend(fontsize=7, loc="lower right")
+
     draw: dict[str, Callable[[Axes], None]] = {
         "fig04_availability": availability,
         "fig05_robots_lines": histogram("robots_lines", "lines", "lines", "files"),
@@ -280,6 +294,7 @@ def _figures(survey: Survey, folder: Path) -> tuple[list[Path], set[str]]:
         "fig18_nodes_per_level": levels("nodes"),
         "fig19_leaves_per_level": levels("leaves"),
         "access": access,
+        "ai_usage": ai_usage,
     }
     written, empty = [], set()
     for name, title in FIGURES.items():
@@ -293,7 +308,8 @@ def _figures(survey: Survey, folder: Path) -> tuple[list[Path], set[str]]:
                 ax.text(0.5, 0.5, "no data in this survey", ha="center", va="center")
             ax.set_title(title, fontsize=9)
             # fixed margins: tight_layout measured every tick label, a third of the time
-            figure.subplots_adjust(left=0.24 if name in ("access", "fig10_sitemap_errors")
+            figure.subplots_adjust(left=0.24 if name in ("access", "fig10_sitemap_errors",
+                                                         "ai_usage")
                                    else 0.12, right=0.97, bottom=0.14, top=0.91)
             path = folder / f"{name}.svg"
             figure.savefig(path, format="svg", metadata={"Date": None})
@@ -431,7 +447,7 @@ def _page(survey: Survey, empty: set[str]) -> str:
         ("fig11", "Fig. 11 and Table 6 sitemaps per domain"),
         ("fig12", "Figs. 12-13 and Table 5 URIs per domain"),
         ("fig14", "Figs. 14-15 URIs and files"), ("fig16", "Figs. 16-19 prefix trees"),
-        ("access", "Agents' access"), ("ulinks", "ulinks"),
+        ("access", "Agents' access"), ("ai-usage", "AI usage"), ("ulinks", "ulinks"),
     ]
     add("<nav><ol>" + "".join(f'<li><a href="#{i}">{_e(n)}</a></li>' for i, n in sections)
         + "</ol></nav>")
@@ -611,6 +627,27 @@ def _page(survey: Survey, empty: set[str]) -> str:
                     ident="t-access"))
     add(_figure("access", empty))
     add(_csv_links("access"))
+
+    add('<h2 id="ai-usage">Beyond the seed: AI-usage preferences and AI crawlers</h2>')
+    add("<p>Files with a <code>Content-Usage</code> (draft-ietf-aipref-attach, read with "
+        "draft-ietf-aipref-vocab-07) or <code>Content-Signal</code> "
+        "(draft-romm-aipref-contentsignals) line in a User-agent group, or an RSL "
+        "<code>License</code> line; a purpose counts when some such line allows or "
+        "disallows it. AI crawlers are those of polite's crawler list: <b>named</b> by a "
+        "User-agent line, <b>blocked</b> when <code>/</code> is disallowed to them.</p>")
+    add(_html_table(["mechanism", "files"],
+                    [[m, f"{n:,} ({_percent(s)})"] for m, n, s in t("usage").rows],
+                    ident="t-usage"))
+    add(_html_table(["mechanism", "purpose", "allow", "disallow"],
+                    [[m, p, f"{a:,} ({_percent(sa)})", f"{d:,} ({_percent(sd)})"]
+                     for m, p, a, d, sa, sd in t("usage_purposes").rows],
+                    ident="t-usage-purposes"))
+    add(_figure("ai_usage", empty))
+    add(_html_table(["crawler", "token", "named", "blocked"],
+                    [[c, k, f"{n:,} ({_percent(ns)})", f"{b:,} ({_percent(bs)})"]
+                     for c, k, _, n, b, ns, bs in t("ai_crawlers").rows],
+                    ident="t-ai-crawlers"))
+    add(_csv_links("usage", "usage_purposes", "ai_crawlers"))
 
     add(f'<h2 id="ulinks">ulinks (k = {survey.k})</h2>')
     links = t("ulinks").rows

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +28,9 @@ from polite.core.survey import FileStats, file_stats, popular_agents, popular_fi
 from polite.core.survey.access import Access, agent_access
 from polite.core.survey.distribution import frequencies, summarize
 from polite.core.survey.outcomes import Outcome
+from polite.core.survey.usage_stats import MECHANISMS, count_usage, usage_stats
 from polite.core.ulinks import UriTree, ulinks
+from polite.core.usage.vocab import MAIN_PURPOSES
 from polite.errors import ConfigError
 from polite.survey.store import SurveyStore
 
@@ -73,6 +75,15 @@ TABLES: dict[str, tuple[tuple[str, ...], str]] = {
     "access": (("agent", "sites", "entirely", "partly", "not_at_all", "named",
                 "entirely_share", "partly_share", "not_at_all_share", "named_share"),
                "beyond the seed: sites disallowing each agent entirely, partly, not at all"),
+    "usage": (("mechanism", "files", "share"),
+              "beyond the seed: robots.txt files stating AI-usage preferences, by mechanism"),
+    "usage_purposes": (("mechanism", "purpose", "allow", "disallow", "allow_share",
+                        "disallow_share"),
+                       "beyond the seed: files allowing / disallowing each purpose"),
+    "ai_crawlers": (("crawler", "token", "files", "named", "blocked", "named_share",
+                     "blocked_share"),
+                    "beyond the seed: AI crawlers of the crawler list, named and denied / "
+                    "by robots.txt files"),
     "distributions": (("distribution", "count", "mean", "sd", "median", "minimum",
                        "maximum"),
                       "mean, σ and median of the heavy-tailed distributions"),
@@ -126,7 +137,7 @@ class Survey:
     """
 
     def __init__(self, folder: str | Path, *, agents: tuple[str, ...] = DEFAULT_AGENTS,
-                 k: int = 5) -> None:
+                 k: int = 5, ai_crawlers: Sequence[tuple[str, str]] = ()) -> None:
         self.folder = Path(folder)
         database = self.folder / "survey.sqlite"
         if not database.is_file():
@@ -137,6 +148,7 @@ class Survey:
             raise ConfigError("give at least one agent")
         self.agents = agents
         self.k = k
+        self.ai_crawlers = tuple(ai_crawlers)  # (name, robots.txt token), for ai_crawlers
         SurveyStore(database).close()  # an older survey gets the tables it lacks
         self._db = sqlite3.connect(database)
         self._tables: dict[str, Table] = {}
@@ -162,6 +174,8 @@ class Survey:
         if name not in self._tables:
             if name == "access":
                 self._access()
+            elif name in ("usage", "usage_purposes", "ai_crawlers"):
+                self._usage()
             elif name in ("sitemap_errors", "sitemap_levels", "sitemap_domains", "trees",
                           "tree_levels", "ulinks", "sitemap_files"):
                 self._sitemap_side()
@@ -288,6 +302,33 @@ class Survey:
                          _share(entirely, files), _share(partly, files),
                          _share(none, files), _share(named[agent], files)))
         self._put("access", rows)
+
+    # -- beyond the seed: AI-usage preferences and AI crawlers ------------------------------
+
+    def _usage(self) -> None:
+        tokens = [token for _, token in self.ai_crawlers]
+        stats = []
+        for _, _, outcome, _, _, _, _, body in self._sites():
+            if outcome in _COUNTED and body is not None:
+                stats.append(usage_stats(parse(bytes(body)), tokens))
+        counts = count_usage(stats)
+        files = counts.files
+        self._put("usage", [(m, counts.mechanisms[m], _share(counts.mechanisms[m], files))
+                            for m in (*MECHANISMS, "any")])
+        rows = []
+        for mechanism in ("content-usage", "content-signal"):
+            for purpose in MAIN_PURPOSES:
+                allow = counts.stated[(mechanism, purpose, "allow")]
+                disallow = counts.stated[(mechanism, purpose, "disallow")]
+                rows.append((mechanism, purpose, allow, disallow, _share(allow, files),
+                             _share(disallow, files)))
+        self._put("usage_purposes", rows)
+        self._put("ai_crawlers", [
+            (name, token, files, counts.named[token], counts.blocked[token],
+             _share(counts.named[token], files), _share(counts.blocked[token], files))
+            for name, token in self.ai_crawlers])
+        self.facts.update(usage_files=files, usage_any=counts.mechanisms["any"],
+                          ai_naming_any=counts.naming_any, ai_blocking_any=counts.blocking_any)
 
     # -- the sitemap side -----------------------------------------------------------------
 

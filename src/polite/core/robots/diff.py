@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from polite.core.robots.model import Decision, Dialect, Rule
 from polite.core.robots.parser import MAX_ROBOTS_BYTES, parse_body
 from polite.core.robots.robotstxt import RobotsTxt, product_token
+from polite.core.robots.usage_tools import UsageChange, diff_usage, usage_paths
 
 __all__ = [
     "UNNAMED_AGENT",
@@ -73,13 +74,16 @@ class RobotsDiff:
     sampled: bool
     removed: tuple[tuple[int, str], ...] = ()
     added: tuple[tuple[int, str], ...] = ()
+    # AI-usage preferences that change (Content-Usage, Content-Signal), per purpose.
+    usage_changes: tuple[UsageChange, ...] = ()
 
     def as_json(self) -> dict[str, object]:
         return {"dialect": self.dialect.value, "urls": list(self.urls),
                 "agents": list(self.agents), "sampled": self.sampled,
                 "removed": [{"line": n, "text": t} for n, t in self.removed],
                 "added": [{"line": n, "text": t} for n, t in self.added],
-                "changes": [c.as_json() for c in self.changes]}
+                "changes": [c.as_json() for c in self.changes],
+                "usage_changes": [c.as_json() for c in self.usage_changes]}
 
 
 def diff_bodies(old: bytes | str, new: bytes | str, *, urls: Sequence[str] | None = None,
@@ -96,7 +100,7 @@ def diff_bodies(old: bytes | str, new: bytes | str, *, urls: Sequence[str] | Non
     found = diff(old_file, new_file, urls=urls, agents=agents)
     removed, added = _changed_lines(_lines(old), _lines(new))
     return RobotsDiff(found.dialect, found.urls, found.agents, found.changes, found.sampled,
-                      removed, added)
+                      removed, added, found.usage_changes)
 
 
 def diff(old: RobotsTxt, new: RobotsTxt, *, urls: Sequence[str] | None = None,
@@ -113,7 +117,9 @@ def diff(old: RobotsTxt, new: RobotsTxt, *, urls: Sequence[str] | None = None,
             before, after = old.decide(url, agent), new.decide(url, agent)
             if before.allowed != after.allowed:
                 changes.append(_change(url, agent, before, after))
-    return RobotsDiff(new.dialect, chosen_urls, chosen_agents, tuple(changes), sampled)
+    usage = diff_usage(old, new, chosen_urls, chosen_agents)
+    return RobotsDiff(new.dialect, chosen_urls, chosen_agents, tuple(changes), sampled,
+                      usage_changes=tuple(usage))
 
 
 def _change(url: str, agent: str, before: Decision, after: Decision) -> Change:
@@ -141,6 +147,7 @@ def sample_paths(*files: RobotsTxt) -> list[str]:
         for group in robots.groups:
             for rule in group.rules:
                 paths.update(_samples(rule.pattern))
+        paths |= usage_paths(robots)
     return sorted(paths)
 
 

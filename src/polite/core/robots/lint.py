@@ -28,6 +28,7 @@ from polite.core.robots.parser import (
     parse_body,
 )
 from polite.core.robots.robotstxt import RobotsTxt, agent_matches, product_token
+from polite.core.robots.usage_tools import lint_usage
 from polite.core.urls import from_octets
 
 __all__ = ["LineClass", "LineKind", "LintReport", "lint", "lint_body"]
@@ -151,7 +152,7 @@ def lint(robots: RobotsTxt, body: bytes | str, *, max_bytes: int = MAX_ROBOTS_BY
     lines = _classify_lines(body[:max_bytes].decode("latin-1"), robots.dialect)
     # The reader's issues come folded; the checks' are folded on their own, then merged.
     issues = [_retuned(i) for i in robots.issues if i.code != "relative-sitemap"]
-    issues += fold_issues(_checks(robots, lines, content_type))
+    issues += fold_issues([*_checks(robots, lines, content_type), *lint_usage(robots)])
     issues.sort(key=lambda i: i.line)
     return LintReport(robots.dialect, tuple(lines), tuple(issues), len(robots.groups))
 

@@ -22,9 +22,11 @@ __all__ = [
     "MAX_HTML_CHARS",
     "RobotsDirectives",
     "combine",
+    "meta_contents",
     "parse_meta_content",
     "parse_meta_tags",
     "parse_x_robots_tag",
+    "x_robots_values",
 ]
 
 # META tags belong in the head; 512 KiB of a page is far past any real head.
@@ -203,8 +205,13 @@ def parse_x_robots_tag(values: Iterable[str], agent: str) -> RobotsDirectives:
     that name is the agent's product token. ``unavailable_after: ...`` names a directive, not
     an agent.
     """
+    return combine(*(parse_meta_content(value) for value in x_robots_values(values, agent)))
+
+
+def x_robots_values(values: Iterable[str], agent: str) -> list[str]:
+    """The ``X-Robots-Tag`` values that apply to ``agent``, each without its agent name."""
     token = product_token(agent).lower()
-    parts: list[RobotsDirectives] = []
+    found: list[str] = []
     for value in values:
         head, colon, rest = value.partition(":")
         if colon and head.strip() and not _known_name(head) and " " not in head.strip() \
@@ -212,15 +219,15 @@ def parse_x_robots_tag(values: Iterable[str], agent: str) -> RobotsDirectives:
             if head.strip().lower() != token:
                 continue
             value = rest
-        parts.append(parse_meta_content(value))
-    return combine(*parts)
+        found.append(value)
+    return found
 
 
 class _MetaCollector(HTMLParser):
     def __init__(self, names: tuple[str, ...]) -> None:
         super().__init__(convert_charrefs=True)
         self.names = names
-        self.contents: list[str] = []
+        self.contents: list[tuple[str, str]] = []
         self.done = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -232,8 +239,9 @@ class _MetaCollector(HTMLParser):
         if tag != "meta":
             return
         fields = {key.lower(): (value or "") for key, value in attrs}
-        if fields.get("name", "").strip().lower() in self.names and "content" in fields:
-            self.contents.append(fields["content"])
+        name = fields.get("name", "").strip().lower()
+        if name in self.names and "content" in fields:
+            self.contents.append((name, fields["content"]))
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.handle_starttag(tag, attrs)
@@ -243,9 +251,16 @@ def parse_meta_tags(html: str | bytes, agent: str) -> RobotsDirectives:
     """The robots META tags of a page that apply to ``agent``: ``name="robots"`` and
     ``name="<agent's product token>"``, combined. Reads up to ``<body>`` or
     :data:`MAX_HTML_CHARS`."""
+    names = ("robots", product_token(agent).lower())
+    return combine(*(parse_meta_content(c) for _, c in meta_contents(html, names)))
+
+
+def meta_contents(html: str | bytes, names: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``(name, content)`` of the head's META tags whose name (lower case) is in ``names``,
+    in document order. Reads up to ``<body>`` or :data:`MAX_HTML_CHARS`."""
     if isinstance(html, bytes):
         html = html[:MAX_HTML_CHARS].decode("utf-8", "replace")
-    collector = _MetaCollector(("robots", product_token(agent).lower()))
+    collector = _MetaCollector(names)
     collector.feed(html[:MAX_HTML_CHARS])
     collector.close()
-    return combine(*(parse_meta_content(c) for c in collector.contents))
+    return collector.contents

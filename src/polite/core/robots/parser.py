@@ -37,6 +37,7 @@ from polite.core.robots.values import (
     parse_version,
 )
 from polite.core.urls import canonical_koster, canonical_rfc9309, from_octets
+from polite.core.usage.statement import read_rule_value
 
 __all__ = [
     "MAX_LINE_OCTETS",
@@ -128,6 +129,11 @@ _READERS: dict[str, Callable[[str], object]] = {
     "robots-ttl": parse_delay,
     "ttl": parse_delay,
     "noindex": _non_empty,
+    # AI-usage preferences: draft-ietf-aipref-attach's rule, Cloudflare's Content Signals
+    # (same shape: an optional path, then a dictionary) and RSL's licence link.
+    "content-usage": read_rule_value,
+    "content-signal": read_rule_value,
+    "license": _non_empty,
 }
 
 _KEYS: dict[str, str] = {

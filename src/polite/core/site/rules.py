@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 
 from polite.core.robots.parser import MAX_ROBOTS_BYTES
 from polite.core.robots.values import parse_delay, parse_rate
-from polite.errors import ConfigError
+from polite.core.usage.statement import parse_statement
+from polite.core.usage.vocab import AIPREF_REVISIONS, CONTENT_SIGNALS, CURRENT
+from polite.errors import ConfigError, MalformedField
 
 __all__ = [
     "MANAGED_BEGIN",
@@ -31,6 +33,7 @@ __all__ = [
     "Section",
     "SiteRules",
     "render",
+    "rule_line",
     "rules_from_json",
     "rules_to_json",
 ]
@@ -51,6 +54,10 @@ class Field(enum.StrEnum):
     CRAWL_DELAY = "Crawl-delay"
     REQUEST_RATE = "Request-rate"
     SITEMAP = "Sitemap"
+    # AI-usage preferences for the section's part (draft-ietf-aipref-attach; Cloudflare's
+    # Content Signals): the value is the statement, the path is the section's prefix.
+    CONTENT_USAGE = "Content-Usage"
+    CONTENT_SIGNAL = "Content-Signal"
 
 
 _SITE_WIDE = {Field.CRAWL_DELAY, Field.REQUEST_RATE, Field.SITEMAP}
@@ -156,7 +163,35 @@ def _row_problem(section: Section, row: RuleRow) -> str | None:
             return f"Request-rate {value!r} is not of the form 1/10s"
     elif row.field is Field.SITEMAP and not value.startswith(("http://", "https://")):
         return f"the Sitemap {value!r} must be a full http(s) URL"
+    elif row.field in (Field.CONTENT_USAGE, Field.CONTENT_SIGNAL):
+        if any(c.isspace() for c in section.prefix):
+            return f"the part {section.prefix!r} holds a space: write it as %20"
+        return _statement_problem(row.field, value)
     return None
+
+
+def _statement_problem(kind: Field, value: str) -> str | None:
+    vocab = AIPREF_REVISIONS[CURRENT] if kind is Field.CONTENT_USAGE else CONTENT_SIGNALS
+    try:
+        statement = parse_statement(value)
+    except MalformedField as exc:
+        return f"{kind} {value!r} is not a list like train-ai=n, search=y: {exc}"
+    unknown = statement.unknown_keys(vocab)
+    if unknown:
+        return (f"{kind} {', '.join(unknown)}: not in {vocab.name} (it has "
+                f"{', '.join(vocab.labels)})")
+    odd = statement.odd_values(vocab)
+    if odd:
+        return f"{kind} {', '.join(odd)}: the value is {vocab.allow} or {vocab.disallow}"
+    return None
+
+
+def rule_line(section: Section, row: RuleRow) -> str:
+    """The robots.txt line of a row: a preference line carries its section's path."""
+    value = row.value.strip()
+    if row.field in (Field.CONTENT_USAGE, Field.CONTENT_SIGNAL) and not section.is_site_wide:
+        return f"{row.field}: {section.prefix} {value}"
+    return f"{row.field}: {value}"
 
 
 def _section_problem(section: Section, index: int, sections: tuple[Section, ...]) -> str | None:
@@ -222,7 +257,7 @@ def render(rules: SiteRules) -> RenderedFile:
                 add(f"# {_clean(section.name)}: {section.prefix}"
                     + (f", kept by {_clean(section.owner)}" if section.owner else ""), (s, -1))
                 current = s
-            add(f"{row.field}: {row.value.strip()}", (s, r))
+            add(rule_line(rules.sections[s], row), (s, r))
     if sitemaps:
         add("")
         for s, r, row in sitemaps:

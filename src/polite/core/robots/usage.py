@@ -1,0 +1,388 @@
+"""Every AI-usage preference that applies to a URL and an agent, each with its source.
+
+Sources: ``Content-Usage`` and ``Content-Signal`` rules in the robots.txt group the agent
+uses (path-matched like Allow/Disallow, and only for paths the group lets it fetch:
+draft-ietf-aipref-attach-05, section 3.1); the same two as response headers; TDMRep
+(``tdm-reservation`` / ``tdm-policy`` headers and META tags, ``/.well-known/tdmrep.json``);
+``noai`` / ``noimageai`` in robots META tags and ``X-Robots-Tag``; Bing's ``noarchive`` /
+``nocache`` for Bing's crawler; and RSL's ``License:`` link, which is kept, not judged.
+
+Where sources disagree the most restrictive wins (draft-ietf-aipref-vocab-07, section 5.1):
+any disallow, else any allow, else unknown. Every source stays in the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from polite.core.robots.matcher import wildcard_regex
+from polite.core.robots.meta import meta_contents, x_robots_values
+from polite.core.robots.model import Dialect, Directive
+from polite.core.robots.parser import pattern_path
+from polite.core.robots.robotstxt import RobotsTxt, product_token, request_path
+from polite.core.usage.sf import MAX_FIELD_CHARS
+from polite.core.usage.statement import Pref, RuleValue, Statement, parse_statement
+from polite.core.usage.vocab import (
+    AIPREF_REVISIONS,
+    CONTENT_SIGNALS,
+    CURRENT,
+    MAIN_PURPOSES,
+    PURPOSES,
+    Vocabulary,
+)
+from polite.errors import MalformedField
+
+__all__ = [
+    "MAX_TDMREP_BYTES",
+    "TDMREP_PATH",
+    "Answer",
+    "Preferences",
+    "Source",
+    "combine",
+    "from_headers",
+    "from_html",
+    "from_robots",
+    "from_tdmrep",
+    "purpose_json",
+    "robots_rules",
+]
+
+# tdmrep.json files list a handful of locations; anything larger is refused unread.
+MAX_TDMREP_BYTES = 512 * 1024
+TDMREP_PATH = "/.well-known/tdmrep.json"
+TDMREP = "tdmrep (W3C TDMRep CG report)"
+NOAI = "noai convention"
+BING = "Bing robots directives"
+
+_BING_TOKENS = ("bingbot", "msnbot", "adidxbot", "bingpreview")
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One statement of preference: which mechanism, where (line, header, tag, entry), its
+    text, the vocabulary revision it was read with, and what it states (stated purposes
+    only)."""
+
+    mechanism: str
+    where: str
+    text: str
+    vocabulary: str
+    prefs: tuple[tuple[str, Pref], ...] = ()
+    line: int | None = None
+
+    def pref(self, purpose: str) -> Pref:
+        return dict(self.prefs).get(purpose, Pref.UNKNOWN)
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"mechanism": self.mechanism, "where": self.where,
+                                  "text": self.text, "vocabulary": self.vocabulary,
+                                  "prefs": {p: v.value for p, v in self.prefs}}
+        if self.line is not None:
+            out["line"] = self.line
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The combined preference for one purpose: the sources that decided it and those that
+    said otherwise and lost (a disagreement, shown, not hidden)."""
+
+    purpose: str
+    pref: Pref
+    decided_by: tuple[Source, ...] = ()
+    overruled: tuple[Source, ...] = ()
+
+    @property
+    def reason(self) -> str:
+        if not self.decided_by:
+            return f"{self.purpose}: no preference stated"
+        where = "; ".join(f"{s.mechanism} {s.where}: {s.text}" for s in self.decided_by)
+        out = f"{self.purpose}={self.pref.value} by {where}"
+        if self.overruled:
+            lost = "; ".join(f"{s.mechanism} {s.where}" for s in self.overruled)
+            out += f" (most restrictive wins over {lost})"
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Preferences:
+    """Every source found, the issues met reading them (skipped lines, bad headers) and the
+    licence links (RSL ``License:``, TDMRep ``tdm-policy``)."""
+
+    sources: tuple[Source, ...] = ()
+    issues: tuple[str, ...] = ()
+    licenses: tuple[str, ...] = field(default=())
+
+    def answer(self, purpose: str) -> Answer:
+        stated = [(s, s.pref(purpose)) for s in self.sources]
+        no = tuple(s for s, p in stated if p is Pref.DISALLOW)
+        yes = tuple(s for s, p in stated if p is Pref.ALLOW)
+        if no:
+            return Answer(purpose, Pref.DISALLOW, no, yes)
+        if yes:
+            return Answer(purpose, Pref.ALLOW, yes)
+        return Answer(purpose, Pref.UNKNOWN)
+
+    def pref(self, purpose: str) -> Pref:
+        return self.answer(purpose).pref
+
+    def refuses(self, purpose: str) -> bool:
+        return self.pref(purpose) is Pref.DISALLOW
+
+    def stated(self) -> tuple[str, ...]:
+        """The purposes some source states a preference for, in :data:`PURPOSES` order."""
+        said = set()
+        for source in self.sources:
+            names = AIPREF_REVISIONS.get(source.vocabulary)
+            for p, _ in source.prefs:
+                # train-genai and ai-output are said only where a revision names them: under
+                # the others they merely repeat the broader train-ai.
+                if p in MAIN_PURPOSES or (names is not None and p in names.labels.values()):
+                    said.add(p)
+        return tuple(p for p in PURPOSES if p in said)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "prefs": {p: self.pref(p).value for p in self.stated()},
+            "sources": [s.to_json() for s in self.sources],
+            **({"licenses": list(self.licenses)} if self.licenses else {}),
+            **({"issues": list(self.issues)} if self.issues else {}),
+        }
+
+
+def purpose_json(prefs: Preferences, purpose: str) -> dict[str, object]:
+    """The answer for one purpose beside every source: the shape the service returns."""
+    answer = prefs.answer(purpose)
+    return {"purpose": purpose, "pref": answer.pref.value, "reason": answer.reason,
+            **prefs.to_json()}
+
+
+def combine(*parts: Preferences) -> Preferences:
+    return Preferences(tuple(s for p in parts for s in p.sources),
+                       tuple(i for p in parts for i in p.issues),
+                       tuple(dict.fromkeys(x for p in parts for x in p.licenses)))
+
+
+def _stated(statement: Statement, vocab: Vocabulary) -> tuple[tuple[str, Pref], ...]:
+    found = ((p, statement.pref(vocab, p)) for p in PURPOSES)
+    return tuple((p, v) for p, v in found if v is not Pref.UNKNOWN)
+
+
+def _revision(revision: str) -> Vocabulary:
+    vocab = AIPREF_REVISIONS.get(revision)
+    if vocab is None:
+        raise ValueError(f"unknown vocabulary revision {revision!r}")
+    return vocab
+
+
+# -- robots.txt ---------------------------------------------------------------------------
+
+_RULE_KEYS = {"content-usage": "Content-Usage", "content-signal": "Content-Signal"}
+
+
+def robots_rules(directives: Iterable[Directive]) -> list[tuple[Directive, RuleValue]]:
+    """The readable Content-Usage / Content-Signal lines among ``directives``."""
+    return [(d, d.value) for d in directives
+            if d.key in _RULE_KEYS and isinstance(d.value, RuleValue)]
+
+
+def _matches(dialect: Dialect, pattern: str, path: str) -> bool:
+    if not pattern:
+        return True
+    if dialect is Dialect.KOSTER1996:
+        return path.startswith(pattern)
+    return re.match(wildcard_regex(pattern), path, re.DOTALL) is not None
+
+
+def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURRENT
+                ) -> Preferences:
+    """The preferences robots.txt attaches to ``url`` for ``agent``: per mechanism, the
+    rules of the agent's group whose path matches longest (ties all apply). None for a URL
+    the group disallows (attach-05, 3.1)."""
+    vocab = _revision(revision)
+    groups = robots.groups_for(agent)
+    directives = [d for g in groups for d in g.directives]
+    licenses = tuple(d.text for d in (*robots.global_directives, *directives)
+                     if d.key == "license" and d.text)
+    if not any(d.key in _RULE_KEYS for d in directives) or not robots.allowed(url, agent):
+        return Preferences(licenses=licenses)  # most files: no preference line at all
+    dialect = robots.dialect
+    path = request_path(dialect, url)
+    sources: list[Source] = []
+    for key, label in _RULE_KEYS.items():
+        best = -1
+        chosen: list[tuple[Directive, RuleValue]] = []
+        for d, rule in robots_rules(directives):
+            if d.key != key:
+                continue
+            pattern = pattern_path(dialect, rule.path.encode("utf-8").decode("latin-1"))
+            if not _matches(dialect, pattern, path):
+                continue
+            if len(pattern) > best:
+                best, chosen = len(pattern), [(d, rule)]
+            elif len(pattern) == best:
+                chosen.append((d, rule))
+        used = vocab if key == "content-usage" else CONTENT_SIGNALS
+        for d, rule in chosen:
+            sources.append(Source(f"robots.txt {label}", f"line {d.line}", d.text, used.name,
+                                  _stated(rule.statement, used), d.line))
+    return Preferences(tuple(sources), licenses=licenses)
+
+
+# -- headers and META ---------------------------------------------------------------------
+
+
+def _field(headers: Iterable[tuple[str, str]], name: str) -> str | None:
+    """All lines of a header field joined as RFC 9110 5.3 combines them."""
+    lines = [v for k, v in headers if k.lower() == name]
+    return ", ".join(v.strip() for v in lines) if lines else None
+
+
+def _tokens(value: str) -> list[str]:
+    return [t.strip().lower() for t in value.split(",") if t.strip()]
+
+
+def _robots_tokens(mechanism: str, where: str, tokens: list[str], agent: str,
+                   content_type: str) -> list[Source]:
+    """``noai`` / ``noimageai`` (any agent) and Bing's ``noarchive`` / ``nocache`` (Bing's
+    crawler only: Bing documents them as keeping content out of its AI answers and
+    training; for other crawlers they only concern a cached copy)."""
+    out: list[Source] = []
+    is_image = content_type.lower().startswith("image/")
+    prefs: tuple[tuple[str, Pref], ...]
+    for token in tokens:
+        if token == "noai":
+            out.append(Source(mechanism, where, token, NOAI, (("train-ai", Pref.DISALLOW),)))
+        elif token == "noimageai":
+            # The page's images are refused for training, not the page: stated for an image.
+            prefs = (("train-ai", Pref.DISALLOW),) if is_image else ()
+            out.append(Source(mechanism, where, token, NOAI, prefs))
+        elif token in ("noarchive", "nocache") and \
+                product_token(agent).lower() in _BING_TOKENS:
+            prefs = (("train-ai", Pref.DISALLOW),)
+            if token == "noarchive":
+                prefs += (("ai-input", Pref.DISALLOW),)
+            out.append(Source(mechanism, where, token, BING, prefs))
+    return out
+
+
+def _tdm_reservation(mechanism: str, where: str, value: str, issues: list[str]
+                     ) -> list[Source]:
+    value = value.strip()
+    if value == "1":
+        return [Source(mechanism, where, value, TDMREP, (("train-ai", Pref.DISALLOW),))]
+    if value == "0":
+        return [Source(mechanism, where, value, TDMREP, (("train-ai", Pref.ALLOW),))]
+    issues.append(f"{where}: tdm-reservation {value[:80]!r} is neither 0 nor 1; ignored")
+    return []
+
+
+def _dictionary(mechanism: str, where: str, value: str, vocab: Vocabulary,
+                issues: list[str]) -> list[Source]:
+    try:
+        statement = parse_statement(value)
+    except MalformedField as e:
+        issues.append(f"{where}: malformed dictionary ({e}); ignored")
+        return []
+    shown = value if len(value) <= 200 else value[:200] + "..."
+    return [Source(mechanism, where, shown, vocab.name, _stated(statement, vocab))]
+
+
+def from_headers(headers: Iterable[tuple[str, str]], agent: str, *,
+                 revision: str = CURRENT, content_type: str | None = None) -> Preferences:
+    """The preferences a response's headers state for ``agent``."""
+    headers = list(headers)
+    vocab = _revision(revision)
+    if content_type is None:
+        content_type = _field(headers, "content-type") or ""
+    sources: list[Source] = []
+    issues: list[str] = []
+    licenses: list[str] = []
+    usage = _field(headers, "content-usage")
+    if usage is not None:
+        sources += _dictionary("Content-Usage header", "header", usage, vocab, issues)
+    signal = _field(headers, "content-signal")
+    if signal is not None:
+        sources += _dictionary("Content-Signal header", "header", signal, CONTENT_SIGNALS,
+                               issues)
+    reservation = _field(headers, "tdm-reservation")
+    if reservation is not None:
+        sources += _tdm_reservation("tdm-reservation header", "header", reservation, issues)
+    policy = _field(headers, "tdm-policy")
+    if policy:
+        licenses.append(policy.strip())
+    tags = [v for k, v in headers if k.lower() == "x-robots-tag"]
+    for value in x_robots_values(tags, agent):
+        if len(value) <= MAX_FIELD_CHARS:
+            sources += _robots_tokens("X-Robots-Tag", "header", _tokens(value), agent,
+                                      content_type)
+    return Preferences(tuple(sources), tuple(issues), tuple(licenses))
+
+
+def from_html(html: str | bytes, agent: str) -> Preferences:
+    """The preferences a page's head states: ``noai`` / ``noimageai`` in ``robots`` (or the
+    agent's own) META tags, TDMRep's ``tdm-reservation`` / ``tdm-policy`` META tags."""
+    token = product_token(agent).lower()
+    names = ("robots", token, "tdm-reservation", "tdm-policy")
+    sources: list[Source] = []
+    issues: list[str] = []
+    licenses: list[str] = []
+    for name, content in meta_contents(html, names):
+        where = f'<meta name="{name}">'
+        if name == "tdm-reservation":
+            sources += _tdm_reservation("tdm-reservation META", where, content, issues)
+        elif name == "tdm-policy":
+            if content.strip():
+                licenses.append(content.strip())
+        else:
+            sources += _robots_tokens("robots META", where, _tokens(content), agent, "")
+    return Preferences(tuple(sources), tuple(issues), tuple(licenses))
+
+
+# -- TDMRep's well-known file -------------------------------------------------------------
+
+
+def from_tdmrep(body: str | bytes, url: str) -> Preferences:
+    """``/.well-known/tdmrep.json`` read for ``url``: the first entry whose ``location``
+    pattern (robots.txt wildcards) matches the URL's path decides. A file that is not a
+    JSON array, and entries that are not readable, are reported, never raised."""
+    where = TDMREP_PATH
+    if len(body) > MAX_TDMREP_BYTES:
+        return Preferences(issues=(f"{where}: over {MAX_TDMREP_BYTES} bytes; not read",))
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return Preferences(issues=(f"{where}: not JSON; ignored",))
+    if not isinstance(data, list):
+        return Preferences(issues=(f"{where}: not a JSON array; ignored",))
+    path = request_path(Dialect.RFC9309, url)
+    issues: list[str] = []
+    for i, entry in enumerate(data, 1):
+        if not isinstance(entry, dict) or not isinstance(entry.get("location"), str):
+            issues.append(f"{where} entry {i}: no location; skipped")
+            continue
+        location = entry["location"]
+        if not location.startswith("/"):
+            location = "/" + location
+        pattern = pattern_path(Dialect.RFC9309, location.encode("utf-8").decode("latin-1"))
+        if not _matches(Dialect.RFC9309, pattern, path):
+            continue
+        reservation = entry.get("tdm-reservation")
+        policy = entry.get("tdm-policy")
+        licenses = (policy,) if isinstance(policy, str) and policy else ()
+        text = f"location {entry['location']}: tdm-reservation={reservation}"
+        if isinstance(reservation, bool):
+            reservation = None  # true/false is not the 0 or 1 the report asks for
+        if reservation == 1:
+            prefs: tuple[tuple[str, Pref], ...] = (("train-ai", Pref.DISALLOW),)
+        elif reservation == 0:
+            prefs = (("train-ai", Pref.ALLOW),)
+        else:
+            issues.append(f"{where} entry {i}: tdm-reservation is neither 0 nor 1; skipped")
+            continue
+        source = Source("tdmrep.json", f"{where} entry {i}", text, TDMREP, prefs)
+        return Preferences((source,), tuple(issues), licenses)
+    return Preferences(issues=tuple(issues))

@@ -1,0 +1,258 @@
+"""AI-usage preferences: the drafts' own examples, every mechanism, conflicts, bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from polite.core.robots import parse
+from polite.core.robots.usage import (
+    combine,
+    from_headers,
+    from_html,
+    from_robots,
+    from_tdmrep,
+)
+from polite.core.usage.statement import Pref, parse_rule_value, parse_statement
+from polite.core.usage.vocab import AIPREF_REVISIONS, CONTENT_SIGNALS, CURRENT
+
+V07 = AIPREF_REVISIONS["draft-ietf-aipref-vocab-07"]
+SITE = "https://example.com"
+
+# draft-ietf-aipref-attach-05, section 3.4, "Example robots.txt file".
+ATTACH_EXAMPLE = """\
+User-Agent: *
+Allow: /
+Disallow: /never/
+Content-Usage: train-ai=n
+Content-Usage: /ai-ok/ train-ai=y
+
+User-Agent: ExampleBot
+Allow: /
+Content-Usage: train-ai=y
+"""
+
+
+@pytest.mark.parametrize("dialect", ["rfc9309", "google", "regp"])
+@pytest.mark.parametrize(("path", "crawl", "pref"), [
+    # The draft's table "Sample of usage preferences for different paths".
+    ("/test", True, Pref.DISALLOW),
+    ("/never/test", False, Pref.UNKNOWN),
+    ("/ai-ok/test", True, Pref.ALLOW),
+])
+def test_attach_example_table(dialect: str, path: str, crawl: bool, pref: Pref) -> None:
+    robots = parse(ATTACH_EXAMPLE, dialect)
+    url = SITE + path
+    assert robots.allowed(url, "OtherBot/1.0") is crawl
+    prefs = from_robots(robots, url, "OtherBot/1.0")
+    assert prefs.pref("train-ai") is pref
+    if pref is not Pref.UNKNOWN:
+        (source,) = prefs.answer("train-ai").decided_by
+        assert source.vocabulary == CURRENT
+        assert source.line == (5 if path.startswith("/ai-ok/") else 4)
+
+
+@pytest.mark.parametrize("dialect", ["koster1996"])
+def test_attach_example_in_first_match_dialects(dialect: str) -> None:
+    # In the 1996 draft the first matching Allow/Disallow decides, so "Allow: /"
+    # lets /never/ be fetched; the Content-Usage lines still match by longest path.
+    robots = parse(ATTACH_EXAMPLE, dialect)
+    assert robots.allowed(SITE + "/never/test", "OtherBot") is True
+    assert from_robots(robots, SITE + "/never/test", "OtherBot").pref("train-ai") is \
+        Pref.DISALLOW
+    assert from_robots(robots, SITE + "/ai-ok/test", "OtherBot").pref("train-ai") is \
+        Pref.ALLOW
+    disallowing = parse("User-agent: *\nDisallow: /never/\nContent-Usage: train-ai=y\n",
+                        dialect)
+    assert from_robots(disallowing, SITE + "/never/x", "OtherBot").sources == ()
+
+
+def test_attach_example_named_agent_uses_its_group() -> None:
+    robots = parse(ATTACH_EXAMPLE)
+    for path in ("/test", "/never/test", "/ai-ok/test"):
+        prefs = from_robots(robots, SITE + path, "ExampleBot")
+        assert prefs.pref("train-ai") is Pref.ALLOW
+        assert prefs.answer("train-ai").decided_by[0].line == 9
+
+
+def test_attach_intro_example_and_header_example_agree() -> None:
+    # draft-ietf-aipref-attach-05, section 1.2: the header and the robots.txt form.
+    robots = parse("User-Agent: *\nAllow: /\nContent-Usage: train-ai=n\n")
+    assert from_robots(robots, SITE + "/x", "bot").pref("train-ai") is Pref.DISALLOW
+    header = from_headers([("Content-Type", "text/plain"), ("Content-Usage", "train-ai=n")],
+                          "bot")
+    assert header.pref("train-ai") is Pref.DISALLOW
+    assert header.pref("search") is Pref.UNKNOWN
+
+
+@pytest.mark.parametrize(("text", "train", "search"), [
+    # draft-ietf-aipref-vocab-07, section 6: the format example.
+    ("train-ai=y, search=n", Pref.ALLOW, Pref.DISALLOW),
+    # 6.5.1: duplicates keep the last value; a boolean and a string are not tokens.
+    ('train-ai=y, train-ai, search=n, search="n"', Pref.UNKNOWN, Pref.UNKNOWN),
+    # 6.5.2: the parameters of the losing duplicate do not apply; the last value does.
+    ("train-ai;allow=n, train-ai=y", Pref.ALLOW, Pref.UNKNOWN),
+    # 6.5.2: parameters on an unknown preference (without the example's final ";").
+    ('train-ai;has;parameters="?"', Pref.UNKNOWN, Pref.UNKNOWN),
+    ("train-ai=maybe, search=y", Pref.UNKNOWN, Pref.ALLOW),
+    ("future-use=n, train-ai=n", Pref.DISALLOW, Pref.UNKNOWN),
+])
+def test_vocab_examples(text: str, train: Pref, search: Pref) -> None:
+    statement = parse_statement(text)
+    assert statement.pref(V07, "train-ai") is train
+    assert statement.pref(V07, "search") is search
+
+
+def test_vocab_example_with_trailing_semicolon_is_malformed_so_unknown() -> None:
+    # The draft's 6.5.2 example ends in ";" with no parameter after it, which RFC 9651
+    # refuses: the header is then ignored and every preference is unknown.
+    prefs = from_headers([("Content-Usage", 'train-ai;has;parameters="?";')], "bot")
+    assert prefs.pref("train-ai") is Pref.UNKNOWN
+    assert prefs.issues and "malformed" in prefs.issues[0]
+
+
+def test_upper_case_key_fails_the_dictionary() -> None:
+    prefs = from_headers([("Content-Usage", "Train-AI=n")], "bot")
+    assert prefs.sources == ()
+    assert prefs.pref("train-ai") is Pref.UNKNOWN
+    assert "malformed" in prefs.issues[0]
+
+
+@pytest.mark.parametrize(("revision", "text", "purpose", "pref"), [
+    # -03 and -04 nest train-ai under bots: bots=n covers train-ai unless it is stated.
+    ("draft-ietf-aipref-vocab-03", "bots=n", "train-ai", Pref.DISALLOW),
+    ("draft-ietf-aipref-vocab-03", "bots=n, train-ai=y", "train-ai", Pref.ALLOW),
+    ("draft-ietf-aipref-vocab-03", "train-ai=n", "train-genai", Pref.DISALLOW),
+    ("draft-ietf-aipref-vocab-04", "ai-output=n", "search", Pref.DISALLOW),
+    ("draft-ietf-aipref-vocab-02", "all=n", "search", Pref.DISALLOW),
+    ("draft-ietf-aipref-vocab-01", "genai=n", "train-genai", Pref.DISALLOW),
+    # -07 knows no bots: the key is read without failing and states nothing.
+    ("draft-ietf-aipref-vocab-07", "bots=n", "train-ai", Pref.UNKNOWN),
+    # -07 has no train-genai: its broader train-ai answers.
+    ("draft-ietf-aipref-vocab-07", "train-ai=n", "train-genai", Pref.DISALLOW),
+])
+def test_versioned_vocabulary(revision: str, text: str, purpose: str, pref: Pref) -> None:
+    assert parse_statement(text).pref(AIPREF_REVISIONS[revision], purpose) is pref
+
+
+def test_revision_is_named_in_the_answer() -> None:
+    robots = parse("User-agent: *\nContent-Usage: bots=n\n")
+    old = from_robots(robots, SITE + "/", "bot", revision="draft-ietf-aipref-vocab-04")
+    assert old.pref("train-ai") is Pref.DISALLOW
+    assert old.sources[0].vocabulary == "draft-ietf-aipref-vocab-04"
+    assert from_robots(robots, SITE + "/", "bot").pref("train-ai") is Pref.UNKNOWN
+    assert parse_statement("bots=n").unknown_keys(V07) == ("bots",)
+
+
+def test_content_signals_in_a_group() -> None:
+    robots = parse("User-agent: *\nContent-Signal: search=yes, ai-input=no, ai-train=no\n"
+                   "Allow: /\n")
+    prefs = from_robots(robots, SITE + "/page", "bot")
+    assert prefs.pref("search") is Pref.ALLOW
+    assert prefs.pref("ai-input") is Pref.DISALLOW
+    assert prefs.pref("train-ai") is Pref.DISALLOW
+    assert prefs.sources[0].vocabulary == CONTENT_SIGNALS.name
+    assert prefs.sources[0].mechanism == "robots.txt Content-Signal"
+
+
+def test_rsl_license_is_kept() -> None:
+    robots = parse("License: https://example.com/license.xml\nUser-agent: *\nAllow: /\n")
+    assert from_robots(robots, SITE + "/", "bot").licenses == (
+        "https://example.com/license.xml",)
+
+
+def test_most_restrictive_wins_and_both_are_shown() -> None:
+    robots = parse("User-agent: *\nContent-Usage: train-ai=y\n")
+    prefs = combine(from_robots(robots, SITE + "/", "bot"),
+                    from_headers([("tdm-reservation", "1")], "bot"))
+    answer = prefs.answer("train-ai")
+    assert answer.pref is Pref.DISALLOW
+    assert [s.mechanism for s in answer.decided_by] == ["tdm-reservation header"]
+    assert [s.mechanism for s in answer.overruled] == ["robots.txt Content-Usage"]
+    assert "most restrictive" in answer.reason
+
+
+def test_identical_paths_apply_together() -> None:
+    # attach-05, 3.1: rules with identical paths and conflicting preferences both apply.
+    robots = parse("User-agent: *\nContent-Usage: /a/ train-ai=y\n"
+                   "Content-Usage: /a/ train-ai=n\n")
+    prefs = from_robots(robots, SITE + "/a/b", "bot")
+    assert prefs.pref("train-ai") is Pref.DISALLOW
+    assert len(prefs.sources) == 2
+
+
+def test_wildcard_paths_and_longest_match() -> None:
+    robots = parse("User-agent: *\nContent-Usage: /*.pdf$ train-ai=n\n"
+                   "Content-Usage: / train-ai=y\n")
+    assert from_robots(robots, SITE + "/x/doc.pdf", "bot").pref("train-ai") is Pref.DISALLOW
+    assert from_robots(robots, SITE + "/x/doc.html", "bot").pref("train-ai") is Pref.ALLOW
+
+
+def test_malformed_line_skipped_and_reported_with_its_line() -> None:
+    robots = parse("User-agent: *\nContent-Usage: train-ai=y,\nContent-Usage: /x\n"
+                   "Content-Usage: search=n\n")
+    bad = [i for i in robots.issues if i.code == "bad-value"]
+    assert [i.line for i in bad] == [2, 3]
+    prefs = from_robots(robots, SITE + "/x", "bot")
+    assert prefs.pref("search") is Pref.DISALLOW
+    assert prefs.pref("train-ai") is Pref.UNKNOWN
+
+
+def test_over_long_line_is_no_crash() -> None:
+    robots = parse("User-agent: *\nContent-Usage: train-ai=" + "n" * 20000 + "\n")
+    assert from_robots(robots, SITE + "/", "bot").pref("train-ai") is Pref.UNKNOWN
+
+
+def test_rule_value_path_split() -> None:
+    assert parse_rule_value("/ai-ok/ train-ai=y").path == "/ai-ok/"
+    assert parse_rule_value("/a\ttrain-ai=y").path == "/a"
+    assert parse_rule_value("train-ai=y").path == ""
+
+
+def test_x_robots_tag_and_meta_noai() -> None:
+    prefs = from_headers([("X-Robots-Tag", "otherbot: noai"), ("X-Robots-Tag", "noindex")],
+                         "mybot/1.0")
+    assert prefs.pref("train-ai") is Pref.UNKNOWN
+    prefs = from_headers([("X-Robots-Tag", "mybot: noai, nofollow")], "mybot/1.0")
+    assert prefs.pref("train-ai") is Pref.DISALLOW
+    html = '<html><head><meta name="robots" content="noimageai, noai"></head><body>'
+    page = from_html(html, "mybot")
+    assert page.pref("train-ai") is Pref.DISALLOW
+    assert [s.text for s in page.sources] == ["noimageai", "noai"]
+    image = from_headers([("X-Robots-Tag", "noimageai"), ("Content-Type", "image/png")], "b")
+    assert image.pref("train-ai") is Pref.DISALLOW
+
+
+def test_bing_noarchive_counts_for_bing_only() -> None:
+    headers = [("X-Robots-Tag", "noarchive")]
+    assert from_headers(headers, "bingbot/2.0").pref("ai-input") is Pref.DISALLOW
+    assert from_headers(headers, "otherbot").sources == ()
+
+
+def test_tdmrep_header_meta_and_file() -> None:
+    assert from_headers([("tdm-reservation", "1"), ("tdm-policy", "https://e.com/p")],
+                        "b").licenses == ("https://e.com/p",)
+    assert from_headers([("tdm-reservation", "yes")], "b").issues
+    meta = from_html('<meta name="tdm-reservation" content="1">', "b")
+    assert meta.pref("train-ai") is Pref.DISALLOW
+    body = ('[{"location": "/open/*", "tdm-reservation": 0},'
+            ' {"location": "/*", "tdm-reservation": 1, "tdm-policy": "https://e.com/p.json"}]')
+    assert from_tdmrep(body, SITE + "/open/a").pref("train-ai") is Pref.ALLOW
+    closed = from_tdmrep(body, SITE + "/b")
+    assert closed.pref("train-ai") is Pref.DISALLOW
+    assert closed.licenses == ("https://e.com/p.json",)
+
+
+@pytest.mark.parametrize("body", ["not json", "{}", "[1, {\"location\": 3}]", "[" * 5000,
+                                  '[{"location": "/", "tdm-reservation": true}]'])
+def test_tdmrep_bad_files_are_reported(body: str) -> None:
+    prefs = from_tdmrep(body, SITE + "/")
+    assert prefs.sources == ()
+    assert prefs.issues
+
+
+def test_headers_joined_over_lines_and_bad_headers_never_raise() -> None:
+    prefs = from_headers([("Content-Usage", "train-ai=n"), ("Content-Usage", "search=y")], "b")
+    assert (prefs.pref("train-ai"), prefs.pref("search")) == (Pref.DISALLOW, Pref.ALLOW)
+    for value in ("", "=", "\x00", "a" * 100000, "train-ai=n,,", "(", '"'):
+        prefs = from_headers([("Content-Usage", value), ("Content-Signal", value)], "b")
+        assert prefs.pref("train-ai") is Pref.UNKNOWN

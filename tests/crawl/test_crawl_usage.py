@@ -1,0 +1,157 @@
+"""``--purpose train-ai`` against a loopback farm with each AI-usage mechanism: robots.txt
+Content-Usage and Content-Signal lines, Content-Usage / tdm-reservation / X-Robots-Tag
+headers, robots and TDMRep META tags, and a tdmrep.json. What is kept is measured from the
+WARC and pages.jsonl against the truth each site was built with."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from polite.crawl import CrawlSettings
+from polite.errors import SettingError
+from tests.crawl.test_crawl_farm import HTML, crawl, page, records
+from tests.sites import Reply, Site, serve
+
+# path -> kept under --purpose train-ai, per site; every page is linked from "/".
+TRUTH: dict[str, dict[str, bool]] = {
+    # draft-ietf-aipref-attach-05's example file.
+    "robots": {"/": False, "/plain": False, "/ai-ok/a": True},
+    "signal": {"/": False, "/open/p": True},
+    "headers": {"/": True, "/h-usage": False, "/h-tdm": False, "/h-noai": False,
+                "/h-yes": True, "/h-bad": True, "/h-other-agent": True},
+    "meta": {"/": True, "/m-noai": False, "/m-tdm": False, "/m-other-agent": True},
+    "tdmrep": {"/": True, "/reserved/r": False, "/free": True},
+}
+NEVER = "/never/x"  # disallowed by robots.txt: never fetched at all
+
+
+def _site(host: str, robots: str, paths: dict[str, bool]) -> Site:
+    site = Site(host)
+    site.routes["/robots.txt"] = Reply(200, robots.encode())
+    links = [p for p in paths if p != "/"]
+    site.routes["/"] = page(*links)
+    for path in links:
+        site.routes[path] = page()
+    return site
+
+
+@pytest.fixture
+def usage_farm() -> Iterator[dict[str, Site]]:
+    sites = {
+        "robots": _site("127.0.9.1", "User-Agent: *\nAllow: /\nDisallow: /never/\n"
+                                     "Content-Usage: train-ai=n\n"
+                                     "Content-Usage: /ai-ok/ train-ai=y\n", TRUTH["robots"]),
+        "signal": _site("127.0.9.2", "User-agent: *\nContent-Signal: search=yes, ai-train=no\n"
+                                     "Content-Signal: /open/ ai-train=yes\n", TRUTH["signal"]),
+        "headers": _site("127.0.9.3", "User-agent: *\nAllow: /\n", TRUTH["headers"]),
+        "meta": _site("127.0.9.4", "User-agent: *\nAllow: /\n", TRUTH["meta"]),
+        "tdmrep": _site("127.0.9.5", "User-agent: *\nAllow: /\n", TRUTH["tdmrep"]),
+    }
+    sites["robots"].routes["/"] = page("/plain", "/ai-ok/a", NEVER)
+    sites["robots"].routes[NEVER] = page()
+    headers = sites["headers"].routes
+    headers["/h-usage"] = Reply(200, b"<p>x</p>", {**HTML, "Content-Usage": "train-ai=n"})
+    headers["/h-tdm"] = Reply(200, b"<p>x</p>", {**HTML, "tdm-reservation": "1"})
+    headers["/h-noai"] = Reply(200, b"<p>x</p>", {**HTML, "X-Robots-Tag": "noai"})
+    headers["/h-yes"] = Reply(200, b"<p>x</p>", {**HTML, "Content-Usage": "train-ai=y"})
+    headers["/h-bad"] = Reply(200, b"<p>x</p>", {**HTML, "Content-Usage": "train-ai=n,"})
+    headers["/h-other-agent"] = Reply(200, b"<p>x</p>", {**HTML, "X-Robots-Tag": "otherbot: noai"})
+    meta = sites["meta"].routes
+    meta["/m-noai"] = page(head='<meta name="robots" content="noai, noimageai">')
+    meta["/m-tdm"] = page(head='<meta name="tdm-reservation" content="1">')
+    meta["/m-other-agent"] = page(head='<meta name="otherbot" content="noai">')
+    sites["tdmrep"].routes["/.well-known/tdmrep.json"] = Reply(
+        200, b'[{"location": "/reserved/*", "tdm-reservation": 1,'
+             b' "tdm-policy": "https://example.com/policy.json"}]',
+        {"Content-Type": "application/json"})
+    with ExitStack() as stack:
+        for site in sites.values():
+            stack.enter_context(serve(site))
+        yield sites
+
+
+def _warc(out: Path) -> tuple[set[str], dict[str, dict[str, Any]]]:
+    """The URLs with a response record, and each metadata record's JSON by URL."""
+    kept: set[str] = set()
+    meta: dict[str, dict[str, Any]] = {}
+    for path in (out / "warc").glob("*.warc.gz"):
+        with path.open("rb") as stream:
+            for record in ArchiveIterator(stream):
+                url = record.rec_headers.get_header("WARC-Target-URI")
+                if record.rec_type == "response":
+                    kept.add(url)
+                elif record.rec_type == "metadata":
+                    meta[url] = json.loads(record.content_stream().read())
+    return kept, meta
+
+
+def test_train_ai_crawl_keeps_exactly_what_the_truth_allows(
+        usage_farm: dict[str, Site], tmp_path: Path) -> None:
+    crawl(tmp_path, [s.origin + "/" for s in usage_farm.values()], purpose="train-ai",
+          concurrency=8)
+    kept, meta = _warc(tmp_path)
+    rows = {r["url"]: r for r in records(tmp_path)}
+    expected_kept = {usage_farm[name].origin + path
+                     for name, paths in TRUTH.items() for path, keep in paths.items() if keep}
+    refused = {usage_farm[name].origin + path
+               for name, paths in TRUTH.items() for path, keep in paths.items() if not keep}
+    assert kept == expected_kept
+    for url in refused:  # fetched (access allowed), not kept, with the reason
+        assert rows[url]["outcome"] == "fetched", url
+        assert rows[url]["usage_refused"] == "train-ai", url
+        assert "usage: train-ai=disallow by " in rows[url]["guidance"], url
+    for url in expected_kept:
+        assert rows[url]["outcome"] == "fetched" and "usage_refused" not in rows[url], url
+    # Access comes first: the disallowed page is not even asked for.
+    assert NEVER not in {p for _, p in usage_farm["robots"].arrivals}
+    # A refused page's links are still followed (like noindex): /ai-ok/a came from "/".
+    robots = usage_farm["robots"].origin
+    assert rows[robots + "/"]["guidance"].startswith("usage: train-ai=disallow by robots.txt "
+                                                     "Content-Usage line 4")
+    # Each mechanism named as the source, in pages.jsonl and the WARC metadata.
+    def mechanism(site: str, path: str) -> set[str]:
+        row = rows[usage_farm[site].origin + path]
+        return {s["mechanism"] for s in row["usage"]["sources"]}
+    assert mechanism("headers", "/h-usage") == {"Content-Usage header"}
+    assert mechanism("headers", "/h-tdm") == {"tdm-reservation header"}
+    assert mechanism("headers", "/h-noai") == {"X-Robots-Tag"}
+    assert mechanism("meta", "/m-noai") == {"robots META"}
+    assert mechanism("meta", "/m-tdm") == {"tdm-reservation META"}
+    assert mechanism("tdmrep", "/reserved/r") == {"tdmrep.json"}
+    assert mechanism("signal", "/") == {"robots.txt Content-Signal"}
+    bad = rows[usage_farm["headers"].origin + "/h-bad"]["usage"]
+    assert "malformed" in bad["issues"][0]
+    ok = meta[robots + "/ai-ok/a"]["usage"]
+    assert ok["prefs"] == {"train-ai": "allow"}
+    assert ok["sources"][0]["vocabulary"] == "draft-ietf-aipref-vocab-07"
+    # A page no source speaks of carries no usage field and no metadata record.
+    assert usage_farm["tdmrep"].origin + "/free" not in meta
+    assert "usage" not in rows[usage_farm["tdmrep"].origin + "/free"]
+    assert usage_farm["tdmrep"].requests.count("/.well-known/tdmrep.json") == 1
+
+
+def test_without_a_purpose_everything_allowed_is_kept_and_preferences_recorded(
+        usage_farm: dict[str, Site], tmp_path: Path) -> None:
+    crawl(tmp_path, [usage_farm["robots"].origin + "/", usage_farm["headers"].origin + "/"],
+          concurrency=4)
+    kept, _ = _warc(tmp_path)
+    want = {usage_farm[name].origin + path for name in ("robots", "headers")
+            for path in TRUTH[name]}
+    assert kept == want
+    rows = {r["url"]: r for r in records(tmp_path)}
+    assert rows[usage_farm["robots"].origin + "/plain"]["usage"]["prefs"] == {
+        "train-ai": "disallow"}
+    assert not [r for r in rows.values() if "usage_refused" in r]
+    assert "/.well-known/tdmrep.json" not in usage_farm["headers"].requests
+
+
+def test_an_unknown_purpose_is_refused_by_name() -> None:
+    with pytest.raises(SettingError, match="purpose="):
+        CrawlSettings(purpose="sell-it")

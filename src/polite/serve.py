@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
 from polite.api import create_app
+from polite.cli_keys import directory_of
 from polite.clock import WallClock
 from polite.config import FLAGS, SERVE_NUMBERS, check_setting
 from polite.core.robots import MAX_ROBOTS_BYTES
@@ -69,6 +70,7 @@ class Settings:
     intercept_tls: bool = False  # read inside CONNECT tunnels (the local CA's certificates)
     ca_dir: str | None = None  # the local CA's folder; None: default_ca_dir()
     upstream_ca: str | None = None  # a CA file origins are also trusted by
+    key: str | None = None  # an Ed25519 key whose directory is served (Web Bot Auth)
     no_intercept: list[str] = field(default_factory=list)  # hosts left as plain tunnels
 
 
@@ -83,6 +85,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "cache_keep_no_store_s": (int, float), "loop": (str,), "max_bytes": (int,),
     "trace_size": (int,), "node": (str,),
     "intercept_tls": (bool,), "ca_dir": (str,), "upstream_ca": (str,), "no_intercept": (list,),
+    "key": (str,),
 }
 
 
@@ -250,6 +253,7 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
     if settings.store.startswith(("redis://", "rediss://")):
         asyncio.run(_check_redis(settings.store))  # fail now, not at the first request
     interception = _interception(settings)  # the CA refused before anything is opened
+    key_directory = directory_of([settings.key], "--key") if settings.key else None
     clock = WallClock()
     store = open_store(settings.store, clock, knob=FLAGS.store)
     node = settings.node or f"{socket.gethostname()}:{settings.port or os.getpid()}"
@@ -297,7 +301,8 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
                       keep_no_store_s=settings.cache_keep_no_store_s) if settings.cache \
         else None
     app = create_app(politeness, store, admin_token=settings.admin_token, sitemaps=walker,
-                     cache=cache, on_startup=startup, on_shutdown=shutdown, env=env)
+                     cache=cache, on_startup=startup, on_shutdown=shutdown, env=env,
+                     key_directory=key_directory)
     proxy = ProxyServer(politeness, app, cache=cache, settings=ProxySettings(
         mode=Mode(settings.mode), max_wait_s=settings.max_wait_s,
         origin_read_s=settings.origin_timeout_s, connect_s=min(10.0, settings.origin_timeout_s)),

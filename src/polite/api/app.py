@@ -21,6 +21,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 
 from polite.api.dashboard import MAX_PAGE_ROWS, SORTS, STATES, Dashboard, HostQuery, static_file
+from polite.api.directory import directory_route
 from polite.core.sitemaps.model import MAX_SITEMAP_URLS
 from polite.errors import InvalidURL
 from polite.fetch.activity import Activity
@@ -197,9 +198,11 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
                sitemaps: SitemapWalker | None = None, cache: PageCache | None = None,
                on_startup: Callable[[], Awaitable[None]] | None = None,
                on_shutdown: Callable[[], Awaitable[None]] | None = None,
-               env: Mapping[str, object] | None = None) -> Starlette:
+               env: Mapping[str, object] | None = None,
+               key_directory: bytes | None = None) -> Starlette:
     """The app; ``admin_token``, when set, is required (Bearer) for writes. ``env`` is the
-    configuration in force, secrets already masked (``GET /env``)."""
+    configuration in force, secrets already masked (``GET /env``). ``key_directory``: a
+    Web Bot Auth key directory document to serve at its well-known path."""
     registry = CollectorRegistry()
     decisions = Counter("polite_decisions", "URLs answered", ["result"], registry=registry)
     registry.register(_RobotsCollector(politeness))
@@ -407,6 +410,8 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         Route("/dashboard/summary", dashboard_summary, methods=["GET"]),
         Route("/dashboard/events", guarded(dashboard_events), methods=["GET"]),
     ]
+    if key_directory is not None:
+        routes.append(directory_route(key_directory))
     return Starlette(routes=routes, lifespan=lifespan)
 
 

@@ -92,6 +92,11 @@ def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     crawl.add_argument("--allow-network", dest="allow_networks", action="append", default=[],
                        metavar="NETWORK", help="also crawl the private addresses in NETWORK "
                        "(10.1.0.0/16, or one address; repeatable): the others stay refused")
+    crawl.add_argument("--sign-with", metavar="KEY", help="sign every request with this "
+                       "Ed25519 key (Web Bot Auth; polite keys new); needs polite[identity]")
+    crawl.add_argument("--signature-agent", metavar="URL", help="with --sign-with: the URL "
+                       "of the key's directory, sent as Signature-Agent (e.g. where polite "
+                       "serve --key runs)")
     crawl.add_argument("--json", action="store_true", help="the summary as JSON, no display")
     crawl.set_defaults(handler=_crawl)
 
@@ -115,10 +120,12 @@ def _crawl(args: argparse.Namespace, out: TextIO) -> int:
         revisit=args.revisit, max_bytes=args.max_bytes, warc=args.warc,
         lease_s=args.lease_s)
     from polite.cli import _require_public
+    from polite.cli_keys import signer_from
     from polite.fetch.robots import networks
     from polite.serve import new_event_loop
 
     args.allow_networks = networks(args.allow_networks)
+    args.signer = signer_from(args.sign_with, args.signature_agent)
     for url in args.urls:  # before anything is fetched, as polite robots check does
         _require_public(url, args.allow_private, args.allow_networks)
     loop = new_event_loop("auto")  # uvloop when installed: less CPU per page
@@ -144,7 +151,8 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
                             max_crawl_delay_s=args.max_crawl_delay_s,
                             allow_private=args.allow_private,
                             allow_networks=args.allow_networks,
-                            worker=worker if shared else "", knobs=FLAGS) as crawler, \
+                            worker=worker if shared else "", knobs=FLAGS,
+                            signer=args.signer) as crawler, \
             _heartbeat(args.store if shared else "", worker, crawler, folder):
         bad = await crawler.add_seeds(args.urls)
         if bad:

@@ -341,6 +341,10 @@ def _charset(content_type: str | None) -> str | None:
     return None
 
 
+# (method, URL) -> the header fields that sign that request
+Sign = Callable[[str, str], list[tuple[str, str]]]
+
+
 class PageFetcher:
     """GET with a body cap counted after decompression and a deadline for the whole
     exchange (``connect_timeout_s`` for connecting, within it); connections are kept alive
@@ -348,8 +352,10 @@ class PageFetcher:
     ``per_host``): each is a connection of its own here."""
 
     def __init__(self, *, connect_timeout_s: float = 10.0,
-                 tls: ssl.SSLContext | None = None, resolve: Resolve | None = None) -> None:
+                 tls: ssl.SSLContext | None = None, resolve: Resolve | None = None,
+                 sign: Sign | None = None) -> None:
         self._connect_timeout_s = connect_timeout_s
+        self._sign = sign  # header fields that sign each request (Web Bot Auth), if any
         self._idle: dict[tuple[str, str, int], list[_Exchange]] = {}
         self._swept = time.monotonic()
         self._tls = tls  # certificates checked against the system's CAs when None
@@ -372,6 +378,8 @@ class PageFetcher:
         except ValueError as exc:
             return FetchResult(error=str(exc), failure="invalid")
         key = (scheme, host, port)
+        if self._sign is not None:
+            headers = {**headers, **dict(self._sign("GET", url))}
         try:
             request = _request(parts.netloc, url[len(scheme) + 3 + len(parts.netloc):] or "/",
                                headers)

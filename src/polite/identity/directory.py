@@ -51,11 +51,11 @@ class DirectoryFetcher:
                  max_bytes: int = DIRECTORY_MAX_BYTES) -> None:
         self._clock = clock or WallClock()
         self._guard = None if allow_private else PublicHosts(self._clock, allowed=allowed)
-        self._client: httpx.AsyncClient | None = None
         self.timeout_s = timeout_s
         self.max_bytes = max_bytes
         self._kept: dict[str, tuple[KeyDirectory, float]] = {}
-        self._pending: dict[str, asyncio.Future[KeyDirectory]] = {}
+        # per event loop: a WSGI site checks each request in a loop of its own
+        self._pending: dict[tuple[int, str], asyncio.Future[KeyDirectory]] = {}
 
     async def __call__(self, url: str) -> KeyDirectory:
         """The directory at ``url``: from what is kept, or fetched (one fetch at a time per
@@ -63,11 +63,13 @@ class DirectoryFetcher:
         kept = self._kept.get(url)
         if kept is not None and kept[1] > self._clock():
             return kept[0]
-        pending = self._pending.get(url)
+        loop = asyncio.get_running_loop()
+        key = (id(loop), url)
+        pending = self._pending.get(key)
         if pending is not None:
             return await asyncio.shield(pending)
-        future: asyncio.Future[KeyDirectory] = asyncio.get_running_loop().create_future()
-        self._pending[url] = future
+        future: asyncio.Future[KeyDirectory] = loop.create_future()
+        self._pending[key] = future
         try:
             directory, ttl = await self._fetch(url)
             if len(self._kept) >= MAX_DIRECTORIES:
@@ -80,15 +82,20 @@ class DirectoryFetcher:
             future.exception()  # retrieved: no warning when nobody else waited
             raise
         finally:
-            del self._pending[url]
+            del self._pending[key]
 
     async def _fetch(self, url: str) -> tuple[KeyDirectory, float]:
-        if self._client is None:
-            # no redirect is followed: the directory is the named URL's, or none
-            self._client = create_client(guard=self._guard)
+        # A client per fetch (they are rare, the answers being kept), so that no connection
+        # outlives the event loop it was made in. No redirect is followed: the directory is
+        # the named URL's, or none.
+        async with create_client(guard=self._guard) as client:
+            return await self._fetch_with(client, url)
+
+    async def _fetch_with(self, client: httpx.AsyncClient, url: str
+                          ) -> tuple[KeyDirectory, float]:
         try:
             async with asyncio.timeout(self.timeout_s):
-                async with self._client.stream("GET", url, headers={
+                async with client.stream("GET", url, headers={
                         "accept": "application/http-message-signatures-directory+json"}) \
                         as answer:
                     if answer.status_code != 200:
@@ -117,6 +124,4 @@ class DirectoryFetcher:
         return KeyDirectory({}, why), FAILURE_TTL_S
 
     async def close(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        """Nothing is held between fetches; kept for symmetry with the other fetchers."""

@@ -7,11 +7,11 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from polite.clock import Clock, WallClock
 from polite.core.robots import parse
@@ -30,12 +30,18 @@ from polite.core.site import (
     client_address,
     decide,
     judge_dns,
+    judge_signature,
     parse_crawlers,
     throttle_key,
     verify_by_ranges,
 )
 from polite.errors import ConfigError
 from polite.site.store import SiteStore
+
+if TYPE_CHECKING:  # the identity extra is needed only by a site that checks signatures
+    from polite.identity.signatures import KeyDirectory
+
+    DirectoryLookup = Callable[[str], Awaitable[KeyDirectory]]
 
 __all__ = [
     "DNS_TIMEOUT_S",
@@ -115,12 +121,22 @@ class SiteGuard:
     """Decides and logs for a site's application; build one and wrap the app with
     :class:`~polite.site.middleware.SiteMiddleware` or
     :class:`~polite.site.middleware.SiteWSGIMiddleware`. ``trusted_proxies``: the site's own
-    reverse proxies (CIDR), whose ``X-Forwarded-For`` names the visitor."""
+    reverse proxies (CIDR), whose ``X-Forwarded-For`` names the visitor. ``signatures``:
+    how key directories are had (a :class:`~polite.identity.directory.DirectoryFetcher`),
+    to check Web Bot Auth signatures; ``require_signature``: robots (by name) refused
+    without a valid one."""
 
     def __init__(self, store: SiteStore, *, crawlers: CrawlerList | None = None,
                  resolver: Resolver | None = None, clock: Clock | None = None,
                  dns_timeout_s: float = DNS_TIMEOUT_S,
-                 trusted_proxies: Sequence[str] = ()) -> None:
+                 trusted_proxies: Sequence[str] = (),
+                 signatures: DirectoryLookup | None = None,
+                 require_signature: Sequence[str] = ()) -> None:
+        if require_signature and signatures is None:
+            raise ConfigError("require_signature needs signatures (a DirectoryFetcher) to "
+                              "check them with")
+        self.signatures = signatures
+        self.require_signature = frozenset(require_signature)
         self.store = store
         try:
             self.trusted_proxies = tuple(ipaddress.ip_network(p, strict=False)
@@ -198,6 +214,19 @@ class SiteGuard:
             self._remember(crawler, ip, found)
         return found
 
+    async def check_signature(self, identity: Identity, method: str, url: str,
+                              headers: Sequence[tuple[str, str]]) -> Check | None:
+        """The verdict of the request's Web Bot Auth signature, or ``None`` when it has
+        none (or the site does not check them) or it leaves the verdict to the published
+        ranges and DNS (see :func:`~polite.core.site.judge_signature`)."""
+        if self.signatures is None or not any(n.lower() == "signature-input"
+                                              for n, _ in headers):
+            return None
+        from polite.identity.signatures import verify_signature
+
+        found = await verify_signature(method, url, headers, self.signatures, now=self.clock())
+        return judge_signature(identity.crawler, identity.name, found)
+
     def _remember(self, crawler: Crawler, ip: str, check: Check) -> Check:
         if len(self._verdicts) >= _MAX_VERDICTS:
             self._verdicts.clear()
@@ -241,7 +270,8 @@ class SiteGuard:
         in_force = self.in_force()
         last = self._slots.get(throttle_key(identity, check, visit.ip)) \
             if in_force.enforcement.throttle else None
-        decision = decide(visit, identity, check, in_force, last_start=last, now=now)
+        decision = decide(visit, identity, check, in_force, last_start=last, now=now,
+                          signature_required=identity.name in self.require_signature)
         if decision.slot_key is not None and in_force.enforcement.throttle:
             if len(self._slots) >= _MAX_SLOTS:
                 self._slots.clear()

@@ -41,7 +41,8 @@ CREATE TABLE IF NOT EXISTS visits (
     rule TEXT NOT NULL,
     version INTEGER NOT NULL,
     action TEXT NOT NULL,
-    status INTEGER
+    status INTEGER,
+    verified_by TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS visits_robot ON visits (robot, at);
 CREATE INDEX IF NOT EXISTS visits_at ON visits (at);
@@ -82,6 +83,7 @@ class VisitRow:
     version: int
     action: str
     status: int | None
+    verified_by: str = ""  # "signature", "ranges", "dns" when verified
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +113,10 @@ class SiteStore:
         self.path = str(path)
         self._db = open_database(path, _SCHEMA, "the site database")
         self._lock = threading.Lock()
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(visits)")}
+        if "verified_by" not in columns:  # a database from before signatures were checked
+            self._db.execute("ALTER TABLE visits ADD COLUMN verified_by TEXT NOT NULL "
+                             "DEFAULT ''")
 
     def close(self) -> None:
         with self._lock:
@@ -190,12 +196,14 @@ class SiteStore:
         """Record robot requests with the status they got."""
         rows = [(e.at, e.ip, e.user_agent, e.robot, e.operator, e.category,
                  str(e.verification), e.how, e.method, e.target, e.agent, int(e.allowed),
-                 e.line, e.rule, e.version, str(e.action), status) for e, status in entries]
+                 e.line, e.rule, e.version, str(e.action), status, e.by)
+                for e, status in entries]
         with self._lock:
             self._db.executemany(
                 "INSERT INTO visits (at, ip, user_agent, robot, operator, category, "
                 "verification, how, method, target, agent, allowed, line, rule, version, "
-                "action, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "action, status, verified_by) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows)
 
     def prune_visits(self, before: float) -> int:
@@ -207,8 +215,8 @@ class SiteStore:
     def visits(self, *, robot: str | None = None, limit: int = 200) -> list[VisitRow]:
         """The newest logged requests first."""
         query = ("SELECT id, at, ip, user_agent, robot, operator, category, verification, "
-                 "how, method, target, agent, allowed, line, rule, version, action, status "
-                 "FROM visits")
+                 "how, method, target, agent, allowed, line, rule, version, action, status, "
+                 "verified_by FROM visits")
         args: tuple[object, ...] = ()
         if robot is not None:
             query += " WHERE robot = ?"

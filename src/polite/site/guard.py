@@ -35,6 +35,7 @@ from polite.core.site import (
     throttle_key,
     verify_by_ranges,
 )
+from polite.core.site.ranges import IpNetwork, RangeTable
 from polite.errors import ConfigError
 from polite.site.store import SiteStore
 
@@ -150,6 +151,9 @@ class SiteGuard:
         self._verdicts: dict[tuple[str, str], tuple[Check, float]] = {}
         self._slots: dict[str, float] = {}
         self._in_force: InForce | None = None
+        self._ranges: RangeTable | None = None
+        self._ranges_stamp: tuple[int, float] | None = None
+        self._ranges_checked_at = float("-inf")
         self._robots_file: RobotsFile | None = None
         self._checked_at = float("-inf")
 
@@ -201,15 +205,35 @@ class SiteGuard:
     def identify(self, user_agent: str) -> Identity:
         return self.crawlers.identify(user_agent)
 
+    def range_table(self) -> RangeTable:
+        """The operators' published ranges as stored (``polite site ranges update``), read
+        again at most once a second when they changed; the verdicts they gave are dropped
+        then."""
+        now = self.clock()
+        if self._ranges is not None and now - self._ranges_checked_at < _RELOAD_EVERY_S:
+            return self._ranges
+        self._ranges_checked_at = now
+        stamp = self.store.ranges_stamp()
+        if self._ranges is None or stamp != self._ranges_stamp:
+            files: dict[str, list[IpNetwork]] = {}
+            for row in self.store.ranges():
+                files.setdefault(row.crawler, []).extend(
+                    ipaddress.ip_network(p, strict=False) for p in row.prefixes)
+            self._ranges = RangeTable(files)
+            self._ranges_stamp = stamp
+            self._verdicts.clear()
+        return self._ranges
+
     def known_verdict(self, identity: Identity, ip: str | None) -> Check | NeedsDns:
         """A verdict without DNS (ranges or a cached lookup), or the need for DNS."""
         crawler = identity.crawler
+        table = self.range_table()
         if crawler is None or ip is None:
-            return verify_by_ranges(crawler, ip)
+            return verify_by_ranges(crawler, ip, table)
         cached = self._verdicts.get((crawler.name, ip))
         if cached is not None and cached[1] > self.clock():
             return cached[0]
-        found = verify_by_ranges(crawler, ip)
+        found = verify_by_ranges(crawler, ip, table)
         if isinstance(found, Check):
             self._remember(crawler, ip, found)
         return found

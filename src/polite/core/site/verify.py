@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from polite.core.identity import SignatureCheck, SignatureOutcome
 from polite.core.site.crawlers import Crawler
+from polite.core.site.ranges import RangeTable
 
 __all__ = [
     "NEEDS_DNS",
@@ -70,21 +71,31 @@ def _address(ip: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     return address
 
 
-def verify_by_ranges(crawler: Crawler | None, ip: str | None) -> Check | NeedsDns:
+def verify_by_ranges(crawler: Crawler | None, ip: str | None,
+                     table: RangeTable | None = None) -> Check | NeedsDns:
     """The verdict the published ranges give, or :data:`NEEDS_DNS` when the operator
-    documents host names to check instead (or as well)."""
+    documents host names to check instead (or as well). ``table``: the operators' published
+    files, the most specific prefix holding the address deciding whose it is."""
     if crawler is None:
         return _NOT_KNOWN
     address = _address(ip) if ip else None
     if address is None:
         return Check(Verification.UNVERIFIABLE, f"no usable client address ({ip!r})")
+    owner = table.owner(address) if table is not None else None
+    if owner is not None:
+        name, network = owner
+        if name == crawler.name:
+            return Check(Verification.VERIFIED, f"{address} is in {crawler.operator or name}'s "
+                                                f"published range {network}", "ranges")
+        return Check(Verification.FORGED, f"{address} is in {name}'s published range "
+                                          f"{network}, not {crawler.name}'s")
     for network in crawler.ip_ranges:
         if address.version == network.version and address in network:
             return Check(Verification.VERIFIED, f"{address} is in {crawler.operator}'s "
                                                 f"published range {network}", "ranges")
     if crawler.host_suffixes:
         return NEEDS_DNS
-    if crawler.ip_ranges:
+    if crawler.ip_ranges or (table is not None and crawler.name in table.names):
         return Check(Verification.FORGED, f"{address} is outside {crawler.operator}'s "
                                           f"published ranges")
     return Check(Verification.UNVERIFIABLE,

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from polite.errors import ConfigError
+from polite.config import FLAGS
 
 if TYPE_CHECKING:
     from polite.identity.signatures import RequestSigner
@@ -35,11 +35,9 @@ def add_keys_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
 
 
 def _identity() -> None:
-    try:
-        import http_message_signatures  # noqa: F401
-    except ImportError as exc:
-        raise ConfigError("signing needs the identity extra: "
-                          "pip install 'polite[identity]'") from exc
+    from polite.identity.options import require_identity_extra
+
+    require_identity_extra("polite keys")
 
 
 def _new(args: argparse.Namespace, out: TextIO) -> int:
@@ -66,23 +64,8 @@ def _directory(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def signer_from(key_file: str | None, agent: str | None, option: str = "--sign-with",
-                agent_option: str = "--signature-agent") -> RequestSigner | None:
-    """A :class:`~polite.identity.RequestSigner` for ``key_file`` (None without one);
-    ``agent``, the directory's URL, must be an absolute https (or http) URL."""
-    if key_file is None:
-        if agent is not None:
-            raise ConfigError(f"{agent_option} needs {option}")
-        return None
-    _identity()
-    from urllib.parse import urlsplit
+def signer_from(key_file: str | None, agent: str | None) -> RequestSigner | None:
+    """The signer ``--sign-with`` and ``--signature-agent`` ask for (None without them)."""
+    from polite.identity.options import signer_from as from_settings
 
-    from polite.identity.keys import load_signing_key
-    from polite.identity.signatures import RequestSigner as Signer
-
-    if agent is not None:
-        parts = urlsplit(agent)
-        if parts.scheme not in ("https", "http") or not parts.hostname or '"' in agent \
-                or "\\" in agent or not agent.isascii() or any(c <= " " for c in agent):
-            raise ConfigError(f"{agent_option} {agent!r}: not an absolute http(s) URL")
-    return Signer(load_signing_key(Path(key_file), option), agent)
+    return from_settings(key_file, agent, knobs=FLAGS)

@@ -19,6 +19,7 @@ import httpx
 from polite.core.politeness.rules import DEFAULT_DELAY_S
 from polite.core.robots import product_token
 from polite.errors import RobotsDisallowed
+from polite.identity.options import signer_from
 from polite.integrations._gate import MAX_WAIT_S, AllowPrivate, Grant, PoliteGate
 
 __all__ = ["AsyncPoliteTransport", "PoliteTransport"]
@@ -36,7 +37,9 @@ def _forbidden(request: httpx.Request, refusal: RobotsDisallowed) -> httpx.Respo
 class _Gated:
     def __init__(self, *, agent: str, store: str, service_url: str | None,
                  allow_private: AllowPrivate, dialect: str, default_delay_s: float, wait: bool,
-                 max_wait_s: float, forbidden_response: bool, gate: PoliteGate | None) -> None:
+                 max_wait_s: float, forbidden_response: bool, gate: PoliteGate | None,
+                 sign_with: str | None, signature_agent: str | None) -> None:
+        self._signer = signer_from(sign_with, signature_agent)  # before a gate is opened
         self._agent = agent
         self._owns_gate = gate is None
         self.gate = gate or PoliteGate(agent=agent, store=store, service_url=service_url,
@@ -44,6 +47,12 @@ class _Gated:
                                        default_delay_s=default_delay_s, wait=wait,
                                        max_wait_s=max_wait_s)
         self._forbidden_response = forbidden_response
+
+    def _sign(self, request: httpx.Request) -> None:
+        # as the request leaves: its slot is granted, its created time is now
+        if self._signer is not None:
+            for name, value in self._signer.headers(request.method, str(request.url)):
+                request.headers[name] = value
 
     def _report(self, request: httpx.Request, response: httpx.Response,
                 elapsed_s: float, grant: Grant) -> None:
@@ -62,7 +71,9 @@ class PoliteTransport(_Gated, httpx.BaseTransport):
     a store URL (``memory://``, ``sqlite:///PATH``, ``redis://...``) or ``service_url`` a
     running ``polite serve``; ``allow_private`` lets it reach loopback and private addresses
     (``True``) or those of some networks (``["10.1.0.0/16"]``);
-    ``gate`` shares one :class:`~polite.integrations.PoliteGate` between transports.
+    ``gate`` shares one :class:`~polite.integrations.PoliteGate` between transports;
+    ``sign_with`` an Ed25519 key file signs every request (Web Bot Auth), with
+    ``signature_agent`` the URL of its key directory.
     """
 
     def __init__(self, transport: httpx.BaseTransport | None = None, *, agent: str = "",
@@ -70,11 +81,13 @@ class PoliteTransport(_Gated, httpx.BaseTransport):
                  allow_private: AllowPrivate = False, dialect: str = "auto",
                  default_delay_s: float = DEFAULT_DELAY_S, wait: bool = True,
                  max_wait_s: float = MAX_WAIT_S, forbidden_response: bool = False,
-                 gate: PoliteGate | None = None) -> None:
+                 gate: PoliteGate | None = None, sign_with: str | None = None,
+                 signature_agent: str | None = None) -> None:
         super().__init__(agent=agent, store=store, service_url=service_url,
                          allow_private=allow_private, dialect=dialect,
                          default_delay_s=default_delay_s, wait=wait, max_wait_s=max_wait_s,
-                         forbidden_response=forbidden_response, gate=gate)
+                         forbidden_response=forbidden_response, gate=gate,
+                         sign_with=sign_with, signature_agent=signature_agent)
         self._transport = transport or httpx.HTTPTransport()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -85,6 +98,7 @@ class PoliteTransport(_Gated, httpx.BaseTransport):
                 return _forbidden(request, refusal)
             raise
         grant = self.gate.depart(str(request.url), grant).result()
+        self._sign(request)
         started = time.monotonic()
         response = self._transport.handle_request(request)
         self._report(request, response, time.monotonic() - started, grant)
@@ -106,11 +120,13 @@ class AsyncPoliteTransport(_Gated, httpx.AsyncBaseTransport):
                  allow_private: AllowPrivate = False, dialect: str = "auto",
                  default_delay_s: float = DEFAULT_DELAY_S, wait: bool = True,
                  max_wait_s: float = MAX_WAIT_S, forbidden_response: bool = False,
-                 gate: PoliteGate | None = None) -> None:
+                 gate: PoliteGate | None = None, sign_with: str | None = None,
+                 signature_agent: str | None = None) -> None:
         super().__init__(agent=agent, store=store, service_url=service_url,
                          allow_private=allow_private, dialect=dialect,
                          default_delay_s=default_delay_s, wait=wait, max_wait_s=max_wait_s,
-                         forbidden_response=forbidden_response, gate=gate)
+                         forbidden_response=forbidden_response, gate=gate,
+                         sign_with=sign_with, signature_agent=signature_agent)
         self._transport = transport or httpx.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -122,6 +138,7 @@ class AsyncPoliteTransport(_Gated, httpx.AsyncBaseTransport):
                 return _forbidden(request, refusal)
             raise
         grant = await asyncio.wrap_future(self.gate.depart(str(request.url), grant))
+        self._sign(request)
         started = time.monotonic()
         response = await self._transport.handle_async_request(request)
         elapsed_s = time.monotonic() - started

@@ -208,6 +208,11 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--key", metavar="FILE", help="serve the key directory of this "
                        "Ed25519 key (polite keys new) at /.well-known/http-message-signatures-"
                        "directory, for the Signature-Agent of a signing crawler")
+    serve.add_argument("--sign-with", metavar="KEY", help="sign every forwarded request, "
+                       "https ones read under --intercept-tls too, with this Ed25519 key "
+                       "(Web Bot Auth); needs polite[identity]")
+    serve.add_argument("--signature-agent", metavar="URL", help="with --sign-with: the URL "
+                       "of the key's directory, sent as Signature-Agent")
     serve.add_argument("--config", metavar="FILE",
                        help="a TOML file with any of the options above (with _ for -) and a "
                             "[delays] table of domain = milliseconds")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
 from polite.api import create_app
-from polite.cli_keys import directory_of
+from polite.cli_keys import directory_of, signer_from
 from polite.clock import WallClock
 from polite.config import FLAGS, SERVE_NUMBERS, check_setting
 from polite.core.robots import MAX_ROBOTS_BYTES
@@ -71,6 +71,8 @@ class Settings:
     ca_dir: str | None = None  # the local CA's folder; None: default_ca_dir()
     upstream_ca: str | None = None  # a CA file origins are also trusted by
     key: str | None = None  # an Ed25519 key whose directory is served (Web Bot Auth)
+    sign_with: str | None = None  # an Ed25519 key that signs every forwarded request
+    signature_agent: str | None = None  # its directory's URL, sent as Signature-Agent
     no_intercept: list[str] = field(default_factory=list)  # hosts left as plain tunnels
 
 
@@ -85,7 +87,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "cache_keep_no_store_s": (int, float), "loop": (str,), "max_bytes": (int,),
     "trace_size": (int,), "node": (str,),
     "intercept_tls": (bool,), "ca_dir": (str,), "upstream_ca": (str,), "no_intercept": (list,),
-    "key": (str,),
+    "key": (str,), "sign_with": (str,), "signature_agent": (str,),
 }
 
 
@@ -254,6 +256,7 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
         asyncio.run(_check_redis(settings.store))  # fail now, not at the first request
     interception = _interception(settings)  # the CA refused before anything is opened
     key_directory = directory_of([settings.key], "--key") if settings.key else None
+    signer = signer_from(settings.sign_with, settings.signature_agent)
     clock = WallClock()
     store = open_store(settings.store, clock, knob=FLAGS.store)
     node = settings.node or f"{socket.gethostname()}:{settings.port or os.getpid()}"
@@ -266,6 +269,10 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
     hosts = PublicHosts(clock, allowed=networks(settings.allow_networks))
     client = create_client(verify=upstream_context(settings.upstream_ca),
                            guard=None if settings.allow_private else hosts)
+    if signer is not None:  # robots.txt and sitemaps as well as what is forwarded
+        from polite.identity.signatures import sign_httpx
+
+        sign_httpx(client, signer)
     policy = FetchPolicy(unauthorized=UnauthorizedMeans(settings.on_401_403))
     fetcher = RobotsFetcher(client, store, clock, agent=settings.agent, policy=policy,
                             allow_private=settings.allow_private, max_bytes=settings.max_bytes,
@@ -306,7 +313,8 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
     proxy = ProxyServer(politeness, app, cache=cache, settings=ProxySettings(
         mode=Mode(settings.mode), max_wait_s=settings.max_wait_s,
         origin_read_s=settings.origin_timeout_s, connect_s=min(10.0, settings.origin_timeout_s)),
-        upstream_tls=upstream_context(settings.upstream_ca), interception=interception)
+        upstream_tls=upstream_context(settings.upstream_ca), interception=interception,
+        sign=None if signer is None else signer.headers)
 
     async def run() -> None:
         port = await proxy.start(settings.host, settings.port)

@@ -15,8 +15,10 @@ import base64
 import enum
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 
 __all__ = [
     "DIRECTORY_MEDIA_TYPE",
@@ -33,6 +35,7 @@ __all__ = [
     "directory_keys",
     "jwk_thumbprint",
     "okp_jwk",
+    "parse_price",
     "window_problem",
 ]
 
@@ -160,3 +163,18 @@ def accept_signature_hint(label: str = "sig1") -> str:
     """The ``Accept-Signature`` value (RFC 9421, 5.1) a site sends with a refusal to tell
     a robot what signature it wants."""
     return f'{label}=("@authority" "signature-agent");tag="{SIGNATURE_TAG}";alg="ed25519"'
+
+
+_PRICE = re.compile(r"\s*([A-Za-z]{3})\s+(\d{1,12}(?:\.\d{1,12})?)\s*")
+
+
+def parse_price(value: str | None) -> tuple[str, Decimal] | None:
+    """A pay-per-crawl price as Cloudflare's ``crawler-price`` and ``crawler-charged``
+    write it (``USD 0.01``): its currency and amount, or ``None`` when it is not one."""
+    found = _PRICE.fullmatch(value or "")
+    if found is None:
+        return None
+    try:
+        return found.group(1).upper(), Decimal(found.group(2))
+    except InvalidOperation:
+        return None

@@ -16,7 +16,7 @@ import socket
 import ssl
 import time
 import zlib
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 from urllib.parse import quote, urlsplit
@@ -341,8 +341,8 @@ def _charset(content_type: str | None) -> str | None:
     return None
 
 
-# (method, URL) -> the header fields that sign that request
-Sign = Callable[[str, str], list[tuple[str, str]]]
+# (method, URL, fields to cover) -> those fields and the ones that sign the request
+Sign = Callable[[str, str, Sequence[tuple[str, str]]], list[tuple[str, str]]]
 
 
 class PageFetcher:
@@ -363,11 +363,13 @@ class PageFetcher:
 
     async def get(self, url: str, headers: Mapping[str, str], *, max_bytes: int,
                   deadline_s: float, count_to: int = 0, decode: bool = True,
-                  read_timeout_s: float | None = None) -> FetchResult:
+                  read_timeout_s: float | None = None,
+                  signed: Sequence[tuple[str, str]] = ()) -> FetchResult:
         """GET ``url``: its body kept up to ``max_bytes`` (``truncated`` past it) and counted
         in ``size`` up to ``count_to`` when that is larger; inflated per Content-Encoding
         unless ``decode`` is off (the bytes as sent). ``deadline_s`` bounds the whole
-        exchange, ``read_timeout_s`` a wait for the next byte."""
+        exchange, ``read_timeout_s`` a wait for the next byte. ``signed``: fields sent that
+        the request's signature covers too (with a signer)."""
         started = time.monotonic()
         try:
             parts = urlsplit(url)
@@ -379,7 +381,9 @@ class PageFetcher:
             return FetchResult(error=str(exc), failure="invalid")
         key = (scheme, host, port)
         if self._sign is not None:
-            headers = {**headers, **dict(self._sign("GET", url))}
+            headers = {**headers, **dict(self._sign("GET", url, signed))}
+        elif signed:
+            headers = {**headers, **dict(signed)}
         try:
             request = _request(parts.netloc, url[len(scheme) + 3 + len(parts.netloc):] or "/",
                                headers)

@@ -106,10 +106,12 @@ class RequestSigner:
             signature_algorithm=algorithms.ED25519,
             key_resolver=MappingKeyResolver(public_keys={}, private_keys={self.keyid: key}))
 
-    def headers(self, method: str, url: str) -> list[tuple[str, str]]:
-        """The header fields to add to a ``method`` request for ``url``."""
-        fields = []
-        covered = ["@authority"]
+    def headers(self, method: str, url: str,
+                extra: Sequence[tuple[str, str]] = ()) -> list[tuple[str, str]]:
+        """The header fields to add to a ``method`` request for ``url``: ``extra`` (fields
+        the signature must cover too, such as ``crawler-max-price``) and the signature's."""
+        fields = list(extra)
+        covered = ["@authority", *(name.lower() for name, _ in extra)]
         if self.agent is not None:
             # The draft's dictionary form, keyed by the signature's label; the whole field
             # is covered, which verifiers of the earlier string form accept too.

@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING, TextIO
 from polite.config import FLAGS
 
 if TYPE_CHECKING:
+    from starlette.routing import Route
+
     from polite.identity.signatures import RequestSigner
 
-__all__ = ["add_keys_command", "directory_of", "signer_from"]
+__all__ = ["add_keys_command", "directory_of", "directory_served", "signer_from"]
 
 
 def add_keys_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -57,6 +59,21 @@ def directory_of(files: list[str], option: str) -> bytes:
     from polite.identity.keys import load_signing_key, public_bytes
 
     return directory_document(public_bytes(load_signing_key(Path(f), option)) for f in files)
+
+
+def directory_served(key_file: str) -> Route:
+    """The route ``polite serve --key`` serves: the key's directory, each answer signed
+    with the key for the authority it was asked at."""
+    _identity()
+    from polite.api.directory import directory_route
+    from polite.core.identity import directory_document
+    from polite.identity.keys import load_signing_key, public_bytes
+    from polite.identity.signatures import RequestSigner as Signer
+    from polite.identity.signatures import sign_directory
+
+    signer = Signer(load_signing_key(Path(key_file), "--key"))
+    document = directory_document([public_bytes(signer.key)])
+    return directory_route(document, lambda url: sign_directory([signer], url))
 
 
 def _directory(args: argparse.Namespace, out: TextIO) -> int:

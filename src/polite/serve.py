@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
 from polite.api import create_app
-from polite.cli_keys import directory_of, signer_from
+from polite.cli_keys import directory_served, signer_from
 from polite.clock import WallClock
 from polite.config import FLAGS, SERVE_NUMBERS, check_setting
 from polite.core.robots import MAX_ROBOTS_BYTES
@@ -255,7 +255,7 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
     if settings.store.startswith(("redis://", "rediss://")):
         asyncio.run(_check_redis(settings.store))  # fail now, not at the first request
     interception = _interception(settings)  # the CA refused before anything is opened
-    key_directory = directory_of([settings.key], "--key") if settings.key else None
+    key_directory = directory_served(settings.key) if settings.key else None
     signer = signer_from(settings.sign_with, settings.signature_agent)
     clock = WallClock()
     store = open_store(settings.store, clock, knob=FLAGS.store)

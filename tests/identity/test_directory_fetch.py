@@ -146,3 +146,29 @@ def test_signed_request_outcomes_through_real_directories() -> None:
         found = asyncio.run(run())
     assert found == [SignatureOutcome.VERIFIED, SignatureOutcome.UNVERIFIABLE,
                      SignatureOutcome.UNVERIFIABLE, SignatureOutcome.INVALID]
+
+
+def test_a_directory_signed_for_another_authority_is_refused() -> None:
+    import time
+
+    from polite.identity.signatures import sign_directory
+
+    signer = RequestSigner(KEY)
+    wrong = dict(sign_directory([signer], "http://127.0.0.99/x"))  # not where it is served
+    other = RequestSigner(Ed25519PrivateKey.generate())
+    site = Site(HOST, {DIRECTORY_PATH: Reply(200, DOCUMENT, wrong),
+                       "/unlisted": Reply(200, DOCUMENT, {})})
+    with serve(site):
+        site.routes["/right"] = Reply(200, DOCUMENT, dict(sign_directory(
+            [signer], site.origin + "/right")))
+        site.routes["/stranger"] = Reply(200, DOCUMENT, dict(sign_directory(
+            [other], site.origin + "/stranger")))
+        clock = Clock()
+        clock.now = time.time()
+        bad, right, stranger, unsigned = _get(
+            _fetcher(clock), site.origin + DIRECTORY_PATH, site.origin + "/right",
+            site.origin + "/stranger", site.origin + "/unlisted")
+    assert bad.error is not None and "does not verify" in bad.error and not bad.keys
+    assert right.error is None and right.keys
+    assert stranger.error is not None and "did not sign" in stranger.error
+    assert unsigned.error is None and unsigned.keys  # earlier drafts did not sign it

@@ -9,6 +9,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ import pytest
 from polite.cli import main
 from polite.cli_keys import add_keys_command
 from polite.core.identity import DIRECTORY_MEDIA_TYPE, DIRECTORY_PATH, directory_keys
+from polite.identity.signatures import directory_signature_problem
 from tests.serving import polite_serve
 
 
@@ -75,6 +77,17 @@ def test_serve_key_hosts_the_directory(tmp_path: Path) -> None:
         assert "max-age" in answer.headers["cache-control"]
         assert list(directory_keys(answer.content)) == [keyid]
         assert json.loads(answer.content)["keys"][0]["kid"] == keyid
+        # the answer is signed by the key it lists, for the authority it was asked at
+        assert 'tag="http-message-signatures-directory"' in answer.headers["signature-input"]
+        keys = directory_keys(answer.content)
+        url = str(api.base_url.join(DIRECTORY_PATH))
+        fields = list(answer.headers.items())
+        assert directory_signature_problem(url, fields, keys, now=time.time()) is None
+        elsewhere = url.replace("127.0.0.1", "127.0.0.2")
+        assert "does not verify" in str(directory_signature_problem(elsewhere, fields, keys,
+                                                                    now=time.time()))
+        assert "expired" in str(directory_signature_problem(url, fields, keys,
+                                                            now=time.time() + 3600))
 
 
 def test_serve_without_key_has_no_directory() -> None:

@@ -21,7 +21,6 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 
 from polite.api.dashboard import MAX_PAGE_ROWS, SORTS, STATES, Dashboard, HostQuery, static_file
-from polite.api.directory import directory_route
 from polite.core.sitemaps.model import MAX_SITEMAP_URLS
 from polite.errors import InvalidURL
 from polite.fetch.activity import Activity
@@ -199,10 +198,10 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
                on_startup: Callable[[], Awaitable[None]] | None = None,
                on_shutdown: Callable[[], Awaitable[None]] | None = None,
                env: Mapping[str, object] | None = None,
-               key_directory: bytes | None = None) -> Starlette:
+               key_directory: Route | None = None) -> Starlette:
     """The app; ``admin_token``, when set, is required (Bearer) for writes. ``env`` is the
-    configuration in force, secrets already masked (``GET /env``). ``key_directory``: a
-    Web Bot Auth key directory document to serve at its well-known path."""
+    configuration in force, secrets already masked (``GET /env``). ``key_directory``: the
+    route of a Web Bot Auth key directory (:func:`~polite.api.directory.directory_route`)."""
     registry = CollectorRegistry()
     decisions = Counter("polite_decisions", "URLs answered", ["result"], registry=registry)
     registry.register(_RobotsCollector(politeness))
@@ -411,7 +410,7 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         Route("/dashboard/events", guarded(dashboard_events), methods=["GET"]),
     ]
     if key_directory is not None:
-        routes.append(directory_route(key_directory))
+        routes.append(key_directory)
     return Starlette(routes=routes, lifespan=lifespan)
 
 

@@ -14,7 +14,7 @@ import httpx
 from polite.clock import Clock, WallClock
 from polite.core.identity import DirectoryError, directory_keys
 from polite.fetch.robots import Network, PublicHosts, create_client
-from polite.identity.signatures import KeyDirectory
+from polite.identity.signatures import KeyDirectory, directory_signature_problem
 
 __all__ = ["DIRECTORY_MAX_BYTES", "DIRECTORY_TIMEOUT_S", "DirectoryFetcher"]
 
@@ -109,6 +109,7 @@ class DirectoryFetcher:
                         if len(body) > self.max_bytes:
                             return self._failed(f"over {self.max_bytes} bytes")
                     ttl = _max_age(answer.headers.get("cache-control"))
+                    fields = list(answer.headers.items())
         except TimeoutError:
             return self._failed(f"took over {self.timeout_s:g} s")
         except (httpx.HTTPError, ValueError) as exc:
@@ -117,6 +118,9 @@ class DirectoryFetcher:
             keys = directory_keys(bytes(body))
         except DirectoryError as exc:
             return self._failed(str(exc))
+        problem = directory_signature_problem(url, fields, keys, now=self._clock())
+        if problem is not None:
+            return self._failed(f"its own signature: {problem}")
         return KeyDirectory(keys), ttl
 
     @staticmethod

@@ -39,7 +39,8 @@ from polite.core.identity import (
 )
 from polite.identity.keys import public_bytes
 
-__all__ = ["LABEL", "KeyDirectory", "RequestSigner", "sign_httpx", "signature_agent_url",
+__all__ = ["LABEL", "KeyDirectory", "RequestSigner", "directory_signature_problem",
+           "sign_directory", "sign_httpx", "signature_agent_url",
            "verify_signature"]
 
 LABEL = "sig1"
@@ -86,6 +87,19 @@ class _Message:
     method: str
     url: str
     headers: _Fields
+
+
+@dataclass
+class _Answer:
+    """A response, with the request it answers (for ``"@authority";req``)."""
+
+    status_code: int
+    headers: _Fields
+    request: _Message
+
+
+DIRECTORY_TAG = "http-message-signatures-directory"
+DIRECTORY_VALIDITY_S = 300
 
 
 class RequestSigner:
@@ -146,6 +160,77 @@ class RequestSigner:
 
 
 _AGENT = "signature-agent"
+
+
+def sign_directory(signers: Sequence[RequestSigner], url: str, *,
+                   now: float | None = None) -> list[tuple[str, str]]:
+    """``Signature-Input`` and ``Signature`` for a key directory served for ``url``: one
+    signature per key, labelled ``binding0``, ``binding1``..., over the request's
+    ``@authority``, tagged ``http-message-signatures-directory`` (the directory draft's
+    proof that whoever serves the directory holds its keys)."""
+    created = int(time.time() if now is None else now)
+    inputs, signatures = [], []
+    for index, signer in enumerate(signers):
+        answer = _Answer(200, _Fields([]), _Message("GET", url, _Fields([])))
+        signer._signer.sign(  # the signer's own key, keyid and algorithm
+            answer, key_id=signer.keyid,
+            created=datetime.datetime.fromtimestamp(created, datetime.UTC),
+            expires=datetime.datetime.fromtimestamp(created + DIRECTORY_VALIDITY_S,
+                                                    datetime.UTC),
+            label=f"binding{index}", tag=DIRECTORY_TAG, include_alg=True,
+            covered_component_ids=['"@authority";req'])
+        fields = dict(answer.headers.pairs)
+        inputs.append(fields["Signature-Input"])
+        signatures.append(fields["Signature"])
+    return [("Signature-Input", ", ".join(inputs)), ("Signature", ", ".join(signatures))]
+
+
+def directory_signature_problem(url: str, headers: Iterable[tuple[str, str]],
+                                keys: dict[str, bytes], *, now: float) -> str | None:
+    """Why a fetched directory's own signatures do not hold (``None`` when every key in it
+    signed the answer for ``url``'s authority, in its time window). A directory that
+    carries no such signature at all is taken (earlier drafts did not sign it): the
+    caller decides."""
+    fields = _Fields(headers)
+    if "signature-input" not in fields:
+        return None
+    inputs = Dictionary()
+    try:
+        inputs.parse(fields["signature-input"].encode("latin-1"))
+    except Exception:
+        return "its Signature-Input cannot be read"
+    signed_by: dict[str, str] = {}
+    for label, member in inputs.items():
+        if isinstance(member, InnerList) and member.params.get("tag") == DIRECTORY_TAG:
+            keyid = member.params.get("keyid")
+            if not isinstance(keyid, str):
+                return f"signature {label} has no keyid"
+            problem = window_problem(member.params.get("created"),
+                                     member.params.get("expires"), now)
+            if problem is not None:
+                return f"signature {label}: {problem}"
+            signed_by[keyid] = str(label)
+    if not signed_by:
+        return None
+    missing = sorted(set(keys) - set(signed_by))
+    if missing:
+        return f"key {missing[0]} is listed but did not sign the directory"
+    for keyid, label in signed_by.items():
+        if keyid not in keys:
+            return f"signed by {keyid}, which it does not list"
+        verifier = HTTPMessageVerifier(
+            signature_algorithm=algorithms.ED25519,
+            key_resolver=MappingKeyResolver(
+                public_keys={keyid: Ed25519PublicKey.from_public_bytes(keys[keyid])},
+                private_keys={}))
+        verifier.max_clock_skew = datetime.timedelta(days=365 * 100)  # checked above
+        answer = _Answer(200, fields, _Message("GET", url, _Fields([])))
+        try:
+            verifier.verify(answer, max_age=None, expect_tag=DIRECTORY_TAG,
+                            expect_label=label)
+        except HTTPMessageSignaturesException as exc:
+            return f"signature {label} does not verify: {exc or type(exc).__name__}"
+    return None
 
 
 @dataclass(frozen=True, slots=True)

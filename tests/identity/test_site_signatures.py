@@ -191,3 +191,21 @@ def test_a_log_from_before_signatures_gains_the_column(tmp_path: Path) -> None:
     (row,) = store.visits()
     assert (row.verification, row.verified_by) == ("verified", "ranges")
     store.close()
+
+
+@pytest.mark.parametrize("kind", ["asgi", "wsgi"])
+def test_a_replayed_signed_request_is_invalid(kind: str, tmp_path: Path,
+                                              directories: tuple[str, str]) -> None:
+    operator, _ = directories
+    guard = _guard(tmp_path)
+    with _served(kind, guard) as url, client_from(ELSEWHERE, url, SEARCH_UA) as search:
+        signed = _signed(SEARCH_KEY, operator + DIRECTORY_PATH, url)
+        assert search.get("/first", headers=signed).status_code == 200
+        assert search.get("/again", headers=signed).status_code == 200  # the same nonce
+        fresh = _signed(SEARCH_KEY, operator + DIRECTORY_PATH, url)
+        assert search.get("/fresh", headers=fresh).status_code == 200
+    rows = {r.target: r for r in guard.store.visits()}
+    assert rows["/first"].verification == "verified"
+    assert rows["/again"].verification == "invalid" and "replayed" in rows["/again"].how
+    assert rows["/fresh"].verification == "verified"
+    guard.store.close()

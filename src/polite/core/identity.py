@@ -68,6 +68,8 @@ class SignatureCheck:
     how: str
     agent: str | None = None
     keyid: str | None = None
+    nonce: str | None = None  # a verified signature's, for a verifier that refuses replays
+    expires: int | None = None
 
 
 def b64url(data: bytes) -> str:

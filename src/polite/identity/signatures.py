@@ -348,8 +348,10 @@ async def verify_signature(method: str, url: str, headers: Iterable[tuple[str, s
         why = str(exc) or type(exc).__name__
         return SignatureCheck(SignatureOutcome.INVALID, f"signature does not verify: {why}",
                               agent, keyid)
+    nonce = params.get("nonce")
     return SignatureCheck(SignatureOutcome.VERIFIED, f"signed by {keyid} from {agent}",
-                          agent, keyid)
+                          agent, keyid, nonce if isinstance(nonce, str) else None,
+                          params.get("expires"))
 
 
 def sign_httpx(client: httpx.AsyncClient, signer: RequestSigner) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from polite.clock import Clock, WallClock
+from polite.core.identity import SignatureCheck, SignatureOutcome
 from polite.core.robots import parse
 from polite.core.site import (
     Action,
@@ -65,6 +66,10 @@ _MAX_VERDICTS = 10_000
 # The rules in force are looked up again at most this often (another process may save).
 _RELOAD_EVERY_S = 1.0
 _MAX_SLOTS = 10_000
+# Nonces of verified signatures, kept until their signature expires (and the verifier's
+# clock skew past it); at most this many (the draft's signatures live a minute or so).
+_MAX_NONCES = 100_000
+_NONCE_SKEW_S = 5.0
 
 
 class Resolver(Protocol):
@@ -152,6 +157,7 @@ class SiteGuard:
         self._slots: dict[str, float] = {}
         self._in_force: InForce | None = None
         self._ranges: RangeTable | None = None
+        self._nonces: dict[tuple[str, str], float] = {}  # (keyid, nonce) -> kept until
         self._ranges_stamp: tuple[int, float] | None = None
         self._ranges_checked_at = float("-inf")
         self._robots_file: RobotsFile | None = None
@@ -248,7 +254,23 @@ class SiteGuard:
             return None
         from polite.identity.signatures import verify_signature
 
-        found = await verify_signature(method, url, headers, self.signatures, now=self.clock())
+        now = self.clock()
+        found = await verify_signature(method, url, headers, self.signatures, now=now)
+        expires = found.expires
+        if found.nonce is not None and expires is not None:
+            # A signed request sent again (a replay by whoever saw it) is no longer the
+            # signer's word: each nonce is taken once while its signature is valid.
+            key = (found.keyid or "", found.nonce)
+            if self._nonces.get(key, 0.0) > now:
+                found = SignatureCheck(SignatureOutcome.INVALID,
+                                       f"nonce already used: a replayed request "
+                                       f"signed by {found.keyid}", found.agent, found.keyid)
+            else:
+                if len(self._nonces) >= _MAX_NONCES:
+                    self._nonces = {k: t for k, t in self._nonces.items() if t > now}
+                    if len(self._nonces) >= _MAX_NONCES:
+                        self._nonces.clear()
+                self._nonces[key] = float(expires) + _NONCE_SKEW_S
         return judge_signature(identity.crawler, identity.name, found)
 
     def _remember(self, crawler: Crawler, ip: str, check: Check) -> Check:

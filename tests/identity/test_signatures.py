@@ -182,6 +182,15 @@ def test_unsigned_request_is_absent() -> None:
                    _directory(RFC_KEY))[0] is SignatureOutcome.ABSENT
 
 
+def test_a_signature_for_another_purpose_claims_nothing() -> None:
+    now = int(time.time())
+    headers = RequestSigner(RFC_KEY).sign("GET", "http://127.0.0.1:8080/a", [],
+                                          ["@authority"], created=now, expires=now + 60,
+                                          nonce=None, tag="some-other-purpose")
+    assert _verify("http://127.0.0.1:8080/a", headers,
+                   _directory(RFC_KEY))[0] is SignatureOutcome.ABSENT
+
+
 def test_uncovered_signature_agent_is_invalid() -> None:
     now = int(time.time())
     headers = RequestSigner(RFC_KEY).sign(

@@ -295,10 +295,12 @@ async def verify_signature(method: str, url: str, headers: Iterable[tuple[str, s
     fields = _Fields(headers)
     found = _tagged(fields)
     if found is None:
-        if "signature-input" in fields:
+        # Signed for some other purpose, it makes no claim of a robot's identity; with a
+        # Signature-Agent it does, and the claim does not hold.
+        if "signature-input" in fields and _AGENT in fields:
             return SignatureCheck(SignatureOutcome.INVALID,
                                   f'no signature tagged "{SIGNATURE_TAG}" could be read')
-        return SignatureCheck(SignatureOutcome.ABSENT, "not signed")
+        return SignatureCheck(SignatureOutcome.ABSENT, "not signed for Web Bot Auth")
     label, member = found
     params = member.params
     keyid = params.get("keyid")

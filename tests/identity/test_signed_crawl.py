@@ -10,11 +10,18 @@ import sys
 from pathlib import Path
 
 import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
 
 from polite.cli import main
 from polite.core.identity import DIRECTORY_PATH, SignatureOutcome, directory_keys
+from polite.identity.directory import DirectoryFetcher
 from polite.identity.signatures import KeyDirectory, verify_signature
+from polite.site import SiteGuard, SiteMiddleware, SiteStore
 from tests.serving import polite_serve
+from tests.site_servers import serve_asgi
 from tests.sites import Reply, Site, serve
 
 
@@ -79,3 +86,34 @@ def test_a_bad_signature_agent_is_refused(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "--signature-agent" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_site_that_verifies_every_visit_sees_a_signed_crawl(tmp_path: Path) -> None:
+    """The site's own middleware checks each request, the key directory fetched (and its
+    own signature checked) from polite serve --key over HTTP."""
+    key = tmp_path / "robot.pem"
+    assert main(["keys", "new", str(key)]) == 0
+    store = SiteStore(tmp_path / "site.sqlite")
+    guard = SiteGuard(store, signatures=DirectoryFetcher(allow_private=True))
+
+    async def page(request: Request) -> Response:
+        links = {"/": '<a href="/a">a</a> <a href="/r">r</a>', "/b": "b", "/a": "a"}
+        if request.url.path == "/r":
+            return Response(status_code=301, headers={"location": "/b"})
+        return HTMLResponse(links.get(request.url.path, "x"))
+
+    app = SiteMiddleware(Starlette(routes=[Route("/{p:path}", page)]), guard)
+    with polite_serve("--store", "memory://", "--key", str(key)) as api, \
+            serve_asgi(app, "127.0.0.42") as url:
+        agent = str(api.base_url.join(DIRECTORY_PATH))
+        done = subprocess.run(
+            [sys.executable, "-m", "polite", "crawl", url + "/", "--out",
+             str(tmp_path / "out"), "--allow-network", "127.0.0.42", "--default-delay-ms",
+             "0", "--json", "--agent", "ExampleBot", "--sign-with", str(key),
+             "--signature-agent", agent], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    visits = {r.target: (r.verification, r.verified_by, r.how) for r in store.visits()}
+    store.close()
+    assert {"/robots.txt", "/", "/a", "/r", "/b"} <= set(visits)
+    for target, (verification, by, how) in visits.items():
+        assert (verification, by) == ("verified", "signature"), (target, how)

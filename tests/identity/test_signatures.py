@@ -23,7 +23,12 @@ from polite.core.identity import (
     window_problem,
 )
 from polite.identity.keys import public_bytes
-from polite.identity.signatures import KeyDirectory, RequestSigner, verify_signature
+from polite.identity.signatures import (
+    KeyDirectory,
+    RequestSigner,
+    directory_signature_problem,
+    verify_signature,
+)
 
 # RFC 9421, B.1.4: test-key-ed25519 (its JWK form, as the draft's vectors give it).
 RFC_D = "n4Ni-HpISpVObnQMW0wOhCKROaIKqKtW_2ZYb2p9KcU"
@@ -231,6 +236,14 @@ const input = JSON.parse(require("fs").readFileSync(0, "utf8"));
       await wba.verify(request, await crypto.verifierFromJWK(input.jwk));
       console.log(JSON.stringify({ok: true}));
     } catch (e) { console.log(JSON.stringify({ok: false, error: String(e)})); }
+  } else if (input.directory) {
+    const request = new Request(input.url);
+    const response = new Response("{}");
+    const now = new Date();
+    const signed = await wba.directoryResponseHeaders({request, response},
+      [await crypto.signerFromJWK(input.jwk)],
+      {created: now, expires: new Date(now.getTime() + 60000)});
+    console.log(JSON.stringify(signed));
   } else {
     const request = new Request(input.url, {headers: input.headers});
     const now = new Date();
@@ -274,3 +287,17 @@ def test_request_signed_by_web_bot_auth_verifies_in_polite() -> None:
     assert outcome is SignatureOutcome.VERIFIED, how
     assert _verify("http://127.0.0.3:8080/page", headers,
                    _directory(RFC_KEY))[0] is SignatureOutcome.INVALID
+
+
+def test_a_directory_signed_by_web_bot_auth_is_taken_by_polite() -> None:
+    modules = _node_modules()
+    url = "https://bot.example.test/.well-known/http-message-signatures-directory"
+    jwk = {"kty": "OKP", "crv": "Ed25519", "x": RFC_X, "d": RFC_D}
+    signed = _node(modules, {"directory": True, "url": url, "jwk": jwk})
+    fields = [("Signature-Input", str(signed["Signature-Input"])),
+              ("Signature", str(signed["Signature"]))]
+    keys = _directory(RFC_KEY).keys
+    assert directory_signature_problem(url, fields, keys, now=time.time()) is None
+    elsewhere = url.replace("bot.example.test", "other.example.test")
+    assert "does not verify" in str(directory_signature_problem(elsewhere, fields, keys,
+                                                                now=time.time()))

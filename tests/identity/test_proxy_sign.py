@@ -94,3 +94,21 @@ def test_every_forwarded_request_is_signed(tmp_path: Path) -> None:
         assert asyncio.run(check("/secure")) is SignatureOutcome.VERIFIED
         # polite's own robots.txt fetch is signed as well
         assert asyncio.run(check("/robots.txt")) is SignatureOutcome.VERIFIED
+
+
+def test_serve_refuses_a_lone_signature_agent_and_reads_sign_with_from_its_config(
+        tmp_path: Path) -> None:
+    lone = subprocess.run([sys.executable, "-m", "polite", "serve", "--store", "memory://",
+                           "--signature-agent", "https://bot.example.test/d"],
+                          capture_output=True, text=True, timeout=60)
+    assert lone.returncode == 2 and "--signature-agent needs --sign-with" in lone.stderr
+    key = tmp_path / "robot.pem"
+    assert main(["keys", "new", str(key)]) == 0
+    key.chmod(0o640)
+    config = tmp_path / "polite.toml"
+    config.write_text(f'sign_with = "{key}"\n')
+    shared = subprocess.run([sys.executable, "-m", "polite", "serve", "--store", "memory://",
+                             "--config", str(config)], capture_output=True, text=True,
+                            timeout=60)
+    assert shared.returncode == 2 and "readable by others" in shared.stderr
+    assert "Traceback" not in shared.stderr

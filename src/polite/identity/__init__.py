@@ -7,3 +7,7 @@ The cryptography and RFC 9421 canonicalisation come from ``cryptography`` and
 :mod:`polite.core.identity`. Nothing is imported here, so that naming this package costs
 nothing to those who do not sign.
 """
+
+from __future__ import annotations
+
+__all__: list[str] = []

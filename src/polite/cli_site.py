@@ -143,6 +143,9 @@ def _ranges_update(args: argparse.Namespace, out: TextIO) -> int:
                                 allow_private=args.allow_private)
     finally:
         store.close()
+    if not results:
+        print("no range files to read: the crawler list names no published ranges "
+              "(ranges_urls); give FILE or NAME=FILE", file=out)
     failed = 0
     for result in results:
         if result.file is not None:

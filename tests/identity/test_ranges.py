@@ -138,6 +138,14 @@ def test_update_from_files(tmp_path: Path, crawler_file: Path) -> None:
     store.close()
 
 
+def test_nothing_to_read_is_said(tmp_path: Path) -> None:
+    bare = tmp_path / "crawlers.json"
+    bare.write_text(json.dumps({"crawlers": [{"name": "X", "tokens": ["XBot"]}]}))
+    done = _polite("site", "ranges", "update", "--db", str(tmp_path / "s.sqlite"),
+                   "--crawlers", str(bare))
+    assert done.returncode == 0 and "no range files to read" in done.stdout
+
+
 @pytest.mark.parametrize(("source", "problem"), [
     ("unknown.json", "not the name of a crawler's published file"),
     ("NoSuchBot=x.json", "no crawler is named 'NoSuchBot'"),

@@ -72,17 +72,21 @@ ALLOWED = {
               "polite.fetch", "polite.proxy"),
     # the crawler is a sibling of api and proxy; open_crawler is its own wiring, so it may
     # choose a store (polite.storage) as polite.serve does for the service
+    # Web Bot Auth: keys, signatures, key directories fetched through fetch's guard
+    "identity": ("polite.core", "polite.errors", "polite.config", "polite.clock",
+                 "polite.fetch", "polite.identity"),
     "crawl": ("polite.core", "polite.errors", "polite.config", "polite.storage",
-              "polite.clock", "polite.fetch", "polite.crawl"),
+              "polite.clock", "polite.fetch", "polite.identity", "polite.crawl"),
     # the survey likewise: a product that keeps its own state
     "survey": ("polite.core", "polite.errors", "polite.storage", "polite.clock",
                "polite.fetch", "polite.survey"),
     # the site middleware and its configuration page: a product of its own (seed 003)
     "site": ("polite.core", "polite.errors", "polite.storage", "polite.clock",
-             "polite.fetch", "polite.site"),
+             "polite.fetch", "polite.identity", "polite.site"),
     # the drop-ins for Scrapy, httpx and requests: a product that chooses its own store
     "integrations": ("polite.core", "polite.errors", "polite.config", "polite.storage",
-                     "polite.clock", "polite.fetch", "polite.integrations"),
+                     "polite.clock", "polite.fetch", "polite.identity",
+                     "polite.integrations"),
     # the demonstration sites stand alone: a crawler may be pointed at them, not built in
     "demo": ("polite.core", "polite.errors", "polite.demo"),
 }

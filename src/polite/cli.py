@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from polite import __version__
 from polite.cli_crawl import add_crawl_command
+from polite.cli_keys import add_keys_command
 from polite.cli_robots import add_explain_commands, add_site_options, robots_lint
 from polite.cli_site import add_site_commands
 from polite.cli_survey import add_survey_commands
@@ -164,6 +165,7 @@ def _build_parser() -> argparse.ArgumentParser:
     add_ulinks_command(commands)
     add_survey_commands(commands)
     add_site_commands(commands)
+    add_keys_command(commands)
 
     serve = commands.add_parser(
         "serve", help="run the politeness service: the polite HTTP proxy and the REST API "
@@ -249,6 +251,14 @@ def _build_parser() -> argparse.ArgumentParser:
                        help="exchanges GET /trace keeps, newest first (default 1000; 0: none)")
     serve.add_argument("--node", help="this node's name on the dashboard (default "
                        "HOSTNAME:PORT)")
+    serve.add_argument("--key", metavar="FILE", help="serve the key directory of this "
+                       "Ed25519 key (polite keys new) at /.well-known/http-message-signatures-"
+                       "directory, for the Signature-Agent of a signing crawler")
+    serve.add_argument("--sign-with", metavar="KEY", help="sign every forwarded request, "
+                       "https ones read under --intercept-tls too, with this Ed25519 key "
+                       "(Web Bot Auth); needs polite[identity]")
+    serve.add_argument("--signature-agent", metavar="URL", help="with --sign-with: the URL "
+                       "of the key's directory, sent as Signature-Agent")
     serve.add_argument("--config", metavar="FILE",
                        help="a TOML file with any of the options above (with _ for -) and a "
                             "[delays] table of domain = milliseconds")

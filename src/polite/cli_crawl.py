@@ -98,6 +98,16 @@ def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     crawl.add_argument("--allow-network", dest="allow_networks", action="append", default=[],
                        metavar="NETWORK", help="also crawl the private addresses in NETWORK "
                        "(10.1.0.0/16, or one address; repeatable): the others stay refused")
+    crawl.add_argument("--sign-with", metavar="KEY", help="sign every request with this "
+                       "Ed25519 key (Web Bot Auth; polite keys new); needs polite[identity]")
+    crawl.add_argument("--signature-agent", metavar="URL", help="with --sign-with: the URL "
+                       "of the key's directory, sent as Signature-Agent (e.g. where polite "
+                       "serve --key runs)")
+    crawl.add_argument("--max-price", type=FloatFlag(POSITIVE), metavar="USD",
+                       help="pay-per-crawl: a page answered 402 with a crawler-price up to "
+                            "this is asked again with a signed crawler-max-price, and what it "
+                            "was charged recorded (needs --sign-with); without it priced "
+                            "pages are skipped, their price recorded")
     crawl.add_argument("--json", action="store_true", help="the summary as JSON, no display")
     crawl.set_defaults(handler=_crawl)
 
@@ -124,12 +134,17 @@ def _crawl(args: argparse.Namespace, out: TextIO) -> int:
         languages=tuple(x.strip() for x in args.languages.split(",") if x.strip()),
         sitemaps=args.sitemaps, well_known_sitemaps=args.well_known_sitemaps,
         revisit=args.revisit, max_bytes=args.max_bytes, warc=args.warc, purpose=args.purpose,
-        lease_s=args.lease_s)
+        lease_s=args.lease_s, max_price=args.max_price)
     from polite.cli import _require_public
+    from polite.cli_keys import signer_from
     from polite.fetch.robots import networks
     from polite.serve import new_event_loop
 
     args.allow_networks = networks(args.allow_networks)
+    args.signer = signer_from(args.sign_with, args.signature_agent)
+    if args.max_price is not None and args.signer is None:
+        raise ConfigError("--max-price needs --sign-with: a site charges only a crawler it "
+                          "can tell by its signature")
     for url in args.urls:  # before anything is fetched, as polite robots check does
         _require_public(url, args.allow_private, args.allow_networks)
     from polite.cli import EXIT_INTERRUPTED
@@ -174,7 +189,7 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
                             allow_private=args.allow_private,
                             allow_networks=args.allow_networks,
                             worker=worker if shared else "", knobs=FLAGS,
-                            on_store=on_store) as crawler, \
+                            on_store=on_store, signer=args.signer) as crawler, \
             _heartbeat(args.store if shared else "", worker, crawler, folder):
         bad = await crawler.add_seeds(args.urls)
         if bad:

@@ -51,6 +51,23 @@ def add_site_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     prune.add_argument("--days", type=FloatFlag(NON_NEGATIVE), required=True,
                        help="keep this many days")
     prune.set_defaults(handler=_prune)
+    ranges = site_commands.add_parser(
+        "ranges", help="crawler operators' published IP ranges, kept in the site's file")
+    ranges_commands = ranges.add_subparsers(title="ranges commands", metavar="COMMAND")
+    update = ranges_commands.add_parser(
+        "update", help="read the operators' range files (JAFAR, Google's, Bing's shape)",
+        description="Read each FILE or URL (NAME=FILE|URL says whose; a name such as "
+                    "googlebot.json is matched to the crawler that publishes it) and keep "
+                    "its prefixes with its creationTime; with none, fetch every crawler's "
+                    "published file. A URL is fetched at most once an hour. A file without "
+                    "a creationTime is refused: its addresses cannot be dated.")
+    update.add_argument("sources", metavar="FILE|URL", nargs="*")
+    update.add_argument("--db", required=True, metavar="FILE", help="the site's SQLite file")
+    update.add_argument("--crawlers", metavar="FILE",
+                        help="a crawler list of your own (default: the bundled one)")
+    update.add_argument("--allow-private", action="store_true",
+                        help="also fetch from private and loopback addresses")
+    update.set_defaults(handler=_ranges_update)
 
 
 def _serve(args: argparse.Namespace, out: TextIO) -> int:
@@ -124,3 +141,35 @@ def _prune(args: argparse.Namespace, out: TextIO) -> int:
         store.close()
     print(f"{removed:,} robot visits older than {args.days:g} days forgotten", file=out)
     return 0
+
+
+def _ranges_update(args: argparse.Namespace, out: TextIO) -> int:
+    import time
+
+    from polite.site import SiteStore, load_crawlers
+    from polite.site.ranges import update_ranges
+
+    crawlers = load_crawlers(args.crawlers)
+    now = time.time()
+    store = SiteStore(args.db)
+    try:
+        results = update_ranges(store, crawlers, args.sources, now=now,
+                                allow_private=args.allow_private)
+    finally:
+        store.close()
+    if not results:
+        print("no range files to read: the crawler list names no published ranges "
+              "(ranges_urls); give FILE or NAME=FILE", file=out)
+    failed = 0
+    for result in results:
+        if result.file is not None:
+            made = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(result.file.creation_time))
+            extra = f", {result.file.skipped} entries passed over" if result.file.skipped else ""
+            print(f"{result.crawler}: {len(result.file.prefixes)} prefixes from "
+                  f"{result.source}, made {made}{extra}", file=out)
+        elif result.skipped is not None:
+            print(f"{result.crawler}: {result.source} left alone ({result.skipped})", file=out)
+        else:
+            failed += 1
+            print(f"{result.crawler}: {result.source} not read: {result.error}", file=out)
+    return 1 if failed else 0

@@ -190,12 +190,16 @@ class Knobs:
     adaptive_factor: str = "adaptive_factor="
     max_wait_s: str = "max_wait_s="
     purpose: str = "purpose="
+    sign_with: str = "sign_with="
+    signature_agent: str = "signature_agent="
 
 
 KEYWORDS = Knobs()
 # The command line checks its numbers where it parses them (FloatFlag, IntFlag).
-FLAGS = Knobs(store="--store", allow_private="--allow-private")
+FLAGS = Knobs(store="--store", allow_private="--allow-private", sign_with="--sign-with",
+              signature_agent="--signature-agent")
 SCRAPY = Knobs(store="POLITE_STORE", service_url="POLITE_SERVICE_URL",
                allow_private="POLITE_ALLOW_PRIVATE",
                default_delay_s="POLITE_DEFAULT_DELAY", adaptive_factor="POLITE_ADAPTIVE_FACTOR",
-               max_wait_s="POLITE_MAX_WAIT", purpose="POLITE_PURPOSE")
+               max_wait_s="POLITE_MAX_WAIT", purpose="POLITE_PURPOSE",
+               sign_with="POLITE_SIGN_WITH", signature_agent="POLITE_SIGNATURE_AGENT")

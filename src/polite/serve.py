@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from polite.api import create_app
 from polite.api.app import MAX_BODY_BYTES
+from polite.cli_keys import directory_served, signer_from
 from polite.clock import WallClock
 from polite.config import FLAGS, SERVE_NUMBERS, check_setting
 from polite.core.robots import MAX_ROBOTS_BYTES
@@ -73,6 +74,9 @@ class Settings:
     intercept_tls: bool = False  # read inside CONNECT tunnels (the local CA's certificates)
     ca_dir: str | None = None  # the local CA's folder; None: default_ca_dir()
     upstream_ca: str | None = None  # a CA file origins are also trusted by
+    key: str | None = None  # an Ed25519 key whose directory is served (Web Bot Auth)
+    sign_with: str | None = None  # an Ed25519 key that signs every forwarded request
+    signature_agent: str | None = None  # its directory's URL, sent as Signature-Agent
     no_intercept: list[str] = field(default_factory=list)  # hosts left as plain tunnels
     # Host names the REST API and dashboard answer to besides IP addresses and localhost
     # (a name pointed at this machine by someone else's DNS is refused: DNS rebinding).
@@ -94,6 +98,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "intercept_tls": (bool,), "ca_dir": (str,), "upstream_ca": (str,), "no_intercept": (list,),
     "allowed_host": (list,),
     "purpose": (str,), "refuse_by_purpose": (bool,),
+    "key": (str,), "sign_with": (str,), "signature_agent": (str,),
 }
 
 
@@ -275,6 +280,8 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
     if settings.store.startswith(("redis://", "rediss://")):
         asyncio.run(_check_redis(settings.store))  # fail now, not at the first request
     interception = _interception(settings)  # the CA refused before anything is opened
+    key_directory = directory_served(settings.key) if settings.key else None
+    signer = signer_from(settings.sign_with, settings.signature_agent)
     clock = WallClock()
     store = open_store(settings.store, clock, knob=FLAGS.store)
     node = settings.node or f"{socket.gethostname()}:{settings.port or os.getpid()}"
@@ -287,6 +294,10 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
     hosts = PublicHosts(clock, allowed=networks(settings.allow_networks))
     client = create_client(verify=upstream_context(settings.upstream_ca),
                            guard=None if settings.allow_private else hosts)
+    if signer is not None:  # robots.txt and sitemaps as well as what is forwarded
+        from polite.identity.signatures import sign_httpx
+
+        sign_httpx(client, signer)
     policy = FetchPolicy(unauthorized=UnauthorizedMeans(settings.on_401_403))
     fetcher = RobotsFetcher(client, store, clock, agent=settings.agent, policy=policy,
                             allow_private=settings.allow_private, max_bytes=settings.max_bytes,
@@ -324,14 +335,15 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
     app = create_app(politeness, store, admin_token=settings.admin_token, sitemaps=walker,
                      cache=cache, on_startup=startup, on_shutdown=shutdown, env=env,
                      allowed_hosts=[*settings.allowed_host, settings.host],
-                     private_reads=not _is_loopback(settings.host))
+                     private_reads=not _is_loopback(settings.host),
+                     key_directory=key_directory)
     proxy = ProxyServer(politeness, app, cache=cache, settings=ProxySettings(
         mode=Mode(settings.mode), max_wait_s=settings.max_wait_s,
         origin_read_s=settings.origin_timeout_s, connect_s=min(10.0, settings.origin_timeout_s),
         max_api_body_bytes=MAX_BODY_BYTES, purpose=settings.purpose,
         refuse_usage=settings.refuse_by_purpose),
         upstream_tls=upstream_context(settings.upstream_ca), interception=interception,
-        public_hosts=hosts)
+        public_hosts=hosts, sign=None if signer is None else signer.headers)
 
     async def run() -> None:
         port = await proxy.start(settings.host, settings.port)

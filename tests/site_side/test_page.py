@@ -151,7 +151,10 @@ def test_add_a_rule_save_and_roll_back(page: Page,
 
 
 def test_the_robot_visits_page(page: Page, servers: tuple[str, str, SiteStore]) -> None:
-    page_url, site_url, _ = servers
+    page_url, site_url, store = servers
+    # OpenAI's published ranges, as polite site ranges update keeps them
+    store.save_ranges("GPTBot", "https://openai.com/gptbot.json", time.time() - 86_400,
+                      ["192.0.2.0/24"], fetched_at=time.time())
     bot = "Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)"
     with client_from("127.0.23.20", site_url, bot) as gpt:
         assert gpt.get("/robots.txt").status_code == 200
@@ -168,6 +171,8 @@ def test_the_robot_visits_page(page: Page, servers: tuple[str, str, SiteStore]) 
     assert gpt_row[3:7] == ["4", "0", "4", "3"]  # visits, verified, forged, against the file
     # 127.0.23.20 is not in OpenAI's published ranges: a forged GPTBot
     assert "forged" in page.locator("#visits").inner_text()
+    ranges = page.locator("#ranges").inner_text()
+    assert "GPTBot" in ranges and "1.0 days" in ranges
     _shot(page, "site-config-robot-visits")
 
 

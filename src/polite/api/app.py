@@ -282,15 +282,16 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
                on_startup: Callable[[], Awaitable[None]] | None = None,
                on_shutdown: Callable[[], Awaitable[None]] | None = None,
                env: Mapping[str, object] | None = None,
-               allowed_hosts: Collection[str] = (), private_reads: bool = False
-               ) -> Starlette:
+               allowed_hosts: Collection[str] = (), private_reads: bool = False,
+               key_directory: Route | None = None) -> Starlette:
     """The app; ``admin_token``, when set, is required (Bearer) for writes: PUT and DELETE
     /delays, feedback, and decisions that reserve. ``env`` is the configuration in force,
     secrets already masked (``GET /env``). A request must name an IP address, a loopback
     name or one of ``allowed_hosts`` as its ``Host``, and a write must not come from another
     origin's page. ``private_reads`` (a server listening beyond loopback): what shows what
     clients fetch (/trace, /env, /delays, the dashboard) needs the token too, as Bearer or
-    as the cookie ``GET /dashboard?token=`` sets."""
+    as the cookie ``GET /dashboard?token=`` sets. ``key_directory``: the route of a Web Bot
+    Auth key directory (:func:`~polite.api.directory.directory_route`)."""
     if private_reads and admin_token is None:
         raise ConfigError("private_reads needs an admin_token")
     hosts = allowed_host_names(allowed_hosts)
@@ -585,6 +586,8 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         Route("/dashboard/events", guarded(private(dashboard_events), *host_query),
               methods=["GET"]),
     ]
+    if key_directory is not None:
+        routes.append(key_directory)
     return Starlette(routes=routes, lifespan=lifespan)
 
 

@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 from polite.clock import Clock
@@ -37,6 +38,7 @@ from polite.core.crawl import (
     page_plan,
     resolve_link,
 )
+from polite.core.identity import parse_price
 from polite.core.robots.lifecycle import DisallowAll, Parsed, RobotsState
 from polite.core.robots.meta import RobotsDirectives, combine, parse_x_robots_tag
 from polite.core.robots.model import AgentRules
@@ -124,6 +126,9 @@ class CrawlSettings:
     # What the pages are for (search, train-ai, ...): pages whose AI-usage preferences
     # refuse it are fetched but not kept. None: preferences recorded, nothing refused.
     purpose: str | None = None
+    # pay-per-crawl: the most a page may cost (USD); a 402 asking no more is asked again
+    # with crawler-max-price, signed. None: priced pages are skipped, their price recorded.
+    max_price: float | None = None
 
     def __post_init__(self) -> None:
         # max_pages=0 would fetch nothing and say nothing: leave it None for no limit.
@@ -145,6 +150,8 @@ class CrawlSettings:
         check_float(self.lease_s, POSITIVE, knob="lease_s=")
         if self.purpose is not None and self.purpose not in PURPOSES:
             raise SettingError("purpose=", self.purpose, f"one of {', '.join(PURPOSES)}")
+        if self.max_price is not None:
+            check_float(self.max_price, POSITIVE, knob="max_price=")
 
 
 @dataclass(slots=True)
@@ -299,6 +306,7 @@ class Crawler:
         self._store_hosts: set[str] = set()  # hosts whose turn the store's outage ended
         self._store_said_down = False  # on_store(False, ...) told, on_store(True, "") not yet
         self._store_back_at: float | None = None  # when to tell that it is back
+        self._offered: dict[str, str] = {}  # URL -> the price it asked, to pay on the retry
 
     # -- the frontier -----------------------------------------------------------------------
 
@@ -758,8 +766,11 @@ class Crawler:
         settings = self.settings
         headers = self._request_headers(item.host)
         fetched_at = self._clock()
+        offered = self._offered.pop(item.url, None)
+        paying = [] if offered is None or settings.max_price is None else \
+            [("crawler-max-price", f"USD {settings.max_price:.2f}")]
         got = await self._pages.get(item.url, headers, max_bytes=settings.max_bytes,
-                                    deadline_s=settings.fetch_deadline_s)
+                                    deadline_s=settings.fetch_deadline_s, signed=paying)
         if got.late_s > 0.001:  # the slot's spacing runs from when the request really went
             await self._politeness.note_late_start(item.url, got.late_s)
         now = self._clock()
@@ -774,6 +785,16 @@ class Crawler:
             self.stats.failed += 1
             await self._settle(item, record, fetched=False)
             return now
+        if status == 402:
+            reason = self._priced(item, got.headers.get("crawler-price"), offered)
+            if reason is None:  # asked again, offering to pay, when its slot comes
+                await self._frontier.release(item._replace(attempts=item.attempts + 1,
+                                                           not_before=now))
+                return now
+            await self._skip(item, reason, {"price": got.headers.get("crawler-price")})
+            return now
+        if offered is not None:
+            record.update(price=offered, charged=got.headers.get("crawler-charged"))
         answered: tuple[int, float | None] | None = (status, got.answered_s)
         if status in RETRIED:  # the pause is written at once (other answers with the page)
             answered = None
@@ -1003,9 +1024,32 @@ class Crawler:
             more.append(FrontierItem(normal, split_origin(normal)[1], item.depth + 1, "link"))
         return more
 
-    async def _skip(self, item: FrontierItem, reason: str) -> None:
+    async def _skip(self, item: FrontierItem, reason: str,
+                    extra: Mapping[str, Any] | None = None) -> None:
         self.stats.skipped[_skip_kind(reason)] += 1
         await self._settle(item, {"url": item.url, "outcome": "skipped", "reason": reason,
                                   "via": item.via, "depth": item.depth,
-                                  **({"srcloc": item.srcloc} if item.srcloc else {})},
+                                  **({"srcloc": item.srcloc} if item.srcloc else {}),
+                                  **(extra or {})},
                            fetched=False)
+
+    def _priced(self, item: FrontierItem, price: str | None, offered: str | None
+                ) -> str | None:
+        """Why a 402 is the end of this URL, or ``None`` when it is to be asked again
+        offering ``max_price`` (Cloudflare's pay-per-crawl: a request carrying a signed
+        ``crawler-max-price`` at or above ``crawler-price`` is served and charged)."""
+        limit = self.settings.max_price
+        if price is None:
+            return "payment required: HTTP 402 without a crawler-price"
+        if offered is not None:
+            return (f"payment required: crawler-price {price}, still refused with "
+                    f"crawler-max-price USD {limit:.2f}")
+        if limit is None:
+            return f"payment required: crawler-price {price} (no --max-price)"
+        parsed = parse_price(price)
+        if parsed is None or parsed[0] != "USD":
+            return f"payment required: crawler-price {price!r} is not a USD price"
+        if parsed[1] > Decimal(f"{limit:.2f}"):
+            return f"payment required: crawler-price {price} is over --max-price {limit:.2f}"
+        self._offered[item.url] = price
+        return None

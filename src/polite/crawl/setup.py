@@ -7,6 +7,7 @@ import fcntl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 
@@ -22,6 +23,9 @@ from polite.fetch.robots import Network, PublicHosts, RobotsFetcher, create_clie
 from polite.fetch.sitemaps import SitemapWalker
 from polite.storage import RedisStore, open_store
 from polite.storage.frontier import open_frontier
+
+if TYPE_CHECKING:  # the identity extra is needed only by a crawl that signs
+    from polite.identity.signatures import RequestSigner
 
 __all__ = ["SHARED_FACTS_TTL_S", "SHARED_SEND_SLACK_S", "open_crawler"]
 
@@ -51,15 +55,17 @@ async def open_crawler(
     worker: str = "",
     knobs: Knobs = KEYWORDS,
     on_store: Callable[[bool, str], None] | None = None,
+    signer: RequestSigner | None = None,
 ) -> AsyncIterator[Crawler]:
     """A crawler writing to ``folder``, its state in ``store`` (``sqlite:///PATH``,
     ``memory://``; by default ``crawl.sqlite`` in the folder, which a crawl started again
     with the same folder resumes from). One crawl at a time per folder. ``worker`` names
     this process's leases in a frontier that workers share (``redis://``). Private
     addresses are refused unless ``allow_private``, or in ``allow_networks``; ``resolve``
-    gives a host's addresses (the system's resolver by default). ``knobs``: how the caller
-    names the settings its errors point at (the command line's flags). While a Redis store
-    does not answer the crawl waits for it, telling ``on_store`` (see :class:`Crawler`)."""
+    gives a host's addresses (the system's resolver by default); ``signer`` signs every
+    request (Web Bot Auth). ``knobs``: how the caller names the settings its errors point
+    at (the command line's flags). While a Redis store does not answer the crawl waits for
+    it, telling ``on_store`` (see :class:`Crawler`)."""
     # Checked before the folder is made; Politeness checks them again, by these names.
     check_float(default_delay_s, NON_NEGATIVE, knob=knobs.default_delay_s)
     check_float(max_crawl_delay_s, NON_NEGATIVE, knob="max_crawl_delay_s=")
@@ -89,7 +95,13 @@ async def open_crawler(
     guard = None if allow_private else hosts
     robots_client = create_client(guard=guard)
     client = create_client(guard=guard)
-    pages = PageFetcher(resolve=None if guard is None else guard.address)
+    pages = PageFetcher(resolve=None if guard is None else guard.address,
+                        sign=None if signer is None else signer.headers)
+    if signer is not None:  # robots.txt and sitemaps are signed as the pages are
+        from polite.identity.signatures import sign_httpx
+
+        sign_httpx(robots_client, signer)
+        sign_httpx(client, signer)
     fetcher = RobotsFetcher(robots_client, politeness_store, clock, agent=settings.agent,
                             allow_private=allow_private, public_hosts=hosts)
     politeness = Politeness(fetcher, politeness_store, clock, agent=settings.agent,

@@ -16,7 +16,7 @@ import socket
 import ssl
 import time
 import zlib
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 from urllib.parse import quote, urlsplit
@@ -341,6 +341,10 @@ def _charset(content_type: str | None) -> str | None:
     return None
 
 
+# (method, URL, fields to cover) -> those fields and the ones that sign the request
+Sign = Callable[[str, str, Sequence[tuple[str, str]]], list[tuple[str, str]]]
+
+
 class PageFetcher:
     """GET with a body cap counted after decompression and a deadline for the whole
     exchange (``connect_timeout_s`` for connecting, within it); connections are kept alive
@@ -348,8 +352,10 @@ class PageFetcher:
     ``per_host``): each is a connection of its own here."""
 
     def __init__(self, *, connect_timeout_s: float = 10.0,
-                 tls: ssl.SSLContext | None = None, resolve: Resolve | None = None) -> None:
+                 tls: ssl.SSLContext | None = None, resolve: Resolve | None = None,
+                 sign: Sign | None = None) -> None:
         self._connect_timeout_s = connect_timeout_s
+        self._sign = sign  # header fields that sign each request (Web Bot Auth), if any
         self._idle: dict[tuple[str, str, int], list[_Exchange]] = {}
         self._swept = time.monotonic()
         self._tls = tls  # certificates checked against the system's CAs when None
@@ -357,11 +363,13 @@ class PageFetcher:
 
     async def get(self, url: str, headers: Mapping[str, str], *, max_bytes: int,
                   deadline_s: float, count_to: int = 0, decode: bool = True,
-                  read_timeout_s: float | None = None) -> FetchResult:
+                  read_timeout_s: float | None = None,
+                  signed: Sequence[tuple[str, str]] = ()) -> FetchResult:
         """GET ``url``: its body kept up to ``max_bytes`` (``truncated`` past it) and counted
         in ``size`` up to ``count_to`` when that is larger; inflated per Content-Encoding
         unless ``decode`` is off (the bytes as sent). ``deadline_s`` bounds the whole
-        exchange, ``read_timeout_s`` a wait for the next byte."""
+        exchange, ``read_timeout_s`` a wait for the next byte. ``signed``: fields sent that
+        the request's signature covers too (with a signer)."""
         started = time.monotonic()
         try:
             parts = urlsplit(url)
@@ -372,6 +380,10 @@ class PageFetcher:
         except ValueError as exc:
             return FetchResult(error=str(exc), failure="invalid")
         key = (scheme, host, port)
+        if self._sign is not None:
+            headers = {**headers, **dict(self._sign("GET", url, signed))}
+        elif signed:
+            headers = {**headers, **dict(signed)}
         try:
             request = _request(parts.netloc, url[len(scheme) + 3 + len(parts.netloc):] or "/",
                                headers)

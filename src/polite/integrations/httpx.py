@@ -19,6 +19,7 @@ import httpx
 from polite.core.politeness.rules import DEFAULT_DELAY_S
 from polite.core.robots import product_token
 from polite.errors import RobotsDisallowed
+from polite.identity.options import signer_from
 from polite.integrations._gate import MAX_WAIT_S, AllowPrivate, Grant, PoliteGate
 
 __all__ = ["AsyncPoliteTransport", "PoliteTransport"]
@@ -37,7 +38,9 @@ class _Gated:
     def __init__(self, *, agent: str, store: str, service_url: str | None,
                  allow_private: AllowPrivate, dialect: str, default_delay_s: float, wait: bool,
                  max_wait_s: float, forbidden_response: bool, gate: PoliteGate | None,
-                 purpose: str | None, refuse_by_purpose: bool) -> None:
+                 purpose: str | None, refuse_by_purpose: bool,
+                 sign_with: str | None, signature_agent: str | None) -> None:
+        self._signer = signer_from(sign_with, signature_agent)  # before a gate is opened
         self._agent = agent
         self._owns_gate = gate is None
         self.gate = gate or PoliteGate(agent=agent, store=store, service_url=service_url,
@@ -46,6 +49,12 @@ class _Gated:
                                        max_wait_s=max_wait_s, purpose=purpose,
                                        refuse_by_purpose=refuse_by_purpose)
         self._forbidden_response = forbidden_response
+
+    def _sign(self, request: httpx.Request) -> None:
+        # as the request leaves: its slot is granted, its created time is now
+        if self._signer is not None:
+            for name, value in self._signer.headers(request.method, str(request.url)):
+                request.headers[name] = value
 
     def _report(self, request: httpx.Request, response: httpx.Response,
                 elapsed_s: float, grant: Grant) -> None:
@@ -69,7 +78,8 @@ class PoliteTransport(_Gated, httpx.BaseTransport):
     ``purpose`` (``train-ai``, ``search``, ...) puts the URL's robots.txt AI-usage
     preferences for it in ``response.extensions["polite_usage"]``; with
     ``refuse_by_purpose`` a URL they disallow it for raises :class:`RequestRefused` with
-    the deciding line, before any slot is taken.
+    the deciding line, before any slot is taken. ``sign_with`` an Ed25519 key file signs
+    every request (Web Bot Auth), with ``signature_agent`` the URL of its key directory.
     """
 
     def __init__(self, transport: httpx.BaseTransport | None = None, *, agent: str = "",
@@ -78,12 +88,14 @@ class PoliteTransport(_Gated, httpx.BaseTransport):
                  default_delay_s: float = DEFAULT_DELAY_S, wait: bool = True,
                  max_wait_s: float = MAX_WAIT_S, forbidden_response: bool = False,
                  gate: PoliteGate | None = None, purpose: str | None = None,
-                 refuse_by_purpose: bool = False) -> None:
+                 refuse_by_purpose: bool = False, sign_with: str | None = None,
+                 signature_agent: str | None = None) -> None:
         super().__init__(agent=agent, store=store, service_url=service_url,
                          allow_private=allow_private, dialect=dialect,
                          default_delay_s=default_delay_s, wait=wait, max_wait_s=max_wait_s,
                          forbidden_response=forbidden_response, gate=gate,
-                         purpose=purpose, refuse_by_purpose=refuse_by_purpose)
+                         purpose=purpose, refuse_by_purpose=refuse_by_purpose,
+                         sign_with=sign_with, signature_agent=signature_agent)
         self._transport = transport or httpx.HTTPTransport()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -94,6 +106,7 @@ class PoliteTransport(_Gated, httpx.BaseTransport):
                 return _forbidden(request, refusal)
             raise
         grant = self.gate.depart(str(request.url), grant).result()
+        self._sign(request)
         started = time.monotonic()
         response = self._transport.handle_request(request)
         self._report(request, response, time.monotonic() - started, grant)
@@ -118,12 +131,14 @@ class AsyncPoliteTransport(_Gated, httpx.AsyncBaseTransport):
                  default_delay_s: float = DEFAULT_DELAY_S, wait: bool = True,
                  max_wait_s: float = MAX_WAIT_S, forbidden_response: bool = False,
                  gate: PoliteGate | None = None, purpose: str | None = None,
-                 refuse_by_purpose: bool = False) -> None:
+                 refuse_by_purpose: bool = False, sign_with: str | None = None,
+                 signature_agent: str | None = None) -> None:
         super().__init__(agent=agent, store=store, service_url=service_url,
                          allow_private=allow_private, dialect=dialect,
                          default_delay_s=default_delay_s, wait=wait, max_wait_s=max_wait_s,
                          forbidden_response=forbidden_response, gate=gate,
-                         purpose=purpose, refuse_by_purpose=refuse_by_purpose)
+                         purpose=purpose, refuse_by_purpose=refuse_by_purpose,
+                         sign_with=sign_with, signature_agent=signature_agent)
         self._transport = transport or httpx.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -135,6 +150,7 @@ class AsyncPoliteTransport(_Gated, httpx.AsyncBaseTransport):
                 return _forbidden(request, refusal)
             raise
         grant = await asyncio.wrap_future(self.gate.depart(str(request.url), grant))
+        self._sign(request)
         started = time.monotonic()
         response = await self._transport.handle_async_request(request)
         elapsed_s = time.monotonic() - started

@@ -21,6 +21,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 from polite.core.politeness.rules import DEFAULT_DELAY_S
 from polite.core.robots import product_token
 from polite.errors import RobotsDisallowed
+from polite.identity.options import signer_from
 from polite.integrations._gate import MAX_WAIT_S, PoliteGate
 
 __all__ = ["PoliteAdapter"]
@@ -37,8 +38,9 @@ class PoliteAdapter(HTTPAdapter):
     :class:`~polite.errors.RobotsDisallowed`. ``purpose`` (``train-ai``, ``search``, ...)
     sets ``response.polite_usage`` to the URL's robots.txt AI-usage preferences for it;
     with ``refuse_by_purpose`` a URL they disallow it for raises
-    :class:`~polite.errors.RequestRefused` before any slot is taken. Other keyword
-    arguments go to HTTPAdapter.
+    :class:`~polite.errors.RequestRefused` before any slot is taken. ``sign_with`` an
+    Ed25519 key file signs every request (Web Bot Auth), with ``signature_agent`` the URL
+    of its key directory. Other keyword arguments go to HTTPAdapter.
     """
 
     def __init__(self, *, agent: str = "", store: str = "memory://",
@@ -47,7 +49,9 @@ class PoliteAdapter(HTTPAdapter):
                  wait: bool = True, max_wait_s: float = MAX_WAIT_S,
                  forbidden_response: bool = False, gate: PoliteGate | None = None,
                  purpose: str | None = None, refuse_by_purpose: bool = False,
+                 sign_with: str | None = None, signature_agent: str | None = None,
                  **adapter_options: Any) -> None:
+        self._signer = signer_from(sign_with, signature_agent)  # before a gate is opened
         super().__init__(**adapter_options)
         self._agent = agent
         self._forbidden_response = forbidden_response
@@ -72,6 +76,8 @@ class PoliteAdapter(HTTPAdapter):
                 return self._forbidden(request, refusal)
             raise
         grant = self.gate.depart(url, grant).result()
+        if self._signer is not None:  # as it leaves: its created time is now
+            request.headers.update(self._signer.headers(request.method or "GET", url))
         response = super().send(request, stream=stream, timeout=timeout, verify=verify,
                                 cert=cert, proxies=proxies)
         self.gate.report(url, response.status_code,

@@ -18,7 +18,9 @@ of its own (:class:`~polite.integrations.PoliteGate`), and each request steps th
 
 Settings: ``POLITE_STORE`` (``memory://``, ``sqlite:///PATH``, ``redis://HOST:PORT/DB``),
 ``POLITE_SERVICE_URL`` (a running ``polite serve``), ``POLITE_ALLOW_PRIVATE``,
-``POLITE_ROBOTS_DIALECT``, ``POLITE_DEFAULT_DELAY`` (seconds where robots.txt sets none),
+``POLITE_ROBOTS_DIALECT``, ``POLITE_SIGN_WITH`` (an Ed25519 key file: every request signed,
+Web Bot Auth) and ``POLITE_SIGNATURE_AGENT`` (its key directory's URL),
+``POLITE_DEFAULT_DELAY`` (seconds where robots.txt sets none),
 ``POLITE_ADAPTIVE_FACTOR`` (the least spacing is this many times the host's running
 response time; 1 by default, 0 turns it off), ``POLITE_MAX_WAIT`` (seconds; a request that
 would wait longer is dropped), ``POLITE_PURPOSE`` (``train-ai``, ``search``, ...: the URL's
@@ -49,6 +51,7 @@ from polite.config import SCRAPY
 from polite.core.politeness.rules import ADAPTIVE_FACTOR, DEFAULT_DELAY_S
 from polite.core.robots import parse, product_token
 from polite.errors import RequestRefused, RobotsDisallowed, SettingError, SlotNotReady
+from polite.identity.options import signer_from
 from polite.integrations._gate import (
     LATE_DEPARTURE_S,
     MAX_WAIT_S,
@@ -150,6 +153,8 @@ class PoliteDownloaderMiddleware:
 
     def __init__(self, crawler: Crawler) -> None:
         settings = crawler.settings
+        self._signer = signer_from(settings.get("POLITE_SIGN_WITH") or None,
+                                   settings.get("POLITE_SIGNATURE_AGENT") or None, knobs=SCRAPY)
         self._robots_agent = str(settings.get("ROBOTSTXT_USER_AGENT") or "")
         self._default_agent = str(settings.get("USER_AGENT") or "Scrapy")
         self._agents: dict[bytes | None, str] = {}  # User-Agent header -> product token
@@ -238,6 +243,9 @@ class PoliteDownloaderMiddleware:
         request.meta[GRANT_KEY] = grant
         if grant.usage is not None:  # POLITE_PURPOSE: the URL's AI-usage preferences for it
             request.meta["polite_usage"] = grant.usage
+        if self._signer is not None:  # as it leaves: its created time is now
+            for name, value in self._signer.headers(request.method, request.url):
+                request.headers[name] = value
         if grant.waited_s > 0.001:
             self._stats.inc_value("polite/waited")
             self._stats.inc_value("polite/wait_ms", round(grant.waited_s * 1000))

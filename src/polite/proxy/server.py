@@ -86,6 +86,10 @@ class Mode(enum.StrEnum):
     ORDERED = "ordered"  # wait, and answer one client's requests in the order they came
 
 
+# (method, URL) -> the header fields that sign that request
+Sign = Callable[[str, str], list[tuple[str, str]]]
+
+
 @dataclass(frozen=True, slots=True)
 class ProxySettings:
     mode: Mode = Mode.REJECT
@@ -213,11 +217,12 @@ class ProxyServer:
                  settings: ProxySettings | None = None, cache: PageCache | None = None,
                  upstream_tls: ssl.SSLContext | None = None,
                  interception: Interception | None = None,
-                 public_hosts: PublicHosts | None = None) -> None:
+                 public_hosts: PublicHosts | None = None, sign: Sign | None = None) -> None:
         self._politeness = politeness
         # The private-address guard, asked once per request: the connection then goes to
         # the address it checked, never to the name looked up again.
         self._guard = public_hosts if public_hosts is not None else PublicHosts(WallClock())
+        self._sign = sign  # Web Bot Auth: the fields that sign each forwarded request
         self._cache = cache
         self._app = app
         self.settings = settings or ProxySettings()
@@ -928,6 +933,11 @@ class ProxyServer:
             headers = [(k, v) for k, v in headers
                        if k not in (b"if-none-match", b"if-modified-since")]
             headers += list(choice.conditional)
+        if self._sign is not None:  # the client's own signature fields give way to ours
+            signed = [(n.lower().encode("ascii"), v.encode("latin-1"))
+                      for n, v in self._sign(request.method.decode("latin-1"), exchange.url)]
+            ours = {name for name, _ in signed}
+            headers = [(k, v) for k, v in headers if k not in ours] + signed
         wire = request_head(request.method, exchange.path, headers)
         started = time.monotonic()
         cache = self._cache

@@ -7,13 +7,14 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from polite.clock import Clock, WallClock
+from polite.core.identity import SignatureCheck, SignatureOutcome
 from polite.core.robots import UNNAMED_AGENT, parse
 from polite.core.robots.usage import Preferences, from_robots
 from polite.core.site import (
@@ -31,15 +32,22 @@ from polite.core.site import (
     client_address,
     decide,
     judge_dns,
+    judge_signature,
     parse_crawlers,
     throttle_key,
     verify_by_ranges,
 )
+from polite.core.site.ranges import IpNetwork, RangeTable
 from polite.core.text import decode_text
 from polite.core.usage.statement import Pref
 from polite.core.usage.vocab import AIPREF_REVISIONS, CURRENT
 from polite.errors import ConfigError
 from polite.site.store import SiteStore
+
+if TYPE_CHECKING:  # the identity extra is needed only by a site that checks signatures
+    from polite.identity.signatures import KeyDirectory
+
+    DirectoryLookup = Callable[[str], Awaitable[KeyDirectory]]
 
 __all__ = [
     "DNS_TIMEOUT_S",
@@ -64,6 +72,10 @@ _RELOAD_EVERY_S = 1.0
 # Paths whose Content-Usage header is remembered (per version of the rules), at most.
 _MAX_USAGE_PATHS = 4096
 _MAX_SLOTS = 10_000
+# Nonces of verified signatures, kept until their signature expires (and the verifier's
+# clock skew past it); at most this many (the draft's signatures live a minute or so).
+_MAX_NONCES = 100_000
+_NONCE_SKEW_S = 5.0
 
 
 class Resolver(Protocol):
@@ -121,12 +133,22 @@ class SiteGuard:
     """Decides and logs for a site's application; build one and wrap the app with
     :class:`~polite.site.middleware.SiteMiddleware` or
     :class:`~polite.site.middleware.SiteWSGIMiddleware`. ``trusted_proxies``: the site's own
-    reverse proxies (CIDR), whose ``X-Forwarded-For`` names the visitor."""
+    reverse proxies (CIDR), whose ``X-Forwarded-For`` names the visitor. ``signatures``:
+    how key directories are had (a :class:`~polite.identity.directory.DirectoryFetcher`),
+    to check Web Bot Auth signatures; ``require_signature``: robots (by name) refused
+    without a valid one."""
 
     def __init__(self, store: SiteStore, *, crawlers: CrawlerList | None = None,
                  resolver: Resolver | None = None, clock: Clock | None = None,
                  dns_timeout_s: float = DNS_TIMEOUT_S,
-                 trusted_proxies: Sequence[str] = ()) -> None:
+                 trusted_proxies: Sequence[str] = (),
+                 signatures: DirectoryLookup | None = None,
+                 require_signature: Sequence[str] = ()) -> None:
+        if require_signature and signatures is None:
+            raise ConfigError("require_signature needs signatures (a DirectoryFetcher) to "
+                              "check them with")
+        self.signatures = signatures
+        self.require_signature = frozenset(require_signature)
         self.store = store
         try:
             self.trusted_proxies = tuple(ipaddress.ip_network(p, strict=False)
@@ -140,6 +162,10 @@ class SiteGuard:
         self._verdicts: dict[tuple[str, str], tuple[Check, float]] = {}
         self._slots: dict[str, float] = {}
         self._in_force: InForce | None = None
+        self._ranges: RangeTable | None = None
+        self._nonces: dict[tuple[str, str], float] = {}  # (keyid, nonce) -> kept until
+        self._ranges_stamp: tuple[int, float] | None = None
+        self._ranges_checked_at = float("-inf")
         self._robots_file: RobotsFile | None = None
         self._checked_at = float("-inf")
         self._usage: dict[tuple[int, str], str | None] = {}
@@ -215,18 +241,67 @@ class SiteGuard:
     def identify(self, user_agent: str) -> Identity:
         return self.crawlers.identify(user_agent)
 
+    def range_table(self) -> RangeTable:
+        """The operators' published ranges as stored (``polite site ranges update``), read
+        again at most once a second when they changed; the verdicts they gave are dropped
+        then."""
+        now = self.clock()
+        if self._ranges is not None and now - self._ranges_checked_at < _RELOAD_EVERY_S:
+            return self._ranges
+        self._ranges_checked_at = now
+        stamp = self.store.ranges_stamp()
+        if self._ranges is None or stamp != self._ranges_stamp:
+            files: dict[str, list[IpNetwork]] = {}
+            for row in self.store.ranges():
+                files.setdefault(row.crawler, []).extend(
+                    ipaddress.ip_network(p, strict=False) for p in row.prefixes)
+            self._ranges = RangeTable(files)
+            self._ranges_stamp = stamp
+            self._verdicts.clear()
+        return self._ranges
+
     def known_verdict(self, identity: Identity, ip: str | None) -> Check | NeedsDns:
         """A verdict without DNS (ranges or a cached lookup), or the need for DNS."""
         crawler = identity.crawler
+        table = self.range_table()
         if crawler is None or ip is None:
-            return verify_by_ranges(crawler, ip)
+            return verify_by_ranges(crawler, ip, table)
         cached = self._verdicts.get((crawler.name, ip))
         if cached is not None and cached[1] > self.clock():
             return cached[0]
-        found = verify_by_ranges(crawler, ip)
+        found = verify_by_ranges(crawler, ip, table)
         if isinstance(found, Check):
             self._remember(crawler, ip, found)
         return found
+
+    async def check_signature(self, identity: Identity, method: str, url: str,
+                              headers: Sequence[tuple[str, str]]) -> Check | None:
+        """The verdict of the request's Web Bot Auth signature, or ``None`` when it has
+        none (or the site does not check them) or it leaves the verdict to the published
+        ranges and DNS (see :func:`~polite.core.site.judge_signature`)."""
+        if self.signatures is None or not any(n.lower() == "signature-input"
+                                              for n, _ in headers):
+            return None
+        from polite.identity.signatures import verify_signature
+
+        now = self.clock()
+        found = await verify_signature(method, url, headers, self.signatures, now=now)
+        expires = found.expires
+        if found.nonce is not None and expires is not None:
+            # A signed request sent again (a replay by whoever saw it) is no longer the
+            # signer's word: each nonce is taken once while its signature is valid.
+            key = (found.keyid or "", found.nonce)
+            if self._nonces.get(key, 0.0) > now:
+                found = SignatureCheck(SignatureOutcome.INVALID,
+                                       f"nonce already used: a replayed request "
+                                       f"signed by {found.keyid}", found.agent, found.keyid)
+            else:
+                if len(self._nonces) >= _MAX_NONCES:
+                    self._nonces = {k: t for k, t in self._nonces.items() if t > now}
+                    if len(self._nonces) >= _MAX_NONCES:
+                        self._nonces.clear()
+                self._nonces[key] = float(expires) + _NONCE_SKEW_S
+        return judge_signature(identity.crawler, identity.name, found)
 
     def _remember(self, crawler: Crawler, ip: str, check: Check) -> Check:
         if len(self._verdicts) >= _MAX_VERDICTS:
@@ -271,7 +346,8 @@ class SiteGuard:
         in_force = self.in_force()
         last = self._slots.get(throttle_key(identity, check, visit.ip)) \
             if in_force.enforcement.throttle else None
-        decision = decide(visit, identity, check, in_force, last_start=last, now=now)
+        decision = decide(visit, identity, check, in_force, last_start=last, now=now,
+                          signature_required=identity.name in self.require_signature)
         if decision.slot_key is not None and in_force.enforcement.throttle:
             if len(self._slots) >= _MAX_SLOTS:
                 self._slots.clear()

@@ -8,10 +8,12 @@ robot's request is verified, decided, logged and then passed, refused (403) or t
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
 from typing import Any
 from urllib.parse import quote
 
+from polite.core.identity import accept_signature_hint
 from polite.core.site import ROBOTS_PATH, Action, Check, Identity, SiteDecision, Visit
 from polite.site.guard import SiteGuard, refusal_body
 
@@ -31,6 +33,8 @@ def _refusal_headers(decision: SiteDecision, length: int) -> list[tuple[str, str
     headers = [("content-type", "text/plain; charset=utf-8"), ("content-length", str(length))]
     if decision.retry_after_s is not None:
         headers.append(("retry-after", str(decision.retry_after_s)))
+    if decision.ask_signature:
+        headers.append(("accept-signature", accept_signature_hint()))
     return headers
 
 
@@ -90,7 +94,9 @@ class SiteMiddleware:
         if query:
             target += "?" + query.decode("latin-1")
         visit = Visit(scope["method"], target, user_agent, ip)
-        check = await self._check(identity, ip)
+        check = await self._signed(scope, identity, target) if identity.is_robot else None
+        if check is None:
+            check = await self._check(identity, ip)
         decision = guard.decide(visit, identity, check) if identity.is_robot else None
         if is_robots:
             await self._robots_txt(send, head=scope["method"] == "HEAD")
@@ -120,6 +126,17 @@ class SiteMiddleware:
             if decision.log is not None:
                 guard.log(decision.log, status[0] if status else None)
 
+    async def _signed(self, scope: Scope, identity: Identity, target: str) -> Check | None:
+        if self.guard.signatures is None:
+            return None
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
+        host = next((v for k, v in headers if k.lower() == "host"), None)
+        if host is None:
+            server = scope.get("server")
+            host = f"{server[0]}:{server[1]}" if server else "localhost"
+        url = f"{scope.get('scheme', 'http')}://{host}{target}"
+        return await self.guard.check_signature(identity, scope["method"], url, headers)
+
     async def _check(self, identity: Identity, ip: str | None) -> Check:
         found = self.guard.known_verdict(identity, ip)
         if isinstance(found, Check):
@@ -133,6 +150,21 @@ class SiteMiddleware:
         headers.append((b"content-length", str(len(robots.body)).encode()))
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": b"" if head else robots.body})
+
+
+def _signed_wsgi(guard: SiteGuard, environ: dict[str, Any], identity: Identity,
+                 target: str) -> Check | None:
+    """The signature's verdict for a WSGI request, checked in a loop of its own (the worker
+    blocks while a key directory is fetched, within the fetcher's time bound)."""
+    if guard.signatures is None or "HTTP_SIGNATURE_INPUT" not in environ:
+        return None
+    headers = [(key[5:].replace("_", "-").lower(), str(value))
+               for key, value in environ.items() if key.startswith("HTTP_")]
+    host = environ.get("HTTP_HOST") or \
+        f"{environ.get('SERVER_NAME', 'localhost')}:{environ.get('SERVER_PORT', '80')}"
+    url = f"{environ.get('wsgi.url_scheme', 'http')}://{host}{target}"
+    method = environ.get("REQUEST_METHOD", "GET")
+    return asyncio.run(guard.check_signature(identity, method, url, headers))
 
 
 class _Logged:
@@ -186,7 +218,8 @@ class SiteWSGIMiddleware:
         visit = Visit(method, target, user_agent, ip)
         decision = None
         if identity.is_robot:
-            found = guard.known_verdict(identity, ip)
+            found = _signed_wsgi(guard, environ, identity, target) or \
+                guard.known_verdict(identity, ip)
             if not isinstance(found, Check):
                 assert identity.crawler is not None and ip is not None
                 found = guard.verify_dns(identity.crawler, ip)

@@ -303,7 +303,7 @@ def create_site_app(store: SiteStore, *, token: str | None = None,
         return page(request, "access.html", tab="access", stats=store.robot_stats(),
                     broken=store.broken_lines(), paths=store.top_paths(),
                     visits=store.visits(robot=robot, limit=100), robot=robot,
-                    current=store.current())
+                    current=store.current(), ranges=store.ranges(), now=time.time())
 
     async def robots_txt(request: Request) -> PlainTextResponse:
         current = store.current()

@@ -4,6 +4,7 @@ and the robot access log (seed 003, 4.9 and 4.11)."""
 from __future__ import annotations
 
 import difflib
+import json
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ from pathlib import Path
 from polite.core.site import LogEntry, SiteRules, render, rules_from_json, rules_to_json
 from polite.storage.sqlite import open_database
 
-__all__ = ["RobotStats", "SiteStore", "Version", "VisitRow"]
+__all__ = ["RangeSource", "RobotStats", "SiteStore", "Version", "VisitRow"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS versions (
@@ -41,11 +42,32 @@ CREATE TABLE IF NOT EXISTS visits (
     rule TEXT NOT NULL,
     version INTEGER NOT NULL,
     action TEXT NOT NULL,
-    status INTEGER
+    status INTEGER,
+    verified_by TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS ranges (
+    crawler TEXT NOT NULL,
+    source TEXT NOT NULL,
+    creation_time REAL NOT NULL,
+    fetched_at REAL NOT NULL,
+    prefixes TEXT NOT NULL,
+    PRIMARY KEY (crawler, source)
 );
 CREATE INDEX IF NOT EXISTS visits_robot ON visits (robot, at);
 CREATE INDEX IF NOT EXISTS visits_at ON visits (at);
 """
+
+
+@dataclass(frozen=True, slots=True)
+class RangeSource:
+    """A crawler's published range file as stored: where from, when the operator made it
+    (``creation_time``) and when it was read here (``fetched_at``)."""
+
+    crawler: str
+    source: str
+    creation_time: float
+    fetched_at: float
+    prefixes: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +104,7 @@ class VisitRow:
     version: int
     action: str
     status: int | None
+    verified_by: str = ""  # "signature", "ranges", "dns" when verified
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +134,10 @@ class SiteStore:
         self.path = str(path)
         self._db = open_database(path, _SCHEMA, "the site database")
         self._lock = threading.Lock()
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(visits)")}
+        if "verified_by" not in columns:  # a database from before signatures were checked
+            self._db.execute("ALTER TABLE visits ADD COLUMN verified_by TEXT NOT NULL "
+                             "DEFAULT ''")
 
     def close(self) -> None:
         with self._lock:
@@ -184,18 +211,44 @@ class SiteStore:
                                      f"version {old.id}", f"version {new.id}", lineterm="")
         return "\n".join(lines)
 
+    # -- published ranges --------------------------------------------------------------
+
+    def save_ranges(self, crawler: str, source: str, creation_time: float,
+                    prefixes: Iterable[str], fetched_at: float) -> None:
+        """Keep ``crawler``'s file from ``source`` (replacing what that source gave)."""
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO ranges (crawler, source, creation_time, fetched_at, "
+                "prefixes) VALUES (?, ?, ?, ?, ?)",
+                (crawler, source, creation_time, fetched_at, json.dumps(list(prefixes))))
+
+    def ranges(self) -> list[RangeSource]:
+        """Every stored range file, by crawler."""
+        with self._lock:
+            rows = self._db.execute("SELECT crawler, source, creation_time, fetched_at, "
+                                    "prefixes FROM ranges ORDER BY crawler, source").fetchall()
+        return [RangeSource(r[0], r[1], r[2], r[3], tuple(json.loads(r[4]))) for r in rows]
+
+    def ranges_stamp(self) -> tuple[int, float]:
+        """Changes whenever a range file is saved: how many, and the newest read."""
+        with self._lock:
+            row = self._db.execute("SELECT count(*), max(fetched_at) FROM ranges").fetchone()
+        return int(row[0]), float(row[1] or 0.0)
+
     # -- the access log ----------------------------------------------------------------
 
     def log(self, entries: Iterable[tuple[LogEntry, int | None]]) -> None:
         """Record robot requests with the status they got."""
         rows = [(e.at, e.ip, e.user_agent, e.robot, e.operator, e.category,
                  str(e.verification), e.how, e.method, e.target, e.agent, int(e.allowed),
-                 e.line, e.rule, e.version, str(e.action), status) for e, status in entries]
+                 e.line, e.rule, e.version, str(e.action), status, e.by)
+                for e, status in entries]
         with self._lock:
             self._db.executemany(
                 "INSERT INTO visits (at, ip, user_agent, robot, operator, category, "
                 "verification, how, method, target, agent, allowed, line, rule, version, "
-                "action, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "action, status, verified_by) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows)
 
     def prune_visits(self, before: float) -> int:
@@ -207,8 +260,8 @@ class SiteStore:
     def visits(self, *, robot: str | None = None, limit: int = 200) -> list[VisitRow]:
         """The newest logged requests first."""
         query = ("SELECT id, at, ip, user_agent, robot, operator, category, verification, "
-                 "how, method, target, agent, allowed, line, rule, version, action, status "
-                 "FROM visits")
+                 "how, method, target, agent, allowed, line, rule, version, action, status, "
+                 "verified_by FROM visits")
         args: tuple[object, ...] = ()
         if robot is not None:
             query += " WHERE robot = ?"

@@ -33,6 +33,7 @@ from polite.core.site.verify import (
     Verification,
     client_address,
     judge_dns,
+    judge_signature,
     verify_by_ranges,
 )
 
@@ -61,6 +62,7 @@ __all__ = [
     "client_address",
     "decide",
     "judge_dns",
+    "judge_signature",
     "parse_crawlers",
     "render",
     "rules_from_json",

@@ -69,11 +69,17 @@ class Crawler:
     ip_ranges: tuple[IpNetwork, ...] = ()
     host_suffixes: tuple[str, ...] = ()
     url: str = ""
+    # hosts whose Web Bot Auth key directories speak for this crawler (besides those under
+    # host_suffixes)
+    signature_agents: tuple[str, ...] = ()
+    # where the operator publishes its IP ranges (JAFAR and earlier files of that shape);
+    # polite site ranges update reads them
+    ranges_urls: tuple[str, ...] = ()
 
     @property
     def is_verifiable(self) -> bool:
         """Whether its operator publishes a way to check a visit is really its own."""
-        return bool(self.ip_ranges or self.host_suffixes)
+        return bool(self.ip_ranges or self.host_suffixes or self.ranges_urls)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +175,8 @@ def _strings(entry: dict[str, object], key: str, where: str) -> tuple[str, ...]:
 def parse_crawlers(text: str, *, source: str = "crawler list") -> CrawlerList:
     """A :class:`CrawlerList` from JSON: ``{"snapshot": ..., "sources": [...], "crawlers":
     [{"name", "operator", "category", "tokens", "robots_token"?, "ip_ranges"?,
-    "host_suffixes"?, "url"?}, ...]}``. Raises :class:`ConfigError` naming the entry."""
+    "host_suffixes"?, "url"?, "signature_agents"?, "ranges_urls"?}, ...]}``. Raises
+    :class:`ConfigError` naming the entry."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -198,7 +205,10 @@ def parse_crawlers(text: str, *, source: str = "crawler list") -> CrawlerList:
             name=name, operator=str(entry.get("operator", "")), category=category,
             tokens=tokens, robots_token=str(entry.get("robots_token") or tokens[0]),
             ip_ranges=_networks(entry.get("ip_ranges", []), where),
-            host_suffixes=suffixes, url=str(entry.get("url", ""))))
+            host_suffixes=suffixes, url=str(entry.get("url", "")),
+            signature_agents=tuple(a.lower() for a in
+                                   _strings(entry, "signature_agents", where)),
+            ranges_urls=_strings(entry, "ranges_urls", where)))
     sources = data.get("sources", [])
     return CrawlerList(crawlers, snapshot=str(data.get("snapshot", "")),
                        sources=[str(s) for s in sources] if isinstance(sources, list) else [])

@@ -93,6 +93,7 @@ class LogEntry:
     rule: str
     version: int
     action: Action
+    by: str = ""  # what verified the robot: "signature", "ranges", "dns" (else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +107,7 @@ class SiteDecision:
     retry_after_s: int | None = None
     log: LogEntry | None = None
     slot_key: str | None = None
+    ask_signature: bool = False  # refused for want of a signature: say which (Accept-Signature)
 
 
 _PASS_PERSON = SiteDecision(Action.PASS, "not a robot")
@@ -121,9 +123,11 @@ def throttle_key(identity: Identity, check: Check, ip: str | None) -> str:
 
 
 def decide(visit: Visit, identity: Identity, check: Check, in_force: InForce, *,
-           last_start: float | None, now: float) -> SiteDecision:
+           last_start: float | None, now: float,
+           signature_required: bool = False) -> SiteDecision:
     """The decision for one request (``last_start``: when this robot's last allowed visit
-    began, see :func:`throttle_key`)."""
+    began, see :func:`throttle_key`; ``signature_required``: the site takes this robot only
+    with a valid Web Bot Auth signature)."""
     is_robots = visit.target == ROBOTS_PATH or visit.target.startswith(ROBOTS_PATH + "?")
     if not identity.is_robot:
         return _SERVE_PERSON if is_robots else _PASS_PERSON
@@ -139,13 +143,19 @@ def decide(visit: Visit, identity: Identity, check: Check, in_force: InForce, *,
                         str(crawler.category) if crawler else "", check.verdict, check.how,
                         visit.method, visit.target, identity.agent, decision.allowed,
                         decision.line, in_force.line_text(decision.line), in_force.version,
-                        action)
+                        action, check.by)
 
     if is_robots:
         return SiteDecision(Action.SERVE_ROBOTS, "robots.txt is always served",
                             log=entry(Action.SERVE_ROBOTS))
     enforce = in_force.enforcement
-    if enforce.refuse_forged and check.verdict is Verification.FORGED:
+    if signature_required and check.by != "signature":
+        return SiteDecision(Action.REFUSE, f"this site takes {identity.name} only with a valid "
+                                           f"Web Bot Auth signature ({check.how})", 403,
+                            log=entry(Action.REFUSE), ask_signature=True)
+    # A signature that does not hold claims a name it cannot back, as a forger does.
+    if enforce.refuse_forged and check.verdict in (Verification.FORGED,
+                                                   Verification.INVALID):
         return SiteDecision(Action.REFUSE, f"not {identity.name}: {check.how}", 403,
                             log=entry(Action.REFUSE))
     if enforce.refuse_disallowed and not decision.allowed:

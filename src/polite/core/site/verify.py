@@ -1,6 +1,8 @@
-"""Is a robot who it claims to be? The operator's published IP ranges first, then
-forward-confirmed reverse DNS (the method Google and Bing document: the address's PTR name
-ends in the operator's domain, and that name resolves back to the address).
+"""Is a robot who it claims to be? A Web Bot Auth signature from the operator's key
+directory first (checked by the caller; :func:`judge_signature` reads the outcome), then
+the operator's published IP ranges, then forward-confirmed reverse DNS (the method Google
+and Bing document: the address's PTR name ends in the operator's domain, and that name
+resolves back to the address).
 
 The lookups are the caller's: :func:`verify_by_ranges` answers at once or says a DNS check
 is needed; :func:`judge_dns` reads the lookups' results.
@@ -12,8 +14,11 @@ import enum
 import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
+from polite.core.identity import SignatureCheck, SignatureOutcome
 from polite.core.site.crawlers import Crawler
+from polite.core.site.ranges import RangeTable
 
 __all__ = [
     "NEEDS_DNS",
@@ -22,6 +27,7 @@ __all__ = [
     "Verification",
     "client_address",
     "judge_dns",
+    "judge_signature",
     "verify_by_ranges",
 ]
 
@@ -33,6 +39,7 @@ class Verification(enum.StrEnum):
     FORGED = "forged"  # the operator's addresses and names say it is not theirs
     UNVERIFIABLE = "unverifiable"  # the operator publishes no means, or DNS did not answer
     UNKNOWN = "unknown"  # not a known crawler: nothing to check it against
+    INVALID = "invalid"  # a Web Bot Auth signature that does not hold
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +48,7 @@ class Check:
 
     verdict: Verification
     how: str
+    by: str = ""  # what verified it: "signature", "ranges" or "dns"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,21 +71,31 @@ def _address(ip: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     return address
 
 
-def verify_by_ranges(crawler: Crawler | None, ip: str | None) -> Check | NeedsDns:
+def verify_by_ranges(crawler: Crawler | None, ip: str | None,
+                     table: RangeTable | None = None) -> Check | NeedsDns:
     """The verdict the published ranges give, or :data:`NEEDS_DNS` when the operator
-    documents host names to check instead (or as well)."""
+    documents host names to check instead (or as well). ``table``: the operators' published
+    files, the most specific prefix holding the address deciding whose it is."""
     if crawler is None:
         return _NOT_KNOWN
     address = _address(ip) if ip else None
     if address is None:
         return Check(Verification.UNVERIFIABLE, f"no usable client address ({ip!r})")
+    owner = table.owner(address) if table is not None else None
+    if owner is not None:
+        name, network = owner
+        if name == crawler.name:
+            return Check(Verification.VERIFIED, f"{address} is in {crawler.operator or name}'s "
+                                                f"published range {network}", "ranges")
+        return Check(Verification.FORGED, f"{address} is in {name}'s published range "
+                                          f"{network}, not {crawler.name}'s")
     for network in crawler.ip_ranges:
         if address.version == network.version and address in network:
             return Check(Verification.VERIFIED, f"{address} is in {crawler.operator}'s "
-                                                f"published range {network}")
+                                                f"published range {network}", "ranges")
     if crawler.host_suffixes:
         return NEEDS_DNS
-    if crawler.ip_ranges:
+    if crawler.ip_ranges or (table is not None and crawler.name in table.names):
         return Check(Verification.FORGED, f"{address} is outside {crawler.operator}'s "
                                           f"published ranges")
     return Check(Verification.UNVERIFIABLE,
@@ -108,8 +126,29 @@ def judge_dns(crawler: Crawler, ip: str, ptr_names: Sequence[str] | None,
         for found in forward.get(name, ()):
             if address is not None and _address(found) == address:
                 return Check(Verification.VERIFIED, f"{ip} is {name.rstrip('.')}, which "
-                                                    f"resolves back to it")
+                                                    f"resolves back to it", "dns")
     return Check(Verification.FORGED, f"{mine[0]} does not resolve back to {ip}")
+
+
+def _speaks_for(crawler: Crawler, agent: str | None) -> bool:
+    host = (urlsplit(agent).hostname or "").lower() if agent else ""
+    return bool(host) and (host in crawler.signature_agents
+                           or any(("." + host).endswith(s) for s in crawler.host_suffixes))
+
+
+def judge_signature(crawler: Crawler | None, name: str, signature: SignatureCheck
+                    ) -> Check | None:
+    """The verdict a request's signature gives (``name``: the robot it claims to be), or
+    ``None`` when the published ranges and DNS are to decide: no signature, a directory
+    that could not be had, or a valid signature from a directory that does not speak for
+    the claimed crawler."""
+    match signature.outcome:
+        case SignatureOutcome.INVALID:
+            return Check(Verification.INVALID, f"signature: {signature.how}")
+        case SignatureOutcome.VERIFIED if crawler is None or _speaks_for(crawler,
+                                                                        signature.agent):
+            return Check(Verification.VERIFIED, f"signature: {signature.how}", "signature")
+    return None
 
 
 def client_address(peer: str | None, forwarded_for: str | None,

@@ -1,0 +1,174 @@
+"""The key directory a site fetches for a signed request: 200 only, no redirects, bounded
+size and time, cached, failures cached five minutes at most, no private addresses unless
+allowed. Real HTTP servers on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from polite.core.identity import DIRECTORY_PATH, SignatureOutcome, directory_document
+from polite.identity.directory import FAILURE_TTL_S, DirectoryFetcher
+from polite.identity.keys import public_bytes
+from polite.identity.signatures import KeyDirectory, RequestSigner, verify_signature
+from tests.sites import Reply, Site, serve
+
+KEY = Ed25519PrivateKey.generate()
+DOCUMENT = directory_document([public_bytes(KEY)])
+HOST = "127.0.0.51"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _fetcher(clock: Clock | None = None, **options: object) -> DirectoryFetcher:
+    allowed = (ipaddress.ip_network(f"{HOST}/32"),)
+    return DirectoryFetcher(clock=clock or Clock(), allowed=allowed, **options)  # type: ignore[arg-type]
+
+
+def _get(fetcher: DirectoryFetcher, *urls: str) -> list[KeyDirectory]:
+    async def run() -> list[KeyDirectory]:
+        try:
+            return [await fetcher(url) for url in urls]
+        finally:
+            await fetcher.close()
+    return asyncio.run(run())
+
+
+def test_directory_is_fetched_and_kept() -> None:
+    site = Site(HOST, {DIRECTORY_PATH: Reply(200, DOCUMENT, {
+        "content-type": "application/http-message-signatures-directory+json",
+        "cache-control": "max-age=600"})})
+    with serve(site):
+        url = site.origin + DIRECTORY_PATH
+        first, second = _get(_fetcher(), url, url)
+    assert first.error is None and list(first.keys) == [RequestSigner(KEY).keyid]
+    assert second == first
+    assert site.requests == [DIRECTORY_PATH]  # kept: fetched once
+
+
+def test_a_redirect_is_not_followed() -> None:
+    site = Site(HOST, {DIRECTORY_PATH: Reply(302, b"", {"location": "/elsewhere"}),
+                       "/elsewhere": Reply(200, DOCUMENT)})
+    with serve(site):
+        (found,) = _get(_fetcher(), site.origin + DIRECTORY_PATH)
+    assert found.error is not None and "302" in found.error and not found.keys
+    assert site.requests == [DIRECTORY_PATH]
+
+
+def test_an_oversized_directory_is_refused() -> None:
+    padded = DOCUMENT[:-2] + b" " * 100_000 + b"}\n"
+    site = Site(HOST, {DIRECTORY_PATH: Reply(200, padded)})
+    with serve(site):
+        (found,) = _get(_fetcher(), site.origin + DIRECTORY_PATH)
+    assert found.error is not None and "over" in found.error and not found.keys
+
+
+def test_a_slow_directory_is_given_up() -> None:
+    site = Site(HOST, {DIRECTORY_PATH: Reply(200, DOCUMENT, delay_s=3.0)})
+    with serve(site):
+        (found,) = _get(_fetcher(timeout_s=0.5), site.origin + DIRECTORY_PATH)
+    assert found.error is not None and "took over" in found.error
+
+
+def test_not_json_and_404_are_failures() -> None:
+    site = Site(HOST, {DIRECTORY_PATH: Reply(200, b"<html>")})
+    with serve(site):
+        bad, missing = _get(_fetcher(), site.origin + DIRECTORY_PATH, site.origin + "/none")
+    assert bad.error is not None and "not JSON" in bad.error
+    assert missing.error is not None and "404" in missing.error
+
+
+def test_a_failure_is_kept_five_minutes_at_most() -> None:
+    clock = Clock()
+    routes = {DIRECTORY_PATH: Reply(503, b"")}
+    site = Site(HOST, routes)  # type: ignore[arg-type]
+    with serve(site):
+        url = site.origin + DIRECTORY_PATH
+        fetcher = _fetcher(clock)
+
+        async def run() -> list[KeyDirectory]:
+            found = [await fetcher(url)]
+            clock.now += FAILURE_TTL_S - 1
+            found.append(await fetcher(url))  # still the kept failure
+            routes[DIRECTORY_PATH] = Reply(200, DOCUMENT)
+            clock.now += 2
+            found.append(await fetcher(url))  # asked again, now repaired
+            await fetcher.close()
+            return found
+
+        failed, kept, repaired = asyncio.run(run())
+    assert FAILURE_TTL_S <= 300
+    assert failed.error is not None and kept.error == failed.error
+    assert repaired.error is None and repaired.keys
+    assert site.requests == [DIRECTORY_PATH, DIRECTORY_PATH]
+
+
+def test_private_addresses_are_refused_unless_allowed() -> None:
+    site = Site(HOST, {DIRECTORY_PATH: Reply(200, DOCUMENT)})
+    with serve(site):
+        url = site.origin + DIRECTORY_PATH
+        (refused,) = _get(DirectoryFetcher(), url)
+        (allowed,) = _get(DirectoryFetcher(allow_private=True), url)
+    assert refused.error is not None and not refused.keys
+    assert allowed.error is None and allowed.keys
+    assert site.requests == [DIRECTORY_PATH]  # the refused fetch never connected
+
+
+def test_signed_request_outcomes_through_real_directories() -> None:
+    good = Site(HOST, {DIRECTORY_PATH: Reply(200, DOCUMENT),
+                       "/moved": Reply(301, b"", {"location": DIRECTORY_PATH}),
+                       "/big": Reply(200, b"{" + b" " * 70_000 + b"}")})
+    with serve(good):
+        fetcher = _fetcher()
+
+        async def outcome(agent_path: str, key: Ed25519PrivateKey = KEY) -> SignatureOutcome:
+            signer = RequestSigner(key, good.origin + agent_path)
+            headers = signer.headers("GET", "http://127.0.0.1:9/page")
+            check = await verify_signature("GET", "http://127.0.0.1:9/page", headers, fetcher)
+            return check.outcome
+
+        async def run() -> list[SignatureOutcome]:
+            try:
+                return [await outcome(DIRECTORY_PATH), await outcome("/moved"),
+                        await outcome("/big"),
+                        await outcome(DIRECTORY_PATH, Ed25519PrivateKey.generate())]
+            finally:
+                await fetcher.close()
+
+        found = asyncio.run(run())
+    assert found == [SignatureOutcome.VERIFIED, SignatureOutcome.UNVERIFIABLE,
+                     SignatureOutcome.UNVERIFIABLE, SignatureOutcome.INVALID]
+
+
+def test_a_directory_signed_for_another_authority_is_refused() -> None:
+    import time
+
+    from polite.identity.signatures import sign_directory
+
+    signer = RequestSigner(KEY)
+    wrong = dict(sign_directory([signer], "http://127.0.0.99/x"))  # not where it is served
+    other = RequestSigner(Ed25519PrivateKey.generate())
+    site = Site(HOST, {DIRECTORY_PATH: Reply(200, DOCUMENT, wrong),
+                       "/unlisted": Reply(200, DOCUMENT, {})})
+    with serve(site):
+        site.routes["/right"] = Reply(200, DOCUMENT, dict(sign_directory(
+            [signer], site.origin + "/right")))
+        site.routes["/stranger"] = Reply(200, DOCUMENT, dict(sign_directory(
+            [other], site.origin + "/stranger")))
+        clock = Clock()
+        clock.now = time.time()
+        bad, right, stranger, unsigned = _get(
+            _fetcher(clock), site.origin + DIRECTORY_PATH, site.origin + "/right",
+            site.origin + "/stranger", site.origin + "/unlisted")
+    assert bad.error is not None and "does not verify" in bad.error and not bad.keys
+    assert right.error is None and right.keys
+    assert stranger.error is not None and "did not sign" in stranger.error
+    assert unsigned.error is None and unsigned.keys  # earlier drafts did not sign it

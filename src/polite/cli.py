@@ -566,7 +566,7 @@ def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         description="Without a command: seed 000's news site with a plain robots.txt on "
                     "loopback, and the commands to try against it, until interrupted.")
     demo.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1")
-    demo.add_argument("--port", type=int, default=8089, help="default 8089; 0 for any")
+    demo.add_argument("--port", type=IntFlag(PORT), default=8089, help="default 8089; 0 for any")
     demo.set_defaults(handler=_demo)
     demo_commands = demo.add_subparsers(title="demo commands", metavar="[COMMAND]")
     site = demo_commands.add_parser(

@@ -274,6 +274,13 @@ def test_a_long_batch_does_not_stall_the_service(tmp_path: Path) -> None:
             polite_serve("--store", "memory://", "--allow-private") as api:
         # robots.txt fetched and its rules made ready once, before the measure
         assert api.post("/politeness/verbose", json=[f"{site.origin}/a"]).status_code == 200
+        # /health's own time here and now, with no batch: on a loaded machine the scheduler
+        # adds to every answer, batch or not
+        idle = []
+        for _ in range(10):
+            sent = time.monotonic()
+            assert api.get("/health").status_code == 200
+            idle.append(time.monotonic() - sent)
         long = f"{site.origin}/" + "a" * (2000 - len(site.origin))
         urls = [f"{long}{n}" for n in range(300)]
         done: list[float] = []
@@ -297,10 +304,11 @@ def test_a_long_batch_does_not_stall_the_service(tmp_path: Path) -> None:
             time.sleep(0.05)
         caller.join(120)
         assert done, "the batch got no answer"
-        # Several probes were answered in the batch's time, and most of them quickly (the
-        # median: a loaded machine may slow a few).
+        # Several probes were answered in the batch's time, and most of them quickly: the
+        # batch adds less than 50 ms to the median answer (before, none was answered until
+        # the batch's end, seconds later).
         assert len(latencies) >= 5, (len(latencies), done[0] - started)
-        assert statistics.median(latencies) < 0.05, latencies
+        assert statistics.median(latencies) < 0.05 + statistics.median(idle), (latencies, idle)
 
 
 def test_the_bounds_of_a_call_are_named(api: httpx.Client) -> None:

@@ -148,6 +148,7 @@ class CrawlSettings:
             check_int(count, bounds, knob=knob)
         check_float(self.fetch_deadline_s, POSITIVE, knob="fetch_deadline_s=")
         check_float(self.lease_s, POSITIVE, knob="lease_s=")
+        check_float(self.store_patience_s, POSITIVE, knob="store_patience_s=")
         if self.purpose is not None and self.purpose not in PURPOSES:
             raise SettingError("purpose=", self.purpose, f"one of {', '.join(PURPOSES)}")
         if self.max_price is not None:

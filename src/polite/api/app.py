@@ -565,7 +565,8 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
     routes = [
         Route("/politeness", guarded(post_politeness, *decide), methods=["POST"]),
         Route("/politeness", guarded(get_politeness, *decide, "urls"), methods=["GET"]),
-        Route("/politeness/verbose", guarded(post_verbose, *decide), methods=["POST"]),
+        Route("/politeness/verbose", guarded(post_verbose, *decide, "purpose"),
+              methods=["POST"]),
         Route("/delays", guarded(private(get_delays)), methods=["GET"]),
         Route("/delays/{domain}", guarded(put_delay), methods=["PUT"]),
         Route("/delays/{domain}", guarded(delete_delay), methods=["DELETE"]),

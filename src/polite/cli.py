@@ -563,8 +563,9 @@ def _ca_export(args: argparse.Namespace, out: TextIO) -> int:
 def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     demo = commands.add_parser(
         "demo", help="a small site on loopback to try polite on, no internet needed",
-        description="Without a command: seed 000's news site with a plain robots.txt on "
-                    "loopback, and the commands to try against it, until interrupted.")
+        description="Without a command: the news site of the REGP paper (Ge & Ding 2016) "
+                    "with a plain robots.txt on loopback, and the commands to try against "
+                    "it, until interrupted.")
     demo.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1")
     demo.add_argument("--port", type=IntFlag(PORT), default=8089, help="default 8089; 0 for any")
     demo.set_defaults(handler=_demo)

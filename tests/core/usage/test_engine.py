@@ -256,3 +256,96 @@ def test_headers_joined_over_lines_and_bad_headers_never_raise() -> None:
     for value in ("", "=", "\x00", "a" * 100000, "train-ai=n,,", "(", '"'):
         prefs = from_headers([("Content-Usage", value), ("Content-Signal", value)], "b")
         assert prefs.pref("train-ai") is Pref.UNKNOWN
+
+
+# TDM Reservation Protocol (TDMRep), W3C TDMRep Community Group final report (the
+# CG-FINAL text following "TDMRep, Second Version" of 2024-02-02), section "TDM File on the
+# Origin Server", its two tdmrep.json examples.
+TDMREP_ALL = '[\n  {\n    "location": "/",\n    "tdm-reservation": 1\n  }\n]'
+TDMREP_GROUPS = """[
+  {
+    "location": "/directory-a/",
+    "tdm-reservation": 1
+  },
+  {
+    "location": "/directory-b/html/",
+    "tdm-reservation": 1,
+    "tdm-policy":"https://provider.com/policies/policy.json"
+  },
+  {
+    "location": "/directory-b/images/*.jpg",
+    "tdm-reservation": 0
+  }
+]"""
+
+
+def test_tdmrep_report_file_examples() -> None:
+    everything = from_tdmrep(TDMREP_ALL, "https://provider.com/any/page.html")
+    assert everything.pref("train-ai") is Pref.DISALLOW
+    assert everything.licenses == ()
+    pdf = from_tdmrep(TDMREP_GROUPS, "https://provider.com/directory-a/doc.pdf")
+    assert (pdf.pref("train-ai"), pdf.licenses) == (Pref.DISALLOW, ())
+    html = from_tdmrep(TDMREP_GROUPS, "https://provider.com/directory-b/html/p.html")
+    assert html.pref("train-ai") is Pref.DISALLOW
+    assert html.licenses == ("https://provider.com/policies/policy.json",)
+    jpg = from_tdmrep(TDMREP_GROUPS, "https://provider.com/directory-b/images/a.jpg")
+    assert jpg.pref("train-ai") is Pref.ALLOW
+    # No rule matches: tdm-reservation is unset for the URL.
+    png = from_tdmrep(TDMREP_GROUPS, "https://provider.com/directory-b/images/a.png")
+    assert (png.sources, png.issues) == ((), ())
+
+
+def test_tdmrep_report_header_and_meta_examples() -> None:
+    # Same report, "TDM Header Field in HTTP Responses" and "TDM Metadata in HTML Content".
+    plain = from_headers([("Date", "Wed, 14 Jul 2021 12:07:48 GMT"),
+                          ("Content-type", "image/jpg"), ("tdm-reservation", "1")], "b")
+    assert (plain.pref("train-ai"), plain.licenses) == (Pref.DISALLOW, ())
+    licensed = from_headers([("Content-type", "text/html"), ("tdm-reservation", "1"),
+                             ("tdm-policy", "https://provider.com/policies/policy.json")], "b")
+    assert licensed.licenses == ("https://provider.com/policies/policy.json",)
+    page = from_html('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+                     '<meta name="tdm-reservation" content="1">\n'
+                     '<meta name="tdm-policy" '
+                     'content="https://provider.com/policies/policy.json">\n'
+                     '<title>Document title</title>\n</head>\n<body>\n</body>\n</html>', "b")
+    assert page.pref("train-ai") is Pref.DISALLOW
+    assert page.licenses == ("https://provider.com/policies/policy.json",)
+
+
+def test_tdmrep_policy_beside_reservation_0_is_not_processed() -> None:
+    policy = "https://provider.com/policies/policy.json"
+    assert from_headers([("tdm-reservation", "0"), ("tdm-policy", policy)], "b").licenses == ()
+    page = from_html(f'<meta name="tdm-reservation" content="0">'
+                     f'<meta name="tdm-policy" content="{policy}">', "b")
+    assert page.licenses == ()
+    body = f'[{{"location": "/", "tdm-reservation": 0, "tdm-policy": "{policy}"}}]'
+    assert from_tdmrep(body, SITE + "/a").licenses == ()
+
+
+def test_tdmrep_first_match_with_a_bad_value_is_unset() -> None:
+    # The first matching rule applies; its protocol error reads as unset, and a later,
+    # broader rule does not stand in for it.
+    body = ('[{"location": "/a/", "tdm-reservation": "yes"},'
+            ' {"location": "/", "tdm-reservation": 1}]')
+    prefs = from_tdmrep(body, SITE + "/a/b")
+    assert prefs.sources == ()
+    assert prefs.pref("train-ai") is Pref.UNKNOWN
+    assert prefs.issues
+    assert from_tdmrep(body, SITE + "/c").pref("train-ai") is Pref.DISALLOW
+
+
+def test_tdmrep_header_supersedes_file_and_meta_supersedes_header() -> None:
+    # TDMRep, "Processing priority": header over tdmrep.json, HTML metadata over both;
+    # a technique that says nothing leaves the earlier value standing.
+    file = from_tdmrep(TDMREP_ALL, "https://provider.com/a")
+    header = from_headers([("tdm-reservation", "0")], "b")
+    assert combine(file, header).pref("train-ai") is Pref.ALLOW
+    assert combine(header, file).pref("train-ai") is Pref.ALLOW
+    meta = from_html('<meta name="tdm-reservation" content="1">', "b")
+    assert combine(file, header, meta).pref("train-ai") is Pref.DISALLOW
+    assert combine(file, from_headers([("Content-Type", "text/html")], "b"),
+                   from_html("<p>no tags</p>", "b")).pref("train-ai") is Pref.DISALLOW
+    # Other mechanisms still combine most-restrictive-wins with TDMRep's answer.
+    robots = parse("User-agent: *\nContent-Usage: train-ai=n\n")
+    both = combine(from_robots(robots, "https://provider.com/a", "bot"), file, header)
+    assert both.pref("train-ai") is Pref.DISALLOW

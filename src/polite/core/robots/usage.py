@@ -8,7 +8,9 @@ draft-ietf-aipref-attach-05, section 3.1); the same two as response headers; TDM
 ``nocache`` for Bing's crawler; and RSL's ``License:`` link, which is kept, not judged.
 
 Where sources disagree the most restrictive wins (draft-ietf-aipref-vocab-07, section 5.1):
-any disallow, else any allow, else unknown. Every source stays in the answer.
+any disallow, else any allow, else unknown. Every source stays in the answer, except that
+TDMRep's own techniques are layered as its report orders them (META over header over
+tdmrep.json) before they meet the others.
 """
 
 from __future__ import annotations
@@ -160,9 +162,18 @@ def purpose_json(prefs: Preferences, purpose: str) -> dict[str, object]:
             **prefs.to_json()}
 
 
+# TDMRep's processing priority: a header's tdm-reservation supersedes tdmrep.json's, and a
+# META tag's supersedes both; absence never resets (TDMRep CG report, "Processing priority").
+_TDMREP_LAYERS = {"tdmrep.json": 0, "tdm-reservation header": 1, "tdm-reservation META": 2}
+
+
 def combine(*parts: Preferences) -> Preferences:
-    return Preferences(tuple(s for p in parts for s in p.sources),
-                       tuple(i for p in parts for i in p.issues),
+    """``parts`` together. Most restrictive wins between mechanisms, but TDMRep's own
+    techniques are layered: only the highest one that states a reservation counts."""
+    sources = tuple(s for p in parts for s in p.sources)
+    top = max((_TDMREP_LAYERS.get(s.mechanism, -1) for s in sources), default=-1)
+    sources = tuple(s for s in sources if _TDMREP_LAYERS.get(s.mechanism, top) == top)
+    return Preferences(sources, tuple(i for p in parts for i in p.issues),
                        tuple(dict.fromkeys(x for p in parts for x in p.licenses)))
 
 
@@ -312,8 +323,8 @@ def from_headers(headers: Iterable[tuple[str, str]], agent: str, *,
     if reservation is not None:
         sources += _tdm_reservation("tdm-reservation header", "header", reservation, issues)
     policy = _field(headers, "tdm-policy")
-    if policy:
-        licenses.append(policy.strip())
+    if policy and reservation is not None and reservation.strip() == "1":
+        licenses.append(policy.strip())  # a policy beside 0 is not processed (TDMRep)
     tags = [v for k, v in headers if k.lower() == "x-robots-tag"]
     for value in x_robots_values(tags, agent):
         if len(value) <= MAX_FIELD_CHARS:
@@ -329,17 +340,20 @@ def from_html(html: str | bytes, agent: str) -> Preferences:
     names = ("robots", token, "tdm-reservation", "tdm-policy")
     sources: list[Source] = []
     issues: list[str] = []
-    licenses: list[str] = []
+    policies: list[str] = []
+    reserved = False
     for name, content in meta_contents(html, names):
         where = f'<meta name="{name}">'
         if name == "tdm-reservation":
             sources += _tdm_reservation("tdm-reservation META", where, content, issues)
+            reserved = reserved or content.strip() == "1"
         elif name == "tdm-policy":
             if content.strip():
-                licenses.append(content.strip())
+                policies.append(content.strip())
         else:
             sources += _robots_tokens("robots META", where, _tokens(content), agent, "")
-    return Preferences(tuple(sources), tuple(issues), tuple(licenses))
+    # A policy beside tdm-reservation 0 is not processed (TDMRep, "tdm-policy").
+    return Preferences(tuple(sources), tuple(issues), tuple(policies) if reserved else ())
 
 
 # -- TDMRep's well-known file -------------------------------------------------------------
@@ -347,8 +361,9 @@ def from_html(html: str | bytes, agent: str) -> Preferences:
 
 def from_tdmrep(body: str | bytes, url: str) -> Preferences:
     """``/.well-known/tdmrep.json`` read for ``url``: the first entry whose ``location``
-    pattern (robots.txt wildcards) matches the URL's path decides. A file that is not a
-    JSON array, and entries that are not readable, are reported, never raised."""
+    pattern (robots.txt wildcards) matches the URL's path decides, even when its
+    ``tdm-reservation`` is bad (then unset). A file that is not a JSON array, and entries
+    that are not readable, are reported, never raised."""
     where = TDMREP_PATH
     if len(body) > MAX_TDMREP_BYTES:
         return Preferences(issues=(f"{where}: over {MAX_TDMREP_BYTES} bytes; not read",))
@@ -372,17 +387,20 @@ def from_tdmrep(body: str | bytes, url: str) -> Preferences:
             continue
         reservation = entry.get("tdm-reservation")
         policy = entry.get("tdm-policy")
-        licenses = (policy,) if isinstance(policy, str) and policy else ()
         text = f"location {entry['location']}: tdm-reservation={reservation}"
         if isinstance(reservation, bool):
             reservation = None  # true/false is not the 0 or 1 the report asks for
         if reservation == 1:
             prefs: tuple[tuple[str, Pref], ...] = (("train-ai", Pref.DISALLOW),)
+            licenses = (policy,) if isinstance(policy, str) and policy else ()
         elif reservation == 0:
-            prefs = (("train-ai", Pref.ALLOW),)
+            prefs, licenses = (("train-ai", Pref.ALLOW),), ()  # its policy is not processed
         else:
-            issues.append(f"{where} entry {i}: tdm-reservation is neither 0 nor 1; skipped")
-            continue
+            # The first match is the one that applies; a bad value there is a protocol
+            # error, read as unset, not a reason to look further down the file.
+            issues.append(f"{where} entry {i}: tdm-reservation is neither 0 nor 1; "
+                          "read as unset")
+            return Preferences(issues=tuple(issues))
         source = Source("tdmrep.json", f"{where} entry {i}", text, TDMREP, prefs)
         return Preferences((source,), tuple(issues), licenses)
     return Preferences(issues=tuple(issues))

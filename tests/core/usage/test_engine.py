@@ -349,3 +349,17 @@ def test_tdmrep_header_supersedes_file_and_meta_supersedes_header() -> None:
     robots = parse("User-agent: *\nContent-Usage: train-ai=n\n")
     both = combine(from_robots(robots, "https://provider.com/a", "bot"), file, header)
     assert both.pref("train-ai") is Pref.DISALLOW
+
+
+def test_tdmrep_report_location_patterns() -> None:
+    # TDMRep CG final report, "Use of regular expressions": its "$", "*" and "%24" examples
+    # (written there as tdm-policy lines; here as the location patterns they describe).
+    body = ('[{"location": "/this/path/exactly$", "tdm-reservation": 1},'
+            ' {"location": "/this/*/then", "tdm-reservation": 1},'
+            ' {"location": "/path/foo-%24", "tdm-reservation": 1}]')
+    for path, pref in [("/this/path/exactly", Pref.DISALLOW),
+                       ("/this/path/exactly/more", Pref.UNKNOWN),
+                       ("/this/a/b/then", Pref.DISALLOW), ("/this/then", Pref.UNKNOWN),
+                       ("/This/path/exactly", Pref.UNKNOWN),  # case sensitive
+                       ("/path/foo-$", Pref.DISALLOW), ("/path/foo-", Pref.UNKNOWN)]:
+        assert from_tdmrep(body, "https://provider.com" + path).pref("train-ai") is pref, path

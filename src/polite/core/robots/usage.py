@@ -373,7 +373,9 @@ def from_tdmrep(body: str | bytes, url: str) -> Preferences:
         return Preferences(issues=(f"{where}: not JSON; ignored",))
     if not isinstance(data, list):
         return Preferences(issues=(f"{where}: not a JSON array; ignored",))
-    path = request_path(Dialect.RFC9309, url)
+    # A location writes a literal "$" or "*" percent-encoded (the report's "/path/foo-%24"
+    # matches ".../path/foo-$"), so the URL's own are encoded to compare with it.
+    path = request_path(Dialect.RFC9309, url).replace("$", "%24").replace("*", "%2A")
     issues: list[str] = []
     for i, entry in enumerate(data, 1):
         if not isinstance(entry, dict) or not isinstance(entry.get("location"), str):

@@ -363,3 +363,41 @@ def test_tdmrep_report_location_patterns() -> None:
                        ("/This/path/exactly", Pref.UNKNOWN),  # case sensitive
                        ("/path/foo-$", Pref.DISALLOW), ("/path/foo-", Pref.UNKNOWN)]:
         assert from_tdmrep(body, "https://provider.com" + path).pref("train-ai") is pref, path
+
+
+# RSL 1.0, "Adding RSL to robots.txt" (rslstandard.org/guide/robots-txt): its example file.
+RSL_EXAMPLE = """\
+License: https://example.com/license.xml
+
+User-agent: Googlebot
+Allow: /
+"""
+
+
+def test_rsl_example_license_is_global() -> None:
+    robots = parse(RSL_EXAMPLE)
+    for agent in ("Googlebot", "otherbot"):
+        assert from_robots(robots, SITE + "/", agent).licenses == (
+            "https://example.com/license.xml",)
+
+
+def test_rsl_license_in_another_agents_group_still_applies() -> None:
+    # RSL: the License directive is tied to no user agent, wherever the line stands; one
+    # or more may be given, and the licence may live on another host.
+    robots = parse("User-agent: Googlebot\nAllow: /\nLicense: https://example.com/license.xml\n"
+                   "\nUser-agent: *\nDisallow: /private/\n"
+                   "License: https://licenses.example.net/feed.xml\n")
+    want = ("https://example.com/license.xml", "https://licenses.example.net/feed.xml")
+    assert from_robots(robots, SITE + "/", "otherbot").licenses == want
+    assert from_robots(robots, SITE + "/", "Googlebot").licenses == want
+
+
+@pytest.mark.parametrize("value", ["/license.xml", "license.xml", "example.com/license.xml",
+                                   "ftp://example.com/license.xml", "https://", "http://[::1"])
+def test_rsl_license_that_is_not_an_absolute_url_is_reported(value: str) -> None:
+    # RSL: the value must be a fully qualified URL, with protocol and host.
+    robots = parse(f"License: {value}\nUser-agent: *\nContent-Usage: train-ai=n\n")
+    prefs = from_robots(robots, SITE + "/", "bot")
+    assert prefs.licenses == ()
+    assert prefs.issues == (f"line 1: License {value!r} is not an absolute URL; ignored",)
+    assert prefs.pref("train-ai") is Pref.DISALLOW

@@ -19,6 +19,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from polite.core.robots.matcher import wildcard_regex
 from polite.core.robots.meta import meta_contents, x_robots_values
@@ -216,10 +217,9 @@ def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURR
     vocab = _revision(revision)
     groups = robots.groups_for(agent)
     directives = [d for g in groups for d in g.directives]
-    licenses = tuple(d.text for d in (*robots.global_directives, *directives)
-                     if d.key == "license" and d.text)
+    licenses, issues = _licenses(robots)
     if not any(d.key in _RULE_KEYS for d in directives) or not robots.allowed(url, agent):
-        return Preferences(licenses=licenses)  # most files: no preference line at all
+        return Preferences(issues=issues, licenses=licenses)  # most files: no such line
     dialect = robots.dialect
     path = request_path(dialect, url)
     sources: list[Source] = []
@@ -240,7 +240,30 @@ def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURR
         for d, rule in chosen:
             sources.append(Source(f"robots.txt {label}", f"line {d.line}", d.text, used.name,
                                   _stated(rule.statement, used), d.line))
-    return Preferences(tuple(sources), licenses=licenses)
+    return Preferences(tuple(sources), issues, licenses)
+
+
+def _licenses(robots: RobotsTxt) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """RSL ``License:`` links and the lines skipped. RSL makes the directive global, tied to
+    no user agent, wherever it stands in the file, and its value a fully qualified URL
+    (scheme and host); anything else is reported, not kept."""
+    lines = [d for d in (*robots.global_directives, *(d for g in robots.groups
+                                                      for d in g.directives))
+             if d.key == "license" and d.text]
+    kept: list[str] = []
+    issues: list[str] = []
+    for d in sorted(lines, key=lambda d: d.line):
+        try:
+            parts = urlsplit(d.text)
+            absolute = parts.scheme in ("http", "https") and bool(parts.hostname)
+        except ValueError:  # an unclosed "[" host, a bad port
+            absolute = False
+        if absolute:
+            kept.append(d.text)
+        else:
+            issues.append(f"line {d.line}: License {d.text[:80]!r} is not an absolute URL; "
+                          "ignored")
+    return tuple(dict.fromkeys(kept)), tuple(dict.fromkeys(issues))
 
 
 # -- headers and META ---------------------------------------------------------------------

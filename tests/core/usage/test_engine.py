@@ -401,3 +401,16 @@ def test_rsl_license_that_is_not_an_absolute_url_is_reported(value: str) -> None
     assert prefs.licenses == ()
     assert prefs.issues == (f"line 1: License {value!r} is not an absolute URL; ignored",)
     assert prefs.pref("train-ai") is Pref.DISALLOW
+
+
+def test_content_signals_labels_are_the_drafts_table() -> None:
+    # draft-romm-aipref-contentsignals-00 (1 October 2025), "Usage Category Labels": Search
+    # is "search", AI Input "ai-input", AI Training "ai-train"; those three and no others.
+    assert CONTENT_SIGNALS.labels == {"search": "search", "ai-input": "ai-input",
+                                      "ai-train": "train-ai"}
+    statement = parse_statement("search=yes, ai-input=no, ai-train=no, train-ai=no, "
+                                "ai-training=no")
+    assert statement.unknown_keys(CONTENT_SIGNALS) == ("train-ai", "ai-training")
+    assert statement.pref(CONTENT_SIGNALS, "search") is Pref.ALLOW
+    assert statement.pref(CONTENT_SIGNALS, "ai-input") is Pref.DISALLOW
+    assert statement.pref(CONTENT_SIGNALS, "train-ai") is Pref.DISALLOW

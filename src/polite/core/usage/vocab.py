@@ -5,8 +5,10 @@ The IETF AIPREF vocabulary (draft-ietf-aipref-vocab) changed its labels between 
 ``train-genai``/``ai-use``/``search``; -03 ``bots``/``train-ai``/``train-genai``/``search``;
 -04 ``bots``/``train-ai``/``ai-output``/``search``; -05 to -07 ``train-ai`` and ``search``.
 Revisions -01 to -04 nest categories (a preference for ``bots`` covers ``train-ai`` unless
-that is stated); -05 on do not. Cloudflare's Content Signals (draft-romm-aipref-
-contentsignals-00) uses ``search``, ``ai-input`` and ``ai-train`` with ``yes``/``no``.
+that is stated); -05 on do not. Cloudflare's Content Signals: draft-romm-aipref-
+contentsignals-00 (1 October 2025) defines only the labels ``search``, ``ai-input`` and
+``ai-train``; the ``Content-Signal`` line and its ``yes``/``no`` values come from
+Cloudflare's Content Signals Policy (contentsignals.org), which the draft does not describe.
 
 Every answer names the revision it was read with, so that a table change shows.
 """

@@ -414,3 +414,20 @@ def test_content_signals_labels_are_the_drafts_table() -> None:
     assert statement.pref(CONTENT_SIGNALS, "search") is Pref.ALLOW
     assert statement.pref(CONTENT_SIGNALS, "ai-input") is Pref.DISALLOW
     assert statement.pref(CONTENT_SIGNALS, "train-ai") is Pref.DISALLOW
+
+
+def test_tdmrep_policy_follows_the_layer_that_decides() -> None:
+    # TDMRep CG final report, "Processing priority": a header's tdm-policy supersedes the
+    # file's; a header reading 0 leaves no policy to process; one that names no policy
+    # does not reset the file's.
+    file = from_tdmrep(TDMREP_GROUPS, "https://provider.com/directory-b/html/p.html")
+    policy = "https://provider.com/policies/policy.json"
+    assert combine(file, from_headers([("tdm-reservation", "0")], "b")).licenses == ()
+    assert combine(file, from_headers([("tdm-reservation", "1")], "b")).licenses == (policy,)
+    other = from_headers([("tdm-reservation", "1"), ("tdm-policy", "https://p.com/o")], "b")
+    assert combine(file, other).licenses == ("https://p.com/o",)
+    # RSL links are no TDMRep policy and stay whatever TDMRep says.
+    robots = parse("License: https://provider.com/license.xml\nUser-agent: *\nAllow: /\n")
+    mixed = combine(from_robots(robots, "https://provider.com/a", "b"), file,
+                    from_headers([("tdm-reservation", "0")], "b"))
+    assert mixed.licenses == ("https://provider.com/license.xml",)

@@ -168,14 +168,27 @@ def purpose_json(prefs: Preferences, purpose: str) -> dict[str, object]:
 _TDMREP_LAYERS = {"tdmrep.json": 0, "tdm-reservation header": 1, "tdm-reservation META": 2}
 
 
+def _tdmrep_layer(part: Preferences) -> int:
+    return max((_TDMREP_LAYERS.get(s.mechanism, -1) for s in part.sources), default=-1)
+
+
 def combine(*parts: Preferences) -> Preferences:
     """``parts`` together. Most restrictive wins between mechanisms, but TDMRep's own
-    techniques are layered: only the highest one that states a reservation counts."""
-    sources = tuple(s for p in parts for s in p.sources)
-    top = max((_TDMREP_LAYERS.get(s.mechanism, -1) for s in sources), default=-1)
-    sources = tuple(s for s in sources if _TDMREP_LAYERS.get(s.mechanism, top) == top)
+    techniques are layered: only the highest one that states a reservation counts, and a
+    lower one's tdm-policy stands only while the reservation is 1 and the higher one names
+    no policy of its own."""
+    top = max((_tdmrep_layer(p) for p in parts), default=-1)
+    sources = tuple(s for p in parts for s in p.sources
+                    if _TDMREP_LAYERS.get(s.mechanism, top) == top)
+    winners = [p for p in parts if top >= 0 and _tdmrep_layer(p) == top]
+    reserved = any(s.pref("train-ai") is Pref.DISALLOW for p in winners for s in p.sources
+                   if s.mechanism in _TDMREP_LAYERS)
+    own_policy = any(p.licenses for p in winners)
+    # A part with TDMRep sources carries no licence links but its tdm-policy.
+    kept = [p for p in parts if not 0 <= _tdmrep_layer(p) < top
+            or (reserved and not own_policy)]
     return Preferences(sources, tuple(i for p in parts for i in p.issues),
-                       tuple(dict.fromkeys(x for p in parts for x in p.licenses)))
+                       tuple(dict.fromkeys(x for p in kept for x in p.licenses)))
 
 
 def _stated(statement: Statement, vocab: Vocabulary) -> tuple[tuple[str, Pref], ...]:

@@ -154,21 +154,27 @@ def test_a_directory_signed_for_another_authority_is_refused() -> None:
     from polite.identity.signatures import sign_directory
 
     signer = RequestSigner(KEY)
-    wrong = dict(sign_directory([signer], "http://127.0.0.99/x"))  # not where it is served
+    wrong = dict(sign_directory([signer], "http://127.0.0.99/x", DOCUMENT))  # served elsewhere
     other = RequestSigner(Ed25519PrivateKey.generate())
     site = Site(HOST, {DIRECTORY_PATH: Reply(200, DOCUMENT, wrong),
                        "/unlisted": Reply(200, DOCUMENT, {})})
     with serve(site):
         site.routes["/right"] = Reply(200, DOCUMENT, dict(sign_directory(
-            [signer], site.origin + "/right")))
+            [signer], site.origin + "/right", DOCUMENT)))
         site.routes["/stranger"] = Reply(200, DOCUMENT, dict(sign_directory(
-            [other], site.origin + "/stranger")))
+            [other], site.origin + "/stranger", DOCUMENT)))
+        # signed for the document, served with another key set in its place
+        site.routes["/swapped"] = Reply(200, directory_document(
+            [public_bytes(KEY), public_bytes(other.key)]),
+            dict(sign_directory([signer, other], site.origin + "/swapped", DOCUMENT)))
         clock = Clock()
         clock.now = time.time()
-        bad, right, stranger, unsigned = _get(
+        bad, right, stranger, unsigned, swapped = _get(
             _fetcher(clock), site.origin + DIRECTORY_PATH, site.origin + "/right",
-            site.origin + "/stranger", site.origin + "/unlisted")
+            site.origin + "/stranger", site.origin + "/unlisted", site.origin + "/swapped")
     assert bad.error is not None and "does not verify" in bad.error and not bad.keys
     assert right.error is None and right.keys
     assert stranger.error is not None and "did not sign" in stranger.error
     assert unsigned.error is None and unsigned.keys  # earlier drafts did not sign it
+    assert swapped.error is not None and "does not verify" in swapped.error
+    assert not swapped.keys

@@ -296,8 +296,57 @@ def test_a_directory_signed_by_web_bot_auth_is_taken_by_polite() -> None:
     signed = _node(modules, {"directory": True, "url": url, "jwk": jwk})
     fields = [("Signature-Input", str(signed["Signature-Input"])),
               ("Signature", str(signed["Signature"]))]
-    keys = _directory(RFC_KEY).keys
-    assert directory_signature_problem(url, fields, keys, now=time.time()) is None
+    body = directory_document([public_bytes(RFC_KEY)])
+    keys = directory_keys(body)
+    assert directory_signature_problem(url, fields, keys, body, now=time.time()) is None
     elsewhere = url.replace("bot.example.test", "other.example.test")
-    assert "does not verify" in str(directory_signature_problem(elsewhere, fields, keys,
+    assert "does not verify" in str(directory_signature_problem(elsewhere, fields, keys, body,
                                                                 now=time.time()))
+
+
+# draft-ietf-webbotauth-httpsig-protocol (working-group repository, commit 5a71ee1f),
+# "Signed Directory Response": the directory served for signature-agent.test, its
+# Content-Digest and the signature the RFC 9421 Ed25519 key made over it.
+_WG_DIRECTORY_URL = "https://signature-agent.test/.well-known/http-message-signatures-directory"
+_WG_DIRECTORY_BODY = (
+    b'{"keys":[{"kty":"OKP","crv":"Ed25519","kid":"poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38'
+    b'r0U","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs","use":"sig"}]}')
+_WG_DIRECTORY_DIGEST = "sha-256=:CADMT2aBdV/rqQr/NIru64ERQkCobVvllA4V0fLFDu0=:"
+_WG_DIRECTORY_FIELDS = [
+    ("Content-Digest", _WG_DIRECTORY_DIGEST),
+    ("Signature-Input", 'binding=("@authority";req "content-digest");created=1735689600'
+     ';expires=4889289600;keyid="' + RFC_THUMBPRINT + '"'
+     ';tag="http-message-signatures-directory"'),
+    ("Signature", "binding=:l6P8R67tm3kujAxbHWio7ll01qrEZ0dKD/WWlGhNYEmTnFZM8Wt0VQ9zqGfvo7T/"
+     "UMkBxsigzChM1Gpz7gOVBg==:")]
+
+
+def test_working_group_signed_directory_response_is_taken() -> None:
+    keys = directory_keys(_WG_DIRECTORY_BODY)
+    assert list(keys) == [RFC_THUMBPRINT]
+    assert directory_signature_problem(_WG_DIRECTORY_URL, _WG_DIRECTORY_FIELDS, keys,
+                                       _WG_DIRECTORY_BODY, now=1735689700) is None
+    # another key set under the captured signature, or another authority: refused
+    swapped = _WG_DIRECTORY_BODY.replace(b'"use":"sig"', b'"use":"enc"')
+    assert "does not verify" in str(directory_signature_problem(
+        _WG_DIRECTORY_URL, _WG_DIRECTORY_FIELDS, keys, swapped, now=1735689700))
+    elsewhere = _WG_DIRECTORY_URL.replace("signature-agent.test", "copy.test")
+    assert "does not verify" in str(directory_signature_problem(
+        elsewhere, _WG_DIRECTORY_FIELDS, keys, _WG_DIRECTORY_BODY, now=1735689700))
+    # created in the future is refused, as a certificate not yet valid would be
+    assert "in the future" in str(directory_signature_problem(
+        _WG_DIRECTORY_URL, _WG_DIRECTORY_FIELDS, keys, _WG_DIRECTORY_BODY,
+        now=1735689600 - 3600))
+
+
+def test_a_directory_is_signed_as_the_working_group_draft_shows() -> None:
+    from polite.identity.signatures import sign_directory
+
+    fields = sign_directory([RequestSigner(RFC_KEY)], _WG_DIRECTORY_URL, _WG_DIRECTORY_BODY,
+                            now=1735689600)
+    assert dict(fields)["Content-Digest"] == _WG_DIRECTORY_DIGEST
+    assert dict(fields)["Signature-Input"].startswith(
+        'binding0=("@authority";req "content-digest");created=1735689600')
+    keys = directory_keys(_WG_DIRECTORY_BODY)
+    assert directory_signature_problem(_WG_DIRECTORY_URL, fields, keys, _WG_DIRECTORY_BODY,
+                                       now=1735689700) is None

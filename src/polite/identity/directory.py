@@ -118,7 +118,8 @@ class DirectoryFetcher:
             keys = directory_keys(bytes(body))
         except DirectoryError as exc:
             return self._failed(str(exc))
-        problem = directory_signature_problem(url, fields, keys, now=self._clock())
+        problem = directory_signature_problem(url, fields, keys, bytes(body),
+                                              now=self._clock())
         if problem is not None:
             return self._failed(f"its own signature: {problem}")
         return KeyDirectory(keys), ttl

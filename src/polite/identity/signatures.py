@@ -27,6 +27,7 @@ from http_message_signatures import (
     MappingKeyResolver,
     algorithms,
 )
+from http_message_signatures.digests import ContentDigest
 from http_sf.compat import Dictionary, InnerList, Item
 
 from polite.core.identity import (
@@ -162,35 +163,44 @@ class RequestSigner:
 _AGENT = "signature-agent"
 
 
-def sign_directory(signers: Sequence[RequestSigner], url: str, *,
+def sign_directory(signers: Sequence[RequestSigner], url: str, body: bytes, *,
                    now: float | None = None) -> list[tuple[str, str]]:
-    """``Signature-Input`` and ``Signature`` for a key directory served for ``url``: one
-    signature per key, labelled ``binding0``, ``binding1``..., over the request's
-    ``@authority``, tagged ``http-message-signatures-directory`` (the directory draft's
-    proof that whoever serves the directory holds its keys)."""
+    """``Content-Digest``, ``Signature-Input`` and ``Signature`` for the key directory
+    ``body`` served for ``url``: one signature per key, labelled ``binding0``,
+    ``binding1``..., over the request's ``@authority`` and the body's digest, tagged
+    ``http-message-signatures-directory`` (the protocol draft's proof that whoever serves
+    the directory holds its keys; the digest keeps the key set from being swapped under a
+    captured signature)."""
     created = int(time.time() if now is None else now)
+    digest = ContentDigest.create(body)
     inputs, signatures = [], []
     for index, signer in enumerate(signers):
-        answer = _Answer(200, _Fields([]), _Message("GET", url, _Fields([])))
+        answer = _Answer(200, _Fields([("Content-Digest", digest)]),
+                         _Message("GET", url, _Fields([])))
         signer._signer.sign(  # the signer's own key, keyid and algorithm
             answer, key_id=signer.keyid,
             created=datetime.datetime.fromtimestamp(created, datetime.UTC),
             expires=datetime.datetime.fromtimestamp(created + DIRECTORY_VALIDITY_S,
                                                     datetime.UTC),
             label=f"binding{index}", tag=DIRECTORY_TAG, include_alg=True,
-            covered_component_ids=['"@authority";req'])
+            use_existing_digest=True,
+            covered_component_ids=['"@authority";req', "content-digest"])
         fields = dict(answer.headers.pairs)
         inputs.append(fields["Signature-Input"])
         signatures.append(fields["Signature"])
-    return [("Signature-Input", ", ".join(inputs)), ("Signature", ", ".join(signatures))]
+    return [("Content-Digest", digest), ("Signature-Input", ", ".join(inputs)),
+            ("Signature", ", ".join(signatures))]
 
 
 def directory_signature_problem(url: str, headers: Iterable[tuple[str, str]],
-                                keys: dict[str, bytes], *, now: float) -> str | None:
+                                keys: dict[str, bytes], body: bytes, *,
+                                now: float) -> str | None:
     """Why a fetched directory's own signatures do not hold (``None`` when every key in it
-    signed the answer for ``url``'s authority, in its time window). A directory that
-    carries no such signature at all is taken (earlier drafts did not sign it): the
-    caller decides."""
+    signed the answer ``body`` for ``url``'s authority, created by ``now`` and not expired).
+    A directory that carries no such signature at all is taken (earlier drafts did not
+    sign it): the caller decides. So is a signature that does not cover
+    ``content-digest`` (earlier drafts covered ``@authority`` alone); one that does is
+    checked against ``body``."""
     fields = _Fields(headers)
     if "signature-input" not in fields:
         return None
@@ -205,8 +215,11 @@ def directory_signature_problem(url: str, headers: Iterable[tuple[str, str]],
             keyid = member.params.get("keyid")
             if not isinstance(keyid, str):
                 return f"signature {label} has no keyid"
+            # No cap on the validity here: the draft has directory signatures outlive
+            # the lists that redistribute them, its own example by a century.
             problem = window_problem(member.params.get("created"),
-                                     member.params.get("expires"), now)
+                                     member.params.get("expires"), now,
+                                     max_validity_s=2**62)
             if problem is not None:
                 return f"signature {label}: {problem}"
             signed_by[keyid] = str(label)
@@ -225,9 +238,11 @@ def directory_signature_problem(url: str, headers: Iterable[tuple[str, str]],
                 private_keys={}))
         verifier.max_clock_skew = datetime.timedelta(days=365 * 100)  # checked above
         answer = _Answer(200, fields, _Message("GET", url, _Fields([])))
+        digested = any(str(c.value) == "content-digest" for c in inputs[label])
         try:
             verifier.verify(answer, max_age=None, expect_tag=DIRECTORY_TAG,
-                            expect_label=label)
+                            expect_label=label, require_components=('"@authority";req',),
+                            body=body if digested else None)
         except HTTPMessageSignaturesException as exc:
             return f"signature {label} does not verify: {exc or type(exc).__name__}"
     return None

@@ -111,6 +111,36 @@ def test_a_failure_is_kept_five_minutes_at_most() -> None:
     assert site.requests == [DIRECTORY_PATH, DIRECTORY_PATH]
 
 
+def test_a_failed_refetch_keeps_the_directory_that_was_had() -> None:
+    # draft-ietf-webbotauth-httpsig-protocol (commit 5a71ee1f), "Discovery Failure": a
+    # directory that cannot be fetched is no evidence and evicts nothing; one that is
+    # fetched and lacks a key is, and replaces what was kept.
+    other = Ed25519PrivateKey.generate()
+    routes = {DIRECTORY_PATH: Reply(200, DOCUMENT, {"cache-control": "max-age=60"})}
+    site = Site(HOST, routes)
+    with serve(site):
+        url = site.origin + DIRECTORY_PATH
+        clock = Clock()
+        fetcher = _fetcher(clock)
+
+        async def run() -> list[KeyDirectory]:
+            found = [await fetcher(url)]
+            routes[DIRECTORY_PATH] = Reply(503, b"down")
+            clock.now += 61
+            found.append(await fetcher(url))  # the outage: the old keys stay
+            routes[DIRECTORY_PATH] = Reply(200, directory_document([public_bytes(other)]))
+            clock.now += FAILURE_TTL_S + 1
+            found.append(await fetcher(url))  # back, with the key rotated: replaced
+            await fetcher.close()
+            return found
+
+        first, outage, rotated = asyncio.run(run())
+    assert first.error is None and list(first.keys) == [RequestSigner(KEY).keyid]
+    assert outage == first
+    assert rotated.error is None and list(rotated.keys) == [RequestSigner(other).keyid]
+    assert site.requests == [DIRECTORY_PATH] * 3
+
+
 def test_private_addresses_are_refused_unless_allowed() -> None:
     site = Site(HOST, {DIRECTORY_PATH: Reply(200, DOCUMENT)})
     with serve(site):

@@ -350,3 +350,54 @@ def test_a_directory_is_signed_as_the_working_group_draft_shows() -> None:
     keys = directory_keys(_WG_DIRECTORY_BODY)
     assert directory_signature_problem(_WG_DIRECTORY_URL, fields, keys, _WG_DIRECTORY_BODY,
                                        now=1735689700) is None
+
+
+def test_a_signature_agent_member_with_parameters_names_nothing() -> None:
+    from polite.identity.signatures import signature_agent_url
+
+    # draft-ietf-webbotauth-httpsig-protocol (commit 5a71ee1f), Signature-Agent: members
+    # carry no parameters, and a verifier ignores one that does.
+    assert signature_agent_url('sig1="https://signer.example.com"', "sig1") == \
+        "https://signer.example.com"
+    assert signature_agent_url('sig1="https://signer.example.com";v=1', "sig1") is None
+    assert signature_agent_url('"https://signature-agent.test"', "sig2") == AGENT  # legacy
+    # the only member stands for the label when the whole field is covered, not otherwise
+    assert signature_agent_url('agent2="https://a.test"', "sig2") == "https://a.test"
+    assert signature_agent_url('agent2="https://a.test"', "sig2", exact=True) is None
+
+
+def test_a_signature_is_not_attributed_to_a_member_it_does_not_cover() -> None:
+    # The draft's Ed25519 vector covers the member agent2; here the field has another.
+    signature_input, signature = _V2_WITH_AGENT
+    headers = [("Signature-Agent", 'other="https://elsewhere.test"'),
+               ("Signature-Input", signature_input), ("Signature", signature)]
+    looked: list[str] = []
+
+    async def lookup(agent: str) -> KeyDirectory:
+        looked.append(agent)
+        return _directory(RFC_KEY)
+
+    check = asyncio.run(verify_signature("GET", _V2_URL, headers, lookup, now=1735689700,
+                                         max_validity_s=10**10))
+    assert check.outcome is SignatureOutcome.INVALID and check.agent is None, check.how
+    assert looked == []  # the uncovered directory is not even fetched
+
+
+def test_a_signature_bound_by_target_uri_verifies() -> None:
+    # The protocol draft asks for @authority or @target-uri; either binds the signature.
+    url = "https://example.com/path?q=1"
+    now = int(time.time())
+    headers = RequestSigner(RFC_KEY).sign(
+        "GET", url, [("Signature-Agent", f'sig1="{AGENT}"')],
+        ["@target-uri", '"signature-agent";key="sig1"'], created=now, expires=now + 60,
+        nonce=None)
+    assert '"@authority"' not in dict(headers)["Signature-Input"]
+    outcome, how = _verify(url, headers, _directory(RFC_KEY))
+    assert outcome is SignatureOutcome.VERIFIED, how
+    assert _verify(url.replace("q=1", "q=2"), headers,
+                   _directory(RFC_KEY))[0] is SignatureOutcome.INVALID
+    unbound = RequestSigner(RFC_KEY).sign(
+        "GET", url, [("Signature-Agent", f'sig1="{AGENT}"')],
+        ['"signature-agent";key="sig1"'], created=now, expires=now + 60, nonce=None)
+    outcome, how = _verify(url, unbound, _directory(RFC_KEY))
+    assert outcome is SignatureOutcome.INVALID and "@target-uri" in how

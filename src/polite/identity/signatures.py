@@ -128,8 +128,10 @@ class RequestSigner:
         fields = list(extra)
         covered = ["@authority", *(name.lower() for name, _ in extra)]
         if self.agent is not None:
-            # The draft's dictionary form, keyed by the signature's label; the whole field
-            # is covered, which verifiers of the earlier string form accept too.
+            # The dictionary form, keyed by the signature's label; the whole field is
+            # covered, not the member alone ("signature-agent";key="sig1", as the working
+            # group's draft has it): Cloudflare's web-bot-auth verifier (0.1.3) cannot
+            # check a member component, and with one member the field's bytes are its.
             fields.append(("Signature-Agent", f'{LABEL}="{self.agent}"'))
             covered.append(_AGENT)
         created = int(self._clock())
@@ -274,10 +276,11 @@ def _tagged(fields: _Fields) -> tuple[str, InnerList] | None:
     return None
 
 
-def signature_agent_url(value: str | None, label: str) -> str | None:
+def signature_agent_url(value: str | None, label: str, *, exact: bool = False) -> str | None:
     """The directory URL ``Signature-Agent`` names for the signature ``label``: the
-    dictionary member of that label (or the only member), or the field as a plain string
-    (earlier drafts)."""
+    dictionary member of that label (or, unless ``exact``, the only member), or the field
+    as a plain string (earlier drafts). A member with parameters names nothing (the
+    protocol draft has verifiers ignore it)."""
     if not value:
         return None
     raw = value.encode("latin-1", "replace")
@@ -288,8 +291,8 @@ def signature_agent_url(value: str | None, label: str) -> str | None:
         members = Dictionary()
     if len(members):
         member: Any = members.get(label) if label in members else (
-            next(iter(members.values())) if len(members) == 1 else None)
-        if isinstance(member, Item) and isinstance(member.value, str):
+            next(iter(members.values())) if len(members) == 1 and not exact else None)
+        if isinstance(member, Item) and isinstance(member.value, str) and not member.params:
             return member.value
         return None
     item = Item()
@@ -327,16 +330,24 @@ async def verify_signature(method: str, url: str, headers: Iterable[tuple[str, s
     if problem is not None:
         return SignatureCheck(SignatureOutcome.INVALID, problem, keyid=keyid)
     covered = [(str(c.value), dict(c.params)) for c in member]
-    if ("@authority", {}) not in covered:
-        return SignatureCheck(SignatureOutcome.INVALID, "@authority is not covered",
-                              keyid=keyid)
+    # The signature must be bound to the site: by its authority or its whole target URI.
+    bound = [name for name in ("@authority", "@target-uri") if (name, {}) in covered]
+    if not bound:
+        return SignatureCheck(SignatureOutcome.INVALID,
+                              "neither @authority nor @target-uri is covered", keyid=keyid)
     agent_covered = [params for name, params in covered if name == _AGENT]
     if _AGENT in fields and not agent_covered:
         return SignatureCheck(SignatureOutcome.INVALID, "Signature-Agent is not covered",
                               keyid=keyid)
-    # The member the signature covers (its ``key``), else the one named like the label.
+    # The member the signature covers (its ``key``), else (the whole field covered) the one
+    # named like the label: never a member the signature does not cover.
+    exact = bool(agent_covered) and "key" in agent_covered[0]
     member_key = agent_covered[0].get("key", label) if agent_covered else label
-    agent = signature_agent_url(fields.get(_AGENT), str(member_key))
+    agent = signature_agent_url(fields.get(_AGENT), str(member_key), exact=exact)
+    if agent is None and exact:
+        return SignatureCheck(SignatureOutcome.INVALID, "the Signature-Agent member "
+                              f"{member_key!r} it covers is not there, or not a URL",
+                              keyid=keyid)
     if agent is None:
         return SignatureCheck(SignatureOutcome.UNVERIFIABLE,
                               "no Signature-Agent naming a key directory", keyid=keyid)
@@ -360,7 +371,7 @@ async def verify_signature(method: str, url: str, headers: Iterable[tuple[str, s
     try:
         verifier.verify(_Message(method.upper(), url, fields), max_age=None,
                         expect_tag=SIGNATURE_TAG, expect_label=label,
-                        require_components=("@authority",))
+                        require_components=bound[:1])
     except HTTPMessageSignaturesException as exc:
         why = str(exc) or type(exc).__name__
         return SignatureCheck(SignatureOutcome.INVALID, f"signature does not verify: {why}",

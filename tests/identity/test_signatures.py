@@ -401,3 +401,34 @@ def test_a_signature_bound_by_target_uri_verifies() -> None:
         ['"signature-agent";key="sig1"'], created=now, expires=now + 60, nonce=None)
     outcome, how = _verify(url, unbound, _directory(RFC_KEY))
     assert outcome is SignatureOutcome.INVALID and "@target-uri" in how
+
+
+# draft-ietf-webbotauth-httpsig-protocol (commit 5a71ee1f), Test Vectors, Ed25519: its
+# dictionary-form vector is _V2_WITH_AGENT above; this is its legacy sf-string one.
+_WG_LEGACY = (
+    'sig2=("@authority" "signature-agent");created=1735689600;keyid="' + RFC_THUMBPRINT
+    + '";alg="ed25519";expires=1735693200;nonce="e8N7S2MFd/qrd6T2R3tdfAuuANngKI7LFtKYI/vowzk4'
+    'lAZYadIX6wW25MwG7DCT9RUKAJ0qVkU0mEeLElW1qg==";tag="web-bot-auth"',
+    "sig2=:jdq0SqOwHdyHr9+r5jw3iYZH6aNGKijYp/EstF4RQTQdi5N5YYKrD+mCT1HA1nZDsi6nJKuHxUi/5Syp3rL"
+    "WBA==:")
+
+
+def test_working_group_legacy_string_vector_verifies_in_its_hour() -> None:
+    headers = [("Signature-Agent", f'"{AGENT}"'), ("Signature-Input", _WG_LEGACY[0]),
+               ("Signature", _WG_LEGACY[1])]
+    outcome, how = _verify(_V2_URL, headers, _directory(RFC_KEY), now=1735689700)
+    assert outcome is SignatureOutcome.VERIFIED, how
+    outcome, how = _verify(_V2_URL, headers, _directory(RFC_KEY), now=1735693200 + 3600)
+    assert outcome is SignatureOutcome.INVALID and "expired" in how
+    tampered = [*headers[:1], ("Signature-Agent", '"https://other.test"')][1:] + headers[1:]
+    assert _verify(_V2_URL, tampered, _directory(RFC_KEY),
+                   now=1735689700)[0] is SignatureOutcome.INVALID
+
+
+def test_working_group_directory_example_yields_the_key_by_thumbprint() -> None:
+    # The draft's Directory Format example: its kid is not the key's thumbprint, so keys
+    # are found by the thumbprint computed from the key itself, never by kid.
+    example = json.dumps({"keys": [{
+        "kty": "OKP", "crv": "Ed25519", "kid": "NFcWBst6DXG-N35nHdzMrioWntdzNZghQSkjHNMMSjw",
+        "x": RFC_X, "use": "sig", "nbf": 1712793600, "exp": 1715385600}]}).encode()
+    assert directory_keys(example) == {RFC_THUMBPRINT: public_bytes(RFC_KEY)}

@@ -73,7 +73,7 @@ def directory_served(key_file: str) -> Route:
 
     signer = Signer(load_signing_key(Path(key_file), "--key"))
     document = directory_document([public_bytes(signer.key)])
-    return directory_route(document, lambda url: sign_directory([signer], url))
+    return directory_route(document, lambda url: sign_directory([signer], url, document))
 
 
 def _directory(args: argparse.Namespace, out: TextIO) -> int:

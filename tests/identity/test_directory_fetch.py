@@ -111,6 +111,36 @@ def test_a_failure_is_kept_five_minutes_at_most() -> None:
     assert site.requests == [DIRECTORY_PATH, DIRECTORY_PATH]
 
 
+def test_a_failed_refetch_keeps_the_directory_that_was_had() -> None:
+    # draft-ietf-webbotauth-httpsig-protocol (commit 5a71ee1f), "Discovery Failure": a
+    # directory that cannot be fetched is no evidence and evicts nothing; one that is
+    # fetched and lacks a key is, and replaces what was kept.
+    other = Ed25519PrivateKey.generate()
+    routes = {DIRECTORY_PATH: Reply(200, DOCUMENT, {"cache-control": "max-age=60"})}
+    site = Site(HOST, routes)
+    with serve(site):
+        url = site.origin + DIRECTORY_PATH
+        clock = Clock()
+        fetcher = _fetcher(clock)
+
+        async def run() -> list[KeyDirectory]:
+            found = [await fetcher(url)]
+            routes[DIRECTORY_PATH] = Reply(503, b"down")
+            clock.now += 61
+            found.append(await fetcher(url))  # the outage: the old keys stay
+            routes[DIRECTORY_PATH] = Reply(200, directory_document([public_bytes(other)]))
+            clock.now += FAILURE_TTL_S + 1
+            found.append(await fetcher(url))  # back, with the key rotated: replaced
+            await fetcher.close()
+            return found
+
+        first, outage, rotated = asyncio.run(run())
+    assert first.error is None and list(first.keys) == [RequestSigner(KEY).keyid]
+    assert outage == first
+    assert rotated.error is None and list(rotated.keys) == [RequestSigner(other).keyid]
+    assert site.requests == [DIRECTORY_PATH] * 3
+
+
 def test_private_addresses_are_refused_unless_allowed() -> None:
     site = Site(HOST, {DIRECTORY_PATH: Reply(200, DOCUMENT)})
     with serve(site):
@@ -154,21 +184,27 @@ def test_a_directory_signed_for_another_authority_is_refused() -> None:
     from polite.identity.signatures import sign_directory
 
     signer = RequestSigner(KEY)
-    wrong = dict(sign_directory([signer], "http://127.0.0.99/x"))  # not where it is served
+    wrong = dict(sign_directory([signer], "http://127.0.0.99/x", DOCUMENT))  # served elsewhere
     other = RequestSigner(Ed25519PrivateKey.generate())
     site = Site(HOST, {DIRECTORY_PATH: Reply(200, DOCUMENT, wrong),
                        "/unlisted": Reply(200, DOCUMENT, {})})
     with serve(site):
         site.routes["/right"] = Reply(200, DOCUMENT, dict(sign_directory(
-            [signer], site.origin + "/right")))
+            [signer], site.origin + "/right", DOCUMENT)))
         site.routes["/stranger"] = Reply(200, DOCUMENT, dict(sign_directory(
-            [other], site.origin + "/stranger")))
+            [other], site.origin + "/stranger", DOCUMENT)))
+        # signed for the document, served with another key set in its place
+        site.routes["/swapped"] = Reply(200, directory_document(
+            [public_bytes(KEY), public_bytes(other.key)]),
+            dict(sign_directory([signer, other], site.origin + "/swapped", DOCUMENT)))
         clock = Clock()
         clock.now = time.time()
-        bad, right, stranger, unsigned = _get(
+        bad, right, stranger, unsigned, swapped = _get(
             _fetcher(clock), site.origin + DIRECTORY_PATH, site.origin + "/right",
-            site.origin + "/stranger", site.origin + "/unlisted")
+            site.origin + "/stranger", site.origin + "/unlisted", site.origin + "/swapped")
     assert bad.error is not None and "does not verify" in bad.error and not bad.keys
     assert right.error is None and right.keys
     assert stranger.error is not None and "did not sign" in stranger.error
     assert unsigned.error is None and unsigned.keys  # earlier drafts did not sign it
+    assert swapped.error is not None and "does not verify" in swapped.error
+    assert not swapped.keys

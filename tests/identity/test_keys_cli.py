@@ -82,12 +82,19 @@ def test_serve_key_hosts_the_directory(tmp_path: Path) -> None:
         keys = directory_keys(answer.content)
         url = str(api.base_url.join(DIRECTORY_PATH))
         fields = list(answer.headers.items())
-        assert directory_signature_problem(url, fields, keys, now=time.time()) is None
+        assert directory_signature_problem(url, fields, keys, answer.content,
+                                           now=time.time()) is None
         elsewhere = url.replace("127.0.0.1", "127.0.0.2")
+        body = answer.content
         assert "does not verify" in str(directory_signature_problem(elsewhere, fields, keys,
-                                                                    now=time.time()))
-        assert "expired" in str(directory_signature_problem(url, fields, keys,
+                                                                    body, now=time.time()))
+        assert "expired" in str(directory_signature_problem(url, fields, keys, body,
                                                             now=time.time() + 3600))
+        # the signature covers the body's digest: another body under it is refused
+        assert '"content-digest"' in answer.headers["signature-input"]
+        assert "does not verify" in str(directory_signature_problem(url, fields, keys,
+                                                                    body + b" ",
+                                                                    now=time.time()))
 
 
 def test_serve_without_key_has_no_directory() -> None:

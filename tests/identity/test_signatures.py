@@ -296,8 +296,139 @@ def test_a_directory_signed_by_web_bot_auth_is_taken_by_polite() -> None:
     signed = _node(modules, {"directory": True, "url": url, "jwk": jwk})
     fields = [("Signature-Input", str(signed["Signature-Input"])),
               ("Signature", str(signed["Signature"]))]
-    keys = _directory(RFC_KEY).keys
-    assert directory_signature_problem(url, fields, keys, now=time.time()) is None
+    body = directory_document([public_bytes(RFC_KEY)])
+    keys = directory_keys(body)
+    assert directory_signature_problem(url, fields, keys, body, now=time.time()) is None
     elsewhere = url.replace("bot.example.test", "other.example.test")
-    assert "does not verify" in str(directory_signature_problem(elsewhere, fields, keys,
+    assert "does not verify" in str(directory_signature_problem(elsewhere, fields, keys, body,
                                                                 now=time.time()))
+
+
+# draft-ietf-webbotauth-httpsig-protocol (working-group repository, commit 5a71ee1f),
+# "Signed Directory Response": the directory served for signature-agent.test, its
+# Content-Digest and the signature the RFC 9421 Ed25519 key made over it.
+_WG_DIRECTORY_URL = "https://signature-agent.test/.well-known/http-message-signatures-directory"
+_WG_DIRECTORY_BODY = (
+    b'{"keys":[{"kty":"OKP","crv":"Ed25519","kid":"poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38'
+    b'r0U","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs","use":"sig"}]}')
+_WG_DIRECTORY_DIGEST = "sha-256=:CADMT2aBdV/rqQr/NIru64ERQkCobVvllA4V0fLFDu0=:"
+_WG_DIRECTORY_FIELDS = [
+    ("Content-Digest", _WG_DIRECTORY_DIGEST),
+    ("Signature-Input", 'binding=("@authority";req "content-digest");created=1735689600'
+     ';expires=4889289600;keyid="' + RFC_THUMBPRINT + '"'
+     ';tag="http-message-signatures-directory"'),
+    ("Signature", "binding=:l6P8R67tm3kujAxbHWio7ll01qrEZ0dKD/WWlGhNYEmTnFZM8Wt0VQ9zqGfvo7T/"
+     "UMkBxsigzChM1Gpz7gOVBg==:")]
+
+
+def test_working_group_signed_directory_response_is_taken() -> None:
+    keys = directory_keys(_WG_DIRECTORY_BODY)
+    assert list(keys) == [RFC_THUMBPRINT]
+    assert directory_signature_problem(_WG_DIRECTORY_URL, _WG_DIRECTORY_FIELDS, keys,
+                                       _WG_DIRECTORY_BODY, now=1735689700) is None
+    # another key set under the captured signature, or another authority: refused
+    swapped = _WG_DIRECTORY_BODY.replace(b'"use":"sig"', b'"use":"enc"')
+    assert "does not verify" in str(directory_signature_problem(
+        _WG_DIRECTORY_URL, _WG_DIRECTORY_FIELDS, keys, swapped, now=1735689700))
+    elsewhere = _WG_DIRECTORY_URL.replace("signature-agent.test", "copy.test")
+    assert "does not verify" in str(directory_signature_problem(
+        elsewhere, _WG_DIRECTORY_FIELDS, keys, _WG_DIRECTORY_BODY, now=1735689700))
+    # created in the future is refused, as a certificate not yet valid would be
+    assert "in the future" in str(directory_signature_problem(
+        _WG_DIRECTORY_URL, _WG_DIRECTORY_FIELDS, keys, _WG_DIRECTORY_BODY,
+        now=1735689600 - 3600))
+
+
+def test_a_directory_is_signed_as_the_working_group_draft_shows() -> None:
+    from polite.identity.signatures import sign_directory
+
+    fields = sign_directory([RequestSigner(RFC_KEY)], _WG_DIRECTORY_URL, _WG_DIRECTORY_BODY,
+                            now=1735689600)
+    assert dict(fields)["Content-Digest"] == _WG_DIRECTORY_DIGEST
+    assert dict(fields)["Signature-Input"].startswith(
+        'binding0=("@authority";req "content-digest");created=1735689600')
+    keys = directory_keys(_WG_DIRECTORY_BODY)
+    assert directory_signature_problem(_WG_DIRECTORY_URL, fields, keys, _WG_DIRECTORY_BODY,
+                                       now=1735689700) is None
+
+
+def test_a_signature_agent_member_with_parameters_names_nothing() -> None:
+    from polite.identity.signatures import signature_agent_url
+
+    # draft-ietf-webbotauth-httpsig-protocol (commit 5a71ee1f), Signature-Agent: members
+    # carry no parameters, and a verifier ignores one that does.
+    assert signature_agent_url('sig1="https://signer.example.com"', "sig1") == \
+        "https://signer.example.com"
+    assert signature_agent_url('sig1="https://signer.example.com";v=1', "sig1") is None
+    assert signature_agent_url('"https://signature-agent.test"', "sig2") == AGENT  # legacy
+    # the only member stands for the label when the whole field is covered, not otherwise
+    assert signature_agent_url('agent2="https://a.test"', "sig2") == "https://a.test"
+    assert signature_agent_url('agent2="https://a.test"', "sig2", exact=True) is None
+
+
+def test_a_signature_is_not_attributed_to_a_member_it_does_not_cover() -> None:
+    # The draft's Ed25519 vector covers the member agent2; here the field has another.
+    signature_input, signature = _V2_WITH_AGENT
+    headers = [("Signature-Agent", 'other="https://elsewhere.test"'),
+               ("Signature-Input", signature_input), ("Signature", signature)]
+    looked: list[str] = []
+
+    async def lookup(agent: str) -> KeyDirectory:
+        looked.append(agent)
+        return _directory(RFC_KEY)
+
+    check = asyncio.run(verify_signature("GET", _V2_URL, headers, lookup, now=1735689700,
+                                         max_validity_s=10**10))
+    assert check.outcome is SignatureOutcome.INVALID and check.agent is None, check.how
+    assert looked == []  # the uncovered directory is not even fetched
+
+
+def test_a_signature_bound_by_target_uri_verifies() -> None:
+    # The protocol draft asks for @authority or @target-uri; either binds the signature.
+    url = "https://example.com/path?q=1"
+    now = int(time.time())
+    headers = RequestSigner(RFC_KEY).sign(
+        "GET", url, [("Signature-Agent", f'sig1="{AGENT}"')],
+        ["@target-uri", '"signature-agent";key="sig1"'], created=now, expires=now + 60,
+        nonce=None)
+    assert '"@authority"' not in dict(headers)["Signature-Input"]
+    outcome, how = _verify(url, headers, _directory(RFC_KEY))
+    assert outcome is SignatureOutcome.VERIFIED, how
+    assert _verify(url.replace("q=1", "q=2"), headers,
+                   _directory(RFC_KEY))[0] is SignatureOutcome.INVALID
+    unbound = RequestSigner(RFC_KEY).sign(
+        "GET", url, [("Signature-Agent", f'sig1="{AGENT}"')],
+        ['"signature-agent";key="sig1"'], created=now, expires=now + 60, nonce=None)
+    outcome, how = _verify(url, unbound, _directory(RFC_KEY))
+    assert outcome is SignatureOutcome.INVALID and "@target-uri" in how
+
+
+# draft-ietf-webbotauth-httpsig-protocol (commit 5a71ee1f), Test Vectors, Ed25519: its
+# dictionary-form vector is _V2_WITH_AGENT above; this is its legacy sf-string one.
+_WG_LEGACY = (
+    'sig2=("@authority" "signature-agent");created=1735689600;keyid="' + RFC_THUMBPRINT
+    + '";alg="ed25519";expires=1735693200;nonce="e8N7S2MFd/qrd6T2R3tdfAuuANngKI7LFtKYI/vowzk4'
+    'lAZYadIX6wW25MwG7DCT9RUKAJ0qVkU0mEeLElW1qg==";tag="web-bot-auth"',
+    "sig2=:jdq0SqOwHdyHr9+r5jw3iYZH6aNGKijYp/EstF4RQTQdi5N5YYKrD+mCT1HA1nZDsi6nJKuHxUi/5Syp3rL"
+    "WBA==:")
+
+
+def test_working_group_legacy_string_vector_verifies_in_its_hour() -> None:
+    headers = [("Signature-Agent", f'"{AGENT}"'), ("Signature-Input", _WG_LEGACY[0]),
+               ("Signature", _WG_LEGACY[1])]
+    outcome, how = _verify(_V2_URL, headers, _directory(RFC_KEY), now=1735689700)
+    assert outcome is SignatureOutcome.VERIFIED, how
+    outcome, how = _verify(_V2_URL, headers, _directory(RFC_KEY), now=1735693200 + 3600)
+    assert outcome is SignatureOutcome.INVALID and "expired" in how
+    tampered = [*headers[:1], ("Signature-Agent", '"https://other.test"')][1:] + headers[1:]
+    assert _verify(_V2_URL, tampered, _directory(RFC_KEY),
+                   now=1735689700)[0] is SignatureOutcome.INVALID
+
+
+def test_working_group_directory_example_yields_the_key_by_thumbprint() -> None:
+    # The draft's Directory Format example: its kid is not the key's thumbprint, so keys
+    # are found by the thumbprint computed from the key itself, never by kid.
+    example = json.dumps({"keys": [{
+        "kty": "OKP", "crv": "Ed25519", "kid": "NFcWBst6DXG-N35nHdzMrioWntdzNZghQSkjHNMMSjw",
+        "x": RFC_X, "use": "sig", "nbf": 1712793600, "exp": 1715385600}]}).encode()
+    assert directory_keys(example) == {RFC_THUMBPRINT: public_bytes(RFC_KEY)}

@@ -1,12 +1,13 @@
 """Web Bot Auth, the pure part: key identifiers, the key directory document, and the checks
 on a signature's parameters that do not need cryptography.
 
-The protocol (draft-meunier-web-bot-auth-architecture-05, draft-meunier-http-message-
-signatures-directory, RFC 9421): a robot signs each request with an Ed25519 key over
-``@authority`` and, when it sends one, the ``Signature-Agent`` field naming where its key
-directory is; the signature's parameters carry ``created``, ``expires``, ``keyid`` (the
-key's RFC 7638 JWK thumbprint) and ``tag="web-bot-auth"``. The directory is a JWK Set
-served at :data:`DIRECTORY_PATH` as :data:`DIRECTORY_MEDIA_TYPE`.
+The protocol (draft-ietf-webbotauth-httpsig-protocol, which took over draft-meunier-web-
+bot-auth-architecture-05 and draft-meunier-http-message-signatures-directory; RFC 9421): a
+robot signs each request with an Ed25519 key over ``@authority`` (or ``@target-uri``) and,
+when it sends one, the ``Signature-Agent`` field naming where its key directory is; the
+signature's parameters carry ``created``, ``expires``, ``keyid`` (the key's RFC 7638 JWK
+thumbprint) and ``tag="web-bot-auth"``. The directory is a JWK Set served at
+:data:`DIRECTORY_PATH` as :data:`DIRECTORY_MEDIA_TYPE`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Fetching the key directory a signed request's ``Signature-Agent`` names, for a site that
 verifies: 200 only, no redirect followed, bounded in size and time, kept as its
-``Cache-Control`` says (within bounds), a failure kept five minutes at most, and never from
-a private address unless the site allows its network."""
+``Cache-Control`` says (within bounds), a failure kept five minutes at most (and never in
+place of a directory that was had: the last good one stays), and never from a private
+address unless the site allows its network."""
 
 from __future__ import annotations
 
@@ -72,6 +73,11 @@ class DirectoryFetcher:
         self._pending[key] = future
         try:
             directory, ttl = await self._fetch(url)
+            if directory.error is not None and kept is not None and kept[0].error is None:
+                # A directory that could not be had says nothing about its keys: the last
+                # good one stays (else an operator's outage revokes its keys everywhere),
+                # asked again after the failure's time. One that was had replaces it.
+                directory = kept[0]
             if len(self._kept) >= MAX_DIRECTORIES:
                 self._kept.clear()
             self._kept[url] = (directory, self._clock() + ttl)
@@ -118,7 +124,8 @@ class DirectoryFetcher:
             keys = directory_keys(bytes(body))
         except DirectoryError as exc:
             return self._failed(str(exc))
-        problem = directory_signature_problem(url, fields, keys, now=self._clock())
+        problem = directory_signature_problem(url, fields, keys, bytes(body),
+                                              now=self._clock())
         if problem is not None:
             return self._failed(f"its own signature: {problem}")
         return KeyDirectory(keys), ttl

@@ -27,6 +27,7 @@ from http_message_signatures import (
     MappingKeyResolver,
     algorithms,
 )
+from http_message_signatures.digests import ContentDigest
 from http_sf.compat import Dictionary, InnerList, Item
 
 from polite.core.identity import (
@@ -127,8 +128,10 @@ class RequestSigner:
         fields = list(extra)
         covered = ["@authority", *(name.lower() for name, _ in extra)]
         if self.agent is not None:
-            # The draft's dictionary form, keyed by the signature's label; the whole field
-            # is covered, which verifiers of the earlier string form accept too.
+            # The dictionary form, keyed by the signature's label; the whole field is
+            # covered, not the member alone ("signature-agent";key="sig1", as the working
+            # group's draft has it): Cloudflare's web-bot-auth verifier (0.1.3) cannot
+            # check a member component, and with one member the field's bytes are its.
             fields.append(("Signature-Agent", f'{LABEL}="{self.agent}"'))
             covered.append(_AGENT)
         created = int(self._clock())
@@ -162,35 +165,44 @@ class RequestSigner:
 _AGENT = "signature-agent"
 
 
-def sign_directory(signers: Sequence[RequestSigner], url: str, *,
+def sign_directory(signers: Sequence[RequestSigner], url: str, body: bytes, *,
                    now: float | None = None) -> list[tuple[str, str]]:
-    """``Signature-Input`` and ``Signature`` for a key directory served for ``url``: one
-    signature per key, labelled ``binding0``, ``binding1``..., over the request's
-    ``@authority``, tagged ``http-message-signatures-directory`` (the directory draft's
-    proof that whoever serves the directory holds its keys)."""
+    """``Content-Digest``, ``Signature-Input`` and ``Signature`` for the key directory
+    ``body`` served for ``url``: one signature per key, labelled ``binding0``,
+    ``binding1``..., over the request's ``@authority`` and the body's digest, tagged
+    ``http-message-signatures-directory`` (the protocol draft's proof that whoever serves
+    the directory holds its keys; the digest keeps the key set from being swapped under a
+    captured signature)."""
     created = int(time.time() if now is None else now)
+    digest = ContentDigest.create(body)
     inputs, signatures = [], []
     for index, signer in enumerate(signers):
-        answer = _Answer(200, _Fields([]), _Message("GET", url, _Fields([])))
+        answer = _Answer(200, _Fields([("Content-Digest", digest)]),
+                         _Message("GET", url, _Fields([])))
         signer._signer.sign(  # the signer's own key, keyid and algorithm
             answer, key_id=signer.keyid,
             created=datetime.datetime.fromtimestamp(created, datetime.UTC),
             expires=datetime.datetime.fromtimestamp(created + DIRECTORY_VALIDITY_S,
                                                     datetime.UTC),
             label=f"binding{index}", tag=DIRECTORY_TAG, include_alg=True,
-            covered_component_ids=['"@authority";req'])
+            use_existing_digest=True,
+            covered_component_ids=['"@authority";req', "content-digest"])
         fields = dict(answer.headers.pairs)
         inputs.append(fields["Signature-Input"])
         signatures.append(fields["Signature"])
-    return [("Signature-Input", ", ".join(inputs)), ("Signature", ", ".join(signatures))]
+    return [("Content-Digest", digest), ("Signature-Input", ", ".join(inputs)),
+            ("Signature", ", ".join(signatures))]
 
 
 def directory_signature_problem(url: str, headers: Iterable[tuple[str, str]],
-                                keys: dict[str, bytes], *, now: float) -> str | None:
+                                keys: dict[str, bytes], body: bytes, *,
+                                now: float) -> str | None:
     """Why a fetched directory's own signatures do not hold (``None`` when every key in it
-    signed the answer for ``url``'s authority, in its time window). A directory that
-    carries no such signature at all is taken (earlier drafts did not sign it): the
-    caller decides."""
+    signed the answer ``body`` for ``url``'s authority, created by ``now`` and not expired).
+    A directory that carries no such signature at all is taken (earlier drafts did not
+    sign it): the caller decides. So is a signature that does not cover
+    ``content-digest`` (earlier drafts covered ``@authority`` alone); one that does is
+    checked against ``body``."""
     fields = _Fields(headers)
     if "signature-input" not in fields:
         return None
@@ -205,8 +217,11 @@ def directory_signature_problem(url: str, headers: Iterable[tuple[str, str]],
             keyid = member.params.get("keyid")
             if not isinstance(keyid, str):
                 return f"signature {label} has no keyid"
+            # No cap on the validity here: the draft has directory signatures outlive
+            # the lists that redistribute them, its own example by a century.
             problem = window_problem(member.params.get("created"),
-                                     member.params.get("expires"), now)
+                                     member.params.get("expires"), now,
+                                     max_validity_s=2**62)
             if problem is not None:
                 return f"signature {label}: {problem}"
             signed_by[keyid] = str(label)
@@ -225,9 +240,11 @@ def directory_signature_problem(url: str, headers: Iterable[tuple[str, str]],
                 private_keys={}))
         verifier.max_clock_skew = datetime.timedelta(days=365 * 100)  # checked above
         answer = _Answer(200, fields, _Message("GET", url, _Fields([])))
+        digested = any(str(c.value) == "content-digest" for c in inputs[label])
         try:
             verifier.verify(answer, max_age=None, expect_tag=DIRECTORY_TAG,
-                            expect_label=label)
+                            expect_label=label, require_components=('"@authority";req',),
+                            body=body if digested else None)
         except HTTPMessageSignaturesException as exc:
             return f"signature {label} does not verify: {exc or type(exc).__name__}"
     return None
@@ -259,10 +276,11 @@ def _tagged(fields: _Fields) -> tuple[str, InnerList] | None:
     return None
 
 
-def signature_agent_url(value: str | None, label: str) -> str | None:
+def signature_agent_url(value: str | None, label: str, *, exact: bool = False) -> str | None:
     """The directory URL ``Signature-Agent`` names for the signature ``label``: the
-    dictionary member of that label (or the only member), or the field as a plain string
-    (earlier drafts)."""
+    dictionary member of that label (or, unless ``exact``, the only member), or the field
+    as a plain string (earlier drafts). A member with parameters names nothing (the
+    protocol draft has verifiers ignore it)."""
     if not value:
         return None
     raw = value.encode("latin-1", "replace")
@@ -273,8 +291,8 @@ def signature_agent_url(value: str | None, label: str) -> str | None:
         members = Dictionary()
     if len(members):
         member: Any = members.get(label) if label in members else (
-            next(iter(members.values())) if len(members) == 1 else None)
-        if isinstance(member, Item) and isinstance(member.value, str):
+            next(iter(members.values())) if len(members) == 1 and not exact else None)
+        if isinstance(member, Item) and isinstance(member.value, str) and not member.params:
             return member.value
         return None
     item = Item()
@@ -312,16 +330,24 @@ async def verify_signature(method: str, url: str, headers: Iterable[tuple[str, s
     if problem is not None:
         return SignatureCheck(SignatureOutcome.INVALID, problem, keyid=keyid)
     covered = [(str(c.value), dict(c.params)) for c in member]
-    if ("@authority", {}) not in covered:
-        return SignatureCheck(SignatureOutcome.INVALID, "@authority is not covered",
-                              keyid=keyid)
+    # The signature must be bound to the site: by its authority or its whole target URI.
+    bound = [name for name in ("@authority", "@target-uri") if (name, {}) in covered]
+    if not bound:
+        return SignatureCheck(SignatureOutcome.INVALID,
+                              "neither @authority nor @target-uri is covered", keyid=keyid)
     agent_covered = [params for name, params in covered if name == _AGENT]
     if _AGENT in fields and not agent_covered:
         return SignatureCheck(SignatureOutcome.INVALID, "Signature-Agent is not covered",
                               keyid=keyid)
-    # The member the signature covers (its ``key``), else the one named like the label.
+    # The member the signature covers (its ``key``), else (the whole field covered) the one
+    # named like the label: never a member the signature does not cover.
+    exact = bool(agent_covered) and "key" in agent_covered[0]
     member_key = agent_covered[0].get("key", label) if agent_covered else label
-    agent = signature_agent_url(fields.get(_AGENT), str(member_key))
+    agent = signature_agent_url(fields.get(_AGENT), str(member_key), exact=exact)
+    if agent is None and exact:
+        return SignatureCheck(SignatureOutcome.INVALID, "the Signature-Agent member "
+                              f"{member_key!r} it covers is not there, or not a URL",
+                              keyid=keyid)
     if agent is None:
         return SignatureCheck(SignatureOutcome.UNVERIFIABLE,
                               "no Signature-Agent naming a key directory", keyid=keyid)
@@ -345,7 +371,7 @@ async def verify_signature(method: str, url: str, headers: Iterable[tuple[str, s
     try:
         verifier.verify(_Message(method.upper(), url, fields), max_age=None,
                         expect_tag=SIGNATURE_TAG, expect_label=label,
-                        require_components=("@authority",))
+                        require_components=bound[:1])
     except HTTPMessageSignaturesException as exc:
         why = str(exc) or type(exc).__name__
         return SignatureCheck(SignatureOutcome.INVALID, f"signature does not verify: {why}",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +23,20 @@ def shared_path(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} is not here: the shared test data lives beside the project root")
     return path
+
+
+@pytest.fixture(scope="session")
+def corpus_survey(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``polite survey`` and ``polite report`` over the shared robots.txt corpus, once for
+    the tests that read its tables (about half a minute each time)."""
+    corpus = shared_path("corpus", "robots")
+    out = tmp_path_factory.mktemp("corpus-survey") / "corpus"
+    for args in (["survey", "--robots-dir", str(corpus), "--out", str(out)],
+                 ["report", str(out)]):
+        done = subprocess.run([sys.executable, "-m", "polite", *args], capture_output=True,
+                              text=True, timeout=300, check=False)
+        assert done.returncode == 0, done.stderr
+    return out
 
 
 _real_connect = socket.socket.connect

@@ -238,12 +238,10 @@ def test_bad_arguments_are_clear_errors(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_corpus_tables_2_and_3_equal_an_independent_count(tmp_path: Path) -> None:
+def test_the_corpus_tables_2_and_3_equal_an_independent_count(tmp_path: Path,
+                                                              corpus_survey: Path) -> None:
     corpus = shared_path("corpus", "robots")
-    out = tmp_path / "corpus"
-    assert run("survey", "--robots-dir", str(corpus), "--out", str(out)).returncode == 0
-    result = run("report", str(out))
-    assert result.returncode == 0, result.stderr
+    out = corpus_survey
     tables = out / "report" / "tables"
     outcomes = {r["domain"]: r["outcome"] for r in rows(tables / "domains.csv")}
     assert len(outcomes) == len(list(corpus.glob("*.txt")))

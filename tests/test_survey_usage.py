@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import shared_path
 from tests.test_cli import run
 
 FILES = {
@@ -60,12 +59,9 @@ def test_usage_tables_equal_the_truth(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_shared_corpus_counts(tmp_path: Path) -> None:
+def test_the_shared_corpus_counts(corpus_survey: Path) -> None:
     """The README's counts, measured on the shared robots.txt corpus."""
-    corpus = shared_path("corpus", "robots")
-    out = tmp_path / "corpus"
-    assert run("survey", "--robots-dir", str(corpus), "--out", str(out)).returncode == 0
-    assert run("report", str(out)).returncode == 0
+    out = corpus_survey
     usage = {r["mechanism"]: int(r["files"]) for r in table(out, "usage")}
     # The corpus predates every mechanism: no file states a preference.
     assert usage == {"content-usage": 0, "content-signal": 0, "license": 0, "any": 0}

@@ -56,7 +56,7 @@ from polite.core.robots.usage import (
 )
 from polite.core.urls import split_origin
 from polite.core.usage.vocab import PURPOSES
-from polite.crawl.html import Link, extract_links
+from polite.crawl.html import Link, extract_links, is_small
 from polite.crawl.output import CrawlOutput, Exchange
 from polite.errors import InvalidURL, PoliteError, SettingError
 from polite.fetch.http import FetchResult, PageFetcher
@@ -916,9 +916,11 @@ class Crawler:
         base = item.url
         if content_type in HTML_TYPES or (not content_type and body.lstrip()[:1] == b"<"):
             text = _decode(body, got.charset)
-            # On a thread: the parser lets go of the GIL, so the loop goes on meanwhile
-            # (other fetches, Ctrl-C and SIGTERM) however long a page takes.
-            found = await asyncio.to_thread(extract_links, text, item.url, agent)
+            # A large page on a thread: the parser lets go of the GIL, so the loop goes on
+            # meanwhile (other fetches, Ctrl-C and SIGTERM) however long it takes. A small
+            # one here: its work is bounded, and less than a thread's round trip costs.
+            found = (extract_links(text, item.url, agent) if is_small(text)
+                     else await asyncio.to_thread(extract_links, text, item.url, agent))
             if found.cut is not None:
                 record["parse_cut"] = found.cut
             directives = combine(directives, found.directives)

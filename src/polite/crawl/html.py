@@ -25,7 +25,7 @@ from selectolax.lexbor import LexborHTMLParser
 from polite.core.robots.meta import RobotsDirectives, combine, parse_meta_content
 from polite.core.robots.robotstxt import product_token
 
-__all__ = ["MAX_DEPTH", "MAX_ELEMENTS", "Link", "PageLinks", "extract_links"]
+__all__ = ["MAX_DEPTH", "MAX_ELEMENTS", "Link", "PageLinks", "extract_links", "is_small"]
 
 # Elements nested deeper than this are read flat (Chromium's tree builder caps the depth at
 # 512 too: kMaximumHTMLParserDOMTreeDepth); no real page comes near it.
@@ -36,6 +36,10 @@ MAX_ELEMENTS = 200_000
 # A page with fewer tags than this is parsed as it is: even nested all the way down, the
 # work is bounded (4,096 nested <div> are 30 ms), and the scan would cost more than it saves.
 _SCAN_FROM_TAGS = 4_096
+# A page with fewer tags than this is parsed where it is asked for (on the event loop): even
+# nested all the way down it takes a couple of milliseconds, less than a thread's round trip
+# costs the crawl on a page of ordinary size; larger pages go to a thread.
+_INLINE_TAGS = 1_024
 
 # One walk of the tree finds them all, in document order.
 _WANTED = "a[href], area[href], frame[src], iframe[src], base[href], meta[name]"
@@ -51,6 +55,11 @@ class PageLinks(NamedTuple):
     links: list[Link]
     directives: RobotsDirectives  # the page's robots META tags for the agent
     cut: str | None = None  # how the page was bounded (flattened, cut), None when it was not
+
+
+def is_small(html: str) -> bool:
+    """Is the page small enough to be parsed on the event loop, its work bounded?"""
+    return html.count("<") < _INLINE_TAGS
 
 
 def extract_links(html: str, url: str, agent: str) -> PageLinks:

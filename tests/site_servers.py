@@ -7,12 +7,18 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import httpx
 import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+
+from polite.site import SiteGuard, SiteMiddleware, SiteWSGIMiddleware
 
 
 def free_port(host: str) -> int:
@@ -67,3 +73,23 @@ def client_from(address: str, base_url: str, user_agent: str) -> httpx.Client:
     return httpx.Client(base_url=base_url, trust_env=False, timeout=10,
                         headers={"user-agent": user_agent},
                         transport=httpx.HTTPTransport(local_address=address))
+
+
+async def _page(request: Request) -> PlainTextResponse:
+    return PlainTextResponse(f"page {request.url.path}")
+
+
+def _wsgi_page(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+    start_response("200 OK", [("content-type", "text/plain")])
+    return [f"page {environ['PATH_INFO']}".encode()]
+
+
+def serve_guarded(kind: str, guard: SiteGuard, asgi_host: str, wsgi_host: str
+                  ) -> AbstractContextManager[str]:
+    """A site answering "page PATH" behind polite.site's ASGI (``kind`` "asgi", on
+    ``asgi_host``) or WSGI middleware (on ``wsgi_host``); yields its base URL."""
+    if kind == "asgi":
+        app = Starlette(routes=[Route("/{path:path}", _page)])
+        return serve_asgi(SiteMiddleware(app, guard), asgi_host)
+    return serve_wsgi(SiteWSGIMiddleware(_wsgi_page, guard), wsgi_host)
+

@@ -16,10 +16,6 @@ from typing import Any
 import httpx
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import PlainTextResponse
-from starlette.routing import Route
 
 from polite.core.identity import DIRECTORY_PATH, directory_document
 from polite.core.site import SiteRules, parse_crawlers
@@ -27,9 +23,9 @@ from polite.errors import ConfigError
 from polite.identity.directory import DirectoryFetcher
 from polite.identity.keys import public_bytes
 from polite.identity.signatures import RequestSigner
-from polite.site import SiteGuard, SiteMiddleware, SiteStore, SiteWSGIMiddleware
+from polite.site import SiteGuard, SiteStore
 from polite.site.page import create_site_app
-from tests.site_servers import client_from, serve_asgi, serve_wsgi
+from tests.site_servers import client_from, serve_asgi, serve_guarded
 from tests.sites import Reply, Site, serve
 
 ASGI_HOST = "127.0.24.1"
@@ -59,20 +55,8 @@ class Resolver:
         return []
 
 
-async def _hello(request: Request) -> PlainTextResponse:
-    return PlainTextResponse(f"page {request.url.path}")
-
-
-def _wsgi_hello(environ: dict[str, Any], start_response: Any) -> list[bytes]:
-    start_response("200 OK", [("content-type", "text/plain")])
-    return [f"page {environ['PATH_INFO']}".encode()]
-
-
 def _served(kind: str, guard: SiteGuard) -> AbstractContextManager[str]:
-    if kind == "asgi":
-        app = Starlette(routes=[Route("/{path:path}", _hello)])
-        return serve_asgi(SiteMiddleware(app, guard), ASGI_HOST)
-    return serve_wsgi(SiteWSGIMiddleware(_wsgi_hello, guard), WSGI_HOST)
+    return serve_guarded(kind, guard, ASGI_HOST, WSGI_HOST)
 
 
 @pytest.fixture

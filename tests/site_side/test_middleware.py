@@ -9,18 +9,13 @@ import json
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
 
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import PlainTextResponse
-from starlette.routing import Route
 
 from polite.core.robots.lifecycle import FetchPolicy, Received, freshness_s
 from polite.core.site import Enforcement, Field, RuleRow, Section, SiteRules, parse_crawlers
-from polite.site import SiteGuard, SiteMiddleware, SiteStore, SiteWSGIMiddleware
-from tests.site_servers import client_from, serve_asgi, serve_wsgi
+from polite.site import SiteGuard, SiteStore
+from tests.site_servers import client_from, serve_guarded
 
 ASGI_HOST = "127.0.23.1"
 WSGI_HOST = "127.0.23.2"
@@ -75,20 +70,8 @@ RULES = SiteRules(sections=(
 ), ttl_s=600)
 
 
-async def _hello(request: Request) -> PlainTextResponse:
-    return PlainTextResponse(f"page {request.url.path}")
-
-
-def _wsgi_hello(environ: dict[str, Any], start_response: Any) -> list[bytes]:
-    start_response("200 OK", [("content-type", "text/plain")])
-    return [f"page {environ['PATH_INFO']}".encode()]
-
-
 def _served(kind: str, guard: SiteGuard) -> AbstractContextManager[str]:
-    if kind == "asgi":
-        app = Starlette(routes=[Route("/{path:path}", _hello)])
-        return serve_asgi(SiteMiddleware(app, guard), ASGI_HOST)
-    return serve_wsgi(SiteWSGIMiddleware(_wsgi_hello, guard), WSGI_HOST)
+    return serve_guarded(kind, guard, ASGI_HOST, WSGI_HOST)
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from polite.api import create_app
 from polite.api.app import MAX_BODY_BYTES
-from polite.cli_keys import directory_served, signer_from
+from polite.cli.keys import directory_served, signer_from
 from polite.clock import WallClock
 from polite.config import FLAGS, SERVE_NUMBERS, check_setting
 from polite.core.robots import MAX_ROBOTS_BYTES

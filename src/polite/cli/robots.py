@@ -153,19 +153,19 @@ def fetch_body(source: str, agent: str, *, allow_private: bool, max_bytes: int
     ``source`` is any URL of the site (its robots.txt's own will do)."""
     import asyncio
 
-    from polite.cli import _client, _require_public
+    from polite.cli.common import fetch_client, require_public
     from polite.clock import WallClock
     from polite.core.robots.lifecycle import FetchPolicy, Parsed
     from polite.fetch.robots import RobotsFetcher, origin_of
     from polite.storage import MemoryStore
 
     site = origin_of(source)
-    _require_public(site, allow_private)
+    require_public(site, allow_private)
 
     async def fetch() -> tuple[object, bytes]:
         clock = WallClock()
         store = MemoryStore(clock)
-        async with _client(allow_private) as client:
+        async with fetch_client(allow_private) as client:
             fetcher = RobotsFetcher(client, store, clock, agent=agent,
                                     policy=FetchPolicy(), allow_private=allow_private,
                                     max_bytes=max_bytes)

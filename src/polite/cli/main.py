@@ -1,4 +1,4 @@
-"""The ``polite`` command line: wiring only; the work is done by the library."""
+"""The ``polite`` command line's top: the parser of every command group, and ``main``."""
 
 from __future__ import annotations
 
@@ -11,41 +11,37 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from polite import __version__
-from polite.cli_crawl import add_crawl_command
-from polite.cli_keys import add_keys_command
-from polite.cli_robots import add_explain_commands, add_site_options, robots_lint
-from polite.cli_site import add_site_commands
-from polite.cli_survey import add_survey_commands
-from polite.cli_ulinks import add_ulinks_command
-from polite.config import AT_LEAST_ONE, FLAGS, NON_NEGATIVE, PORT, SERVE_NUMBERS, IntFlag
+from polite.cli.common import (
+    EXIT_BROKEN_PIPE,
+    EXIT_FINDINGS,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    fetch_client,
+    require_public,
+    sitemap_walker,
+)
+from polite.cli.crawl import add_crawl_command
+from polite.cli.keys import add_keys_command
+from polite.cli.robots import add_explain_commands, add_site_options, robots_lint
+from polite.cli.site import add_site_commands
+from polite.cli.survey import add_survey_commands
+from polite.cli.ulinks import add_ulinks_command
+from polite.config import AT_LEAST_ONE, NON_NEGATIVE, PORT, SERVE_NUMBERS, IntFlag
 from polite.core.text import shown
 from polite.core.usage.vocab import PURPOSES
 from polite.errors import PoliteError
 from polite.robots import MAX_ROBOTS_BYTES, Decision, Dialect, RobotsTxt, parse
 
 if TYPE_CHECKING:
-    import httpx
 
-    from polite.fetch.robots import Network
+    pass
 
-__all__ = ["main"]
-
-EXIT_OK = 0
-EXIT_FINDINGS = 1  # some URL is disallowed (check) or the file has problems (lint)
-EXIT_USAGE = 2
-# A run stopped by Ctrl-C or SIGTERM, after its clean stop: 128 + SIGINT, as shells report a
-# program the signal ended, so a script tells it from a finished run.
-EXIT_INTERRUPTED = 130
-# The reader of the output went away (``| head``): 128 + SIGPIPE, what a shell reports for a
-# Unix tool the broken pipe ended, and nothing said about it.
-EXIT_BROKEN_PIPE = 141
-# A shared crawl whose store did not come back within the time it waits for it.
-EXIT_STORE = 1
-
+__all__ = ["build_parser", "main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    parser = _build_parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "handler"):
         # A command group without its command (polite robots) shows the group's help.
@@ -79,7 +75,8 @@ def _drop_stdout() -> None:
         os.close(devnull)
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser of ``polite``, with every command."""
     parser = argparse.ArgumentParser(
         prog="polite", description="The politeness layer for web crawling.")
     parser.add_argument("--version", action="version", version=f"polite {__version__}")
@@ -326,30 +323,6 @@ def _robots_check(args: argparse.Namespace, out: TextIO) -> int:
                                         for url in args.urls])
 
 
-def _require_public(url: str, allow_private: bool, allowed: Sequence[Network] = ()) -> None:
-    """Refusing to fetch from a private address is an error that says what to add, not a
-    verdict about the site (``allowed``: private networks let through)."""
-    import asyncio
-
-    from polite.core.urls import split_origin
-    from polite.errors import ConfigError
-    from polite.fetch.robots import is_public_host
-
-    host = split_origin(url)[1]
-    if not allow_private and not asyncio.run(is_public_host(host, allowed)):
-        raise ConfigError(f"{host} is a private or loopback address; add --allow-private to "
-                          "fetch from it")
-
-
-def _client(allow_private: bool) -> httpx.AsyncClient:
-    """The client robots.txt and sitemaps are fetched with: with private addresses refused,
-    every connection goes to the address the guard checked."""
-    from polite.clock import WallClock
-    from polite.fetch.robots import PublicHosts, create_client
-
-    return create_client(guard=None if allow_private else PublicHosts(WallClock()))
-
-
 def _check_urls(urls: list[str]) -> None:
     """A URL that cannot be checked is an error, not a verdict; a path (/a/b?q) is checked
     as it stands, as explain does."""
@@ -373,11 +346,11 @@ def _robots_check_site(args: argparse.Namespace, out: TextIO) -> int:
     site = origin_of(args.file)
     urls = [urljoin(site + "/", url) for url in args.urls]
     _check_urls(urls)
-    _require_public(site, args.allow_private)
+    require_public(site, args.allow_private)
 
     async def fetch() -> object:
         clock = WallClock()
-        async with _client(args.allow_private) as client:
+        async with fetch_client(args.allow_private) as client:
             fetcher = RobotsFetcher(client, MemoryStore(clock), clock, agent=args.agent,
                                     policy=FetchPolicy(), allow_private=args.allow_private,
                                     dialect=args.dialect, max_bytes=args.max_bytes)
@@ -411,23 +384,6 @@ def _print_decisions(args: argparse.Namespace, out: TextIO,
     return EXIT_OK if all(d.allowed for _, d in decisions) else EXIT_FINDINGS
 
 
-def _walker(args: argparse.Namespace, client: Any, **options: Any) -> Any:
-    from polite.clock import WallClock
-    from polite.fetch.politeness import Politeness
-    from polite.fetch.robots import RobotsFetcher
-    from polite.fetch.sitemaps import SitemapWalker
-    from polite.storage import MemoryStore
-
-    clock = WallClock()
-    store = MemoryStore(clock)
-    robots = RobotsFetcher(client, store, clock, agent=args.agent,
-                           allow_private=args.allow_private)
-    politeness = Politeness(robots, store, clock, agent=args.agent,
-                            default_delay_s=args.delay_ms / 1000,
-                            allow_private=args.allow_private, private_hint=FLAGS.allow_private)
-    return SitemapWalker(client, politeness, **options)
-
-
 def _sitemap_parse(args: argparse.Namespace, out: TextIO) -> int:
     from polite.sitemaps import Entry, SitemapParser
 
@@ -441,11 +397,11 @@ def _sitemap_parse(args: argparse.Namespace, out: TextIO) -> int:
     if args.source.startswith(("http://", "https://")):
         import asyncio
 
-        _require_public(args.source, args.allow_private)
+        require_public(args.source, args.allow_private)
 
         async def fetch() -> Any:
-            async with _client(args.allow_private) as client:
-                return await _walker(args, client).read(args.source, show)
+            async with fetch_client(args.allow_private) as client:
+                return await sitemap_walker(args, client).read(args.source, show)
 
         file = asyncio.run(fetch())
         issues, stopped, error = file.issues, None, file.error
@@ -481,15 +437,16 @@ def _sitemap_tree(args: argparse.Namespace, out: TextIO) -> int:
     from polite.fetch.sitemaps import SitemapFile, WalkSummary
 
     site = origin_of(args.site)
-    _require_public(site, args.allow_private)
+    require_public(site, args.allow_private)
     summary = WalkSummary(site)
     files: list[SitemapFile] = []
     console = Console(stderr=True)
 
     async def walk() -> None:
-        async with _client(args.allow_private) as client:
-            walker = _walker(args, client, max_depth=args.max_depth, max_files=args.max_files,
-                             cross_host=args.cross_host, well_known=args.well_known)
+        async with fetch_client(args.allow_private) as client:
+            walker = sitemap_walker(args, client, max_depth=args.max_depth,
+                                    max_files=args.max_files, cross_host=args.cross_host,
+                                    well_known=args.well_known)
             progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                                 TextColumn("{task.completed} files, {task.fields[urls]:,} URLs, "
                                            "{task.fields[errors]} errors"),

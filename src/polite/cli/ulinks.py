@@ -96,17 +96,17 @@ def _entries(args: argparse.Namespace) -> Iterable[Any]:
         return
     import asyncio
 
-    from polite.cli import _client, _require_public, _walker
+    from polite.cli.common import fetch_client, require_public, sitemap_walker
     from polite.fetch.robots import origin_of
 
-    _require_public(source, args.allow_private)
+    require_public(source, args.allow_private)
     found: list[Any] = []
     site = origin_of(source)
     is_site = source.rstrip("/") == site
 
     async def fetch() -> None:
-        async with _client(args.allow_private) as client:
-            walker = _walker(args, client)
+        async with fetch_client(args.allow_private) as client:
+            walker = sitemap_walker(args, client)
             if is_site:
                 async for _, entries in walker.walk(site):
                     found.extend(entries)

@@ -135,8 +135,8 @@ def _crawl(args: argparse.Namespace, out: TextIO) -> int:
         sitemaps=args.sitemaps, well_known_sitemaps=args.well_known_sitemaps,
         revisit=args.revisit, max_bytes=args.max_bytes, warc=args.warc, purpose=args.purpose,
         lease_s=args.lease_s, max_price=args.max_price)
-    from polite.cli import _require_public
-    from polite.cli_keys import signer_from
+    from polite.cli.common import require_public
+    from polite.cli.keys import signer_from
     from polite.fetch.robots import networks
     from polite.serve import new_event_loop
 
@@ -146,8 +146,8 @@ def _crawl(args: argparse.Namespace, out: TextIO) -> int:
         raise ConfigError("--max-price needs --sign-with: a site charges only a crawler it "
                           "can tell by its signature")
     for url in args.urls:  # before anything is fetched, as polite robots check does
-        _require_public(url, args.allow_private, args.allow_networks)
-    from polite.cli import EXIT_INTERRUPTED
+        require_public(url, args.allow_private, args.allow_networks)
+    from polite.cli.common import EXIT_INTERRUPTED
 
     unreachable: tuple[type[BaseException], ...] = ()
     if _shared(args.store):
@@ -168,7 +168,7 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
     from rich.live import Live
     from rich.table import Table
 
-    from polite.cli import EXIT_STORE
+    from polite.cli.common import EXIT_STORE
     from polite.crawl import CrawlSettings, CrawlStats, StoreUnreachable, open_crawler
 
     assert isinstance(settings, CrawlSettings)
@@ -250,7 +250,7 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
             frontier = None
     summary = {**stats.as_json(), "frontier": frontier, "out": str(folder),
                "stopped": interrupted > 0, **({"worker": worker} if shared else {})}
-    from polite.cli import EXIT_INTERRUPTED
+    from polite.cli.common import EXIT_INTERRUPTED
 
     # stopped by Ctrl-C or SIGTERM: a script tells it from a crawl that finished
     status = EXIT_INTERRUPTED if interrupted else 0

@@ -218,7 +218,7 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)
 
-    from polite.cli import EXIT_INTERRUPTED
+    from polite.cli.common import EXIT_INTERRUPTED
     from polite.serve import new_event_loop
 
     started = time.monotonic()

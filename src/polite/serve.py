@@ -20,7 +20,6 @@ from urllib.parse import urlsplit
 
 from polite.api import create_app
 from polite.api.app import MAX_BODY_BYTES
-from polite.cli.keys import directory_served, signer_from
 from polite.clock import WallClock
 from polite.config import FLAGS, SERVE_NUMBERS, check_setting
 from polite.core.robots import MAX_ROBOTS_BYTES
@@ -34,10 +33,13 @@ from polite.fetch.cache import PageCache
 from polite.fetch.politeness import Politeness
 from polite.fetch.robots import PublicHosts, RobotsFetcher, create_client, networks
 from polite.fetch.sitemaps import SitemapWalker
+from polite.identity.options import require_identity_extra, signer_from
 from polite.proxy import Interception, Mode, ProxyServer, ProxySettings
 from polite.storage import RedisStore, open_store
 
 if TYPE_CHECKING:
+    from starlette.routing import Route
+
     from polite.proxy.authority import CertificateAuthority
 
 __all__ = ["Settings", "default_ca_dir", "masked_env", "open_authority", "open_store",
@@ -265,6 +267,21 @@ def upstream_context(ca_file: str | None) -> ssl.SSLContext:
     return context
 
 
+def directory_served(key_file: str) -> Route:
+    """The route ``polite serve --key`` serves: the key's directory, each answer signed
+    with the key for the authority it was asked at."""
+    require_identity_extra("polite serve --key")
+    from polite.api.directory import directory_route
+    from polite.core.identity import directory_document
+    from polite.identity.keys import load_signing_key, public_bytes
+    from polite.identity.signatures import RequestSigner as Signer
+    from polite.identity.signatures import sign_directory
+
+    signer = Signer(load_signing_key(Path(key_file), "--key"))
+    document = directory_document([public_bytes(signer.key)])
+    return directory_route(document, lambda url: sign_directory([signer], url, document))
+
+
 def _interception(settings: Settings) -> Interception | None:
     if not settings.intercept_tls:
         return None
@@ -281,7 +298,7 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
         asyncio.run(_check_redis(settings.store))  # fail now, not at the first request
     interception = _interception(settings)  # the CA refused before anything is opened
     key_directory = directory_served(settings.key) if settings.key else None
-    signer = signer_from(settings.sign_with, settings.signature_agent)
+    signer = signer_from(settings.sign_with, settings.signature_agent, knobs=FLAGS)
     clock = WallClock()
     store = open_store(settings.store, clock, knob=FLAGS.store)
     node = settings.node or f"{socket.gethostname()}:{settings.port or os.getpid()}"

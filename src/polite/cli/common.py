@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from polite.fetch.robots import Network
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_FINDINGS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_STORE",
-           "EXIT_USAGE", "fetch_client", "require_public", "sitemap_walker"]
+           "EXIT_USAGE", "Parser", "fetch_client", "require_public", "sitemap_walker"]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1  # some URL is disallowed (check) or the file has problems (lint)
@@ -28,6 +28,28 @@ EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 # A shared crawl whose store did not come back within the time it waits for it.
 EXIT_STORE = 1
+
+
+class Parser(argparse.ArgumentParser):
+    """An argparse parser whose command group may run one of its commands when none is
+    named: ``polite crawl URL...`` is ``polite crawl run URL...``, as it was before
+    ``status`` and ``merge`` became commands of their own."""
+
+    default_command: str | None = None
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        if self.default_command is not None and args is not None:
+            given = list(args)
+            if not given or given[0] not in (*self._commands(), "-h", "--help"):
+                given.insert(0, self.default_command)
+            args = given
+        return super().parse_known_args(args, namespace)
+
+    def _commands(self) -> list[str]:
+        return [name for action in self._actions
+                if isinstance(action, argparse._SubParsersAction) for name in action.choices]
 
 
 def require_public(url: str, allow_private: bool, allowed: Sequence[Network] = ()) -> None:

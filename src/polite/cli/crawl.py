@@ -5,33 +5,37 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import signal
 import socket
 import sys
-import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from polite.cli.common import EXIT_INTERRUPTED, EXIT_STORE, Parser, require_public
 from polite.config import AT_LEAST_ONE, FLAGS, NON_NEGATIVE, POSITIVE, FloatFlag, IntFlag
 from polite.core.usage.vocab import PURPOSES
 from polite.errors import ConfigError
 
 if TYPE_CHECKING:
-    from polite.crawl import Crawler
+    pass
 
 __all__ = ["add_crawl_command"]
 
-HEARTBEAT_S = 1.0  # a worker says it is alive this often
-ALIVE_S = 5.0  # and is shown as gone when it has not for this long
 
 
 def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    crawl = commands.add_parser(
+    group = commands.add_parser(
         "crawl", help="crawl sites politely (REGP guidance, sitemaps first, WARC output)",
+        description="A crawl, and the status and merge of one that workers share. "
+                    "polite crawl URL... is short for polite crawl run URL....")
+    assert isinstance(group, Parser)
+    group.default_command = "run"  # polite crawl URL... as before status and merge
+    group.set_defaults(group=group)
+    crawl_commands = group.add_subparsers(title="crawl commands", metavar="COMMAND")
+    crawl = crawl_commands.add_parser(
+        "run", help="crawl from the given URLs (the default command)",
         description="Crawl from the given URLs, obeying robots.txt in every dialect, its "
                     "delays and time windows, and REGP guidance. Writes OUT/pages.jsonl (one "
                     "line per URL decided on) and OUT/warc/*.warc.gz. Started again with the "
@@ -41,7 +45,7 @@ def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
                     "redis://...' shows its progress, 'polite crawl merge DIR... --out DIR' "
                     "merges the workers' folders.")
     crawl.add_argument("urls", metavar="URL", nargs="*",
-                       help="where to start (or: status; merge DIR...)")
+                       help="where to start (none: go on with the crawl in --out or --store)")
     crawl.add_argument("--out", metavar="DIR", help="the crawl's folder")
     crawl.add_argument("--agent", default="polite-crawler",
                        help="the product token robots.txt is read for (default polite-crawler)")
@@ -110,11 +114,25 @@ def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
                             "pages are skipped, their price recorded")
     crawl.add_argument("--json", action="store_true", help="the summary as JSON, no display")
     crawl.set_defaults(handler=_crawl)
+    status = crawl_commands.add_parser(
+        "status", help="a shared crawl's progress: the frontier and each worker",
+        description="Read the frontier's totals and every worker's last heartbeat from the "
+                    "store workers share; a worker silent for 5 s is shown as gone.")
+    status.add_argument("--store", required=True, metavar="URL",
+                        help="the shared crawl: redis://HOST:PORT/DB[?prefix=CRAWL]")
+    status.add_argument("--json", action="store_true", help="the status as JSON")
+    status.set_defaults(handler=_status)
+    merge = crawl_commands.add_parser(
+        "merge", help="merge the folders of a shared crawl's workers into one",
+        description="Write one pages.jsonl and the WARC files of every worker's folder "
+                    "into --out.")
+    merge.add_argument("folders", metavar="DIR", nargs="+", help="a worker's --out")
+    merge.add_argument("--out", metavar="DIR", required=True, help="the merged folder")
+    merge.add_argument("--json", action="store_true", help="the summary as JSON")
+    merge.set_defaults(handler=_merge)
 
 
 def _crawl(args: argparse.Namespace, out: TextIO) -> int:
-    if args.urls[:1] == ["status"]:  # reads the shared store only: no extra needed
-        return _status(args, out)
     try:
         from polite.crawl import CrawlSettings
     except ImportError as exc:
@@ -122,8 +140,6 @@ def _crawl(args: argparse.Namespace, out: TextIO) -> int:
             raise
         raise ConfigError(f"polite crawl needs {exc.name}: pip install 'polite[crawl]'"
                           ) from exc
-    if args.urls[:1] == ["merge"]:
-        return _merge(args, out)
     if not args.out:
         raise ConfigError("--out DIR is required: the crawl's folder")
     settings = CrawlSettings(
@@ -135,22 +151,21 @@ def _crawl(args: argparse.Namespace, out: TextIO) -> int:
         sitemaps=args.sitemaps, well_known_sitemaps=args.well_known_sitemaps,
         revisit=args.revisit, max_bytes=args.max_bytes, warc=args.warc, purpose=args.purpose,
         lease_s=args.lease_s, max_price=args.max_price)
-    from polite.cli.common import require_public
-    from polite.cli.keys import signer_from
     from polite.fetch.robots import networks
+    from polite.identity.options import signer_from
     from polite.serve import new_event_loop
 
     args.allow_networks = networks(args.allow_networks)
-    args.signer = signer_from(args.sign_with, args.signature_agent)
+    args.signer = signer_from(args.sign_with, args.signature_agent, knobs=FLAGS)
     if args.max_price is not None and args.signer is None:
         raise ConfigError("--max-price needs --sign-with: a site charges only a crawler it "
                           "can tell by its signature")
     for url in args.urls:  # before anything is fetched, as polite robots check does
         require_public(url, args.allow_private, args.allow_networks)
-    from polite.cli.common import EXIT_INTERRUPTED
+    from polite.crawl.workers import is_shared
 
     unreachable: tuple[type[BaseException], ...] = ()
-    if _shared(args.store):
+    if is_shared(args.store):
         from polite.storage.redis import UNREACHABLE as unreachable
     loop = new_event_loop("auto")  # uvloop when installed: less CPU per page
     try:
@@ -168,12 +183,12 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
     from rich.live import Live
     from rich.table import Table
 
-    from polite.cli.common import EXIT_STORE
     from polite.crawl import CrawlSettings, CrawlStats, StoreUnreachable, open_crawler
+    from polite.crawl.workers import heartbeat, is_shared
 
     assert isinstance(settings, CrawlSettings)
     folder = Path(args.out)
-    shared = _shared(args.store)
+    shared = is_shared(args.store)
     worker = args.worker or f"{socket.gethostname()}-{os.getpid()}"
 
     def on_store(up: bool, detail: str) -> None:
@@ -190,7 +205,7 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
                             allow_networks=args.allow_networks,
                             worker=worker if shared else "", knobs=FLAGS,
                             on_store=on_store, signer=args.signer) as crawler, \
-            _heartbeat(args.store if shared else "", worker, crawler, folder):
+            heartbeat(args.store if shared else "", worker, crawler, folder):
         bad = await crawler.add_seeds(args.urls)
         if bad:
             raise ConfigError(f"not an http(s) URL: {', '.join(map(repr, bad))}")
@@ -250,8 +265,6 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
             frontier = None
     summary = {**stats.as_json(), "frontier": frontier, "out": str(folder),
                "stopped": interrupted > 0, **({"worker": worker} if shared else {})}
-    from polite.cli.common import EXIT_INTERRUPTED
-
     # stopped by Ctrl-C or SIGTERM: a script tells it from a crawl that finished
     status = EXIT_INTERRUPTED if interrupted else 0
     if args.json:
@@ -269,64 +282,14 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
     return status
 
 
-def _shared(store: str) -> bool:
-    return store.startswith(("redis://", "rediss://", "unix://"))
-
-
-@contextlib.asynccontextmanager
-async def _heartbeat(store: str, worker: str, crawler: Crawler,
-                     folder: Path) -> AsyncIterator[None]:
-    """While the crawl runs, say every second in the shared store that this worker is alive
-    and what it has done (``polite crawl status`` shows it); nothing without a store."""
-    if not store:
-        yield
-        return
-    from polite.storage.redis_frontier import RedisFrontier
-
-    frontier = crawler.frontier
-    assert isinstance(frontier, RedisFrontier)
-    started = time.time()
-    lease_s = crawler.settings.lease_s
-
-    def about(ended: bool) -> dict[str, object]:
-        stats = crawler.stats
-        return {"host": socket.gethostname(), "pid": os.getpid(), "out": str(folder),
-                "started": round(started, 3), "fetched": stats.fetched,
-                "failed": stats.failed, "skipped": sum(stats.skipped.values()),
-                "in_flight": stats.in_flight, "pages_per_s": round(stats.pages_per_s(), 2),
-                "ended": ended}
-
-    async with frontier.holding(lease_s, about, beat_s=HEARTBEAT_S):
-        yield
-
-
 def _status(args: argparse.Namespace, out: TextIO) -> int:
-    if len(args.urls) > 1:
-        raise ConfigError("crawl status takes no URL; name the crawl with --store "
-                          "redis://HOST:PORT/DB[?prefix=CRAWL]")
-    if not _shared(args.store):
+    from polite.crawl.workers import crawl_status, is_shared
+
+    if not is_shared(args.store):
         raise ConfigError("crawl status reads a shared crawl: --store redis://HOST:PORT/DB"
                           "[?prefix=CRAWL]")
-    from polite.storage.redis_frontier import RedisFrontier
-
-    async def read() -> dict[str, object]:
-        frontier = RedisFrontier.from_url(args.store, knob=FLAGS.store)
-        try:
-            counts = await frontier.counts()
-            waiting, fetched_hosts = await frontier.host_count()
-            now, beats = await frontier.workers()
-        finally:
-            await frontier.close()
-        workers = [{"worker": beat.worker, "seconds_since_beat": round(now - beat.at, 1),
-                    "alive": not beat.about.get("ended") and now - beat.at < ALIVE_S,
-                    **beat.about} for beat in beats]
-        return {"frontier": counts._asdict(), "hosts_waiting": waiting,
-                "hosts_fetched": fetched_hosts,
-                "workers_alive": sum(1 for w in workers if w["alive"]),
-                "finished": counts.queued + counts.leased == 0, "workers": workers}
-
     try:
-        status = asyncio.run(read())
+        status = asyncio.run(crawl_status(args.store, knob=FLAGS.store))
     except (OSError, ConnectionError) as exc:
         raise ConfigError(f"crawl status: cannot reach {args.store}: {exc}") from exc
     if args.json:
@@ -353,9 +316,7 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
 def _merge(args: argparse.Namespace, out: TextIO) -> int:
     from polite.crawl.merge import merge_outputs
 
-    if not args.out:
-        raise ConfigError("crawl merge DIR... --out DIR: name the merged folder")
-    summary = merge_outputs(args.urls[1:], args.out)
+    summary = merge_outputs(args.folders, args.out)
     if args.json:
         out.write(json.dumps(summary) + "\n")
         return 0

@@ -1,5 +1,5 @@
-"""``polite robots explain``, ``polite robots lint`` and ``polite robots diff``: wiring only;
-the work is done by :mod:`polite.core.robots` (explain, lint, diff)."""
+"""``polite robots``: check, lint, explain and diff; the work is done by
+:mod:`polite.core.robots`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from polite.cli.common import EXIT_FINDINGS, EXIT_OK, fetch_client, require_public
 from polite.config import AT_LEAST_ONE, IntFlag
 from polite.core.robots.usage_tools import UsageRow, explain_usage
 from polite.core.text import decode_text, shown
@@ -17,9 +18,11 @@ from polite.errors import ConfigError
 from polite.robots import (
     MAX_ROBOTS_BYTES,
     Cell,
+    Decision,
     Dialect,
     Explanation,
     RobotsDiff,
+    RobotsTxt,
     Severity,
     diff_bodies,
     explain_body,
@@ -28,16 +31,59 @@ from polite.robots import (
     parse_dialect,
 )
 
-__all__ = ["add_explain_commands", "add_site_options", "robots_lint"]
-
-EXIT_OK = 0
-EXIT_FINDINGS = 1
+__all__ = ["add_robots_commands", "fetch_body", "is_site", "robots_source"]
 
 
-def add_explain_commands(robots_commands: argparse._SubParsersAction[argparse.ArgumentParser]
-                         ) -> None:
+def add_robots_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    robots = commands.add_parser("robots", help="read, check and lint robots.txt files")
+    robots.set_defaults(group=robots)
+    robots_commands = robots.add_subparsers(title="robots commands", metavar="COMMAND")
+
+    check = robots_commands.add_parser(
+        "check", help="may an agent fetch these URLs?",
+        description="Print the verdict, the deciding rule and its line for each URL. "
+                    "Exit status: 0 all allowed, 1 some disallowed, 2 bad input.")
+    check.add_argument("file", metavar="FILE|SITE",
+                       help="a robots.txt file, - for standard input, or a site's URL "
+                            "(http:// or https://) to fetch its robots.txt")
+    check.add_argument("urls", metavar="URL", nargs="+",
+                       help="URLs or paths (/a/b?q) to check")
+    check.add_argument("--allow-private", action="store_true",
+                       help="with a SITE: also fetch from private and loopback addresses")
+    check.add_argument("--agent", "-a", required=True, help="the crawler's product token")
+    _dialect_option(check)
+    check.add_argument("--ip", help="the egress IP address (REGP Ip-allow / Ip-disallow)")
+    check.add_argument("--json", action="store_true", help="one JSON array of verdicts")
+    _max_bytes_option(check)
+    check.set_defaults(handler=_robots_check)
+
+    lint = robots_commands.add_parser(
+        "lint", help="classify every line and find what crawlers will read otherwise",
+        description="Lists every line a parser skipped or read leniently and the mistakes "
+                    "webmasters make (Disallow: / for everyone, one agent in two groups, full "
+                    "User-Agent strings, relative Sitemap lines, Crawl-delay Googlebot "
+                    "ignores, REGP's rules, ...). Exit status: 0 no errors or warnings, 1 "
+                    "some found, 2 bad input.")
+    lint.add_argument("file", metavar="FILE|SITE",
+                      help="a robots.txt file, - for standard input, or a site's URL (http:// "
+                           "or https://) to fetch its robots.txt")
+    _dialect_option(lint)
+    lint.add_argument("--json", action="store_true", help="one JSON array of issues (with "
+                      "--lines, an object with the issues and the lines)")
+    lint.add_argument("--lines", action="store_true", help="also print every line's class: "
+                      "directive, unused, unknown, typo, missing-colon, too-long, invalid, "
+                      "brace, comment, blank")
+    lint.add_argument("--content-type", help="the Content-Type the file was served with "
+                      "(text/html is an error)")
+    _max_bytes_option(lint)
+    _site_options(lint)
+    lint.set_defaults(handler=_robots_lint)
+    _add_explain_commands(robots_commands)
+
+
+def _add_explain_commands(robots_commands: argparse._SubParsersAction[argparse.ArgumentParser]
+                          ) -> None:
     """Add ``explain`` and ``diff`` under ``polite robots``."""
-    dialects = [d.value for d in Dialect]
     explain = robots_commands.add_parser(
         "explain", help="what one robots.txt means to each crawler, dialect by dialect",
         description="A matrix of URL x agent x dialect: the verdict, the group chosen and why, "
@@ -51,9 +97,10 @@ def add_explain_commands(robots_commands: argparse._SubParsersAction[argparse.Ar
                          help="URLs or paths (/a/b?q) to explain")
     explain.add_argument("--agent", "-a", action="append", required=True,
                          help="a crawler's name or product token (repeat for more)")
-    explain.add_argument("--dialect", "-d", action="append", choices=dialects,
-                         help="explain in these dialects only (repeat; default rfc9309, "
-                              "google, koster1996, and regp for a REGP file)")
+    explain.add_argument("--dialect", "-d", action="append", choices=DIALECTS,
+                         help=f"explain in these dialects only (repeat; auto, the default: "
+                              f"rfc9309, google, koster1996, and regp for a REGP file). "
+                              f"{DIALECT_NAMES}")
     explain.add_argument("--purpose", action="append", choices=PURPOSES,
                          help="show the AI-usage preferences for these purposes (repeat; "
                               "default every purpose the file states a preference for)")
@@ -77,14 +124,25 @@ def add_explain_commands(robots_commands: argparse._SubParsersAction[argparse.Ar
                       help="URLs or paths to compare, one a line (# comments and blank lines "
                            "skipped)")
     diff.add_argument("--agent", "-a", action="append", help="an agent (repeat for more)")
-    diff.add_argument("--dialect", "-d", default="auto", choices=["auto", *dialects])
+    _dialect_option(diff)
     diff.add_argument("--json", action="store_true", help="the changes as JSON")
     _max_bytes(diff)
-    add_site_options(diff)
+    _site_options(diff)
     diff.set_defaults(handler=_robots_diff)
 
 
-def add_site_options(command: argparse.ArgumentParser) -> None:
+DIALECTS = ["auto", *(d.value for d in Dialect)]
+DIALECT_NAMES = ("rfc9309: RFC 9309; google: as Googlebot reads it; koster1996: the 1996 "
+                 "draft (Koster 1996); regp: the REGP dialect (Ge & Ding 2016)")
+
+
+def _dialect_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--dialect", "-d", default="auto", choices=DIALECTS,
+                         help=f"how to read the file (default auto: regp for a file that "
+                              f"says it is REGP, else rfc9309). {DIALECT_NAMES}")
+
+
+def _site_options(command: argparse.ArgumentParser) -> None:
     """The option of a command whose robots.txt may be a site's, fetched."""
     command.add_argument("--allow-private", action="store_true",
                          help="with a SITE: also fetch from private and loopback addresses")
@@ -128,7 +186,8 @@ def _robots_explain(args: argparse.Namespace, out: TextIO) -> int:
         from urllib.parse import urljoin
 
         urls = [urljoin(site + "/", url) for url in urls]
-    dialects = [Dialect(d) for d in args.dialect] if args.dialect else None
+    chosen = [d for d in args.dialect or () if d != "auto"]
+    dialects = [Dialect(d) for d in chosen] if chosen else None
     explanation = explain_body(body, args.agent, urls, dialects, max_bytes=args.max_bytes)
     dialect = dialects[0] if dialects else explanation.dialects[0]
     usage = explain_usage(parse(body, dialect, max_bytes=args.max_bytes), explanation.urls,
@@ -153,7 +212,6 @@ def fetch_body(source: str, agent: str, *, allow_private: bool, max_bytes: int
     ``source`` is any URL of the site (its robots.txt's own will do)."""
     import asyncio
 
-    from polite.cli.common import fetch_client, require_public
     from polite.clock import WallClock
     from polite.core.robots.lifecycle import FetchPolicy, Parsed
     from polite.fetch.robots import RobotsFetcher, origin_of
@@ -270,7 +328,7 @@ def _why(cell: Cell) -> str:
 # -- lint -------------------------------------------------------------------------------
 
 
-def robots_lint(args: argparse.Namespace, out: TextIO) -> int:
+def _robots_lint(args: argparse.Namespace, out: TextIO) -> int:
     """``polite robots lint``: the reader's issues and the checks, one a line; with
     ``--lines`` every line's class too."""
     body, name, _ = robots_source(args.file, args)
@@ -363,3 +421,102 @@ def _print_diff(out: TextIO, old: str, new: str, d: RobotsDiff) -> None:
         now = _rule(c.new_rule) if c.new_rule else c.new_reason
         out.write(shown(f"  {c.agent}  {c.url}  {before} -> {after}  (was {was}; "
                         f"now {now})\n"))
+
+
+# -- check ------------------------------------------------------------------------------
+
+
+def _max_bytes_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--max-bytes", type=IntFlag(AT_LEAST_ONE), default=MAX_ROBOTS_BYTES,
+                         help="read robots.txt up to this many bytes; what lies beyond is "
+                              f"ignored, and said so (default {MAX_ROBOTS_BYTES}, as RFC 9309 "
+                              "allows)")
+
+
+def _warn_if_cut(name: str, robots: RobotsTxt, max_bytes: int) -> None:
+    """A file cut at the cap answers as if its later rules were not there: say so."""
+    if robots.truncated:
+        print(f"polite: warning: {name} is longer than {max_bytes:,} bytes and was read only "
+              "that far; rules after that point are not applied (--max-bytes to read more)",
+              file=sys.stderr)
+
+
+def _decision_json(url: str, decision: Decision) -> dict[str, object]:
+    return {
+        "url": url,
+        "allowed": decision.allowed,
+        "rule": str(decision.rule) if decision.rule else None,
+        "line": decision.line,
+        "reason": decision.reason,
+    }
+
+
+def _robots_check(args: argparse.Namespace, out: TextIO) -> int:
+    if args.file.startswith(("http://", "https://")):
+        return _robots_check_site(args, out)
+    _check_urls(args.urls)
+    robots: RobotsTxt = parse(_read(args.file), args.dialect, max_bytes=args.max_bytes)
+    _warn_if_cut(args.file, robots, args.max_bytes)
+    return _print_decisions(args, out, [(url, robots.decide(url, args.agent, ip=args.ip))
+                                        for url in args.urls])
+
+
+def _check_urls(urls: list[str]) -> None:
+    """A URL that cannot be checked is an error, not a verdict; a path (/a/b?q) is checked
+    as it stands, as explain does."""
+    from polite.core.urls import split_origin
+
+    for url in urls:
+        if not url.startswith("/") or url.startswith("//"):
+            split_origin(url)  # InvalidURL (a PoliteError): not an http(s) URL
+
+
+def _robots_check_site(args: argparse.Namespace, out: TextIO) -> int:
+    # Imported here: the fetch layer's dependencies are not needed for local files.
+    import asyncio
+    from urllib.parse import urljoin
+
+    from polite.clock import WallClock
+    from polite.core.robots.lifecycle import AllowAll, FetchPolicy, Parsed
+    from polite.fetch.robots import RobotsFetcher, origin_of
+    from polite.storage import MemoryStore
+
+    site = origin_of(args.file)
+    urls = [urljoin(site + "/", url) for url in args.urls]
+    _check_urls(urls)
+    require_public(site, args.allow_private)
+
+    async def fetch() -> object:
+        clock = WallClock()
+        async with fetch_client(args.allow_private) as client:
+            fetcher = RobotsFetcher(client, MemoryStore(clock), clock, agent=args.agent,
+                                    policy=FetchPolicy(), allow_private=args.allow_private,
+                                    dialect=args.dialect, max_bytes=args.max_bytes)
+            return await fetcher.state(site)
+
+    state = asyncio.run(fetch())
+    if isinstance(state, Parsed):
+        _warn_if_cut(f"{site}/robots.txt", state.robots, args.max_bytes)
+        if not args.json:
+            out.write(f"{site}/robots.txt: {state.status}, dialect {state.robots.dialect}"
+                      f"{' (last good copy)' if state.stale else ''}\n")
+        return _print_decisions(args, out, [(url, state.robots.decide(url, args.agent,
+                                                                      ip=args.ip))
+                                            for url in urls])
+    allowed = isinstance(state, AllowAll)
+    reason = getattr(state, "reason", "")
+    decisions = [(url, Decision(allowed, None, f"{site}/robots.txt: {reason}"))
+                 for url in urls]
+    return _print_decisions(args, out, decisions)
+
+
+def _print_decisions(args: argparse.Namespace, out: TextIO,
+                     decisions: list[tuple[str, Decision]]) -> int:
+    if args.json:
+        json.dump([_decision_json(u, d) for u, d in decisions], out, indent=2)
+        out.write("\n")
+    else:
+        for url, decision in decisions:
+            verdict = "allowed   " if decision.allowed else "disallowed"
+            out.write(shown(f"{verdict} {url}  ({decision.reason})\n"))
+    return EXIT_OK if all(d.allowed for _, d in decisions) else EXIT_FINDINGS

@@ -1,4 +1,4 @@
-"""``polite ulinks``: a site's most useful pages from its sitemaps (seed 004, 2.4); the
+"""``polite ulinks``: a site's most useful pages from its sitemaps (Roy 2008, 2.4); the
 algorithm is :mod:`polite.core.ulinks`."""
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ YEAR_S = 365 * 86_400.0
 
 def add_ulinks_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ulinks = commands.add_parser(
-        "ulinks", help="a site's most useful pages from its sitemaps (seed 004's ulinks)",
+        "ulinks", help="a site's most useful pages from its sitemaps (Roy 2008's ulinks)",
         description="Build the prefix tree of a site's sitemap URLs and fold it greedily "
-                    "(seed 004, section 2.4); print the K heaviest remaining leaves, one "
+                    "(Roy 2008, section 2.4); print the K heaviest remaining leaves, one "
                     "'URI<TAB>WEIGHT' a line.")
     ulinks.add_argument("source", metavar="SOURCE",
                         help="a site (https://example.com: its sitemaps from robots.txt), a "
@@ -36,9 +36,9 @@ def add_ulinks_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
                         help="how many ulinks (default 5)")
     ulinks.add_argument("--max-uris", type=IntFlag(AT_LEAST_ONE), default=MAX_URIS,
                         help=f"URIs in the tree at most, sampled at random beyond (default "
-                             f"{MAX_URIS:,}, as the seed)")
+                             f"{MAX_URIS:,}, as Roy 2008)")
     ulinks.add_argument("--weigh", choices=["count", "priority", "recent"], default="count",
-                        help="a URI weighs one (the seed), its <priority> (0.5 when it has "
+                        help="a URI weighs one (as Roy 2008), its <priority> (0.5 when it has "
                              "none), or more the more recent its <lastmod> (halved a year)")
     ulinks.add_argument("--json", action="store_true", help="one JSON object a ulink")
     ulinks.add_argument("--agent", "-a", default="polite", help="product token (default polite)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import signal
@@ -13,9 +14,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from polite.cli.common import EXIT_INTERRUPTED, EXIT_STORE, Parser, require_public
-from polite.config import AT_LEAST_ONE, FLAGS, NON_NEGATIVE, POSITIVE, FloatFlag, IntFlag
-from polite.core.usage.vocab import PURPOSES
+from polite.cli.common import (
+    EXIT_INTERRUPTED,
+    EXIT_STORE,
+    Parser,
+    add_settings,
+    require_public,
+    resolve,
+)
+from polite.config import CRAWL, FLAGS
 from polite.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -44,75 +51,7 @@ def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
                     "one crawl (each its own --out); 'polite crawl status --store "
                     "redis://...' shows its progress, 'polite crawl merge DIR... --out DIR' "
                     "merges the workers' folders.")
-    crawl.add_argument("urls", metavar="URL", nargs="*",
-                       help="where to start (none: go on with the crawl in --out or --store)")
-    crawl.add_argument("--out", metavar="DIR", help="the crawl's folder")
-    crawl.add_argument("--agent", default="polite-crawler",
-                       help="the product token robots.txt is read for (default polite-crawler)")
-    crawl.add_argument("--user-agent", help="the User-Agent header (default: the agent)")
-    crawl.add_argument("--store", default="",
-                       help="politeness state and frontier: sqlite:///PATH (default "
-                            "OUT/crawl.sqlite), memory://, or redis://HOST:PORT/DB"
-                            "[?prefix=CRAWL] for workers sharing one crawl; share it with "
-                            "polite serve to be polite together")
-    crawl.add_argument("--worker", default="",
-                       help="this worker's name in a shared crawl (default HOSTNAME-PID)")
-    crawl.add_argument("--lease-s", type=FloatFlag(POSITIVE), default=600.0,
-                       help="how long a worker holds a URL before, if it has not answered "
-                            "(it died), the URL goes back to the queue (default 600)")
-    crawl.add_argument("--scope", choices=["host", "site", "any"], default="host",
-                       help="which hosts links may lead to: the seeds' own (default), also "
-                            "with or without www., or any")
-    crawl.add_argument("--max-pages", type=IntFlag(AT_LEAST_ONE),
-                       help="stop after this many pages fetched (default: no limit)")
-    crawl.add_argument("--max-depth", type=IntFlag(NON_NEGATIVE),
-                       help="links followed from a seed at most (0: the seeds alone)")
-    crawl.add_argument("--max-pages-per-host", type=IntFlag(AT_LEAST_ONE), default=100_000,
-                       help="a budget per host against traps (default 100000)")
-    crawl.add_argument("--concurrency", type=IntFlag(AT_LEAST_ONE), default=64,
-                       help="fetches in flight at most (default 64)")
-    crawl.add_argument("--per-host", type=IntFlag(AT_LEAST_ONE), default=1,
-                       help="fetches in flight to one host at most (default 1)")
-    crawl.add_argument("--default-delay-ms", type=IntFlag(NON_NEGATIVE), default=1000,
-                       help="spacing where neither robots.txt nor the store sets one "
-                            "(default 1000)")
-    crawl.add_argument("--max-crawl-delay-s", type=FloatFlag(NON_NEGATIVE), default=60.0,
-                       help="robots.txt delays above this are read as this (default 60)")
-    crawl.add_argument("--languages", default="",
-                       help="comma-separated languages the crawler reads (zh,en); a site "
-                            "whose REGP Language shares none is not crawled")
-    crawl.add_argument("--no-sitemaps", dest="sitemaps", action="store_false",
-                       help="do not read the sitemaps robots.txt names before a site's pages")
-    crawl.add_argument("--well-known-sitemaps", action="store_true",
-                       help="also try /sitemap.xml and the like when robots.txt names none")
-    crawl.add_argument("--purpose", choices=PURPOSES, default=None,
-                       help="what the pages are for: a page whose AI-usage preferences "
-                            "(robots.txt Content-Usage / Content-Signal, headers, META, "
-                            "TDMRep) refuse it is fetched but not kept, like noindex "
-                            "(default none: preferences recorded, nothing refused)")
-    crawl.add_argument("--revisit", action="store_true",
-                       help="keep going: revisit pages when Change-*, Index-page, "
-                            "changefreq or lastmod say they are due")
-    crawl.add_argument("--max-bytes", type=IntFlag(AT_LEAST_ONE), default=10 * 1024 * 1024,
-                       help="a body's cap, counted decoded (default 10 MiB)")
-    crawl.add_argument("--no-warc", dest="warc", action="store_false",
-                       help="write pages.jsonl only")
-    crawl.add_argument("--allow-private", action="store_true",
-                       help="also crawl private and loopback addresses")
-    crawl.add_argument("--allow-network", dest="allow_networks", action="append", default=[],
-                       metavar="NETWORK", help="also crawl the private addresses in NETWORK "
-                       "(10.1.0.0/16, or one address; repeatable): the others stay refused")
-    crawl.add_argument("--sign-with", metavar="KEY", help="sign every request with this "
-                       "Ed25519 key (Web Bot Auth; polite keys new); needs polite[identity]")
-    crawl.add_argument("--signature-agent", metavar="URL", help="with --sign-with: the URL "
-                       "of the key's directory, sent as Signature-Agent (e.g. where polite "
-                       "serve --key runs)")
-    crawl.add_argument("--max-price", type=FloatFlag(POSITIVE), metavar="USD",
-                       help="pay-per-crawl: a page answered 402 with a crawler-price up to "
-                            "this is asked again with a signed crawler-max-price, and what it "
-                            "was charged recorded (needs --sign-with); without it priced "
-                            "pages are skipped, their price recorded")
-    crawl.add_argument("--json", action="store_true", help="the summary as JSON, no display")
+    add_settings(crawl, CRAWL)
     crawl.set_defaults(handler=_crawl)
     status = crawl_commands.add_parser(
         "status", help="a shared crawl's progress: the frontier and each worker",
@@ -132,30 +71,35 @@ def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     merge.set_defaults(handler=_merge)
 
 
-def _crawl(args: argparse.Namespace, out: TextIO) -> int:
+def _require_extra() -> None:
+    """The crawl extra's libraries, or an error saying how to install them."""
     try:
-        from polite.crawl import CrawlSettings
+        import polite.crawl  # noqa: F401
     except ImportError as exc:
         if exc.name not in ("selectolax", "fastwarc"):
             raise
         raise ConfigError(f"polite crawl needs {exc.name}: pip install 'polite[crawl]'"
                           ) from exc
+
+
+def _crawl(args: argparse.Namespace, out: TextIO) -> int:
+    _require_extra()
+    from polite.crawl import CrawlSettings
+
+    resolve(CRAWL, args)
     if not args.out:
         raise ConfigError("--out DIR is required: the crawl's folder")
+    args.store = args.store or ""
+    # the declared keywords that are CrawlSettings' fields, as given (languages split first)
+    fields = {f.name for f in dataclasses.fields(CrawlSettings)} - {"languages"}
     settings = CrawlSettings(
-        agent=args.agent, user_agent=args.user_agent, scope=args.scope,
-        max_pages=args.max_pages, max_depth=args.max_depth,
-        max_pages_per_host=args.max_pages_per_host, concurrency=args.concurrency,
-        per_host=args.per_host,
-        languages=tuple(x.strip() for x in args.languages.split(",") if x.strip()),
-        sitemaps=args.sitemaps, well_known_sitemaps=args.well_known_sitemaps,
-        revisit=args.revisit, max_bytes=args.max_bytes, warc=args.warc, purpose=args.purpose,
-        lease_s=args.lease_s, max_price=args.max_price)
+        **{s.name: getattr(args, s.name) for s in CRAWL.on("keyword") if s.name in fields},
+        languages=tuple(x.strip() for x in args.languages.split(",") if x.strip()))
     from polite.fetch.robots import networks
     from polite.identity.options import signer_from
     from polite.serve import new_event_loop
 
-    args.allow_networks = networks(args.allow_networks)
+    args.allow_networks = networks(args.allow_network)
     args.signer = signer_from(args.sign_with, args.signature_agent, knobs=FLAGS)
     if args.max_price is not None and args.signer is None:
         raise ConfigError("--max-price needs --sign-with: a site charges only a crawler it "
@@ -199,7 +143,7 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
         print(said, file=sys.stderr, flush=True)
 
     async with open_crawler(folder, settings, store=args.store,
-                            default_delay_s=args.default_delay_ms / 1000,
+                            default_delay_s=args.default_delay_s,
                             max_crawl_delay_s=args.max_crawl_delay_s,
                             allow_private=args.allow_private,
                             allow_networks=args.allow_networks,
@@ -283,6 +227,7 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
 
 
 def _status(args: argparse.Namespace, out: TextIO) -> int:
+    _require_extra()  # the workers' liveness is polite.crawl's, which needs its extra
     from polite.crawl.workers import crawl_status, is_shared
 
     if not is_shared(args.store):
@@ -314,6 +259,7 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _merge(args: argparse.Namespace, out: TextIO) -> int:
+    _require_extra()
     from polite.crawl.merge import merge_outputs
 
     summary = merge_outputs(args.folders, args.out)

@@ -9,14 +9,13 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from polite.cli.common import EXIT_FINDINGS, EXIT_OK, fetch_client, require_public
-from polite.config import AT_LEAST_ONE, IntFlag
+from polite.cli.common import EXIT_FINDINGS, EXIT_OK, add_settings, fetch_client, require_public
+from polite.config import ROBOTS_CHECK, ROBOTS_DIFF, ROBOTS_EXPLAIN, ROBOTS_LINT
 from polite.core.robots.usage_tools import UsageRow, explain_usage
 from polite.core.text import decode_text, shown
 from polite.core.usage.vocab import PURPOSES
 from polite.errors import ConfigError
 from polite.robots import (
-    MAX_ROBOTS_BYTES,
     Cell,
     Decision,
     Dialect,
@@ -43,18 +42,7 @@ def add_robots_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
         "check", help="may an agent fetch these URLs?",
         description="Print the verdict, the deciding rule and its line for each URL. "
                     "Exit status: 0 all allowed, 1 some disallowed, 2 bad input.")
-    check.add_argument("file", metavar="FILE|SITE",
-                       help="a robots.txt file, - for standard input, or a site's URL "
-                            "(http:// or https://) to fetch its robots.txt")
-    check.add_argument("urls", metavar="URL", nargs="+",
-                       help="URLs or paths (/a/b?q) to check")
-    check.add_argument("--allow-private", action="store_true",
-                       help="with a SITE: also fetch from private and loopback addresses")
-    check.add_argument("--agent", "-a", required=True, help="the crawler's product token")
-    _dialect_option(check)
-    check.add_argument("--ip", help="the egress IP address (REGP Ip-allow / Ip-disallow)")
-    check.add_argument("--json", action="store_true", help="one JSON array of verdicts")
-    _max_bytes_option(check)
+    add_settings(check, ROBOTS_CHECK)
     check.set_defaults(handler=_robots_check)
 
     lint = robots_commands.add_parser(
@@ -64,19 +52,7 @@ def add_robots_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
                     "User-Agent strings, relative Sitemap lines, Crawl-delay Googlebot "
                     "ignores, REGP's rules, ...). Exit status: 0 no errors or warnings, 1 "
                     "some found, 2 bad input.")
-    lint.add_argument("file", metavar="FILE|SITE",
-                      help="a robots.txt file, - for standard input, or a site's URL (http:// "
-                           "or https://) to fetch its robots.txt")
-    _dialect_option(lint)
-    lint.add_argument("--json", action="store_true", help="one JSON array of issues (with "
-                      "--lines, an object with the issues and the lines)")
-    lint.add_argument("--lines", action="store_true", help="also print every line's class: "
-                      "directive, unused, unknown, typo, missing-colon, too-long, invalid, "
-                      "brace, comment, blank")
-    lint.add_argument("--content-type", help="the Content-Type the file was served with "
-                      "(text/html is an error)")
-    _max_bytes_option(lint)
-    _site_options(lint)
+    add_settings(lint, ROBOTS_LINT)
     lint.set_defaults(handler=_robots_lint)
     _add_explain_commands(robots_commands)
 
@@ -90,25 +66,7 @@ def _add_explain_commands(robots_commands: argparse._SubParsersAction[argparse.A
                     "the deciding rule and its line, the rule that lost and the tie-break. "
                     "Exit status: 0 the dialects agree on every cell, 1 they disagree "
                     "somewhere (marked !), 2 bad input.")
-    explain.add_argument("file", metavar="FILE|SITE",
-                         help="a robots.txt file, - for standard input, or a site's URL "
-                              "(http:// or https://) to fetch its robots.txt")
-    explain.add_argument("urls", metavar="URL", nargs="+",
-                         help="URLs or paths (/a/b?q) to explain")
-    explain.add_argument("--agent", "-a", action="append", required=True,
-                         help="a crawler's name or product token (repeat for more)")
-    explain.add_argument("--dialect", "-d", action="append", choices=DIALECTS,
-                         help=f"explain in these dialects only (repeat; auto, the default: "
-                              f"rfc9309, google, koster1996, and regp for a REGP file). "
-                              f"{DIALECT_NAMES}")
-    explain.add_argument("--purpose", action="append", choices=PURPOSES,
-                         help="show the AI-usage preferences for these purposes (repeat; "
-                              "default every purpose the file states a preference for)")
-    explain.add_argument("--brief", action="store_true", help="the matrix only, no reasons")
-    explain.add_argument("--json", action="store_true", help="every cell as JSON")
-    explain.add_argument("--allow-private", action="store_true",
-                         help="with a SITE: also fetch from private and loopback addresses")
-    _max_bytes(explain)
+    add_settings(explain, ROBOTS_EXPLAIN)
     explain.set_defaults(handler=_robots_explain)
 
     diff = robots_commands.add_parser(
@@ -118,40 +76,8 @@ def _add_explain_commands(robots_commands: argparse._SubParsersAction[argparse.A
                     "path ending in /, and /. Without --agent the agents are every product "
                     "token either file names and one that neither names. Exit status: 0 no "
                     "verdict changes, 1 some, 2 bad input.")
-    diff.add_argument("old", metavar="OLD", help="the robots.txt before: a file, - or a site")
-    diff.add_argument("new", metavar="NEW", help="the robots.txt after: a file, - or a site")
-    diff.add_argument("--urls", metavar="FILE",
-                      help="URLs or paths to compare, one a line (# comments and blank lines "
-                           "skipped)")
-    diff.add_argument("--agent", "-a", action="append", help="an agent (repeat for more)")
-    _dialect_option(diff)
-    diff.add_argument("--json", action="store_true", help="the changes as JSON")
-    _max_bytes(diff)
-    _site_options(diff)
+    add_settings(diff, ROBOTS_DIFF)
     diff.set_defaults(handler=_robots_diff)
-
-
-DIALECTS = ["auto", *(d.value for d in Dialect)]
-DIALECT_NAMES = ("rfc9309: RFC 9309; google: as Googlebot reads it; koster1996: the 1996 "
-                 "draft (Koster 1996); regp: the REGP dialect (Ge & Ding 2016)")
-
-
-def _dialect_option(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--dialect", "-d", default="auto", choices=DIALECTS,
-                         help=f"how to read the file (default auto: regp for a file that "
-                              f"says it is REGP, else rfc9309). {DIALECT_NAMES}")
-
-
-def _site_options(command: argparse.ArgumentParser) -> None:
-    """The option of a command whose robots.txt may be a site's, fetched."""
-    command.add_argument("--allow-private", action="store_true",
-                         help="with a SITE: also fetch from private and loopback addresses")
-
-
-def _max_bytes(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--max-bytes", type=IntFlag(AT_LEAST_ONE), default=MAX_ROBOTS_BYTES,
-                         help=f"read robots.txt up to this many bytes (default "
-                              f"{MAX_ROBOTS_BYTES})")
 
 
 def _read(name: str) -> bytes:
@@ -171,7 +97,7 @@ def robots_source(name: str, args: argparse.Namespace, agent: str = "polite"
     (``None`` for a file or standard input)."""
     if is_site(name):
         body, site = fetch_body(name, agent, allow_private=args.allow_private,
-                                max_bytes=args.max_bytes)
+                                max_bytes=args.max_robots_bytes)
         return body, f"{site}/robots.txt", site
     return _read(name), name, None
 
@@ -188,9 +114,9 @@ def _robots_explain(args: argparse.Namespace, out: TextIO) -> int:
         urls = [urljoin(site + "/", url) for url in urls]
     chosen = [d for d in args.dialect or () if d != "auto"]
     dialects = [Dialect(d) for d in chosen] if chosen else None
-    explanation = explain_body(body, args.agent, urls, dialects, max_bytes=args.max_bytes)
+    explanation = explain_body(body, args.agent, urls, dialects, max_bytes=args.max_robots_bytes)
     dialect = dialects[0] if dialects else explanation.dialects[0]
-    usage = explain_usage(parse(body, dialect, max_bytes=args.max_bytes), explanation.urls,
+    usage = explain_usage(parse(body, dialect, max_bytes=args.max_robots_bytes), explanation.urls,
                           explanation.agents)
     purposes = args.purpose or sorted({p for row in usage for p in row.prefs.stated()},
                                       key=PURPOSES.index)
@@ -332,11 +258,11 @@ def _robots_lint(args: argparse.Namespace, out: TextIO) -> int:
     """``polite robots lint``: the reader's issues and the checks, one a line; with
     ``--lines`` every line's class too."""
     body, name, _ = robots_source(args.file, args)
-    report = lint_body(body, parse_dialect(args.dialect), max_bytes=args.max_bytes,
+    report = lint_body(body, parse_dialect(args.dialect), max_bytes=args.max_robots_bytes,
                        content_type=args.content_type)
-    if len(body) > args.max_bytes:
-        print(f"polite: warning: {name} is longer than {args.max_bytes:,} bytes and was "
-              "read only that far; rules after that point are not applied (--max-bytes to "
+    if len(body) > args.max_robots_bytes:
+        print(f"polite: warning: {name} is longer than {args.max_robots_bytes:,} bytes and was "
+              "read only that far; rules after that point are not applied (--max-robots-bytes to "
               "read more)", file=sys.stderr)
     issues = report.issues
     if args.json:
@@ -388,7 +314,7 @@ def _robots_diff(args: argparse.Namespace, out: TextIO) -> int:
     old, old_name, _ = robots_source(args.old, args, agent)
     new, new_name, _ = robots_source(args.new, args, agent)
     found = diff_bodies(old, new, urls=urls, agents=args.agent,
-                        dialect=parse_dialect(args.dialect), max_bytes=args.max_bytes)
+                        dialect=parse_dialect(args.dialect), max_bytes=args.max_robots_bytes)
     if args.json:
         json.dump(found.as_json(), out, indent=2)
         out.write("\n")
@@ -426,18 +352,11 @@ def _print_diff(out: TextIO, old: str, new: str, d: RobotsDiff) -> None:
 # -- check ------------------------------------------------------------------------------
 
 
-def _max_bytes_option(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--max-bytes", type=IntFlag(AT_LEAST_ONE), default=MAX_ROBOTS_BYTES,
-                         help="read robots.txt up to this many bytes; what lies beyond is "
-                              f"ignored, and said so (default {MAX_ROBOTS_BYTES}, as RFC 9309 "
-                              "allows)")
-
-
 def _warn_if_cut(name: str, robots: RobotsTxt, max_bytes: int) -> None:
     """A file cut at the cap answers as if its later rules were not there: say so."""
     if robots.truncated:
         print(f"polite: warning: {name} is longer than {max_bytes:,} bytes and was read only "
-              "that far; rules after that point are not applied (--max-bytes to read more)",
+              "that far; rules after that point are not applied (--max-robots-bytes to read more)",
               file=sys.stderr)
 
 
@@ -455,8 +374,8 @@ def _robots_check(args: argparse.Namespace, out: TextIO) -> int:
     if args.file.startswith(("http://", "https://")):
         return _robots_check_site(args, out)
     _check_urls(args.urls)
-    robots: RobotsTxt = parse(_read(args.file), args.dialect, max_bytes=args.max_bytes)
-    _warn_if_cut(args.file, robots, args.max_bytes)
+    robots: RobotsTxt = parse(_read(args.file), args.dialect, max_bytes=args.max_robots_bytes)
+    _warn_if_cut(args.file, robots, args.max_robots_bytes)
     return _print_decisions(args, out, [(url, robots.decide(url, args.agent, ip=args.ip))
                                         for url in args.urls])
 
@@ -491,12 +410,12 @@ def _robots_check_site(args: argparse.Namespace, out: TextIO) -> int:
         async with fetch_client(args.allow_private) as client:
             fetcher = RobotsFetcher(client, MemoryStore(clock), clock, agent=args.agent,
                                     policy=FetchPolicy(), allow_private=args.allow_private,
-                                    dialect=args.dialect, max_bytes=args.max_bytes)
+                                    dialect=args.dialect, max_bytes=args.max_robots_bytes)
             return await fetcher.state(site)
 
     state = asyncio.run(fetch())
     if isinstance(state, Parsed):
-        _warn_if_cut(f"{site}/robots.txt", state.robots, args.max_bytes)
+        _warn_if_cut(f"{site}/robots.txt", state.robots, args.max_robots_bytes)
         if not args.json:
             out.write(f"{site}/robots.txt: {state.status}, dialect {state.robots.dialect}"
                       f"{' (last good copy)' if state.stale else ''}\n")

@@ -11,11 +11,12 @@ from typing import Any, TextIO
 from polite.cli.common import (
     EXIT_FINDINGS,
     EXIT_OK,
+    add_settings,
     fetch_client,
     require_public,
     sitemap_walker,
 )
-from polite.config import AT_LEAST_ONE, NON_NEGATIVE, IntFlag
+from polite.config import SITEMAP_PARSE, SITEMAP_TREE
 
 __all__ = ["add_sitemap_commands"]
 
@@ -26,40 +27,12 @@ def add_sitemap_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     sitemap_commands = sitemap.add_subparsers(title="sitemap commands", metavar="COMMAND")
     read = sitemap_commands.add_parser(
         "parse", help="print the entries of one sitemap file (XML, text, RSS, Atom, gzip)")
-    read.add_argument("source", metavar="FILE|URL",
-                      help="a local file, - for standard input, or an http(s) URL (fetched "
-                      "politely: robots.txt is read first)")
-    read.add_argument("--json", action="store_true", help="one JSON object per entry")
-    read.add_argument("--url", help="the URL a local file was served from (resolves "
-                      "relative locations)")
-    _fetch_options(read)
+    add_settings(read, SITEMAP_PARSE)
     tree = sitemap_commands.add_parser(
         "tree", help="walk a site's sitemaps from its robots.txt, with a summary")
-    tree.add_argument("site", metavar="SITE", help="https://example.com")
-    tree.add_argument("--json", action="store_true", help="the summary and every file as JSON")
-    tree.add_argument("--max-depth", type=IntFlag(NON_NEGATIVE), default=5,
-                      help="index levels to follow (default 5; 0: robots.txt's sitemaps only)")
-    tree.add_argument("--max-files", type=IntFlag(AT_LEAST_ONE), default=1000,
-                      help="files to read at most (default 1000)")
-    tree.add_argument("--cross-host", choices=["host", "site", "any"], default="host",
-                      help="which hosts sitemaps and their URLs may be on: the site's own "
-                      "(default, as the protocol says), also with or without www., or any")
-    tree.add_argument("--well-known", action="store_true",
-                      help="try /sitemap.xml and the like when robots.txt names no sitemap")
-    tree.add_argument("--urls", action="store_true", help="also print every page URL")
-    _fetch_options(tree)
+    add_settings(tree, SITEMAP_TREE)
     tree.set_defaults(handler=_sitemap_tree)
     read.set_defaults(handler=_sitemap_parse)
-
-
-def _fetch_options(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--agent", "-a", default="polite",
-                         help="the User-Agent and robots.txt product token (default polite)")
-    command.add_argument("--delay-ms", type=IntFlag(NON_NEGATIVE), default=1000,
-                         help="spacing between requests to one host when robots.txt sets "
-                         "none (default 1000)")
-    command.add_argument("--allow-private", action="store_true",
-                         help="allow fetching from private and loopback addresses")
 
 
 def _sitemap_parse(args: argparse.Namespace, out: TextIO) -> int:
@@ -85,7 +58,7 @@ def _sitemap_parse(args: argparse.Namespace, out: TextIO) -> int:
         issues, stopped, error = file.issues, None, file.error
         name = args.source
     else:
-        parser = SitemapParser(args.url)
+        parser = SitemapParser(args.url, max_bytes=args.max_sitemap_bytes)
         source = sys.stdin.buffer if args.source == "-" else open(args.source, "rb")  # noqa: SIM115
         with source:
             while chunk := source.read(1 << 18):

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from polite.core.cache.policy import Choice
 from polite.errors import PrivateAddress
+from polite.fetch.activity import Watch
 from polite.fetch.politeness import NO_RETRY, Politeness, Verdict
 from polite.fetch.robots import PublicHosts, split_origin
 from polite.proxy.http1 import (
@@ -154,6 +155,7 @@ class _Exchange:
     path: bytes
     netloc: bytes
     address: str | None  # the one the guard checked (None: the name, private allowed)
+    watch: Watch  # what the dashboard and /trace see of it
     choice: Choice | None = None
     # what became of it, for the trace
     decision: str = "allowed"
@@ -284,7 +286,6 @@ class ProxyBase(abc.ABC):
         host = split_origin(url)[1]
         turn, waiting = self._host_turns.get(host) or (asyncio.Lock(), 0)
         self._host_turns[host] = (turn, waiting + 1)
-        self._politeness.activity.queue(host, 1)
         try:
             try:
                 await asyncio.wait_for(turn.acquire(), max(0.0, deadline - time.monotonic()))
@@ -303,7 +304,6 @@ class ProxyBase(abc.ABC):
             finally:
                 turn.release()
         finally:
-            self._politeness.activity.queue(host, -1)
             _, waiting = self._host_turns[host]
             if waiting == 1:
                 del self._host_turns[host]

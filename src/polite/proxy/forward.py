@@ -4,18 +4,19 @@ in the page cache when it may be."""
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import math
 import ssl
 import time
 from collections.abc import Callable
+from typing import Any
 
 from polite.core.cache.policy import Stored, not_modified
 from polite.core.robots.lifecycle import Parsed
 from polite.core.robots.usage import from_robots
 from polite.core.usage.statement import Pref
 from polite.core.usage.vocab import PURPOSES
-from polite.fetch.activity import TraceEntry
 from polite.fetch.cache import PageCache
 from polite.fetch.politeness import NO_RETRY
 from polite.proxy.base import (
@@ -63,22 +64,27 @@ class Forwarding(ProxyBase):
     _tls: ssl.SSLContext
 
     async def _proxied(self, client: Channel, exchange: _Exchange, mode: Mode,
-                       wait_s: float) -> bool:
-        """A request in absolute form, answered; what became of it is counted and traced."""
-        arrived, started = time.time(), time.monotonic()
+                       wait_s: float, peer: tuple[Any, ...]) -> bool:
+        """A request in absolute form, answered (in ordered mode after the client's earlier
+        ones); its end, whatever it was, is told to the activity (the dashboard, /trace)."""
         try:
+            if mode is Mode.ORDERED:
+                return await self._ordered(client, exchange, peer, wait_s)
             return await self._polite(client, exchange, mode, wait_s)
         finally:
-            activity = self._politeness.activity
-            decision = exchange.decision if exchange.status else "error"
-            activity.record(TraceEntry(
-                arrived, exchange.head.method.decode("latin-1"), exchange.url, decision,
-                exchange.status, exchange.held_ms, (time.monotonic() - started) * 1000))
+            self._politeness.activity.ended(
+                exchange.watch, exchange.decision if exchange.status else "error",
+                exchange.status, exchange.held_ms)
+
+    @abc.abstractmethod
+    async def _ordered(self, client: Channel, exchange: _Exchange, peer: tuple[Any, ...],
+                       wait_s: float) -> bool:
+        """Ordered mode (:mod:`polite.proxy.ordered`): :meth:`_polite` once the client's
+        earlier requests are answered."""
 
     async def _polite(self, client: Channel, exchange: _Exchange, mode: Mode,
                       wait_s: float) -> bool:
         head = exchange.head
-        host = exchange.key[1]
         activity = self._politeness.activity
         agent = _product_token(head.get(b"user-agent"))
         if self._cache is not None and head.method in (b"GET", b"HEAD"):
@@ -91,7 +97,7 @@ class Forwarding(ProxyBase):
                                   choice.not_modified)
                 exchange.decision = "cache"
                 exchange.status = 304 if choice.not_modified else choice.stored.status
-                activity.count(host, "cache")
+                activity.decided(exchange.watch, "cache")
                 return await self._answered(client, head)
             if choice.action == "gateway_timeout":
                 exchange.status = 504
@@ -109,7 +115,7 @@ class Forwarding(ProxyBase):
             return await self._answered(client, head)
         asked = time.monotonic()
         verdict = await self._verdict(exchange.url, agent, mode, wait_s)
-        activity.count(host, verdict.cause)
+        activity.decided(exchange.watch, verdict.cause)
         if not verdict.allowed:
             exchange.decision = verdict.cause
             exchange.status = 403 if verdict.retry_after_ms == NO_RETRY else 429
@@ -118,11 +124,7 @@ class Forwarding(ProxyBase):
             return await self._answered(client, head)
         if mode is not Mode.REJECT:
             exchange.held_ms = math.ceil((time.monotonic() - asked) * 1000)
-        activity.send(host, 1)
-        try:
-            return await self._forward(client, exchange)
-        finally:
-            activity.send(host, -1)
+        return await self._forward(client, exchange)
 
     async def _usage_refusal(self, url: str, agent: str, head: Head
                              ) -> tuple[int, str] | None:

@@ -23,7 +23,6 @@ class Ordered(Forwarding):
     async def _ordered(self, client: Channel, exchange: _Exchange, peer: tuple[Any, ...],
                        wait_s: float) -> bool:
         head = exchange.head
-        host = exchange.key[1]
         # Seed 001's sequential client: its requests are answered in the order they came,
         # each held until its slot, whichever connection they came on. A client is its
         # X-Polite-Client from its address: the same name from another address is another
@@ -37,17 +36,15 @@ class Ordered(Forwarding):
         started = time.monotonic()
         try:
             if previous is not None:
-                self._politeness.activity.queue(host, 1)
                 try:
                     await asyncio.wait_for(asyncio.shield(previous), wait_s)
                 except TimeoutError:
+                    exchange.decision, exchange.status = "error", 504
                     self._send_error(client, 504, f"ordered: an earlier request of client "
                                      f"{name!r} was still unanswered after {wait_s:g} s")
                     return await self._answered(client, head)
-                finally:
-                    self._politeness.activity.queue(host, -1)
             left = max(0.0, wait_s - (time.monotonic() - started))
-            return await self._proxied(client, exchange, Mode.ORDERED, left)
+            return await self._polite(client, exchange, Mode.ORDERED, left)
         finally:
             done.set_result(None)
             if self._order_tail.get(who) is done:

@@ -284,12 +284,12 @@ class ProxyServer(Tunnels, Ordered):
         path = parts.path or "/"
         if parts.query:
             path += "?" + parts.query
+        watch = self._politeness.activity.watch(head.method.decode("latin-1"), url, host,
+                                                held=mode is not Mode.REJECT)
         exchange = _Exchange(head, url, origin, (scheme, host, port),
                              path.encode("latin-1"),
-                             parts.netloc.rsplit("@", 1)[-1].encode("latin-1"), address)
-        if mode is not Mode.ORDERED:
-            return await self._proxied(client, exchange, mode, wait_s)
-        return await self._ordered(client, exchange, peer, wait_s)
+                             parts.netloc.rsplit("@", 1)[-1].encode("latin-1"), address, watch)
+        return await self._proxied(client, exchange, mode, wait_s, peer)
 
     # -- the API ---------------------------------------------------------------------------
 

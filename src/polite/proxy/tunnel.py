@@ -12,7 +12,6 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from polite.fetch.activity import TraceEntry
 from polite.fetch.politeness import NO_RETRY
 from polite.proxy.base import _VIA, Key, Mode, _host_problem, _product_token, _UpstreamError
 from polite.proxy.forward import Forwarding
@@ -93,54 +92,55 @@ class Tunnels(Forwarding):
         agent = _product_token(head.get(b"user-agent"))
         # A plain tunnel is traced as one exchange (CONNECT, the site's root, the decision,
         # how long it stayed open) and counted for its host, as the dashboard shows requests.
-        arrived, started = time.time(), time.monotonic()
         activity = self._politeness.activity
-        verdict = await self._verdict(root, agent, mode, wait_s)
-        activity.count(host, verdict.cause)
-        held_ms = 0 if mode is Mode.REJECT else math.ceil((time.monotonic() - started) * 1000)
-
-        def trace(decision: str, status: int, delay_ms: int) -> None:
-            activity.record(TraceEntry(arrived, "CONNECT", root, decision, status, delay_ms,
-                                       (time.monotonic() - started) * 1000))
-
-        if not verdict.allowed:
-            self._refuse(client, verdict)
-            trace(verdict.cause, 403 if verdict.retry_after_ms == NO_RETRY else 429,
-                  max(0, verdict.retry_after_ms))
-            await client.drain()
-            return False
+        watch = activity.watch("CONNECT", root, host, held=mode is not Mode.REJECT)
+        decision, status, delay_ms = "error", 0, 0  # what the trace says of it at the end
         try:
-            upstream = await self._open(host, port, None, raw=True, address=address)
-        except _UpstreamError as exc:
-            self._send_error(client, exc.status, str(exc), close=True)
-            trace("error", exc.status, held_ms)
+            started = time.monotonic()
+            verdict = await self._verdict(root, agent, mode, wait_s)
+            activity.decided(watch, verdict.cause)
+            held_ms = 0 if mode is Mode.REJECT else math.ceil(
+                (time.monotonic() - started) * 1000)
+            if not verdict.allowed:
+                self._refuse(client, verdict)
+                decision, status = verdict.cause, (403 if verdict.retry_after_ms == NO_RETRY
+                                                   else 429)
+                delay_ms = max(0, verdict.retry_after_ms)
+                await client.drain()
+                return False
+            try:
+                upstream = await self._open(host, port, None, raw=True, address=address)
+            except _UpstreamError as exc:
+                self._send_error(client, exc.status, str(exc), close=True)
+                status, delay_ms = exc.status, held_ms
+                return False
+            self.stats["tunnels"] += 1
+            client.write(response_head(200, b"Connection Established", [(b"via", _VIA)]))
+            if client.trailing:
+                upstream.write(client.trailing)
+            idle = self.settings.tunnel_idle_s
+
+            async def pump(source: Channel, sink: Channel) -> None:
+                with contextlib.suppress(ConnectionError, TimeoutError, OSError,
+                                         ProtocolError):
+                    while True:
+                        event = await source.next(idle)
+                        if type(event) is not bytes:
+                            if event is END:  # the CONNECT request's own end
+                                continue
+                            break
+                        sink.write(event)
+                        await sink.drain()
+                sink.write_eof()
+
+            decision, status, delay_ms = verdict.cause, 200, held_ms
+            try:
+                await asyncio.gather(pump(client, upstream), pump(upstream, client))
+            finally:
+                upstream.close()
             return False
-        self.stats["tunnels"] += 1
-        client.write(response_head(200, b"Connection Established", [(b"via", _VIA)]))
-        if client.trailing:
-            upstream.write(client.trailing)
-        idle = self.settings.tunnel_idle_s
-
-        async def pump(source: Channel, sink: Channel) -> None:
-            with contextlib.suppress(ConnectionError, TimeoutError, OSError, ProtocolError):
-                while True:
-                    event = await source.next(idle)
-                    if type(event) is not bytes:
-                        if event is END:  # the CONNECT request's own end
-                            continue
-                        break
-                    sink.write(event)
-                    await sink.drain()
-            sink.write_eof()
-
-        activity.send(host, 1)
-        try:
-            await asyncio.gather(pump(client, upstream), pump(upstream, client))
         finally:
-            activity.send(host, -1)
-            upstream.close()
-            trace(verdict.cause, 200, held_ms)
-        return False
+            activity.ended(watch, decision, status, delay_ms)
 
     async def _intercept(self, client: Channel, interception: Interception, head: Head,
                          host: str, port: int, netloc: str, peer: tuple[Any, ...],

@@ -7,7 +7,6 @@ same reason, each naming its own setting."""
 from __future__ import annotations
 
 import asyncio
-import os
 import sqlite3
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from polite.storage import (
 )
 from polite.storage.frontier import FrontierItem, MemoryFrontier, SQLiteFrontier
 from polite.storage.redis_frontier import RedisFrontier
+from tests.conftest import on_port_80
 from tests.serving import polite_serve
 from tests.sites import Reply, Site, serve
 from tests.test_cli import run
@@ -270,7 +270,7 @@ def test_polite_crawl_on_every_scheme(scheme: str, request: pytest.FixtureReques
         assert asyncio.run(counts()) == 2
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the farm's sites listen on port 80 (root)")
+@on_port_80
 @pytest.mark.parametrize("scheme", ["redis", "unix", "rediss", "cluster"])
 def test_a_shared_survey_on_every_shared_scheme(scheme: str, request: pytest.FixtureRequest,
                                                 tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -168,6 +169,10 @@ def _schema(schema: dict[str, Any]) -> str:
     return "`" + json.dumps(schema, sort_keys=True) + "`" if schema else ""
 
 
+def operation_anchor(method: str, path: str) -> str:
+    return "-".join([method, *re.findall(r"[a-z0-9]+", path.lower())])
+
+
 def rest_page() -> str:
     document = openapi_document()
     info = document.get("info", {})
@@ -183,7 +188,7 @@ def rest_page() -> str:
             if method not in item:
                 continue
             operation = item[method]
-            lines += [f"## `{method.upper()} {path}`", "",
+            lines += [f"## `{method.upper()} {path}` {{#{operation_anchor(method, path)}}}", "",
                       _cell(operation.get("summary", "")), ""]
             parameters = operation.get("parameters", [])
             if parameters:
@@ -214,14 +219,32 @@ def public_names(module: str) -> list[str]:
     return list(importlib.import_module(module).__all__)
 
 
+def _shadowed(module: str, name: str) -> str | None:
+    """The defining path of an exported function or class named as its own module is
+    (``diff`` of ``polite.core.robots.diff``): there the package's member of that name is
+    the submodule to a static reader, so the object is documented by its defining path."""
+    obj = getattr(importlib.import_module(module), name)
+    defined = getattr(obj, "__module__", "")
+    if isinstance(defined, str) and defined.endswith("." + name):
+        return f"{defined}.{obj.__qualname__}"
+    return None
+
+
 def python_page(module: str, summary: str) -> str:
     names = public_names(module)
     lines = [f"# `{module}`", "", f"{summary[0].upper() + summary[1:]}. Generated from the "
              "docstrings of the names in the module's `__all__`.", ""]
     if not names:
         return "\n".join([*lines, "The module exports no names.", ""])
+    plain = [name for name in names if _shadowed(module, name) is None]
     lines += [f"::: {module}", "    options:", "      members:"]
-    lines += [f"        - {name}" for name in names]
+    lines += [f"        - {name}" for name in plain]
+    for name in names:
+        path = _shadowed(module, name)
+        if path is not None:
+            lines += ["", f'<span id="{module}.{name}"></span>', "", f"::: {path}",
+                      "    options:", "      show_root_heading: true",
+                      "      show_root_full_path: false", ""]
     return "\n".join([*lines, ""])
 
 

@@ -37,6 +37,7 @@ PUBLIC_MODULES = (
     ("polite.core.ulinks", "a site's most useful pages from its sitemaps"),
     ("polite.core.politeness", "the spacing arithmetic"),
     ("polite.site", "the site side: middleware, store, guard"),
+    ("polite.site.page", "the site's configuration page as an ASGI app"),
     ("polite.identity.keys", "Web Bot Auth: keys"),
     ("polite.identity.signatures", "Web Bot Auth: signing and verifying requests"),
     ("polite.identity.directory", "Web Bot Auth: key directories"),

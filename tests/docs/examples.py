@@ -103,6 +103,7 @@ def polite_words(block: Block) -> list[list[str]]:
         line = line.strip()
         if line.startswith("$ "):
             line = line[2:]
+        line = re.sub(r"^\S*/(?=polite )", "", line)  # .venv/bin/polite
         if not line.startswith("polite "):
             continue
         words = shlex.split(line, comments=True)

@@ -12,10 +12,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,all,docs]'
 	touch $(STAMP)
 
+# The suite runs on TEST_WORKERS processes (pytest-xdist); tests that share a fixed port or
+# an expensive session fixture carry an xdist_group mark and run on one of them.
+TEST_WORKERS ?= 2
+
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench docs/hooks
 	$(BIN)/mypy
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 # The manual, from docs/ and the code's own parsers, OpenAPI document and docstrings, into
 # site/ (open site/index.html, or serve it: python -m http.server -d site). Strict: a broken

@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import re
+from html import escape
 
 import pytest
 
@@ -19,12 +21,18 @@ from tests.serving import polite_serve
 pytestmark = pytest.mark.xdist_group("docs-site")
 
 
-def _sections(page: str, ids: list[str]) -> dict[str, str]:
-    """The text under each heading id, up to the next of ``ids``."""
+def _sections(page: str, ids: list[str], *, markup: bool = False) -> dict[str, str]:
+    """The text (or with ``markup`` the HTML) under each heading id, up to the next of
+    ``ids``."""
     starts = sorted((page.rindex("<", 0, page.index(f'id="{name}"')), name) for name in ids)
     ends = [start for start, _ in starts[1:]] + [len(page)]
-    return {name: text_of(page[start:end]) for (start, name), end in zip(starts, ends,
-                                                                          strict=True)}
+    return {name: page[start:end] if markup else text_of(page[start:end])
+            for (start, name), end in zip(starts, ends, strict=True)}
+
+
+def _table_cells(section: str) -> str:
+    """The section's tables alone: an option must be in its table, not only in the usage."""
+    return " ".join(re.findall(r"<table\b.*?</table>", section, flags=re.DOTALL))
 
 
 def test_every_command_and_option_is_on_the_cli_page(docs_site: BuiltSite) -> None:
@@ -35,6 +43,8 @@ def test_every_command_and_option_is_on_the_cli_page(docs_site: BuiltSite) -> No
     missing = set(anchors) - ids_of(page)
     assert not missing, missing
     sections = _sections(page, anchors)
+    tables = {name: _table_cells(html) for name, html in
+              _sections(page, anchors, markup=True).items()}
     seen = 0
     for (words, _, parser), name in zip(commands, anchors, strict=True):
         for action in parser._actions:
@@ -45,7 +55,7 @@ def test_every_command_and_option_is_on_the_cli_page(docs_site: BuiltSite) -> No
             if action.help == argparse.SUPPRESS:
                 continue
             for flag in action.option_strings or [str(action.metavar or action.dest)]:
-                assert flag in sections[name], (words, flag)
+                assert f"<code>{escape(flag, quote=False)}</code>" in tables[name], (words, flag)
                 seen += 1
     # the walk reached the subcommands' options, not only the top level's
     assert len(commands) > 20 and seen > 150, (len(commands), seen)
@@ -64,13 +74,16 @@ def test_every_path_method_and_parameter_the_service_describes_is_on_the_rest_pa
     missing = set(anchors) - ids_of(page)
     assert not missing, missing
     sections = _sections(page, anchors)
+    tables = {name: _table_cells(html) for name, html in
+              _sections(page, anchors, markup=True).items()}
     for (method, path), name in zip(operations, anchors, strict=True):
         section = " ".join(sections[name].split())
         assert section.startswith(f"{method.upper()} {path}"), section[:80]
         operation = document["paths"][path][method]
         assert operation["summary"] in section, name
         for parameter in operation.get("parameters", []):
-            assert f"{parameter['name']} {parameter['in']}" in section, (name, parameter)
+            row = f"<td><code>{parameter['name']}</code></td>\n<td>{parameter['in']}</td>"
+            assert row in tables[name], (name, parameter)
 
 
 def test_every_public_name_is_on_its_python_page(docs_site: BuiltSite) -> None:

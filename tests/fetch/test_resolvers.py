@@ -4,7 +4,6 @@ that runs where aiohttp is not installed, the library it once needed for its DNS
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 
 from polite.errors import ConfigError
 from polite.fetch.resolve import HostsFile, build_resolver
+from tests.conftest import on_port_80
 from tests.sites import Reply, Site, serve
 from tests.test_survey_resume import dns_server
 
@@ -53,7 +53,7 @@ def test_build_resolver_names_a_bad_nameserver() -> None:
         build_resolver(nameserver="127.0.0.1:70000")
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="a survey asks for port 80 (root)")
+@on_port_80
 def test_a_survey_runs_without_aiohttp(tmp_path: Path) -> None:
     """aiohttp made unimportable in the survey's process: its names come from a hosts file
     and its requests go through polite's own client, so it surveys the site all the same."""

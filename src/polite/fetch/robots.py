@@ -11,7 +11,6 @@ import asyncio
 import ipaddress
 import ssl
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from polite.clock import Clock
@@ -29,13 +28,10 @@ from polite.core.robots.lifecycle import (
 )
 from polite.core.urls import normal_url, origin_of, split_origin
 from polite.errors import ConfigError, PrivateAddress
-from polite.fetch.http import PageFetcher, RequestHeaders, Sign
+from polite.fetch.http import HttpClient, PageFetcher, RequestHeaders, Sign
 from polite.fetch.redirects import follow, redirect_target
 from polite.fetch.resolve import system_addresses
 from polite.storage.base import RobotsRecord, RobotsStore, SharedRobotsStore
-
-if TYPE_CHECKING:
-    from polite.fetch.http import HttpClient
 
 __all__ = ["PublicHosts", "RobotsFetcher", "create_client", "is_public_host", "normal_url",
            "origin_of", "split_origin"]

@@ -74,3 +74,16 @@ def test_a_survey_runs_without_aiohttp(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "1 of 1 domains surveyed" in result.stdout
     assert site.requests == ["/robots.txt"]
+
+
+def test_a_nameserver_without_aiodns_names_the_extra(tmp_path: Path) -> None:
+    listing = tmp_path / "top.txt"
+    listing.write_text("a.example\n")
+    script = ("import runpy, sys; sys.modules['aiodns'] = None; "
+              "runpy.run_module('polite', run_name='__main__')")
+    result = subprocess.run(
+        [sys.executable, "-c", script, "survey", str(listing), "--out", str(tmp_path / "s"),
+         "--nameserver", "127.0.0.1:9"], capture_output=True, text=True, timeout=60,
+        check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "--nameserver needs aiodns: pip install 'polite[survey]'" in result.stderr

@@ -56,3 +56,17 @@ def test_the_pages_load_nothing_from_elsewhere(docs_site: BuiltSite) -> None:
         if path.suffix == ".html" and path.name != "404.html":  # a server's page, by design
             for href in re.findall(r'<a\b[^>]*\bhref="([^"]+)"', text):
                 assert not href.startswith("/"), (path, href)
+
+
+def test_the_install_lines_name_every_extra() -> None:
+    """README.md and the home page show an install line for each extra a user picks."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))[
+        "project"]["optional-dependencies"]
+    wanted = set(extras) - {"test", "bench"}
+    assert {"crawl", "survey", "all", "docs"} <= wanted
+    for path in (ROOT / "README.md", ROOT / "docs" / "index.md"):
+        text = path.read_text(encoding="utf-8")
+        missing = {extra for extra in wanted if f"'.[{extra}]'" not in text}
+        assert not missing, (path.name, missing)

@@ -95,9 +95,10 @@ class Watch:
 
     __slots__ = ("at", "going", "held", "host", "method", "started", "url")
 
-    def __init__(self, at: float, method: str, url: str, host: str, held: bool) -> None:
+    def __init__(self, at: float, started: float, method: str, url: str, host: str,
+                 held: bool) -> None:
         self.at = at  # wall-clock seconds when it arrived
-        self.started = time.monotonic()
+        self.started = started  # monotonic seconds, for its duration
         self.method = method
         self.url = url
         self.host = host
@@ -166,7 +167,7 @@ class Activity:
     def watch(self, method: str, url: str, host: str, *, held: bool) -> Watch:
         """A request arrives; ``held`` when it may wait for its host's slot (wait and
         ordered modes): it is counted as queued until it is decided or ends."""
-        watch = Watch(self._wall(), method, url, host, held)
+        watch = Watch(self._wall(), time.monotonic(), method, url, host, held)
         if held:
             self._queue(host, 1)
         return watch
@@ -180,7 +181,7 @@ class Activity:
             self._queue(watch.host, -1)
         if cause == "allowed":
             watch.going = True
-            self._send(watch.host, 1)
+            self.in_flight[watch.host] += 1
 
     def ended(self, watch: Watch, decision: str, status: int, delay_ms: int) -> None:
         """It is over, however it ended (answered, refused, failed, or its client gone):

@@ -36,9 +36,10 @@ import aiohttp
 
 from polite.core.crawl import in_scope
 from polite.core.politeness.rules import DEFAULT_DELAY_S, delays_for
-from polite.core.robots import MAX_ROBOTS_BYTES, RobotsTxt, parse
+from polite.core.robots import MAX_ROBOTS_BYTES, RobotsTxt
+from polite.core.robots.lifecycle import DisallowAll, Parsed
 from polite.core.sitemaps import MAX_SITEMAP_BYTES, MAX_SITEMAP_URLS, Entry, SitemapParser
-from polite.core.survey.outcomes import Outcome, body_outcome, status_outcome
+from polite.core.survey.outcomes import Outcome, body_outcome, rules_state, status_outcome
 from polite.core.survey.sampling import (
     DEFAULT_ALPHA,
     DEFAULT_N0,
@@ -71,10 +72,6 @@ _DNS_CACHE_TTL_S = 60.0
 # A robots.txt over the cap is counted to its end (its true size, seed 004's 12 MB case) up
 # to this much; past it the size recorded is a lower bound (a compression bomb stops here).
 _MAX_COUNTED_BYTES = 256 << 20
-# robots.txt outcomes that hold Sitemap lines and rules.
-_READABLE = (Outcome.OK, Outcome.TOO_BIG)
-# RFC 9309, 2.3.1.4: an unreachable robots.txt (5xx, timeout) means everything is disallowed.
-_UNREACHABLE = (Outcome.SERVER_ERROR, Outcome.TIMEOUT, Outcome.CONNECTION_ERROR)
 # How a request that got no answer is classed.
 _FAILURES = {"timeout": Outcome.TIMEOUT, "dns": Outcome.DNS_ERROR}
 # Sitemap parser stops that mean "over a size limit" (seed 004's cityweekend case, bombs).
@@ -612,12 +609,11 @@ class Harvester:
     # -- the rules a host's requests follow ----------------------------------------------
 
     def _rules_from(self, outcome: str, body: bytes | None, url: str) -> _Robots:
-        if outcome in _UNREACHABLE:
+        state = rules_state(outcome, body, url, self._clock())
+        if isinstance(state, DisallowAll):
             return _Robots(None, f"robots.txt unreachable ({outcome}): RFC 9309 reads that "
                                  "as everything disallowed")
-        if outcome in _READABLE and body is not None:
-            return _Robots(parse(body, url=url))
-        return _Robots(None)
+        return _Robots(state.robots if isinstance(state, Parsed) else None)
 
     async def _host_rules(self, domain: str, host: str,
                           own: _Robots) -> _Robots:

@@ -25,8 +25,8 @@ import random
 import socket
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,7 +50,8 @@ from polite.core.survey.sampling import (
 from polite.core.text import decode_text
 from polite.errors import ConfigError
 from polite.fetch.http import PageFetcher
-from polite.fetch.robots import PublicHosts, is_public_host
+from polite.fetch.redirects import follow, redirect_target
+from polite.fetch.robots import Network, PublicHosts
 from polite.survey.store import SitemapRecord, SiteRecord, SurveyStore
 
 if TYPE_CHECKING:
@@ -59,7 +60,6 @@ if TYPE_CHECKING:
 __all__ = ["MAX_SITEMAP_LEVEL", "Harvester", "HostGate", "HostsFile", "build_resolver",
            "read_domains"]
 
-MAX_REDIRECTS = 5
 # HTTP requests in flight at once at most (see Harvester._requests).
 MAX_IN_FLIGHT = 200
 # Index nesting followed: the seed met level 4 at most (Table 4); deeper files are recorded
@@ -334,6 +334,7 @@ class Harvester:
                  concurrency: int = 100, https: bool = False, agent: str = "polite",
                  connect_timeout_s: float = 10.0, read_timeout_s: float = 30.0,
                  max_bytes: int = MAX_ROBOTS_BYTES, allow_private: bool = False,
+                 allow_networks: Sequence[Network] = (),
                  sitemaps: bool = True, delay_s: float = DEFAULT_DELAY_S,
                  n0: int = DEFAULT_N0, alpha: float = DEFAULT_ALPHA,
                  max_kept_uris: int = MAX_KEPT_URIS,
@@ -357,6 +358,8 @@ class Harvester:
         self._fetcher: PageFetcher | None = None  # while a run is under way
         self._max_bytes = max_bytes
         self._allow_private = allow_private
+        self._allow_networks = tuple(allow_networks)
+        self._public: PublicHosts | None = None  # while a run is under way
         self._sitemaps = sitemaps
         self._gate = HostGate(delay_s)
         # Requests in flight, whatever the domains at once (most of which wait for a host's
@@ -430,9 +433,12 @@ class Harvester:
         async def resolve(host: str) -> str:
             return (await addresses(host))[0]
 
-        # Private addresses refused: the one connected to is the one the guard checked (a
-        # name looked up again to connect could answer otherwise).
-        guard = PublicHosts(time.monotonic, resolve=None if resolver is None else addresses)
+        # Private addresses refused (but for the networks allowed): the one connected to is
+        # the one the guard checked (a name looked up again to connect could answer
+        # otherwise). Hops are asked about first, so that a refused one is not recorded.
+        guard = self._public = PublicHosts(
+            time.monotonic, resolve=None if resolver is None else addresses,
+            allowed=self._allow_networks)
         self._fetcher = PageFetcher(
             connect_timeout_s=self._connect_timeout_s,
             resolve=guard.address if not self._allow_private
@@ -442,6 +448,7 @@ class Harvester:
         finally:
             await self._fetcher.close()
             self._fetcher = None
+            self._public = None
 
     async def run_shared(self, shared: SharedDomains) -> int:
         """Survey the domains of a list shared by several workers (each leased to one);
@@ -548,63 +555,82 @@ class Harvester:
     # -- one request, redirects by hand ---------------------------------------------------
 
     async def _get(self, url: str, *, robots: bool = False) -> _Answer:
-        """GET ``url`` in the host's turn, redirects followed by hand. robots.txt: decoded
-        per Content-Encoding, kept up to its cap and counted to its true size, the host's
-        slot not used up; a sitemap: the bytes as sent (its parser inflates a gzip file
-        within its own bounds)."""
-        assert self._fetcher is not None, "within a run"
+        """GET ``url`` in the host's turn, redirects followed by :func:`follow`, each hop's
+        host checked first. robots.txt: decoded per Content-Encoding, kept up to its cap and
+        counted to its true size, the host's slot not used up; a sitemap: the bytes as sent
+        (its parser inflates a gzip file within its own bounds)."""
+        fetcher = self._fetcher
+        assert fetcher is not None, "within a run"
         # a sitemap one byte over its cap is what its parser needs to say "too big"
         max_bytes, count_to = ((self._max_bytes, _MAX_COUNTED_BYTES) if robots
                                else (self._sitemap_max_bytes + 1, 0))
         redirects: list[str] = []
         seen = {url}
-        for _ in range(MAX_REDIRECTS + 1):
-            host = (urlsplit(url).hostname or "").lower()
-            if not self._allow_private and not await self._is_public(host):
-                return _Answer(Outcome.CONNECTION_ERROR, error=f"{host} is a private or "
-                               "loopback address (--allow-private)", url=url,
-                               redirects=tuple(redirects), refused=True)
-            async with self._gate.turn(host, uses_slot=not robots), self._requests:
-                result = await self._fetcher.get(
-                    url, self._headers, max_bytes=max_bytes, count_to=count_to,
+        at = url
+        answer: _Answer | None = None
+
+        async def check(target: str) -> str | None:
+            """Why the survey's settings forbid asking for ``target`` (a private address)."""
+            nonlocal answer
+            host = (urlsplit(target).hostname or "").lower()
+            if self._allow_private or await self._public_hosts().is_public(host):
+                return None
+            answer = _Answer(Outcome.CONNECTION_ERROR, error=f"{host} is a private or "
+                             "loopback address (--allow-private)", url=target,
+                             redirects=tuple(redirects), refused=True)
+            return answer.error
+
+        async def hop(target: str) -> str | None:
+            nonlocal answer, at
+            at = target
+            host = (urlsplit(target).hostname or "").lower()
+            async with self._turn(host, uses_slot=not robots), self._requests:
+                result = await fetcher.get(
+                    target, self._headers, max_bytes=max_bytes, count_to=count_to,
                     decode=robots, deadline_s=self._deadline_s,
                     read_timeout_s=self._read_timeout_s)
             status = result.status
             if result.error is not None and not (status is not None and result.truncated):
-                return _Answer(_FAILURES.get(result.failure or "", Outcome.CONNECTION_ERROR),
-                               status, error=result.error, url=url,
-                               redirects=tuple(redirects), seconds=result.elapsed_s)
+                answer = _Answer(_FAILURES.get(result.failure or "", Outcome.CONNECTION_ERROR),
+                                 status, error=result.error, url=target,
+                                 redirects=tuple(redirects), seconds=result.elapsed_s)
+                return None
             assert status is not None
-            location = result.headers.get("Location")
-            if status in (301, 302, 303, 307, 308) and location:
-                target = urljoin(url, location)
-                redirects.append(target)
-                if target in seen:
-                    return _Answer(Outcome.REDIRECT_LOOP, status, url=url,
-                                   redirects=tuple(redirects))
-                seen.add(target)
-                url = target
-                continue
+            following = redirect_target(target, status, result.headers.get("Location"))
+            if following is not None:
+                redirects.append(following)
+                if following not in seen:
+                    seen.add(following)
+                    at = following  # where the chain stands, if it stops at the next hop
+                    return following
+                answer = _Answer(Outcome.REDIRECT_LOOP, status, url=target,
+                                 redirects=tuple(redirects))
+                return None
             decided = status_outcome(status)
             if decided is not None:
-                return _Answer(decided, status, url=url, redirects=tuple(redirects),
-                               seconds=result.elapsed_s)
-            return _Answer(None, status, url=url, redirects=tuple(redirects),
-                           content_type=result.headers.get("Content-Type") or "",
-                           seconds=result.elapsed_s, body=result.body, size=result.size)
-        return _Answer(Outcome.REDIRECT_LOOP, error=f"more than {MAX_REDIRECTS} redirects",
-                       url=url, redirects=tuple(redirects))
+                answer = _Answer(decided, status, url=target, redirects=tuple(redirects),
+                                 seconds=result.elapsed_s)
+            else:
+                answer = _Answer(None, status, url=target, redirects=tuple(redirects),
+                                 content_type=result.headers.get("Content-Type") or "",
+                                 seconds=result.elapsed_s, body=result.body, size=result.size)
+            return None
 
-    async def _is_public(self, host: str) -> bool:
-        """Whether every address of ``host`` is public (a name that does not resolve is
-        let through: it fails as a DNS error)."""
-        if self._resolver is None:
-            return await is_public_host(host)
-        try:
-            infos = await self._resolver.resolve(host)
-        except OSError:
-            return True
-        return all(ipaddress.ip_address(str(info["host"])).is_global for info in infos)
+        if await check(url) is not None:
+            assert answer is not None
+            return answer
+        stopped = await follow(url, hop, check)
+        if answer is not None and (stopped is None or answer.refused):
+            return answer
+        return _Answer(Outcome.REDIRECT_LOOP, error=stopped, url=at,
+                       redirects=tuple(redirects))
+
+    def _turn(self, host: str, *, uses_slot: bool) -> AbstractAsyncContextManager[None]:
+        return self._gate.turn(host, uses_slot=uses_slot)
+
+    def _public_hosts(self) -> PublicHosts:
+        assert self._public is not None, "within a run"
+        return self._public
 
     # -- the rules a host's requests follow ----------------------------------------------
 

@@ -1,19 +1,23 @@
 """Fetching robots.txt and sitemaps for many domains, seed 004's way (sections 2.3, 3.2).
 
 robots.txt: ``http://DOMAIN/robots.txt`` first; when that answers HTML (a home page served
-instead) or redirects to one, ``www.DOMAIN`` next. Redirects are followed by hand, five at
-most, each recorded. Sitemaps: the Sitemap lines of the robots.txt read, index files followed
-with each file's indirection level and parent, large indexes sampled (at least
-``max(n0, alpha * n)`` of an index's ``n`` children, the others recorded ``not_sampled``),
-files on other sites (the seed's "sitemap sharing") fetched after their own robots.txt and
-marked ``cross_site``, page URLs kept up to a bound per site (a uniform sample beyond it).
+instead) or redirects to one, ``www.DOMAIN`` next. Redirects are followed by polite
+(:func:`polite.fetch.redirects.follow`), five at most, each recorded. Sitemaps: the Sitemap
+lines of the robots.txt read, index files followed with each file's indirection level and
+parent, large indexes sampled (at least ``max(n0, alpha * n)`` of an index's ``n`` children,
+the others recorded ``not_sampled``), files on other sites (the seed's "sitemap sharing")
+fetched after their own robots.txt and marked ``cross_site``, page URLs kept up to a bound
+per site (a uniform sample beyond it).
 
-Politeness: one request at a time per host, and between the end of one and the start of the
-next the host's delay (its robots.txt Crawl-delay, else the default), whatever the number of
-domains at once. Fetching robots.txt does not use up the host's slot, as everywhere in polite
-(DESIGN.md): a host's first sitemap may follow its robots.txt at once, and each request after
-that waits the delay. Every file is recorded as it ends, so a survey killed at any moment goes on
-where it stopped: a robots.txt, a sitemap file or a domain recorded is not fetched again.
+Politeness: the shared driver (:class:`polite.fetch.politeness.Politeness`) on an in-memory
+store, told the robots.txt the survey read for each host: between the starts of a host's
+requests its delay (its robots.txt Crawl-delay or Request-rate, else the default), whatever
+the number of domains at once. Fetching robots.txt does not use up the host's slot, as
+everywhere in polite (DESIGN.md): a host's first sitemap may follow its robots.txt at once,
+and each request after that waits the delay. A sitemap's redirect is a request to its
+target's host: that host's robots.txt is read first and must allow it. Every file is
+recorded as it ends, so a survey killed at any moment goes on where it stopped: a
+robots.txt, a sitemap file or a domain recorded is not fetched again.
 """
 
 from __future__ import annotations
@@ -26,8 +30,8 @@ import socket
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass, field
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
@@ -35,7 +39,7 @@ from urllib.parse import urljoin, urlsplit
 import aiohttp
 
 from polite.core.crawl import in_scope
-from polite.core.politeness.rules import DEFAULT_DELAY_S, delays_for
+from polite.core.politeness.rules import DEFAULT_DELAY_S
 from polite.core.robots import MAX_ROBOTS_BYTES, RobotsTxt
 from polite.core.robots.lifecycle import DisallowAll, Parsed
 from polite.core.sitemaps import MAX_SITEMAP_BYTES, MAX_SITEMAP_URLS, Entry, SitemapParser
@@ -48,16 +52,20 @@ from polite.core.survey.sampling import (
     sample_children,
 )
 from polite.core.text import decode_text
-from polite.errors import ConfigError
+from polite.core.urls import split_origin
+from polite.errors import ConfigError, InvalidURL
 from polite.fetch.http import PageFetcher
+from polite.fetch.politeness import NO_RETRY, Politeness
 from polite.fetch.redirects import follow, redirect_target
-from polite.fetch.robots import Network, PublicHosts
+from polite.fetch.robots import Network, PublicHosts, RobotsFetcher, create_client
+from polite.storage.base import RobotsRecord
+from polite.storage.memory import MemoryStore
 from polite.survey.store import SitemapRecord, SiteRecord, SurveyStore
 
 if TYPE_CHECKING:
     from polite.survey.shared import SharedDomains
 
-__all__ = ["MAX_SITEMAP_LEVEL", "Harvester", "HostGate", "HostsFile", "build_resolver",
+__all__ = ["MAX_SITEMAP_LEVEL", "Harvester", "HostsFile", "build_resolver",
            "read_domains"]
 
 # HTTP requests in flight at once at most (see Harvester._requests).
@@ -191,63 +199,101 @@ def _split_nameserver(text: str) -> tuple[str, int]:
     return host, port
 
 
-@dataclass(slots=True)
-class _Slot:
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    free_at: float = 0.0
-    ended_at: float | None = None
-    delay_s: float | None = None
+# Hosts whose robots.txt state the politeness driver is told of at once (a domain's walk ends
+# long before its hosts are dropped; one dropped is told again when asked about).
+_TOLD_HOSTS = 16_384
+# How long a state told to the driver stays in force: the survey's own, for its whole run.
+_TOLD_FOR_S = 10 * 365 * 86_400.0
 
 
-class HostGate:
-    """One request at a time per host, and ``delay_s`` from the end of one to the start of the
-    next: the gap seen at the host is never shorter than its delay."""
+class _Told:
+    """The robots.txt states the survey read, as the politeness driver's store of them: the
+    driver never fetches robots.txt itself, each origin is told before it is asked about."""
 
-    def __init__(self, default_delay_s: float = DEFAULT_DELAY_S, *,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.default_delay_s = default_delay_s
-        self._clock = clock
-        self._slots: dict[str, _Slot] = {}
+    def __init__(self, keep: int = _TOLD_HOSTS) -> None:
+        self._keep = keep
+        self._records: OrderedDict[str, RobotsRecord] = OrderedDict()
 
-    def set_delay(self, host: str, delay_s: float) -> None:
-        """The host's delay from now on, counted from the end of its last request too."""
-        slot = self._slot(host)
-        slot.delay_s = delay_s
-        if slot.ended_at is not None:
-            slot.free_at = max(slot.free_at, slot.ended_at + delay_s)
+    def __contains__(self, origin: str) -> bool:
+        return origin in self._records
 
-    def _slot(self, host: str) -> _Slot:
-        slot = self._slots.get(host)
-        if slot is None:
-            slot = self._slots[host] = _Slot()
-        return slot
+    async def load_robots(self, origin: str) -> RobotsRecord | None:
+        return self._records.get(origin)
 
-    @asynccontextmanager
-    async def turn(self, host: str, *, uses_slot: bool = True) -> AsyncIterator[None]:
-        """The host's turn: alone, and not before its delay since the last request that
-        used the slot; ``uses_slot`` off (robots.txt) lets the next request follow at once."""
-        slot = self._slot(host)
-        async with slot.lock:
-            # Checked again after each sleep: a loop's timers may fire a little early
-            # (uvloop counts whole milliseconds, from the time its iteration began).
-            while (wait := slot.free_at - self._clock()) > 0:
-                await asyncio.sleep(wait)
-            try:
-                yield
-            finally:
-                if uses_slot:
-                    delay = self.default_delay_s if slot.delay_s is None else slot.delay_s
-                    slot.ended_at = self._clock()
-                    slot.free_at = slot.ended_at + delay
-        if len(self._slots) > 8_192:
-            self._forget()
+    async def save_robots(self, record: RobotsRecord) -> None:
+        self._records[record.origin] = record
+        self._records.move_to_end(record.origin)
+        while len(self._records) > self._keep:
+            self._records.popitem(last=False)
 
-    def _forget(self) -> None:
-        """Drop hosts nobody waits for whose delay has passed (memory stays flat)."""
-        now = self._clock()
-        for host in [h for h, s in self._slots.items()
-                     if not s.lock.locked() and s.free_at <= now]:
-            del self._slots[host]
+
+class _Turns:
+    """A host's turn from the shared politeness driver: its delay (the robots.txt Crawl-delay,
+    Request-rate or Visit-time of the survey's agent, else the default) between the starts of
+    requests that use its slot, on an in-memory store. robots.txt takes no turn (DESIGN.md)."""
+
+    def __init__(self, public: PublicHosts, *, agent: str, delay_s: float,
+                 allow_private: bool) -> None:
+        self._told = _Told()
+        self._client = create_client(guard=None if allow_private else public)
+        self._clock = time.monotonic
+        # The slots: shared by every driver below, so a new one keeps each host's spacing.
+        self._slots = MemoryStore(self._clock)
+        self._public = public
+        self._agent, self._delay_s, self._allow_private = agent, delay_s, allow_private
+        self._politeness = self._driver()
+        self._origins = 0  # told to the present driver
+
+    def _driver(self) -> Politeness:
+        """A driver over the run's slots. It notes every origin it decides for, for a
+        dashboard the survey has not: a new one every so many origins keeps a survey's
+        memory flat, the slots staying in the store."""
+        robots = RobotsFetcher(self._client, self._told, self._clock, agent=self._agent,
+                               allow_private=self._allow_private, max_in_memory=_TOLD_HOSTS,
+                               public_hosts=self._public)
+        # No adaptive delay and no back-off: the survey's delays are the site's and the
+        # default, as seed 004 spaced its requests.
+        return Politeness(robots, self._slots, self._clock, agent=self._agent,
+                          default_delay_s=self._delay_s, adaptive_factor=0.0, backoff=False,
+                          allow_private=self._allow_private, public_hosts=self._public,
+                          private_hint="--allow-private")
+
+    async def take(self, url: str, robots: bytes | None) -> float | str:
+        """Wait for ``url``'s slot and take it: when it was given (the driver's clock), or
+        why ``url`` may not be fetched. ``robots``: the body of the robots.txt whose rules
+        the host's requests follow (None: none)."""
+        try:
+            origin = split_origin(url)[0]
+        except InvalidURL as exc:
+            return str(exc)
+        if origin not in self._told:
+            self._origins += 1
+            if self._origins > _TOLD_HOSTS // 2:
+                self._politeness, self._origins = self._driver(), 1
+            now = self._clock()
+            await self._told.save_robots(
+                RobotsRecord(origin, "allow", 0, b"", now, now + _TOLD_FOR_S, 0, "none read")
+                if robots is None else
+                RobotsRecord(origin, "parsed", 200, robots, now, now + _TOLD_FOR_S))
+        while True:
+            (verdict,) = await self._politeness.check([url], reserve=True)
+            if verdict.allowed:
+                return self._clock()
+            if verdict.retry_after_ms == NO_RETRY:
+                return verdict.error or "not allowed"
+            await asyncio.sleep(verdict.retry_after_ms / 1000)
+
+    async def late(self, url: str, late_s: float) -> None:
+        """The request given ``url``'s slot had its head written ``late_s`` after the slot
+        was given (it waited for one of the requests in flight, a connection to open): the
+        host's next slot counts from when it really went, so the spacing holds where the
+        site measures it. Told once the exchange is over, before the walk's next request to
+        the host asks for its slot."""
+        if late_s > 0.001:
+            await self._politeness.note_late_start(url, late_s)
+
+    async def close(self) -> None:
+        await self._client.aclose()
 
 
 # A compressed sitemap inflates up to a thousandfold: it is parsed this many bytes at a time,
@@ -299,6 +345,9 @@ class _Answer:
     # Not fetched because the survey's own settings forbid it (a private address without
     # --allow-private): no outcome of the site's, so nothing of it is recorded.
     refused: bool = False
+    # Not fetched: a redirect to a URL its host's robots.txt disallows, or a time its
+    # robots.txt forbids visits at (recorded robots_disallowed).
+    disallowed: str | None = None
 
 
 @dataclass(slots=True)
@@ -309,6 +358,7 @@ class _Robots:
     robots: RobotsTxt | None
     refusal: str | None = None
     refused: bool = False  # not read: the survey's settings forbid it (see _Answer)
+    body: bytes | None = None  # what ``robots`` was read from
 
 
 def _filetype(parser: SitemapParser) -> str:
@@ -361,7 +411,7 @@ class Harvester:
         self._allow_networks = tuple(allow_networks)
         self._public: PublicHosts | None = None  # while a run is under way
         self._sitemaps = sitemaps
-        self._gate = HostGate(delay_s)
+        self._turns: _Turns | None = None  # while a run is under way
         # Requests in flight, whatever the domains at once (most of which wait for a host's
         # delay): a burst larger than the loop can serve would count its own queueing
         # against the servers' timeouts.
@@ -443,12 +493,16 @@ class Harvester:
             connect_timeout_s=self._connect_timeout_s,
             resolve=guard.address if not self._allow_private
             else None if resolver is None else resolve)
+        self._turns = _Turns(guard, agent=self._agent, delay_s=self._delay_s,
+                             allow_private=self._allow_private)
         try:
             yield
         finally:
             await self._fetcher.close()
+            await self._turns.close()
             self._fetcher = None
             self._public = None
+            self._turns = None
 
     async def run_shared(self, shared: SharedDomains) -> int:
         """Survey the domains of a list shared by several workers (each leased to one);
@@ -554,13 +608,16 @@ class Harvester:
 
     # -- one request, redirects by hand ---------------------------------------------------
 
-    async def _get(self, url: str, *, robots: bool = False) -> _Answer:
-        """GET ``url`` in the host's turn, redirects followed by :func:`follow`, each hop's
-        host checked first. robots.txt: decoded per Content-Encoding, kept up to its cap and
-        counted to its true size, the host's slot not used up; a sitemap: the bytes as sent
-        (its parser inflates a gzip file within its own bounds)."""
-        fetcher = self._fetcher
-        assert fetcher is not None, "within a run"
+    async def _get(self, url: str, *, robots: bool = False, rules: _Robots | None = None,
+                   rules_for: Callable[[str], Awaitable[_Robots]] | None = None) -> _Answer:
+        """GET ``url``, redirects followed by :func:`follow`, each hop's host checked first.
+        robots.txt: at once (it takes no turn of its host), decoded per Content-Encoding,
+        kept up to its cap and counted to its true size. A sitemap: in its host's turn,
+        ``rules`` those of ``url``'s host and ``rules_for`` a redirect target's host's (a
+        hop is a request like any other to its host); the bytes as sent (its parser inflates
+        a gzip file within its own bounds)."""
+        fetcher, turns = self._fetcher, self._turns
+        assert fetcher is not None and turns is not None, "within a run"
         # a sitemap one byte over its cap is what its parser needs to say "too big"
         max_bytes, count_to = ((self._max_bytes, _MAX_COUNTED_BYTES) if robots
                                else (self._sitemap_max_bytes + 1, 0))
@@ -568,27 +625,53 @@ class Harvester:
         seen = {url}
         at = url
         answer: _Answer | None = None
+        hop_rules = rules
 
         async def check(target: str) -> str | None:
-            """Why the survey's settings forbid asking for ``target`` (a private address)."""
-            nonlocal answer
+            """Why ``target`` may not be asked for: the survey's settings (a private address),
+            or, for a sitemap's redirect, its host's robots.txt."""
+            nonlocal answer, hop_rules
             host = (urlsplit(target).hostname or "").lower()
-            if self._allow_private or await self._public_hosts().is_public(host):
+            if not self._allow_private and not await self._public_hosts().is_public(host):
+                answer = _Answer(Outcome.CONNECTION_ERROR, error=f"{host} is a private or "
+                                 "loopback address (--allow-private)", url=target,
+                                 redirects=tuple(redirects), refused=True)
+                return answer.error
+            if rules_for is None or target == url:
                 return None
-            answer = _Answer(Outcome.CONNECTION_ERROR, error=f"{host} is a private or "
-                             "loopback address (--allow-private)", url=target,
-                             redirects=tuple(redirects), refused=True)
-            return answer.error
+            hop_rules = await rules_for(host)
+            if hop_rules.refused:
+                answer = _Answer(Outcome.CONNECTION_ERROR, error=hop_rules.refusal,
+                                 url=target, redirects=tuple(redirects), refused=True)
+                return hop_rules.refusal
+            refusal = hop_rules.refusal
+            if refusal is None and hop_rules.robots is not None \
+                    and not hop_rules.robots.allowed(target, self._agent):
+                refusal = "disallowed by robots.txt"
+            if refusal is not None:
+                answer = _Answer(None, url=target, redirects=tuple(redirects),
+                                 disallowed=f"redirected to {target}: {refusal}")
+            return refusal
 
         async def hop(target: str) -> str | None:
             nonlocal answer, at
             at = target
-            host = (urlsplit(target).hostname or "").lower()
-            async with self._turn(host, uses_slot=not robots), self._requests:
+            given: float | None = None
+            if not robots:
+                turn = await turns.take(target, None if hop_rules is None else hop_rules.body)
+                if isinstance(turn, str):
+                    answer = _Answer(None, url=target, redirects=tuple(redirects),
+                                     disallowed=turn)
+                    return None
+                given = turn
+            async with self._requests:
+                handed = time.monotonic()
                 result = await fetcher.get(
                     target, self._headers, max_bytes=max_bytes, count_to=count_to,
                     decode=robots, deadline_s=self._deadline_s,
                     read_timeout_s=self._read_timeout_s)
+            if given is not None:
+                await turns.late(target, handed - given + result.late_s)
             status = result.status
             if result.error is not None and not (status is not None and result.truncated):
                 answer = _Answer(_FAILURES.get(result.failure or "", Outcome.CONNECTION_ERROR),
@@ -620,13 +703,11 @@ class Harvester:
             assert answer is not None
             return answer
         stopped = await follow(url, hop, check)
-        if answer is not None and (stopped is None or answer.refused):
+        if answer is not None and (stopped is None or answer.refused
+                                   or answer.disallowed is not None):
             return answer
         return _Answer(Outcome.REDIRECT_LOOP, error=stopped, url=at,
                        redirects=tuple(redirects))
-
-    def _turn(self, host: str, *, uses_slot: bool) -> AbstractAsyncContextManager[None]:
-        return self._gate.turn(host, uses_slot=uses_slot)
 
     def _public_hosts(self) -> PublicHosts:
         assert self._public is not None, "within a run"
@@ -639,7 +720,9 @@ class Harvester:
         if isinstance(state, DisallowAll):
             return _Robots(None, f"robots.txt unreachable ({outcome}): RFC 9309 reads that "
                                  "as everything disallowed")
-        return _Robots(state.robots if isinstance(state, Parsed) else None)
+        if isinstance(state, Parsed):
+            return _Robots(state.robots, body=body)
+        return _Robots(None)
 
     async def _host_rules(self, domain: str, host: str,
                           own: _Robots) -> _Robots:
@@ -658,10 +741,6 @@ class Harvester:
                                          site.robots_url or f"http://{host}/robots.txt")
             else:
                 rules = await self._shared_robots(host)
-        if rules.robots is not None:
-            delays = delays_for(rules.robots.agent_rules(self._agent),
-                                default_s=self._delay_s)
-            self._gate.set_delay(host, delays.interval_s)
         return rules
 
     async def _shared_robots(self, host: str) -> _Robots:
@@ -816,9 +895,12 @@ class Harvester:
             return failed("robots_disallowed", "disallowed by robots.txt")
         parser = SitemapParser(item.uri, max_bytes=self._sitemap_max_bytes,
                                max_urls=self._sitemap_max_urls)
-        answer = await self._get(item.uri)
+        answer = await self._get(item.uri, rules=rules,
+                                 rules_for=lambda at: self._host_rules(domain, at, own))
         if answer.refused:
             return failed(_REFUSED, answer.error)
+        if answer.disallowed is not None:
+            return failed("robots_disallowed", answer.disallowed)
         if answer.outcome is not None:
             return failed(str(answer.outcome), answer.error, answer.status, answer.seconds)
         entries = await _parse(parser, answer.body)

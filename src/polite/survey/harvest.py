@@ -26,6 +26,7 @@ import asyncio
 import ipaddress
 import json
 import random
+import re
 import socket
 import time
 from collections import OrderedDict
@@ -204,6 +205,9 @@ def _split_nameserver(text: str) -> tuple[str, int]:
 _TOLD_HOSTS = 16_384
 # How long a state told to the driver stays in force: the survey's own, for its whole run.
 _TOLD_FOR_S = 10 * 365 * 86_400.0
+# What every field that spaces requests holds in its name (Crawl-delay, Request-rate,
+# Visit-time, Time-forbidden, Ip-delay, Ip-rate) or starts with (a REGP brace block).
+_SPACING = re.compile(rb"delay|rate|visit|forbidden|\{", re.IGNORECASE)
 
 
 class _Told:
@@ -271,10 +275,14 @@ class _Turns:
             if self._origins > _TOLD_HOSTS // 2:
                 self._politeness, self._origins = self._driver(), 1
             now = self._clock()
+            # The survey asks only for what the rules allow: the driver needs them for the
+            # spacing alone, and a file with no field that spaces requests is told as none
+            # (the same spacing, without parsing the file a second time).
             await self._told.save_robots(
-                RobotsRecord(origin, "allow", 0, b"", now, now + _TOLD_FOR_S, 0, "none read")
-                if robots is None else
-                RobotsRecord(origin, "parsed", 200, robots, now, now + _TOLD_FOR_S))
+                RobotsRecord(origin, "parsed", 200, robots, now, now + _TOLD_FOR_S)
+                if robots is not None and _SPACING.search(robots) is not None else
+                RobotsRecord(origin, "allow", 0, b"", now, now + _TOLD_FOR_S, 0,
+                             "no robots.txt field spaces requests"))
         while True:
             (verdict,) = await self._politeness.check([url], reserve=True)
             if verdict.allowed:
@@ -411,7 +419,7 @@ class Harvester:
         self._allow_networks = tuple(allow_networks)
         self._public: PublicHosts | None = None  # while a run is under way
         self._sitemaps = sitemaps
-        self._turns: _Turns | None = None  # while a run is under way
+        self._turns: _Turns | None = None  # from a run's first sitemap to its end
         # Requests in flight, whatever the domains at once (most of which wait for a host's
         # delay): a burst larger than the loop can serve would count its own queueing
         # against the servers' timeouts.
@@ -493,13 +501,12 @@ class Harvester:
             connect_timeout_s=self._connect_timeout_s,
             resolve=guard.address if not self._allow_private
             else None if resolver is None else resolve)
-        self._turns = _Turns(guard, agent=self._agent, delay_s=self._delay_s,
-                             allow_private=self._allow_private)
         try:
             yield
         finally:
             await self._fetcher.close()
-            await self._turns.close()
+            if self._turns is not None:
+                await self._turns.close()
             self._fetcher = None
             self._public = None
             self._turns = None
@@ -616,8 +623,8 @@ class Harvester:
         ``rules`` those of ``url``'s host and ``rules_for`` a redirect target's host's (a
         hop is a request like any other to its host); the bytes as sent (its parser inflates
         a gzip file within its own bounds)."""
-        fetcher, turns = self._fetcher, self._turns
-        assert fetcher is not None and turns is not None, "within a run"
+        fetcher = self._fetcher
+        assert fetcher is not None, "within a run"
         # a sitemap one byte over its cap is what its parser needs to say "too big"
         max_bytes, count_to = ((self._max_bytes, _MAX_COUNTED_BYTES) if robots
                                else (self._sitemap_max_bytes + 1, 0))
@@ -658,6 +665,7 @@ class Harvester:
             at = target
             given: float | None = None
             if not robots:
+                turns = self._host_turns()
                 turn = await turns.take(target, None if hop_rules is None else hop_rules.body)
                 if isinstance(turn, str):
                     answer = _Answer(None, url=target, redirects=tuple(redirects),
@@ -671,7 +679,7 @@ class Harvester:
                     decode=robots, deadline_s=self._deadline_s,
                     read_timeout_s=self._read_timeout_s)
             if given is not None:
-                await turns.late(target, handed - given + result.late_s)
+                await self._host_turns().late(target, handed - given + result.late_s)
             status = result.status
             if result.error is not None and not (status is not None and result.truncated):
                 answer = _Answer(_FAILURES.get(result.failure or "", Outcome.CONNECTION_ERROR),
@@ -708,6 +716,14 @@ class Harvester:
             return answer
         return _Answer(Outcome.REDIRECT_LOOP, error=stopped, url=at,
                        redirects=tuple(redirects))
+
+    def _host_turns(self) -> _Turns:
+        """The run's politeness driver, made at its first sitemap (a survey of robots.txt
+        alone takes no turns and needs none)."""
+        if self._turns is None:
+            self._turns = _Turns(self._public_hosts(), agent=self._agent,
+                                 delay_s=self._delay_s, allow_private=self._allow_private)
+        return self._turns
 
     def _public_hosts(self) -> PublicHosts:
         assert self._public is not None, "within a run"

@@ -4,18 +4,16 @@ a hop to a path its host's robots.txt disallows is not asked for. Measured at th
 
 from __future__ import annotations
 
+import datetime
 import itertools
-import os
 import sqlite3
 from pathlib import Path
 
-import pytest
-
+from tests.conftest import ON_PORT_80
 from tests.survey_farm import Farm, Page
 from tests.test_cli import run
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0,
-                                reason="the farm's sites listen on port 80 (root)")
+pytestmark = ON_PORT_80
 
 TEXT = (("Content-Type", "text/plain"),)
 CRAWL_DELAY_S = 1.0
@@ -71,3 +69,29 @@ def test_redirects_take_their_hosts_turn_and_follow_their_robots_txt(tmp_path: P
     assert len(files_at) == 3
     gaps = [later - earlier for earlier, later in itertools.pairwise(files_at)]
     assert min(gaps) >= CRAWL_DELAY_S - 0.1, gaps
+
+
+def test_a_visit_time_window_hours_away_is_reported_not_waited_for(tmp_path: Path) -> None:
+    """The driver reads Visit-time: a sitemap whose host opens its window hours from now is
+    recorded robots_disallowed with the wait it asked for, and not asked for."""
+    now = datetime.datetime.now(datetime.UTC)
+    opens, closes = now + datetime.timedelta(hours=3), now + datetime.timedelta(hours=4)
+    window = f"{opens:%H%M}-{closes:%H%M}"
+    farm = Farm()
+    farm.add("late.politeness.test", "127.0.31.3", {
+        "/robots.txt": Page(200, f"User-agent: *\nVisit-time: {window}\nSitemap: /s.xml\n"
+                            .encode(), TEXT),
+        "/s.xml": Page(200, urlset(["http://late.politeness.test/1"]))})
+    hosts = tmp_path / "hosts"
+    hosts.write_text(farm.hosts())
+    listing = tmp_path / "top.txt"
+    listing.write_text("late.politeness.test\n")
+    out = tmp_path / "survey"
+    with farm.running():
+        result = run("survey", str(listing), "--out", str(out), "--hosts", str(hosts),
+                     "--allow-private", "--delay", "0")
+    assert result.returncode == 0, result.stderr
+    with sqlite3.connect(out / "survey.sqlite") as db:
+        ((info, error),) = db.execute("SELECT downloadinfo, error FROM sitemaps").fetchall()
+    assert info == "robots_disallowed" and "asks to wait" in error, error
+    assert farm.requests("late.politeness.test") == ["/robots.txt"]

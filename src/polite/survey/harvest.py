@@ -59,6 +59,7 @@ from polite.fetch.http import PageFetcher
 from polite.fetch.politeness import NO_RETRY, Politeness
 from polite.fetch.redirects import follow, redirect_target
 from polite.fetch.robots import Network, PublicHosts, RobotsFetcher, create_client
+from polite.fetch.sitemaps import MAX_POLITE_WAIT_S
 from polite.storage.base import RobotsRecord
 from polite.storage.memory import MemoryStore
 from polite.survey.store import SitemapRecord, SiteRecord, SurveyStore
@@ -283,13 +284,20 @@ class _Turns:
                 if robots is not None and _SPACING.search(robots) is not None else
                 RobotsRecord(origin, "allow", 0, b"", now, now + _TOLD_FOR_S, 0,
                              "no robots.txt field spaces requests"))
+        waited = 0.0
         while True:
             (verdict,) = await self._politeness.check([url], reserve=True)
             if verdict.allowed:
                 return self._clock()
             if verdict.retry_after_ms == NO_RETRY:
                 return verdict.error or "not allowed"
-            await asyncio.sleep(verdict.retry_after_ms / 1000)
+            pause = verdict.retry_after_ms / 1000
+            if waited + pause > MAX_POLITE_WAIT_S:
+                # a Visit-time window hours away: reported, not waited for (as the walker)
+                return f"the host asks to wait {pause:.0f} s; more than " \
+                       f"{MAX_POLITE_WAIT_S:.0f} s"
+            await asyncio.sleep(pause)
+            waited += pause
 
     async def late(self, url: str, late_s: float) -> None:
         """The request given ``url``'s slot had its head written ``late_s`` after the slot

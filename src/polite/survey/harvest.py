@@ -23,21 +23,17 @@ robots.txt, a sitemap file or a domain recorded is not fetched again.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import random
 import re
-import socket
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
-
-import aiohttp
 
 from polite.core.crawl import in_scope
 from polite.core.politeness.rules import DEFAULT_DELAY_S
@@ -55,10 +51,11 @@ from polite.core.survey.sampling import (
 from polite.core.text import decode_text
 from polite.core.urls import split_origin
 from polite.errors import ConfigError, InvalidURL
-from polite.fetch.http import PageFetcher
+from polite.fetch.http import HttpClient, PageFetcher
 from polite.fetch.politeness import NO_RETRY, Politeness
 from polite.fetch.redirects import follow, redirect_target
-from polite.fetch.robots import Network, PublicHosts, RobotsFetcher, create_client
+from polite.fetch.resolve import Resolver
+from polite.fetch.robots import Network, PublicHosts, RobotsFetcher
 from polite.fetch.sitemaps import MAX_POLITE_WAIT_S
 from polite.storage.base import RobotsRecord
 from polite.storage.memory import MemoryStore
@@ -67,18 +64,13 @@ from polite.survey.store import SitemapRecord, SiteRecord, SurveyStore
 if TYPE_CHECKING:
     from polite.survey.shared import SharedDomains
 
-__all__ = ["MAX_SITEMAP_LEVEL", "Harvester", "HostsFile", "build_resolver",
-           "read_domains"]
+__all__ = ["MAX_SITEMAP_LEVEL", "Harvester", "read_domains"]
 
 # HTTP requests in flight at once at most (see Harvester._requests).
 MAX_IN_FLIGHT = 200
 # Index nesting followed: the seed met level 4 at most (Table 4); deeper files are recorded
 # ``not_sampled``.
 MAX_SITEMAP_LEVEL = 5
-# How many resolved names are remembered, and for how long (a name is looked up twice per
-# request: the address check and the connection).
-_DNS_CACHE_NAMES = 4_096
-_DNS_CACHE_TTL_S = 60.0
 # A robots.txt over the cap is counted to its end (its true size, seed 004's 12 MB case) up
 # to this much; past it the size recorded is a lower bound (a compression bomb stops here).
 _MAX_COUNTED_BYTES = 256 << 20
@@ -111,94 +103,6 @@ def read_domains(path: Path) -> list[tuple[int | None, str]]:
             raise ConfigError(f"{path}:{number}: not a domain: {line!r}")
         domains.append((rank, name))
     return domains
-
-
-class HostsFile(aiohttp.abc.AbstractResolver):
-    """Names from a hosts-format file (``ADDRESS NAME...``); a name it lacks does not
-    resolve (a survey of a farm must not reach the world)."""
-
-    def __init__(self, path: Path) -> None:
-        self.names: dict[str, str] = {}
-        text = decode_text(path.read_bytes(), str(path))
-        for number, line in enumerate(text.splitlines(), 1):
-            fields = line.split("#", 1)[0].split()
-            if not fields:
-                continue
-            try:
-                ipaddress.ip_address(fields[0])
-            except ValueError:
-                raise ConfigError(f"{path}:{number}: not an address: {fields[0]!r}") from None
-            for name in fields[1:]:
-                self.names.setdefault(name.lower(), fields[0])
-
-    async def resolve(self, host: str, port: int = 0,
-                      family: socket.AddressFamily = socket.AF_INET) -> list[Any]:
-        address = self.names.get(host.lower())
-        if address is None:
-            raise OSError(f"{host} is not in the hosts file")
-        return [{"hostname": host, "host": address, "port": port, "family": socket.AF_INET,
-                 "proto": 0, "flags": socket.AI_NUMERICHOST}]
-
-    async def close(self) -> None:
-        return None
-
-
-class _CachedResolver(aiohttp.abc.AbstractResolver):
-    """Answers of another resolver kept a minute, for a bounded number of names, so that a
-    survey of 100,000 domains neither asks twice per request nor grows without end."""
-
-    def __init__(self, inner: aiohttp.abc.AbstractResolver) -> None:
-        self._inner = inner
-        self._known: OrderedDict[str, tuple[float, list[Any]]] = OrderedDict()
-
-    async def resolve(self, host: str, port: int = 0,
-                      family: socket.AddressFamily = socket.AF_INET) -> list[Any]:
-        now = time.monotonic()
-        known = self._known.get(host)
-        if known is not None and known[0] > now:
-            return [dict(info, port=port) for info in known[1]]
-        infos = await self._inner.resolve(host, port, family)
-        self._known[host] = (now + _DNS_CACHE_TTL_S, infos)
-        self._known.move_to_end(host)
-        while len(self._known) > _DNS_CACHE_NAMES:
-            self._known.popitem(last=False)
-        return infos
-
-    async def close(self) -> None:
-        await self._inner.close()
-
-
-def build_resolver(*, hosts: Path | None = None, nameserver: str | None = None
-                   ) -> aiohttp.abc.AbstractResolver:
-    """The survey's resolver: a hosts-format file, a nameserver (``IP`` or ``IP:PORT``, asked
-    through c-ares), or the system's; each behind a small cache. Call within a running loop."""
-    inner: aiohttp.abc.AbstractResolver
-    if hosts is not None:
-        inner = HostsFile(hosts)
-    elif nameserver is not None:
-        address, port = _split_nameserver(nameserver)
-        try:
-            # lookups="b": ask the nameserver only, not /etc/hosts first.
-            inner = aiohttp.AsyncResolver(nameservers=[address], udp_port=port,
-                                          tcp_port=port, lookups="b", timeout=5.0, tries=2)
-        except RuntimeError as exc:  # aiodns missing
-            raise ConfigError("--nameserver needs aiodns: pip install 'polite[survey]'"
-                              ) from exc
-    else:
-        inner = aiohttp.ThreadedResolver()
-    return _CachedResolver(inner)
-
-
-def _split_nameserver(text: str) -> tuple[str, int]:
-    host, _, port_text = text.rpartition(":") if text.count(":") == 1 else (text, "", "")
-    try:
-        ipaddress.ip_address(host)
-        port = int(port_text) if port_text else 53
-    except ValueError:
-        raise ConfigError(f"--nameserver {text!r}: expected IP or IP:PORT") from None
-    if not 0 < port < 65536:
-        raise ConfigError(f"--nameserver {text!r}: no such port")
-    return host, port
 
 
 # Hosts whose robots.txt state the politeness driver is told of at once (a domain's walk ends
@@ -237,10 +141,12 @@ class _Turns:
     Request-rate or Visit-time of the survey's agent, else the default) between the starts of
     requests that use its slot, on an in-memory store. robots.txt takes no turn (DESIGN.md)."""
 
-    def __init__(self, public: PublicHosts, *, agent: str, delay_s: float,
-                 allow_private: bool) -> None:
+    def __init__(self, client: HttpClient, public: PublicHosts, *, agent: str,
+                 delay_s: float, allow_private: bool) -> None:
         self._told = _Told()
-        self._client = create_client(guard=None if allow_private else public)
+        # The run's own client: the driver never fetches robots.txt through it (each origin
+        # is told first), but it is the one requests to sites leave through.
+        self._client = client
         self._clock = time.monotonic
         # The slots: shared by every driver below, so a new one keeps each host's spacing.
         self._slots = MemoryStore(self._clock)
@@ -307,9 +213,6 @@ class _Turns:
         the host asks for its slot."""
         if late_s > 0.001:
             await self._politeness.note_late_start(url, late_s)
-
-    async def close(self) -> None:
-        await self._client.aclose()
 
 
 # A compressed sitemap inflates up to a thousandfold: it is parsed this many bytes at a time,
@@ -396,7 +299,7 @@ class Harvester:
     ``concurrency`` at once, each file recorded as it ends."""
 
     def __init__(self, store: SurveyStore, clock: Callable[[], float], *,
-                 resolver: aiohttp.abc.AbstractResolver | None = None,
+                 resolver: Resolver | None = None,
                  concurrency: int = 100, https: bool = False, agent: str = "polite",
                  connect_timeout_s: float = 10.0, read_timeout_s: float = 30.0,
                  max_bytes: int = MAX_ROBOTS_BYTES, allow_private: bool = False,
@@ -491,20 +394,17 @@ class Harvester:
         """The run's HTTP client: connections kept alive between a host's requests (its
         robots.txt and sitemaps), names resolved by the survey's resolver."""
         resolver = self._resolver
-
-        async def addresses(host: str) -> list[str]:
-            assert resolver is not None
-            return [str(info["host"]) for info in await resolver.resolve(host, 0)]
+        addresses = None if resolver is None else resolver.addresses
 
         async def resolve(host: str) -> str:
+            assert addresses is not None
             return (await addresses(host))[0]
 
         # Private addresses refused (but for the networks allowed): the one connected to is
         # the one the guard checked (a name looked up again to connect could answer
         # otherwise). Hops are asked about first, so that a refused one is not recorded.
-        guard = self._public = PublicHosts(
-            time.monotonic, resolve=None if resolver is None else addresses,
-            allowed=self._allow_networks)
+        guard = self._public = PublicHosts(time.monotonic, resolve=addresses,
+                                           allowed=self._allow_networks)
         self._fetcher = PageFetcher(
             connect_timeout_s=self._connect_timeout_s,
             resolve=guard.address if not self._allow_private
@@ -513,8 +413,6 @@ class Harvester:
             yield
         finally:
             await self._fetcher.close()
-            if self._turns is not None:
-                await self._turns.close()
             self._fetcher = None
             self._public = None
             self._turns = None
@@ -729,7 +627,8 @@ class Harvester:
         """The run's politeness driver, made at its first sitemap (a survey of robots.txt
         alone takes no turns and needs none)."""
         if self._turns is None:
-            self._turns = _Turns(self._public_hosts(), agent=self._agent,
+            assert self._fetcher is not None, "within a run"
+            self._turns = _Turns(self._fetcher, self._public_hosts(), agent=self._agent,
                                  delay_s=self._delay_s, allow_private=self._allow_private)
         return self._turns
 

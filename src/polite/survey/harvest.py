@@ -52,11 +52,11 @@ from polite.core.text import decode_text
 from polite.core.urls import split_origin
 from polite.errors import ConfigError, InvalidURL
 from polite.fetch.http import HttpClient, PageFetcher
-from polite.fetch.politeness import NO_RETRY, Politeness
+from polite.fetch.politeness import Politeness
 from polite.fetch.redirects import follow, redirect_target
 from polite.fetch.resolve import Resolver
 from polite.fetch.robots import Network, PublicHosts, RobotsFetcher
-from polite.fetch.sitemaps import MAX_POLITE_WAIT_S
+from polite.fetch.sitemaps import polite_turn
 from polite.storage.base import RobotsRecord
 from polite.storage.memory import MemoryStore
 from polite.survey.store import SitemapRecord, SiteRecord, SurveyStore
@@ -190,20 +190,8 @@ class _Turns:
                 if robots is not None and _SPACING.search(robots) is not None else
                 RobotsRecord(origin, "allow", 0, b"", now, now + _TOLD_FOR_S, 0,
                              "no robots.txt field spaces requests"))
-        waited = 0.0
-        while True:
-            (verdict,) = await self._politeness.check([url], reserve=True)
-            if verdict.allowed:
-                return self._clock()
-            if verdict.retry_after_ms == NO_RETRY:
-                return verdict.error or "not allowed"
-            pause = verdict.retry_after_ms / 1000
-            if waited + pause > MAX_POLITE_WAIT_S:
-                # a Visit-time window hours away: reported, not waited for (as the walker)
-                return f"the host asks to wait {pause:.0f} s; more than " \
-                       f"{MAX_POLITE_WAIT_S:.0f} s"
-            await asyncio.sleep(pause)
-            waited += pause
+        refusal = await polite_turn(self._politeness, url)
+        return self._clock() if refusal is None else refusal
 
     async def late(self, url: str, late_s: float) -> None:
         """The request given ``url``'s slot had its head written ``late_s`` after the slot

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,12 +19,31 @@ from tests.redis_server import redis_cluster, redis_server
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 
+# Tests whose sites listen on port 80 of fixed loopback addresses (the survey reads names
+# without a port): they need root, and they share one test worker so that two of them never
+# bind the same address at once when the suite runs on several workers (`make test`).
+ON_PORT_80 = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="the farm's sites listen on port 80 (root)"),
+    pytest.mark.xdist_group("port-80"),
+]
+
+
+def on_port_80(test: Any) -> Any:
+    for mark in ON_PORT_80:
+        test = mark(test)
+    return test
+
+
 def shared_path(*parts: str) -> Path:
     """A path under ../shared, or a skip with the reason when it is not there."""
     path = SHARED.joinpath(*parts)
     if not path.exists():
         pytest.skip(f"{path} is not here: the shared test data lives beside the project root")
     return path
+
+
+# The tests reading it carry this mark, so that one worker runs the survey once for them all.
+ON_CORPUS_SURVEY = pytest.mark.xdist_group("corpus-survey")
 
 
 @pytest.fixture(scope="session")
@@ -57,9 +78,33 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def _redis_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    folder = tmp_path_factory.mktemp("redis")
+    with redis_server(folder, unix_socket=folder / "redis.sock") as url:
+        yield url, f"unix://{folder / 'redis.sock'}?db=0"
+
+
+@pytest.fixture(scope="session")
+def redis_url(_redis_urls: tuple[str, str]) -> str:
     """One real redis-server for the session; tests keep apart by key prefix."""
-    with redis_server(tmp_path_factory.mktemp("redis")) as url:
+    return _redis_urls[0]
+
+
+@pytest.fixture(scope="session")
+def redis_unix_url(_redis_urls: tuple[str, str]) -> str:
+    """The session's redis-server (:func:`redis_url`'s) on its Unix socket:
+    ``unix:///PATH?db=0``."""
+    return _redis_urls[1]
+
+
+@pytest.fixture(scope="session")
+def rediss_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real redis-server speaking TLS only, with a certificate of a CA of the test's
+    own: ``rediss://127.0.0.1:PORT/0?ssl_ca_certs=CA``."""
+    from tests.tls import make_authority
+
+    folder = tmp_path_factory.mktemp("rediss")
+    with redis_server(folder, tls=make_authority(folder, "redis-ca")) as url:
         yield url
 
 

@@ -662,6 +662,7 @@ SURVEY = Product("survey", (
     _with(AGENT, help="the product token robots.txt is read for, sent as the User-Agent",
           **_CLI_ONLY),
     _with(ALLOW_PRIVATE, **_CLI_ONLY),
+    ALLOW_NETWORK,
     CONFIG), command=("survey",), config_file=True)
 
 SERVE = Product("serve", (

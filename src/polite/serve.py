@@ -34,7 +34,7 @@ from polite.fetch.robots import PublicHosts, RobotsFetcher, create_client, netwo
 from polite.fetch.sitemaps import SitemapWalker
 from polite.identity.options import require_identity_extra, signer_from
 from polite.proxy import Interception, Mode, ProxyServer, ProxySettings
-from polite.storage import RedisStore, open_store
+from polite.storage import RedisStore, open_store, read_store_url
 
 if TYPE_CHECKING:
     from starlette.routing import Route
@@ -252,7 +252,7 @@ def run_server(settings: Settings, out: TextIO) -> int:
     if not _is_loopback(settings.host) and not settings.admin_token:
         raise ConfigError(f"--host {settings.host} is not loopback: give --admin-token so "
                           "that writes are not open to the network")
-    if settings.store.startswith(("redis://", "rediss://")):
+    if read_store_url(settings.store, FLAGS.store).shared:
         asyncio.run(_check_redis(settings.store))  # fail now, not at the first request
     interception = _interception(settings)  # the CA refused before anything is opened
     key_directory = directory_served(settings.key) if settings.key else None
@@ -267,12 +267,10 @@ def run_server(settings: Settings, out: TextIO) -> int:
     # One guard for the checks and for robots.txt's, sitemaps' and the proxy's connections,
     # which go to the address it checked.
     hosts = PublicHosts(clock, allowed=networks(settings.allow_network))
+    # robots.txt and sitemaps are signed as well as what is forwarded
     client = create_client(verify=upstream_context(settings.upstream_ca),
-                           guard=None if settings.allow_private else hosts)
-    if signer is not None:  # robots.txt and sitemaps as well as what is forwarded
-        from polite.identity.signatures import sign_httpx
-
-        sign_httpx(client, signer)
+                           guard=None if settings.allow_private else hosts,
+                           sign=None if signer is None else signer.headers)
     policy = FetchPolicy(unauthorized=UnauthorizedMeans(settings.on_401_403))
     fetcher = RobotsFetcher(client, store, clock, agent=settings.agent, policy=policy,
                             allow_private=settings.allow_private,

@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Any
 from polite.config import FLAGS, Product, Setting, default_shown, from_environment, read_config
 
 if TYPE_CHECKING:
-    import httpx
-
+    from polite.fetch.http import PageFetcher
     from polite.fetch.robots import Network
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_FINDINGS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_STORE",
@@ -74,7 +73,7 @@ def require_public(url: str, allow_private: bool, allowed: Sequence[Network] = (
                           "fetch from it")
 
 
-def fetch_client(allow_private: bool) -> httpx.AsyncClient:
+def fetch_client(allow_private: bool) -> PageFetcher:
     """The client robots.txt and sitemaps are fetched with: with private addresses refused,
     every connection goes to the address the guard checked."""
     from polite.clock import WallClock

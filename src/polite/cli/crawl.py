@@ -109,7 +109,7 @@ def _crawl(args: argparse.Namespace, out: TextIO) -> int:
     from polite.crawl.workers import is_shared
 
     unreachable: tuple[type[BaseException], ...] = ()
-    if is_shared(args.store):
+    if is_shared(args.store, knob=FLAGS.store):
         from polite.storage.redis import UNREACHABLE as unreachable
     loop = new_event_loop("auto")  # uvloop when installed: less CPU per page
     try:
@@ -132,7 +132,7 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
 
     assert isinstance(settings, CrawlSettings)
     folder = Path(args.out)
-    shared = is_shared(args.store)
+    shared = is_shared(args.store, knob=FLAGS.store)
     worker = args.worker or f"{socket.gethostname()}-{os.getpid()}"
 
     def on_store(up: bool, detail: str) -> None:
@@ -230,7 +230,7 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
     _require_extra()  # the workers' liveness is polite.crawl's, which needs its extra
     from polite.crawl.workers import crawl_status, is_shared
 
-    if not is_shared(args.store):
+    if not is_shared(args.store, knob=FLAGS.store):
         raise ConfigError("crawl status reads a shared crawl: --store redis://HOST:PORT/DB"
                           "[?prefix=CRAWL]")
     try:

@@ -101,20 +101,25 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
     from polite.survey import SurveyStore
 
     try:
-        from polite.survey.harvest import Harvester, build_resolver, read_domains
+        from polite.fetch.resolve import build_resolver
+        from polite.survey.harvest import Harvester, read_domains
         from polite.survey.progress import SurveyProgress
     except ImportError as exc:
         raise ConfigError(f"polite survey needs {exc.name}: pip install 'polite[survey]'"
                           ) from exc
 
+    from polite.fetch.robots import networks
+
+    allow_networks = networks(args.allow_network)
     listing = Path(args.domains)
     if not listing.is_file():
         raise ConfigError(f"{listing}: no such file")
     domains = read_domains(listing)
     if args.hosts and args.nameserver:
         raise ConfigError("give --hosts or --nameserver, not both")
-    if args.store is not None and not args.store.startswith(("redis://", "rediss://",
-                                                             "unix://")):
+    from polite.storage.url import read_store_url
+
+    if args.store is not None and not read_store_url(args.store, FLAGS.store).shared:
         raise ConfigError(f"--store {args.store}: a shared survey needs redis://, rediss:// "
                           "or unix://")
     target.mkdir(parents=True, exist_ok=True)
@@ -133,6 +138,7 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
                               agent=args.agent, connect_timeout_s=args.connect_timeout_s,
                               read_timeout_s=args.read_timeout_s,
                               allow_private=args.allow_private,
+                              allow_networks=allow_networks,
                               sitemaps=args.sitemaps, delay_s=args.default_delay_s,
                               n0=args.n0, alpha=args.alpha, max_kept_uris=args.max_uris)
         made.append(harvester)
@@ -147,6 +153,7 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
         finally:
             if progress is not None:
                 progress.stop()
+            await resolver.close()
         return harvester
 
     async def stoppable() -> None:

@@ -21,9 +21,12 @@ HEARTBEAT_S = 1.0  # a worker says it is alive this often
 ALIVE_S = 5.0  # and is counted as gone when it has not for this long
 
 
-def is_shared(store: str) -> bool:
-    """Whether a store URL is one several workers share (Redis)."""
-    return store.startswith(("redis://", "rediss://", "unix://"))
+def is_shared(store: str, *, knob: str = "store=") -> bool:
+    """Whether a store URL is one several workers share (Redis); a URL that is none of the
+    stores is refused, named as ``knob``."""
+    from polite.storage.url import read_store_url
+
+    return bool(store) and read_store_url(store, knob).shared
 
 
 @contextlib.asynccontextmanager

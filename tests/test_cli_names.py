@@ -38,15 +38,18 @@ def test_a_former_spelling_reads_as_the_new_one_and_says_so(
     from polite.config import Product, Setting
 
     assert isinstance(product, Product) and isinstance(setting, Setting)
-    given = str(3 * setting.old_per)
+    # a fraction where the former spelling took one (survey's --delay, in seconds too)
+    fraction = setting.kind is float and setting.old_per == 1
+    given = "3.5" if fraction else str(3 * setting.old_per)
     parser = build_parser()
     command = [*product.command, *NEEDED.get(product.name, [])]
     before = parser.parse_args([*command, old, given])
     said = capsys.readouterr().err
     assert said == f"polite: {old} is deprecated; use {setting.flag}\n"
-    now = parser.parse_args([*command, setting.flag, "3"])
+    now = parser.parse_args([*command, setting.flag, "3.5" if fraction else "3"])
     assert capsys.readouterr().err == ""
-    assert getattr(before, setting.name) == getattr(now, setting.name) == 3
+    assert getattr(before, setting.name) == getattr(now, setting.name) \
+        == (3.5 if fraction else 3)
 
 
 @pytest.mark.parametrize("value", ["250ms", "1s", "1.5 s", "nan"])

@@ -480,6 +480,7 @@ CHECK_URLS = Setting("urls", list, None, "URLs or paths (/a/b?q)", metavar="URL"
 
 
 def _with(setting: Setting, **changes: object) -> Setting:
+    """A shared setting as one product has it (another default, help or spelling)."""
     return replace(setting, **changes)  # type: ignore[arg-type]
 
 
@@ -653,8 +654,7 @@ SURVEY = Product("survey", (
             "max(n0, alpha*n)", bounds=FRACTION),
     Setting("max_uris", int, 20_000, "page URLs kept per site, a uniform sample beyond (Roy "
             "2008, 2.4); all are counted", bounds=NON_NEGATIVE),
-    _with(DEFAULT_DELAY, old=("--delay",), old_keys=("delay",),
-          **_CLI_ONLY),
+    _with(DEFAULT_DELAY, old=("--delay",), old_keys=("delay",), old_per=1, **_CLI_ONLY),
     Setting("progress", bool, None, "a progress display on stderr (default: when it is a "
             "terminal)"),
     _with(CONNECT_TIMEOUT, help="a connection not made in this long fails (as Roy 2008)"),

@@ -117,7 +117,7 @@ class _Former(argparse.Action):
         setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
 
 
-def _help(setting: Setting, layered: bool) -> str:
+def _help(setting: Setting) -> str:
     shown = default_shown(setting)
     if setting.kind is bool or not shown:
         return setting.help
@@ -137,7 +137,7 @@ def add_settings(parser: argparse.ArgumentParser, product: Product) -> None:
                                 nargs=setting.nargs, help=setting.help)
             continue
         names = [setting.flag, *([setting.short] if setting.short else [])]
-        options: dict[str, Any] = {"dest": setting.name, "help": _help(setting, layered)}
+        options: dict[str, Any] = {"dest": setting.name, "help": _help(setting)}
         default = None if layered else setting.default
         if setting.kind is bool:
             if setting.default is None:

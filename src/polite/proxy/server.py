@@ -55,6 +55,7 @@ from polite.proxy.http1 import (
     request_head,
     response_head,
 )
+from polite.proxy.usage import with_usage
 
 __all__ = ["Interception", "Mode", "ProxyServer", "ProxySettings", "TunnelCertificates"]
 
@@ -986,6 +987,8 @@ class ProxyServer:
             body = bytearray()
         out_headers = _forwardable(response.headers)
         out_headers.append((b"via", _VIA))
+        out_headers = await with_usage(self._politeness, self.settings.purpose, request,
+                                       exchange.url, out_headers)
         keep = request.keep_alive and request.version == "1.1"
         chunked = False
         if response.framing in ("chunked", "close"):

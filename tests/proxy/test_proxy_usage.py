@@ -30,6 +30,9 @@ PAGES = {
     # A site cannot speak for the proxy: its own Polite-Usage is not what the client reads.
     "/ai-ok/forged": {"Polite-Usage": "train-ai=allow", "Content-Usage": "train-ai=n"},
     "/ai-ok/malformed": {"Content-Usage": "train-ai=n,"},
+    # Stored by the proxy's cache.
+    "/kept": {"Cache-Control": "max-age=600"},
+    "/ai-ok/kept": {"Cache-Control": "max-age=600", "Content-Usage": "search=n"},
 }
 
 
@@ -123,3 +126,28 @@ def test_the_default_purpose_and_an_empty_header(site: Site) -> None:
         # X-Polite-Purpose says what this request is for, here nothing in particular.
         bare = client.get(f"{site.origin}/test", headers={"X-Polite-Purpose": ""})
         assert bare.status_code == 200 and "polite-usage" not in bare.headers
+
+
+def test_a_page_from_the_cache_is_refused_and_answered_as_a_fetched_one(site: Site) -> None:
+    with polite_serve("--store", "memory://", "--allow-private", "--default-delay-ms", "0",
+                      "--refuse-by-purpose") as api, through(api) as client:
+        for path in ("/kept", "/ai-ok/kept"):  # stored for a request with no purpose
+            assert client.get(f"{site.origin}{path}").status_code == 200
+        asked = len(site.requests)
+        # robots.txt refuses train-ai on /kept: the stored copy is not served either.
+        refused = client.get(f"{site.origin}/kept", headers={"X-Polite-Purpose": "train-ai"})
+        assert refused.status_code == 403 and "refuse train-ai" in refused.text
+        bad = client.get(f"{site.origin}/kept", headers={"X-Polite-Purpose": "sell"})
+        assert bad.status_code == 400 and "X-Polite-Purpose" in bad.text
+        # Served from the cache with the preferences, its own Content-Usage among them.
+        kept = client.get(f"{site.origin}/ai-ok/kept", headers={"X-Polite-Purpose": "search"})
+        assert "age" in kept.headers
+        found = usage(kept)
+        assert pref(found["search"]) == ("disallow", {
+            "source": "Content-Usage header: search=n",
+            "vocabulary": "draft-ietf-aipref-vocab-07",
+            "overruled": "robots.txt Content-Signal line 5: search=yes"})
+        assert pref(found["train-ai"])[0] == "allow"
+        # The stored copy keeps no answer for the next request's purpose.
+        assert "polite-usage" not in client.get(f"{site.origin}/ai-ok/kept").headers
+        assert len(site.requests) == asked  # all of it from the cache

@@ -55,7 +55,7 @@ from polite.proxy.http1 import (
     request_head,
     response_head,
 )
-from polite.proxy.usage import with_usage
+from polite.proxy.usage import stored_with_usage, with_usage
 
 __all__ = ["Interception", "Mode", "ProxyServer", "ProxySettings", "TunnelCertificates"]
 
@@ -549,23 +549,7 @@ class ProxyServer:
         host = exchange.key[1]
         activity = self._politeness.activity
         agent = _product_token(head.get(b"user-agent"))
-        if self._cache is not None and head.method in (b"GET", b"HEAD"):
-            choice = exchange.choice = await self._cache.lookup(
-                head.method, exchange.url, head.headers,
-                key=exchange.origin + exchange.path.decode("latin-1"))
-            if choice.action == "serve":  # a hit: the site is not asked, no slot is used
-                assert choice.stored is not None
-                self._send_stored(client, head, choice.stored, choice.age,
-                                  choice.not_modified)
-                exchange.decision = "cache"
-                exchange.status = 304 if choice.not_modified else choice.stored.status
-                activity.count(host, "cache")
-                return await self._answered(client, head)
-            if choice.action == "gateway_timeout":
-                exchange.status = 504
-                self._send_error(client, 504, "only-if-cached: nothing usable is stored for "
-                                 "this URL")
-                return await self._answered(client, head)
+        # Before the cache: a stored page is no more the purpose's to take than a fetched one.
         refusal = await self._usage_refusal(exchange.url, agent or self._politeness.agent,
                                             head)
         if refusal is not None:
@@ -575,6 +559,24 @@ class ProxyServer:
                 self.stats["usage_refused"] += 1
             self._send_error(client, exchange.status, message)
             return await self._answered(client, head)
+        if self._cache is not None and head.method in (b"GET", b"HEAD"):
+            choice = exchange.choice = await self._cache.lookup(
+                head.method, exchange.url, head.headers,
+                key=exchange.origin + exchange.path.decode("latin-1"))
+            if choice.action == "serve":  # a hit: the site is not asked, no slot is used
+                assert choice.stored is not None
+                stored = await stored_with_usage(self._politeness, self.settings.purpose, head,
+                                                 exchange.url, choice.stored)
+                self._send_stored(client, head, stored, choice.age, choice.not_modified)
+                exchange.decision = "cache"
+                exchange.status = 304 if choice.not_modified else choice.stored.status
+                activity.count(host, "cache")
+                return await self._answered(client, head)
+            if choice.action == "gateway_timeout":
+                exchange.status = 504
+                self._send_error(client, 504, "only-if-cached: nothing usable is stored for "
+                                 "this URL")
+                return await self._answered(client, head)
         asked = time.monotonic()
         verdict = await self._verdict(exchange.url, agent, mode, wait_s)
         activity.count(host, verdict.cause)
@@ -978,6 +980,8 @@ class ProxyServer:
                 self._release(exchange.key, upstream, response)
             fresh = await cache.freshen(choice.stored, response.headers, request_time,
                                         cache.clock())
+            fresh = await stored_with_usage(self._politeness, self.settings.purpose, request,
+                                            exchange.url, fresh)
             self._send_stored(client, request, fresh, 0.0, not_modified(request.headers, fresh))
             await self._politeness.note_response(exchange.url, 304, elapsed_s=elapsed_s)
             return True

@@ -14,13 +14,16 @@ read the proxy's answer, not one a site wrote for it.
 
 from __future__ import annotations
 
+import dataclasses
+
+from polite.core.cache.policy import Stored
 from polite.core.robots.lifecycle import Parsed
 from polite.core.robots.usage import combine, from_headers, from_robots, purpose_field
 from polite.core.usage.vocab import PURPOSES
 from polite.fetch.politeness import Politeness
 from polite.proxy.http1 import Head, Headers
 
-__all__ = ["FIELD", "with_usage"]
+__all__ = ["FIELD", "stored_with_usage", "with_usage"]
 
 FIELD = b"polite-usage"
 
@@ -52,3 +55,11 @@ async def with_usage(politeness: Politeness, default: str | None, request: Head,
         parts.append(from_robots(state.robots, url, agent))
     value = purpose_field(combine(*parts), purpose)
     return [(k, v) for k, v in response if k != FIELD] + [(FIELD, value.encode("ascii"))]
+
+
+async def stored_with_usage(politeness: Politeness, default: str | None, request: Head,
+                            url: str, stored: Stored) -> Stored:
+    """A stored response about to be served from the cache, its fields as
+    :func:`with_usage` makes them (the copy in the cache stays as the origin sent it)."""
+    fields = await with_usage(politeness, default, request, url, list(stored.headers))
+    return dataclasses.replace(stored, headers=tuple(fields))

@@ -95,7 +95,7 @@ def _robots(domain: str, rng: random.Random, truth: Truth, tokens: list[str]) ->
     usage = rng.choice(USAGE)
     signal = rng.choice(SIGNAL)
     place = rng.choice(PLACES)
-    license_at = rng.choice(("none", "top", "bottom"))
+    license_at = rng.choice(("none", "top", "bottom", "relative"))
     star_blocks = rng.random() < 0.3
     crawlers = rng.sample(NAMED, rng.randrange(0, 4))
     truth.used.update([f"usage {usage.lines}", f"signal {signal.lines}", f"place {place}",
@@ -103,6 +103,8 @@ def _robots(domain: str, rng: random.Random, truth: Truth, tokens: list[str]) ->
     out = [f"# robots.txt of {domain}"]
     if license_at == "top":
         out.append(f"License: https://{domain}/license.xml")
+    elif license_at == "relative":  # RSL's value is an absolute URL: this one is ignored
+        out.append("License: /license.xml")
     ours = [*usage.lines, *signal.lines]
     if place == "before":
         out += ours
@@ -129,7 +131,7 @@ def _robots(domain: str, rng: random.Random, truth: Truth, tokens: list[str]) ->
         if option.counted and in_group:
             found.add(mechanism)
             truth.stated.update((mechanism, p, v) for p, v in option.stated)
-    if license_at != "none":
+    if license_at in ("top", "bottom"):
         found.add("license")
     truth.mechanisms.update(found)
     truth.mechanisms["any"] += bool(found)
@@ -181,7 +183,7 @@ def test_the_usage_tables_equal_the_farms_truth(tmp_path: Path) -> None:
     assert all(truth.used[f"usage {o.lines}"] for o in USAGE)
     assert all(truth.used[f"signal {o.lines}"] for o in SIGNAL)
     assert all(truth.used[f"place {p}"] for p in PLACES)
-    assert all(truth.used[f"license {w}"] for w in ("none", "top", "bottom"))
+    assert all(truth.used[f"license {w}"] for w in ("none", "top", "bottom", "relative"))
     assert all(truth.used[f"written {w}"] for w in ("as listed", "lower-case", "versioned"))
     hosts = tmp_path / "hosts"
     hosts.write_text(truth.farm.hosts())

@@ -52,6 +52,7 @@ __all__ = [
     "purpose_field",
     "purpose_json",
     "robots_rules",
+    "rsl_licenses",
 ]
 
 # tdmrep.json files list a handful of locations; anything larger is refused unread.
@@ -275,7 +276,7 @@ def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURR
     vocab = _revision(revision)
     groups = robots.groups_for(agent)
     directives = [d for g in groups for d in g.directives]
-    licenses, issues = _licenses(robots)
+    licenses, issues = rsl_licenses(robots)
     if not any(d.key in _RULE_KEYS for d in directives) or not robots.allowed(url, agent):
         return Preferences(issues=issues, licenses=licenses)  # most files: no such line
     dialect = robots.dialect
@@ -301,7 +302,7 @@ def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURR
     return Preferences(tuple(sources), issues, licenses)
 
 
-def _licenses(robots: RobotsTxt) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def rsl_licenses(robots: RobotsTxt) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """RSL ``License:`` links and the lines skipped. RSL makes the directive global, tied to
     no user agent, wherever it stands in the file, and its value a fully qualified URL
     (scheme and host); anything else is reported, not kept."""

@@ -55,7 +55,7 @@ from polite.proxy.http1 import (
     request_head,
     response_head,
 )
-from polite.proxy.usage import stored_with_usage, with_usage
+from polite.proxy.usage import asked_purpose, stored_with_usage, with_usage
 
 __all__ = ["Interception", "Mode", "ProxyServer", "ProxySettings", "TunnelCertificates"]
 
@@ -599,12 +599,9 @@ class ProxyServer:
         """(status, message) when the request is not to go: a purpose that is none of
         polite's (400), or one the URL's robots.txt preferences disallow (403, when told to
         refuse them)."""
-        purpose = self.settings.purpose
-        asked = head.get(b"x-polite-purpose")
-        if asked is not None:
-            purpose = asked.decode("latin-1").strip().lower() or None
-            if purpose is not None and purpose not in PURPOSES:
-                return 400, f"X-Polite-Purpose must be one of {', '.join(PURPOSES)}"
+        purpose = asked_purpose(head, self.settings.purpose)
+        if purpose is not None and purpose not in PURPOSES:
+            return 400, f"X-Polite-Purpose must be one of {', '.join(PURPOSES)}"
         if purpose is None or not self.settings.refuse_usage:
             return None
         state = await self._politeness.robots_state(url)

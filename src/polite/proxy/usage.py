@@ -23,20 +23,19 @@ from polite.core.usage.vocab import PURPOSES
 from polite.fetch.politeness import Politeness
 from polite.proxy.http1 import Head, Headers
 
-__all__ = ["FIELD", "stored_with_usage", "with_usage"]
+__all__ = ["FIELD", "asked_purpose", "stored_with_usage", "with_usage"]
 
 FIELD = b"polite-usage"
 
 
 def asked_purpose(request: Head, default: str | None) -> str | None:
-    """The request's purpose: its ``X-Polite-Purpose`` (empty: none), else ``default``. A
-    value that is no purpose of polite's is None here (the request was refused with 400
-    before it could be forwarded)."""
+    """The request's purpose as it asks: its ``X-Polite-Purpose`` (empty: none), else
+    ``default``; not checked against :data:`PURPOSES` (the proxy answers 400 for a value
+    that is none of them)."""
     asked = request.get(b"x-polite-purpose")
     if asked is None:
         return default
-    purpose = asked.decode("latin-1").strip().lower()
-    return purpose if purpose in PURPOSES else None
+    return asked.decode("latin-1").strip().lower() or None
 
 
 async def with_usage(politeness: Politeness, default: str | None, request: Head, url: str,
@@ -44,7 +43,7 @@ async def with_usage(politeness: Politeness, default: str | None, request: Head,
     """``response``, the fields of a response to forward, with ``Polite-Usage`` added when
     the request has a purpose; as they were when it has none."""
     purpose = asked_purpose(request, default)
-    if purpose is None:
+    if purpose is None or purpose not in PURPOSES:  # a bad one was refused with 400 before
         return response
     user_agent = (request.get(b"user-agent") or b"").decode("latin-1").strip()
     agent = user_agent or politeness.agent  # as the access decision was taken

@@ -7,22 +7,19 @@ from the choices that wrote each file, never by parsing the files."""
 
 from __future__ import annotations
 
-import os
 import random
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
-
 from polite.cli_survey import _ai_crawlers
+from tests.conftest import ON_PORT_80
 from tests.survey_farm import Farm, Page
 from tests.test_cli import run
 from tests.test_survey_usage import table
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0,
-                                reason="the farm's sites listen on port 80 (root)")
+pytestmark = ON_PORT_80
 
 TEXT = (("Content-Type", "text/plain"),)
 SITES = 96

@@ -78,6 +78,10 @@ def add_survey_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     survey.add_argument("--agent", default="polite", help="the User-Agent (default polite)")
     survey.add_argument("--allow-private", action="store_true",
                         help="also fetch from private and loopback addresses")
+    survey.add_argument("--allow-network", dest="allow_networks", action="append", default=[],
+                        metavar="NETWORK", help="also fetch from the private addresses in "
+                        "NETWORK (10.1.0.0/16, or one address; repeatable): the others stay "
+                        "refused")
     survey.set_defaults(handler=_survey)
     report = commands.add_parser(
         "report", help="a survey's report: Roy 2008's tables and figures beside its values",
@@ -154,14 +158,18 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
         raise ConfigError(f"polite survey needs {exc.name}: pip install 'polite[survey]'"
                           ) from exc
 
+    from polite.fetch.robots import networks
+
+    allow_networks = networks(args.allow_networks)
     listing = Path(args.domains)
     if not listing.is_file():
         raise ConfigError(f"{listing}: no such file")
     domains = read_domains(listing)
     if args.hosts and args.nameserver:
         raise ConfigError("give --hosts or --nameserver, not both")
-    if args.store is not None and not args.store.startswith(("redis://", "rediss://",
-                                                             "unix://")):
+    from polite.storage.url import read_store_url
+
+    if args.store is not None and not read_store_url(args.store, FLAGS.store).shared:
         raise ConfigError(f"--store {args.store}: a shared survey needs redis://, rediss:// "
                           "or unix://")
     target.mkdir(parents=True, exist_ok=True)
@@ -180,6 +188,7 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
                               agent=args.agent, connect_timeout_s=args.connect_timeout,
                               read_timeout_s=args.read_timeout,
                               allow_private=args.allow_private,
+                              allow_networks=allow_networks,
                               sitemaps=not args.no_sitemaps, delay_s=args.delay,
                               n0=args.n0, alpha=args.alpha, max_kept_uris=args.max_uris)
         made.append(harvester)

@@ -43,14 +43,15 @@ MAX_TRACE_URL = 2000  # characters of a URL kept in the trace
 
 _SOURCES = {"configured delay": "operator", "robots.txt Crawl-delay": "Crawl-delay",
             "robots.txt Request-rate": "Request-rate", "robots.txt Ip-delay": "Ip-delay",
-            "robots.txt Ip-rate": "Ip-rate", "adaptive delay": "adaptive",
+            "robots.txt Ip-rate": "Ip-rate", "robots.txt brace block": "brace block",
+            "adaptive delay": "adaptive",
             "default delay": "default"}
 _HTTP_CODE = re.compile(r"HTTP (\d{3})")
 
 
 def delay_source(delays: Delays) -> str:
     """The short name of the source that set ``delays.interval_s``: operator, Crawl-delay,
-    Request-rate, Ip-delay, Ip-rate, adaptive or default."""
+    Request-rate, Ip-delay, Ip-rate, brace block, adaptive or default."""
     return _SOURCES.get(delays.reason(), delays.reason())
 
 

@@ -32,7 +32,7 @@ from polite.core.sitemaps import Entry, ParseIssue, SitemapParser
 from polite.core.sitemaps.model import MAX_SITEMAP_BYTES, MAX_SITEMAP_URLS
 from polite.errors import InvalidURL
 from polite.fetch.http import _INFLATE_STEP, _Inflater
-from polite.fetch.politeness import NO_RETRY, Politeness
+from polite.fetch.politeness import Politeness, message
 from polite.fetch.redirects import follow, redirect_target
 from polite.fetch.robots import normal_url, split_origin
 
@@ -297,12 +297,12 @@ class SitemapWalker:
         """Wait for ``url``'s slot; the reason when it may not be fetched at all."""
         waited = 0.0
         while True:
-            (verdict,) = await self._politeness.check([url], reserve=True)
-            if verdict.allowed:
+            (found,) = await self._politeness.check([url], reserve=True)
+            if found.allowed:
                 return None
-            if verdict.retry_after_ms == NO_RETRY:
-                return verdict.error or "not allowed"
-            pause = verdict.retry_after_ms / 1000
+            pause = found.wait_s
+            if pause is None:
+                return message(found) or "not allowed"
             if waited + pause > self.max_wait_s:
                 return f"the host asks to wait {pause:.0f} s; more than {self.max_wait_s:.0f} s"
             await asyncio.sleep(pause)

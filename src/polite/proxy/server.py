@@ -28,7 +28,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 from urllib.parse import unquote, urlsplit
 
 from polite.clock import WallClock
@@ -40,7 +40,7 @@ from polite.core.usage.vocab import PURPOSES
 from polite.errors import InvalidURL, PrivateAddress
 from polite.fetch.activity import TraceEntry
 from polite.fetch.cache import PageCache
-from polite.fetch.politeness import NO_RETRY, Politeness, Verdict
+from polite.fetch.politeness import Answer, Politeness, message
 from polite.fetch.robots import PublicHosts, split_origin
 from polite.proxy.http1 import (
     END,
@@ -162,6 +162,26 @@ class _ClientChannel(Channel):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         self._server._serve(self)
+
+
+class _Verdict(NamedTuple):
+    """A decision as the proxy answers it: 403 when waiting will not change it
+    (``retry_ms`` -1), else 429 with Retry-After; ``text`` the body's words."""
+
+    allowed: bool
+    cause: str
+    retry_ms: int
+    text: str | None
+
+    @classmethod
+    def of(cls, found: Answer) -> _Verdict:
+        wait_s = found.wait_s
+        return cls(found.allowed, found.cause,
+                   -1 if wait_s is None else max(0, math.ceil(wait_s * 1000)), message(found))
+
+    @property
+    def status(self) -> int:
+        return 403 if self.retry_ms < 0 else 429
 
 
 def _product_token(user_agent: bytes | None) -> str | None:
@@ -579,8 +599,8 @@ class ProxyServer:
         activity.count(host, verdict.cause)
         if not verdict.allowed:
             exchange.decision = verdict.cause
-            exchange.status = 403 if verdict.retry_after_ms == NO_RETRY else 429
-            exchange.held_ms = max(0, verdict.retry_after_ms)
+            exchange.status = verdict.status
+            exchange.held_ms = max(0, verdict.retry_ms)
             self._refuse(client, verdict)
             return await self._answered(client, head)
         if mode is not Mode.REJECT:
@@ -612,21 +632,22 @@ class ProxyServer:
             return None
         return 403, f"AI-usage preferences refuse {purpose}: {answer.reason}"
 
-    def _refuse(self, client: Channel, verdict: Verdict) -> None:
-        if verdict.retry_after_ms == NO_RETRY:
+    def _refuse(self, client: Channel, verdict: _Verdict) -> None:
+        if verdict.retry_ms < 0:
             self.stats["robots_refused"] += 1
-            self._send_error(client, 403, verdict.error or "refused")
+            self._send_error(client, 403, verdict.text or "refused")
         else:
             self.stats["delayed"] += 1
-            seconds = max(1, math.ceil(verdict.retry_after_ms / 1000))
-            self._send_error(client, 429, verdict.error or "too many requests",
+            seconds = max(1, math.ceil(verdict.retry_ms / 1000))
+            self._send_error(client, 429, verdict.text or "too many requests",
                              [(b"retry-after", b"%d" % seconds),
-                              (b"x-polite-retry-after-ms", b"%d" % verdict.retry_after_ms)])
+                              (b"x-polite-retry-after-ms", b"%d" % verdict.retry_ms)])
 
     async def _verdict(self, url: str, agent: str | None, mode: Mode,
-                       wait_s: float | None = None) -> Verdict:
+                       wait_s: float | None = None) -> _Verdict:
         if mode is Mode.REJECT:
-            return (await self._politeness.check([url], reserve=True, agent=agent))[0]
+            return _Verdict.of((await self._politeness.check([url], reserve=True,
+                                                             agent=agent))[0])
         deadline = time.monotonic() + (self.settings.max_wait_s if wait_s is None else wait_s)
         # Requests waiting for one host are served first come, first served, whatever
         # connection they came on: an asyncio.Lock wakes its waiters in order, so a request
@@ -642,11 +663,12 @@ class ProxyServer:
                 return await self._still_queued(url, agent, host, wait_s)
             try:
                 while True:
-                    verdict = (await self._politeness.check([url], reserve=True,
-                                                            agent=agent))[0]
-                    if verdict.allowed or verdict.retry_after_ms < 0:
+                    found = (await self._politeness.check([url], reserve=True,
+                                                          agent=agent))[0]
+                    verdict = _Verdict.of(found)
+                    if verdict.allowed or verdict.retry_ms < 0:
                         return verdict
-                    pause_s = verdict.retry_after_ms / 1000
+                    pause_s = verdict.retry_ms / 1000
                     if time.monotonic() + pause_s > deadline:
                         return verdict
                     await asyncio.sleep(pause_s)
@@ -661,16 +683,16 @@ class ProxyServer:
                 self._host_turns[host] = (turn, waiting - 1)
 
     async def _still_queued(self, url: str, agent: str | None, host: str,
-                            wait_s: float | None) -> Verdict:
+                            wait_s: float | None) -> _Verdict:
         """The answer to a request whose wait ran out behind earlier ones to its host."""
-        verdict = (await self._politeness.check([url], agent=agent))[0]
-        if verdict.retry_after_ms < 0 and not verdict.allowed:
+        verdict = _Verdict.of((await self._politeness.check([url], agent=agent))[0])
+        if verdict.retry_ms < 0 and not verdict.allowed:
             return verdict
         waited = self.settings.max_wait_s if wait_s is None else wait_s
         return verdict._replace(
-            allowed=False, retry_after_ms=max(verdict.retry_after_ms, 1000),
-            error=f"earlier requests to {host} are still waiting for its slot; this one "
-                  f"waited {waited:g} s behind them (--max-wait-s)")
+            allowed=False, retry_ms=max(verdict.retry_ms, 1000),
+            text=f"earlier requests to {host} are still waiting for its slot; this one "
+                 f"waited {waited:g} s behind them (--max-wait-s)")
 
     # -- CONNECT ---------------------------------------------------------------------------
 
@@ -724,8 +746,7 @@ class ProxyServer:
 
         if not verdict.allowed:
             self._refuse(client, verdict)
-            trace(verdict.cause, 403 if verdict.retry_after_ms == NO_RETRY else 429,
-                  max(0, verdict.retry_after_ms))
+            trace(verdict.cause, verdict.status, max(0, verdict.retry_ms))
             await client.drain()
             return False
         try:

@@ -1,0 +1,57 @@
+"""The driver's answers are the core's values, gathered and claimed for real: a loopback site,
+its robots.txt fetched over HTTP, the slots in a real store."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from polite.clock import WallClock
+from polite.core.politeness import Allowed, Disallowed, WaitSource, WaitUntil
+from polite.core.robots.model import Dialect, Rule
+from polite.fetch.politeness import Politeness, message
+from polite.fetch.robots import RobotsFetcher, create_client
+from polite.storage import SQLiteStore
+from tests.sites import Reply, Site, serve
+
+pytestmark = pytest.mark.anyio
+
+ROBOTS = b"User-agent: *\nDisallow: /private/\nCrawl-delay: 2\n"
+
+
+@asynccontextmanager
+async def driver(db: Path, **options: bool) -> AsyncIterator[Politeness]:
+    clock = WallClock()
+    store = SQLiteStore(db, clock)
+    async with create_client() as client:
+        fetcher = RobotsFetcher(client, store, clock, agent="politetest", allow_private=True)
+        try:
+            yield Politeness(fetcher, store, clock, agent="politetest", allow_private=True,
+                             **options)
+        finally:
+            await store.close()
+
+
+async def test_answers_are_values_with_the_rule_and_the_source(tmp_path: Path) -> None:
+    with serve(Site("127.0.83.1", {"/robots.txt": Reply(200, ROBOTS)})) as site:
+        async with driver(tmp_path / "p.sqlite") as politeness:
+            urls = [f"{site.origin}/private/a", f"{site.origin}/a", f"{site.origin}/b"]
+            blocked, first, second = await politeness.check(urls, reserve=True)
+    assert blocked.decision == Disallowed(Rule(False, "/private/", 2), 2, Dialect.RFC9309,
+                                          "Disallow: /private/ (line 2)")
+    assert blocked.wait_s is None and blocked.cause == "robots"
+    assert isinstance(first.decision, Allowed) and first.decision.interval_s == 2.0
+    # the second URL of the host in one call waits behind the first, for the Crawl-delay
+    # read on line 3
+    assert second.decision == WaitUntil(second.decision.at, WaitSource.CRAWL_DELAY, 3, 2.0,
+                                        behind=True)
+    assert second.wait_s is not None and 1.9 < second.wait_s <= 2.0
+    # The words are rendered from the value, as seed 001 words them.
+    assert message(blocked) == "Blocked by robots.txt: Disallow: /private/ (line 2)"
+    assert message(second) == (
+        "There must be a delay of 2000 milliseconds between requests to 127.0.83.1 "
+        "(robots.txt Crawl-delay); another URL of 127.0.83.1 in this call takes the slot.")
+    assert message(first) is None

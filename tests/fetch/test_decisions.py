@@ -55,3 +55,24 @@ async def test_answers_are_values_with_the_rule_and_the_source(tmp_path: Path) -
         "There must be a delay of 2000 milliseconds between requests to 127.0.83.1 "
         "(robots.txt Crawl-delay); another URL of 127.0.83.1 in this call takes the slot.")
     assert message(first) is None
+
+
+@pytest.mark.parametrize("uses_slot", [False, True])
+async def test_robots_txt_takes_the_slot_only_when_the_policy_says_so(
+        tmp_path: Path, uses_slot: bool) -> None:
+    """DESIGN.md: fetching robots.txt does not use up the host's slot, unless the policy's
+    robots_uses_slot says so (the crawler's, for seed 000's Table 10)."""
+    with serve(Site("127.0.83.2", {"/robots.txt": Reply(200, ROBOTS)})) as site:
+        async with driver(tmp_path / "p.sqlite", robots_uses_slot=uses_slot) as politeness:
+            assert politeness.policy.robots_uses_slot is uses_slot
+            (page,) = await politeness.check([f"{site.origin}/a"], reserve=True)
+            # robots.txt known now: asking for its state again is no request, takes no slot
+            await politeness.robots_state(f"{site.origin}/b")
+            (again,) = await politeness.check([f"{site.origin}/b"])
+    assert site.requests == ["/robots.txt"]
+    if uses_slot:
+        assert page.decision == WaitUntil(page.decision.at, WaitSource.CRAWL_DELAY, 3, 2.0)
+        assert page.wait_s is not None and 0 < page.wait_s <= 2.0
+    else:
+        assert isinstance(page.decision, Allowed)
+    assert isinstance(again.decision, WaitUntil)  # whoever took it, the slot is taken

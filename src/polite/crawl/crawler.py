@@ -647,13 +647,9 @@ class Crawler:
         """Read the host's robots.txt and sitemaps before its first page; returns a due time
         when the host may not be visited yet (its sitemaps wait for it too)."""
         origin = split_origin(item.url)[0]
-        fetches = self._politeness.robots_fetches
+        # Fetching robots.txt takes the host's slot when the politeness policy says so
+        # (robots_uses_slot: the crawler's, for seed 000's Table 10 counts every request).
         robots = await self._politeness.robots_state(item.url)
-        if self._politeness.robots_fetches > fetches:
-            # Fetching robots.txt was a request to the site: the spacing it asks for runs
-            # from it, or the sitemap or first page would follow at once (seed 000, 5).
-            await self._politeness.check([origin + "/robots.txt"], reserve=True,
-                                         agent=self.settings.agent)
         rules = AgentRules()
         if isinstance(robots, Parsed):
             rules = robots.robots.agent_rules(self.settings.agent, url=origin + "/")

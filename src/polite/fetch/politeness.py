@@ -236,7 +236,7 @@ class Politeness:
         async with self._robots_slots:
             state = await self._robots.state(url)
         if known is None or state is not known[0]:  # not what was known: it was asked for
-            await self.check([origin + "/robots.txt"], reserve=True)
+            await self._answer([origin + "/robots.txt"], True, self.agent, None, {origin: state})
         return state
 
     async def check(self, urls: Sequence[str], *, reserve: bool = False,
@@ -249,7 +249,11 @@ class Politeness:
         (:func:`~polite.core.politeness.decision.decide`) and the slots of those allowed
         are claimed (``reserve``) or looked at, in one more step of the store.
         """
-        agent = agent or self.agent
+        return await self._answer(urls, reserve, agent or self.agent, ip, {})
+
+    async def _answer(self, urls: Sequence[str], reserve: bool, agent: str, ip: str | None,
+                      states: dict[str, RobotsState]) -> list[Answer]:
+        """:meth:`check`, with the robots.txt ``states`` already known (by origin)."""
         answers: list[Answer | None] = [None] * len(urls)
         hosts: list[tuple[int, str, str, str]] = []
         public: dict[str, bool] = {}
@@ -270,7 +274,6 @@ class Politeness:
                         f"fetch from those ({self.private_hint})"), self._clock())
                     continue
             hosts.append((index, url, origin, host))
-        states: dict[str, RobotsState] = {}
         missing: dict[str, str] = {}  # origin -> a URL of it
         for _, url, origin, _ in hosts:
             if origin not in states and origin not in missing:

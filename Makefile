@@ -12,10 +12,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,all]'
 	touch $(STAMP)
 
+# The suite runs on TEST_WORKERS processes (pytest-xdist); tests that share a fixed port or
+# an expensive session fixture carry an xdist_group mark and run on one of them.
+TEST_WORKERS ?= 2
+
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 # The politeness service on loopback, state in an embedded SQLite file beside the project.
 # ARGS go after these options, so they add to them or replace them:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,12 +19,31 @@ from tests.redis_server import redis_cluster, redis_server
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 
+# Tests whose sites listen on port 80 of fixed loopback addresses (the survey reads names
+# without a port): they need root, and they share one test worker so that two of them never
+# bind the same address at once when the suite runs on several workers (`make test`).
+ON_PORT_80 = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="the farm's sites listen on port 80 (root)"),
+    pytest.mark.xdist_group("port-80"),
+]
+
+
+def on_port_80(test: Any) -> Any:
+    for mark in ON_PORT_80:
+        test = mark(test)
+    return test
+
+
 def shared_path(*parts: str) -> Path:
     """A path under ../shared, or a skip with the reason when it is not there."""
     path = SHARED.joinpath(*parts)
     if not path.exists():
         pytest.skip(f"{path} is not here: the shared test data lives beside the project root")
     return path
+
+
+# The tests reading it carry this mark, so that one worker runs the survey once for them all.
+ON_CORPUS_SURVEY = pytest.mark.xdist_group("corpus-survey")
 
 
 @pytest.fixture(scope="session")

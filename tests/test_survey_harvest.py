@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import socket
 import sqlite3
 from contextlib import ExitStack
 from pathlib import Path
 
-import pytest
-
+from tests.conftest import on_port_80
 from tests.sites import Reply, Site, serve
 from tests.test_cli import run
 
@@ -22,7 +20,7 @@ HOME = Reply(200, b"<!DOCTYPE html><html><body>Welcome</body></html>",
 ROBOTS = Reply(200, b"User-agent: *\nDisallow: /private\n", {"Content-Type": "text/plain"})
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the farm's sites listen on port 80 (root)")
+@on_port_80
 def test_every_outcome_class_and_the_www_step(tmp_path: Path) -> None:
     sites = {
         "ok.example": Site("127.0.8.1", {"/robots.txt": ROBOTS}, port=80),

@@ -15,7 +15,7 @@ from polite.core.survey import agent_key
 from polite.errors import ConfigError
 from polite.robots import MAX_ROBOTS_BYTES
 from polite.survey import Survey, write_report
-from tests.conftest import shared_path
+from tests.conftest import ON_CORPUS_SURVEY, shared_path
 from tests.core.test_survey_robots_stats import _independent
 from tests.survey_truth import AGENTS, Truth, build_survey
 from tests.test_cli import run
@@ -238,6 +238,7 @@ def test_bad_arguments_are_clear_errors(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@ON_CORPUS_SURVEY
 def test_the_corpus_tables_2_and_3_equal_an_independent_count(tmp_path: Path,
                                                               corpus_survey: Path) -> None:
     corpus = shared_path("corpus", "robots")

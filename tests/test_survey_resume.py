@@ -21,11 +21,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.conftest import ON_PORT_80
 from tests.survey_farm import Farm, Page
 from tests.test_cli import run
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0,
-                                reason="the farm's sites listen on port 80 (root)")
+pytestmark = ON_PORT_80
 
 SITES = 120
 CONCURRENCY = 30

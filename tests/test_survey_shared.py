@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import signal
 import sqlite3
 import subprocess
@@ -18,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ON_PORT_80
 from tests.test_cli import run
 from tests.test_survey_resume import farm_of
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0,
-                                reason="the farm's sites listen on port 80 (root)")
+pytestmark = ON_PORT_80
 
 SITES = 90
 CONCURRENCY = 8

@@ -8,7 +8,6 @@ fetches nothing."""
 from __future__ import annotations
 
 import gzip
-import os
 import random
 import sqlite3
 from dataclasses import dataclass, field
@@ -17,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from polite.core.survey.sampling import sample_children
+from tests.conftest import ON_PORT_80
 from tests.survey_farm import Farm, Page
 from tests.test_cli import run
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0,
-                                reason="the farm's sites listen on port 80 (root)")
+pytestmark = ON_PORT_80
 
 TEXT = (("Content-Type", "text/plain"),)
 HTML = (("Content-Type", "text/html"),)

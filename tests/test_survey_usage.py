@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ON_CORPUS_SURVEY
 from tests.test_cli import run
 
 FILES = {
@@ -59,6 +60,7 @@ def test_usage_tables_equal_the_truth(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@ON_CORPUS_SURVEY
 def test_the_shared_corpus_counts(corpus_survey: Path) -> None:
     """The README's counts, measured on the shared robots.txt corpus."""
     out = corpus_survey

@@ -222,6 +222,14 @@ def _matches(dialect: Dialect, pattern: str, path: str) -> bool:
     return re.match(wildcard_regex(pattern), path, re.DOTALL) is not None
 
 
+def states_preferences(robots: RobotsTxt) -> bool:
+    """Whether the file has any line that states a preference (Content-Usage,
+    Content-Signal, License): most files have none, and then every answer is empty."""
+    return any(d.key in _RULE_KEYS or d.key == "license"
+               for d in (*robots.global_directives,
+                         *(d for g in robots.groups for d in g.directives)))
+
+
 def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURRENT
                 ) -> Preferences:
     """The preferences robots.txt attaches to ``url`` for ``agent``: per mechanism, the

@@ -9,7 +9,12 @@ from dataclasses import dataclass
 
 from polite.core.robots.model import Directive, Group, ParseIssue, Severity
 from polite.core.robots.robotstxt import RobotsTxt, product_token
-from polite.core.robots.usage import Preferences, from_robots, robots_rules
+from polite.core.robots.usage import (
+    Preferences,
+    from_robots,
+    robots_rules,
+    states_preferences,
+)
 from polite.core.usage.statement import Pref, RuleValue
 from polite.core.usage.vocab import (
     AIPREF_REVISIONS,
@@ -77,6 +82,8 @@ class UsageChange:
 def diff_usage(old: RobotsTxt, new: RobotsTxt, urls: Sequence[str], agents: Sequence[str],
                *, revision: str = CURRENT) -> list[UsageChange]:
     changes: list[UsageChange] = []
+    if not (states_preferences(old) or states_preferences(new)):
+        return changes  # nothing to compare: a file that states none answers none
     for agent in agents:
         for url in urls:
             before = from_robots(old, url, agent, revision=revision)

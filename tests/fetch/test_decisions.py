@@ -3,6 +3,7 @@ its robots.txt fetched over HTTP, the slots in a real store."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -33,6 +34,15 @@ async def driver(db: Path, **options: bool) -> AsyncIterator[Politeness]:
                              **options)
         finally:
             await store.close()
+
+
+async def stored_robots_delays(db: Path) -> dict[str, float]:
+    """What the store file keeps of the hosts' robots.txt delays (GET /delays reads it)."""
+    store = SQLiteStore(db, WallClock())
+    try:
+        return await store.all_robots_delays()
+    finally:
+        await store.close()
 
 
 async def test_answers_are_values_with_the_rule_and_the_source(tmp_path: Path) -> None:
@@ -76,3 +86,20 @@ async def test_robots_txt_takes_the_slot_only_when_the_policy_says_so(
     else:
         assert isinstance(page.decision, Allowed)
     assert isinstance(again.decision, WaitUntil)  # whoever took it, the slot is taken
+
+
+async def test_a_visit_time_wait_still_records_what_the_site_asks(tmp_path: Path) -> None:
+    """A host whose Visit-time window is closed waits for it (a value naming the window),
+    and GET /delays still learns the Crawl-delay its robots.txt asks."""
+    now = dt.datetime.now(dt.UTC)
+    later = f"{(now + dt.timedelta(hours=2)):%H%M}-{(now + dt.timedelta(hours=3)):%H%M}"
+    robots = (f"Robot-version: 3.0\nUser-agent: *\nAllow: /\nCrawl-delay: 3\n"
+              f"Visit-time: {later}\n").encode()
+    with serve(Site("127.0.83.3", {"/robots.txt": Reply(200, robots)})) as site:
+        async with driver(tmp_path / "p.sqlite") as politeness:
+            (held,) = await politeness.check([f"{site.origin}/a"], reserve=True)
+    assert isinstance(held.decision, WaitUntil)
+    assert held.decision.source is WaitSource.VISIT_TIME
+    assert held.wait_s is not None and 3600 < held.wait_s <= 3 * 3600
+    assert politeness.robots_delays_s == {"127.0.83.3": 3.0}
+    assert await stored_robots_delays(tmp_path / "p.sqlite") == {"127.0.83.3": 3.0}

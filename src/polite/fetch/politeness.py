@@ -316,13 +316,16 @@ class Politeness:
                 if type(decision) is WaitUntil:  # a Visit-time window not yet open
                     activity.note(host, delay_s=decision.interval_s,
                                   delay_source="Visit-time window", next_at=decision.at)
+                    state = states[origin]
+                    if isinstance(state, Parsed):  # what the site asks, for GET /delays
+                        asked = state.robots.delay_s(agent, ip=ip, url=url)
+                        if asked is not None:
+                            await self._note_robots_delay(
+                                host, min(asked, policy.max_crawl_delay_s))
                 continue
             robots_s = decision.delays.robots_s
-            if robots_s is not None and self.robots_delays_s.get(host) != robots_s:
-                self.robots_delays_s[host] = robots_s
-                # Kept in the store too (only when it changes): GET /delays shows it after
-                # a restart, before the host is asked about again.
-                await self._store.set_robots_delay(host, robots_s)
+            if robots_s is not None:
+                await self._note_robots_delay(host, robots_s)
             if slack > 0 and decision.interval_s > 0:
                 # the slot claimed is longer by the slack (see send_slack_s)
                 decision = Allowed(decision.interval_s + slack, decision.delays)
@@ -347,6 +350,13 @@ class Politeness:
         done = [a for a in answers if a is not None]
         assert len(done) == len(urls)
         return done
+
+    async def _note_robots_delay(self, host: str, robots_s: float) -> None:
+        if self.robots_delays_s.get(host) != robots_s:
+            self.robots_delays_s[host] = robots_s
+            # Kept in the store too (only when it changes): GET /delays shows it after a
+            # restart, before the host is asked about again.
+            await self._store.set_robots_delay(host, robots_s)
 
     async def standing(self, origins: Sequence[str]) -> list[Standing]:
         """Where each origin's host stands now, for the dashboard: its robots.txt as known

@@ -36,8 +36,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from polite.fetch.resolve import build_resolver
 from polite.serve import new_event_loop
-from polite.survey.harvest import Harvester, build_resolver
+from polite.survey.harvest import Harvester
 from polite.survey.store import SurveyStore
 from tests.survey_farm import Farm, Page
 

@@ -36,6 +36,8 @@ class Site:
     # (time.monotonic() at arrival, path): politeness measured where it happens
     arrivals: list[tuple[float, str]] = field(default_factory=list)
     tls: ssl.SSLContext | None = None  # an https site, with this server-side context
+    # (client address, port) of every request: the connection it came on
+    peers: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def origin(self) -> str:
@@ -83,6 +85,7 @@ def serve(site: Site) -> Iterator[Site]:
                                   else self.arrived_at, self.path))
             site.seen.append((self.command, self.path, dict(self.headers.items()), body))
             site.requests.append(self.path)
+            site.peers.append(self.client_address[:2])
             route = site.routes.get(self.path, Reply(404, b"not found"))
             reply = route() if callable(route) else route
             if reply.delay_s:

@@ -24,8 +24,7 @@ from polite.errors import PoliteError
 from polite.robots import MAX_ROBOTS_BYTES, Decision, Dialect, RobotsTxt, parse
 
 if TYPE_CHECKING:
-    import httpx
-
+    from polite.fetch.http import PageFetcher
     from polite.fetch.robots import Network
 
 __all__ = ["main"]
@@ -341,7 +340,7 @@ def _require_public(url: str, allow_private: bool, allowed: Sequence[Network] = 
                           "fetch from it")
 
 
-def _client(allow_private: bool) -> httpx.AsyncClient:
+def _client(allow_private: bool) -> PageFetcher:
     """The client robots.txt and sitemaps are fetched with: with private addresses refused,
     every connection goes to the address the guard checked."""
     from polite.clock import WallClock

@@ -147,7 +147,8 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
     from polite.survey import SurveyStore
 
     try:
-        from polite.survey.harvest import Harvester, build_resolver, read_domains
+        from polite.fetch.resolve import build_resolver
+        from polite.survey.harvest import Harvester, read_domains
         from polite.survey.progress import SurveyProgress
     except ImportError as exc:
         raise ConfigError(f"polite survey needs {exc.name}: pip install 'polite[survey]'"
@@ -193,6 +194,7 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
         finally:
             if progress is not None:
                 progress.stop()
+            await resolver.close()
         return harvester
 
     async def stoppable() -> None:

@@ -292,12 +292,10 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
     # One guard for the checks and for robots.txt's, sitemaps' and the proxy's connections,
     # which go to the address it checked.
     hosts = PublicHosts(clock, allowed=networks(settings.allow_networks))
+    # robots.txt and sitemaps are signed as well as what is forwarded
     client = create_client(verify=upstream_context(settings.upstream_ca),
-                           guard=None if settings.allow_private else hosts)
-    if signer is not None:  # robots.txt and sitemaps as well as what is forwarded
-        from polite.identity.signatures import sign_httpx
-
-        sign_httpx(client, signer)
+                           guard=None if settings.allow_private else hosts,
+                           sign=None if signer is None else signer.headers)
     policy = FetchPolicy(unauthorized=UnauthorizedMeans(settings.on_401_403))
     fetcher = RobotsFetcher(client, store, clock, agent=settings.agent, policy=policy,
                             allow_private=settings.allow_private, max_bytes=settings.max_bytes,

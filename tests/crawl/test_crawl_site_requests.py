@@ -71,3 +71,26 @@ def test_every_request_after_robots_txt_carries_the_sites_regp_guidance(
     rows = [json.loads(line) for line in (tmp_path / "pages.jsonl").read_text().splitlines()]
     (read,) = [row for row in rows if row.get("kind") == "sitemap"]
     assert read["outcome"] == "fetched" and read["urls"] == 1
+
+
+def test_robots_txt_sitemaps_and_pages_leave_through_the_crawls_one_client(
+        tmp_path: Path) -> None:
+    """One client a crawl: robots.txt carries the User-Agent the pages carry, and with one
+    request at a time to the site the sitemap and the pages come over one kept-alive
+    connection (robots.txt's own is not kept: the first request after it connects anew,
+    through the private-address guard of that moment)."""
+    site = Site("127.0.6.23")
+    site.routes.update({
+        "/robots.txt": Reply(200, b"User-agent: *\nAllow: /\nSitemap: /sitemap.xml\n"),
+        "/": Reply(200, b'<a href="/a">a</a>', HTML),
+        "/a": Reply(200, b"a", HTML),
+        "/listed": Reply(200, b"listed", HTML)})
+    with serve(site):
+        site.routes["/sitemap.xml"] = Reply(200, f"{site.origin}/listed\n".encode())
+        crawl(tmp_path, site, CrawlSettings(agent="OneBot", user_agent="OneBot/2.0 (+x)",
+                                            per_host=1), delay_s=0.0)
+    assert site.requests[0] == "/robots.txt"
+    assert set(site.requests[1:]) >= {"/sitemap.xml", "/", "/a", "/listed"}
+    assert {headers.get("User-Agent") for _, _, headers, _ in site.seen} == {
+        "OneBot/2.0 (+x)"}
+    assert len(set(site.peers[1:])) == 1, list(zip(site.requests, site.peers, strict=True))

@@ -80,7 +80,7 @@ async def test_redirects_followed_up_to_five(client: httpx.AsyncClient) -> None:
 
 async def test_timeout_and_refused_connections(client: httpx.AsyncClient) -> None:
     with serve(Site("127.0.0.6", {"/robots.txt": Reply(200, ROBOTS, delay_s=2.0)})) as site:
-        slow = fetcher(client, timeout=httpx.Timeout(0.5))
+        slow = fetcher(client, timeout=0.5)
         state = await slow.state(site.origin + "/")
         assert isinstance(state, DisallowAll) and "timed out" in state.reason
     closed = await fetcher(client).state(f"http://127.0.0.7:{site.port}/")

@@ -30,7 +30,6 @@ from polite.config import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, check_float, che
 from polite.core.crawl import (
     PagePlan,
     Scope,
-    accept_headers,
     in_scope,
     language_refusal,
     link_key,
@@ -60,7 +59,7 @@ from polite.core.usage.vocab import PURPOSES
 from polite.crawl.html import Link, extract_links, is_small
 from polite.crawl.output import CrawlOutput, Exchange
 from polite.errors import InvalidURL, PoliteError, SettingError
-from polite.fetch.http import FetchResult, PageFetcher
+from polite.fetch.http import FetchResult, HttpClient
 from polite.fetch.politeness import Answer, Politeness, message
 from polite.fetch.sitemaps import SitemapWalker
 from polite.storage.frontier import FrontierCounts, FrontierItem, FrontierStore, settle
@@ -272,7 +271,7 @@ class Crawler:
         self,
         politeness: Politeness,
         frontier: FrontierStore,
-        pages: PageFetcher,
+        pages: HttpClient,
         output: CrawlOutput,
         clock: Clock,
         settings: CrawlSettings | None = None,
@@ -654,6 +653,7 @@ class Crawler:
         if isinstance(robots, Parsed):
             rules = robots.robots.agent_rules(self.settings.agent, url=origin + "/")
         self._host_rules[host] = rules
+        self._pages.headers.learn(host, rules)  # what the site asks every request to carry
         if isinstance(robots, DisallowAll):
             return None  # set up again once robots.txt can be read
         refusal = language_refusal(rules.language, self.settings.languages)
@@ -727,7 +727,7 @@ class Crawler:
         walker = self._walker
         assert walker is not None
         depth = item.depth + 1
-        async for file, entries in walker.walk(origin, headers=self._request_headers(host)):
+        async for file, entries in walker.walk(origin):
             record: dict[str, Any] = {
                 "url": file.url, "outcome": "failed" if file.error else "fetched",
                 "kind": "sitemap", "status": file.status, "via": "robots.txt"
@@ -767,11 +767,9 @@ class Crawler:
     # -- fetching ---------------------------------------------------------------------------
 
     def _request_headers(self, host: str) -> dict[str, str]:
-        """Every request to ``host`` after its robots.txt, pages and sitemaps alike: the
-        User-Agent and the site's REGP guidance (seed 000, 3.2.9-3.2.12)."""
-        rules = self._host_rules.get(host, AgentRules())
-        return {"User-Agent": self._user_agent,
-                **accept_headers(rules, self.settings.languages)}
+        """Every request to ``host``, as the client assembles it for robots.txt, sitemaps
+        and pages alike: the User-Agent and the site's REGP guidance."""
+        return self._pages.headers(host, self._user_agent)
 
     async def _fetch(self, item: FrontierItem) -> float | None:
         settings = self.settings

@@ -1,4 +1,4 @@
-"""Building a crawl: its folder, store, frontier, politeness driver and HTTP client."""
+"""Building a crawl: its folder, store, frontier, politeness driver and its one HTTP client."""
 
 from __future__ import annotations
 
@@ -9,15 +9,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import httpx
-
 from polite.clock import WallClock
 from polite.config import KEYWORDS, NON_NEGATIVE, Knobs, check_float
 from polite.core.politeness.rules import DEFAULT_DELAY_S, MAX_CRAWL_DELAY_S
 from polite.crawl.crawler import Crawler, CrawlSettings, PageHook
 from polite.crawl.output import CrawlOutput
 from polite.errors import ConfigError
-from polite.fetch.http import PageFetcher
+from polite.fetch.http import RequestHeaders
 from polite.fetch.politeness import Politeness
 from polite.fetch.robots import Network, PublicHosts, RobotsFetcher, create_client
 from polite.fetch.sitemaps import SitemapWalker
@@ -90,19 +88,15 @@ async def open_crawler(
     frontier = open_frontier(store_url, default_path=lambda: out / "crawl.sqlite",
                              store=politeness_store, worker=worker, knob=knobs.store)
     # One guard for the checks and for every connection: robots.txt, sitemaps and pages go
-    # to the address it checked.
+    # to the address it checked, through one client that adds each site's header fields
+    # and the signature to every request.
     hosts = PublicHosts(clock, allowed=allow_networks, resolve=resolve)
-    guard = None if allow_private else hosts
-    robots_client = create_client(guard=guard)
-    client = create_client(guard=guard)
-    pages = PageFetcher(resolve=None if guard is None else guard.address,
-                        sign=None if signer is None else signer.headers)
-    if signer is not None:  # robots.txt and sitemaps are signed as the pages are
-        from polite.identity.signatures import sign_httpx
-
-        sign_httpx(robots_client, signer)
-        sign_httpx(client, signer)
-    fetcher = RobotsFetcher(robots_client, politeness_store, clock, agent=settings.agent,
+    client = create_client(
+        guard=None if allow_private else hosts,
+        headers=RequestHeaders(settings.user_agent or settings.agent,
+                               languages=settings.languages),
+        sign=None if signer is None else signer.headers)
+    fetcher = RobotsFetcher(client, politeness_store, clock, agent=settings.agent,
                             allow_private=allow_private, public_hosts=hosts)
     politeness = Politeness(fetcher, politeness_store, clock, agent=settings.agent,
                             default_delay_s=default_delay_s,
@@ -110,8 +104,7 @@ async def open_crawler(
                             send_slack_s=SHARED_SEND_SLACK_S if worker else 0.0,
                             private_hint=knobs.allow_private, public_hosts=hosts,
                             robots_uses_slot=True)  # seed 000: every request counts
-    walker = SitemapWalker(client, politeness, cross_host="host",
-                           timeout=httpx.Timeout(30.0, connect=10.0))
+    walker = SitemapWalker(client, politeness, cross_host="host")
     output = CrawlOutput(out, warc=settings.warc)
     unreachable: tuple[type[BaseException], ...] = ()
     if isinstance(politeness_store, RedisStore):
@@ -119,13 +112,11 @@ async def open_crawler(
 
         unreachable = UNREACHABLE
     try:
-        yield Crawler(politeness, frontier, pages, output, clock, settings, walker=walker,
+        yield Crawler(politeness, frontier, client, output, clock, settings, walker=walker,
                       on_page=on_page, unreachable=unreachable, on_store=on_store)
     finally:
         output.close()
-        await pages.close()
         await client.aclose()
-        await robots_client.aclose()
         # what is still to be written to a store that went away stays unwritten
         with contextlib.suppress(*unreachable):
             await frontier.close()

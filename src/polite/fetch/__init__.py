@@ -1,4 +1,5 @@
-"""The fetch layer: async HTTP for robots.txt (and later sitemaps), run by one driver."""
+"""The fetch layer: one HTTP client for every request to a site, robots.txt and sitemaps
+loading, and the politeness driver over them."""
 
 from __future__ import annotations
 

@@ -1,10 +1,11 @@
-"""Fetching many URLs fast, for the crawler and the survey: HTTP/1.1 on asyncio protocols,
-messages read by llhttp (through httptools), one keep-alive connection per exchange in
-flight.
+"""The HTTP client every request to a site leaves through (robots.txt, sitemaps, pages; the
+crawler's, the survey's, the service's): HTTP/1.1 on asyncio protocols, messages read by
+llhttp (through httptools), one keep-alive connection per exchange in flight.
 
-The rest of polite speaks httpx; a crawler's or a survey's CPU is mostly its requests, and a
-request costs httpx 650-900 us, aiohttp 125 us and this client about 30 us (GETs of 8.5 KB
-pages on loopback, each client's own loop, uvloop). Bodies are inflated here so that a gzip
+A crawler's or a survey's CPU is mostly its requests, and a request costs httpx 650-900 us,
+aiohttp 125 us and this client about 30 us (GETs of 8.5 KB pages on loopback, each client's
+own loop, uvloop); httpx stays where a user hands polite a client of their own (the
+drop-ins). Bodies are inflated here so that a gzip
 bomb stops at the cap however well it compresses: ``zlib``'s ``max_length`` bounds each step.
 Redirects are returned, not followed (the caller checks and spaces each hop).
 """
@@ -18,14 +19,16 @@ import time
 import zlib
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Protocol, cast
 from urllib.parse import quote, urlsplit
 
 import httptools
 
+from polite.core.crawl.guidance import accept_headers
+from polite.core.robots import AgentRules
 from polite.errors import PrivateAddress
 
-__all__ = ["FetchResult", "PageFetcher", "Resolve"]
+__all__ = ["FetchResult", "HttpClient", "PageFetcher", "RequestHeaders", "Resolve", "Sink"]
 
 # A host name to the address to connect to (a hosts file, a nameserver of the user's, the
 # private-address guard); PrivateAddress is the address refused, any other exception it
@@ -133,6 +136,7 @@ class _Exchange(asyncio.Protocol):
         self._result = FetchResult()
         self._inflater: _Inflater | None = None
         self._body = bytearray()
+        self._sink: Sink | None = None
         self._max_bytes = 0
         self._count_to = 0
         self._decode = True
@@ -231,20 +235,27 @@ class _Exchange(asyncio.Protocol):
         if self._inflater is None:
             self._take(data)
             return
-        piece = self._inflater.inflate(data, _INFLATE_STEP)
-        while piece:
-            self._take(piece)
-            piece = self._inflater.more(_INFLATE_STEP)
+        try:
+            piece = self._inflater.inflate(data, _INFLATE_STEP)
+            while piece:
+                self._take(piece)
+                piece = self._inflater.more(_INFLATE_STEP)
+        except zlib.error as exc:
+            raise ValueError(f"the body's Content-Encoding is broken ({exc})") from None
 
     def _take(self, piece: bytes) -> None:
-        """Keep the body up to the cap; past it, count up to ``count_to`` (a file's true
-        size) then stop reading."""
+        """Keep the body up to the cap (or hand it to the sink); past it, count up to
+        ``count_to`` (a file's true size) then stop reading."""
         result = self._result
+        room = self._max_bytes - result.size
         result.size += len(piece)
-        body = self._body
-        room = self._max_bytes - len(body)
         if room > 0:
-            body += piece if len(piece) <= room else piece[:room]
+            kept = piece if len(piece) <= room else piece[:room]
+            if self._sink is None:
+                self._body += kept
+            elif not self._sink(result, kept):
+                self.reusable = False  # the rest is not wanted: not read
+                raise _Whole
         if result.size > self._max_bytes:
             result.truncated = True
             if result.size > self._count_to:
@@ -289,11 +300,13 @@ class _Exchange(asyncio.Protocol):
 
     async def exchange(self, request: bytes, max_bytes: int, started: float, *,
                        count_to: int = 0, decode: bool = True,
-                       read_timeout_s: float | None = None) -> FetchResult:
+                       read_timeout_s: float | None = None,
+                       sink: Sink | None = None) -> FetchResult:
         assert self.transport is not None
         loop = asyncio.get_running_loop()
         self._result = result = FetchResult()
         self._body = bytearray()
+        self._sink = sink
         self._inflater = None
         self._max_bytes = max_bytes
         self._count_to = count_to
@@ -316,6 +329,7 @@ class _Exchange(asyncio.Protocol):
             raise
         finally:
             self._waiter = None
+            self._sink = None
             if self._idle_timer is not None:
                 self._idle_timer.cancel()
                 self._idle_timer = None
@@ -343,33 +357,95 @@ def _charset(content_type: str | None) -> str | None:
 
 # (method, URL, fields to cover) -> those fields and the ones that sign the request
 Sign = Callable[[str, str, Sequence[tuple[str, str]]], list[tuple[str, str]]]
+# A body as it arrives, a piece at a time, with the response's head (status, headers) in the
+# result; False when the rest is not wanted (the connection is then not reused).
+Sink = Callable[[FetchResult, bytes], bool]
+MAX_SITES = 100_000  # sites whose request headers are remembered at once (the oldest go)
+
+
+class RequestHeaders:
+    """The header fields of every request to a site, assembled in this one place for
+    robots.txt, sitemaps and pages alike: the User-Agent (``user_agent``, else the agent
+    token of whoever asks) and, once the site's robots.txt has been read, what its REGP
+    lines ask for (Cookie, Accept-Encoding, Accept-Charset, Accept-Language; seed 000,
+    3.2.9-3.2.12), ``languages`` being the crawler's own. A signature is added by the
+    client that sends them (it covers every request)."""
+
+    def __init__(self, user_agent: str = "", *, languages: Sequence[str] = (),
+                 max_sites: int = MAX_SITES) -> None:
+        self.user_agent = user_agent
+        self._languages = tuple(languages)
+        self._max_sites = max(1, max_sites)
+        self._default = accept_headers(AgentRules(), self._languages)
+        self._sites: dict[str, dict[str, str]] = {}  # host -> its REGP fields
+
+    def learn(self, host: str, rules: AgentRules) -> None:
+        """``host``'s robots.txt asks for ``rules``' REGP fields from now on."""
+        self._sites.pop(host, None)  # re-inserted last: the dict keeps age order
+        while len(self._sites) >= self._max_sites:
+            del self._sites[next(iter(self._sites))]
+        self._sites[host] = accept_headers(rules, self._languages)
+
+    def __call__(self, host: str, agent: str = "") -> dict[str, str]:
+        return {"User-Agent": self.user_agent or agent,
+                **self._sites.get(host, self._default)}
+
+
+class HttpClient(Protocol):
+    """The one seam requests to sites leave through (a transport, in httpx's sense):
+    :class:`PageFetcher` is its implementation; anything with these methods stands in."""
+
+    headers: RequestHeaders
+
+    async def get(self, url: str, headers: Mapping[str, str] | None = None, *,
+                  max_bytes: int, deadline_s: float, count_to: int = 0, decode: bool = True,
+                  read_timeout_s: float | None = None,
+                  signed: Sequence[tuple[str, str]] = (), agent: str = "",
+                  sink: Sink | None = None, keep_alive: bool = True) -> FetchResult: ...
+
+    def release(self, host: str, port: int | None = None) -> None: ...
+
+    async def aclose(self) -> None: ...
 
 
 class PageFetcher:
     """GET with a body cap counted after decompression and a deadline for the whole
     exchange (``connect_timeout_s`` for connecting, within it); connections are kept alive
     and reused. How many requests go to one host at once is the crawler's to bound (its
-    ``per_host``): each is a connection of its own here."""
+    ``per_host``): each is a connection of its own here. ``headers``: the requests' header
+    fields, per site; ``sign``: the fields that sign each request (Web Bot Auth)."""
 
     def __init__(self, *, connect_timeout_s: float = 10.0,
                  tls: ssl.SSLContext | None = None, resolve: Resolve | None = None,
-                 sign: Sign | None = None) -> None:
+                 sign: Sign | None = None, headers: RequestHeaders | None = None) -> None:
         self._connect_timeout_s = connect_timeout_s
         self._sign = sign  # header fields that sign each request (Web Bot Auth), if any
+        self.headers = headers if headers is not None else RequestHeaders()
         self._idle: dict[tuple[str, str, int], list[_Exchange]] = {}
         self._swept = time.monotonic()
         self._tls = tls  # certificates checked against the system's CAs when None
         self._resolve = resolve  # the system's resolver when None
 
-    async def get(self, url: str, headers: Mapping[str, str], *, max_bytes: int,
-                  deadline_s: float, count_to: int = 0, decode: bool = True,
+    async def __aenter__(self) -> PageFetcher:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.close()
+
+    async def get(self, url: str, headers: Mapping[str, str] | None = None, *,
+                  max_bytes: int, deadline_s: float, count_to: int = 0, decode: bool = True,
                   read_timeout_s: float | None = None,
-                  signed: Sequence[tuple[str, str]] = ()) -> FetchResult:
+                  signed: Sequence[tuple[str, str]] = (), agent: str = "",
+                  sink: Sink | None = None, keep_alive: bool = True) -> FetchResult:
         """GET ``url``: its body kept up to ``max_bytes`` (``truncated`` past it) and counted
         in ``size`` up to ``count_to`` when that is larger; inflated per Content-Encoding
         unless ``decode`` is off (the bytes as sent). ``deadline_s`` bounds the whole
-        exchange, ``read_timeout_s`` a wait for the next byte. ``signed``: fields sent that
-        the request's signature covers too (with a signer)."""
+        exchange, ``read_timeout_s`` a wait for the next byte. ``headers``: the fields to
+        send, the site's own (:class:`RequestHeaders`, User-Agent ``agent`` unless the
+        client has one) when None. ``signed``: fields sent that the request's signature
+        covers too (with a signer). ``sink``: given the body piece by piece rather than
+        keeping it. ``keep_alive`` off: the connection is closed once the answer is read
+        (the next request to the host connects, and resolves, anew)."""
         started = time.monotonic()
         try:
             parts = urlsplit(url)
@@ -380,6 +456,8 @@ class PageFetcher:
         except ValueError as exc:
             return FetchResult(error=str(exc), failure="invalid")
         key = (scheme, host, port)
+        if headers is None:
+            headers = self.headers(host, agent)
         if self._sign is not None:
             headers = {**headers, **dict(self._sign("GET", url, signed))}
         elif signed:
@@ -393,7 +471,7 @@ class PageFetcher:
         try:
             async with asyncio.timeout(deadline_s):
                 result = await self._exchange(key, request, max_bytes, started, count_to,
-                                              decode, read_timeout_s)
+                                              decode, read_timeout_s, sink, keep_alive)
         except TimeoutError:
             result = FetchResult(error=f"took longer than {deadline_s:g} s",
                                  failure="timeout")
@@ -412,20 +490,23 @@ class PageFetcher:
 
     async def _exchange(self, key: tuple[str, str, int], request: bytes, max_bytes: int,
                         started: float, count_to: int, decode: bool,
-                        read_timeout_s: float | None) -> FetchResult:
+                        read_timeout_s: float | None, sink: Sink | None,
+                        keep_alive: bool) -> FetchResult:
         connection = self._reuse(key)
         if connection is not None:
             result = await connection.exchange(request, max_bytes, started, count_to=count_to,
-                                               decode=decode, read_timeout_s=read_timeout_s)
+                                               decode=decode, read_timeout_s=read_timeout_s,
+                                               sink=sink)
             if result.status is not None or connection.received:
-                self._keep(key, connection)
+                self._keep(key, connection, keep_alive)
                 return result
             # The server had closed the kept-alive connection as the request went: the
             # request was not read, and a GET is asked again on a connection of its own.
         connection = await self._connect(key)
         result = await connection.exchange(request, max_bytes, started, count_to=count_to,
-                                           decode=decode, read_timeout_s=read_timeout_s)
-        self._keep(key, connection)
+                                           decode=decode, read_timeout_s=read_timeout_s,
+                                           sink=sink)
+        self._keep(key, connection, keep_alive)
         return result
 
     def _reuse(self, key: tuple[str, str, int]) -> _Exchange | None:
@@ -438,9 +519,12 @@ class PageFetcher:
             connection.close()
         return None
 
-    def _keep(self, key: tuple[str, str, int], connection: _Exchange) -> None:
+    def _keep(self, key: tuple[str, str, int], connection: _Exchange,
+              keep_alive: bool = True) -> None:
         now = time.monotonic()
-        if connection.reusable and not connection.closed:
+        if not keep_alive:
+            connection.close()
+        elif connection.reusable and not connection.closed:
             connection.idle_since = now
             self._idle.setdefault(key, []).append(connection)
         if now - self._swept > IDLE_S / 3:  # idle connections do not pile up, hosts apart
@@ -495,6 +579,8 @@ class PageFetcher:
             for connection in idle:
                 connection.close()
         self._idle.clear()
+
+    aclose = close  # httpx's name, which the client's users had
 
 
 def _request(netloc: str, target: str, headers: Mapping[str, str]) -> bytes:

@@ -9,13 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import socket
 import ssl
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from urllib.parse import urlsplit
-
-import httpcore
-import httpx
 
 from polite.clock import Clock
 from polite.core.robots import MAX_ROBOTS_BYTES, parse
@@ -32,13 +28,18 @@ from polite.core.robots.lifecycle import (
 )
 from polite.core.urls import normal_url, origin_of, split_origin
 from polite.errors import ConfigError, PrivateAddress
-from polite.fetch.redirects import MAX_REDIRECTS, follow, redirect_target
+from polite.fetch.http import HttpClient, PageFetcher, RequestHeaders, Sign
+from polite.fetch.redirects import follow, redirect_target
+from polite.fetch.resolve import system_addresses
 from polite.storage.base import RobotsRecord, RobotsStore, SharedRobotsStore
 
 __all__ = ["PublicHosts", "RobotsFetcher", "create_client", "is_public_host", "normal_url",
            "origin_of", "split_origin"]
 
-DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
+# robots.txt: no byte for this long is a timeout, and one request (each redirect's hop
+# apart) takes this long at most, however slowly its bytes drip.
+DEFAULT_TIMEOUT = 10.0
+ROBOTS_DEADLINE_S = 20.0
 # Processes sharing a store (Redis): a claim on an origin's fetch is held this long at most
 # (longer than a fetch's timeouts, so a slow site is not fetched twice; a dead holder's claim
 # runs out), and the others look for its record this often.
@@ -46,64 +47,29 @@ SHARED_FETCH_HOLD_S = 30.0
 SHARED_FETCH_POLL_S = 0.05
 
 
-def create_client(*, verify: ssl.SSLContext | bool = True,
-                  guard: PublicHosts | None = None) -> httpx.AsyncClient:
-    """The HTTP client robots.txt and sitemaps are fetched with: no redirect followed inside
-    it (polite follows them, checking each hop), no proxy from the environment (a politeness
-    service must not route through whatever HTTP_PROXY says); ``verify``: how origins'
-    certificates are checked (the system's trust by default); ``guard``: when given, every
-    connection goes to the address it checked (None: private addresses allowed)."""
-    transport = httpx.AsyncHTTPTransport(verify=verify, trust_env=False)
-    if guard is not None:
-        # httpx offers no public way to its pool's connector; httpcore's pool takes one
-        pool = transport._pool
-        assert isinstance(pool, httpcore.AsyncConnectionPool)
-        pool._network_backend = _GuardedBackend(pool._network_backend, guard)
-    return httpx.AsyncClient(transport=transport, follow_redirects=False,
-                             max_redirects=MAX_REDIRECTS, timeout=DEFAULT_TIMEOUT,
-                             trust_env=False)
-
-
-class _GuardedBackend(httpcore.AsyncNetworkBackend):
-    """Connects to the address the guard resolved and checked, never to the name: a second
-    lookup between the check and the connection could answer otherwise (DNS rebinding)."""
-
-    def __init__(self, inner: httpcore.AsyncNetworkBackend, guard: PublicHosts) -> None:
-        self._inner = inner
-        self._guard = guard
-
-    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
-                          local_address: str | None = None,
-                          socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-                          ) -> httpcore.AsyncNetworkStream:
-        try:
-            address = await self._guard.address(host)
-        except PrivateAddress as exc:
-            raise httpcore.ConnectError(str(exc)) from exc
-        except OSError as exc:
-            raise httpcore.ConnectError(f"{host} does not resolve: {exc}") from exc
-        return await self._inner.connect_tcp(address, port, timeout=timeout,
-                                             local_address=local_address,
-                                             socket_options=socket_options)
-
-    async def connect_unix_socket(self, path: str, timeout: float | None = None,
-                                  socket_options: Iterable[httpcore.SOCKET_OPTION] | None
-                                  = None) -> httpcore.AsyncNetworkStream:
-        raise httpcore.ConnectError("no Unix sockets through the private-address guard")
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
+def create_client(*, verify: ssl.SSLContext | bool = True, guard: PublicHosts | None = None,
+                  headers: RequestHeaders | None = None, sign: Sign | None = None,
+                  connect_timeout_s: float = 10.0) -> PageFetcher:
+    """The HTTP client robots.txt, sitemaps and pages are fetched with (one per run): no
+    redirect followed inside it (polite follows them, checking each hop), no proxy from the
+    environment (a politeness service must not route through whatever HTTP_PROXY says);
+    ``verify``: how origins' certificates are checked (the system's trust by default);
+    ``guard``: when given, every connection goes to the address it checked (None: private
+    addresses allowed); ``headers``: each site's request header fields; ``sign``: the
+    fields that sign every request."""
+    tls = verify if isinstance(verify, ssl.SSLContext) else ssl.create_default_context()
+    if verify is False:
+        tls.check_hostname = False
+        tls.verify_mode = ssl.CERT_NONE
+    return PageFetcher(connect_timeout_s=connect_timeout_s, tls=tls,
+                       resolve=None if guard is None else guard.address, sign=sign,
+                       headers=headers)
 
 
 # How long a host found public is believed so (DNS answers commonly live a few minutes);
 # an answer naming a private address is never kept, so such a host is refused every time.
 PUBLIC_HOST_TTL_S = 60.0
 MAX_PUBLIC_HOSTS = 10_000  # hosts remembered as public at once (the oldest go first)
-
-
-async def _addresses(host: str) -> list[str]:
-    infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    return [str(info[4][0]) for info in infos]
 
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -144,7 +110,7 @@ async def is_public_host(host: str, allowed: Sequence[Network] = ()) -> bool:
     if literal is not None:
         return _is_public_address(literal, allowed)
     try:
-        addresses = await _addresses(host)
+        addresses = await system_addresses(host)
     except OSError:
         return True  # it will fail to connect and be reported as unreachable
     return all(_is_public_address(address, allowed) for address in addresses)
@@ -169,7 +135,7 @@ class PublicHosts:
                  max_hosts: int = MAX_PUBLIC_HOSTS, allowed: Sequence[Network] = ()) -> None:
         self._clock = clock
         self._ttl_s = ttl_s
-        self._resolve = resolve or _addresses
+        self._resolve = resolve or system_addresses
         self._max_hosts = max_hosts
         self.allowed = tuple(allowed)
         self._public_until: dict[str, float] = {}  # host -> when the answer is too old
@@ -247,7 +213,7 @@ class RobotsFetcher:
 
     def __init__(
         self,
-        client: httpx.AsyncClient,
+        client: HttpClient,
         store: RobotsStore,
         clock: Clock,
         *,
@@ -256,7 +222,7 @@ class RobotsFetcher:
         max_bytes: int = MAX_ROBOTS_BYTES,
         allow_private: bool = False,
         dialect: str = "auto",
-        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+        timeout: float = DEFAULT_TIMEOUT,
         max_in_memory: int = 100_000,
         public_hosts: PublicHosts | None = None,
     ) -> None:
@@ -381,31 +347,31 @@ class RobotsFetcher:
             return Unreachable(refusal)
         self.fetches += 1
         received: list[Received] = []
+        failed: list[Unreachable] = []
 
         async def hop(url: str) -> str | None:
-            async with self._client.stream(
-                "GET", url, headers={"User-Agent": self._agent}, follow_redirects=False,
-                timeout=self._timeout,
-            ) as response:
-                target = redirect_target(url, response.status_code,
-                                         response.headers.get("location"))
-                if target is not None:
-                    return target
-                body = bytearray()
-                async for chunk in response.aiter_bytes():
-                    body += chunk
-                    if len(body) > self._max_bytes:
-                        break  # the parser reports the cut; no need to read the rest
-                headers = tuple(response.headers.multi_items())
-                received.append(Received(response.status_code, bytes(body), headers, url))
+            # The cap and one byte more: the parser reports the cut.
+            # Its connection is not kept for the host's next request: that one connects,
+            # and is checked by the private-address guard, anew (a name that rebinds
+            # between robots.txt and the first page is caught there), as when robots.txt
+            # had a client of its own; it is one connection a host a day.
+            got = await self._client.get(url, max_bytes=self._max_bytes + 1,
+                                         deadline_s=ROBOTS_DEADLINE_S,
+                                         read_timeout_s=self._timeout, agent=self._agent,
+                                         keep_alive=False)
+            if got.status is None:
+                failed.append(Unreachable("timed out" if got.failure == "timeout"
+                                          else got.error or "no answer"))
                 return None
+            target = redirect_target(url, got.status, got.headers.get("location"))
+            if target is not None:
+                return target
+            received.append(Received(got.status, got.body, tuple(got.raw_headers), url))
+            return None
 
         # Each hop is checked as the first was (a public site may redirect to an internal
         # address); a refused hop leaves robots.txt unreachable, as a network failure does.
-        try:
-            stopped = await follow(url, hop, self._refusal)
-        except httpx.TimeoutException:
-            return Unreachable("timed out")
-        except httpx.TransportError as exc:
-            return Unreachable(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
-        return Unreachable(stopped) if stopped is not None else received[0]
+        stopped = await follow(url, hop, self._refusal)
+        if stopped is not None:
+            return Unreachable(stopped)
+        return failed[0] if failed else received[0]

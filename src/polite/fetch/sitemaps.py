@@ -17,21 +17,18 @@ import asyncio
 import copy
 import hashlib
 import time
-import zlib
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import urljoin
 
-import httpx
-
 from polite.core.crawl import in_scope
 from polite.core.robots.lifecycle import Parsed
 from polite.core.sitemaps import Entry, ParseIssue, SitemapParser
 from polite.core.sitemaps.model import MAX_SITEMAP_BYTES, MAX_SITEMAP_URLS
 from polite.errors import InvalidURL
-from polite.fetch.http import _INFLATE_STEP, _Inflater
+from polite.fetch.http import FetchResult, HttpClient
 from polite.fetch.politeness import Politeness, message
 from polite.fetch.redirects import follow, redirect_target
 from polite.fetch.robots import normal_url, split_origin
@@ -46,6 +43,7 @@ WELL_KNOWN_PATHS = ("/sitemap.xml", "/sitemap_index.xml", "/sitemap.xml.gz")
 # How long one file may take to arrive, whatever the per-read timeouts: a server that drips
 # a byte a second must not hold a walk for good.
 FILE_DEADLINE_S = 120.0
+READ_TIMEOUT_S = 30.0  # no byte of a file for this long: it failed
 # A host that asks to wait longer than this per request is reported, not waited for.
 MAX_POLITE_WAIT_S = 300.0
 # Page URLs remembered to drop duplicates across files; past it, duplicates are counted
@@ -150,7 +148,7 @@ class SitemapWalker:
 
     def __init__(
         self,
-        client: httpx.AsyncClient,
+        client: HttpClient,
         politeness: Politeness,
         *,
         max_depth: int = 5,
@@ -159,7 +157,7 @@ class SitemapWalker:
         well_known: bool = False,
         max_bytes: int = MAX_SITEMAP_BYTES,
         max_urls: int = MAX_SITEMAP_URLS,
-        timeout: httpx.Timeout | None = None,
+        timeout: float = READ_TIMEOUT_S,
         file_deadline_s: float = FILE_DEADLINE_S,
         max_wait_s: float = MAX_POLITE_WAIT_S,
     ) -> None:
@@ -173,7 +171,7 @@ class SitemapWalker:
         self.well_known = well_known
         self.max_bytes = max_bytes
         self.max_urls = max_urls
-        self._timeout = timeout or httpx.Timeout(30.0, connect=10.0)
+        self._timeout = timeout
         self.file_deadline_s = file_deadline_s
         self.max_wait_s = max_wait_s
 
@@ -221,8 +219,8 @@ class SitemapWalker:
                    ) -> AsyncIterator[tuple[SitemapFile, list[Entry]]]:
         """Each file as it is finished, with its page entries (duplicates and off-policy
         URLs left out). ``summary``, when given, is kept up to date. ``headers``: those of
-        every request to the site's host (a crawler's, with the site's REGP guidance:
-        Cookie, Accept-Encoding...) in place of the walker's User-Agent alone."""
+        every request to the site's host in place of the ones the client assembles for it
+        (:class:`~polite.fetch.http.RequestHeaders`)."""
         origin, site_host = split_origin(site)
         summary = summary if summary is not None else WalkSummary(origin)
         listed, summary.robots = await self._discover(site)
@@ -281,17 +279,18 @@ class SitemapWalker:
             summary.add(file)
             yield file, []
 
-    def _headers(self, url: str, site_host: str, headers: Mapping[str, str] | None
-                 ) -> dict[str, str]:
-        """A request's headers: the walk's for the site's own host, else the walker's
-        User-Agent and the file as it is stored (no Content-Encoding on top)."""
+    @staticmethod
+    def _headers(url: str, site_host: str, headers: Mapping[str, str] | None
+                 ) -> Mapping[str, str] | None:
+        """A request's headers: the walk's own for the site's host, else None (those the
+        client assembles for the host the file is on)."""
         if headers is not None:
             try:
                 if split_origin(url)[1] == site_host:
-                    return dict(headers)
+                    return headers
             except InvalidURL:
                 pass
-        return {"User-Agent": self._politeness.agent, "Accept-Encoding": "identity"}
+        return None
 
     async def _polite_turn(self, url: str) -> str | None:
         """Wait for ``url``'s slot; the reason when it may not be fetched at all."""
@@ -330,8 +329,6 @@ class SitemapWalker:
         duplicates = off_policy = 0
         status: int | None = None
         error: str | None = None
-        elapsed: float | None = None
-        retry_after: str | None = None
 
         hasher = hashlib.blake2b(digest_size=16)  # of every entry, to spot a same-content twin
 
@@ -356,79 +353,51 @@ class SitemapWalker:
             if emit is not None:
                 emit(batch)
 
-        sent: list[float] = []
-
-        async def trace(event: str, info: object) -> None:
-            if event.endswith("send_request_headers.complete") and not sent:
-                sent.append(time.monotonic())
-
         # Redirects are followed here, each hop in its own slot and checked against
         # robots.txt, the private-address guard and the walk's hosts before it is asked for
         # (a redirect is a request like any other to the site that gets it).
-        hop_started = started
-
         async def check(url: str) -> str | None:
-            nonlocal hop_started
             if emit is None and not self._on_policy(site_host, url):
                 return f"on another host (cross-host policy {self.cross_host!r})"
-            refusal = await self._polite_turn(url)
-            hop_started = time.monotonic()
-            return refusal
+            return await self._polite_turn(url)
+
+        def sink(got: FetchResult, piece: bytes) -> bool:
+            # A redirect's or an error's body is not the file; the file is parsed as it
+            # arrives (a Content-Encoding the site's Encoding asked for already undone by
+            # the client, a bounded step at a time; a gzipped file itself, .xml.gz, is the
+            # parser's), and the rest is not read once the parser has stopped.
+            if got.status is None or not 200 <= got.status < 300:
+                return True
+            take(parser.feed(piece))
+            return parser.stopped is None
 
         async def hop(url: str) -> str | None:
-            nonlocal status, elapsed, retry_after, error
-            sent.clear()
-            status = None
+            nonlocal status, error
+            got = await self._client.get(
+                url, self._headers(url, site_host, headers), max_bytes=self.max_bytes + 1,
+                deadline_s=self.file_deadline_s, read_timeout_s=self._timeout,
+                agent=self._politeness.agent, sink=sink)
+            status = got.status
+            if got.late_s > 0.001:
+                # The request left later than its slot (a connection to open, a busy loop):
+                # the host's next slot counts from when it really went, so the spacing
+                # holds where the site measures it.
+                await self._politeness.note_late_start(url, got.late_s)
             target: str | None = None
-            try:
-                async with asyncio.timeout(self.file_deadline_s):
-                    async with self._client.stream(
-                        "GET", url, follow_redirects=False, timeout=self._timeout,
-                        headers=self._headers(url, site_host, headers),
-                        extensions={"trace": trace},
-                    ) as response:
-                        if sent and sent[0] - hop_started > 0.001:
-                            # The request left later than its slot (a connection to open, a
-                            # busy loop): the host's next slot counts from when it really
-                            # went, so the spacing holds where the site measures it.
-                            await self._politeness.note_late_start(url, sent[0] - hop_started)
-                        status = response.status_code
-                        # The host's response time is the wait for its answer, not the time
-                        # the body takes to stream and be parsed.
-                        elapsed = time.monotonic() - hop_started
-                        retry_after = response.headers.get("retry-after")
-                        target = redirect_target(url, status, response.headers.get("location"))
-                        if target is None and status >= 300:
-                            error = f"HTTP {status}"
-                        elif target is None:
-                            # A Content-Encoding the site's Encoding asked for is undone here,
-                            # a bounded step at a time; a gzipped file itself (.xml.gz) is
-                            # the parser's.
-                            coding = response.headers.get("content-encoding", "").strip().lower()
-                            inflater = _Inflater(coding) if coding in (
-                                "gzip", "x-gzip", "deflate") else None
-                            async for chunk in response.aiter_raw():
-                                if inflater is None:
-                                    take(parser.feed(chunk))
-                                    continue
-                                piece = inflater.inflate(chunk, _INFLATE_STEP)
-                                while piece and parser.stopped is None:
-                                    take(parser.feed(piece))
-                                    piece = inflater.more(_INFLATE_STEP)
-                                if parser.stopped is not None:
-                                    break
-                            take(parser.close())
-            except TimeoutError:
-                error = f"took longer than {self.file_deadline_s:.0f} s"
-            except zlib.error as exc:
-                error = f"the body's Content-Encoding is broken ({exc})"
-            except httpx.TimeoutException:
-                error = "timed out"
-            except httpx.TransportError as exc:
-                error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            if status is not None:
-                await self._politeness.note_response(url, status, elapsed_s=elapsed,
-                                                     retry_after=retry_after)
+            if got.status is None or got.error is not None:
+                error = got.error or "no answer"
+            else:
+                target = redirect_target(url, got.status, got.headers.get("location"))
+                if target is None and got.status >= 300:
+                    error = f"HTTP {got.status}"
+                elif target is None:
+                    take(parser.close())
+            if got.status is not None:
+                # The host's response time is the wait for its answer, not the time the
+                # body takes to stream and be parsed.
+                await self._politeness.note_response(url, got.status,
+                                                     elapsed_s=got.answered_s,
+                                                     retry_after=got.headers.get("retry-after"))
             return None if error is not None else target
 
         stopped = await follow(item.url, hop, check)

@@ -10,10 +10,9 @@ import asyncio
 import re
 from collections.abc import Sequence
 
-import httpx
-
 from polite.clock import Clock, WallClock
 from polite.core.identity import DirectoryError, directory_keys
+from polite.fetch.http import HttpClient
 from polite.fetch.robots import Network, PublicHosts, create_client
 from polite.identity.signatures import KeyDirectory, directory_signature_problem
 
@@ -97,34 +96,33 @@ class DirectoryFetcher:
         async with create_client(guard=self._guard) as client:
             return await self._fetch_with(client, url)
 
-    async def _fetch_with(self, client: httpx.AsyncClient, url: str
+    async def _fetch_with(self, client: HttpClient, url: str
                           ) -> tuple[KeyDirectory, float]:
+        # One byte over the cap is enough to know the directory is too large.
+        got = await client.get(
+            url, {"Accept": "application/http-message-signatures-directory+json"},
+            max_bytes=self.max_bytes + 1, deadline_s=self.timeout_s)
+        if got.status is None:
+            if got.failure == "timeout":
+                return self._failed(f"took over {self.timeout_s:g} s")
+            return self._failed(f"not fetched: {got.error}")
+        if got.status != 200:
+            return self._failed(f"answered {got.status}, not 200")
+        declared = got.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > self.max_bytes:
+            return self._failed(f"{declared} bytes, over {self.max_bytes}")
+        if got.truncated:
+            return self._failed(f"over {self.max_bytes} bytes")
+        if got.error is not None:
+            return self._failed(f"not fetched: {got.error}")
+        body = got.body
+        ttl = _max_age(got.headers.get("cache-control"))
+        fields = got.raw_headers
         try:
-            async with asyncio.timeout(self.timeout_s):
-                async with client.stream("GET", url, headers={
-                        "accept": "application/http-message-signatures-directory+json"}) \
-                        as answer:
-                    if answer.status_code != 200:
-                        return self._failed(f"answered {answer.status_code}, not 200")
-                    declared = answer.headers.get("content-length")
-                    if declared and declared.isdigit() and int(declared) > self.max_bytes:
-                        return self._failed(f"{declared} bytes, over {self.max_bytes}")
-                    body = bytearray()
-                    async for chunk in answer.aiter_bytes():
-                        body += chunk
-                        if len(body) > self.max_bytes:
-                            return self._failed(f"over {self.max_bytes} bytes")
-                    ttl = _max_age(answer.headers.get("cache-control"))
-                    fields = list(answer.headers.items())
-        except TimeoutError:
-            return self._failed(f"took over {self.timeout_s:g} s")
-        except (httpx.HTTPError, ValueError) as exc:
-            return self._failed(f"not fetched: {exc or type(exc).__name__}")
-        try:
-            keys = directory_keys(bytes(body))
+            keys = directory_keys(body)
         except DirectoryError as exc:
             return self._failed(str(exc))
-        problem = directory_signature_problem(url, fields, keys, bytes(body),
+        problem = directory_signature_problem(url, fields, keys, body,
                                               now=self._clock())
         if problem is not None:
             return self._failed(f"its own signature: {problem}")

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
     Ed25519PublicKey,
@@ -41,7 +40,7 @@ from polite.core.identity import (
 from polite.identity.keys import public_bytes
 
 __all__ = ["LABEL", "KeyDirectory", "RequestSigner", "directory_signature_problem",
-           "sign_directory", "sign_httpx", "signature_agent_url",
+           "sign_directory", "signature_agent_url",
            "verify_signature"]
 
 LABEL = "sig1"
@@ -380,14 +379,3 @@ async def verify_signature(method: str, url: str, headers: Iterable[tuple[str, s
     return SignatureCheck(SignatureOutcome.VERIFIED, f"signed by {keyid} from {agent}",
                           agent, keyid, nonce if isinstance(nonce, str) else None,
                           params.get("expires"))
-
-
-def sign_httpx(client: httpx.AsyncClient, signer: RequestSigner) -> None:
-    """Sign every request ``client`` sends (robots.txt, sitemaps: each redirect hop is a
-    request of its own, so each is signed for its own authority)."""
-
-    async def hook(request: httpx.Request) -> None:
-        for name, value in signer.headers(request.method, str(request.url)):
-            request.headers[name] = value
-
-    client.event_hooks["request"].append(hook)

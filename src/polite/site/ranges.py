@@ -11,12 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import httpx
-
 from polite.clock import WallClock
 from polite.core.site import CrawlerList
 from polite.core.site.ranges import MAX_RANGE_FILE_BYTES, RangeFile, parse_range_file
 from polite.errors import ConfigError
+from polite.fetch.http import HttpClient
 from polite.fetch.robots import PublicHosts, create_client
 from polite.site.store import SiteStore
 
@@ -68,16 +67,18 @@ def targets(crawlers: CrawlerList, sources: Sequence[str]) -> list[tuple[str, st
     return found
 
 
-async def _fetch(client: httpx.AsyncClient, url: str) -> bytes:
-    async with asyncio.timeout(FETCH_TIMEOUT_S), client.stream("GET", url) as answer:
-        if answer.status_code != 200:
-            raise ConfigError(f"answered {answer.status_code}, not 200")
-        body = bytearray()
-        async for chunk in answer.aiter_bytes():
-            body += chunk
-            if len(body) > MAX_RANGE_FILE_BYTES:
-                raise ConfigError(f"over {MAX_RANGE_FILE_BYTES} bytes")
-        return bytes(body)
+async def _fetch(client: HttpClient, url: str) -> bytes:
+    got = await client.get(url, max_bytes=MAX_RANGE_FILE_BYTES + 1,
+                           deadline_s=FETCH_TIMEOUT_S, agent="polite")
+    if got.failure == "timeout":
+        raise TimeoutError
+    if got.status is None or got.error is not None:
+        raise ConfigError(f"not fetched: {got.error}")
+    if got.status != 200:
+        raise ConfigError(f"answered {got.status}, not 200")
+    if got.truncated:
+        raise ConfigError(f"over {MAX_RANGE_FILE_BYTES} bytes")
+    return got.body
 
 
 def update_ranges(store: SiteStore, crawlers: CrawlerList, sources: Sequence[str], *,
@@ -107,7 +108,7 @@ def update_ranges(store: SiteStore, crawlers: CrawlerList, sources: Sequence[str
                         continue
                     try:
                         data = await _fetch(client, source)
-                    except (ConfigError, httpx.HTTPError, TimeoutError) as exc:
+                    except (ConfigError, TimeoutError) as exc:
                         why = "took too long" if isinstance(exc, TimeoutError) else str(exc)
                         results.append(RangeUpdate(crawler, source, error=why))
                         continue

@@ -22,17 +22,13 @@ import asyncio
 import ipaddress
 import json
 import random
-import socket
 import time
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
-
-import aiohttp
 
 from polite.core.crawl import in_scope
 from polite.core.politeness.rules import DEFAULT_DELAY_S, delays_for
@@ -49,14 +45,14 @@ from polite.core.survey.sampling import (
 from polite.core.text import decode_text
 from polite.errors import ConfigError
 from polite.fetch.http import PageFetcher
+from polite.fetch.resolve import Resolver
 from polite.fetch.robots import PublicHosts, is_public_host
 from polite.survey.store import SitemapRecord, SiteRecord, SurveyStore
 
 if TYPE_CHECKING:
     from polite.survey.shared import SharedDomains
 
-__all__ = ["MAX_SITEMAP_LEVEL", "Harvester", "HostGate", "HostsFile", "build_resolver",
-           "read_domains"]
+__all__ = ["MAX_SITEMAP_LEVEL", "Harvester", "HostGate", "read_domains"]
 
 MAX_REDIRECTS = 5
 # HTTP requests in flight at once at most (see Harvester._requests).
@@ -64,10 +60,6 @@ MAX_IN_FLIGHT = 200
 # Index nesting followed: the seed met level 4 at most (Table 4); deeper files are recorded
 # ``not_sampled``.
 MAX_SITEMAP_LEVEL = 5
-# How many resolved names are remembered, and for how long (a name is looked up twice per
-# request: the address check and the connection).
-_DNS_CACHE_NAMES = 4_096
-_DNS_CACHE_TTL_S = 60.0
 # A robots.txt over the cap is counted to its end (its true size, seed 004's 12 MB case) up
 # to this much; past it the size recorded is a lower bound (a compression bomb stops here).
 _MAX_COUNTED_BYTES = 256 << 20
@@ -104,94 +96,6 @@ def read_domains(path: Path) -> list[tuple[int | None, str]]:
             raise ConfigError(f"{path}:{number}: not a domain: {line!r}")
         domains.append((rank, name))
     return domains
-
-
-class HostsFile(aiohttp.abc.AbstractResolver):
-    """Names from a hosts-format file (``ADDRESS NAME...``); a name it lacks does not
-    resolve (a survey of a farm must not reach the world)."""
-
-    def __init__(self, path: Path) -> None:
-        self.names: dict[str, str] = {}
-        text = decode_text(path.read_bytes(), str(path))
-        for number, line in enumerate(text.splitlines(), 1):
-            fields = line.split("#", 1)[0].split()
-            if not fields:
-                continue
-            try:
-                ipaddress.ip_address(fields[0])
-            except ValueError:
-                raise ConfigError(f"{path}:{number}: not an address: {fields[0]!r}") from None
-            for name in fields[1:]:
-                self.names.setdefault(name.lower(), fields[0])
-
-    async def resolve(self, host: str, port: int = 0,
-                      family: socket.AddressFamily = socket.AF_INET) -> list[Any]:
-        address = self.names.get(host.lower())
-        if address is None:
-            raise OSError(f"{host} is not in the hosts file")
-        return [{"hostname": host, "host": address, "port": port, "family": socket.AF_INET,
-                 "proto": 0, "flags": socket.AI_NUMERICHOST}]
-
-    async def close(self) -> None:
-        return None
-
-
-class _CachedResolver(aiohttp.abc.AbstractResolver):
-    """Answers of another resolver kept a minute, for a bounded number of names, so that a
-    survey of 100,000 domains neither asks twice per request nor grows without end."""
-
-    def __init__(self, inner: aiohttp.abc.AbstractResolver) -> None:
-        self._inner = inner
-        self._known: OrderedDict[str, tuple[float, list[Any]]] = OrderedDict()
-
-    async def resolve(self, host: str, port: int = 0,
-                      family: socket.AddressFamily = socket.AF_INET) -> list[Any]:
-        now = time.monotonic()
-        known = self._known.get(host)
-        if known is not None and known[0] > now:
-            return [dict(info, port=port) for info in known[1]]
-        infos = await self._inner.resolve(host, port, family)
-        self._known[host] = (now + _DNS_CACHE_TTL_S, infos)
-        self._known.move_to_end(host)
-        while len(self._known) > _DNS_CACHE_NAMES:
-            self._known.popitem(last=False)
-        return infos
-
-    async def close(self) -> None:
-        await self._inner.close()
-
-
-def build_resolver(*, hosts: Path | None = None, nameserver: str | None = None
-                   ) -> aiohttp.abc.AbstractResolver:
-    """The survey's resolver: a hosts-format file, a nameserver (``IP`` or ``IP:PORT``, asked
-    through c-ares), or the system's; each behind a small cache. Call within a running loop."""
-    inner: aiohttp.abc.AbstractResolver
-    if hosts is not None:
-        inner = HostsFile(hosts)
-    elif nameserver is not None:
-        address, port = _split_nameserver(nameserver)
-        try:
-            # lookups="b": ask the nameserver only, not /etc/hosts first.
-            inner = aiohttp.AsyncResolver(nameservers=[address], udp_port=port,
-                                          tcp_port=port, lookups="b", timeout=5.0, tries=2)
-        except RuntimeError as exc:  # aiodns missing
-            raise ConfigError("--nameserver needs aiodns: pip install 'polite[survey]'"
-                              ) from exc
-    else:
-        inner = aiohttp.ThreadedResolver()
-    return _CachedResolver(inner)
-
-
-def _split_nameserver(text: str) -> tuple[str, int]:
-    host, _, port_text = text.rpartition(":") if text.count(":") == 1 else (text, "", "")
-    try:
-        ipaddress.ip_address(host)
-        port = int(port_text) if port_text else 53
-    except ValueError:
-        raise ConfigError(f"--nameserver {text!r}: expected IP or IP:PORT") from None
-    if not 0 < port < 65536:
-        raise ConfigError(f"--nameserver {text!r}: no such port")
-    return host, port
 
 
 @dataclass(slots=True)
@@ -333,7 +237,7 @@ class Harvester:
     ``concurrency`` at once, each file recorded as it ends."""
 
     def __init__(self, store: SurveyStore, clock: Callable[[], float], *,
-                 resolver: aiohttp.abc.AbstractResolver | None = None,
+                 resolver: Resolver | None = None,
                  concurrency: int = 100, https: bool = False, agent: str = "polite",
                  connect_timeout_s: float = 10.0, read_timeout_s: float = 30.0,
                  max_bytes: int = MAX_ROBOTS_BYTES, allow_private: bool = False,
@@ -425,17 +329,15 @@ class Harvester:
         """The run's HTTP client: connections kept alive between a host's requests (its
         robots.txt and sitemaps), names resolved by the survey's resolver."""
         resolver = self._resolver
-
-        async def addresses(host: str) -> list[str]:
-            assert resolver is not None
-            return [str(info["host"]) for info in await resolver.resolve(host, 0)]
+        addresses = None if resolver is None else resolver.addresses
 
         async def resolve(host: str) -> str:
+            assert addresses is not None
             return (await addresses(host))[0]
 
         # Private addresses refused: the one connected to is the one the guard checked (a
         # name looked up again to connect could answer otherwise).
-        guard = PublicHosts(time.monotonic, resolve=None if resolver is None else addresses)
+        guard = PublicHosts(time.monotonic, resolve=addresses)
         self._fetcher = PageFetcher(
             connect_timeout_s=self._connect_timeout_s,
             resolve=guard.address if not self._allow_private
@@ -604,10 +506,10 @@ class Harvester:
         if self._resolver is None:
             return await is_public_host(host)
         try:
-            infos = await self._resolver.resolve(host)
+            found = await self._resolver.addresses(host)
         except OSError:
             return True
-        return all(ipaddress.ip_address(str(info["host"])).is_global for info in infos)
+        return all(ipaddress.ip_address(address).is_global for address in found)
 
     # -- the rules a host's requests follow ----------------------------------------------
 

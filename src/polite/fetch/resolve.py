@@ -1,0 +1,169 @@
+"""Names to addresses, one way for every product: the system's resolver, a hosts-format
+file, or a nameserver of the user's (``--nameserver``, asked through c-ares by aiodns),
+each behind a small cache. The private-address guard (:class:`~polite.fetch.robots.PublicHosts`)
+checks what a resolver answers and the HTTP client connects to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from polite.core.text import decode_text
+from polite.errors import ConfigError
+
+if TYPE_CHECKING:
+    import aiodns
+
+__all__ = ["CachedResolver", "HostsFile", "Nameserver", "Resolver", "SystemResolver",
+           "build_resolver", "system_addresses"]
+
+# How many resolved names are remembered, and for how long (a name is looked up twice per
+# request: the address check and the connection).
+CACHE_NAMES = 4_096
+CACHE_TTL_S = 60.0
+NAMESERVER_TIMEOUT_S = 5.0  # a nameserver's answer to one query, each of its tries
+
+
+class Resolver(Protocol):
+    """A host name's addresses; ``OSError`` when it has none."""
+
+    async def addresses(self, host: str) -> list[str]: ...
+
+    async def close(self) -> None: ...
+
+
+async def system_addresses(host: str) -> list[str]:
+    """``host``'s addresses from the system's resolver (getaddrinfo, in a thread)."""
+    infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    return [str(info[4][0]) for info in infos]
+
+
+class SystemResolver:
+    """The system's resolver (its hosts file, its nameservers)."""
+
+    async def addresses(self, host: str) -> list[str]:
+        return await system_addresses(host)
+
+    async def close(self) -> None:
+        return None
+
+
+class HostsFile:
+    """Names from a hosts-format file (``ADDRESS NAME...``); a name it lacks does not
+    resolve (a survey of a farm must not reach the world)."""
+
+    def __init__(self, path: Path) -> None:
+        self.names: dict[str, str] = {}
+        text = decode_text(path.read_bytes(), str(path))
+        for number, line in enumerate(text.splitlines(), 1):
+            fields = line.split("#", 1)[0].split()
+            if not fields:
+                continue
+            try:
+                ipaddress.ip_address(fields[0])
+            except ValueError:
+                raise ConfigError(f"{path}:{number}: not an address: {fields[0]!r}") from None
+            for name in fields[1:]:
+                self.names.setdefault(name.lower(), fields[0])
+
+    async def addresses(self, host: str) -> list[str]:
+        address = self.names.get(host.lower())
+        if address is None:
+            raise OSError(f"{host} is not in the hosts file")
+        return [address]
+
+    async def close(self) -> None:
+        return None
+
+
+class Nameserver:
+    """One nameserver asked directly (its IPv4 answers), not the system's hosts file
+    first. Made within a running loop."""
+
+    def __init__(self, address: str, port: int = 53) -> None:
+        try:
+            import aiodns
+        except ImportError as exc:
+            raise ConfigError("--nameserver needs aiodns: pip install 'polite[survey]'"
+                              ) from exc
+        # lookups="b": the nameserver only, not /etc/hosts first.
+        self._resolver: aiodns.DNSResolver = aiodns.DNSResolver(
+            nameservers=[address], udp_port=port, tcp_port=port, lookups="b",
+            timeout=NAMESERVER_TIMEOUT_S, tries=2)
+        self._error = aiodns.error.DNSError
+
+    async def addresses(self, host: str) -> list[str]:
+        try:
+            answer = await self._resolver.getaddrinfo(host, family=socket.AF_INET,
+                                                      type=socket.SOCK_STREAM)
+        except self._error as exc:
+            raise OSError(f"{host}: {exc.args[-1] if exc.args else exc}") from None
+        found = list(dict.fromkeys(_text(node.addr[0]) for node in answer.nodes))
+        if not found:
+            raise OSError(f"no address for {host}")
+        return found
+
+    async def close(self) -> None:
+        await self._resolver.close()
+
+
+def _text(address: str | bytes) -> str:
+    return address.decode("ascii") if isinstance(address, bytes) else address
+
+
+class CachedResolver:
+    """Answers of another resolver kept a minute, for a bounded number of names, so that a
+    survey of 100,000 domains neither asks twice per request nor grows without end."""
+
+    def __init__(self, inner: Resolver, *, names: int = CACHE_NAMES,
+                 ttl_s: float = CACHE_TTL_S) -> None:
+        self._inner = inner
+        self._names = names
+        self._ttl_s = ttl_s
+        self._known: OrderedDict[str, tuple[float, list[str]]] = OrderedDict()
+
+    async def addresses(self, host: str) -> list[str]:
+        now = time.monotonic()
+        known = self._known.get(host)
+        if known is not None and known[0] > now:
+            return known[1]
+        found = await self._inner.addresses(host)
+        self._known[host] = (now + self._ttl_s, found)
+        self._known.move_to_end(host)
+        while len(self._known) > self._names:
+            self._known.popitem(last=False)
+        return found
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+def build_resolver(*, hosts: Path | None = None, nameserver: str | None = None) -> Resolver:
+    """A hosts-format file, a nameserver (``IP`` or ``IP:PORT``), or the system's resolver;
+    each behind a small cache. Call within a running loop."""
+    inner: Resolver
+    if hosts is not None:
+        inner = HostsFile(hosts)
+    elif nameserver is not None:
+        inner = Nameserver(*_split_nameserver(nameserver))
+    else:
+        inner = SystemResolver()
+    return CachedResolver(inner)
+
+
+def _split_nameserver(text: str) -> tuple[str, int]:
+    host, _, port_text = text.rpartition(":") if text.count(":") == 1 else (text, "", "")
+    try:
+        ipaddress.ip_address(host)
+        port = int(port_text) if port_text else 53
+    except ValueError:
+        raise ConfigError(f"--nameserver {text!r}: expected IP or IP:PORT") from None
+    if not 0 < port < 65536:
+        raise ConfigError(f"--nameserver {text!r}: no such port")
+    return host, port

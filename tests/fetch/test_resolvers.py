@@ -1,0 +1,89 @@
+"""Names to addresses, one way for every product (polite.fetch.resolve): a hosts-format file,
+a nameserver on loopback (a real DNS server, dnslib), each behind the cache; and a survey
+that runs where aiohttp is not installed, the library it once needed for its DNS alone."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from polite.errors import ConfigError
+from polite.fetch.resolve import HostsFile, build_resolver
+from tests.conftest import on_port_80
+from tests.sites import Reply, Site, serve
+from tests.test_survey_resume import dns_server
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_nameserver_is_asked_once_per_name_within_the_cache() -> None:
+    names = {"a.resolve.test": "127.0.6.61"}
+    with dns_server("127.0.17.54", 5354, names) as asked:
+        resolver = build_resolver(nameserver="127.0.17.54:5354")
+        try:
+            assert await resolver.addresses("a.resolve.test") == ["127.0.6.61"]
+            assert await resolver.addresses("a.resolve.test") == ["127.0.6.61"]
+            with pytest.raises(OSError):
+                await resolver.addresses("missing.resolve.test")
+        finally:
+            await resolver.close()
+    assert asked.count("a.resolve.test") == 1
+    assert "missing.resolve.test" in asked
+
+
+async def test_a_hosts_file_answers_its_names_only(tmp_path: Path) -> None:
+    hosts = tmp_path / "hosts"
+    hosts.write_text("# the farm\n127.0.6.62 b.resolve.test B2.resolve.test\n")
+    resolver = build_resolver(hosts=hosts)
+    assert await resolver.addresses("b2.resolve.test") == ["127.0.6.62"]
+    with pytest.raises(OSError, match="not in the hosts file"):
+        await resolver.addresses("example.com")  # never the world's answer
+    hosts.write_text("127.0.6.62 ok.test\nnot-an-address bad.test\n")
+    with pytest.raises(ConfigError, match=r"hosts:2: not an address"):
+        HostsFile(hosts)
+
+
+def test_build_resolver_names_a_bad_nameserver() -> None:
+    with pytest.raises(ConfigError, match=r"--nameserver 'ns\.example'"):
+        build_resolver(nameserver="ns.example")
+    with pytest.raises(ConfigError, match="no such port"):
+        build_resolver(nameserver="127.0.0.1:70000")
+
+
+@on_port_80
+def test_a_survey_runs_without_aiohttp(tmp_path: Path) -> None:
+    """aiohttp made unimportable in the survey's process: its names come from a hosts file
+    and its requests go through polite's own client, so it surveys the site all the same."""
+    site = Site("127.0.6.63", {"/robots.txt": Reply(200, b"User-agent: *\nDisallow: /x\n")},
+                port=80)
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.6.63 nodeps.resolve.test\n")
+    listing = tmp_path / "top.txt"
+    listing.write_text("nodeps.resolve.test\n")
+    script = ("import runpy, sys; sys.modules['aiohttp'] = None; "
+              "runpy.run_module('polite', run_name='__main__')")
+    with serve(site):
+        result = subprocess.run(
+            [sys.executable, "-c", script, "survey", str(listing), "--out",
+             str(tmp_path / "s"), "--hosts", str(hosts), "--allow-private", "--delay", "0",
+             "--no-sitemaps"],
+            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "1 of 1 domains surveyed" in result.stdout
+    assert site.requests == ["/robots.txt"]
+
+
+def test_a_nameserver_without_aiodns_names_the_extra(tmp_path: Path) -> None:
+    listing = tmp_path / "top.txt"
+    listing.write_text("a.example\n")
+    script = ("import runpy, sys; sys.modules['aiodns'] = None; "
+              "runpy.run_module('polite', run_name='__main__')")
+    result = subprocess.run(
+        [sys.executable, "-c", script, "survey", str(listing), "--out", str(tmp_path / "s"),
+         "--nameserver", "127.0.0.1:9"], capture_output=True, text=True, timeout=60,
+        check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "--nameserver needs aiodns: pip install 'polite[survey]'" in result.stderr

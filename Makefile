@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test serve lint typecheck unit bench clean
+.PHONY: test serve lint typecheck unit bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,all]'
+	$(BIN)/python -m pip install --quiet -e '.[test,all,docs]'
 	touch $(STAMP)
 
 # The suite runs on TEST_WORKERS processes (pytest-xdist); tests that share a fixed port or
@@ -17,9 +17,15 @@ $(STAMP): pyproject.toml
 TEST_WORKERS ?= 2
 
 test: $(STAMP)
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench docs/hooks
 	$(BIN)/mypy
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup
+
+# The manual, from docs/ and the code's own parsers, OpenAPI document and docstrings, into
+# site/ (open site/index.html, or serve it: python -m http.server -d site). Strict: a broken
+# link, a name that no longer exists or any warning fails the build. The tests build it too.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir site
 
 # The politeness service on loopback, state in an embedded SQLite file beside the project.
 # ARGS go after these options, so they add to them or replace them:
@@ -28,7 +34,7 @@ serve: $(STAMP)
 	$(BIN)/polite serve --host 127.0.0.1 --port 8080 --store sqlite:///polite.sqlite $(ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench docs/hooks
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -53,4 +59,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/crawl_workers_redis.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache site

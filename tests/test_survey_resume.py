@@ -227,3 +227,35 @@ def test_a_run_refused_private_addresses_records_nothing_and_a_run_allowed_them_
         outcomes = Counter(o for (o,) in db.execute("SELECT outcome FROM sites"))
         files = Counter(i for (i,) in db.execute("SELECT downloadinfo FROM sitemaps"))
     assert outcomes == {"ok": 8} and files == {"ok": 32}
+
+
+def test_allowed_networks_are_surveyed_and_a_hop_out_of_them_is_refused(
+        tmp_path: Path) -> None:
+    """``--allow-network``: the private addresses in it are surveyed, the others stay
+    refused, a redirect's target too (checked before it is asked for, as the first URL)."""
+    farm = farm_of(3, zone="network.test", third=29)
+    # r0's robots.txt sends the survey to a private address outside the network allowed
+    farm.sites["r0.network.test"][1]["/robots.txt"] = Page(
+        301, headers=(("Location", "http://out.network.test/robots.txt"),))
+    farm.add("out.network.test", "127.0.30.1", {"/robots.txt": Page(200, b"User-agent: *\n")})
+    hosts = tmp_path / "hosts"
+    hosts.write_text(farm.hosts())
+    listing = tmp_path / "top.txt"
+    listing.write_text("".join(f"r{i}.network.test\n" for i in range(3)))
+    out = tmp_path / "survey"
+    command = ("survey", str(listing), "--out", str(out), "--hosts", str(hosts), "--delay", "0")
+    with farm.running():
+        bad = run(*command, "--allow-network", "127.0.29.0/33")
+        assert bad.returncode == 2 and "--allow-network '127.0.29.0/33'" in bad.stderr
+        assert "Traceback" not in bad.stderr
+        result = run(*command, "--allow-network", "127.0.29.0/24")
+    assert result.returncode == 2, result.stderr
+    assert "2 of 3 domains surveyed" in result.stdout
+    assert "1 domains (r0.network.test)" in result.stderr
+    assert farm.requests("out.network.test") == []
+    assert farm.requests("r0.network.test") == ["/robots.txt"]
+    assert sorted(farm.requests("r1.network.test")) == ["/i.xml", "/robots.txt", "/u0.xml",
+                                                        "/u1.xml", "/u2.xml"]
+    with sqlite3.connect(out / "survey.sqlite") as db:
+        outcomes = dict(db.execute("SELECT domain, outcome FROM sites"))
+    assert outcomes == {"r1.network.test": "ok", "r2.network.test": "ok"}

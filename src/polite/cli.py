@@ -220,7 +220,7 @@ def _build_parser() -> argparse.ArgumentParser:
                             "the standard library's asyncio")
     serve.add_argument("--cache-keep-no-store-s", type=SERVE_NUMBERS["cache_keep_no_store_s"],
                        help="keep responses marked no-store this many seconds (default 0: "
-                       "no-store is honoured; seed 001 kept them a day, 86400)")
+                       "no-store is honoured; Riemer 2017 kept them a day, 86400)")
     serve.add_argument("--adaptive-factor", type=SERVE_NUMBERS["adaptive_factor"],
                        help="the adaptive delay is this many times a host's running response "
                             "time (default 1; 0 turns it off)")
@@ -535,7 +535,7 @@ def _sitemap_tree(args: argparse.Namespace, out: TextIO) -> int:
     report.print(totals)
     report.print(f"{site}/{summary.robots}")
     report.print("Files with page URLs by indirection level (index files passed through; "
-                 "seed 004, Table 4):")
+                 "Roy 2008, Table 4):")
     levels = Table()
     levels.add_column("level")
     for level in sorted(summary.levels):
@@ -570,8 +570,8 @@ def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     demo.set_defaults(handler=_demo)
     demo_commands = demo.add_subparsers(title="demo commands", metavar="[COMMAND]")
     site = demo_commands.add_parser(
-        "regp-site", help="serve seed 000's news website (section 4.1) with one of the "
-                          "robots.txt files of its section 5",
+        "regp-site", help="serve the news website of the REGP paper (Ge & Ding 2016, "
+                          "section 4.1) with one of the robots.txt files of its section 5",
         description="Serves until interrupted, printing each request as it arrives: its "
                     "time, the gap since the one before, its status and path.")
     site.add_argument("--robots", choices=["none", "rep", "regp"], default="regp",
@@ -637,7 +637,8 @@ def _demo_regp_site(args: argparse.Namespace, out: TextIO) -> int:
                     visit_time=args.visit_time, language=args.language,
                     on_request=show) as site:
         robots = site.robots_txt()
-        out.write(f"seed 000's news site on {site.origin}/ ({args.news} news items), "
+        out.write(f"the REGP paper's news site (Ge & Ding 2016) on {site.origin}/ "
+                  f"({args.news} news items), "
                   f"robots.txt: {args.robots}\n")
         out.write("".join(f"  {line}\n" if line else "\n" for line in robots.splitlines())
                   if robots

@@ -24,10 +24,10 @@ __all__ = ["add_survey_commands"]
 def add_survey_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]
                         ) -> None:
     survey = commands.add_parser(
-        "survey", help="survey sites' robots.txt (seed 004)",
+        "survey", help="survey sites' robots.txt (Roy 2008)",
         description="Record each site's robots.txt and its outcome in OUT/survey.sqlite: "
                     "http://DOMAIN/robots.txt, then www.DOMAIN when that answers HTML "
-                    "(seed 004's two steps). A survey started again with the same --out "
+                    "(Roy 2008's two steps). A survey started again with the same --out "
                     "goes on: a site recorded is not fetched again.")
     survey.add_argument("domains", metavar="DOMAINS", nargs="?",
                         help="a ranked list: 'rank,domain' lines (Tranco, Alexa) or one "
@@ -58,13 +58,13 @@ def add_survey_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     survey.add_argument("--no-sitemaps", action="store_true",
                         help="robots.txt alone: do not read the sitemaps it names")
     survey.add_argument("--n0", type=IntFlag(NON_NEGATIVE), default=DEFAULT_N0,
-                        help="children of a sitemap index read at least (seed 004, 2.3; "
+                        help="children of a sitemap index read at least (Roy 2008, 2.3; "
                              f"default {DEFAULT_N0})")
     survey.add_argument("--alpha", type=FloatFlag(FRACTION), default=DEFAULT_ALPHA,
                         help="share of a large index's children read, at least "
                              f"max(n0, alpha*n) (default {DEFAULT_ALPHA})")
     survey.add_argument("--max-uris", type=IntFlag(NON_NEGATIVE), default=MAX_KEPT_URIS,
-                        help="page URLs kept per site, a uniform sample beyond (seed 004, "
+                        help="page URLs kept per site, a uniform sample beyond (Roy 2008, "
                              f"2.4; default {MAX_KEPT_URIS:,}); all are counted")
     survey.add_argument("--delay", type=FloatFlag(NON_NEGATIVE), default=DEFAULT_DELAY_S,
                         help="seconds between two requests to one host when its robots.txt "
@@ -78,10 +78,14 @@ def add_survey_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     survey.add_argument("--agent", default="polite", help="the User-Agent (default polite)")
     survey.add_argument("--allow-private", action="store_true",
                         help="also fetch from private and loopback addresses")
+    survey.add_argument("--allow-network", dest="allow_networks", action="append", default=[],
+                        metavar="NETWORK", help="also fetch from the private addresses in "
+                        "NETWORK (10.1.0.0/16, or one address; repeatable): the others stay "
+                        "refused")
     survey.set_defaults(handler=_survey)
     report = commands.add_parser(
-        "report", help="a survey's report: seed 004's tables and figures beside its values",
-        description="Write DIR/report/: index.html (every table and figure of seed 004 "
+        "report", help="a survey's report: Roy 2008's tables and figures beside its values",
+        description="Write DIR/report/: index.html (every table and figure of Roy 2008 "
                     "beside the values it reported in 2008), tables/*.csv, data/*.parquet "
                     "and figures/*.svg, from DIR/survey.sqlite. Given the folders of a "
                     "shared survey's workers, their union goes to --out (OUT/survey.sqlite "
@@ -154,6 +158,9 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
         raise ConfigError(f"polite survey needs {exc.name}: pip install 'polite[survey]'"
                           ) from exc
 
+    from polite.fetch.robots import networks
+
+    allow_networks = networks(args.allow_networks)
     listing = Path(args.domains)
     if not listing.is_file():
         raise ConfigError(f"{listing}: no such file")
@@ -180,6 +187,7 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
                               agent=args.agent, connect_timeout_s=args.connect_timeout,
                               read_timeout_s=args.read_timeout,
                               allow_private=args.allow_private,
+                              allow_networks=allow_networks,
                               sitemaps=not args.no_sitemaps, delay_s=args.delay,
                               n0=args.n0, alpha=args.alpha, max_kept_uris=args.max_uris)
         made.append(harvester)

@@ -24,9 +24,9 @@ YEAR_S = 365 * 86_400.0
 
 def add_ulinks_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ulinks = commands.add_parser(
-        "ulinks", help="a site's most useful pages from its sitemaps (seed 004's ulinks)",
+        "ulinks", help="a site's most useful pages from its sitemaps (Roy 2008's ulinks)",
         description="Build the prefix tree of a site's sitemap URLs and fold it greedily "
-                    "(seed 004, section 2.4); print the K heaviest remaining leaves, one "
+                    "(Roy 2008, section 2.4); print the K heaviest remaining leaves, one "
                     "'URI<TAB>WEIGHT' a line.")
     ulinks.add_argument("source", metavar="SOURCE",
                         help="a site (https://example.com: its sitemaps from robots.txt), a "

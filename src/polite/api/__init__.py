@@ -1,4 +1,4 @@
-"""The REST politeness service of seed 001, as a Starlette app."""
+"""The REST politeness service of Riemer 2017, as a Starlette app."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ulinks: a site's most useful pages from its sitemap URLs alone (seed 004, section 2.4).
+"""ulinks: a site's most useful pages from its sitemap URLs alone (Roy 2008, section 2.4).
 
 Every URI is split into components, the host first (``www.bookseller.com``, ``books``,
 ``book17.html``); the components form a prefix tree whose nodes weigh the number of URIs
@@ -102,7 +102,7 @@ class UriTree:
             stack.extend(node.children.values())
 
     def levels(self) -> dict[int, tuple[int, int]]:
-        """Nodes and leaves per depth (seed 004, Figures 18 and 19)."""
+        """Nodes and leaves per depth (Roy 2008, Figures 18 and 19)."""
         counts: dict[int, list[int]] = {}
         for node in self.nodes():
             level = counts.setdefault(node.depth, [0, 0])

@@ -1,4 +1,5 @@
-"""The polite crawler (``polite crawl``): seed 000's REGP crawler on polite's politeness.
+"""The polite crawler (``polite crawl``): the REGP crawler of Ge & Ding 2016 on polite's
+politeness.
 
 ::
 

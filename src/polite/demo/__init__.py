@@ -1,5 +1,5 @@
-"""Demonstration sites served on a real socket (``polite demo``): seed 000's news website
-for the REGP experiments of its section 5. Standard library only."""
+"""Demonstration sites served on a real socket (``polite demo``): the news website of the
+REGP paper (Ge & Ding 2016) for the experiments of its section 5. Standard library only."""
 
 from __future__ import annotations
 

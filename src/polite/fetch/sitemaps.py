@@ -33,7 +33,8 @@ from polite.fetch.politeness import Politeness, message
 from polite.fetch.redirects import follow, redirect_target
 from polite.fetch.robots import normal_url, split_origin
 
-__all__ = ["WELL_KNOWN_PATHS", "CrossHost", "SitemapFile", "SitemapWalker", "WalkSummary"]
+__all__ = ["WELL_KNOWN_PATHS", "CrossHost", "SitemapFile", "SitemapWalker", "WalkSummary",
+           "polite_turn"]
 
 CrossHost = Literal["host", "site", "any"]
 
@@ -49,6 +50,25 @@ MAX_POLITE_WAIT_S = 300.0
 # Page URLs remembered to drop duplicates across files; past it, duplicates are counted
 # through a second sighting only within one file.
 MAX_REMEMBERED_URLS = 2_000_000
+
+
+async def polite_turn(politeness: Politeness, url: str,
+                      max_wait_s: float = MAX_POLITE_WAIT_S) -> str | None:
+    """Wait for ``url``'s slot and take it (the walker's and the survey's turn for each
+    file); the reason when it may not be fetched at all, or when its host asks to wait
+    longer than ``max_wait_s`` (a Visit-time window hours away: reported, not waited for)."""
+    waited = 0.0
+    while True:
+        (found,) = await politeness.check([url], reserve=True)
+        if found.allowed:
+            return None
+        pause = found.wait_s
+        if pause is None:
+            return message(found) or "not allowed"
+        if waited + pause > max_wait_s:
+            return f"the host asks to wait {pause:.0f} s; more than {max_wait_s:.0f} s"
+        await asyncio.sleep(pause)
+        waited += pause
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,18 +314,7 @@ class SitemapWalker:
 
     async def _polite_turn(self, url: str) -> str | None:
         """Wait for ``url``'s slot; the reason when it may not be fetched at all."""
-        waited = 0.0
-        while True:
-            (found,) = await self._politeness.check([url], reserve=True)
-            if found.allowed:
-                return None
-            pause = found.wait_s
-            if pause is None:
-                return message(found) or "not allowed"
-            if waited + pause > self.max_wait_s:
-                return f"the host asks to wait {pause:.0f} s; more than {self.max_wait_s:.0f} s"
-            await asyncio.sleep(pause)
-            waited += pause
+        return await polite_turn(self._politeness, url, self.max_wait_s)
 
     async def read(self, url: str, emit: Callable[[list[Entry]], None]) -> SitemapFile:
         """Read one sitemap file, politely, handing its entries (all of them, child

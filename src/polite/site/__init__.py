@@ -1,4 +1,5 @@
-"""The site's side of robots.txt (seed 003): middleware for a site's own application that
+"""The site's side of robots.txt (Jasani & Kumbharana): middleware for a site's own
+application that
 serves ``/robots.txt`` from rules kept in SQLite, tells robots from people, verifies the
 robots that claim a known name, logs every robot request with the line in force and, as
 configured, refuses or throttles the robots that ignore the file; and the configuration page.

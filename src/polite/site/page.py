@@ -1,8 +1,8 @@
-"""The configuration page (seed 003, 4.11): rules edited in sections, the robots.txt they make
-with its lint and an explain matrix following as you type, every save a version with its
-diff and a rollback, and the robot access log. Server-rendered with Jinja2; htmx (vendored)
-swaps the parts that change. Mount it in a site's own application or run it with
-``polite site serve``.
+"""The configuration page (Jasani & Kumbharana, 4.11): rules edited in sections, the
+robots.txt they make with its lint and an explain matrix following as you type, every save a
+version with its diff and a rollback, and the robot access log. Server-rendered with Jinja2;
+htmx (vendored) swaps the parts that change. Mount it in a site's own application or run it
+with ``polite site serve``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The site-metadata survey (seed 004): harvest robots.txt and sitemaps of many sites,
+"""The site-metadata survey (Roy 2008): harvest robots.txt and sitemaps of many sites,
 keep them, and count what they hold.
 
 ``Survey(folder).table(name)`` gives each of the report's tables as a pandas DataFrame

@@ -1,40 +1,46 @@
 """Fetching robots.txt and sitemaps for many domains, seed 004's way (sections 2.3, 3.2).
 
 robots.txt: ``http://DOMAIN/robots.txt`` first; when that answers HTML (a home page served
-instead) or redirects to one, ``www.DOMAIN`` next. Redirects are followed by hand, five at
-most, each recorded. Sitemaps: the Sitemap lines of the robots.txt read, index files followed
-with each file's indirection level and parent, large indexes sampled (at least
-``max(n0, alpha * n)`` of an index's ``n`` children, the others recorded ``not_sampled``),
-files on other sites (the seed's "sitemap sharing") fetched after their own robots.txt and
-marked ``cross_site``, page URLs kept up to a bound per site (a uniform sample beyond it).
+instead) or redirects to one, ``www.DOMAIN`` next. Redirects are followed by polite
+(:func:`polite.fetch.redirects.follow`), five at most, each recorded. Sitemaps: the Sitemap
+lines of the robots.txt read, index files followed with each file's indirection level and
+parent, large indexes sampled (at least ``max(n0, alpha * n)`` of an index's ``n`` children,
+the others recorded ``not_sampled``), files on other sites (the seed's "sitemap sharing")
+fetched after their own robots.txt and marked ``cross_site``, page URLs kept up to a bound
+per site (a uniform sample beyond it).
 
-Politeness: one request at a time per host, and between the end of one and the start of the
-next the host's delay (its robots.txt Crawl-delay, else the default), whatever the number of
-domains at once. Fetching robots.txt does not use up the host's slot, as everywhere in polite
-(DESIGN.md): a host's first sitemap may follow its robots.txt at once, and each request after
-that waits the delay. Every file is recorded as it ends, so a survey killed at any moment goes on
-where it stopped: a robots.txt, a sitemap file or a domain recorded is not fetched again.
+Politeness: the shared driver (:class:`polite.fetch.politeness.Politeness`) on an in-memory
+store, told the robots.txt the survey read for each host: between the starts of a host's
+requests its delay (its robots.txt Crawl-delay or Request-rate, else the default), whatever
+the number of domains at once. Fetching robots.txt does not use up the host's slot, as
+everywhere in polite (DESIGN.md): a host's first sitemap may follow its robots.txt at once,
+and each request after that waits the delay. A sitemap's redirect is a request to its
+target's host: that host's robots.txt is read first and must allow it. Every file is
+recorded as it ends, so a survey killed at any moment goes on where it stopped: a
+robots.txt, a sitemap file or a domain recorded is not fetched again.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import random
+import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 from polite.core.crawl import in_scope
-from polite.core.politeness.rules import DEFAULT_DELAY_S, delays_for
-from polite.core.robots import MAX_ROBOTS_BYTES, RobotsTxt, parse
+from polite.core.politeness.rules import DEFAULT_DELAY_S
+from polite.core.robots import MAX_ROBOTS_BYTES, RobotsTxt
+from polite.core.robots.lifecycle import DisallowAll, Parsed
 from polite.core.sitemaps import MAX_SITEMAP_BYTES, MAX_SITEMAP_URLS, Entry, SitemapParser
-from polite.core.survey.outcomes import Outcome, body_outcome, status_outcome
+from polite.core.survey.outcomes import Outcome, body_outcome, rules_state, status_outcome
 from polite.core.survey.sampling import (
     DEFAULT_ALPHA,
     DEFAULT_N0,
@@ -43,18 +49,23 @@ from polite.core.survey.sampling import (
     sample_children,
 )
 from polite.core.text import decode_text
-from polite.errors import ConfigError
-from polite.fetch.http import PageFetcher
+from polite.core.urls import split_origin
+from polite.errors import ConfigError, InvalidURL
+from polite.fetch.http import HttpClient, PageFetcher
+from polite.fetch.politeness import Politeness
+from polite.fetch.redirects import follow, redirect_target
 from polite.fetch.resolve import Resolver
-from polite.fetch.robots import PublicHosts, is_public_host
+from polite.fetch.robots import Network, PublicHosts, RobotsFetcher
+from polite.fetch.sitemaps import polite_turn
+from polite.storage.base import RobotsRecord
+from polite.storage.memory import MemoryStore
 from polite.survey.store import SitemapRecord, SiteRecord, SurveyStore
 
 if TYPE_CHECKING:
     from polite.survey.shared import SharedDomains
 
-__all__ = ["MAX_SITEMAP_LEVEL", "Harvester", "HostGate", "read_domains"]
+__all__ = ["MAX_SITEMAP_LEVEL", "Harvester", "read_domains"]
 
-MAX_REDIRECTS = 5
 # HTTP requests in flight at once at most (see Harvester._requests).
 MAX_IN_FLIGHT = 200
 # Index nesting followed: the seed met level 4 at most (Table 4); deeper files are recorded
@@ -63,10 +74,6 @@ MAX_SITEMAP_LEVEL = 5
 # A robots.txt over the cap is counted to its end (its true size, seed 004's 12 MB case) up
 # to this much; past it the size recorded is a lower bound (a compression bomb stops here).
 _MAX_COUNTED_BYTES = 256 << 20
-# robots.txt outcomes that hold Sitemap lines and rules.
-_READABLE = (Outcome.OK, Outcome.TOO_BIG)
-# RFC 9309, 2.3.1.4: an unreachable robots.txt (5xx, timeout) means everything is disallowed.
-_UNREACHABLE = (Outcome.SERVER_ERROR, Outcome.TIMEOUT, Outcome.CONNECTION_ERROR)
 # How a request that got no answer is classed.
 _FAILURES = {"timeout": Outcome.TIMEOUT, "dns": Outcome.DNS_ERROR}
 # Sitemap parser stops that mean "over a size limit" (seed 004's cityweekend case, bombs).
@@ -98,63 +105,102 @@ def read_domains(path: Path) -> list[tuple[int | None, str]]:
     return domains
 
 
-@dataclass(slots=True)
-class _Slot:
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    free_at: float = 0.0
-    ended_at: float | None = None
-    delay_s: float | None = None
+# Hosts whose robots.txt state the politeness driver is told of at once (a domain's walk ends
+# long before its hosts are dropped; one dropped is told again when asked about).
+_TOLD_HOSTS = 16_384
+# How long a state told to the driver stays in force: the survey's own, for its whole run.
+_TOLD_FOR_S = 10 * 365 * 86_400.0
+# What every field that spaces requests holds in its name (Crawl-delay, Request-rate,
+# Visit-time, Time-forbidden, Ip-delay, Ip-rate) or starts with (a REGP brace block).
+_SPACING = re.compile(rb"delay|rate|visit|forbidden|\{", re.IGNORECASE)
 
 
-class HostGate:
-    """One request at a time per host, and ``delay_s`` from the end of one to the start of the
-    next: the gap seen at the host is never shorter than its delay."""
+class _Told:
+    """The robots.txt states the survey read, as the politeness driver's store of them: the
+    driver never fetches robots.txt itself, each origin is told before it is asked about."""
 
-    def __init__(self, default_delay_s: float = DEFAULT_DELAY_S, *,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.default_delay_s = default_delay_s
-        self._clock = clock
-        self._slots: dict[str, _Slot] = {}
+    def __init__(self, keep: int = _TOLD_HOSTS) -> None:
+        self._keep = keep
+        self._records: OrderedDict[str, RobotsRecord] = OrderedDict()
 
-    def set_delay(self, host: str, delay_s: float) -> None:
-        """The host's delay from now on, counted from the end of its last request too."""
-        slot = self._slot(host)
-        slot.delay_s = delay_s
-        if slot.ended_at is not None:
-            slot.free_at = max(slot.free_at, slot.ended_at + delay_s)
+    def __contains__(self, origin: str) -> bool:
+        return origin in self._records
 
-    def _slot(self, host: str) -> _Slot:
-        slot = self._slots.get(host)
-        if slot is None:
-            slot = self._slots[host] = _Slot()
-        return slot
+    async def load_robots(self, origin: str) -> RobotsRecord | None:
+        return self._records.get(origin)
 
-    @asynccontextmanager
-    async def turn(self, host: str, *, uses_slot: bool = True) -> AsyncIterator[None]:
-        """The host's turn: alone, and not before its delay since the last request that
-        used the slot; ``uses_slot`` off (robots.txt) lets the next request follow at once."""
-        slot = self._slot(host)
-        async with slot.lock:
-            # Checked again after each sleep: a loop's timers may fire a little early
-            # (uvloop counts whole milliseconds, from the time its iteration began).
-            while (wait := slot.free_at - self._clock()) > 0:
-                await asyncio.sleep(wait)
-            try:
-                yield
-            finally:
-                if uses_slot:
-                    delay = self.default_delay_s if slot.delay_s is None else slot.delay_s
-                    slot.ended_at = self._clock()
-                    slot.free_at = slot.ended_at + delay
-        if len(self._slots) > 8_192:
-            self._forget()
+    async def save_robots(self, record: RobotsRecord) -> None:
+        self._records[record.origin] = record
+        self._records.move_to_end(record.origin)
+        while len(self._records) > self._keep:
+            self._records.popitem(last=False)
 
-    def _forget(self) -> None:
-        """Drop hosts nobody waits for whose delay has passed (memory stays flat)."""
-        now = self._clock()
-        for host in [h for h, s in self._slots.items()
-                     if not s.lock.locked() and s.free_at <= now]:
-            del self._slots[host]
+
+class _Turns:
+    """A host's turn from the shared politeness driver: its delay (the robots.txt Crawl-delay,
+    Request-rate or Visit-time of the survey's agent, else the default) between the starts of
+    requests that use its slot, on an in-memory store. robots.txt takes no turn (DESIGN.md)."""
+
+    def __init__(self, client: HttpClient, public: PublicHosts, *, agent: str,
+                 delay_s: float, allow_private: bool) -> None:
+        self._told = _Told()
+        # The run's own client: the driver never fetches robots.txt through it (each origin
+        # is told first), but it is the one requests to sites leave through.
+        self._client = client
+        self._clock = time.monotonic
+        # The slots: shared by every driver below, so a new one keeps each host's spacing.
+        self._slots = MemoryStore(self._clock)
+        self._public = public
+        self._agent, self._delay_s, self._allow_private = agent, delay_s, allow_private
+        self._politeness = self._driver()
+        self._origins = 0  # told to the present driver
+
+    def _driver(self) -> Politeness:
+        """A driver over the run's slots. It notes every origin it decides for, for a
+        dashboard the survey has not: a new one every so many origins keeps a survey's
+        memory flat, the slots staying in the store."""
+        robots = RobotsFetcher(self._client, self._told, self._clock, agent=self._agent,
+                               allow_private=self._allow_private, max_in_memory=_TOLD_HOSTS,
+                               public_hosts=self._public)
+        # No adaptive delay and no back-off: the survey's delays are the site's and the
+        # default, as seed 004 spaced its requests.
+        return Politeness(robots, self._slots, self._clock, agent=self._agent,
+                          default_delay_s=self._delay_s, adaptive_factor=0.0, backoff=False,
+                          allow_private=self._allow_private, public_hosts=self._public,
+                          private_hint="--allow-private")
+
+    async def take(self, url: str, robots: bytes | None) -> float | str:
+        """Wait for ``url``'s slot and take it: when it was given (the driver's clock), or
+        why ``url`` may not be fetched. ``robots``: the body of the robots.txt whose rules
+        the host's requests follow (None: none)."""
+        try:
+            origin = split_origin(url)[0]
+        except InvalidURL as exc:
+            return str(exc)
+        if origin not in self._told:
+            self._origins += 1
+            if self._origins > _TOLD_HOSTS // 2:
+                self._politeness, self._origins = self._driver(), 1
+            now = self._clock()
+            # The survey asks only for what the rules allow: the driver needs them for the
+            # spacing alone, and a file with no field that spaces requests is told as none
+            # (the same spacing, without parsing the file a second time).
+            await self._told.save_robots(
+                RobotsRecord(origin, "parsed", 200, robots, now, now + _TOLD_FOR_S)
+                if robots is not None and _SPACING.search(robots) is not None else
+                RobotsRecord(origin, "allow", 0, b"", now, now + _TOLD_FOR_S, 0,
+                             "no robots.txt field spaces requests"))
+        refusal = await polite_turn(self._politeness, url)
+        return self._clock() if refusal is None else refusal
+
+    async def late(self, url: str, late_s: float) -> None:
+        """The request given ``url``'s slot had its head written ``late_s`` after the slot
+        was given (it waited for one of the requests in flight, a connection to open): the
+        host's next slot counts from when it really went, so the spacing holds where the
+        site measures it. Told once the exchange is over, before the walk's next request to
+        the host asks for its slot."""
+        if late_s > 0.001:
+            await self._politeness.note_late_start(url, late_s)
 
 
 # A compressed sitemap inflates up to a thousandfold: it is parsed this many bytes at a time,
@@ -206,6 +252,9 @@ class _Answer:
     # Not fetched because the survey's own settings forbid it (a private address without
     # --allow-private): no outcome of the site's, so nothing of it is recorded.
     refused: bool = False
+    # Not fetched: a redirect to a URL its host's robots.txt disallows, or a time its
+    # robots.txt forbids visits at (recorded robots_disallowed).
+    disallowed: str | None = None
 
 
 @dataclass(slots=True)
@@ -216,6 +265,7 @@ class _Robots:
     robots: RobotsTxt | None
     refusal: str | None = None
     refused: bool = False  # not read: the survey's settings forbid it (see _Answer)
+    body: bytes | None = None  # what ``robots`` was read from
 
 
 def _filetype(parser: SitemapParser) -> str:
@@ -241,6 +291,7 @@ class Harvester:
                  concurrency: int = 100, https: bool = False, agent: str = "polite",
                  connect_timeout_s: float = 10.0, read_timeout_s: float = 30.0,
                  max_bytes: int = MAX_ROBOTS_BYTES, allow_private: bool = False,
+                 allow_networks: Sequence[Network] = (),
                  sitemaps: bool = True, delay_s: float = DEFAULT_DELAY_S,
                  n0: int = DEFAULT_N0, alpha: float = DEFAULT_ALPHA,
                  max_kept_uris: int = MAX_KEPT_URIS,
@@ -264,8 +315,10 @@ class Harvester:
         self._fetcher: PageFetcher | None = None  # while a run is under way
         self._max_bytes = max_bytes
         self._allow_private = allow_private
+        self._allow_networks = tuple(allow_networks)
+        self._public: PublicHosts | None = None  # while a run is under way
         self._sitemaps = sitemaps
-        self._gate = HostGate(delay_s)
+        self._turns: _Turns | None = None  # from a run's first sitemap to its end
         # Requests in flight, whatever the domains at once (most of which wait for a host's
         # delay): a burst larger than the loop can serve would count its own queueing
         # against the servers' timeouts.
@@ -335,9 +388,11 @@ class Harvester:
             assert addresses is not None
             return (await addresses(host))[0]
 
-        # Private addresses refused: the one connected to is the one the guard checked (a
-        # name looked up again to connect could answer otherwise).
-        guard = PublicHosts(time.monotonic, resolve=addresses)
+        # Private addresses refused (but for the networks allowed): the one connected to is
+        # the one the guard checked (a name looked up again to connect could answer
+        # otherwise). Hops are asked about first, so that a refused one is not recorded.
+        guard = self._public = PublicHosts(time.monotonic, resolve=addresses,
+                                           allowed=self._allow_networks)
         self._fetcher = PageFetcher(
             connect_timeout_s=self._connect_timeout_s,
             resolve=guard.address if not self._allow_private
@@ -347,6 +402,8 @@ class Harvester:
         finally:
             await self._fetcher.close()
             self._fetcher = None
+            self._public = None
+            self._turns = None
 
     async def run_shared(self, shared: SharedDomains) -> int:
         """Survey the domains of a list shared by several workers (each leased to one);
@@ -452,73 +509,130 @@ class Harvester:
 
     # -- one request, redirects by hand ---------------------------------------------------
 
-    async def _get(self, url: str, *, robots: bool = False) -> _Answer:
-        """GET ``url`` in the host's turn, redirects followed by hand. robots.txt: decoded
-        per Content-Encoding, kept up to its cap and counted to its true size, the host's
-        slot not used up; a sitemap: the bytes as sent (its parser inflates a gzip file
-        within its own bounds)."""
-        assert self._fetcher is not None, "within a run"
+    async def _get(self, url: str, *, robots: bool = False, rules: _Robots | None = None,
+                   rules_for: Callable[[str], Awaitable[_Robots]] | None = None) -> _Answer:
+        """GET ``url``, redirects followed by :func:`follow`, each hop's host checked first.
+        robots.txt: at once (it takes no turn of its host), decoded per Content-Encoding,
+        kept up to its cap and counted to its true size. A sitemap: in its host's turn,
+        ``rules`` those of ``url``'s host and ``rules_for`` a redirect target's host's (a
+        hop is a request like any other to its host); the bytes as sent (its parser inflates
+        a gzip file within its own bounds)."""
+        fetcher = self._fetcher
+        assert fetcher is not None, "within a run"
         # a sitemap one byte over its cap is what its parser needs to say "too big"
         max_bytes, count_to = ((self._max_bytes, _MAX_COUNTED_BYTES) if robots
                                else (self._sitemap_max_bytes + 1, 0))
         redirects: list[str] = []
         seen = {url}
-        for _ in range(MAX_REDIRECTS + 1):
-            host = (urlsplit(url).hostname or "").lower()
-            if not self._allow_private and not await self._is_public(host):
-                return _Answer(Outcome.CONNECTION_ERROR, error=f"{host} is a private or "
-                               "loopback address (--allow-private)", url=url,
-                               redirects=tuple(redirects), refused=True)
-            async with self._gate.turn(host, uses_slot=not robots), self._requests:
-                result = await self._fetcher.get(
-                    url, self._headers, max_bytes=max_bytes, count_to=count_to,
+        at = url
+        answer: _Answer | None = None
+        hop_rules = rules
+
+        async def check(target: str) -> str | None:
+            """Why ``target`` may not be asked for: the survey's settings (a private address),
+            or, for a sitemap's redirect, its host's robots.txt."""
+            nonlocal answer, hop_rules
+            host = (urlsplit(target).hostname or "").lower()
+            if not self._allow_private and not await self._public_hosts().is_public(host):
+                answer = _Answer(Outcome.CONNECTION_ERROR, error=f"{host} is a private or "
+                                 "loopback address (--allow-private)", url=target,
+                                 redirects=tuple(redirects), refused=True)
+                return answer.error
+            if rules_for is None or target == url:
+                return None
+            hop_rules = await rules_for(host)
+            if hop_rules.refused:
+                answer = _Answer(Outcome.CONNECTION_ERROR, error=hop_rules.refusal,
+                                 url=target, redirects=tuple(redirects), refused=True)
+                return hop_rules.refusal
+            refusal = hop_rules.refusal
+            if refusal is None and hop_rules.robots is not None \
+                    and not hop_rules.robots.allowed(target, self._agent):
+                refusal = "disallowed by robots.txt"
+            if refusal is not None:
+                answer = _Answer(None, url=target, redirects=tuple(redirects),
+                                 disallowed=f"redirected to {target}: {refusal}")
+            return refusal
+
+        async def hop(target: str) -> str | None:
+            nonlocal answer, at
+            at = target
+            given: float | None = None
+            if not robots:
+                turns = self._host_turns()
+                turn = await turns.take(target, None if hop_rules is None else hop_rules.body)
+                if isinstance(turn, str):
+                    answer = _Answer(None, url=target, redirects=tuple(redirects),
+                                     disallowed=turn)
+                    return None
+                given = turn
+            async with self._requests:
+                handed = time.monotonic()
+                result = await fetcher.get(
+                    target, self._headers, max_bytes=max_bytes, count_to=count_to,
                     decode=robots, deadline_s=self._deadline_s,
                     read_timeout_s=self._read_timeout_s)
+            if given is not None:
+                await self._host_turns().late(target, handed - given + result.late_s)
             status = result.status
             if result.error is not None and not (status is not None and result.truncated):
-                return _Answer(_FAILURES.get(result.failure or "", Outcome.CONNECTION_ERROR),
-                               status, error=result.error, url=url,
-                               redirects=tuple(redirects), seconds=result.elapsed_s)
+                answer = _Answer(_FAILURES.get(result.failure or "", Outcome.CONNECTION_ERROR),
+                                 status, error=result.error, url=target,
+                                 redirects=tuple(redirects), seconds=result.elapsed_s)
+                return None
             assert status is not None
-            location = result.headers.get("Location")
-            if status in (301, 302, 303, 307, 308) and location:
-                target = urljoin(url, location)
-                redirects.append(target)
-                if target in seen:
-                    return _Answer(Outcome.REDIRECT_LOOP, status, url=url,
-                                   redirects=tuple(redirects))
-                seen.add(target)
-                url = target
-                continue
+            following = redirect_target(target, status, result.headers.get("Location"))
+            if following is not None:
+                redirects.append(following)
+                if following not in seen:
+                    seen.add(following)
+                    at = following  # where the chain stands, if it stops at the next hop
+                    return following
+                answer = _Answer(Outcome.REDIRECT_LOOP, status, url=target,
+                                 redirects=tuple(redirects))
+                return None
             decided = status_outcome(status)
             if decided is not None:
-                return _Answer(decided, status, url=url, redirects=tuple(redirects),
-                               seconds=result.elapsed_s)
-            return _Answer(None, status, url=url, redirects=tuple(redirects),
-                           content_type=result.headers.get("Content-Type") or "",
-                           seconds=result.elapsed_s, body=result.body, size=result.size)
-        return _Answer(Outcome.REDIRECT_LOOP, error=f"more than {MAX_REDIRECTS} redirects",
-                       url=url, redirects=tuple(redirects))
+                answer = _Answer(decided, status, url=target, redirects=tuple(redirects),
+                                 seconds=result.elapsed_s)
+            else:
+                answer = _Answer(None, status, url=target, redirects=tuple(redirects),
+                                 content_type=result.headers.get("Content-Type") or "",
+                                 seconds=result.elapsed_s, body=result.body, size=result.size)
+            return None
 
-    async def _is_public(self, host: str) -> bool:
-        """Whether every address of ``host`` is public (a name that does not resolve is
-        let through: it fails as a DNS error)."""
-        if self._resolver is None:
-            return await is_public_host(host)
-        try:
-            found = await self._resolver.addresses(host)
-        except OSError:
-            return True
-        return all(ipaddress.ip_address(address).is_global for address in found)
+        if await check(url) is not None:
+            assert answer is not None
+            return answer
+        stopped = await follow(url, hop, check)
+        if answer is not None and (stopped is None or answer.refused
+                                   or answer.disallowed is not None):
+            return answer
+        return _Answer(Outcome.REDIRECT_LOOP, error=stopped, url=at,
+                       redirects=tuple(redirects))
+
+    def _host_turns(self) -> _Turns:
+        """The run's politeness driver, made at its first sitemap (a survey of robots.txt
+        alone takes no turns and needs none)."""
+        if self._turns is None:
+            assert self._fetcher is not None, "within a run"
+            self._turns = _Turns(self._fetcher, self._public_hosts(), agent=self._agent,
+                                 delay_s=self._delay_s, allow_private=self._allow_private)
+        return self._turns
+
+    def _public_hosts(self) -> PublicHosts:
+        assert self._public is not None, "within a run"
+        return self._public
 
     # -- the rules a host's requests follow ----------------------------------------------
 
     def _rules_from(self, outcome: str, body: bytes | None, url: str) -> _Robots:
-        if outcome in _UNREACHABLE:
+        state = rules_state(outcome, body, url, self._clock())
+        if isinstance(state, DisallowAll):
             return _Robots(None, f"robots.txt unreachable ({outcome}): RFC 9309 reads that "
                                  "as everything disallowed")
-        if outcome in _READABLE and body is not None:
-            return _Robots(parse(body, url=url))
+        if isinstance(state, Parsed):
+            return _Robots(state.robots, body=body)
         return _Robots(None)
 
     async def _host_rules(self, domain: str, host: str,
@@ -538,10 +652,6 @@ class Harvester:
                                          site.robots_url or f"http://{host}/robots.txt")
             else:
                 rules = await self._shared_robots(host)
-        if rules.robots is not None:
-            delays = delays_for(rules.robots.agent_rules(self._agent),
-                                default_s=self._delay_s)
-            self._gate.set_delay(host, delays.interval_s)
         return rules
 
     async def _shared_robots(self, host: str) -> _Robots:
@@ -696,9 +806,12 @@ class Harvester:
             return failed("robots_disallowed", "disallowed by robots.txt")
         parser = SitemapParser(item.uri, max_bytes=self._sitemap_max_bytes,
                                max_urls=self._sitemap_max_urls)
-        answer = await self._get(item.uri)
+        answer = await self._get(item.uri, rules=rules,
+                                 rules_for=lambda at: self._host_rules(domain, at, own))
         if answer.refused:
             return failed(_REFUSED, answer.error)
+        if answer.disallowed is not None:
+            return failed("robots_disallowed", answer.disallowed)
         if answer.outcome is not None:
             return failed(str(answer.outcome), answer.error, answer.status, answer.seconds)
         entries = await _parse(parser, answer.body)

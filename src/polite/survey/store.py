@@ -70,7 +70,7 @@ class SiteRecord:
 
 @dataclass(frozen=True, slots=True)
 class SitemapRecord:
-    """One row of ``sitemaps`` (seed 004's sitemapinfo, Table 1, and what was measured)."""
+    """One row of ``sitemaps`` (Roy 2008's sitemapinfo, Table 1, and what was measured)."""
 
     domain: str
     uri: str

@@ -89,7 +89,7 @@ TABLES: dict[str, tuple[tuple[str, ...], str]] = {
                       "mean, σ and median of the heavy-tailed distributions"),
     "domains": (("domain", "rank", "outcome", "robots_lines", "groups", "sitemap_lines",
                  "sitemap_files", "uris"), "one row per surveyed domain"),
-    "ulinks": (("domain", "rank", "uri", "weight"), "each domain's ulinks (seed 004, 2.4)"),
+    "ulinks": (("domain", "rank", "uri", "weight"), "each domain's ulinks (Roy 2008, 2.4)"),
     "sites": (("domain", "rank", "outcome", "status", "error", "robots_url", "robots_bytes",
                "robots_lines", "groups", "disallow_rules", "sitemap_lines"),
               "each site as recorded, with its robots.txt counts"),
@@ -131,7 +131,7 @@ def _share(part: int, whole: int) -> float | None:
 
 
 class Survey:
-    """A survey's folder (``survey.sqlite`` in it) read as seed 004's tables.
+    """A survey's folder (``survey.sqlite`` in it) read as Roy 2008's tables.
 
     ``agents`` are those of the ``access`` table; ``k`` the ulinks per domain.
     """

@@ -26,11 +26,13 @@ __all__ = [
     "Parsed",
     "Received",
     "RobotsState",
+    "StatusClass",
     "UnauthorizedMeans",
     "Unreachable",
     "freshness_s",
     "parse_retry_after",
     "robots_state",
+    "status_class",
 ]
 
 DAY_S = 86_400.0
@@ -41,6 +43,31 @@ class UnauthorizedMeans(enum.StrEnum):
 
     DISALLOW = "disallow"  # seeds 000, 001, 002
     ALLOW = "allow"  # RFC 9309, 2.3.1.3
+
+
+class StatusClass(enum.StrEnum):
+    """The rows of the status table: what an answer's status alone says of robots.txt."""
+
+    FILE = "file"  # 2xx: the body is the file (or an HTML page served instead)
+    UNAUTHORIZED = "unauthorized"  # 401, 403: read as FetchPolicy.unauthorized says
+    NO_FILE = "no_file"  # any other 4xx: there is no file, everything allowed
+    UNAVAILABLE = "unavailable"  # 429, 5xx: the site cannot answer now
+    # 1xx, and a 3xx with no Location to follow: no file and no failure the table names;
+    # the driver reads it as unavailable, the survey by its body (seed 004 classes by body).
+    UNEXPECTED = "unexpected"
+
+
+def status_class(status: int) -> StatusClass:
+    """The row of the status table an HTTP status falls in."""
+    if 200 <= status < 300:
+        return StatusClass.FILE
+    if status in (401, 403):
+        return StatusClass.UNAUTHORIZED
+    if status == 429 or status >= 500:
+        return StatusClass.UNAVAILABLE
+    if status >= 400:
+        return StatusClass.NO_FILE
+    return StatusClass.UNEXPECTED
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,24 +195,25 @@ def robots_state(
     """The rules in force after a fetch of robots.txt ended with ``outcome`` at ``now``."""
     policy = policy or FetchPolicy()
     match outcome:
-        case Received(status=status) if 200 <= status < 300:
-            robots = parse(outcome.body, agent_dialect, url=outcome.url or None,
-                           max_bytes=max_bytes)
-            expires = now + freshness_s(outcome, now, policy)
-            if robots.looks_like_html:
-                return AllowAll("the site serves an HTML page as robots.txt: no rules", now,
-                                expires)
-            return Parsed(robots, now, expires, status)
-        case Received(status=status) if status in (401, 403):
-            if policy.unauthorized is UnauthorizedMeans.ALLOW:
-                return AllowAll(f"HTTP {status}: allowed (RFC 9309 policy)", now,
-                                now + policy.max_ttl_s)
-            return DisallowAll(f"HTTP {status} for robots.txt: everything disallowed", now,
-                               now + policy.max_ttl_s)
-        case Received(status=status) if 400 <= status < 500 and status != 429:
-            return AllowAll(f"HTTP {status}: no robots.txt, everything allowed", now,
-                            now + freshness_s(outcome, now, policy))
         case Received(status=status):
+            row = status_class(status)
+            if row is StatusClass.FILE:
+                robots = parse(outcome.body, agent_dialect, url=outcome.url or None,
+                               max_bytes=max_bytes)
+                expires = now + freshness_s(outcome, now, policy)
+                if robots.looks_like_html:
+                    return AllowAll("the site serves an HTML page as robots.txt: no rules",
+                                    now, expires)
+                return Parsed(robots, now, expires, status)
+            if row is StatusClass.UNAUTHORIZED:
+                if policy.unauthorized is UnauthorizedMeans.ALLOW:
+                    return AllowAll(f"HTTP {status}: allowed (RFC 9309 policy)", now,
+                                    now + policy.max_ttl_s)
+                return DisallowAll(f"HTTP {status} for robots.txt: everything disallowed",
+                                   now, now + policy.max_ttl_s)
+            if row is StatusClass.NO_FILE:
+                return AllowAll(f"HTTP {status}: no robots.txt, everything allowed", now,
+                                now + freshness_s(outcome, now, policy))
             retry_after = parse_retry_after(outcome.header("retry-after"), now)
             return _unavailable(f"HTTP {status} for robots.txt", now, previous, policy,
                                 retry_after)

@@ -49,6 +49,7 @@ __all__ = [
     "escape_google_pattern",
     "issue_from_raw",
     "known_field",
+    "looks_like_html",
     "parse_body",
     "pattern_path",
     "read_issues",
@@ -252,7 +253,21 @@ class ParsedBody:
 
 
 _VERSION_LINE = re.compile(r"[ \t]*robot-version[ \t]*:[ \t]*(\d+)")
-_HTML_START = re.compile(r"\A\s*<(?:!doctype\s+html|html|head|body|\?xml|!--)", re.IGNORECASE)
+# What a markup page starts with, never a robots.txt file: sites that answer every path with
+# their home page (seed 004's "html" class). One pattern for the parser's warning, the fetch
+# status table (no rules) and the survey's outcome class.
+_HTML_START = re.compile(
+    r"\A\s*<(?:!doctype\s+html|html|head|body|title|meta|script|\?xml|!--)", re.IGNORECASE)
+# How far into a body the pattern looks (leading white space only comes before it).
+HTML_WINDOW = 1024
+
+
+def looks_like_html(head: str | bytes) -> bool:
+    """Whether a body (its first :data:`HTML_WINDOW` characters are enough) is a markup page
+    rather than a robots.txt file."""
+    if isinstance(head, bytes):
+        head = head[:HTML_WINDOW].decode("latin-1")
+    return _HTML_START.match(head[:HTML_WINDOW]) is not None
 
 
 def detect_dialect(octets: str) -> Dialect:
@@ -297,8 +312,8 @@ def parse_body(
             octets = octets[skip:]
             code = "bom" if skip == 3 else "partial-bom"
             reader.issues.append((1, code, "info", "byte order mark skipped", ""))
-    looks_like_html = _HTML_START.match(octets[:512]) is not None
-    if looks_like_html:
+    html = looks_like_html(octets)
+    if html:
         reader.issues.append((
             1, "html", "error", "the body looks like an HTML page, not a robots.txt file",
             ""))
@@ -313,7 +328,7 @@ def parse_body(
         version=reader.version,
         last_modified=reader.last_modified,
         truncated=truncated,
-        looks_like_html=looks_like_html,
+        looks_like_html=html,
         size=size,
         line_count=reader.line_count,
     )

@@ -372,7 +372,7 @@ class RobotsTxt:
     def rules_for(self, agent: str, *, ip: str | None = None, implicit: bool = False
                   ) -> tuple[Rule, ...]:
         """The Allow/Disallow rules that apply to ``agent``, in line order; with ``implicit``
-        also REGP's implicit first rule (line 0, seed 000 3.2.5)."""
+        also REGP's implicit first rule (line 0, Ge & Ding 2016, 3.2.5)."""
         return tuple(Rule(allow, from_octets(value), line)
                      for allow, line, value in self._select_rules(agent, ip)
                      if line or implicit)
@@ -388,7 +388,7 @@ class RobotsTxt:
         """The typed fields (delays, rates, windows, ...) that apply to ``agent``.
 
         With ``url``, REGP brace blocks whose target covers the URL's path add or override
-        fields: the path's own delay (seed 000, section 5).
+        fields: the path's own delay (Ge & Ding 2016, section 5).
         """
         known = self._fields.get((agent, ip))
         if known is not None:

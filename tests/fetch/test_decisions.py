@@ -103,3 +103,17 @@ async def test_a_visit_time_wait_still_records_what_the_site_asks(tmp_path: Path
     assert held.wait_s is not None and 3600 < held.wait_s <= 3 * 3600
     assert politeness.robots_delays_s == {"127.0.83.3": 3.0}
     assert await stored_robots_delays(tmp_path / "p.sqlite") == {"127.0.83.3": 3.0}
+
+
+async def test_a_brace_block_s_delay_is_a_value_of_its_own_and_worded_as_before(
+        tmp_path: Path) -> None:
+    robots = (b"Robot-version: 3.0\nUser-agent: *\nAllow: /\nRequest-rate: 120/m\n"
+              b"{\nAllow: /html/\nCrawl-delay: 1\n}\n")
+    with serve(Site("127.0.83.4", {"/robots.txt": Reply(200, robots)})) as site:
+        async with driver(tmp_path / "p.sqlite") as politeness:
+            await politeness.check([f"{site.origin}/"], reserve=True)
+            (held,) = await politeness.check([f"{site.origin}/html/a.html"])
+    assert held.decision == WaitUntil(held.decision.at, WaitSource.BRACE_BLOCK, 7, 1.0,
+                                      field=WaitSource.CRAWL_DELAY)
+    assert message(held) == ("There must be a delay of 1000 milliseconds between requests "
+                             "to 127.0.83.4 (robots.txt Crawl-delay).")

@@ -126,8 +126,12 @@ def _decision_json(decision: Decision) -> dict[str, object]:
     match decision:
         case Allowed():
             return {"kind": "allowed"}
-        case WaitUntil(source=source, line=line):
-            return {"kind": "wait", "source": source.name.lower(), "line": line}
+        case WaitUntil(source=source, line=line, field=field):
+            shown: dict[str, object] = {"kind": "wait", "source": source.name.lower(),
+                                        "line": line}
+            if field is not None:  # a brace block's: which of its fields
+                shown["field"] = field.name.lower()
+            return shown
         case Disallowed(rule=rule, line=line, dialect=dialect, explanation=explanation):
             return {"kind": "disallowed", "pattern": None if rule is None else rule.pattern,
                     "line": line, "dialect": str(dialect), "explanation": explanation}

@@ -45,14 +45,14 @@ MAX_TRACE_URL = 2000  # characters of a URL kept in the trace
 # The dashboard's short names of the sources of a host's spacing
 _SOURCES = {WaitSource.OPERATOR: "operator", WaitSource.CRAWL_DELAY: "Crawl-delay",
             WaitSource.REQUEST_RATE: "Request-rate", WaitSource.IP_DELAY: "Ip-delay",
-            WaitSource.IP_RATE: "Ip-rate", WaitSource.BRACE_BLOCK: "brace block",
-            WaitSource.ADAPTIVE: "adaptive", WaitSource.DEFAULT: "default"}
+            WaitSource.IP_RATE: "Ip-rate", WaitSource.ADAPTIVE: "adaptive",
+            WaitSource.DEFAULT: "default"}
 _HTTP_CODE = re.compile(r"HTTP (\d{3})")
 
 
 def delay_source(delays: Delays) -> str:
     """The short name of the source that set ``delays.interval_s``: operator, Crawl-delay,
-    Request-rate, Ip-delay, Ip-rate, brace block, adaptive or default."""
+    Request-rate, Ip-delay, Ip-rate, adaptive or default."""
     source = delays.reason()
     return _SOURCES.get(source, str(source))
 

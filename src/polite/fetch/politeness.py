@@ -133,7 +133,7 @@ def message(answer: Answer) -> str | None:
             return (f"{host} asked for a pause (429 or 503, Retry-After honoured): no request "
                     f"before {_ms(decision.at - answer.now)} milliseconds from now (back-off).")
     said = (f"There must be a delay of {_ms(decision.interval_s)} milliseconds between "
-            f"requests to {host} ({decision.source})")
+            f"requests to {host} ({decision.field or decision.source})")
     if decision.behind:
         return f"{said}; another URL of {host} in this call takes the slot."
     return said + "."

@@ -232,7 +232,9 @@ def _decision_of(shown: dict[str, Any], error: str | None) -> Decision:
         case "allowed":
             return Allowed(0.0, Delays())
         case "wait":
-            return WaitUntil(0.0, WaitSource[str(shown["source"]).upper()], shown.get("line"))
+            field = shown.get("field")
+            return WaitUntil(0.0, WaitSource[str(shown["source"]).upper()], shown.get("line"),
+                             field=None if field is None else WaitSource[str(field).upper()])
         case "disallowed":
             pattern, line = shown.get("pattern"), shown.get("line")
             return Disallowed(None if pattern is None else Rule(False, str(pattern), line or 0),

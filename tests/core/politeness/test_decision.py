@@ -137,3 +137,11 @@ SPACING = Allowed(5.0, Delays(crawl_delay_s=5.0, lines=(("crawl-delay", 2, False
 )
 def test_claimed(claim: HostClaim, position: int, expected: Decision) -> None:
     assert claimed(SPACING, claim, position) == expected
+
+
+def test_a_brace_block_s_delay_is_named_with_its_field() -> None:
+    in_block = Allowed(1.0, Delays(crawl_delay_s=1.0, request_rate_s=0.5,
+                                   lines=(("request-rate", 3, False),
+                                          ("crawl-delay", 6, True))))
+    assert claimed(in_block, HostClaim(-1, (101.0,), 100.5)) == WaitUntil(
+        101.0, WaitSource.BRACE_BLOCK, 6, 1.0, field=WaitSource.CRAWL_DELAY)

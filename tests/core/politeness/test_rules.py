@@ -93,6 +93,7 @@ def test_regp_section_5_delays_per_path() -> None:
     assert home.interval_s == 0.5 and home.source() == (WaitSource.REQUEST_RATE, 4)
     # the block's own Crawl-delay, named as a brace block's with its line
     assert html.interval_s == 1.0 and html.source() == (WaitSource.BRACE_BLOCK, 7)
+    assert html.reason() is WaitSource.CRAWL_DELAY  # the block's field
 
 
 @pytest.mark.parametrize(("last", "late", "now", "shifted"), [

@@ -83,29 +83,35 @@ class Delays(NamedTuple):
         adaptive = self.adaptive_s
         return interval if adaptive is None or adaptive <= interval else adaptive
 
-    def source(self) -> tuple[WaitSource, int | None]:
-        """Which source set :attr:`interval_s`, and the robots.txt line it was read from
-        when the site set it (a brace block's own delay is named as such)."""
+    def reason(self) -> WaitSource:
+        """Which source set :attr:`interval_s` (a brace block's own delay by its field)."""
         interval = self.interval_s
         if self.configured_s is not None and self.configured_s == interval:
-            return WaitSource.OPERATOR, None
-        for source, key, value in ((WaitSource.CRAWL_DELAY, "crawl-delay", self.crawl_delay_s),
-                                   (WaitSource.REQUEST_RATE, "request-rate",
-                                    self.request_rate_s),
-                                   (WaitSource.IP_DELAY, "ip-delay", self.ip_delay_s),
-                                   (WaitSource.IP_RATE, "ip-rate", self.ip_rate_s)):
+            return WaitSource.OPERATOR
+        for source, value in ((WaitSource.CRAWL_DELAY, self.crawl_delay_s),
+                              (WaitSource.REQUEST_RATE, self.request_rate_s),
+                              (WaitSource.IP_DELAY, self.ip_delay_s),
+                              (WaitSource.IP_RATE, self.ip_rate_s)):
             if value is not None and value == interval:
-                for field, line, in_block in self.lines:
-                    if field == key:
-                        return (WaitSource.BRACE_BLOCK if in_block else source), line
-                return source, None
+                return source
         if self.adaptive_s is not None and self.adaptive_s == interval:
-            return WaitSource.ADAPTIVE, None
-        return WaitSource.DEFAULT, None
+            return WaitSource.ADAPTIVE
+        return WaitSource.DEFAULT
 
-    def reason(self) -> WaitSource:
-        """Which source set :attr:`interval_s`."""
-        return self.source()[0]
+    def source(self) -> tuple[WaitSource, int | None]:
+        """:meth:`reason` with the robots.txt line it was read from, when the site set it; a
+        brace block's own delay for the path is named as such (``BRACE_BLOCK``)."""
+        found = self.reason()
+        key = _FIELD_KEYS.get(found)
+        if key is not None:
+            for field, line, in_block in self.lines:
+                if field == key:
+                    return (WaitSource.BRACE_BLOCK if in_block else found), line
+        return found, None
+
+
+_FIELD_KEYS = {WaitSource.CRAWL_DELAY: "crawl-delay", WaitSource.REQUEST_RATE: "request-rate",
+               WaitSource.IP_DELAY: "ip-delay", WaitSource.IP_RATE: "ip-rate"}
 
 
 def delays_for(
@@ -209,8 +215,10 @@ def claimed(allowed: Allowed, claim: HostClaim, position: int = 0) -> Allowed | 
     interval = allowed.interval_s
     if held is not None and (granted < 0 or granted > position) and at <= held:
         return WaitUntil(at, WaitSource.BACKOFF, interval_s=interval)
-    source, line = allowed.delays.source()
-    return WaitUntil(at, source, line, interval, 0 <= granted < position)
+    delays = allowed.delays
+    source, line = delays.source()
+    return WaitUntil(at, source, line, interval, 0 <= granted < position,
+                     delays.reason() if source is WaitSource.BRACE_BLOCK else None)
 
 
 class SlotClaim(NamedTuple):

@@ -31,7 +31,8 @@ class WaitSource(enum.StrEnum):
     REQUEST_RATE = "robots.txt Request-rate"
     IP_DELAY = "robots.txt Ip-delay"
     IP_RATE = "robots.txt Ip-rate"
-    BRACE_BLOCK = "robots.txt brace block"  # a REGP block's own delay for the path
+    BRACE_BLOCK = "robots.txt brace block"  # a REGP block's own delay for the path (the
+    # words name the field, WaitUntil.field)
     VISIT_TIME = "robots.txt Visit-time / Time-forbidden"
     BACKOFF = "back-off after 429/503"
     ADAPTIVE = "adaptive delay"
@@ -59,13 +60,14 @@ class WaitUntil(NamedTuple):
     """The request may go at ``at`` (seconds on the deciding clock), held by ``source``;
     ``line`` is the robots.txt line that set it, when one did. ``interval_s`` is the
     host's spacing; ``behind``: another URL of the host, asked in the same batch, took the
-    slot."""
+    slot; ``field``: for a brace block, which of its fields (Crawl-delay, Request-rate...)."""
 
     at: float
     source: WaitSource
     line: int | None = None
     interval_s: float = 0.0
     behind: bool = False
+    field: WaitSource | None = None
 
 
 class Disallowed(NamedTuple):

@@ -18,7 +18,6 @@ from polite.core.robots.usage import from_robots
 from polite.core.usage.statement import Pref
 from polite.core.usage.vocab import PURPOSES
 from polite.fetch.cache import PageCache
-from polite.fetch.politeness import NO_RETRY
 from polite.proxy.base import (
     _CHUNKED,
     _CLOSE,
@@ -45,6 +44,7 @@ from polite.proxy.http1 import (
     request_head,
     response_head,
 )
+from polite.proxy.usage import asked_purpose, stored_with_usage, with_usage
 
 __all__ = ["Forwarding", "Sign"]
 
@@ -87,23 +87,7 @@ class Forwarding(ProxyBase):
         head = exchange.head
         activity = self._politeness.activity
         agent = _product_token(head.get(b"user-agent"))
-        if self._cache is not None and head.method in (b"GET", b"HEAD"):
-            choice = exchange.choice = await self._cache.lookup(
-                head.method, exchange.url, head.headers,
-                key=exchange.origin + exchange.path.decode("latin-1"))
-            if choice.action == "serve":  # a hit: the site is not asked, no slot is used
-                assert choice.stored is not None
-                self._send_stored(client, head, choice.stored, choice.age,
-                                  choice.not_modified)
-                exchange.decision = "cache"
-                exchange.status = 304 if choice.not_modified else choice.stored.status
-                activity.decided(exchange.watch, "cache")
-                return await self._answered(client, head)
-            if choice.action == "gateway_timeout":
-                exchange.status = 504
-                self._send_error(client, 504, "only-if-cached: nothing usable is stored for "
-                                 "this URL")
-                return await self._answered(client, head)
+        # Before the cache: a stored page is no more the purpose's to take than a fetched one.
         refusal = await self._usage_refusal(exchange.url, agent or self._politeness.agent,
                                             head)
         if refusal is not None:
@@ -113,13 +97,31 @@ class Forwarding(ProxyBase):
                 self.stats["usage_refused"] += 1
             self._send_error(client, exchange.status, message)
             return await self._answered(client, head)
+        if self._cache is not None and head.method in (b"GET", b"HEAD"):
+            choice = exchange.choice = await self._cache.lookup(
+                head.method, exchange.url, head.headers,
+                key=exchange.origin + exchange.path.decode("latin-1"))
+            if choice.action == "serve":  # a hit: the site is not asked, no slot is used
+                assert choice.stored is not None
+                stored = await stored_with_usage(self._politeness, self.settings.purpose, head,
+                                                 exchange.url, choice.stored)
+                self._send_stored(client, head, stored, choice.age, choice.not_modified)
+                exchange.decision = "cache"
+                exchange.status = 304 if choice.not_modified else choice.stored.status
+                activity.decided(exchange.watch, "cache")
+                return await self._answered(client, head)
+            if choice.action == "gateway_timeout":
+                exchange.status = 504
+                self._send_error(client, 504, "only-if-cached: nothing usable is stored for "
+                                 "this URL")
+                return await self._answered(client, head)
         asked = time.monotonic()
         verdict = await self._verdict(exchange.url, agent, mode, wait_s)
         activity.decided(exchange.watch, verdict.cause)
         if not verdict.allowed:
             exchange.decision = verdict.cause
-            exchange.status = 403 if verdict.retry_after_ms == NO_RETRY else 429
-            exchange.held_ms = max(0, verdict.retry_after_ms)
+            exchange.status = verdict.status
+            exchange.held_ms = max(0, verdict.retry_ms)
             self._refuse(client, verdict)
             return await self._answered(client, head)
         if mode is not Mode.REJECT:
@@ -131,12 +133,9 @@ class Forwarding(ProxyBase):
         """(status, message) when the request is not to go: a purpose that is none of
         polite's (400), or one the URL's robots.txt preferences disallow (403, when told to
         refuse them)."""
-        purpose = self.settings.purpose
-        asked = head.get(b"x-polite-purpose")
-        if asked is not None:
-            purpose = asked.decode("latin-1").strip().lower() or None
-            if purpose is not None and purpose not in PURPOSES:
-                return 400, f"X-Polite-Purpose must be one of {', '.join(PURPOSES)}"
+        purpose = asked_purpose(head, self.settings.purpose)
+        if purpose is not None and purpose not in PURPOSES:
+            return 400, f"X-Polite-Purpose must be one of {', '.join(PURPOSES)}"
         if purpose is None or not self.settings.refuse_usage:
             return None
         state = await self._politeness.robots_state(url)
@@ -295,6 +294,8 @@ class Forwarding(ProxyBase):
                 self._release(exchange.key, upstream, response)
             fresh = await cache.freshen(choice.stored, response.headers, request_time,
                                         cache.clock())
+            fresh = await stored_with_usage(self._politeness, self.settings.purpose, request,
+                                            exchange.url, fresh)
             self._send_stored(client, request, fresh, 0.0, not_modified(request.headers, fresh))
             await self._politeness.note_response(exchange.url, 304, elapsed_s=elapsed_s)
             return True
@@ -304,6 +305,8 @@ class Forwarding(ProxyBase):
             body = bytearray()
         out_headers = _forwardable(response.headers)
         out_headers.append((b"via", _VIA))
+        out_headers = await with_usage(self._politeness, self.settings.purpose, request,
+                                       exchange.url, out_headers)
         keep = request.keep_alive and request.version == "1.1"
         chunked = False
         if response.framing in ("chunked", "close"):

@@ -225,6 +225,11 @@ return redis.call('DEL', KEYS[1])
 
 AnyRedis: TypeAlias = "aioredis.Redis | RedisCluster"
 
+# Connections one process keeps to a Redis server, and how long a call waits for one of
+# them to be free before it counts as the store being unreachable.
+POOL_CONNECTIONS = 64
+POOL_WAIT_S = 30.0
+
 
 class _Cluster(RedisCluster):
     """redis-py's cluster client, made to learn the cluster's slots before its first command.
@@ -267,9 +272,14 @@ def client_from_url(url: str | StoreURL, *, knob: str = "store=") -> tuple[AnyRe
                                        socket_connect_timeout=5.0,
                                        health_check_interval=HEALTH_CHECK_S)
         else:
-            client = aioredis.Redis.from_url(where.client_url, socket_timeout=5.0,
-                                             socket_connect_timeout=5.0,
-                                             health_check_interval=HEALTH_CHECK_S)
+            # A bounded pool that makes a caller wait for a free connection: redis-py's
+            # default pool refuses the 101st at once ("Too many connections"), which a
+            # survey's 100 workers beside its heartbeat reached on the first due read.
+            pool = aioredis.BlockingConnectionPool.from_url(
+                where.client_url, max_connections=POOL_CONNECTIONS, timeout=POOL_WAIT_S,
+                socket_timeout=5.0, socket_connect_timeout=5.0,
+                health_check_interval=HEALTH_CHECK_S)
+            client = aioredis.Redis.from_pool(pool)
     except (ValueError, RedisError) as exc:
         raise SettingError(knob, where.url, str(exc)) from exc
     return client, where.prefix

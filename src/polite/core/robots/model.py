@@ -74,6 +74,18 @@ class ParseIssue:
         return f"{where}: {self.severity}: {self.message} [{self.code}]"
 
 
+class DecidedBy(enum.Enum):
+    """What decided a URL: a path rule, no rule matching (allowed), the path being
+    ``/robots.txt`` (always allowed), an egress-IP rule (REGP), or the state of the file
+    rather than its lines (none, unreachable)."""
+
+    RULE = "rule"
+    NO_RULE = "no rule"
+    ROBOTS_TXT = "robots.txt"
+    EGRESS_IP = "egress IP"
+    FILE_STATE = "file state"
+
+
 # Lines a folded issue lists; its count says how many there were.
 MAX_LISTED_LINES = 10
 # An issue code met more often than this in one file is said once, with a count: so many lines
@@ -205,18 +217,6 @@ class Group:
     def rules(self) -> list[Rule]:
         """The group's Allow/Disallow lines in file order."""
         return _rules(self.raw_rules)
-
-
-class DecidedBy(enum.Enum):
-    """What decided a URL: a path rule, no rule matching (allowed), the path being
-    ``/robots.txt`` (always allowed), an egress-IP rule (REGP), or the state of the file
-    rather than its lines (none, unreachable)."""
-
-    RULE = "rule"
-    NO_RULE = "no rule"
-    ROBOTS_TXT = "robots.txt"
-    EGRESS_IP = "egress IP"
-    FILE_STATE = "file state"
 
 
 @dataclass(frozen=True, slots=True)

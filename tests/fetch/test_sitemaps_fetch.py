@@ -282,3 +282,38 @@ async def test_a_walk_sends_the_sites_headers_and_undoes_the_encoding_they_asked
         if path != "/robots.txt":
             assert (sent["User-Agent"], sent["Cookie"], sent["Accept-Encoding"]) == (
                 "SiteBot/2", "c=1", "deflate")
+
+
+async def test_a_files_exchange_is_a_value_with_why_it_failed_and_its_bytes_as_sent(
+        client: httpx.AsyncClient) -> None:
+    """What a walk that keeps each file (the survey) gets for one: a failure kind it can
+    record without reading a message, and the bytes as sent, a gzipped answer not undone."""
+    with serve(Site("127.0.0.32")) as site:
+        o = site.origin
+        packed = gzip.compress(urlset(f"{o}/a"))
+        site.routes.update({
+            "/robots.txt": Reply(200, b"User-agent: *\nDisallow: /private/\n"),
+            "/s.xml": Reply(200, packed, headers={"Content-Encoding": "gzip",
+                                                  "Content-Type": "application/xml"}),
+            "/gone.xml": Reply(410),
+            "/round.xml": Reply(302, headers={"Location": "/round.xml?again"}),
+            "/round.xml?again": Reply(302, headers={"Location": "/round.xml"}),
+            "/hidden.xml": Reply(301, headers={"Location": "/private/s.xml"}),
+        })
+        w = walker(client, decode=False)
+
+        async def allowed(url: str) -> str | None:
+            return "disallowed" if "/private/" in url else None
+
+        kept = await w.fetch(f"{o}/s.xml", check=allowed)
+        gone = await w.fetch(f"{o}/gone.xml", check=allowed)
+        looping = await w.fetch(f"{o}/round.xml", check=allowed)
+        hidden = await w.fetch(f"{o}/hidden.xml", check=allowed)
+        unreachable = await w.fetch("http://127.0.0.33:9/s.xml", check=allowed)
+    assert kept.failure is None and kept.status == 200 and kept.body == packed
+    assert kept.content_type == "application/xml"
+    assert (gone.failure, gone.status, gone.body) == ("status", 410, b"")
+    assert looping.failure == "redirects" and looping.status == 302
+    assert hidden.failure == "refused" and hidden.url == f"{o}/hidden.xml"
+    assert "/private/s.xml" not in site.requests
+    assert unreachable.failure == "connection" and unreachable.status is None

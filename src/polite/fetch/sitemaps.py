@@ -14,13 +14,14 @@ with the same content are each read or counted once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import hashlib
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 from urllib.parse import urljoin
 
 from polite.core.crawl import in_scope
@@ -28,15 +29,23 @@ from polite.core.robots.lifecycle import Parsed
 from polite.core.sitemaps import Entry, ParseIssue, SitemapParser
 from polite.core.sitemaps.model import MAX_SITEMAP_BYTES, MAX_SITEMAP_URLS
 from polite.errors import InvalidURL
-from polite.fetch.http import FetchResult, HttpClient
+from polite.fetch.http import FetchResult, HttpClient, Sink
 from polite.fetch.politeness import NO_RETRY, Politeness
-from polite.fetch.redirects import follow, redirect_target
+from polite.fetch.redirects import Check, follow, redirect_target
 from polite.fetch.robots import normal_url, split_origin
 
-__all__ = ["WELL_KNOWN_PATHS", "CrossHost", "SitemapFile", "SitemapWalker", "WalkSummary",
-           "polite_turn"]
+__all__ = ["WELL_KNOWN_PATHS", "CrossHost", "Failure", "Fetched", "SitemapFile", "SitemapWalker",
+           "WalkSummary", "parse_whole", "polite_turn"]
 
 CrossHost = Literal["host", "site", "any"]
+# Why a file's exchange gave no 2xx: the client's own failures (timeout, dns, connection,
+# private, invalid), an answer of 3xx or more that is no redirect (status), a hop refused by
+# the walk's check or turn (refused), or a chain of too many redirects (redirects).
+Failure = Literal["timeout", "dns", "connection", "private", "invalid", "status", "refused",
+                  "redirects"]
+# A hop's turn at its host, taken just before it is asked for: when it was given (the
+# time.monotonic clock), or why it may not be asked for.
+Turn = Callable[[str], Awaitable[float | str]]
 
 # Where sites put a sitemap when robots.txt names none (the protocol's own example path and
 # the two most common variants).
@@ -47,6 +56,7 @@ FILE_DEADLINE_S = 120.0
 READ_TIMEOUT_S = 30.0  # no byte of a file for this long: it failed
 # A host that asks to wait longer than this per request is reported, not waited for.
 MAX_POLITE_WAIT_S = 300.0
+_CLIENT_FAILURES = frozenset({"timeout", "dns", "connection", "private", "invalid"})
 # Page URLs remembered to drop duplicates across files; past it, duplicates are counted
 # through a second sighting only within one file.
 MAX_REMEMBERED_URLS = 2_000_000
@@ -69,6 +79,37 @@ async def polite_turn(politeness: Politeness, url: str,
             return f"the host asks to wait {pause:.0f} s; more than {max_wait_s:.0f} s"
         await asyncio.sleep(pause)
         waited += pause
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """One file's exchange, its redirects followed: a 2xx (``failure`` None, its bytes in
+    ``body`` when the walk keeps them) or what stopped it, as a value."""
+
+    url: str  # the last URL asked for
+    status: int | None = None  # the last answer's
+    failure: Failure | None = None
+    error: str | None = None
+    seconds: float = 0.0  # the last exchange's
+    content_type: str = ""
+    body: bytes = b""
+
+
+# A compressed sitemap inflates up to a thousandfold: a whole file is parsed this many bytes
+# at a time, other work let in between, so one bomb does not stall every timer of the loop.
+_FEED_STEP = 4_096
+
+
+async def parse_whole(parser: SitemapParser, body: bytes) -> list[Entry]:
+    """The entries of a whole sitemap file, other work let in between steps."""
+    entries: list[Entry] = []
+    for start in range(0, len(body), _FEED_STEP):
+        entries += parser.feed(body[start:start + _FEED_STEP])
+        if parser.stopped is not None:
+            break
+        if len(body) > _FEED_STEP:
+            await asyncio.sleep(0)
+    return entries + parser.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +221,8 @@ class SitemapWalker:
         timeout: float = READ_TIMEOUT_S,
         file_deadline_s: float = FILE_DEADLINE_S,
         max_wait_s: float = MAX_POLITE_WAIT_S,
+        decode: bool = True,
+        in_flight: asyncio.Semaphore | None = None,
     ) -> None:
         if cross_host not in ("host", "site", "any"):
             raise ValueError(f"cross_host must be host, site or any, not {cross_host!r}")
@@ -194,6 +237,11 @@ class SitemapWalker:
         self._timeout = timeout
         self.file_deadline_s = file_deadline_s
         self.max_wait_s = max_wait_s
+        # Off: a file's bytes as sent (its parser inflates a gzip file within its own
+        # bounds), for a walk that keeps them.
+        self._decode = decode
+        # Requests in flight at once, shared with the caller's other work when given.
+        self._in_flight = in_flight
 
     def with_limits(self, *, max_files: int, max_depth: int) -> SitemapWalker:
         """The same walker (client, politeness, policy) with other limits."""
@@ -316,6 +364,76 @@ class SitemapWalker:
         """Wait for ``url``'s slot; the reason when it may not be fetched at all."""
         return await polite_turn(self._politeness, url, self.max_wait_s)
 
+    async def fetch(self, url: str, *, check: Check, turn: Turn | None = None,
+                    sink: Sink | None = None,
+                    headers: Callable[[str], Mapping[str, str] | None] = lambda _: None
+                    ) -> Fetched:
+        """One file's exchange, redirects followed by :func:`follow`: ``check`` is asked
+        about each redirect's target before it is (``url`` itself is the caller's to
+        check), ``turn``, when given, takes each hop's turn at its host just before it is
+        asked for. The body goes to ``sink`` when given, else it is kept in the value (up
+        to the walk's cap, one byte over it: what the parser needs to say "too big").
+        ``headers``: a request's headers (None: the client's for its host)."""
+        status: int | None = None
+        failure: Failure | None = None
+        error: str | None = None
+        seconds, content_type, body, refused = 0.0, "", b"", False
+        at = url
+
+        async def checked(target: str) -> str | None:
+            nonlocal refused
+            why = await check(target)
+            refused = why is not None
+            return why
+
+        async def hop(target: str) -> str | None:
+            nonlocal status, failure, error, seconds, content_type, body, at
+            at = target
+            given: float | None = None
+            if turn is not None:
+                taken = await turn(target)
+                if isinstance(taken, str):
+                    failure, error = "refused", taken
+                    return None
+                given = taken
+            async with self._in_flight or contextlib.nullcontext():
+                handed = time.monotonic()
+                got = await self._client.get(
+                    target, headers(target), max_bytes=self.max_bytes + 1,
+                    deadline_s=self.file_deadline_s, read_timeout_s=self._timeout,
+                    agent=self._politeness.agent, sink=sink, decode=self._decode)
+            status, seconds = got.status, got.elapsed_s
+            # The request left later than its slot (a connection to open, a request in
+            # flight to wait for, a busy loop): the host's next slot counts from when it
+            # really went, so the spacing holds where the site measures it.
+            late_s = got.late_s + (0.0 if given is None else handed - given)
+            if late_s > 0.001:
+                await self._politeness.note_late_start(target, late_s)
+            target_next: str | None = None
+            if got.status is None or (got.error is not None and not got.truncated):
+                failure = cast(Failure, got.failure) if got.failure in _CLIENT_FAILURES \
+                    else "connection"
+                error = got.error or "no answer"
+            else:
+                target_next = redirect_target(target, got.status, got.headers.get("location"))
+                if target_next is None and got.status >= 300:
+                    failure, error = "status", f"HTTP {got.status}"
+                if target_next is None:  # the answer kept (a survey reads a 300's body)
+                    content_type = got.headers.get("content-type") or ""
+                    body = got.body
+            if got.status is not None:
+                # The host's response time is the wait for its answer, not the time the
+                # body takes to stream and be parsed.
+                await self._politeness.note_response(target, got.status,
+                                                     elapsed_s=got.answered_s,
+                                                     retry_after=got.headers.get("retry-after"))
+            return target_next
+
+        stopped = await follow(url, hop, checked)
+        if stopped is not None:
+            failure, error = ("refused" if refused else "redirects"), stopped
+        return Fetched(at, status, failure, error, seconds, content_type, body)
+
     async def read(self, url: str, emit: Callable[[list[Entry]], None]) -> SitemapFile:
         """Read one sitemap file, politely, handing its entries (all of them, child
         sitemaps too, whatever their host) to ``emit`` as they arrive."""
@@ -380,38 +498,11 @@ class SitemapWalker:
             take(parser.feed(piece))
             return parser.stopped is None
 
-        async def hop(url: str) -> str | None:
-            nonlocal status, error
-            got = await self._client.get(
-                url, self._headers(url, site_host, headers), max_bytes=self.max_bytes + 1,
-                deadline_s=self.file_deadline_s, read_timeout_s=self._timeout,
-                agent=self._politeness.agent, sink=sink)
-            status = got.status
-            if got.late_s > 0.001:
-                # The request left later than its slot (a connection to open, a busy loop):
-                # the host's next slot counts from when it really went, so the spacing
-                # holds where the site measures it.
-                await self._politeness.note_late_start(url, got.late_s)
-            target: str | None = None
-            if got.status is None or got.error is not None:
-                error = got.error or "no answer"
-            else:
-                target = redirect_target(url, got.status, got.headers.get("location"))
-                if target is None and got.status >= 300:
-                    error = f"HTTP {got.status}"
-                elif target is None:
-                    take(parser.close())
-            if got.status is not None:
-                # The host's response time is the wait for its answer, not the time the
-                # body takes to stream and be parsed.
-                await self._politeness.note_response(url, got.status,
-                                                     elapsed_s=got.answered_s,
-                                                     retry_after=got.headers.get("retry-after"))
-            return None if error is not None else target
-
-        stopped = await follow(item.url, hop, check)
-        if stopped is not None:
-            error = stopped
+        got = await self.fetch(item.url, check=check, sink=sink,
+                               headers=lambda url: self._headers(url, site_host, headers))
+        status, error = got.status, got.error
+        if got.failure is None:
+            take(parser.close())
         if error is None and parser.stopped is not None and parser.count == 0:
             error = parser.stopped.message
         file = SitemapFile(

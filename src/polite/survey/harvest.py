@@ -56,7 +56,7 @@ from polite.fetch.politeness import Politeness
 from polite.fetch.redirects import follow, redirect_target
 from polite.fetch.resolve import Resolver
 from polite.fetch.robots import Network, PublicHosts, RobotsFetcher
-from polite.fetch.sitemaps import polite_turn
+from polite.fetch.sitemaps import SitemapWalker, parse_whole, polite_turn
 from polite.storage.base import RobotsRecord
 from polite.storage.memory import MemoryStore
 from polite.survey.store import SitemapRecord, SiteRecord, SurveyStore
@@ -193,31 +193,10 @@ class _Turns:
         refusal = await polite_turn(self._politeness, url)
         return self._clock() if refusal is None else refusal
 
-    async def late(self, url: str, late_s: float) -> None:
-        """The request given ``url``'s slot had its head written ``late_s`` after the slot
-        was given (it waited for one of the requests in flight, a connection to open): the
-        host's next slot counts from when it really went, so the spacing holds where the
-        site measures it. Told once the exchange is over, before the walk's next request to
-        the host asks for its slot."""
-        if late_s > 0.001:
-            await self._politeness.note_late_start(url, late_s)
-
-
-# A compressed sitemap inflates up to a thousandfold: it is parsed this many bytes at a time,
-# other domains' work let in between, so one bomb does not stall every timer of the survey.
-_FEED_STEP = 4_096
-
-
-async def _parse(parser: SitemapParser, body: bytes) -> list[Entry]:
-    """The entries of a whole sitemap file, other domains' work let in between steps."""
-    entries: list[Entry] = []
-    for start in range(0, len(body), _FEED_STEP):
-        entries += parser.feed(body[start:start + _FEED_STEP])
-        if parser.stopped is not None:
-            break
-        if len(body) > _FEED_STEP:
-            await asyncio.sleep(0)
-    return entries + parser.close()
+    @property
+    def politeness(self) -> Politeness:
+        """The present driver (a walk's requests are told to it as they end)."""
+        return self._politeness
 
 
 # A page URL kept from a sitemap: (the file's uri, loc, lastmod, changefreq, priority).
@@ -252,9 +231,6 @@ class _Answer:
     # Not fetched because the survey's own settings forbid it (a private address without
     # --allow-private): no outcome of the site's, so nothing of it is recorded.
     refused: bool = False
-    # Not fetched: a redirect to a URL its host's robots.txt disallows, or a time its
-    # robots.txt forbids visits at (recorded robots_disallowed).
-    disallowed: str | None = None
 
 
 @dataclass(slots=True)
@@ -501,7 +477,7 @@ class Harvester:
         return await asyncio.shield(future)
 
     async def _robots(self, url: str) -> _Answer:
-        answer = await self._get(url, robots=True)
+        answer = await self._get(url)
         if answer.outcome is None:
             answer.outcome = body_outcome(answer.body, content_type=answer.content_type,
                                           size=answer.size, max_bytes=self._max_bytes)
@@ -509,71 +485,35 @@ class Harvester:
 
     # -- one request, redirects by hand ---------------------------------------------------
 
-    async def _get(self, url: str, *, robots: bool = False, rules: _Robots | None = None,
-                   rules_for: Callable[[str], Awaitable[_Robots]] | None = None) -> _Answer:
-        """GET ``url``, redirects followed by :func:`follow`, each hop's host checked first.
-        robots.txt: at once (it takes no turn of its host), decoded per Content-Encoding,
-        kept up to its cap and counted to its true size. A sitemap: in its host's turn,
-        ``rules`` those of ``url``'s host and ``rules_for`` a redirect target's host's (a
-        hop is a request like any other to its host); the bytes as sent (its parser inflates
-        a gzip file within its own bounds)."""
+    async def _get(self, url: str) -> _Answer:
+        """GET a robots.txt, redirects followed by :func:`follow`, each hop's host checked
+        first; at once (it takes no turn of its host), decoded per Content-Encoding, kept up
+        to its cap and counted to its true size."""
         fetcher = self._fetcher
         assert fetcher is not None, "within a run"
-        # a sitemap one byte over its cap is what its parser needs to say "too big"
-        max_bytes, count_to = ((self._max_bytes, _MAX_COUNTED_BYTES) if robots
-                               else (self._sitemap_max_bytes + 1, 0))
         redirects: list[str] = []
         seen = {url}
         at = url
         answer: _Answer | None = None
-        hop_rules = rules
 
         async def check(target: str) -> str | None:
-            """Why ``target`` may not be asked for: the survey's settings (a private address),
-            or, for a sitemap's redirect, its host's robots.txt."""
-            nonlocal answer, hop_rules
-            host = (urlsplit(target).hostname or "").lower()
-            if not self._allow_private and not await self._public_hosts().is_public(host):
-                answer = _Answer(Outcome.CONNECTION_ERROR, error=f"{host} is a private or "
-                                 "loopback address (--allow-private)", url=target,
-                                 redirects=tuple(redirects), refused=True)
-                return answer.error
-            if rules_for is None or target == url:
-                return None
-            hop_rules = await rules_for(host)
-            if hop_rules.refused:
-                answer = _Answer(Outcome.CONNECTION_ERROR, error=hop_rules.refusal,
-                                 url=target, redirects=tuple(redirects), refused=True)
-                return hop_rules.refusal
-            refusal = hop_rules.refusal
-            if refusal is None and hop_rules.robots is not None \
-                    and not hop_rules.robots.allowed(target, self._agent):
-                refusal = "disallowed by robots.txt"
+            """Why ``target`` may not be asked for: the survey's settings (a private
+            address)."""
+            nonlocal answer
+            refusal = await self._private(target)
             if refusal is not None:
-                answer = _Answer(None, url=target, redirects=tuple(redirects),
-                                 disallowed=f"redirected to {target}: {refusal}")
+                answer = _Answer(Outcome.CONNECTION_ERROR, error=refusal, url=target,
+                                 redirects=tuple(redirects), refused=True)
             return refusal
 
         async def hop(target: str) -> str | None:
             nonlocal answer, at
             at = target
-            given: float | None = None
-            if not robots:
-                turns = self._host_turns()
-                turn = await turns.take(target, None if hop_rules is None else hop_rules.body)
-                if isinstance(turn, str):
-                    answer = _Answer(None, url=target, redirects=tuple(redirects),
-                                     disallowed=turn)
-                    return None
-                given = turn
             async with self._requests:
-                handed = time.monotonic()
                 result = await fetcher.get(
-                    target, self._headers, max_bytes=max_bytes, count_to=count_to,
-                    decode=robots, deadline_s=self._deadline_s,
+                    target, self._headers, max_bytes=self._max_bytes,
+                    count_to=_MAX_COUNTED_BYTES, deadline_s=self._deadline_s,
                     read_timeout_s=self._read_timeout_s)
-            if given is not None:
-                await self._host_turns().late(target, handed - given + result.late_s)
             status = result.status
             if result.error is not None and not (status is not None and result.truncated):
                 answer = _Answer(_FAILURES.get(result.failure or "", Outcome.CONNECTION_ERROR),
@@ -605,11 +545,18 @@ class Harvester:
             assert answer is not None
             return answer
         stopped = await follow(url, hop, check)
-        if answer is not None and (stopped is None or answer.refused
-                                   or answer.disallowed is not None):
+        if answer is not None and (stopped is None or answer.refused):
             return answer
         return _Answer(Outcome.REDIRECT_LOOP, error=stopped, url=at,
                        redirects=tuple(redirects))
+
+    async def _private(self, url: str) -> str | None:
+        """Why ``url`` may not be asked for under the survey's settings: its host's address
+        is private or loopback (without --allow-private)."""
+        host = (urlsplit(url).hostname or "").lower()
+        if not self._allow_private and not await self._public_hosts().is_public(host):
+            return f"{host} is a private or loopback address (--allow-private)"
+        return None
 
     def _host_turns(self) -> _Turns:
         """The run's politeness driver, made at its first sitemap (a survey of robots.txt
@@ -619,6 +566,19 @@ class Harvester:
             self._turns = _Turns(self._fetcher, self._public_hosts(), agent=self._agent,
                                  delay_s=self._delay_s, allow_private=self._allow_private)
         return self._turns
+
+    def _walker(self) -> SitemapWalker:
+        """A walker on the run's client and the present driver: each file's bytes as sent
+        (kept, stored by their hash), up to the survey's caps."""
+        return SitemapWalker(
+            self._fetcher_in_run(), self._host_turns().politeness,
+            max_bytes=self._sitemap_max_bytes, max_urls=self._sitemap_max_urls,
+            timeout=self._read_timeout_s, file_deadline_s=self._deadline_s, decode=False,
+            in_flight=self._requests)
+
+    def _fetcher_in_run(self) -> PageFetcher:
+        assert self._fetcher is not None, "within a run"
+        return self._fetcher
 
     def _public_hosts(self) -> PublicHosts:
         assert self._public is not None, "within a run"
@@ -804,17 +764,60 @@ class Harvester:
             return failed("robots_disallowed", rules.refusal)
         if rules.robots is not None and not rules.robots.allowed(item.uri, self._agent):
             return failed("robots_disallowed", "disallowed by robots.txt")
+        refused = await self._private(item.uri)
+        if refused is not None:
+            return failed(_REFUSED, refused)
+        # Redirects: a hop is a request like any other to its host, read after that host's
+        # robots.txt and in its turn.
+        hop_rules, seen = rules, {item.uri}
+        disallowed: str | None = None
+        loop = False
+
+        async def check(target: str) -> str | None:
+            nonlocal hop_rules, refused, disallowed, loop
+            if target in seen:
+                loop = True
+                return "a redirect loop"
+            seen.add(target)
+            refused = await self._private(target)
+            if refused is not None:
+                return refused
+            hop_rules = await self._host_rules(domain, (urlsplit(target).hostname or "").lower(),
+                                               own)
+            if hop_rules.refused:
+                refused = hop_rules.refusal
+                return refused
+            refusal = hop_rules.refusal
+            if refusal is None and hop_rules.robots is not None \
+                    and not hop_rules.robots.allowed(target, self._agent):
+                refusal = "disallowed by robots.txt"
+            if refusal is not None:
+                disallowed = f"redirected to {target}: {refusal}"
+            return refusal
+
+        async def turn(target: str) -> float | str:
+            return await self._host_turns().take(target, hop_rules.body)
+
+        got = await self._walker().fetch(item.uri, check=check, turn=turn,
+                                         headers=lambda _: self._headers)
+        if got.failure == "refused":
+            if refused is not None:
+                return failed(_REFUSED, refused)
+            if loop:
+                return failed(str(Outcome.REDIRECT_LOOP), None, got.status, 0.0)
+            return failed("robots_disallowed", disallowed or got.error)
+        if got.failure == "redirects":
+            return failed(str(Outcome.REDIRECT_LOOP), got.error, None, 0.0)
+        if got.failure not in (None, "status"):
+            return failed(str(_FAILURES.get(got.failure or "", Outcome.CONNECTION_ERROR)),
+                          got.error, got.status, got.seconds)
+        assert got.status is not None
+        decided = status_outcome(got.status)
+        if decided is not None:
+            return failed(str(decided), None, got.status, got.seconds)
         parser = SitemapParser(item.uri, max_bytes=self._sitemap_max_bytes,
                                max_urls=self._sitemap_max_urls)
-        answer = await self._get(item.uri, rules=rules,
-                                 rules_for=lambda at: self._host_rules(domain, at, own))
-        if answer.refused:
-            return failed(_REFUSED, answer.error)
-        if answer.disallowed is not None:
-            return failed("robots_disallowed", answer.disallowed)
-        if answer.outcome is not None:
-            return failed(str(answer.outcome), answer.error, answer.status, answer.seconds)
-        entries = await _parse(parser, answer.body)
+        entries = await parse_whole(parser, got.body)
         urls = sum(1 for entry in entries if entry.kind == "url")
         children = len(entries) - urls
         stop = parser.stopped
@@ -827,14 +830,14 @@ class Harvester:
             # Nothing read, and not an empty urlset or index: what came is no sitemap.
             if error is None and parser.issues:
                 error = f"{parser.issues[0].code}: {parser.issues[0].message}"
-            looks_html = body_outcome(answer.body[:1024], content_type=answer.content_type,
+            looks_html = body_outcome(got.body[:1024], content_type=got.content_type,
                                       max_bytes=1 << 30) is Outcome.HTML
             info = "html" if looks_html else "parse_error"
         kind = {"sitemapindex": "index", "urlset": "urlset"}.get(parser.format or "")
         if kind is None and parser.format is not None:
             kind = "index" if children and not urls else "urlset"
         return SitemapRecord(domain, item.uri, item.level, info, item.parent,
-                             filetype=_filetype(parser), kind=kind, status=answer.status,
+                             filetype=_filetype(parser), kind=kind, status=got.status,
                              bytes=parser.bytes_in, url_count=urls, child_count=children,
-                             seconds=answer.seconds, cross_site=cross, error=error
-                             ), answer.body, entries
+                             seconds=got.seconds, cross_site=cross, error=error
+                             ), got.body, entries

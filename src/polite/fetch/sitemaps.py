@@ -9,6 +9,11 @@ Bounds: index nesting (``max_depth``), files per walk (``max_files``), bytes and
 file (the protocol's 50 MB / 50,000), a time limit per file. Files are read once: the same
 URL twice, an index that lists itself or an ancestor (a cycle), and a ``.xml`` and ``.xml.gz``
 with the same content are each read or counted once.
+
+The walk itself (:meth:`SitemapWalker.traverse`) and one file's exchange
+(:meth:`SitemapWalker.fetch`) take their reader, their selection of an index's children and
+each hop's check and turn from the caller: ``polite survey`` walks with them, keeping every
+URL listed, each file's bytes and its rows from an earlier run.
 """
 
 from __future__ import annotations
@@ -19,9 +24,9 @@ import copy
 import hashlib
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, cast
+from typing import Generic, Literal, TypeVar, cast
 from urllib.parse import urljoin
 
 from polite.core.crawl import in_scope
@@ -34,8 +39,8 @@ from polite.fetch.politeness import NO_RETRY, Politeness
 from polite.fetch.redirects import Check, follow, redirect_target
 from polite.fetch.robots import normal_url, split_origin
 
-__all__ = ["WELL_KNOWN_PATHS", "CrossHost", "Failure", "Fetched", "SitemapFile", "SitemapWalker",
-           "WalkSummary", "parse_whole", "polite_turn"]
+__all__ = ["WELL_KNOWN_PATHS", "CrossHost", "Failure", "Fetched", "Listed", "SitemapFile",
+           "SitemapWalker", "Step", "Visited", "WalkSummary", "parse_whole", "polite_turn"]
 
 CrossHost = Literal["host", "site", "any"]
 # Why a file's exchange gave no 2xx: the client's own failures (timeout, dns, connection,
@@ -43,6 +48,7 @@ CrossHost = Literal["host", "site", "any"]
 # the walk's check or turn (refused), or a chain of too many redirects (redirects).
 Failure = Literal["timeout", "dns", "connection", "private", "invalid", "status", "refused",
                   "redirects"]
+R = TypeVar("R")
 # A hop's turn at its host, taken just before it is asked for: when it was given (the
 # time.monotonic clock), or why it may not be asked for.
 Turn = Callable[[str], Awaitable[float | str]]
@@ -189,14 +195,52 @@ class WalkSummary:
                 "levels": {str(level): count for level, count in sorted(self.levels.items())}}
 
 
-@dataclass(slots=True)
-class _Queued:
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """A sitemap file a walk met: where it was listed (``parent``, None for one the walk
+    started from), its indirection level, and the index files above it (one of them listed
+    again is a cycle)."""
+
     url: str
     level: int
     parent: str | None
     listed_in_robots: bool = False
     well_known: bool = False
     ancestors: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Visited(Generic[R]):
+    """What reading a listed file gave: the reader's ``result`` (None: nothing to report),
+    the child sitemaps to follow, and whether the URL now counts as met (listed again, it
+    is a duplicate rather than read again)."""
+
+    result: R | None
+    children: Sequence[str] = ()
+    met: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Step(Generic[R]):
+    """One listed file of a walk, in the order read: what the reader made of it (None: a
+    cycle or a duplicate, not read, or nothing to report), the children left unread by the
+    walk's selection, and whether it is the walk's last file (nothing queued after it)."""
+
+    listed: Listed
+    result: R | None = None
+    cycle: bool = False
+    duplicate_of: str | None = None
+    not_sampled: tuple[str, ...] = ()
+    last: bool = False
+
+
+def _key(url: str) -> str:
+    """The URL a file is known by in a walk (the same file under two spellings is met
+    once); an invalid one as it is (its reader says why it is not read)."""
+    try:
+        return normal_url(url)
+    except InvalidURL:
+        return url
 
 
 class SitemapWalker:
@@ -293,59 +337,97 @@ class SitemapWalker:
         summary = summary if summary is not None else WalkSummary(origin)
         listed, summary.robots = await self._discover(site)
         summary.robots_sitemaps = len(listed)
-        queue = deque(_Queued(url, 0, None, listed_in_robots=True) for url in listed)
-        if not queue and self.well_known:
-            queue.extend(_Queued(origin + path, 0, None, well_known=True)
-                         for path in WELL_KNOWN_PATHS)
-        seen: dict[str, str] = {}  # normalised URL -> the URL read
+        start = [Listed(url, 0, None, listed_in_robots=True) for url in listed]
+        if not start and self.well_known:
+            start = [Listed(origin + path, 0, None, well_known=True)
+                     for path in WELL_KNOWN_PATHS]
         contents: dict[bytes, str] = {}  # digest of a file's entries -> the URL read
         pages: set[str] = set()
         fetched = 0
+
+        async def read(item: Listed) -> Visited[tuple[SitemapFile, list[Entry]]]:
+            nonlocal fetched
+            try:
+                normal_url(item.url)
+            except InvalidURL as exc:
+                return _failed(item, str(exc))
+            if item.level > self.max_depth:
+                return _failed(item, f"deeper than {self.max_depth} index levels")
+            if not self._on_policy(site_host, item.url):
+                return _failed(item, f"on another host than {site_host} (cross-host "
+                                     f"policy {self.cross_host!r})")
+            if fetched >= self.max_files:
+                return _failed(item, f"more than {self.max_files} files; not read")
+            fetched += 1
+            file, entries, children, digest = await self._read(item, site_host, pages,
+                                                                headers=headers)
+            if file.error is None and (file.urls or file.sitemaps or file.duplicates):
+                if digest in contents:  # the same content under another name (.xml.gz)
+                    file = _replace_duplicate(file, contents[digest])
+                    entries, children = [], []
+                else:
+                    contents[digest] = item.url
+            if item.well_known and file.status == 404:
+                return Visited(None)  # a well-known path that is not there is no error
+            return Visited((file, entries), children)
+
+        async for step in SitemapWalker.traverse(start, read):
+            item = step.listed
+            if step.cycle:
+                got = SitemapFile(item.url, item.level, item.parent,
+                                  error="a cycle: the file lists itself or an index above it")
+            elif step.duplicate_of is not None:
+                got = SitemapFile(item.url, item.level, item.parent,
+                                  duplicate_of=step.duplicate_of)
+            elif step.result is None:
+                continue
+            else:
+                got, entries = step.result
+                summary.add(got)
+                yield got, entries
+                continue
+            summary.add(got)
+            yield got, []
+
+    @staticmethod
+    async def traverse(
+        start: Iterable[Listed], read: Callable[[Listed], Awaitable[Visited[R]]], *,
+        key: Callable[[str], str] = _key,
+        select: Callable[[Listed, list[str]], tuple[Sequence[str], Sequence[str]]]
+        | None = None,
+    ) -> AsyncIterator[Step[R]]:
+        """The walk itself: the files from ``start``, then the children each lists, breadth
+        first, each handed to ``read`` once (by ``key``), a cycle or a duplicate reported
+        unread. ``select``, when given, chooses which of a file's children are read (a
+        sample of a large index): the others are met (not read later, wherever listed) and
+        reported once in the file's step. Each step is yielded once its file is read and
+        before the next is, so a caller that records it may do so in order."""
+        queue = deque(start)
+        seen: dict[str, str] = {}  # a file's key -> the URL met
         while queue:
             item = queue.popleft()
-            try:
-                key = normal_url(item.url)
-            except InvalidURL as exc:
-                file = SitemapFile(item.url, item.level, item.parent, error=str(exc))
-                summary.add(file)
-                yield file, []
+            known = key(item.url)
+            if known in item.ancestors:
+                yield Step(item, cycle=True)
                 continue
-            if key in item.ancestors:
-                file = SitemapFile(item.url, item.level, item.parent,
-                                   error="a cycle: the file lists itself or an index above it")
-            elif key in seen:
-                file = SitemapFile(item.url, item.level, item.parent, duplicate_of=seen[key])
-            elif item.level > self.max_depth:
-                file = SitemapFile(item.url, item.level, item.parent,
-                                   error=f"deeper than {self.max_depth} index levels")
-            elif not self._on_policy(site_host, item.url):
-                file = SitemapFile(item.url, item.level, item.parent,
-                                   error=f"on another host than {site_host} (cross-host "
-                                   f"policy {self.cross_host!r})")
-            elif fetched >= self.max_files:
-                file = SitemapFile(item.url, item.level, item.parent,
-                                   error=f"more than {self.max_files} files; not read")
-            else:
-                seen[key] = item.url
-                fetched += 1
-                file, entries, children, digest = await self._read(item, site_host, pages,
-                                                                    headers=headers)
-                if file.error is None and (file.urls or file.sitemaps or file.duplicates):
-                    if digest in contents:  # the same content under another name (.xml.gz)
-                        file = _replace_duplicate(file, contents[digest])
-                        entries, children = [], []
-                    else:
-                        contents[digest] = item.url
-                if item.well_known and file.status == 404:
-                    continue  # a well-known path that is not there is no error
-                ancestors = item.ancestors | {key}
-                queue.extend(_Queued(child, item.level + 1, item.url, ancestors=ancestors)
-                             for child in children)
-                summary.add(file)
-                yield file, entries
+            if known in seen:
+                yield Step(item, duplicate_of=seen[known])
                 continue
-            summary.add(file)
-            yield file, []
+            if (visited := await read(item)).met:
+                seen[known] = item.url
+            children: Sequence[str] = visited.children
+            left: list[str] = []
+            if select is not None and children:
+                children, unread = select(item, list(children))
+                for url in unread:
+                    if (other := key(url)) not in seen:
+                        seen[other] = url
+                        left.append(url)
+            last = not queue and not visited.children
+            ancestors = item.ancestors | {known}
+            queue.extend(Listed(child, item.level + 1, item.url, ancestors=ancestors)
+                         for child in children)
+            yield Step(item, visited.result, not_sampled=tuple(left), last=last)
 
     @staticmethod
     def _headers(url: str, site_host: str, headers: Mapping[str, str] | None
@@ -438,10 +520,10 @@ class SitemapWalker:
         """Read one sitemap file, politely, handing its entries (all of them, child
         sitemaps too, whatever their host) to ``emit`` as they arrive."""
         split_origin(url)  # InvalidURL for what is not http(s)
-        file, _, _, _ = await self._read(_Queued(url, 0, None), "", set(), emit=emit)
+        file, _, _, _ = await self._read(Listed(url, 0, None), "", set(), emit=emit)
         return file
 
-    async def _read(self, item: _Queued, site_host: str, pages: set[str],
+    async def _read(self, item: Listed, site_host: str, pages: set[str],
                     emit: Callable[[list[Entry]], None] | None = None,
                     headers: Mapping[str, str] | None = None
                     ) -> tuple[SitemapFile, list[Entry], list[str], bytes]:
@@ -510,6 +592,12 @@ class SitemapWalker:
             duplicates, off_policy, status, parser.compressed, parser.bytes_in,
             time.monotonic() - started, error, None, tuple(parser.issues))
         return file, entries, children, hasher.digest()
+
+
+def _failed(item: Listed, error: str) -> Visited[tuple[SitemapFile, list[Entry]]]:
+    """A listed file not read, and why (not met: listed again, it is reported again)."""
+    return Visited((SitemapFile(item.url, item.level, item.parent, error=error), []),
+                   met=False)
 
 
 def _replace_duplicate(file: SitemapFile, original: str) -> SitemapFile:

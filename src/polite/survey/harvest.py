@@ -4,8 +4,9 @@ robots.txt: ``http://DOMAIN/robots.txt`` first; when that answers HTML (a home p
 instead) or redirects to one, ``www.DOMAIN`` next. Redirects are followed by polite
 (:func:`polite.fetch.redirects.follow`), five at most, each recorded. Sitemaps: the Sitemap
 lines of the robots.txt read, index files followed with each file's indirection level and
-parent, large indexes sampled (at least ``max(n0, alpha * n)`` of an index's ``n`` children,
-the others recorded ``not_sampled``), files on other sites (the seed's "sitemap sharing")
+parent (the sitemap walker's walk and exchange, :class:`polite.fetch.sitemaps.SitemapWalker`),
+large indexes sampled (at least ``max(n0, alpha * n)`` of an index's ``n`` children, the
+others recorded ``not_sampled``), files on other sites (the seed's "sitemap sharing")
 fetched after their own robots.txt and marked ``cross_site``, page URLs kept up to a bound
 per site (a uniform sample beyond it).
 
@@ -56,7 +57,7 @@ from polite.fetch.politeness import Politeness
 from polite.fetch.redirects import follow, redirect_target
 from polite.fetch.resolve import Resolver
 from polite.fetch.robots import Network, PublicHosts, RobotsFetcher
-from polite.fetch.sitemaps import SitemapWalker, parse_whole, polite_turn
+from polite.fetch.sitemaps import Listed, SitemapWalker, Visited, parse_whole, polite_turn
 from polite.storage.base import RobotsRecord
 from polite.storage.memory import MemoryStore
 from polite.survey.store import SitemapRecord, SiteRecord, SurveyStore
@@ -203,18 +204,23 @@ class _Turns:
 _KeptURL = tuple[str, str, str | None, str | None, float | None]
 
 
-def _keep_urls(reservoir: Reservoir[_KeptURL], uri: str, entries: list[Entry]) -> list[str]:
-    """Offer a file's page URLs to the domain's sample; returns the child sitemaps it
-    lists."""
-    children: list[str] = []
+def _keep_urls(reservoir: Reservoir[_KeptURL], uri: str, entries: list[Entry]) -> None:
+    """Offer a file's page URLs to the domain's sample."""
     for entry in entries:
-        if entry.kind == "sitemap":
-            children.append(entry.loc)
-        else:
+        if entry.kind != "sitemap":
             reservoir.add((uri, entry.loc,
                            None if entry.lastmod is None else entry.lastmod.isoformat(),
                            entry.changefreq, entry.priority))
-    return children
+
+
+def _children(entries: list[Entry]) -> list[str]:
+    """The child sitemaps a file lists, once each."""
+    return list(dict.fromkeys(entry.loc for entry in entries if entry.kind == "sitemap"))
+
+
+# A sitemap file read: its row, its body (None: recorded by an earlier run), its entries,
+# and whether it was fetched now (its row still to be recorded).
+_Read = tuple[SitemapRecord, bytes | None, list[Entry], bool]
 
 
 @dataclass(slots=True)
@@ -248,14 +254,6 @@ def _filetype(parser: SitemapParser) -> str:
     base = {"urlset": "xml", "sitemapindex": "xml", "text": "text", "rss": "rss",
             "atom": "atom"}.get(parser.format or "", "unknown")
     return f"{base}.gz" if parser.compressed and base in ("xml", "text") else base
-
-
-@dataclass(slots=True)
-class _Queued:
-    uri: str
-    level: int
-    parent: int | None
-    ancestors: frozenset[str] = frozenset()
 
 
 class Harvester:
@@ -664,62 +662,78 @@ class Harvester:
             own = self._rules_from(site.outcome, robots_body, site.robots_url
                                    or f"{self._scheme}://{domain}/robots.txt")
         listed = own.robots.sitemaps if own.robots is not None else ()
+        if not listed:
+            # No file to read: the domain's totals alone (the walk, and the politeness
+            # driver it takes turns from, are not made for nothing).
+            self._store.finish_sitemaps(domain, [], {}, 0, 0, self._clock(), last=None)
+            return
         # A robots.txt fetched by this run has no sitemap recorded yet (they come after it).
-        recorded = self._store.sitemap_rows(domain) if listed and fetched is None else {}
+        recorded = self._store.sitemap_rows(domain) if fetched is None else {}
         files_ok = 0
         reservoir: Reservoir[_KeptURL] = Reservoir(self._max_kept, random.Random(domain))
-        queue = [_Queued(urljoin(f"{self._scheme}://{domain}/", uri), 0, None)
-                 for uri in listed]
-        visited: set[str] = set()
         ids: dict[str, int] = {}
         last: tuple[SitemapRecord, bytes | None] | None = None
         refused = False  # a file not fetched: the domain's sitemaps are not done
-        while queue:
-            item = queue.pop(0)
-            if item.uri in visited or item.uri in item.ancestors:
-                continue  # one row a file, however often it is listed
-            visited.add(item.uri)
-            row = recorded.get(item.uri)
-            entries: list[Entry] | None = None
-            if row is None:
-                row, body, entries = await self._sitemap_file(domain, item, own)
+
+        async def read(item: Listed) -> Visited[_Read]:
+            """A file's row: recorded by an earlier run (read again from the store, nothing
+            fetched) or fetched now; the children to follow are those of a file read."""
+            row = recorded.get(item.url)
+            if row is not None:
+                entries = (self._reparse(item.url, row.localfile)
+                           if row.downloadinfo in ("ok", "too_big") and row.localfile is not None
+                           else [])
+                return Visited((row, None, entries, False), _children(entries))
+            parent = None if item.parent is None else ids[item.parent]
+            row, body, entries = await self._sitemap_file(domain, item, parent, own)
+            return Visited((row, body, entries, True),
+                           _children(entries) if row.downloadinfo in ("ok", "too_big") else ())
+
+        sampled: dict[str, str] = {}  # an index sampled -> how, for its children left out
+
+        def select(item: Listed, children: list[str]) -> tuple[list[str], list[str]]:
+            """A large index's sample; a child left out that an earlier run recorded keeps
+            its row."""
+            chosen, left = sample_children(children, self._n0, self._alpha,
+                                           random.Random(item.url))
+            sampled[item.url] = (f"index of {len(children):,} files: {len(chosen):,} sampled "
+                                 f"(n0={self._n0}, alpha={self._alpha})")
+            return chosen, [uri for uri in left if uri not in recorded]
+
+        # Every URL listed is a file of its own (the survey counts each as listed), and the
+        # same content under two names is two files read.
+        walk = SitemapWalker.traverse(
+            (Listed(urljoin(f"{self._scheme}://{domain}/", uri), 0, None) for uri in listed),
+            read, key=str, select=select)
+        async for step in walk:
+            if step.result is None:
+                continue  # listed again, or a cycle: one row a file
+            row, body, entries, new = step.result
+            if new:
                 if row.downloadinfo == _REFUSED:
                     refused = True
                     self.refused_files += 1
                     continue
                 self.sitemap_files[row.downloadinfo] = (
                     self.sitemap_files.get(row.downloadinfo, 0) + 1)
-                if not queue and not any(entry.kind == "sitemap" for entry in entries):
+                if step.last:
                     # The domain's last file: its row is written with the domain's totals,
                     # one commit where there would be two; its page URLs are all it adds.
                     last = (row, body)
                     files_ok += row.downloadinfo == "ok"
-                    _keep_urls(reservoir, item.uri, entries)
-                    break
+                    _keep_urls(reservoir, step.listed.url, entries)
+                    continue  # nothing is queued after it: the walk ends
                 row = self._store.record_sitemap(row, body, self._clock())
             assert row.id is not None
-            ids[item.uri] = row.id
+            ids[step.listed.url] = row.id
             files_ok += row.downloadinfo == "ok"
-            if row.downloadinfo not in ("ok", "too_big") or row.localfile is None:
-                continue
-            if entries is None:  # recorded by an earlier run: read again from the store
-                entries = self._reparse(item.uri, row.localfile)
-            children = list(dict.fromkeys(_keep_urls(reservoir, item.uri, entries)))
-            chosen, left = sample_children(children, self._n0, self._alpha,
-                                           random.Random(item.uri))
-            for uri in left:
-                if uri in visited or uri in recorded:
-                    continue
-                visited.add(uri)
+            _keep_urls(reservoir, step.listed.url, entries)
+            for uri in step.not_sampled:
                 left_row = SitemapRecord(
-                    domain, uri, item.level + 1, "not_sampled", parent=row.id,
-                    cross_site=self._cross_site(domain, uri),
-                    error=f"index of {len(children):,} files: {len(chosen):,} sampled "
-                          f"(n0={self._n0}, alpha={self._alpha})")
+                    domain, uri, step.listed.level + 1, "not_sampled", parent=row.id,
+                    cross_site=self._cross_site(domain, uri), error=sampled[step.listed.url])
                 self._store.record_sitemap(left_row, None, self._clock())
                 self.sitemap_files["not_sampled"] = self.sitemap_files.get("not_sampled", 0) + 1
-            ancestors = item.ancestors | {item.uri}
-            queue.extend(_Queued(uri, item.level + 1, row.id, ancestors) for uri in chosen)
         if refused:
             # What was read stays recorded (a later run reads it from the store); the rest,
             # and the domain's totals, wait for a run whose settings let it fetch them.
@@ -740,18 +754,20 @@ class Harvester:
         host = (urlsplit(uri).hostname or "").lower()
         return not in_scope("site", frozenset((domain,)), host)
 
-    async def _sitemap_file(self, domain: str, item: _Queued,
+    async def _sitemap_file(self, domain: str, item: Listed, parent: int | None,
                             own: _Robots) -> tuple[SitemapRecord, bytes | None, list[Entry]]:
-        """Fetch one sitemap file, politely: its row, its raw body and its entries."""
-        cross = self._cross_site(domain, item.uri)
+        """Fetch one sitemap file, politely: its row (``parent``: the id of the index that
+        lists it), its raw body and its entries."""
+        uri = item.url
+        cross = self._cross_site(domain, uri)
 
         def failed(info: str, error: str | None, status: int | None = None,
                    seconds: float | None = None) -> tuple[SitemapRecord, None, list[Entry]]:
-            return SitemapRecord(domain, item.uri, item.level, info, item.parent,
+            return SitemapRecord(domain, uri, item.level, info, parent,
                                  status=status, seconds=seconds, cross_site=cross,
                                  error=error), None, []
 
-        parts = urlsplit(item.uri)
+        parts = urlsplit(uri)
         host = (parts.hostname or "").lower()
         if parts.scheme not in ("http", "https") or not host:
             return failed("parse_error", "not an http(s) URL")
@@ -762,14 +778,14 @@ class Harvester:
             return failed(_REFUSED, rules.refusal)
         if rules.refusal is not None:
             return failed("robots_disallowed", rules.refusal)
-        if rules.robots is not None and not rules.robots.allowed(item.uri, self._agent):
+        if rules.robots is not None and not rules.robots.allowed(uri, self._agent):
             return failed("robots_disallowed", "disallowed by robots.txt")
-        refused = await self._private(item.uri)
+        refused = await self._private(uri)
         if refused is not None:
             return failed(_REFUSED, refused)
         # Redirects: a hop is a request like any other to its host, read after that host's
         # robots.txt and in its turn.
-        hop_rules, seen = rules, {item.uri}
+        hop_rules, seen = rules, {uri}
         disallowed: str | None = None
         loop = False
 
@@ -798,7 +814,7 @@ class Harvester:
         async def turn(target: str) -> float | str:
             return await self._host_turns().take(target, hop_rules.body)
 
-        got = await self._walker().fetch(item.uri, check=check, turn=turn,
+        got = await self._walker().fetch(uri, check=check, turn=turn,
                                          headers=lambda _: self._headers)
         if got.failure == "refused":
             if refused is not None:
@@ -815,7 +831,7 @@ class Harvester:
         decided = status_outcome(got.status)
         if decided is not None:
             return failed(str(decided), None, got.status, got.seconds)
-        parser = SitemapParser(item.uri, max_bytes=self._sitemap_max_bytes,
+        parser = SitemapParser(uri, max_bytes=self._sitemap_max_bytes,
                                max_urls=self._sitemap_max_urls)
         entries = await parse_whole(parser, got.body)
         urls = sum(1 for entry in entries if entry.kind == "url")
@@ -836,7 +852,7 @@ class Harvester:
         kind = {"sitemapindex": "index", "urlset": "urlset"}.get(parser.format or "")
         if kind is None and parser.format is not None:
             kind = "index" if children and not urls else "urlset"
-        return SitemapRecord(domain, item.uri, item.level, info, item.parent,
+        return SitemapRecord(domain, uri, item.level, info, parent,
                              filetype=_filetype(parser), kind=kind, status=got.status,
                              bytes=parser.bytes_in, url_count=urls, child_count=children,
                              seconds=got.seconds, cross_site=cross, error=error

@@ -78,9 +78,33 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def _redis_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    folder = tmp_path_factory.mktemp("redis")
+    with redis_server(folder, unix_socket=folder / "redis.sock") as url:
+        yield url, f"unix://{folder / 'redis.sock'}?db=0"
+
+
+@pytest.fixture(scope="session")
+def redis_url(_redis_urls: tuple[str, str]) -> str:
     """One real redis-server for the session; tests keep apart by key prefix."""
-    with redis_server(tmp_path_factory.mktemp("redis")) as url:
+    return _redis_urls[0]
+
+
+@pytest.fixture(scope="session")
+def redis_unix_url(_redis_urls: tuple[str, str]) -> str:
+    """The session's redis-server (:func:`redis_url`'s) on its Unix socket:
+    ``unix:///PATH?db=0``."""
+    return _redis_urls[1]
+
+
+@pytest.fixture(scope="session")
+def rediss_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real redis-server speaking TLS only, with a certificate of a CA of the test's
+    own: ``rediss://127.0.0.1:PORT/0?ssl_ca_certs=CA``."""
+    from tests.tls import make_authority
+
+    folder = tmp_path_factory.mktemp("rediss")
+    with redis_server(folder, tls=make_authority(folder, "redis-ca")) as url:
         yield url
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import time
 from collections.abc import Iterator
@@ -20,6 +21,8 @@ import pytest
 
 if TYPE_CHECKING:
     import redis
+
+    from tests.tls import SiteAuthority
 
 
 def free_port() -> int:
@@ -40,30 +43,46 @@ def redis_binary() -> str:
 
 
 @contextmanager
-def redis_server(folder: Path, *, appendonly: bool = False, cluster: bool = False
+def redis_server(folder: Path, *, appendonly: bool = False, cluster: bool = False,
+                 unix_socket: Path | None = None, tls: SiteAuthority | None = None
                  ) -> Iterator[str]:
     """Start a server with its files in ``folder``; yields ``redis://127.0.0.1:PORT/0``.
     ``cluster``: a Redis Cluster of this one node holding every slot, which refuses what a
-    cluster refuses (a command or script whose keys are in two slots: CROSSSLOT)."""
+    cluster refuses (a command or script whose keys are in two slots: CROSSSLOT).
+    ``unix_socket``: it listens there too. ``tls``: it speaks TLS only, with a certificate
+    of that authority, and the URL is ``rediss://127.0.0.1:PORT/0?ssl_ca_certs=CA``."""
     port = free_port()
-    process = start_redis(folder, port, appendonly=appendonly, cluster=cluster)
+    process = start_redis(folder, port, appendonly=appendonly, cluster=cluster,
+                          unix_socket=unix_socket, tls=tls)
     try:
         if cluster:
             _take_every_slot(port)
-        yield f"redis://127.0.0.1:{port}/0"
+        yield (f"rediss://127.0.0.1:{port}/0?ssl_ca_certs={tls.path}" if tls is not None
+               else f"redis://127.0.0.1:{port}/0")
     finally:
         process.terminate()
         process.wait(10)
 
 
-def start_redis(folder: Path, port: int, *, appendonly: bool = False, cluster: bool = False
+def start_redis(folder: Path, port: int, *, appendonly: bool = False, cluster: bool = False,
+                unix_socket: Path | None = None, tls: SiteAuthority | None = None
                 ) -> subprocess.Popen[bytes]:
     """A server on ``port`` with its files in ``folder``, once it answers; the caller stops
-    it (a test that kills a server and starts it again on the same port and files)."""
+    it (a test that kills a server and starts it again on the same port and files).
+    ``unix_socket`` and ``tls`` as :func:`redis_server`'s."""
     binary = redis_binary()
     command = [binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(folder),
                "--save", "", "--appendonly", "yes" if appendonly else "no",
                "--protected-mode", "yes", "--loglevel", "warning"]
+    if unix_socket is not None:
+        command += ["--unixsocket", str(unix_socket), "--unixsocketperm", "700"]
+    context = None
+    if tls is not None:
+        tls.server("127.0.0.1")  # writes the key and certificate the server reads
+        chain = tls.path.with_name(f"{tls.name}-127.0.0.1.pem")
+        command += ["--port", "0", "--tls-port", str(port), "--tls-cert-file", str(chain),
+                    "--tls-key-file", str(chain), "--tls-auth-clients", "no"]
+        context = ssl.create_default_context(cafile=str(tls.path))
     log = folder / "redis-server.log"
     command += ["--logfile", str(log)]
     if cluster:
@@ -72,7 +91,7 @@ def start_redis(folder: Path, port: int, *, appendonly: bool = False, cluster: b
                     str(folder / "nodes.conf"), "--cluster-port", str(free_port())]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        _wait_for(port, process, log)
+        _wait_for(port, process, log, context)
     except BaseException:
         process.kill()
         process.wait(10)
@@ -147,13 +166,16 @@ def redis_cluster(folder: Path, *, nodes: int = 3, ports: range = range(26400, 2
             process.wait(10)
 
 
-def _wait_for(port: int, process: subprocess.Popen[bytes], log: Path | None = None) -> None:
-    """Until the server on ``port`` answers PING (10 s at most); its ``log`` in the error
-    when it stopped instead."""
+def _wait_for(port: int, process: subprocess.Popen[bytes], log: Path | None = None,
+              context: ssl.SSLContext | None = None) -> None:
+    """Until the server on ``port`` answers PING (10 s at most; over TLS with ``context``);
+    its ``log`` in the error when it stopped instead."""
     deadline = time.monotonic() + 10
     while True:
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as plain, \
+                    (context.wrap_socket(plain, server_hostname="127.0.0.1")
+                     if context is not None else plain) as conn:
                 conn.sendall(b"PING\r\n")
                 if conn.recv(16).startswith(b"+PONG"):
                     return

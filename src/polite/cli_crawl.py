@@ -270,7 +270,9 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
 
 
 def _shared(store: str) -> bool:
-    return store.startswith(("redis://", "rediss://", "unix://"))
+    from polite.storage.url import read_store_url
+
+    return bool(store) and read_store_url(store, FLAGS.store).shared
 
 
 @contextlib.asynccontextmanager

@@ -167,8 +167,9 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
     domains = read_domains(listing)
     if args.hosts and args.nameserver:
         raise ConfigError("give --hosts or --nameserver, not both")
-    if args.store is not None and not args.store.startswith(("redis://", "rediss://",
-                                                             "unix://")):
+    from polite.storage.url import read_store_url
+
+    if args.store is not None and not read_store_url(args.store, FLAGS.store).shared:
         raise ConfigError(f"--store {args.store}: a shared survey needs redis://, rediss:// "
                           "or unix://")
     target.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,7 @@ __all__ = [
     "RobotsDisallowed",
     "SettingError",
     "SlotNotReady",
+    "StoreURLError",
     "UnknownDialect",
 ]
 
@@ -35,6 +36,16 @@ class SettingError(ConfigError):
         super().__init__(f"{given.strip()}: {problem}")
         self.knob = knob
         self.value = value
+        self.problem = problem
+
+
+class StoreURLError(ConfigError):
+    """A store URL that names no store polite has. It names no setting: a caller that
+    has one raises :class:`SettingError` with ``problem`` and its own name for it."""
+
+    def __init__(self, url: str, problem: str) -> None:
+        super().__init__(f"store URL {url!r}: {problem}")
+        self.url = url
         self.problem = problem
 
 

@@ -35,7 +35,7 @@ from polite.fetch.politeness import Politeness
 from polite.fetch.robots import PublicHosts, RobotsFetcher, create_client, networks
 from polite.fetch.sitemaps import SitemapWalker
 from polite.proxy import Interception, Mode, ProxyServer, ProxySettings
-from polite.storage import RedisStore, open_store
+from polite.storage import RedisStore, open_store, read_store_url
 
 if TYPE_CHECKING:
     from polite.proxy.authority import CertificateAuthority
@@ -277,7 +277,7 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
     if not _is_loopback(settings.host) and not settings.admin_token:
         raise ConfigError(f"--host {settings.host} is not loopback: give --admin-token so "
                           "that writes are not open to the network")
-    if settings.store.startswith(("redis://", "rediss://")):
+    if read_store_url(settings.store, FLAGS.store).shared:
         asyncio.run(_check_redis(settings.store))  # fail now, not at the first request
     interception = _interception(settings)  # the CA refused before anything is opened
     key_directory = directory_served(settings.key) if settings.key else None

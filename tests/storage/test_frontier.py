@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from polite.errors import ConfigError, InvalidURL
+from polite.storage import open_frontier
 from polite.storage.base import HostFacts
 from polite.storage.frontier import (
     FrontierCounts,
@@ -22,7 +23,6 @@ from polite.storage.frontier import (
     FrontierStore,
     MemoryFrontier,
     SQLiteFrontier,
-    open_frontier,
     settle,
 )
 from polite.storage.redis_frontier import RedisFrontier

@@ -9,7 +9,8 @@ import asyncio
 import pytest
 import redis.asyncio as aioredis
 
-from polite.storage.frontier import FrontierCounts, FrontierItem, open_frontier, settle
+from polite.storage import open_frontier
+from polite.storage.frontier import FrontierCounts, FrontierItem, settle
 from polite.storage.redis import RedisStore
 from polite.storage.redis_frontier import RedisFrontier
 

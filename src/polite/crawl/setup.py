@@ -19,8 +19,7 @@ from polite.fetch.http import RequestHeaders
 from polite.fetch.politeness import Politeness
 from polite.fetch.robots import Network, PublicHosts, RobotsFetcher, create_client
 from polite.fetch.sitemaps import SitemapWalker
-from polite.storage import RedisStore, open_store
-from polite.storage.frontier import open_frontier
+from polite.storage import RedisStore, open_frontier, open_store
 
 if TYPE_CHECKING:  # the identity extra is needed only by a crawl that signs
     from polite.identity.signatures import RequestSigner

@@ -28,6 +28,7 @@ __all__ = [
     "TIMELINE_S",
     "Activity",
     "TraceEntry",
+    "Watch",
     "delay_source",
     "robots_code",
 ]
@@ -84,6 +85,25 @@ class TraceEntry(NamedTuple):
         return {"time": self.at, "method": self.method, "url": self.url,
                 "decision": self.decision, "status": self.status, "delayMs": self.delay_ms,
                 "durationMs": round(self.duration_ms, 3)}
+
+
+class Watch:
+    """One exchange through the proxy as the dashboard and ``/trace`` see it, from its
+    arrival (:meth:`Activity.watch`) through its decision (:meth:`Activity.decided`) to its
+    end (:meth:`Activity.ended`): the proxy tells the activity those three things and
+    nothing else. (Slots, not a dataclass: one is made per request.)"""
+
+    __slots__ = ("at", "going", "held", "host", "method", "started", "url")
+
+    def __init__(self, at: float, started: float, method: str, url: str, host: str,
+                 held: bool) -> None:
+        self.at = at  # wall-clock seconds when it arrived
+        self.started = started  # monotonic seconds, for its duration
+        self.method = method
+        self.url = url
+        self.host = host
+        self.held = held  # counted as queued: it may wait for its slot, not yet decided
+        self.going = False  # counted as in flight: allowed, on its way to the origin
 
 
 def _status_class(decision: str, status: int) -> str:
@@ -144,7 +164,38 @@ class Activity:
         else:
             known.update(facts)
 
-    def record(self, entry: TraceEntry) -> None:
+    def watch(self, method: str, url: str, host: str, *, held: bool) -> Watch:
+        """A request arrives; ``held`` when it may wait for its host's slot (wait and
+        ordered modes): it is counted as queued until it is decided or ends."""
+        watch = Watch(self._wall(), time.monotonic(), method, url, host, held)
+        if held:
+            self._queue(host, 1)
+        return watch
+
+    def decided(self, watch: Watch, cause: str) -> None:
+        """What politeness (or the cache) made of it, one of :data:`CAUSES`: counted for
+        its host; an allowed request is in flight from then until it ends."""
+        self.count(watch.host, cause)
+        if watch.held:
+            watch.held = False
+            self._queue(watch.host, -1)
+        if cause == "allowed":
+            watch.going = True
+            self.in_flight[watch.host] += 1
+
+    def ended(self, watch: Watch, decision: str, status: int, delay_ms: int) -> None:
+        """It is over, however it ended (answered, refused, failed, or its client gone):
+        no longer queued or in flight, and into the trace."""
+        if watch.held:
+            watch.held = False
+            self._queue(watch.host, -1)
+        if watch.going:
+            watch.going = False
+            self._send(watch.host, -1)
+        self._record(TraceEntry(watch.at, watch.method, watch.url, decision, status,
+                                delay_ms, (time.monotonic() - watch.started) * 1000))
+
+    def _record(self, entry: TraceEntry) -> None:
         """An exchange ended: into the trace and the per-second status counts."""
         if self.trace_size:
             if len(entry.url) > MAX_TRACE_URL:
@@ -160,7 +211,7 @@ class Activity:
             self._timeline.append((second, Counter()))
         self._timeline[-1][1][kind] += 1
 
-    def queue(self, host: str, change: int) -> None:
+    def _queue(self, host: str, change: int) -> None:
         """A request to ``host`` starts (1) or stops (-1) being held for its slot (wait
         and ordered modes)."""
         queued = self.queued
@@ -168,9 +219,8 @@ class Activity:
         if queued[host] <= 0:
             del queued[host]
 
-    def send(self, host: str, change: int) -> None:
-        """A request to ``host`` starts (1) or stops (-1) being on its way to the origin.
-        (A pair of calls, not a context manager: this is on every request's path.)"""
+    def _send(self, host: str, change: int) -> None:
+        """A request to ``host`` starts (1) or stops (-1) being on its way to the origin."""
         in_flight = self.in_flight
         in_flight[host] += change
         if in_flight[host] <= 0:

@@ -3,12 +3,8 @@ origin-form requests go to an ASGI app (the REST service) on the same port."""
 
 from __future__ import annotations
 
-from polite.proxy.server import (
-    Interception,
-    Mode,
-    ProxyServer,
-    ProxySettings,
-    TunnelCertificates,
-)
+from polite.proxy.base import Mode, ProxySettings
+from polite.proxy.server import ProxyServer
+from polite.proxy.tunnel import Interception, TunnelCertificates
 
 __all__ = ["Interception", "Mode", "ProxyServer", "ProxySettings", "TunnelCertificates"]

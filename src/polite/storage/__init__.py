@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from polite.errors import SettingError
+from polite.errors import SettingError, StoreURLError
 from polite.storage.base import (
     ActivityStore,
     DelayStore,
@@ -20,8 +20,10 @@ from polite.storage.base import (
     Store,
 )
 from polite.storage.memory import MemoryStore
+from polite.storage.url import StoreURL, parse_store_url, read_store_url
 
 if TYPE_CHECKING:
+    from polite.storage.frontier import FrontierStore
     from polite.storage.redis import RedisStore
     from polite.storage.sqlite import SQLiteStore
 
@@ -39,7 +41,11 @@ __all__ = [
     "SlotClaim",
     "SlotStore",
     "Store",
+    "StoreURL",
+    "open_frontier",
     "open_store",
+    "parse_store_url",
+    "read_store_url",
 ]
 
 
@@ -57,18 +63,45 @@ def __getattr__(name: str) -> Any:
 
 
 def open_store(url: str, clock: Callable[[], float], *, knob: str = "store=") -> Store:
-    """A store from its URL: ``sqlite:///PATH``, ``redis://HOST:PORT/DB`` or ``memory://``.
-    ``knob`` names the setting in errors as the caller's surface spells it (``--store``,
+    """A store from its URL (:mod:`polite.storage.url`): ``sqlite:///PATH``,
+    ``redis://HOST:PORT/DB`` (``rediss://``, ``unix:///SOCKET``) or ``memory://``. ``knob``
+    names the setting in errors as the caller's surface spells it (``--store``,
     ``POLITE_STORE``)."""
-    if url.startswith("sqlite:///"):
-        path = Path(url.removeprefix("sqlite:///"))
-        if path.parent and not path.parent.exists():
-            raise SettingError(knob, url, f"the folder {path.parent} does not exist")
+    where = read_store_url(url, knob)
+    if where.kind == "sqlite":
+        assert where.path is not None
+        if where.path.parent and not where.path.parent.exists():
+            raise SettingError(knob, url, f"the folder {where.path.parent} does not exist")
         from polite.storage.sqlite import SQLiteStore
-        return SQLiteStore(path, clock)
-    if url.startswith(("redis://", "rediss://")):
+        return SQLiteStore(where.path, clock)
+    if where.kind == "redis":
         from polite.storage.redis import RedisStore
-        return RedisStore.from_url(url, knob=knob)
-    if url in ("memory://", "memory"):
-        return MemoryStore(clock)
-    raise SettingError(knob, url, "expected sqlite:///PATH, redis://HOST:PORT/DB or memory://")
+        return RedisStore.from_url(where, knob=knob)
+    return MemoryStore(clock)
+
+
+def open_frontier(url: str, *, default_path: Callable[[], Path],
+                  store: object = None, worker: str = "", knob: str = "store=") -> FrontierStore:
+    """A frontier from a store URL (:mod:`polite.storage.url`); ``default_path`` gives the
+    file when ``url`` is empty. An SQLite frontier shares the connection of ``store`` when
+    it is an :class:`SQLiteStore` on the same file. ``worker`` names the leases' owner in a
+    frontier that workers share (Redis). ``knob`` names the setting in errors
+    (``--store``)."""
+    from polite.storage.frontier import MemoryFrontier, SQLiteFrontier
+    from polite.storage.sqlite import SQLiteStore
+
+    shared = store if isinstance(store, SQLiteStore) else None
+    if not url:
+        return SQLiteFrontier(default_path(), store=shared)
+    try:
+        where = parse_store_url(url)
+    except StoreURLError as exc:
+        raise SettingError(knob, url, f"no frontier for this store ({exc.problem})") from exc
+    if where.kind == "sqlite":
+        assert where.path is not None
+        return SQLiteFrontier(where.path, store=shared)
+    if where.kind == "redis":
+        from polite.storage.redis_frontier import RedisFrontier
+
+        return RedisFrontier.from_url(where, worker=worker, knob=knob)
+    return MemoryFrontier()

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple, Protocol, runtime_checkable
 
-from polite.errors import SettingError
 from polite.storage.sqlite import SQLiteStore, Transaction, open_database
 
 __all__ = [
@@ -530,25 +529,3 @@ async def settle(frontier: FrontierStore, url: str, *, fetched: bool,
     added = await frontier.add(add) if add else []
     await frontier.done(url, fetched=fetched, revisit_at=revisit_at)
     return Settled(added, marked, None if lease is None else await frontier.lease(*lease))
-
-
-def open_frontier(url: str, *, default_path: Callable[[], Path],
-                  store: object = None, worker: str = "", knob: str = "store=") -> FrontierStore:
-    """A frontier from a store URL (``sqlite:///PATH``, ``memory://``,
-    ``redis://HOST:PORT/DB[?prefix=P]``); ``default_path`` gives the file when ``url`` is
-    empty. An SQLite frontier shares the connection of ``store`` when it is an
-    :class:`SQLiteStore` on the same file. ``worker`` names the leases' owner in a frontier
-    that workers share (Redis). ``knob`` names the setting in errors (``--store``)."""
-    shared = store if isinstance(store, SQLiteStore) else None
-    if not url:
-        return SQLiteFrontier(default_path(), store=shared)
-    if url.startswith("sqlite:///"):
-        return SQLiteFrontier(Path(url.removeprefix("sqlite:///")), store=shared)
-    if url in ("memory://", "memory"):
-        return MemoryFrontier()
-    if url.startswith(("redis://", "rediss://")):
-        # Here, not at the top: the Redis backend imports this module's item and counts.
-        from polite.storage.redis_frontier import RedisFrontier
-
-        return RedisFrontier.from_url(url, worker=worker, knob=knob)
-    raise SettingError(knob, url, "no frontier for this store")

@@ -35,7 +35,6 @@ import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NamedTuple, TypeAlias
-from urllib.parse import parse_qs, urlsplit
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
@@ -52,6 +51,7 @@ from redis.typing import EncodableT, FieldT
 from polite.core.politeness.rules import RESPONSE_TIME_WEIGHT, HostClaim, SlotClaim
 from polite.errors import ConfigError, SettingError
 from polite.storage.base import COUNTERS, FACTS, HostActivity, HostFacts, RobotsRecord
+from polite.storage.url import Kind, StoreURL, read_store_url
 
 __all__ = ["UNREACHABLE", "AnyRedis", "RedisStore", "client_from_url"]
 
@@ -225,6 +225,11 @@ return redis.call('DEL', KEYS[1])
 
 AnyRedis: TypeAlias = "aioredis.Redis | RedisCluster"
 
+# Connections one process keeps to a Redis server, and how long a call waits for one of
+# them to be free before it counts as the store being unreachable.
+POOL_CONNECTIONS = 64
+POOL_WAIT_S = 30.0
+
 
 class _Cluster(RedisCluster):
     """redis-py's cluster client, made to learn the cluster's slots before its first command.
@@ -245,43 +250,39 @@ class _Cluster(RedisCluster):
 # when that fails: after a server restarts, the connections the pool held are dead, and a
 # crawl waiting out the restart would otherwise meet each of them as a new outage.
 HEALTH_CHECK_S = 1.0
+_REDIS: frozenset[Kind] = frozenset({"redis"})
 
 
-def client_from_url(url: str, *, knob: str = "store=") -> tuple[AnyRedis, str]:
+def client_from_url(url: str | StoreURL, *, knob: str = "store=") -> tuple[AnyRedis, str]:
     """A client and the key prefix from ``redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]``
-    (``rediss://`` for TLS); the prefix is ``polite:`` unless the URL names one.
+    (``rediss://`` for TLS, ``unix:///SOCKET?db=DB`` for a Unix socket; read by
+    :mod:`polite.storage.url`); the prefix is ``polite:`` unless the URL names one.
 
     ``cluster=1`` in the query asks for a Redis Cluster: the host and port are one node of
     it (any; the client learns the others from it), the database must be 0 (a Cluster has
     no other), and each command goes to the node holding its keys' slot. ``knob`` names the
     setting in errors (``--store``, ``POLITE_STORE``)."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("redis", "rediss", "unix"):
-        raise SettingError(knob, url, "expected redis://HOST:PORT/DB")
-    query = parse_qs(parts.query)
-    prefix = query.pop("prefix", ["polite:"])[0]
-    cluster_flag = query.pop("cluster", ["0"])[0].lower()
-    if cluster_flag not in ("0", "1", "true", "false", "yes", "no"):
-        raise SettingError(knob, url, f"cluster= takes 1 or 0, not {cluster_flag!r}")
-    cluster = cluster_flag in ("1", "true", "yes")
-    rest = "&".join(f"{k}={v}" for k, vs in query.items() for v in vs)
-    plain = parts._replace(query=rest).geturl()
+    where = url if isinstance(url, StoreURL) else read_store_url(url, knob, kinds=_REDIS)
+    if where.kind != "redis":
+        raise SettingError(knob, where.url, "expected redis://HOST:PORT/DB")
     try:
-        if cluster:
-            if parts.scheme == "unix":
-                raise SettingError(knob, url, "a Redis Cluster is reached over TCP")
-            if parts.path.strip("/") not in ("", "0"):
-                raise SettingError(knob, url, "a Redis Cluster has database 0 only")
-            client: AnyRedis = _Cluster.from_url(
-                parts._replace(query=rest, path="").geturl(), socket_timeout=5.0,
-                socket_connect_timeout=5.0, health_check_interval=HEALTH_CHECK_S)
+        client: AnyRedis
+        if where.cluster:
+            client = _Cluster.from_url(where.client_url, socket_timeout=5.0,
+                                       socket_connect_timeout=5.0,
+                                       health_check_interval=HEALTH_CHECK_S)
         else:
-            client = aioredis.Redis.from_url(plain, socket_timeout=5.0,
-                                             socket_connect_timeout=5.0,
-                                             health_check_interval=HEALTH_CHECK_S)
+            # A bounded pool that makes a caller wait for a free connection: redis-py's
+            # default pool refuses the 101st at once ("Too many connections"), which a
+            # survey's 100 workers beside its heartbeat reached on the first due read.
+            pool = aioredis.BlockingConnectionPool.from_url(
+                where.client_url, max_connections=POOL_CONNECTIONS, timeout=POOL_WAIT_S,
+                socket_timeout=5.0, socket_connect_timeout=5.0,
+                health_check_interval=HEALTH_CHECK_S)
+            client = aioredis.Redis.from_pool(pool)
     except (ValueError, RedisError) as exc:
-        raise SettingError(knob, url, str(exc)) from exc
-    return client, prefix
+        raise SettingError(knob, where.url, str(exc)) from exc
+    return client, where.prefix
 
 
 def _is_cluster(client: AnyRedis) -> bool:
@@ -423,10 +424,11 @@ class RedisStore:
         self._page_delete = client.register_script(_PAGE_DELETE)
 
     @classmethod
-    def from_url(cls, url: str, *, clock: Callable[[], float] | None = None,
+    def from_url(cls, url: str | StoreURL, *, clock: Callable[[], float] | None = None,
                  knob: str = "store=") -> RedisStore:
         """``redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]`` (``rediss://`` for TLS,
-        ``&cluster=1`` for a Redis Cluster); ``knob`` as :func:`client_from_url`'s."""
+        ``unix:///SOCKET?db=DB`` for a Unix socket, ``&cluster=1`` for a Redis Cluster);
+        ``knob`` as :func:`client_from_url`'s."""
         client, prefix = client_from_url(url, knob=knob)
         return cls(client, prefix=prefix, clock=clock)
 

@@ -92,6 +92,7 @@ from polite.storage.redis import (
     client_from_url,
     pipeline,
 )
+from polite.storage.url import StoreURL
 
 __all__ = ["APPLY_S", "RedisFrontier", "WorkerBeat"]
 
@@ -459,10 +460,12 @@ class RedisFrontier:
         self._later = _Later(self.flush, APPLY_S)
 
     @classmethod
-    def from_url(cls, url: str, *, worker: str = "", knob: str = "store=") -> RedisFrontier:
+    def from_url(cls, url: str | StoreURL, *, worker: str = "", knob: str = "store="
+                 ) -> RedisFrontier:
         """``redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]`` (``rediss://`` for TLS,
-        ``&cluster=1`` for a Redis Cluster); the prefix names the crawl, so that several
-        crawls share one Redis. ``knob`` names the setting in errors (``--store``)."""
+        ``unix:///SOCKET?db=DB`` for a Unix socket, ``&cluster=1`` for a Redis Cluster); the
+        prefix names the crawl, so that several crawls share one Redis. ``knob`` names the
+        setting in errors (``--store``)."""
         client, prefix = client_from_url(url, knob=knob)
         return cls(client, prefix=prefix, worker=worker, cluster=_is_cluster(client))
 

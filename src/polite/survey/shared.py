@@ -38,6 +38,7 @@ class SharedDomains:
         self._poll_s = poll_s
         self._prefix = frontier.prefix
         self._taken: list[str] = []  # due hosts read but not yet tried
+        self._asking = asyncio.Lock()
 
     async def load(self, domains: Sequence[tuple[int | None, str]]) -> bool:
         """Queue the list unless another worker did; True when this worker loaded it."""
@@ -63,6 +64,12 @@ class SharedDomains:
     async def take(self) -> tuple[int | None, str] | None:
         """A domain leased to this worker, waiting while every domain left is leased to
         others; ``None`` once nothing is queued or leased (the survey is over)."""
+        # One of this process's workers asks the store at a time: a hundred asking at once
+        # read the same due hosts a hundred times over and held as many connections.
+        async with self._asking:
+            return await self._take()
+
+    async def _take(self) -> tuple[int | None, str] | None:
         while True:
             if not self._taken:
                 self._taken = [host for host, _ in

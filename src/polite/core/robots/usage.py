@@ -26,7 +26,7 @@ from polite.core.robots.meta import meta_contents, x_robots_values
 from polite.core.robots.model import Dialect, Directive
 from polite.core.robots.parser import pattern_path
 from polite.core.robots.robotstxt import RobotsTxt, product_token, request_path
-from polite.core.usage.sf import MAX_FIELD_CHARS
+from polite.core.usage.sf import MAX_FIELD_CHARS, serialize_string
 from polite.core.usage.statement import Pref, RuleValue, Statement, parse_statement
 from polite.core.usage.vocab import (
     AIPREF_REVISIONS,
@@ -49,8 +49,10 @@ __all__ = [
     "from_html",
     "from_robots",
     "from_tdmrep",
+    "purpose_field",
     "purpose_json",
     "robots_rules",
+    "rsl_licenses",
 ]
 
 # tdmrep.json files list a handful of locations; anything larger is refused unread.
@@ -79,6 +81,14 @@ class Source:
     def pref(self, purpose: str) -> Pref:
         return dict(self.prefs).get(purpose, Pref.UNKNOWN)
 
+    @property
+    def named(self) -> str:
+        """Mechanism and place, the place left out where the mechanism's name says it
+        (``Content-Usage header``, not ``Content-Usage header header``)."""
+        if self.mechanism.endswith(f" {self.where}"):
+            return self.mechanism
+        return f"{self.mechanism} {self.where}"
+
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {"mechanism": self.mechanism, "where": self.where,
                                   "text": self.text, "vocabulary": self.vocabulary,
@@ -102,10 +112,10 @@ class Answer:
     def reason(self) -> str:
         if not self.decided_by:
             return f"{self.purpose}: no preference stated"
-        where = "; ".join(f"{s.mechanism} {s.where}: {s.text}" for s in self.decided_by)
+        where = "; ".join(f"{s.named}: {s.text}" for s in self.decided_by)
         out = f"{self.purpose}={self.pref.value} by {where}"
         if self.overruled:
-            lost = "; ".join(f"{s.mechanism} {s.where}" for s in self.overruled)
+            lost = "; ".join(s.named for s in self.overruled)
             out += f" (most restrictive wins over {lost})"
         return out
 
@@ -161,6 +171,42 @@ def purpose_json(prefs: Preferences, purpose: str) -> dict[str, object]:
     answer = prefs.answer(purpose)
     return {"purpose": purpose, "pref": answer.pref.value, "reason": answer.reason,
             **prefs.to_json()}
+
+
+# Bounds of purpose_field: a site's line may be long and its licences many; the field is
+# a summary with the sources named, not a copy of them.
+_FIELD_TEXT_CHARS = 240
+_FIELD_LICENSES = 4
+_FIELD_LINK_CHARS = 1024
+
+
+def purpose_field(prefs: Preferences, purpose: str) -> str:
+    """:func:`purpose_json` as one RFC 9651 dictionary, for a response header: a member per
+    purpose, the asked one first, then every other one stated, each an ``allow`` /
+    ``disallow`` / ``unknown`` token with the sources that decided it (``source``, as the
+    reason names them), their ``vocabulary`` revisions and the sources it ``overruled``
+    (most restrictive wins); then ``license``, the licence links, an inner list."""
+    def text(value: str) -> str:
+        return serialize_string(value, _FIELD_TEXT_CHARS)
+
+    members = []
+    for p in dict.fromkeys((purpose, *prefs.stated())):
+        answer = prefs.answer(p)
+        member = f"{p}={answer.pref.value}"
+        if answer.decided_by:
+            member += ";source=" + text("; ".join(f"{s.named}: {s.text}"
+                                                  for s in answer.decided_by))
+            member += ";vocabulary=" + text(" ".join(dict.fromkeys(
+                s.vocabulary for s in answer.decided_by)))
+        if answer.overruled:
+            member += ";overruled=" + text("; ".join(f"{s.named}: {s.text}"
+                                                     for s in answer.overruled))
+        members.append(member)
+    if prefs.licenses:
+        links = " ".join(serialize_string(link, _FIELD_LINK_CHARS)
+                         for link in prefs.licenses[:_FIELD_LICENSES])
+        members.append(f"license=({links})")
+    return ", ".join(members)
 
 
 # TDMRep's processing priority: a header's tdm-reservation supersedes tdmrep.json's, and a
@@ -238,7 +284,7 @@ def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURR
     vocab = _revision(revision)
     groups = robots.groups_for(agent)
     directives = [d for g in groups for d in g.directives]
-    licenses, issues = _licenses(robots)
+    licenses, issues = rsl_licenses(robots)
     if not any(d.key in _RULE_KEYS for d in directives) or not robots.allowed(url, agent):
         return Preferences(issues=issues, licenses=licenses)  # most files: no such line
     dialect = robots.dialect
@@ -264,7 +310,7 @@ def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURR
     return Preferences(tuple(sources), issues, licenses)
 
 
-def _licenses(robots: RobotsTxt) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def rsl_licenses(robots: RobotsTxt) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """RSL ``License:`` links and the lines skipped. RSL makes the directive global, tied to
     no user agent, wherever it stands in the file, and its value a fully qualified URL
     (scheme and host); anything else is reported, not kept."""

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from polite.core.robots.robotstxt import RobotsTxt
-from polite.core.robots.usage import robots_rules
+from polite.core.robots.usage import robots_rules, rsl_licenses
 from polite.core.survey.access import Access, agent_access
 from polite.core.usage.statement import Pref
 from polite.core.usage.vocab import AIPREF_REVISIONS, CONTENT_SIGNALS, CURRENT, MAIN_PURPOSES
@@ -34,9 +34,8 @@ class UsageStats:
 def usage_stats(robots: RobotsTxt, crawlers: Sequence[str]) -> UsageStats:
     mechanisms: set[str] = set()
     stated: set[tuple[str, str, str]] = set()
-    for directive in robots.extensions:
-        if directive.key == "license" and directive.text:
-            mechanisms.add("license")
+    if rsl_licenses(robots)[0]:  # a link the engine keeps, not one it reports and ignores
+        mechanisms.add("license")
     for group in robots.groups:
         for directive, rule in robots_rules(group.directives):
             mechanisms.add(directive.key)

@@ -23,6 +23,7 @@ __all__ = [
     "Item",
     "Token",
     "parse_dictionary",
+    "serialize_string",
 ]
 
 # A header line longer than this is no statement of preference; real ones are a few dozen
@@ -274,3 +275,13 @@ def parse_dictionary(text: str) -> dict[str, Member]:
         if p.i >= len(p.s):
             raise p.fail("trailing ','")
     return found
+
+
+def serialize_string(text: str, limit: int) -> str:
+    """``text`` as an RFC 9651 string (section 4.1.6) of at most ``limit`` characters
+    between its quotes: what a string cannot hold (controls, non-ASCII) becomes ``?``, and
+    a longer text is cut and ends in ``...``."""
+    text = "".join(c if " " <= c <= "~" else "?" for c in text)
+    if len(text) > limit:
+        text = text[:max(0, limit - 3)] + "..."
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

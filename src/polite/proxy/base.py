@@ -1,0 +1,324 @@
+"""What the proxy's parts share: its settings, the refusals it answers itself, the checks a
+proxied request and a tunnel both pass, and the wait for a host's slot (``wait`` and
+``ordered`` modes)."""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import enum
+import math
+import sqlite3
+import sys
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from polite.core.cache.policy import Choice
+from polite.errors import PrivateAddress
+from polite.fetch.activity import Watch
+from polite.fetch.politeness import NO_RETRY, Politeness, Verdict
+from polite.fetch.robots import PublicHosts, split_origin
+from polite.proxy.http1 import (
+    END,
+    Channel,
+    Head,
+    Headers,
+    ProtocolError,
+    response_head,
+)
+
+__all__ = ["MAX_REQUEST_WAIT_S", "Mode", "ProxyBase", "ProxySettings"]
+
+Message = MutableMapping[str, Any]
+ASGIApp = Callable[[Message, Callable[[], Awaitable[Message]],
+                    Callable[[Message], Awaitable[None]]], Awaitable[None]]
+Key = tuple[str, str, int]  # scheme, host, port
+
+# RFC 9110, 7.6.1: hop-by-hop fields, never forwarded (plus those named in Connection).
+_HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"te", b"trailer",
+                         b"transfer-encoding", b"upgrade", b"proxy-authorization",
+                         b"proxy-authenticate"})
+_VIA = b"1.1 polite"
+# The longest wait a request may ask for with X-Polite-Timeout.
+MAX_REQUEST_WAIT_S = 3600.0
+_CHUNKED = (b"transfer-encoding", b"chunked")
+_CLOSE = (b"connection", b"close")
+_FRAMING = frozenset({b"content-length"})  # kept whatever Connection names
+
+
+class Mode(enum.StrEnum):
+    """What happens to a request whose host's slot is taken."""
+
+    REJECT = "reject"  # seed 001: 429 with Retry-After
+    WAIT = "wait"  # hold it until the slot, up to ProxySettings.max_wait_s
+    ORDERED = "ordered"  # wait, and answer one client's requests in the order they came
+
+
+# (method, URL) -> the header fields that sign that request
+Sign = Callable[[str, str], list[tuple[str, str]]]
+
+
+@dataclass(frozen=True, slots=True)
+class ProxySettings:
+    mode: Mode = Mode.REJECT
+    max_wait_s: float = 60.0  # wait mode: longer waits are answered 429 at once
+    max_head_bytes: int = 32 * 1024  # request or response line plus header fields
+    max_request_body_bytes: int = 16 * 1024 * 1024
+    # A request to the REST API: refused by its Content-Length at once, and cut off once
+    # past this, rather than read up to max_request_body_bytes first (40 clients sending
+    # 15 MiB each took the process from 65 to 693 MiB).
+    max_api_body_bytes: int = 1024 * 1024
+    client_idle_s: float = 60.0  # a kept-alive client connection with no request
+    client_read_s: float = 30.0  # a client that stops sending mid-request
+    connect_s: float = 10.0
+    origin_read_s: float = 30.0  # an origin that stops sending
+    max_idle_upstream: int = 64  # kept-alive connections per origin
+    tunnel_idle_s: float = 300.0  # a CONNECT tunnel with nothing passing either way
+    # What requests are for, unless X-Polite-Purpose says: with refuse_usage, a URL whose
+    # robots.txt preferences disallow the purpose is answered 403 with the reason.
+    purpose: str | None = None
+    refuse_usage: bool = False
+
+
+class _ClientGone(Exception):
+    """The client closed, stalled or broke the protocol; the connection is dropped."""
+
+
+class _UpstreamError(Exception):
+    def __init__(self, status: int, message: str, *,
+                 tls: Literal["", "certificate", "handshake"] = "") -> None:
+        super().__init__(message)
+        self.status = status
+        # The origin answered, but its certificate did not verify, or no TLS came of it
+        # (it speaks another protocol, say).
+        self.tls = tls
+
+
+
+def _product_token(user_agent: bytes | None) -> str | None:
+    """``Mozilla/5.0 (compatible; ExampleBot/1.0)`` -> ``Mozilla``; a bare token as is."""
+    if not user_agent:
+        return None
+    token = user_agent.decode("latin-1").strip().split("/", 1)[0].split(" ", 1)[0]
+    return token or None
+
+
+def _expects_continue(request: Head) -> bool:
+    """The client waits for ``100 Continue`` before it sends the body."""
+    expect = request.get(b"expect")
+    return expect is not None and expect.strip().lower() == b"100-continue" \
+        and request.framing != "none"
+
+
+def _host_problem(host: str) -> str | None:
+    """Why ``host`` cannot be looked up (a label empty or over 63 characters, or not one
+    IDNA can write), or None."""
+    try:
+        host.encode("idna")
+    except UnicodeError as exc:
+        shown = host if len(host) <= 80 else host[:77] + "..."
+        return (f"{shown!r} is not a host name a request can go to: {exc} (each label of a "
+                "name is 1 to 63 characters)")
+    return None
+
+
+def _store_down(exc: Exception) -> bool:
+    """Whether ``exc`` is the store failing (Redis unreachable, SQLite locked or gone)."""
+    # Redis's errors are known only once redis-py is loaded, which a Redis store does.
+    errors = sys.modules.get("redis.exceptions")
+    redis_error: Any = getattr(errors, "RedisError", None)
+    return isinstance(exc, sqlite3.Error) or (redis_error is not None
+                                              and isinstance(exc, redis_error))
+
+
+def _forwardable(headers: Headers) -> Headers:
+    # A field named in Connection is the hop's own, except Content-Length: dropping it while
+    # the body still goes on would leave the next hop to frame the message by itself (a
+    # request without its length is a request with no body, the body then a second request
+    # the checks never saw; a response without it runs to the close).
+    named = {n.strip().lower() for key, value in headers if key == b"connection"
+             for n in value.split(b",")} - _FRAMING
+    return [(k, v) for k, v in headers if k not in _HOP_BY_HOP and k not in named]
+
+
+
+@dataclass(slots=True)
+class _Exchange:
+    """A proxied request on its way: what was asked, and where it goes."""
+
+    head: Head
+    url: str
+    origin: str
+    key: Key
+    path: bytes
+    netloc: bytes
+    address: str | None  # the one the guard checked (None: the name, private allowed)
+    watch: Watch  # what the dashboard and /trace see of it
+    choice: Choice | None = None
+    # what became of it, for the trace
+    decision: str = "allowed"
+    status: int = 0
+    held_ms: int = 0
+
+
+class ProxyBase(abc.ABC):
+    """The state and the steps every kind of request takes (see :mod:`polite.proxy.server`
+    for the whole)."""
+
+    _politeness: Politeness
+    _guard: PublicHosts
+    settings: ProxySettings
+    stats: dict[str, int]
+    _addresses: set[tuple[str, int]]
+    _host_turns: dict[str, tuple[asyncio.Lock, int]]
+
+    @abc.abstractmethod
+    async def _requests(self, client: Channel, peer: tuple[Any, ...],
+                        tunnel: bytes = b"", defaults: Headers | None = None,
+                        address: str | None = None) -> None:
+        """Serves the requests of one connection (the host's, :mod:`polite.proxy.server`)."""
+
+    def _send_error(self, client: Channel, status: int, message: str,
+                    headers: Headers | None = None, *, close: bool = False) -> None:
+        body = (message.rstrip("\n") + "\n").encode()
+        fields = [(b"content-type", b"text/plain; charset=utf-8"),
+                  (b"content-length", b"%d" % len(body)), (b"via", _VIA)]
+        if close:
+            fields.append(_CLOSE)
+        client.write(response_head(status, b"", fields + (headers or [])) + body)
+
+    async def _drain(self, client: Channel) -> bool:
+        """Read and drop the rest of a request's body, so the connection can go on."""
+        received = 0
+        while True:
+            event = client.poll() or await client.next(self.settings.client_read_s)
+            if event is END:
+                return True
+            if type(event) is not bytes:
+                return False
+            received += len(event)
+            if received > self.settings.max_request_body_bytes:
+                return False
+
+    async def _answered(self, client: Channel, head: Head) -> bool:
+        """After a response of the proxy's own: the request read to its end, the
+        connection kept when that worked."""
+        await client.drain()
+        if _expects_continue(head):
+            return False  # a client told no "go on" may not send its body: no way to go on
+        try:
+            return await self._drain(client)
+        except ProtocolError:
+            return False  # its body cannot be read: the answer is out, the connection goes
+
+
+    async def _admit(self, client: Channel, host: str, head: Head, verb: str, *,
+                     checked: bool = False, address: str | None = None
+                     ) -> tuple[Mode, float, str | None] | bool | None:
+        """The checks a proxied request and a tunnel share: no private or loopback target
+        unless allowed (403), a name that resolves (502), and a mode and timeout that can
+        be read (400). The mode, the longest wait and the address to connect to (None: the
+        name, private addresses allowed; ``address`` when ``checked``); else, once the
+        refusal is sent, whether the connection goes on (None: it ends)."""
+        if not checked and not self._politeness.allow_private:
+            # A refused request keeps its connection, as other refusals do; a tunnel that
+            # is not opened leaves nothing to go on with.
+            tunnel = verb == "tunnel"
+            try:
+                address = await self._guard.address(host)
+            except PrivateAddress as exc:
+                self._send_error(client, 403, f"this proxy does not {verb} there: {exc}",
+                                 close=tunnel)
+                return None if tunnel else await self._answered(client, head)
+            except OSError as exc:
+                self._send_error(client, 502, f"{host} cannot be looked up: "
+                                 f"{exc.strerror or exc}", close=tunnel)
+                return None if tunnel else await self._answered(client, head)
+        asked = self._asked(head)
+        if isinstance(asked, str):
+            self._send_error(client, 400, asked, close=True)
+            return None
+        return (*asked, address)
+
+    def _asked(self, head: Head) -> tuple[Mode, float] | str:
+        """The mode and the longest wait a request asks for (X-Polite-Mode,
+        X-Polite-Timeout), or what is wrong with them."""
+        mode = self.settings.mode
+        mode_header = head.get(b"x-polite-mode")
+        if mode_header is not None:
+            try:
+                mode = Mode(mode_header.decode("latin-1").strip().lower())
+            except ValueError:
+                return "X-Polite-Mode must be 'reject', 'wait' or 'ordered'"
+        wait_s = self.settings.max_wait_s
+        timeout_header = head.get(b"x-polite-timeout")
+        if timeout_header is not None:
+            try:
+                wait_s = float(timeout_header.decode("latin-1").strip())
+            except ValueError:
+                return "X-Polite-Timeout must be a number of seconds"
+            if not 0 <= wait_s <= MAX_REQUEST_WAIT_S:
+                return f"X-Polite-Timeout must be from 0 to {MAX_REQUEST_WAIT_S:g} seconds"
+        return mode, wait_s
+
+
+    def _refuse(self, client: Channel, verdict: Verdict) -> None:
+        if verdict.retry_after_ms == NO_RETRY:
+            self.stats["robots_refused"] += 1
+            self._send_error(client, 403, verdict.error or "refused")
+        else:
+            self.stats["delayed"] += 1
+            seconds = max(1, math.ceil(verdict.retry_after_ms / 1000))
+            self._send_error(client, 429, verdict.error or "too many requests",
+                             [(b"retry-after", b"%d" % seconds),
+                              (b"x-polite-retry-after-ms", b"%d" % verdict.retry_after_ms)])
+
+    async def _verdict(self, url: str, agent: str | None, mode: Mode,
+                       wait_s: float | None = None) -> Verdict:
+        if mode is Mode.REJECT:
+            return (await self._politeness.check([url], reserve=True, agent=agent))[0]
+        deadline = time.monotonic() + (self.settings.max_wait_s if wait_s is None else wait_s)
+        # Requests waiting for one host are served first come, first served, whatever
+        # connection they came on: an asyncio.Lock wakes its waiters in order, so a request
+        # is never overtaken by a later one.
+        host = split_origin(url)[1]
+        turn, waiting = self._host_turns.get(host) or (asyncio.Lock(), 0)
+        self._host_turns[host] = (turn, waiting + 1)
+        try:
+            try:
+                await asyncio.wait_for(turn.acquire(), max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                return await self._still_queued(url, agent, host, wait_s)
+            try:
+                while True:
+                    verdict = (await self._politeness.check([url], reserve=True,
+                                                            agent=agent))[0]
+                    if verdict.allowed or verdict.retry_after_ms < 0:
+                        return verdict
+                    pause_s = verdict.retry_after_ms / 1000
+                    if time.monotonic() + pause_s > deadline:
+                        return verdict
+                    await asyncio.sleep(pause_s)
+            finally:
+                turn.release()
+        finally:
+            _, waiting = self._host_turns[host]
+            if waiting == 1:
+                del self._host_turns[host]
+            else:
+                self._host_turns[host] = (turn, waiting - 1)
+
+    async def _still_queued(self, url: str, agent: str | None, host: str,
+                            wait_s: float | None) -> Verdict:
+        """The answer to a request whose wait ran out behind earlier ones to its host."""
+        verdict = (await self._politeness.check([url], agent=agent))[0]
+        if verdict.retry_after_ms < 0 and not verdict.allowed:
+            return verdict
+        waited = self.settings.max_wait_s if wait_s is None else wait_s
+        return verdict._replace(
+            allowed=False, retry_after_ms=max(verdict.retry_after_ms, 1000),
+            error=f"earlier requests to {host} are still waiting for its slot; this one "
+                  f"waited {waited:g} s behind them (--max-wait-s)")
+

@@ -267,6 +267,7 @@ class SitemapWalker:
         max_wait_s: float = MAX_POLITE_WAIT_S,
         decode: bool = True,
         in_flight: asyncio.Semaphore | None = None,
+        tell_answers: bool = True,
     ) -> None:
         if cross_host not in ("host", "site", "any"):
             raise ValueError(f"cross_host must be host, site or any, not {cross_host!r}")
@@ -286,6 +287,10 @@ class SitemapWalker:
         self._decode = decode
         # Requests in flight at once, shared with the caller's other work when given.
         self._in_flight = in_flight
+        # Off: the driver is not told each answer's time and status (one with no adaptive
+        # delay and no back-off has no use for them, and a survey meets too many hosts to
+        # keep a time for each).
+        self._tell_answers = tell_answers
 
     def with_limits(self, *, max_files: int, max_depth: int) -> SitemapWalker:
         """The same walker (client, politeness, policy) with other limits."""
@@ -503,7 +508,7 @@ class SitemapWalker:
                 if target_next is None:  # the answer kept (a survey reads a 300's body)
                     content_type = got.headers.get("content-type") or ""
                     body = got.body
-            if got.status is not None:
+            if got.status is not None and self._tell_answers:
                 # The host's response time is the wait for its answer, not the time the
                 # body takes to stream and be parsed.
                 await self._politeness.note_response(target, got.status,

@@ -572,7 +572,7 @@ class Harvester:
             self._fetcher_in_run(), self._host_turns().politeness,
             max_bytes=self._sitemap_max_bytes, max_urls=self._sitemap_max_urls,
             timeout=self._read_timeout_s, file_deadline_s=self._deadline_s, decode=False,
-            in_flight=self._requests)
+            in_flight=self._requests, tell_answers=False)
 
     def _fetcher_in_run(self) -> PageFetcher:
         assert self._fetcher is not None, "within a run"

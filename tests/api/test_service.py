@@ -249,3 +249,23 @@ def test_delays_are_whole_milliseconds_and_metrics_count(tmp_path: Path) -> None
     assert "# TYPE polite_robots_fetches_total counter" in text or \
         "# TYPE polite_robots_fetches counter" in text
     assert "\npolite_robots_fetches_total 0.0" in text
+
+
+def test_verbose_answers_carry_the_decision_as_a_value_when_asked(tmp_path: Path) -> None:
+    """``?decision=true`` adds each answer's decision as a value (what the drop-ins act on
+    against a running service); without it, seed 001's shape is unchanged."""
+    robots = Reply(200, b"Robot-version: 3.0\nUser-agent: *\nAllow: /\nDisallow: /x\n"
+                        b"Crawl-delay: 2\n")
+    with serve(Site("127.0.83.10", {"/robots.txt": robots})) as site, \
+            service(tmp_path / "p.sqlite") as api:
+        urls = [f"{site.origin}/x", f"{site.origin}/a", f"{site.origin}/b", "ftp://e.com/"]
+        plain = api.post("/politeness/verbose", json=urls).json()
+        assert [sorted(item) for item in plain] == [["allowed", "error", "retryAfter", "url"]] * 4
+        found = api.post("/politeness/verbose?decision=true&reserve=true", json=urls).json()
+    assert [item["decision"] for item in found] == [
+        {"kind": "disallowed", "pattern": "/x", "line": 4, "dialect": "regp",
+         "explanation": "Disallow: /x (line 4)"},
+        {"kind": "allowed"},
+        {"kind": "wait", "source": "crawl_delay", "line": 5},
+        {"kind": "refused", "reason": "invalid_url"}]
+    assert found[0]["error"] == "Blocked by robots.txt: Disallow: /x (line 4)"

@@ -7,6 +7,7 @@ import asyncio
 import gzip
 import itertools
 import json
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack
 from datetime import datetime
@@ -152,6 +153,27 @@ def test_a_site_that_disallows_the_agent_is_not_fetched_beyond_robots_txt(
     assert [p for _, p in site.arrivals] == ["/robots.txt"]
     (row,) = records(tmp_path)
     assert row["outcome"] == "skipped" and "Disallow: /" in row["reason"]
+
+
+def test_a_url_disallowed_by_robots_txt_is_recorded_with_its_rule_and_line(
+        tmp_path: Path) -> None:
+    """The skipped record carries what decided (the rule, its line) besides the words, and
+    the summary counts it under robots."""
+    site = chain_site("127.0.83.20", "User-agent: *\nAllow: /\nDisallow: /private/\n",
+                      pages=1)
+    with serve(site):
+        async def run() -> Counter[str]:
+            async with open_crawler(tmp_path, CrawlSettings(agent="FarmBot"),
+                                    default_delay_s=0.0, allow_private=True) as crawler:
+                await crawler.add_seeds([site.origin + "/private/0"])
+                return (await crawler.run()).skipped
+
+        skipped = asyncio.run(run())
+    (row,) = records(tmp_path)
+    assert row["outcome"] == "skipped"
+    assert (row["rule"], row["line"]) == ("Disallow: /private/", 3)
+    assert row["reason"] == "Blocked by robots.txt: Disallow: /private/ (line 3)"
+    assert skipped == Counter({"robots": 1})
 
 
 def test_pages_come_decoded_into_the_warc_and_depth_and_page_caps_hold(tmp_path: Path) -> None:

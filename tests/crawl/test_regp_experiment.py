@@ -119,8 +119,7 @@ def test_table_11_old_rep_keeps_out_but_does_not_guide(tmp_path: Path) -> None:
     assert [table[name][0] for name in SEED_RESOURCES] == [True, False, True, False]
     assert not [p for p in seen if p in ("/login.do", "/reg.do", "/newsRelease.do")]
     assert not [p for p in seen if p.startswith(("/sitemap.xml", "/html/"))]
-    blocked = sorted(r["url"].rsplit("/", 1)[1] for r in pages
-                     if r.get("reason", "").startswith("Blocked by robots.txt"))
+    blocked = sorted(r["url"].rsplit("/", 1)[1] for r in pages if r.get("rule"))
     assert blocked == ["login.do", "newsRelease.do", "reg.do"]
     assert all(gap is not None and gap < 0.5 for fetched, gap in table.values() if fetched)
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from polite.fetch.activity import Activity, TraceEntry
+from polite.fetch.activity import Activity
 from polite.storage import HostActivity, MemoryStore
 
 pytestmark = pytest.mark.anyio
@@ -21,18 +21,21 @@ class Clock:
         return self.now
 
 
-def entry(n: int, decision: str = "allowed", status: int = 200) -> TraceEntry:
-    return TraceEntry(float(n), "GET", f"http://e.com/{n}", decision, status, 0, 1.0)
+def exchange(activity: Activity, n: int, decision: str = "allowed", status: int = 200,
+             url: str | None = None) -> None:
+    """One request through the three calls the proxy makes: arrived, decided, ended."""
+    watch = activity.watch("GET", url or f"http://e.com/{n}", "e.com", held=False)
+    activity.decided(watch, decision)
+    activity.ended(watch, decision, status, 0)
 
 
 def test_the_trace_keeps_the_last_n_and_cuts_long_urls() -> None:
     clock = Clock()
     activity = Activity(trace_size=3, wall=clock)
     for n in range(10):
-        activity.record(entry(n))
+        exchange(activity, n)
     assert [e.url for e in activity.trace] == [f"http://e.com/{n}" for n in (7, 8, 9)]
-    activity.record(TraceEntry(0.0, "GET", "http://e.com/" + "a" * 5000, "allowed", 200, 0,
-                               1.0))
+    exchange(activity, 0, url="http://e.com/" + "a" * 5000)
     assert len(activity.trace[-1].url) == 2001
     assert activity.requests == 11
     assert Activity(trace_size=0).trace.maxlen == 0
@@ -42,9 +45,9 @@ def test_rates_and_status_classes_per_second() -> None:
     clock = Clock()
     activity = Activity(wall=clock)
     for _ in range(10):
-        activity.record(entry(0))
-    activity.record(entry(0, "delay", 429))
-    activity.record(entry(0, "allowed", 503))
+        exchange(activity, 0)
+    exchange(activity, 0, "delay", 429)
+    exchange(activity, 0, "allowed", 503)
     clock.now += 1
     assert activity.rate_now() == 12 / 5
     line = activity.timeline(3)
@@ -55,13 +58,17 @@ def test_rates_and_status_classes_per_second() -> None:
 
 def test_queued_and_in_flight_go_back_to_nothing() -> None:
     activity = Activity()
-    activity.queue("e.com", 1)
-    activity.queue("e.com", 1)
-    activity.send("e.com", 1)
-    assert (activity.queued["e.com"], activity.in_flight["e.com"]) == (2, 1)
-    activity.send("e.com", -1)
-    activity.queue("e.com", -1)
-    activity.queue("e.com", -1)
+    first = activity.watch("GET", "http://e.com/1", "e.com", held=True)
+    second = activity.watch("GET", "http://e.com/2", "e.com", held=True)
+    activity.decided(first, "allowed")
+    assert (activity.queued["e.com"], activity.in_flight["e.com"]) == (1, 1)
+    activity.ended(first, "allowed", 200, 0)
+    assert (activity.queued["e.com"], "e.com" in activity.in_flight) == (1, False)
+    activity.ended(second, "allowed", 0, 0)  # its client left before its slot came
+    assert not activity.queued and not activity.in_flight
+    refused = activity.watch("GET", "http://e.com/3", "e.com", held=True)
+    activity.decided(refused, "delay")
+    activity.ended(refused, "delay", 429, 1000)
     assert not activity.queued and not activity.in_flight
 
 

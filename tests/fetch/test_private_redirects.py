@@ -22,7 +22,7 @@ from polite.clock import WallClock
 from polite.core.robots.lifecycle import DisallowAll
 from polite.crawl import CrawlSettings, open_crawler
 from polite.fetch.http import PageFetcher
-from polite.fetch.politeness import Politeness
+from polite.fetch.politeness import Politeness, message
 from polite.fetch.robots import PublicHosts, RobotsFetcher, create_client, networks
 from polite.fetch.sitemaps import SitemapWalker
 from polite.storage import MemoryStore
@@ -128,7 +128,7 @@ async def test_robots_txt_of_a_rebinding_name_is_fetched_from_the_checked_addres
             (verdict,) = await politeness.check([f"http://rebind.test:{internal.port}/page"])
     assert internal.requests == []
     assert resolver.asked == 2  # the check's lookup, then the connection's own
-    assert not verdict.allowed and "private" in (verdict.error or "")
+    assert not verdict.allowed and "private" in (message(verdict) or "")
 
 
 async def test_a_sitemap_of_a_rebinding_name_is_fetched_from_the_checked_address() -> None:

@@ -7,9 +7,10 @@ import re
 
 import pytest
 
+from polite.core.politeness import RefusalReason, Refused
 from polite.errors import ConfigError, PrivateAddress
 from polite.fetch import create_client
-from polite.fetch.politeness import Politeness
+from polite.fetch.politeness import Politeness, message
 from polite.fetch.robots import (
     PUBLIC_HOST_TTL_S,
     PublicHosts,
@@ -104,7 +105,8 @@ async def test_politeness_asks_the_resolver_once_per_host_and_refuses_private_on
             verdicts = await politeness.check(["http://127.0.40.2/a",
                                                "http://intranet.example/a"])
             assert [v.cause for v in verdicts] == ["invalid", "invalid"]
-            assert all("private or loopback" in (v.error or "") for v in verdicts)
+            assert all(v.decision == Refused(RefusalReason.PRIVATE_ADDRESS, message(v) or "")
+                       and "private or loopback" in (message(v) or "") for v in verdicts)
         assert resolver.asked == ["intranet.example"] * 3
         # shop.example passes the guard, looked up once for three calls (its robots.txt
         # known already: nothing is fetched from beyond loopback).

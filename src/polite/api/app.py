@@ -30,6 +30,7 @@ from starlette.routing import Route
 
 from polite.api.dashboard import MAX_PAGE_ROWS, SORTS, STATES, Dashboard, HostQuery, static_file
 from polite.core.access import allowed_host_names, cross_origin, host_refused
+from polite.core.politeness.values import Allowed, Decision, Disallowed, Refused, WaitUntil
 from polite.core.robots.lifecycle import Parsed
 from polite.core.robots.usage import Preferences, from_robots, purpose_json
 from polite.core.sitemaps.model import MAX_SITEMAP_URLS
@@ -38,7 +39,7 @@ from polite.core.usage.vocab import PURPOSES
 from polite.errors import ConfigError, InvalidURL
 from polite.fetch.activity import Activity
 from polite.fetch.cache import PageCache
-from polite.fetch.politeness import Politeness, Verdict
+from polite.fetch.politeness import Answer, Politeness, message, warning
 from polite.fetch.sitemaps import SitemapWalker, WalkSummary
 from polite.storage.base import Store
 
@@ -101,6 +102,42 @@ def _keys(item: dict[str, Any], known: tuple[str, ...], where: str) -> None:
     for key in item:
         if key not in known:
             raise _Problem(400, f"{where}unknown key {key[:40]!r} (known: {', '.join(known)})")
+
+
+NO_RETRY = -1  # seed 001: "retryAfter -1 ... a delay does not have to be considered"
+
+
+def _verdict_json(found: Answer) -> dict[str, object]:
+    """One URL's answer in seed 001's shape: ``retryAfter`` in milliseconds, -1 when waiting
+    will not change it; ``error`` the cause in words."""
+    wait_s = found.wait_s
+    shown: dict[str, object] = {
+        "url": found.url, "allowed": found.allowed, "error": message(found),
+        "retryAfter": NO_RETRY if wait_s is None else max(0, math.ceil(wait_s * 1000))}
+    cut = warning(found)
+    if cut is not None:
+        shown["warning"] = cut
+    return shown
+
+
+def _decision_json(decision: Decision) -> dict[str, object]:
+    """The decision as a value (``?decision=true``), for clients that act on its kind (the
+    drop-ins against a running service) rather than on its words."""
+    match decision:
+        case Allowed():
+            return {"kind": "allowed"}
+        case WaitUntil(source=source, line=line, field=field):
+            shown: dict[str, object] = {"kind": "wait", "source": source.name.lower(),
+                                        "line": line}
+            if field is not None:  # a brace block's: which of its fields
+                shown["field"] = field.name.lower()
+            return shown
+        case Disallowed(rule=rule, line=line, dialect=dialect, explanation=explanation):
+            return {"kind": "disallowed", "pattern": None if rule is None else rule.pattern,
+                    "line": line, "dialect": str(dialect), "explanation": explanation}
+        case Refused(reason=reason):
+            return {"kind": "refused", "reason": reason.name.lower()}
+    raise AssertionError(decision)
 
 
 def _problem(status: int, message: str) -> JSONResponse:
@@ -306,7 +343,7 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
     if cache is not None:
         registry.register(_CacheCollector(cache))
 
-    async def answer(urls: list[str], request: Request) -> list[Verdict]:
+    async def answer(urls: list[str], request: Request) -> list[Answer]:
         reserve = _flag(request, "reserve")
         if reserve:  # taking a slot is a write
             authorize(request)
@@ -317,13 +354,14 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
                 ip = str(ipaddress.ip_address(ip))
             except ValueError:
                 raise _Problem(400, f"'ip' must be an IP address, not {ip[:60]!r}") from None
-        verdicts = await politeness.check(urls, reserve=reserve, agent=agent, ip=ip)
-        for verdict in verdicts:
-            decisions.labels("allowed" if verdict.allowed else "refused").inc()
-            if verdict.cause != "invalid":
-                activity.count(urlsplit(verdict.url).hostname or "", verdict.cause)
-                answered[verdict.cause] += 1
-        return verdicts
+        answers = await politeness.check(urls, reserve=reserve, agent=agent, ip=ip)
+        for found in answers:
+            decisions.labels("allowed" if found.allowed else "refused").inc()
+            cause = found.cause
+            if cause != "invalid":
+                activity.count(urlsplit(found.url).hostname or "", cause)
+                answered[cause] += 1
+        return answers
 
     def guarded(handler: Callable[[Request], Awaitable[Response]], *params: str
                 ) -> Callable[[Request], Awaitable[Response]]:
@@ -356,16 +394,19 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         purpose = request.query_params.get("purpose") or None
         if purpose is not None and purpose not in PURPOSES:
             raise _Problem(400, f"'purpose' must be one of {', '.join(PURPOSES)}")
-        verdicts = await answer(urls, request)
-        found = [v.as_json() for v in verdicts]
+        answers = await answer(urls, request)
+        found = [_verdict_json(a) for a in answers]
+        if _flag(request, "decision"):
+            for given, shown in zip(answers, found, strict=True):
+                shown["decision"] = _decision_json(given.decision)
         if purpose is not None:  # the robots.txt preferences beside the access decision
             agent = request.query_params.get("agent") or politeness.agent
-            for verdict, shown in zip(verdicts, found, strict=True):
+            for given, shown in zip(answers, found, strict=True):
                 prefs = Preferences()
-                if verdict.cause != "invalid":
-                    state = await politeness.robots_state(verdict.url)
+                if given.cause != "invalid":
+                    state = await politeness.robots_state(given.url)
                     if isinstance(state, Parsed):
-                        prefs = from_robots(state.robots, verdict.url, agent)
+                        prefs = from_robots(state.robots, given.url, agent)
                 shown["usage"] = purpose_json(prefs, purpose)
         return JSONResponse(found)
 
@@ -565,7 +606,7 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
     routes = [
         Route("/politeness", guarded(post_politeness, *decide), methods=["POST"]),
         Route("/politeness", guarded(get_politeness, *decide, "urls"), methods=["GET"]),
-        Route("/politeness/verbose", guarded(post_verbose, *decide, "purpose"),
+        Route("/politeness/verbose", guarded(post_verbose, *decide, "purpose", "decision"),
               methods=["POST"]),
         Route("/delays", guarded(private(get_delays)), methods=["GET"]),
         Route("/delays/{domain}", guarded(put_delay), methods=["PUT"]),
@@ -642,7 +683,12 @@ OPENAPI: dict[str, Any] = {
                     "responses": {"200": _json(_URLS)}}},
         "/politeness/verbose": {
             "post": {"summary": "a verdict, reason and retryAfter for every URL",
-                     "parameters": _QUERY, "requestBody": _json(_URLS),
+                     "parameters": [*_QUERY, {
+                         "name": "decision", "in": "query", "schema": {"type": "boolean"},
+                         "description": "add each URL's decision as a value: kind (allowed, "
+                                        "wait, disallowed, refused) and what made it (source "
+                                        "and line; pattern, line and dialect; reason)"}],
+                     "requestBody": _json(_URLS),
                      "responses": {"200": _json({"type": "array", "items": _VERDICT})}}},
         "/politeness/feedback": {
             "post": {"summary": "what fetches got: response times feed the adaptive delay, "

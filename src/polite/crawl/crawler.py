@@ -38,6 +38,7 @@ from polite.core.crawl import (
     resolve_link,
 )
 from polite.core.identity import parse_price
+from polite.core.politeness.values import Disallowed, RefusalReason, Refused
 from polite.core.robots.lifecycle import DisallowAll, Parsed, RobotsState
 from polite.core.robots.meta import RobotsDirectives, combine, parse_x_robots_tag
 from polite.core.robots.model import AgentRules
@@ -59,7 +60,7 @@ from polite.crawl.html import Link, extract_links, is_small
 from polite.crawl.output import CrawlOutput, Exchange
 from polite.errors import InvalidURL, PoliteError, SettingError
 from polite.fetch.http import FetchResult, HttpClient
-from polite.fetch.politeness import NO_RETRY, Politeness
+from polite.fetch.politeness import Answer, Politeness, message
 from polite.fetch.sitemaps import SitemapWalker
 from polite.storage.frontier import FrontierCounts, FrontierItem, FrontierStore, settle
 
@@ -220,14 +221,25 @@ def _iso(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds")
 
 
-def _skip_kind(reason: str) -> str:
-    """A reason's family, for the summary's counts."""
-    for prefix, kind in (("Blocked by robots.txt", "robots"), ("the site's Language", "language"),
-                         ("out of scope", "scope"), ("fetched as its snapshot", "srcloc"),
-                         ("per-host budget", "budget"), ("robots.txt", "robots")):
-        if reason.startswith(prefix):
-            return kind
-    return reason.split(":", 1)[0][:40]
+# The summary's family of a URL refused before it was fetched (the others are counted where
+# they are found: scope, srcloc, budget, language, payment required).
+_REFUSED_KIND = {RefusalReason.INVALID_URL: "invalid", RefusalReason.PRIVATE_ADDRESS: "private",
+                 RefusalReason.ROBOTS_UNAVAILABLE: "robots",
+                 RefusalReason.NO_VISIT_TIME: "robots"}
+
+
+def _refusal(found: Answer) -> tuple[str, str, dict[str, Any]]:
+    """A refused answer as a skipped record has it: its family, its reason, and for a rule
+    of robots.txt the rule and its line."""
+    decision = found.decision
+    reason = message(found) or "not allowed"
+    if type(decision) is Disallowed:
+        rule = decision.rule
+        return "robots", reason, {"rule": None if rule is None else str(rule),
+                                  "line": decision.line}
+    if type(decision) is Refused:
+        return _REFUSED_KIND[decision.reason], reason, {}
+    return "robots", reason, {}
 
 
 def _site_record(host: str, origin: str, robots: RobotsState, rules: AgentRules,
@@ -596,8 +608,8 @@ class Crawler:
                 self._pending[host] = item
                 return due
             state = self._host_states[host]
-        if state.startswith(REFUSED):
-            await self._skip(item, state.removeprefix(REFUSED))
+        if state.startswith(REFUSED):  # only the site's Language refuses a whole host
+            await self._skip(item, state.removeprefix(REFUSED), "language")
             return now
         if self.settings.purpose is not None and host not in self._tdmrep:
             due = await self._read_tdmrep(host, item.url)
@@ -606,22 +618,23 @@ class Crawler:
                 return due
         if self._host_fetched[host] >= self.settings.max_pages_per_host:
             await self._skip(item, f"per-host budget of {self.settings.max_pages_per_host} "
-                                   "pages reached")
+                                   "pages reached", "budget")
             return now
-        (verdict,) = await self._politeness.check([item.url], reserve=True,
-                                                  agent=self.settings.agent)
-        if not verdict.allowed:
-            if verdict.retry_after_ms == NO_RETRY:
-                await self._skip(item, verdict.error or "not allowed")
+        (found,) = await self._politeness.check([item.url], reserve=True,
+                                                agent=self.settings.agent)
+        if not found.allowed:
+            wait_s = found.wait_s
+            if wait_s is None:
+                kind, reason, facts = _refusal(found)
+                await self._skip(item, reason, kind, facts)
                 return now
             robots = await self._politeness.robots_state(item.url)
             if isinstance(robots, DisallowAll) and \
                     robots.failures >= self.settings.robots_attempts:
                 await self._skip(item, f"robots.txt: {robots.reason} ({robots.failures} "
-                                       "tries); the site is left alone")
+                                       "tries); the site is left alone", "robots")
                 return now
             self._pending[host] = item
-            wait_s = verdict.retry_after_ms / 1000
             return self._clock() + wait_s + _margin_s(wait_s)
         if self._in_flight[host] < self.settings.per_host:
             self._schedule(host, self._clock())  # room for another fetch to this host
@@ -633,13 +646,9 @@ class Crawler:
         """Read the host's robots.txt and sitemaps before its first page; returns a due time
         when the host may not be visited yet (its sitemaps wait for it too)."""
         origin = split_origin(item.url)[0]
-        fetches = self._politeness.robots_fetches
+        # Fetching robots.txt takes the host's slot when the politeness policy says so
+        # (robots_uses_slot: the crawler's, for seed 000's Table 10 counts every request).
         robots = await self._politeness.robots_state(item.url)
-        if self._politeness.robots_fetches > fetches:
-            # Fetching robots.txt was a request to the site: the spacing it asks for runs
-            # from it, or the sitemap or first page would follow at once (seed 000, 5).
-            await self._politeness.check([origin + "/robots.txt"], reserve=True,
-                                         agent=self.settings.agent)
         rules = AgentRules()
         if isinstance(robots, Parsed):
             rules = robots.robots.agent_rules(self.settings.agent, url=origin + "/")
@@ -662,9 +671,10 @@ class Crawler:
         sitemaps = robots.robots.sitemaps if isinstance(robots, Parsed) else ()
         if sitemaps or self.settings.well_known_sitemaps:
             probe = origin + "/"
-            (verdict,) = await self._politeness.check([probe], agent=self.settings.agent)
-            if not verdict.allowed and verdict.retry_after_ms != NO_RETRY:
-                return self._clock() + verdict.retry_after_ms / 1000
+            (found,) = await self._politeness.check([probe], agent=self.settings.agent)
+            wait_s = found.wait_s
+            if not found.allowed and wait_s is not None:
+                return self._clock() + wait_s
             await self._read_sitemaps(host, origin, item)
         await self._set_host_state(host, READY)
         return None
@@ -673,11 +683,11 @@ class Crawler:
         """Fetch the host's ``/.well-known/tdmrep.json`` once, with the spacing and the
         robots.txt of any other request; a due time when the slot is not yet free."""
         target = split_origin(url)[0] + TDMREP_PATH
-        (verdict,) = await self._politeness.check([target], reserve=True,
-                                                  agent=self.settings.agent)
-        if not verdict.allowed:
-            if verdict.retry_after_ms != NO_RETRY:
-                wait_s = verdict.retry_after_ms / 1000
+        (found,) = await self._politeness.check([target], reserve=True,
+                                                agent=self.settings.agent)
+        if not found.allowed:
+            wait_s = found.wait_s
+            if wait_s is not None:
                 return self._clock() + wait_s + _margin_s(wait_s)
             self._tdmrep[host] = b""  # refused (robots.txt): the file is not read
             return None
@@ -790,7 +800,8 @@ class Crawler:
                 await self._frontier.release(item._replace(attempts=item.attempts + 1,
                                                            not_before=now))
                 return now
-            await self._skip(item, reason, {"price": got.headers.get("crawler-price")})
+            await self._skip(item, reason, "payment required",
+                             {"price": got.headers.get("crawler-price")})
             return now
         if offered is not None:
             record.update(price=offered, charged=got.headers.get("crawler-charged"))
@@ -1025,9 +1036,10 @@ class Crawler:
             more.append(FrontierItem(normal, split_origin(normal)[1], item.depth + 1, "link"))
         return more
 
-    async def _skip(self, item: FrontierItem, reason: str,
+    async def _skip(self, item: FrontierItem, reason: str, kind: str,
                     extra: Mapping[str, Any] | None = None) -> None:
-        self.stats.skipped[_skip_kind(reason)] += 1
+        """``item`` is not fetched: ``reason`` in its record, counted under ``kind``."""
+        self.stats.skipped[kind] += 1
         await self._settle(item, {"url": item.url, "outcome": "skipped", "reason": reason,
                                   "via": item.via, "depth": item.depth,
                                   **({"srcloc": item.srcloc} if item.srcloc else {}),

@@ -101,7 +101,8 @@ async def open_crawler(
                             default_delay_s=default_delay_s,
                             max_crawl_delay_s=max_crawl_delay_s, allow_private=allow_private,
                             send_slack_s=SHARED_SEND_SLACK_S if worker else 0.0,
-                            private_hint=knobs.allow_private, public_hosts=hosts)
+                            private_hint=knobs.allow_private, public_hosts=hosts,
+                            robots_uses_slot=True)  # seed 000: every request counts
     walker = SitemapWalker(client, politeness, cross_host="host")
     output = CrawlOutput(out, warc=settings.warc)
     unreachable: tuple[type[BaseException], ...] = ()

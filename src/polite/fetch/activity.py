@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from polite.core.politeness.rules import Delays
+from polite.core.politeness.values import WaitSource
 from polite.core.robots.lifecycle import AllowAll, DisallowAll, Parsed, RobotsState
 from polite.storage.base import COUNTERS, FACTS, ActivityStore, HostActivity
 
@@ -42,17 +43,19 @@ TIMELINE_S = 300  # seconds of per-second status counts kept for the chart
 _RATE_WINDOW_S = 5  # "requests per second now" is the mean over this many seconds
 MAX_TRACE_URL = 2000  # characters of a URL kept in the trace
 
-_SOURCES = {"configured delay": "operator", "robots.txt Crawl-delay": "Crawl-delay",
-            "robots.txt Request-rate": "Request-rate", "robots.txt Ip-delay": "Ip-delay",
-            "robots.txt Ip-rate": "Ip-rate", "adaptive delay": "adaptive",
-            "default delay": "default"}
+# The dashboard's short names of the sources of a host's spacing
+_SOURCES = {WaitSource.OPERATOR: "operator", WaitSource.CRAWL_DELAY: "Crawl-delay",
+            WaitSource.REQUEST_RATE: "Request-rate", WaitSource.IP_DELAY: "Ip-delay",
+            WaitSource.IP_RATE: "Ip-rate", WaitSource.ADAPTIVE: "adaptive",
+            WaitSource.DEFAULT: "default"}
 _HTTP_CODE = re.compile(r"HTTP (\d{3})")
 
 
 def delay_source(delays: Delays) -> str:
     """The short name of the source that set ``delays.interval_s``: operator, Crawl-delay,
     Request-rate, Ip-delay, Ip-rate, adaptive or default."""
-    return _SOURCES.get(delays.reason(), delays.reason())
+    source = delays.reason()
+    return _SOURCES.get(source, str(source))
 
 
 def robots_code(state: RobotsState) -> str:

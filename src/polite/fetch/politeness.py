@@ -1,10 +1,12 @@
 """The politeness driver: may these URLs be fetched now, and if not, why and when.
 
-It carries out what the cores decide: the robots.txt state comes from
-:class:`RobotsFetcher`, the spacing from :mod:`polite.core.politeness.rules`, and the slot
-from the store (which may be shared by many nodes). Seed 001's services only *reflect* the
-situation; ``reserve=True`` also takes the slot, so that crawlers which fetch on their own
-stay polite together.
+It gathers what the core's decision needs and carries it out: the private-address guard
+(a lookup), the robots.txt state from :class:`RobotsFetcher`, what the store knows of the
+hosts; :func:`polite.core.politeness.decision.decide` decides each URL, and the slot of
+an allowed one is claimed from the store (which may be shared by many nodes). The answers
+are typed values (:class:`Answer`); each surface words them its own way. Seed 001's
+services only *reflect* the situation; ``reserve=True`` also takes the slot, so that
+crawlers which fetch on their own stay polite together.
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ import asyncio
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from polite.clock import Clock
 from polite.config import AT_LEAST_ONE, NON_NEGATIVE, check_float, check_int
+from polite.core.politeness.decision import Policy, decide
 from polite.core.politeness.rules import (
     ADAPTIVE_FACTOR,
     DEFAULT_DELAY_S,
@@ -25,50 +27,75 @@ from polite.core.politeness.rules import (
     Delays,
     HostClaim,
     backoff_until,
+    claimed,
     delays_for,
-    earliest_in_windows,
 )
-from polite.core.robots.lifecycle import (
-    AllowAll,
-    DisallowAll,
-    Parsed,
-    RobotsState,
-    parse_retry_after,
+from polite.core.politeness.values import (
+    Allowed,
+    Decision,
+    Disallowed,
+    RefusalReason,
+    Refused,
+    WaitSource,
+    WaitUntil,
 )
+from polite.core.robots.lifecycle import Parsed, RobotsState, parse_retry_after
 from polite.core.robots.model import AgentRules
 from polite.errors import InvalidURL
 from polite.fetch.activity import Activity, robots_code
 from polite.fetch.robots import PublicHosts, RobotsFetcher, split_origin
 from polite.storage.base import Store
 
-__all__ = ["NO_RETRY", "Politeness", "Standing", "Verdict"]
-
-NO_RETRY = -1  # seed 001: "retryAfter -1 ... a delay does not have to be considered"
 NO_RULES = AgentRules()  # no robots.txt in force: no fields from the site
+__all__ = ["Answer", "Politeness", "Standing", "message", "warning"]
+
 # Matching costs rules x URL length (12,000 wildcard rules against a 5,000-character URL:
 # 23 ms); a batch gives the event loop back after this much of it, so that the proxy and
 # /health go on being answered while a long one is decided.
 MATCH_SLICE_S = 0.01
 
 
-class Verdict(NamedTuple):
-    """One URL's answer, in seed 001's shape (``retry_after_ms`` is ``retryAfter``)."""
+class Answer(NamedTuple):
+    """One URL's decision as the driver made it: ``now`` is the time it was judged by (the
+    store's clock for a slot, which may be another machine's), so a wait is ``at - now``
+    whoever renders it; ``cut``: the robots.txt in force was read only to the size cap."""
 
     url: str
-    allowed: bool
-    error: str | None = None
-    retry_after_ms: int = NO_RETRY
-    warning: str | None = None  # e.g. the robots.txt in force was cut at the size cap
-    # allowed; refused by "robots" (rules, robots.txt unavailable, Time-forbidden), for the
-    # "delay" (spacing, back-off, Visit-time), or "invalid" (a bad URL, a private address)
-    cause: str = "allowed"
+    decision: Decision
+    now: float
+    cut: bool = False
 
-    def as_json(self) -> dict[str, object]:
-        answer: dict[str, object] = {"url": self.url, "allowed": self.allowed,
-                                     "error": self.error, "retryAfter": self.retry_after_ms}
-        if self.warning is not None:
-            answer["warning"] = self.warning
-        return answer
+    @property
+    def allowed(self) -> bool:
+        return type(self.decision) is Allowed
+
+    @property
+    def wait_s(self) -> float | None:
+        """How long until asking again may be answered otherwise; ``None``: waiting will not
+        change the answer."""
+        decision = self.decision
+        if type(decision) is WaitUntil:
+            return max(0.0, decision.at - self.now)
+        if type(decision) is Refused and decision.retry_at is not None:
+            return max(0.0, decision.retry_at - self.now)
+        return None
+
+    @property
+    def cause(self) -> str:
+        """The family the dashboard counts it in: ``allowed``; ``robots`` (rules, robots.txt
+        unavailable, Time-forbidden); ``delay`` (spacing, back-off, Visit-time); ``invalid``
+        (a bad URL, a private address)."""
+        decision = self.decision
+        if type(decision) is Allowed:
+            return "allowed"
+        if type(decision) is WaitUntil:
+            return "delay"
+        if type(decision) is Refused and decision.reason in _INVALID:
+            return "invalid"
+        return "robots"
+
+
+_INVALID = (RefusalReason.INVALID_URL, RefusalReason.PRIVATE_ADDRESS)
 
 
 class Standing(NamedTuple):
@@ -84,46 +111,42 @@ def _ms(seconds: float) -> int:
     return max(0, math.ceil(seconds * 1000))
 
 
-@dataclass(slots=True)
-class _Ask:
-    """One URL on its way through a batch."""
+def message(answer: Answer) -> str | None:
+    """Why ``answer`` is not a yes, in words (``None`` for a yes): what the REST API sends as
+    ``error``, the proxy as its refusal's body, the drop-ins as their exceptions' reason."""
+    decision = answer.decision
+    if type(decision) is Allowed:
+        return None
+    if type(decision) is Disallowed:
+        return f"Blocked by robots.txt: {decision.explanation}"
+    if type(decision) is Refused:
+        if decision.reason is RefusalReason.NO_VISIT_TIME:
+            return ("robots.txt forbids visits for the foreseeable future (Time-forbidden / "
+                    "Visit-time)")
+        return decision.detail
+    assert type(decision) is WaitUntil
+    host = split_origin(answer.url)[1]
+    match decision.source:
+        case WaitSource.VISIT_TIME:
+            return "robots.txt allows visits only at certain times (Visit-time / Time-forbidden)"
+        case WaitSource.BACKOFF:
+            return (f"{host} asked for a pause (429 or 503, Retry-After honoured): no request "
+                    f"before {_ms(decision.at - answer.now)} milliseconds from now (back-off).")
+    said = (f"There must be a delay of {_ms(decision.interval_s)} milliseconds between "
+            f"requests to {host} ({decision.field or decision.source})")
+    if decision.behind:
+        return f"{said}; another URL of {host} in this call takes the slot."
+    return said + "."
 
-    index: int
-    url: str
-    host: str
-    delays: Delays
-    interval_s: float
 
-
-def _warn_if_cut(verdict: Verdict, cut: list[str]) -> Verdict:
-    """A verdict from a robots.txt cut at the size cap says so: rules past the cut were not
-    read, so the answer may not be the site's."""
-    try:
-        origin = split_origin(verdict.url)[0]
-    except InvalidURL:
-        return verdict
-    if origin in cut:
-        return verdict._replace(
-            warning=f"{origin}/robots.txt is longer than the size cap and was read only that "
-                    "far; rules after it are not applied (--max-bytes)")
-    return verdict
-
-
-def _wait_reason(host: str, ask: _Ask, claim: HostClaim, position: int) -> str:
-    """Why a URL must wait: a back-off in force (429 / 503), another URL of the host taken
-    in the same call, or the spacing and the source that set it."""
-    source = ask.delays.reason()
-    held = claim.held_until
-    if held is not None and (claim.granted < 0 or claim.granted > position) \
-            and claim.ats[position] <= held:
-        return (f"{host} asked for a pause (429 or 503, Retry-After honoured): no request "
-                f"before {_ms(held - claim.now)} milliseconds from now (back-off).")
-    if 0 <= claim.granted < position:
-        return (f"There must be a delay of {_ms(ask.interval_s)} milliseconds between "
-                f"requests to {host} ({source}); another URL of {host} in this call takes "
-                "the slot.")
-    return (f"There must be a delay of {_ms(ask.interval_s)} milliseconds between requests "
-            f"to {host} ({source}).")
+def warning(answer: Answer) -> str | None:
+    """What to add to ``answer``: rules past the size cap of its robots.txt were not read,
+    so the answer may not be the site's."""
+    if not answer.cut:
+        return None
+    origin = split_origin(answer.url)[0]
+    return (f"{origin}/robots.txt is longer than the size cap and was read only that far; "
+            "rules after it are not applied (--max-bytes)")
 
 
 class Politeness:
@@ -146,6 +169,7 @@ class Politeness:
         send_slack_s: float = 0.0,
         public_hosts: PublicHosts | None = None,
         private_hint: str = "allow_private=True",
+        robots_uses_slot: bool = False,
     ) -> None:
         # The last check of what every surface checked already: a NaN slips through every
         # comparison the spacing makes, and politeness is off (polite serve with
@@ -170,9 +194,8 @@ class Politeness:
         self._store = store
         self._clock = clock
         self.agent = agent
-        self.default_delay_s = default_delay_s
-        self.max_crawl_delay_s = max_crawl_delay_s
-        self.adaptive_factor = adaptive_factor  # x the host's response time; 0: off
+        self.policy = Policy(default_delay_s, max_crawl_delay_s, adaptive_factor,
+                             robots_uses_slot)
         self.backoff = backoff  # 429 and 503 pause the host
         self.robots_delays_s: dict[str, float] = {}  # host -> what its robots.txt asks
         self._robots_slots = asyncio.Semaphore(robots_concurrency)
@@ -181,43 +204,76 @@ class Politeness:
         self._noted_states: dict[str, RobotsState] = {}
 
     @property
+    def default_delay_s(self) -> float:
+        return self.policy.default_delay_s
+
+    @property
+    def max_crawl_delay_s(self) -> float:
+        return self.policy.max_crawl_delay_s
+
+    @property
+    def adaptive_factor(self) -> float:
+        return self.policy.adaptive_factor
+
+    @property
     def robots_fetches(self) -> int:
         """How many robots.txt requests have gone out."""
         return self._robots.fetches
 
     async def robots_state(self, url: str) -> RobotsState:
-        """The robots.txt state in force for ``url``'s origin (fetched when needed)."""
+        """The robots.txt state in force for ``url``'s origin (fetched when needed). With
+        the policy's ``robots_uses_slot``, fetching it takes the host's slot, as a page
+        would: the spacing runs from that request too, or the first page would follow it
+        at once (seed 000, 5)."""
+        if not self.policy.robots_uses_slot:
+            async with self._robots_slots:
+                return await self._robots.state(url)
+        origin = split_origin(url)[0]
+        before = self._robots.fresh(origin)
+        if before is not None:
+            return before
+        known = await self._robots.known(origin)  # memory or the store: never a request
         async with self._robots_slots:
-            return await self._robots.state(url)
+            state = await self._robots.state(url)
+        if known is None or state is not known[0]:  # not what was known: it was asked for
+            await self._answer([origin + "/robots.txt"], True, self.agent, None, {origin: state})
+        return state
 
     async def check(self, urls: Sequence[str], *, reserve: bool = False,
-                    agent: str | None = None, ip: str | None = None) -> list[Verdict]:
-        """A verdict per URL, in order; at most one URL per host is allowed per call.
+                    agent: str | None = None, ip: str | None = None) -> list[Answer]:
+        """An answer per URL, in order; at most one URL per host is allowed per call.
 
-        The robots.txt of every origin in the batch is loaded concurrently; then the store
-        is asked twice whatever the batch's size: once for what it knows of the hosts, once
-        to claim (``reserve``) or look at their slots.
+        What the decisions need is gathered first: the private-address guard, the robots.txt
+        of every origin in the batch (loaded concurrently) and, in one step of the store,
+        what it knows of the hosts; then each URL is decided once
+        (:func:`~polite.core.politeness.decision.decide`) and the slots of those allowed
+        are claimed (``reserve``) or looked at, in one more step of the store.
         """
-        agent = agent or self.agent
-        verdicts: list[Verdict | None] = [None] * len(urls)
+        return await self._answer(urls, reserve, agent or self.agent, ip, {})
+
+    async def _answer(self, urls: Sequence[str], reserve: bool, agent: str, ip: str | None,
+                      states: dict[str, RobotsState]) -> list[Answer]:
+        """:meth:`check`, with the robots.txt ``states`` already known (by origin)."""
+        answers: list[Answer | None] = [None] * len(urls)
         hosts: list[tuple[int, str, str, str]] = []
         public: dict[str, bool] = {}
         for index, url in enumerate(urls):
             try:
                 origin, host = split_origin(url)
             except InvalidURL as exc:
-                verdicts[index] = Verdict(url, False, str(exc), cause="invalid")
+                answers[index] = Answer(url, Refused(RefusalReason.INVALID_URL, str(exc)),
+                                        self._clock())
                 continue
             if not self.allow_private:
                 if host not in public:
                     public[host] = await self._public_hosts.is_public(host)
                 if not public[host]:
-                    verdicts[index] = Verdict(
-                        url, False, f"{host} is a private or loopback address; this server "
-                        f"does not fetch from those ({self.private_hint})", cause="invalid")
+                    answers[index] = Answer(url, Refused(
+                        RefusalReason.PRIVATE_ADDRESS,
+                        f"{host} is a private or loopback address; this server does not "
+                        f"fetch from those ({self.private_hint})"), self._clock())
                     continue
             hosts.append((index, url, origin, host))
-        states: dict[str, RobotsState] = {}
         missing: dict[str, str] = {}  # origin -> a URL of it
         for _, url, origin, _ in hosts:
             if origin not in states and origin not in missing:
@@ -229,10 +285,13 @@ class Politeness:
         if missing:
             loaded = await asyncio.gather(*(self.robots_state(u) for u in missing.values()))
             states.update(zip(missing, loaded, strict=True))
+        distinct = list(dict.fromkeys(host for _, _, _, host in hosts))
+        facts = dict(zip(distinct, await self._store.host_facts(distinct), strict=True))
 
         now = self._clock()
         activity = self.activity
         noted = self._noted_states
+        cut: set[str] = set()
         for origin, state in states.items():
             if noted.get(origin) is not state:  # told once per robots.txt state
                 noted[origin] = state
@@ -240,94 +299,64 @@ class Politeness:
                     del noted[next(iter(noted))]
                 activity.note(split_origin(origin)[1], origin=origin,
                               robots_status=robots_code(state))
-        asks: list[tuple[int, str, str, AgentRules]] = []
+            if isinstance(state, Parsed) and state.robots.truncated:
+                cut.add(origin)
+        policy = self.policy
+        slack = self.send_slack_s
+        candidates: dict[str, list[tuple[int, str, str, Allowed]]] = {}
         slice_ends = time.perf_counter() + MATCH_SLICE_S
         for index, url, origin, host in hosts:
             if time.perf_counter() > slice_ends:
                 await asyncio.sleep(0)
                 slice_ends = time.perf_counter() + MATCH_SLICE_S
-            state = states[origin]
-            rules = NO_RULES
-            match state:
-                case DisallowAll():
-                    verdicts[index] = Verdict(url, False, state.reason,
-                                              _ms(state.retry_at - now), cause="robots")
-                    continue
-                case Parsed():
-                    if not state.robots.allowed(url, agent, ip=ip):
-                        # The deciding rule and its line only for the refusal's message.
-                        decision = state.robots.decide(url, agent, ip=ip)
-                        verdicts[index] = Verdict(url, False,
-                                                  f"Blocked by robots.txt: {decision.reason}",
-                                                  cause="robots")
-                        continue
-                    rules = state.robots.agent_rules(agent, ip=ip, url=url)
-                case AllowAll():
-                    pass
-            asks.append((index, url, host, rules))
+            decision = decide(url, states[origin], facts[host], policy, now, agent=agent,
+                              ip=ip)
+            if type(decision) is not Allowed:
+                answers[index] = Answer(url, decision, now, origin in cut)
+                if type(decision) is WaitUntil:  # a Visit-time window not yet open
+                    activity.note(host, delay_s=decision.interval_s,
+                                  delay_source="Visit-time window", next_at=decision.at)
+                    state = states[origin]
+                    if isinstance(state, Parsed):  # what the site asks, for GET /delays
+                        asked = state.robots.delay_s(agent, ip=ip, url=url)
+                        if asked is not None:
+                            await self._note_robots_delay(
+                                host, min(asked, policy.max_crawl_delay_s))
+                continue
+            robots_s = decision.delays.robots_s
+            if robots_s is not None:
+                await self._note_robots_delay(host, robots_s)
+            if slack > 0 and decision.interval_s > 0:
+                # the slot claimed is longer by the slack (see send_slack_s)
+                decision = Allowed(decision.interval_s + slack, decision.delays)
+            candidates.setdefault(host, []).append((index, url, origin, decision))
 
-        distinct = list(dict.fromkeys(host for _, _, host, _ in asks))
-        facts = dict(zip(distinct, await self._store.host_facts(distinct), strict=True))
-        candidates: dict[str, list[_Ask]] = {}
-        for index, url, host, rules in asks:
-            configured, response_time = facts[host]
-            delays = delays_for(rules, configured_s=configured,
-                                default_s=self.default_delay_s,
-                                max_crawl_delay_s=self.max_crawl_delay_s,
-                                response_time_s=response_time,
-                                adaptive_factor=self.adaptive_factor)
-            robots_s = delays.robots_s
-            if robots_s is not None and self.robots_delays_s.get(host) != robots_s:
-                self.robots_delays_s[host] = robots_s
-                # Kept in the store too (only when it changes): GET /delays shows it after
-                # a restart, before the host is asked about again.
-                await self._store.set_robots_delay(host, robots_s)
-            if delays.windows or delays.forbidden:
-                opens = earliest_in_windows(now, delays.windows, delays.forbidden)
-                if opens is None:
-                    verdicts[index] = Verdict(url, False, "robots.txt forbids visits for the "
-                                              "foreseeable future (Time-forbidden / "
-                                              "Visit-time)", cause="robots")
-                    continue
-                if opens > now:
-                    verdicts[index] = Verdict(url, False, "robots.txt allows visits only at "
-                                              "certain times (Visit-time / Time-forbidden)",
-                                              _ms(opens - now), cause="delay")
-                    activity.note(host, delay_s=delays.interval_s,
-                                  delay_source="Visit-time window", next_at=opens)
-                    continue
-            candidates.setdefault(host, []).append(
-                _Ask(index, url, host, delays, delays.interval_s
-                     + (self.send_slack_s if delays.interval_s > 0 else 0.0)))
-
-        requests = [(host, tuple(a.interval_s for a in group))
+        requests = [(host, tuple(c[3].interval_s for c in group))
                     for host, group in candidates.items()]
         claims = await self._store.claim_batch(requests, take=reserve)
         for (host, group), claim in zip(candidates.items(), claims, strict=True):
             first = group[0]
             held = claim.held_until
             if held is None:
-                activity.note(host, delays=first.delays, delay_source=None,
-                              next_at=claim.now + first.interval_s if claim.granted >= 0
+                activity.note(host, delays=first[3].delays, delay_source=None,
+                              next_at=claim.now + first[3].interval_s if claim.granted >= 0
                               else claim.ats[0])
             else:
-                activity.note(host, delays=first.delays, delay_source="back-off",
+                activity.note(host, delays=first[3].delays, delay_source="back-off",
                               next_at=claim.ats[0], backoff_until=held)
-            for position, ask in enumerate(group):
-                if position == claim.granted:
-                    verdicts[ask.index] = Verdict(ask.url, True)
-                    continue
-                wait_ms = _ms(claim.ats[position] - claim.now)
-                verdicts[ask.index] = Verdict(ask.url, False,
-                                              _wait_reason(host, ask, claim, position), wait_ms,
-                                              cause="delay")
-        done = [v for v in verdicts if v is not None]
+            for position, (index, url, origin, allowed) in enumerate(group):
+                answers[index] = Answer(url, claimed(allowed, claim, position), claim.now,
+                                        origin in cut)
+        done = [a for a in answers if a is not None]
         assert len(done) == len(urls)
-        cut = [origin for origin, state in states.items()
-               if isinstance(state, Parsed) and state.robots.truncated]
-        if cut:
-            done = [_warn_if_cut(verdict, cut) for verdict in done]
         return done
+
+    async def _note_robots_delay(self, host: str, robots_s: float) -> None:
+        if self.robots_delays_s.get(host) != robots_s:
+            self.robots_delays_s[host] = robots_s
+            # Kept in the store too (only when it changes): GET /delays shows it after a
+            # restart, before the host is asked about again.
+            await self._store.set_robots_delay(host, robots_s)
 
     async def standing(self, origins: Sequence[str]) -> list[Standing]:
         """Where each origin's host stands now, for the dashboard: its robots.txt as known

@@ -35,7 +35,7 @@ from polite.core.sitemaps import Entry, ParseIssue, SitemapParser
 from polite.core.sitemaps.model import MAX_SITEMAP_BYTES, MAX_SITEMAP_URLS
 from polite.errors import InvalidURL
 from polite.fetch.http import FetchResult, HttpClient, Sink
-from polite.fetch.politeness import NO_RETRY, Politeness
+from polite.fetch.politeness import Politeness, message
 from polite.fetch.redirects import Check, follow, redirect_target
 from polite.fetch.robots import normal_url, split_origin
 
@@ -75,12 +75,12 @@ async def polite_turn(politeness: Politeness, url: str,
     longer than ``max_wait_s`` (a Visit-time window hours away: reported, not waited for)."""
     waited = 0.0
     while True:
-        (verdict,) = await politeness.check([url], reserve=True)
-        if verdict.allowed:
+        (found,) = await politeness.check([url], reserve=True)
+        if found.allowed:
             return None
-        if verdict.retry_after_ms == NO_RETRY:
-            return verdict.error or "not allowed"
-        pause = verdict.retry_after_ms / 1000
+        pause = found.wait_s
+        if pause is None:
+            return message(found) or "not allowed"
         if waited + pause > max_wait_s:
             return f"the host asks to wait {pause:.0f} s; more than {max_wait_s:.0f} s"
         await asyncio.sleep(pause)

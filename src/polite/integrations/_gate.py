@@ -24,8 +24,23 @@ import httpx
 
 from polite.clock import WallClock
 from polite.config import KEYWORDS, NON_NEGATIVE, Knobs, check_float
-from polite.core.politeness.rules import ADAPTIVE_FACTOR, DEFAULT_DELAY_S, MAX_CRAWL_DELAY_S
+from polite.core.politeness.rules import (
+    ADAPTIVE_FACTOR,
+    DEFAULT_DELAY_S,
+    MAX_CRAWL_DELAY_S,
+    Delays,
+)
+from polite.core.politeness.values import (
+    Allowed,
+    Decision,
+    Disallowed,
+    RefusalReason,
+    Refused,
+    WaitSource,
+    WaitUntil,
+)
 from polite.core.robots.lifecycle import DisallowAll, Parsed
+from polite.core.robots.model import Dialect, Rule
 from polite.core.robots.usage import Preferences, from_robots, purpose_json
 from polite.core.usage.vocab import PURPOSES
 from polite.errors import (
@@ -37,7 +52,7 @@ from polite.errors import (
     SettingError,
     SlotNotReady,
 )
-from polite.fetch.politeness import NO_RETRY, Politeness, Verdict
+from polite.fetch.politeness import Politeness, message
 from polite.fetch.robots import (
     PublicHosts,
     RobotsFetcher,
@@ -54,7 +69,6 @@ _T = TypeVar("_T")
 # networks ("10.1.0.0/16", or one address), the others staying refused.
 AllowPrivate = bool | Sequence[str]
 
-ROBOTS_REFUSAL = "Blocked by robots.txt: "  # how Politeness words a robots.txt refusal
 ROBOTS_ATTEMPTS = 3  # robots.txt unreachable this many times in a row: the site is left alone
 MAX_WAIT_S = 600.0  # a request that would wait longer in all is refused with the wait
 SERVICE_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
@@ -126,10 +140,19 @@ class Grant(NamedTuple):
     usage: dict[str, object] | None = None
 
 
+class Ruling(NamedTuple):
+    """A decision as the gate acts on it: the value, how long until asking again may change
+    it (``None``: it will not), and its words for an exception's reason."""
+
+    decision: Decision
+    wait_s: float | None
+    reason: str | None
+
+
 class _Backend(Protocol):
     immediate: bool  # its reports never wait (nothing to send anywhere)
 
-    async def check(self, url: str, agent: str) -> Verdict: ...
+    async def check(self, url: str, agent: str) -> Ruling: ...
 
     async def usage(self, url: str, agent: str, purpose: str) -> dict[str, object]: ...
 
@@ -170,9 +193,9 @@ class _Local:
                                       adaptive_factor=adaptive_factor, public_hosts=hosts,
                                       private_hint=knobs.allow_private)
 
-    async def check(self, url: str, agent: str) -> Verdict:
-        (verdict,) = await self._politeness.check([url], reserve=True, agent=agent)
-        return verdict
+    async def check(self, url: str, agent: str) -> Ruling:
+        (found,) = await self._politeness.check([url], reserve=True, agent=agent)
+        return Ruling(found.decision, found.wait_s, message(found))
 
     async def note(self, url: str, status: int, elapsed_s: float | None,
                    retry_after: str | None, late_s: float | None) -> None:
@@ -201,6 +224,26 @@ class _Local:
         await self._store.close()
 
 
+def _decision_of(shown: dict[str, Any], error: str | None) -> Decision:
+    """A decision back from its JSON (``POST /politeness/verbose?decision=true``); a
+    ``LookupError`` or ``ValueError`` when it is not one. Times the service knows are given
+    as the answer's ``retryAfter``; the value keeps only what the gate acts on."""
+    match shown["kind"]:
+        case "allowed":
+            return Allowed(0.0, Delays())
+        case "wait":
+            field = shown.get("field")
+            return WaitUntil(0.0, WaitSource[str(shown["source"]).upper()], shown.get("line"),
+                             field=None if field is None else WaitSource[str(field).upper()])
+        case "disallowed":
+            pattern, line = shown.get("pattern"), shown.get("line")
+            return Disallowed(None if pattern is None else Rule(False, str(pattern), line or 0),
+                              line, Dialect(shown["dialect"]), str(shown["explanation"]))
+        case "refused":
+            return Refused(RefusalReason[str(shown["reason"]).upper()], error or "")
+    raise ValueError(f"not a decision: {shown!r}")
+
+
 class _Service:
     """A running ``polite serve``: it holds the slots, so many processes share them."""
 
@@ -226,14 +269,16 @@ class _Service:
                              f"{response.status_code}: {response.text[:200]}")
         return response.json()
 
-    async def check(self, url: str, agent: str) -> Verdict:
-        answer = await self._post("/politeness/verbose", {"reserve": "true", "agent": agent},
+    async def check(self, url: str, agent: str) -> Ruling:
+        answer = await self._post("/politeness/verbose",
+                                  {"reserve": "true", "agent": agent, "decision": "true"},
                                   [url])
         try:
             item = answer[0]
-            return Verdict(url, bool(item["allowed"]), item.get("error"),
-                           int(item.get("retryAfter", NO_RETRY)))
-        except (LookupError, TypeError, ValueError) as exc:
+            retry_ms = int(item["retryAfter"])
+            return Ruling(_decision_of(item["decision"], item.get("error")),
+                          None if retry_ms < 0 else retry_ms / 1000, item.get("error"))
+        except (LookupError, TypeError, ValueError, AttributeError) as exc:
             raise FetchError(f"polite serve at {self._base} answered {answer!r}") from exc
 
     async def usage(self, url: str, agent: str, purpose: str) -> dict[str, object]:
@@ -395,19 +440,20 @@ class LoopGate:
             # Taken before asking: a slot granted by the answer starts no earlier, so the
             # late start reported later is never too short.
             asked = time.monotonic()
-            verdict = await self._backend.check(url, agent)
+            ruling = await self._backend.check(url, agent)
             waited_s = time.monotonic() - started
-            if verdict.allowed:
+            decision = ruling.decision
+            if type(decision) is Allowed:
                 return Grant(waited_s, asked, usage)
-            reason = verdict.error or "not allowed"
-            if verdict.retry_after_ms == NO_RETRY:
-                if reason.startswith(ROBOTS_REFUSAL):
-                    raise RobotsDisallowed(url, reason.removeprefix(ROBOTS_REFUSAL))
+            if type(decision) is Disallowed:
+                raise RobotsDisallowed(url, decision.explanation)
+            reason = ruling.reason or "not allowed"
+            wait_s = ruling.wait_s
+            if wait_s is None:
                 raise RequestRefused(url, reason)
             gave_up = await self._backend.given_up(url)
             if gave_up is not None:
                 raise RequestRefused(url, gave_up)
-            wait_s = verdict.retry_after_ms / 1000
             if not self.wait or waited_s + wait_s > self.max_wait_s:
                 raise SlotNotReady(url, wait_s, reason)
             await asyncio.sleep(wait_s + WAKE_MARGIN_S)

@@ -13,12 +13,12 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from polite.core.cache.policy import Choice
 from polite.errors import PrivateAddress
 from polite.fetch.activity import Watch
-from polite.fetch.politeness import NO_RETRY, Politeness, Verdict
+from polite.fetch.politeness import Answer, Politeness, message
 from polite.fetch.robots import PublicHosts, split_origin
 from polite.proxy.http1 import (
     END,
@@ -47,6 +47,26 @@ _CHUNKED = (b"transfer-encoding", b"chunked")
 _CLOSE = (b"connection", b"close")
 _FRAMING = frozenset({b"content-length"})  # kept whatever Connection names
 
+
+
+class Verdict(NamedTuple):
+    """A decision as the proxy answers it: 403 when waiting will not change it
+    (``retry_ms`` -1), else 429 with Retry-After; ``text`` the body's words."""
+
+    allowed: bool
+    cause: str
+    retry_ms: int
+    text: str | None
+
+    @classmethod
+    def of(cls, found: Answer) -> Verdict:
+        wait_s = found.wait_s
+        return cls(found.allowed, found.cause,
+                   -1 if wait_s is None else max(0, math.ceil(wait_s * 1000)), message(found))
+
+    @property
+    def status(self) -> int:
+        return 403 if self.retry_ms < 0 else 429
 
 class Mode(enum.StrEnum):
     """What happens to a request whose host's slot is taken."""
@@ -265,20 +285,21 @@ class ProxyBase(abc.ABC):
 
 
     def _refuse(self, client: Channel, verdict: Verdict) -> None:
-        if verdict.retry_after_ms == NO_RETRY:
+        if verdict.retry_ms < 0:
             self.stats["robots_refused"] += 1
-            self._send_error(client, 403, verdict.error or "refused")
+            self._send_error(client, 403, verdict.text or "refused")
         else:
             self.stats["delayed"] += 1
-            seconds = max(1, math.ceil(verdict.retry_after_ms / 1000))
-            self._send_error(client, 429, verdict.error or "too many requests",
+            seconds = max(1, math.ceil(verdict.retry_ms / 1000))
+            self._send_error(client, 429, verdict.text or "too many requests",
                              [(b"retry-after", b"%d" % seconds),
-                              (b"x-polite-retry-after-ms", b"%d" % verdict.retry_after_ms)])
+                              (b"x-polite-retry-after-ms", b"%d" % verdict.retry_ms)])
 
     async def _verdict(self, url: str, agent: str | None, mode: Mode,
                        wait_s: float | None = None) -> Verdict:
         if mode is Mode.REJECT:
-            return (await self._politeness.check([url], reserve=True, agent=agent))[0]
+            return Verdict.of((await self._politeness.check([url], reserve=True,
+                                                            agent=agent))[0])
         deadline = time.monotonic() + (self.settings.max_wait_s if wait_s is None else wait_s)
         # Requests waiting for one host are served first come, first served, whatever
         # connection they came on: an asyncio.Lock wakes its waiters in order, so a request
@@ -293,11 +314,11 @@ class ProxyBase(abc.ABC):
                 return await self._still_queued(url, agent, host, wait_s)
             try:
                 while True:
-                    verdict = (await self._politeness.check([url], reserve=True,
-                                                            agent=agent))[0]
-                    if verdict.allowed or verdict.retry_after_ms < 0:
+                    verdict = Verdict.of((await self._politeness.check(
+                        [url], reserve=True, agent=agent))[0])
+                    if verdict.allowed or verdict.retry_ms < 0:
                         return verdict
-                    pause_s = verdict.retry_after_ms / 1000
+                    pause_s = verdict.retry_ms / 1000
                     if time.monotonic() + pause_s > deadline:
                         return verdict
                     await asyncio.sleep(pause_s)
@@ -313,12 +334,12 @@ class ProxyBase(abc.ABC):
     async def _still_queued(self, url: str, agent: str | None, host: str,
                             wait_s: float | None) -> Verdict:
         """The answer to a request whose wait ran out behind earlier ones to its host."""
-        verdict = (await self._politeness.check([url], agent=agent))[0]
-        if verdict.retry_after_ms < 0 and not verdict.allowed:
+        verdict = Verdict.of((await self._politeness.check([url], agent=agent))[0])
+        if verdict.retry_ms < 0 and not verdict.allowed:
             return verdict
         waited = self.settings.max_wait_s if wait_s is None else wait_s
         return verdict._replace(
-            allowed=False, retry_after_ms=max(verdict.retry_after_ms, 1000),
-            error=f"earlier requests to {host} are still waiting for its slot; this one "
-                  f"waited {waited:g} s behind them (--max-wait-s)")
+            allowed=False, retry_ms=max(verdict.retry_ms, 1000),
+            text=f"earlier requests to {host} are still waiting for its slot; this one "
+                 f"waited {waited:g} s behind them (--max-wait-s)")
 

@@ -18,7 +18,6 @@ from polite.core.robots.usage import from_robots
 from polite.core.usage.statement import Pref
 from polite.core.usage.vocab import PURPOSES
 from polite.fetch.cache import PageCache
-from polite.fetch.politeness import NO_RETRY
 from polite.proxy.base import (
     _CHUNKED,
     _CLOSE,
@@ -121,8 +120,8 @@ class Forwarding(ProxyBase):
         activity.decided(exchange.watch, verdict.cause)
         if not verdict.allowed:
             exchange.decision = verdict.cause
-            exchange.status = 403 if verdict.retry_after_ms == NO_RETRY else 429
-            exchange.held_ms = max(0, verdict.retry_after_ms)
+            exchange.status = verdict.status
+            exchange.held_ms = max(0, verdict.retry_ms)
             self._refuse(client, verdict)
             return await self._answered(client, head)
         if mode is not Mode.REJECT:

@@ -12,7 +12,6 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from polite.fetch.politeness import NO_RETRY
 from polite.proxy.base import _VIA, Key, Mode, _host_problem, _product_token, _UpstreamError
 from polite.proxy.forward import Forwarding
 from polite.proxy.http1 import END, Channel, Head, ProtocolError, response_head
@@ -103,9 +102,8 @@ class Tunnels(Forwarding):
                 (time.monotonic() - started) * 1000)
             if not verdict.allowed:
                 self._refuse(client, verdict)
-                decision, status = verdict.cause, (403 if verdict.retry_after_ms == NO_RETRY
-                                                   else 429)
-                delay_ms = max(0, verdict.retry_after_ms)
+                decision, status = verdict.cause, verdict.status
+                delay_ms = max(0, verdict.retry_ms)
                 await client.drain()
                 return False
             try:

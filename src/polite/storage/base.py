@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
+from polite.core.politeness.decision import HostFacts
 from polite.core.politeness.rules import HostClaim, SlotClaim
 
 __all__ = [
@@ -29,14 +30,6 @@ __all__ = [
     "SlotStore",
     "Store",
 ]
-
-
-class HostFacts(NamedTuple):
-    """What the store knows of a host besides its slot: the operator's delay and the running
-    average of its response times (seconds; ``None`` when unknown)."""
-
-    configured_delay_s: float | None
-    response_time_s: float | None
 
 
 @dataclass(frozen=True, slots=True)

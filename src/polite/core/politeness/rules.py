@@ -11,9 +11,9 @@ run one table of cases against both.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
+from polite.core.politeness.values import Allowed, RefusalReason, Refused, WaitSource, WaitUntil
 from polite.core.robots.model import AgentRules
 from polite.core.robots.values import DailyWindow, TimeRange, TimeWindow
 
@@ -22,10 +22,7 @@ __all__ = [
     "MAX_CRAWL_DELAY_S",
     "Delays",
     "HostClaim",
-    "Ready",
-    "Refused",
     "SlotClaim",
-    "WaitUntil",
     "average_response_time",
     "backoff_until",
     "claim_first",
@@ -49,29 +46,6 @@ DEFAULT_BACKOFF_S = 60.0
 MAX_BACKOFF_S = 86_400.0
 
 
-@dataclass(frozen=True, slots=True)
-class Ready:
-    """The request may go now."""
-
-    reason: str = "ready"
-
-
-@dataclass(frozen=True, slots=True)
-class WaitUntil:
-    """The request may go at ``at`` (seconds on the caller's clock)."""
-
-    at: float
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Refused:
-    """The request may not go, and waiting will not help (robots, a forbidden period)."""
-
-    reason: str
-    line: int | None = None
-
-
 class Delays(NamedTuple):
     """Every source of spacing for one host, agent and path, in seconds; ``None`` = unset.
     (A named tuple: one is made per decision, and frozen dataclasses are slow to make.)"""
@@ -85,6 +59,7 @@ class Delays(NamedTuple):
     default_s: float = DEFAULT_DELAY_S
     windows: tuple[TimeWindow, ...] = ()
     forbidden: tuple[TimeWindow, ...] = ()
+    lines: tuple[tuple[str, int, bool], ...] = ()  # AgentRules.delay_lines
 
     @property
     def robots_s(self) -> float | None:
@@ -108,18 +83,35 @@ class Delays(NamedTuple):
         adaptive = self.adaptive_s
         return interval if adaptive is None or adaptive <= interval else adaptive
 
-    def reason(self) -> str:
-        """Which source set :attr:`interval_s`."""
+    def reason(self) -> WaitSource:
+        """Which source set :attr:`interval_s` (a brace block's own delay by its field)."""
         interval = self.interval_s
-        for name, value in (("configured delay", self.configured_s),
-                            ("robots.txt Crawl-delay", self.crawl_delay_s),
-                            ("robots.txt Request-rate", self.request_rate_s),
-                            ("robots.txt Ip-delay", self.ip_delay_s),
-                            ("robots.txt Ip-rate", self.ip_rate_s),
-                            ("adaptive delay", self.adaptive_s)):
+        if self.configured_s is not None and self.configured_s == interval:
+            return WaitSource.OPERATOR
+        for source, value in ((WaitSource.CRAWL_DELAY, self.crawl_delay_s),
+                              (WaitSource.REQUEST_RATE, self.request_rate_s),
+                              (WaitSource.IP_DELAY, self.ip_delay_s),
+                              (WaitSource.IP_RATE, self.ip_rate_s)):
             if value is not None and value == interval:
-                return name
-        return "default delay"
+                return source
+        if self.adaptive_s is not None and self.adaptive_s == interval:
+            return WaitSource.ADAPTIVE
+        return WaitSource.DEFAULT
+
+    def source(self) -> tuple[WaitSource, int | None]:
+        """:meth:`reason` with the robots.txt line it was read from, when the site set it; a
+        brace block's own delay for the path is named as such (``BRACE_BLOCK``)."""
+        found = self.reason()
+        key = _FIELD_KEYS.get(found)
+        if key is not None:
+            for field, line, in_block in self.lines:
+                if field == key:
+                    return (WaitSource.BRACE_BLOCK if in_block else found), line
+        return found, None
+
+
+_FIELD_KEYS = {WaitSource.CRAWL_DELAY: "crawl-delay", WaitSource.REQUEST_RATE: "request-rate",
+               WaitSource.IP_DELAY: "ip-delay", WaitSource.IP_RATE: "ip-rate"}
 
 
 def delays_for(
@@ -148,6 +140,7 @@ def delays_for(
         default_s,
         rules.visit_time,
         rules.time_forbidden,
+        rules.delay_lines,
     )
 
 
@@ -185,28 +178,47 @@ def next_slot(
     now: float,
     *,
     backoff_until: float | None = None,
-) -> Ready | WaitUntil | Refused:
+) -> Allowed | WaitUntil | Refused:
     """When the next request may start, given when the last one to the host started.
 
     Example (STYLE.md): last start at 100.0, a 5 s interval, asked at 103.0 -> wait until
     105.0.
     """
-    earliest = now
-    reason = "ready"
-    if last_start is not None and last_start + delays.interval_s > earliest:
-        earliest = last_start + delays.interval_s
-        reason = delays.reason()
-    if backoff_until is not None and backoff_until > earliest:
-        earliest, reason = backoff_until, "back-off after 429/503"
+    interval = delays.interval_s
     if delays.windows or delays.forbidden:
+        earliest = now if last_start is None else max(now, last_start + interval)
+        if backoff_until is not None:
+            earliest = max(earliest, backoff_until)
         allowed_at = earliest_in_windows(earliest, delays.windows, delays.forbidden)
         if allowed_at is None:
-            return Refused("robots.txt Time-forbidden / Visit-time leaves no time to visit")
+            return Refused(RefusalReason.NO_VISIT_TIME)
         if allowed_at > earliest:
-            earliest, reason = allowed_at, "robots.txt Visit-time / Time-forbidden"
-    if earliest <= now:
-        return Ready()
-    return WaitUntil(earliest, reason)
+            return WaitUntil(allowed_at, WaitSource.VISIT_TIME, interval_s=interval)
+    return claimed(Allowed(interval, delays),
+                   claim_first(last_start, backoff_until, (interval,), now))
+
+
+def claimed(allowed: Allowed, claim: HostClaim, position: int = 0) -> Allowed | WaitUntil:
+    """What an :class:`Allowed` (the candidate at ``position`` of its host's claim) becomes
+    once the store answered: itself when granted; else a wait until the claim's time, held
+    by a back-off in force, by another URL of the host granted earlier in the same batch,
+    or by the spacing and the source that set it.
+
+    Example: 5 s of configured delay, not granted, at 105.0 ->
+    ``WaitUntil(105.0, OPERATOR, interval_s=5.0)``.
+    """
+    granted = claim.granted
+    if granted == position:
+        return allowed
+    at = claim.ats[position]
+    held = claim.held_until
+    interval = allowed.interval_s
+    if held is not None and (granted < 0 or granted > position) and at <= held:
+        return WaitUntil(at, WaitSource.BACKOFF, interval_s=interval)
+    delays = allowed.delays
+    source, line = delays.source()
+    return WaitUntil(at, source, line, interval, 0 <= granted < position,
+                     delays.reason() if source is WaitSource.BRACE_BLOCK else None)
 
 
 class SlotClaim(NamedTuple):

@@ -249,3 +249,7 @@ class AgentRules:
     clean_params: tuple[CleanParam, ...] = ()
     extensions: tuple[Directive, ...] = ()
     group_line: int | None = None
+    # Where each delay field in force was read: (key, line, inside a brace block), so that
+    # a wait can name the line that set it ("crawl-delay", "request-rate", "ip-delay",
+    # "ip-rate").
+    delay_lines: tuple[tuple[str, int, bool], ...] = ()

@@ -549,7 +549,8 @@ def _assemble(layers: list[Sequence[Directive]], group_line: int | None) -> Agen
     scalars: dict[str, object] = {}
     lists: dict[str, list[object]] = {}
     extensions: list[Directive] = []
-    for layer in layers:
+    delay_lines: dict[str, tuple[str, int, bool]] = {}
+    for depth, layer in enumerate(layers):
         seen: set[str] = set()
         for d in layer:
             key = d.key
@@ -557,6 +558,9 @@ def _assemble(layers: list[Sequence[Directive]], group_line: int | None) -> Agen
                 if key not in seen:  # within one layer the first wins; inner layers override
                     scalars[key] = d.value
                     seen.add(key)
+                    # layers past the first two (the file's global fields, the group's)
+                    # are brace blocks covering the path
+                    delay_lines[key] = (key, d.line, depth > 1)
                 if key == "request-rate":
                     lists.setdefault("request-rates", []).append(d.value)
             elif key in ("visit-time", "time-forbidden", "cookie", "mirror-site", "index-page",
@@ -592,6 +596,7 @@ def _assemble(layers: list[Sequence[Directive]], group_line: int | None) -> Agen
         clean_params=tuple(c for c in many("clean-param") if isinstance(c, CleanParam)),
         extensions=tuple(extensions),
         group_line=group_line,
+        delay_lines=tuple(delay_lines.values()),
     )
 
 

@@ -14,7 +14,8 @@ import enum
 import math
 from dataclasses import dataclass
 
-from polite.core.politeness.rules import Ready, Refused, WaitUntil, delays_for, next_slot
+from polite.core.politeness.rules import delays_for, next_slot
+from polite.core.politeness.values import Allowed, Refused, WaitUntil
 from polite.core.robots.model import Decision
 from polite.core.robots.robotstxt import RobotsTxt
 from polite.core.site.crawlers import Identity
@@ -167,14 +168,16 @@ def decide(visit: Visit, identity: Identity, check: Check, in_force: InForce, *,
         if delays.robots_s is not None or delays.windows or delays.forbidden:
             slot = next_slot(last_start, delays, now)
             match slot:
-                case Ready():
+                case Allowed():
                     pass
-                case WaitUntil(at=at, reason=why):
+                case WaitUntil(at=at, source=why):
                     return SiteDecision(Action.THROTTLE, f"too fast: {why} asks for "
                                                          f"{delays.interval_s:g} s between visits",
                                         429, max(1, math.ceil(at - now)),
                                         log=entry(Action.THROTTLE))
-                case Refused(reason=why):
-                    return SiteDecision(Action.THROTTLE, why, 429, _CLOSED_RETRY_S,
+                case Refused():
+                    return SiteDecision(Action.THROTTLE, "robots.txt Time-forbidden / "
+                                        "Visit-time leaves no time to visit", 429,
+                                        _CLOSED_RETRY_S,
                                         log=entry(Action.THROTTLE))
     return SiteDecision(Action.PASS, decision.reason, log=entry(Action.PASS), slot_key=key)

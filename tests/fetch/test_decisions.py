@@ -1,0 +1,119 @@
+"""The driver's answers are the core's values, gathered and claimed for real: a loopback site,
+its robots.txt fetched over HTTP, the slots in a real store."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from polite.clock import WallClock
+from polite.core.politeness import Allowed, Disallowed, WaitSource, WaitUntil
+from polite.core.robots.model import Dialect, Rule
+from polite.fetch.politeness import Politeness, message
+from polite.fetch.robots import RobotsFetcher, create_client
+from polite.storage import SQLiteStore
+from tests.sites import Reply, Site, serve
+
+pytestmark = pytest.mark.anyio
+
+ROBOTS = b"User-agent: *\nDisallow: /private/\nCrawl-delay: 2\n"
+
+
+@asynccontextmanager
+async def driver(db: Path, **options: bool) -> AsyncIterator[Politeness]:
+    clock = WallClock()
+    store = SQLiteStore(db, clock)
+    async with create_client() as client:
+        fetcher = RobotsFetcher(client, store, clock, agent="politetest", allow_private=True)
+        try:
+            yield Politeness(fetcher, store, clock, agent="politetest", allow_private=True,
+                             **options)
+        finally:
+            await store.close()
+
+
+async def stored_robots_delays(db: Path) -> dict[str, float]:
+    """What the store file keeps of the hosts' robots.txt delays (GET /delays reads it)."""
+    store = SQLiteStore(db, WallClock())
+    try:
+        return await store.all_robots_delays()
+    finally:
+        await store.close()
+
+
+async def test_answers_are_values_with_the_rule_and_the_source(tmp_path: Path) -> None:
+    with serve(Site("127.0.83.1", {"/robots.txt": Reply(200, ROBOTS)})) as site:
+        async with driver(tmp_path / "p.sqlite") as politeness:
+            urls = [f"{site.origin}/private/a", f"{site.origin}/a", f"{site.origin}/b"]
+            blocked, first, second = await politeness.check(urls, reserve=True)
+    assert blocked.decision == Disallowed(Rule(False, "/private/", 2), 2, Dialect.RFC9309,
+                                          "Disallow: /private/ (line 2)")
+    assert blocked.wait_s is None and blocked.cause == "robots"
+    assert isinstance(first.decision, Allowed) and first.decision.interval_s == 2.0
+    # the second URL of the host in one call waits behind the first, for the Crawl-delay
+    # read on line 3
+    assert second.decision == WaitUntil(second.decision.at, WaitSource.CRAWL_DELAY, 3, 2.0,
+                                        behind=True)
+    assert second.wait_s is not None and 1.9 < second.wait_s <= 2.0
+    # The words are rendered from the value, as seed 001 words them.
+    assert message(blocked) == "Blocked by robots.txt: Disallow: /private/ (line 2)"
+    assert message(second) == (
+        "There must be a delay of 2000 milliseconds between requests to 127.0.83.1 "
+        "(robots.txt Crawl-delay); another URL of 127.0.83.1 in this call takes the slot.")
+    assert message(first) is None
+
+
+@pytest.mark.parametrize("uses_slot", [False, True])
+async def test_robots_txt_takes_the_slot_only_when_the_policy_says_so(
+        tmp_path: Path, uses_slot: bool) -> None:
+    """DESIGN.md: fetching robots.txt does not use up the host's slot, unless the policy's
+    robots_uses_slot says so (the crawler's, for seed 000's Table 10)."""
+    with serve(Site("127.0.83.2", {"/robots.txt": Reply(200, ROBOTS)})) as site:
+        async with driver(tmp_path / "p.sqlite", robots_uses_slot=uses_slot) as politeness:
+            assert politeness.policy.robots_uses_slot is uses_slot
+            (page,) = await politeness.check([f"{site.origin}/a"], reserve=True)
+            # robots.txt known now: asking for its state again is no request, takes no slot
+            await politeness.robots_state(f"{site.origin}/b")
+            (again,) = await politeness.check([f"{site.origin}/b"])
+    assert site.requests == ["/robots.txt"]
+    if uses_slot:
+        assert page.decision == WaitUntil(page.decision.at, WaitSource.CRAWL_DELAY, 3, 2.0)
+        assert page.wait_s is not None and 0 < page.wait_s <= 2.0
+    else:
+        assert isinstance(page.decision, Allowed)
+    assert isinstance(again.decision, WaitUntil)  # whoever took it, the slot is taken
+
+
+async def test_a_visit_time_wait_still_records_what_the_site_asks(tmp_path: Path) -> None:
+    """A host whose Visit-time window is closed waits for it (a value naming the window),
+    and GET /delays still learns the Crawl-delay its robots.txt asks."""
+    now = dt.datetime.now(dt.UTC)
+    later = f"{(now + dt.timedelta(hours=2)):%H%M}-{(now + dt.timedelta(hours=3)):%H%M}"
+    robots = (f"Robot-version: 3.0\nUser-agent: *\nAllow: /\nCrawl-delay: 3\n"
+              f"Visit-time: {later}\n").encode()
+    with serve(Site("127.0.83.3", {"/robots.txt": Reply(200, robots)})) as site:
+        async with driver(tmp_path / "p.sqlite") as politeness:
+            (held,) = await politeness.check([f"{site.origin}/a"], reserve=True)
+    assert isinstance(held.decision, WaitUntil)
+    assert held.decision.source is WaitSource.VISIT_TIME
+    assert held.wait_s is not None and 3600 < held.wait_s <= 3 * 3600
+    assert politeness.robots_delays_s == {"127.0.83.3": 3.0}
+    assert await stored_robots_delays(tmp_path / "p.sqlite") == {"127.0.83.3": 3.0}
+
+
+async def test_a_brace_block_s_delay_is_a_value_of_its_own_and_worded_as_before(
+        tmp_path: Path) -> None:
+    robots = (b"Robot-version: 3.0\nUser-agent: *\nAllow: /\nRequest-rate: 120/m\n"
+              b"{\nAllow: /html/\nCrawl-delay: 1\n}\n")
+    with serve(Site("127.0.83.4", {"/robots.txt": Reply(200, robots)})) as site:
+        async with driver(tmp_path / "p.sqlite") as politeness:
+            await politeness.check([f"{site.origin}/"], reserve=True)
+            (held,) = await politeness.check([f"{site.origin}/html/a.html"])
+    assert held.decision == WaitUntil(held.decision.at, WaitSource.BRACE_BLOCK, 7, 1.0,
+                                      field=WaitSource.CRAWL_DELAY)
+    assert message(held) == ("There must be a delay of 1000 milliseconds between requests "
+                             "to 127.0.83.4 (robots.txt Crawl-delay).")

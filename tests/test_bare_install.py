@@ -58,7 +58,7 @@ def _polite(bare: Path, *args: str, cwd: Path | None = None
 
 def _commands() -> list[list[str]]:
     """Every command of the command line, as its parser knows them (nested ones too)."""
-    from polite.cli import _build_parser
+    from polite.cli import build_parser
 
     found: list[list[str]] = []
 
@@ -69,7 +69,7 @@ def _commands() -> list[list[str]]:
                     found.append([*path, name])
                     walk(child, [*path, name])
 
-    walk(_build_parser(), [])
+    walk(build_parser(), [])
     return found
 
 

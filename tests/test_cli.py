@@ -150,8 +150,9 @@ def test_a_file_cut_at_the_cap_is_said_and_max_bytes_reads_on() -> None:
     oracle = str(shared_path("corpus", "robots", "docs.oracle.com.txt"))
     url = "https://docs.oracle.com/cd/E80817_01/x"  # disallowed by a rule past 500 KiB
     cut = run("robots", "check", oracle, "-a", "ExampleBot", url)
-    assert "longer than 512,000 bytes" in cut.stderr and "--max-bytes" in cut.stderr
-    whole = run("robots", "check", oracle, "-a", "ExampleBot", url, "--max-bytes", "2000000")
+    assert "longer than 512,000 bytes" in cut.stderr and "--max-robots-bytes" in cut.stderr
+    whole = run("robots", "check", oracle, "-a", "ExampleBot", url, "--max-robots-bytes",
+                "2000000")
     assert whole.returncode == 1 and whole.stdout.startswith("disallowed")
     assert "Disallow: /cd/E80817_01/" in whole.stdout and whole.stderr == ""
     linted = run("robots", "lint", oracle)

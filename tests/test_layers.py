@@ -8,8 +8,6 @@ import pkgutil
 import sys
 from pathlib import Path
 
-import pytest
-
 import polite
 
 SRC = Path(polite.__file__).resolve().parent
@@ -189,9 +187,6 @@ def test_no_import_circle_at_module_level() -> None:
     assert _circles(graph) == []
 
 
-@pytest.mark.xfail(strict=True, reason="polite.cli and cli_crawl, cli_robots, cli_survey, "
-                   "cli_ulinks import each other (inside functions) until the CLI is a "
-                   "package of its own")
 def test_no_import_circle_even_through_imports_in_functions() -> None:
     graph = _graph(in_functions=True)
     assert "polite.storage.redis" in graph["polite.storage"]  # deferred into open_store

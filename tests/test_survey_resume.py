@@ -211,7 +211,8 @@ def test_a_run_refused_private_addresses_records_nothing_and_a_run_allowed_them_
     listing = tmp_path / "top.txt"
     listing.write_text("".join(f"{name}\n" for name in farm.sites))
     out = tmp_path / "survey"
-    command = ("survey", str(listing), "--out", str(out), "--hosts", str(hosts), "--delay", "0")
+    command = ("survey", str(listing), "--out", str(out), "--hosts", str(hosts),
+               "--default-delay-s", "0")
     with farm.running():
         refused = run(*command)
         assert refused.returncode == 2, refused.stderr

@@ -12,29 +12,50 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from polite.errors import SettingError
 
 __all__ = [
     "AT_LEAST_ONE",
+    "CRAWL",
+    "DROPINS",
     "FLAGS",
     "FRACTION",
     "KEYWORDS",
     "NON_NEGATIVE",
     "PORT",
     "POSITIVE",
+    "PRODUCTS",
+    "ROBOTS_CHECK",
+    "ROBOTS_DIFF",
+    "ROBOTS_EXPLAIN",
+    "ROBOTS_LINT",
     "SCRAPY",
+    "SERVE",
     "SERVE_NUMBERS",
+    "SITEMAP_PARSE",
+    "SITEMAP_TREE",
+    "SURFACES",
+    "SURVEY",
+    "ULINKS",
     "Bounds",
     "FloatFlag",
     "IntFlag",
     "Knobs",
+    "Product",
+    "Setting",
     "check_float",
     "check_int",
     "check_setting",
+    "default_shown",
+    "from_environment",
     "parse_float",
     "parse_int",
+    "read_config",
+    "scrapy_values",
+    "settings_table",
 ]
 
 
@@ -83,42 +104,50 @@ FRACTION = Bounds(minimum=0, maximum=1)
 PORT = Bounds(minimum=0, maximum=65_535)  # 0: any free port
 
 
-def check_float(value: object, bounds: Bounds, *, knob: str) -> float:
+UNITS = {"s": "seconds", "bytes": "bytes", "MiB": "MiB", "USD": "US dollars"}
+
+
+def _must(bounds: Bounds, *, whole: bool, unit: str) -> str:
+    said = UNITS.get(unit, unit)
+    return f"must be {bounds.describe(whole=whole)}" + (f" ({said})" if said else "")
+
+
+def check_float(value: object, bounds: Bounds, *, knob: str, unit: str = "") -> float:
     """``value`` (an int or a float, not a bool) as a float within ``bounds``, else a
     :class:`SettingError` naming ``knob``."""
     if isinstance(value, bool) or not isinstance(value, int | float) \
             or not bounds.admits(float(value)):
-        raise SettingError(knob, value, f"must be {bounds.describe(whole=False)}")
+        raise SettingError(knob, value, _must(bounds, whole=False, unit=unit))
     return float(value)
 
 
-def check_int(value: object, bounds: Bounds, *, knob: str) -> int:
+def check_int(value: object, bounds: Bounds, *, knob: str, unit: str = "") -> int:
     """``value`` (an int, not a bool) within ``bounds``, else a :class:`SettingError`."""
     if isinstance(value, bool) or not isinstance(value, int) or not bounds.admits(value):
-        raise SettingError(knob, value, f"must be {bounds.describe(whole=True)}")
+        raise SettingError(knob, value, _must(bounds, whole=True, unit=unit))
     return value
 
 
-def parse_float(text: str, bounds: Bounds, *, knob: str) -> float:
+def parse_float(text: str, bounds: Bounds, *, knob: str, unit: str = "") -> float:
     """:func:`check_float` for a value written as text (``1e400`` reads as infinity, and is
-    refused as one)."""
+    refused as one; ``250ms`` for a number of seconds is refused as not a number)."""
     try:
         number = float(text)
     except ValueError:
         number = math.nan
     if not bounds.admits(number):
-        raise SettingError(knob, text, f"must be {bounds.describe(whole=False)}")
+        raise SettingError(knob, text, _must(bounds, whole=False, unit=unit))
     return number
 
 
-def parse_int(text: str, bounds: Bounds, *, knob: str) -> int:
+def parse_int(text: str, bounds: Bounds, *, knob: str, unit: str = "") -> int:
     """:func:`check_int` for a value written as text."""
     try:
         number = int(text)
     except ValueError:
-        raise SettingError(knob, text, f"must be {bounds.describe(whole=True)}") from None
+        raise SettingError(knob, text, _must(bounds, whole=True, unit=unit)) from None
     if not bounds.admits(number):
-        raise SettingError(knob, text, f"must be {bounds.describe(whole=True)}")
+        raise SettingError(knob, text, _must(bounds, whole=True, unit=unit))
     return number
 
 
@@ -129,13 +158,21 @@ def _refused(error: SettingError) -> argparse.ArgumentTypeError:
 
 @dataclass(frozen=True, slots=True)
 class FloatFlag:
-    """An argparse ``type=`` for a number within ``bounds``."""
+    """An argparse ``type=`` for a number within ``bounds``. ``per``: a former spelling's
+    unit (``--default-delay-ms``: 1000 a second), whose number is checked as given and then
+    divided; ``whole``: that number must be whole."""
 
     bounds: Bounds
+    unit: str = ""
+    per: int = 1
+    whole: bool = False
 
     def __call__(self, text: str) -> float:
         try:
-            return parse_float(text, self.bounds, knob="")
+            if self.whole:
+                return parse_int(text, self.bounds, knob="") / self.per
+            return parse_float(text, self.bounds, knob="",
+                               unit=self.unit if self.per == 1 else "") / self.per
         except SettingError as exc:
             raise _refused(exc) from None
 
@@ -145,28 +182,13 @@ class IntFlag:
     """An argparse ``type=`` for a whole number within ``bounds``."""
 
     bounds: Bounds
+    unit: str = ""
 
     def __call__(self, text: str) -> int:
         try:
-            return parse_int(text, self.bounds, knob="")
+            return parse_int(text, self.bounds, knob="", unit=self.unit)
         except SettingError as exc:
             raise _refused(exc) from None
-
-
-# ``polite serve``'s numbers: the flag (``--max-wait-s``) and the config file's key
-# (``max_wait_s``) are read through the same check.
-SERVE_NUMBERS: dict[str, IntFlag | FloatFlag] = {
-    "port": IntFlag(PORT),
-    "default_delay_ms": IntFlag(NON_NEGATIVE),
-    "max_crawl_delay_s": FloatFlag(NON_NEGATIVE),  # 0: robots.txt delays are not kept
-    "max_wait_s": FloatFlag(NON_NEGATIVE),  # 0: wait mode holds nothing
-    "origin_timeout_s": FloatFlag(POSITIVE),
-    "cache_max_mb": FloatFlag(POSITIVE),
-    "cache_keep_no_store_s": FloatFlag(NON_NEGATIVE),
-    "adaptive_factor": FloatFlag(NON_NEGATIVE),  # 0: the adaptive delay is off
-    "max_bytes": IntFlag(AT_LEAST_ONE),
-    "trace_size": IntFlag(Bounds(minimum=0, maximum=1_000_000)),  # 0: no trace kept
-}
 
 
 def check_setting(value: object, flag: IntFlag | FloatFlag, *, knob: str) -> float:
@@ -192,14 +214,706 @@ class Knobs:
     purpose: str = "purpose="
     sign_with: str = "sign_with="
     signature_agent: str = "signature_agent="
+    dialect: str = "dialect="
+    max_crawl_delay_s: str = "max_crawl_delay_s="
 
 
 KEYWORDS = Knobs()
 # The command line checks its numbers where it parses them (FloatFlag, IntFlag).
 FLAGS = Knobs(store="--store", allow_private="--allow-private", sign_with="--sign-with",
               signature_agent="--signature-agent")
-SCRAPY = Knobs(store="POLITE_STORE", service_url="POLITE_SERVICE_URL",
-               allow_private="POLITE_ALLOW_PRIVATE",
-               default_delay_s="POLITE_DEFAULT_DELAY", adaptive_factor="POLITE_ADAPTIVE_FACTOR",
-               max_wait_s="POLITE_MAX_WAIT", purpose="POLITE_PURPOSE",
-               sign_with="POLITE_SIGN_WITH", signature_agent="POLITE_SIGNATURE_AGENT")
+
+
+# -- every setting, declared once --------------------------------------------------------------
+#
+# A setting is declared once: its name (the config file's key and the library's keyword),
+# its type and unit, its default, its bounds and one line of help. The command line's
+# options, the config files' keys, the environment variables, Scrapy's POLITE_* settings
+# and the reference table of the docs are all made from these declarations, and every
+# surface checks a value through the same Setting.
+#
+# The naming scheme: a duration is in seconds and its name ends in _s (--lease-s); a byte
+# cap names what it caps and ends in _bytes (--max-robots-bytes); a robots.txt product token
+# is --agent / -a and the User-Agent header --user-agent.
+
+SURFACES = ("cli", "config", "env", "scrapy", "keyword")
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One setting as every surface spells and checks it."""
+
+    name: str  # the config file's key and the library's keyword: max_robots_bytes
+    kind: type  # bool, int, float, str or list (of str)
+    default: object  # in the setting's unit; None: not set
+    help: str  # one line, in the user's words
+    unit: str = ""  # "s", "bytes", "MiB", "USD": what a number counts
+    bounds: Bounds | None = None
+    choices: tuple[str, ...] = ()
+    short: str = ""  # -a
+    old: tuple[str, ...] = ()  # former flags, read with a deprecation warning
+    old_keys: tuple[str, ...] = ()  # former config-file keys, likewise
+    old_per: int = 1  # an old spelling's unit: this many make the setting's (ms: 1000 a s)
+    metavar: str = ""
+    negate: bool = False  # a switch on by default: its flag is --no-NAME
+    env: str = ""  # an environment variable read when neither the flag nor the file sets it
+    scrapy: str = ""  # Scrapy's setting
+    keyword: bool = False  # a keyword argument of the library (the drop-ins, the crawler)
+    config: bool = True  # a key of the product's config file, when it has one
+    cli: bool = True  # an option of the product's command, when it has one
+    positional: bool = False  # the command line's argument, not an option
+    nargs: str | None = None
+    required: bool = False
+
+    @property
+    def flag(self) -> str:
+        """The command line's option: ``--max-robots-bytes`` (``--no-cache`` for a switch
+        on by default)."""
+        name = self.name.replace("_", "-")
+        return f"--no-{name}" if self.negate else f"--{name}"
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """Every option string of the command line: the flag, the short one, and --no-NAME
+        of a switch with no default (``--progress`` / ``--no-progress``)."""
+        found = [self.flag, *([self.short] if self.short else [])]
+        if self.kind is bool and self.default is None:
+            found.append(f"--no-{self.name.replace('_', '-')}")
+        return tuple(found)
+
+    @property
+    def numeric(self) -> bool:
+        return self.kind in (int, float)
+
+    def knob(self, surface: str, *, where: str = "") -> str:
+        """How ``surface`` spells this setting, as an error names it."""
+        if surface == "cli":
+            return self.flag
+        if surface == "config":
+            return f"--config {where}: {self.name}" if where else self.name
+        if surface == "env":
+            return self.env
+        if surface == "scrapy":
+            return self.scrapy
+        return f"{self.name}="
+
+    def flag_type(self, per: int = 1) -> IntFlag | FloatFlag | None:
+        """The argparse ``type=`` of a number (``per``: an old spelling's unit, of which
+        this many make the setting's, its number whole)."""
+        bounds = self.bounds or Bounds()
+        if self.kind is int and per == 1:
+            return IntFlag(bounds, unit=self.unit)
+        if self.numeric:
+            return FloatFlag(bounds, unit=self.unit, per=per,
+                             whole=self.kind is int or per != 1)
+        return None
+
+    def check(self, value: object, knob: str) -> object:
+        """``value`` as the library takes it, else a :class:`SettingError` naming ``knob``:
+        numbers finite and within bounds, a choice among the choices, text as text."""
+        if value is None and self.default is None:
+            return None
+        if self.kind is float:
+            return check_float(value, self.bounds or Bounds(), knob=knob, unit=self.unit)
+        if self.kind is int:
+            return check_int(value, self.bounds or Bounds(), knob=knob, unit=self.unit)
+        if self.kind is bool:
+            if not isinstance(value, bool):
+                raise SettingError(knob, value, "must be true or false")
+            return value
+        if self.kind is list:
+            if not isinstance(value, list | tuple) or not all(
+                    isinstance(item, str) for item in value):
+                raise SettingError(knob, value, "must be a list of text")
+            return list(value)
+        if not isinstance(value, str):
+            raise SettingError(knob, value, "must be text")
+        if self.choices and value not in self.choices:
+            raise SettingError(knob, value, f"one of {', '.join(self.choices)}")
+        return value
+
+    def parse(self, text: str, knob: str) -> object:
+        """A value written as text (an environment variable, Scrapy's ``-s NAME=VALUE``)."""
+        if self.kind is float:
+            return parse_float(text, self.bounds or Bounds(), knob=knob, unit=self.unit)
+        if self.kind is int:
+            return parse_int(text, self.bounds or Bounds(), knob=knob, unit=self.unit)
+        if self.kind is bool:
+            lowered = text.strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off", ""):
+                return False
+            raise SettingError(knob, text, "must be true or false")
+        if self.kind is list:
+            return [item.strip() for item in text.split(",") if item.strip()]
+        return self.check(text, knob)
+
+
+@dataclass(frozen=True, slots=True)
+class Product:
+    """The settings of one command or library surface, in the order its help lists them."""
+
+    name: str  # "serve", "crawl run", "drop-ins"
+    settings: tuple[Setting, ...]
+    command: tuple[str, ...] = ()  # its command line: ("robots", "check"); () for none
+    config_file: bool = False  # takes --config FILE (TOML)
+    library: str = ""  # what takes the keywords: "polite.crawl.CrawlSettings"
+
+    def __getitem__(self, name: str) -> Setting:
+        for setting in self.settings:
+            if setting.name == name:
+                return setting
+        raise KeyError(name)
+
+    @property
+    def surfaces(self) -> tuple[str, ...]:
+        found = []
+        if self.command:
+            found.append("cli")
+        if self.config_file:
+            found.append("config")
+        if any(s.env for s in self.settings):
+            found.append("env")
+        if any(s.scrapy for s in self.settings):
+            found.append("scrapy")
+        if any(s.keyword for s in self.settings):
+            found.append("keyword")
+        return tuple(found)
+
+    def on(self, surface: str) -> tuple[Setting, ...]:
+        """The settings ``surface`` takes."""
+        if surface == "cli":
+            return tuple(s for s in self.settings if s.cli) if self.command else ()
+        if surface == "config":
+            return tuple(s for s in self.settings
+                         if self.config_file and s.config and not s.positional)
+        if surface == "env":
+            return tuple(s for s in self.settings if s.env)
+        if surface == "scrapy":
+            return tuple(s for s in self.settings if s.scrapy)
+        return tuple(s for s in self.settings if s.keyword)
+
+
+# -- the declarations --------------------------------------------------------------------------
+# Constants the library also defines are repeated here (this module imports nothing from
+# polite but the errors); tests/test_settings_table.py checks that they agree.
+
+PURPOSE_CHOICES = ("search", "train-ai", "ai-input", "train-genai", "ai-output")
+SCOPES = ("host", "site", "any")
+_ROBOTS_BYTES = 500 * 1024  # RFC 9309's least a crawler must read
+_SITEMAP_BYTES = 52_428_800  # the sitemaps protocol's cap on one file, uncompressed
+
+AGENT = Setting("agent", str, "polite", "the product token robots.txt is read for",
+                short="-a", metavar="TOKEN", keyword=True)
+USER_AGENT = Setting("user_agent", str, None, "the User-Agent header (default: the agent)",
+                     metavar="TEXT", keyword=True)
+ALLOW_PRIVATE = Setting("allow_private", bool, False,
+                        "also fetch from private and loopback addresses",
+                        scrapy="POLITE_ALLOW_PRIVATE", keyword=True)
+ALLOW_NETWORK = Setting("allow_network", list, None,
+                        "also fetch from the private addresses in NETWORK (10.1.0.0/16, or one "
+                        "address; repeatable): the others stay refused", metavar="NETWORK",
+                        old_keys=("allow_networks",))
+DEFAULT_DELAY = Setting("default_delay_s", float, 1.0,
+                        "spacing between two requests to a host when neither robots.txt nor "
+                        "the store sets one", unit="s", bounds=NON_NEGATIVE,
+                        old=("--default-delay-ms",), old_keys=("default_delay_ms",),
+                        old_per=1000, scrapy="POLITE_DEFAULT_DELAY", keyword=True)
+MAX_CRAWL_DELAY = Setting("max_crawl_delay_s", float, 60.0,
+                          "robots.txt delays above this are read as this", unit="s",
+                          bounds=NON_NEGATIVE, scrapy="POLITE_MAX_CRAWL_DELAY", keyword=True)
+ADAPTIVE = Setting("adaptive_factor", float, 1.0,
+                   "the least spacing is this many times a host's running response time "
+                   "(0 turns it off)", bounds=NON_NEGATIVE, scrapy="POLITE_ADAPTIVE_FACTOR",
+                   keyword=True)
+MAX_ROBOTS_BYTES_SETTING = Setting(
+    "max_robots_bytes", int, _ROBOTS_BYTES,
+    "read robots.txt up to this many bytes; what lies beyond is ignored, and said so",
+    unit="bytes", bounds=AT_LEAST_ONE, old=("--max-bytes",), old_keys=("max_bytes",))
+MAX_SITEMAP_BYTES_SETTING = Setting(
+    "max_sitemap_bytes", int, _SITEMAP_BYTES,
+    "read each sitemap file up to this many bytes, decompressed", unit="bytes",
+    bounds=AT_LEAST_ONE)
+STORE = Setting("store", str, None, "where politeness state is kept: memory://, "
+                "sqlite:///PATH or redis://HOST:PORT/DB", metavar="URL",
+                scrapy="POLITE_STORE", keyword=True)
+PURPOSE = Setting("purpose", str, None, "what the requests are for: the URL's robots.txt "
+                  "AI-usage preferences for it are applied", choices=PURPOSE_CHOICES,
+                  scrapy="POLITE_PURPOSE", keyword=True)
+SIGN_WITH = Setting("sign_with", str, None, "sign every request with this Ed25519 key (Web "
+                    "Bot Auth; polite keys new); needs polite[identity]", metavar="KEY",
+                    scrapy="POLITE_SIGN_WITH", keyword=True)
+SIGNATURE_AGENT = Setting("signature_agent", str, None, "with --sign-with: the URL of the "
+                          "key's directory, sent as Signature-Agent", metavar="URL",
+                          scrapy="POLITE_SIGNATURE_AGENT", keyword=True)
+JSON = Setting("json", bool, False, "print JSON", config=False)
+CONFIG = Setting("config", str, None, "a TOML file with any of the settings below (keys as "
+                 "the options, _ for -); an option given overrides it", metavar="FILE",
+                 config=False)
+DIALECT = Setting("dialect", str, "auto",
+                  "how to read robots.txt: auto (regp for a file that says it is REGP, else "
+                  "rfc9309); rfc9309: RFC 9309; google: as Googlebot reads it; koster1996: "
+                  "the 1996 draft (Koster 1996); regp: the REGP dialect (Ge & Ding 2016)",
+                  choices=("auto", "rfc9309", "google", "koster1996", "regp"), short="-d",
+                  metavar="DIALECT", scrapy="POLITE_ROBOTS_DIALECT", keyword=True)
+WORKER = Setting("worker", str, None, "this worker's name in a shared run (default "
+                 "HOSTNAME-PID)", metavar="NAME")
+LEASE = Setting("lease_s", float, 600.0, "how long a worker that stopped answering holds "
+                "its work before others take it (renewed while it lives)", unit="s",
+                bounds=POSITIVE, keyword=True)
+CONCURRENCY = Setting("concurrency", int, 64, "fetches in flight at most",
+                      bounds=AT_LEAST_ONE, keyword=True)
+HOSTS = Setting("hosts", str, None, "resolve names from this hosts-format file only",
+                metavar="FILE")
+NAMESERVER = Setting("nameserver", str, None, "resolve names by asking this DNS server "
+                     "(asynchronous, c-ares)", metavar="IP[:PORT]")
+CONNECT_TIMEOUT = Setting("connect_timeout_s", float, 10.0, "a connection not made in this "
+                          "long fails", unit="s", bounds=POSITIVE, old=("--connect-timeout",))
+READ_TIMEOUT = Setting("read_timeout_s", float, 30.0, "an answer silent this long fails",
+                       unit="s", bounds=POSITIVE, old=("--read-timeout",))
+SITE = Setting("file", str, None, "a robots.txt file, - for standard input, or a site's URL "
+               "(http:// or https://) to fetch its robots.txt", metavar="FILE|SITE",
+               positional=True)
+CHECK_URLS = Setting("urls", list, None, "URLs or paths (/a/b?q)", metavar="URL",
+                     positional=True, nargs="+")
+
+
+def _with(setting: Setting, **changes: object) -> Setting:
+    """A shared setting as one product has it (another default, help or spelling)."""
+    return replace(setting, **changes)  # type: ignore[arg-type]
+
+
+_SITE_PRIVATE = _with(ALLOW_PRIVATE, help="with a SITE: also fetch from private and loopback "
+                      "addresses", scrapy="", keyword=False)
+_CLI_ONLY = {"scrapy": "", "keyword": False, "env": ""}
+
+ROBOTS_CHECK = Product("robots check", (
+    SITE, CHECK_URLS,
+    _with(AGENT, required=True, default=None, **_CLI_ONLY),
+    _with(DIALECT, **_CLI_ONLY),
+    Setting("ip", str, None, "the egress IP address (REGP Ip-allow / Ip-disallow)",
+            metavar="IP"),
+    _with(JSON, help="one JSON array of verdicts"),
+    MAX_ROBOTS_BYTES_SETTING, _SITE_PRIVATE), command=("robots", "check"))
+ROBOTS_LINT = Product("robots lint", (
+    SITE, _with(DIALECT, **_CLI_ONLY),
+    _with(JSON, help="one JSON array of issues (with --lines, an object with the issues and "
+                     "the lines)"),
+    Setting("lines", bool, False, "also print every line's class: directive, unused, "
+            "unknown, typo, missing-colon, too-long, invalid, brace, comment, blank"),
+    Setting("content_type", str, None, "the Content-Type the file was served with (text/html "
+            "is an error)", metavar="TYPE"),
+    MAX_ROBOTS_BYTES_SETTING, _SITE_PRIVATE), command=("robots", "lint"))
+ROBOTS_EXPLAIN = Product("robots explain", (
+    SITE, CHECK_URLS,
+    _with(AGENT, kind=list, required=True, default=None,
+          help="a crawler's name or product token (repeat for more)", **_CLI_ONLY),
+    _with(DIALECT, kind=list, default=None, help="explain in these dialects only (repeat; "
+          "auto, the default: rfc9309, google, koster1996, and regp for a REGP file)",
+          **_CLI_ONLY),
+    _with(PURPOSE, kind=list, help="show the AI-usage preferences for these purposes "
+          "(repeat; default every purpose the file states a preference for)", **_CLI_ONLY),
+    Setting("brief", bool, False, "the matrix only, no reasons"),
+    _with(JSON, help="every cell as JSON"),
+    _SITE_PRIVATE, MAX_ROBOTS_BYTES_SETTING), command=("robots", "explain"))
+ROBOTS_DIFF = Product("robots diff", (
+    Setting("old", str, None, "the robots.txt before: a file, - or a site", metavar="OLD",
+            positional=True),
+    Setting("new", str, None, "the robots.txt after: a file, - or a site", metavar="NEW",
+            positional=True),
+    Setting("urls", str, None, "URLs or paths to compare, one a line (# comments and blank "
+            "lines skipped)", metavar="FILE"),
+    _with(AGENT, kind=list, default=None, help="an agent (repeat for more)", **_CLI_ONLY),
+    _with(DIALECT, **_CLI_ONLY),
+    _with(JSON, help="the changes as JSON"),
+    MAX_ROBOTS_BYTES_SETTING, _SITE_PRIVATE), command=("robots", "diff"))
+
+_FETCHING = (_with(AGENT, help="the User-Agent and robots.txt product token", **_CLI_ONLY),
+             _with(DEFAULT_DELAY, old=("--delay-ms",), **_CLI_ONLY),
+             _with(ALLOW_PRIVATE, **_CLI_ONLY), MAX_SITEMAP_BYTES_SETTING)
+SITEMAP_PARSE = Product("sitemap parse", (
+    Setting("source", str, None, "a local file, - for standard input, or an http(s) URL "
+            "(fetched politely: robots.txt is read first)", metavar="FILE|URL",
+            positional=True),
+    _with(JSON, help="one JSON object per entry"),
+    Setting("url", str, None, "the URL a local file was served from (resolves relative "
+            "locations)", metavar="URL"),
+    *_FETCHING), command=("sitemap", "parse"))
+SITEMAP_TREE = Product("sitemap tree", (
+    Setting("site", str, None, "https://example.com", metavar="SITE", positional=True),
+    _with(JSON, help="the summary and every file as JSON"),
+    Setting("max_depth", int, 5, "index levels to follow (0: robots.txt's sitemaps only)",
+            bounds=NON_NEGATIVE),
+    Setting("max_files", int, 1000, "files to read at most", bounds=AT_LEAST_ONE),
+    Setting("cross_host", str, "host", "which hosts sitemaps and their URLs may be on: the "
+            "site's own (as the protocol says), also with or without www., or any",
+            choices=SCOPES),
+    Setting("well_known", bool, False, "try /sitemap.xml and the like when robots.txt names "
+            "no sitemap"),
+    Setting("urls", bool, False, "also print every page URL"),
+    *_FETCHING), command=("sitemap", "tree"))
+ULINKS = Product("ulinks", (
+    Setting("source", str, None, "a site (https://example.com: its sitemaps from "
+            "robots.txt), a sitemap URL, a sitemap file, or a survey's folder (each domain's "
+            "ulinks from the URLs it kept: DOMAIN<TAB>URI<TAB>WEIGHT)", metavar="SOURCE",
+            positional=True),
+    Setting("k", int, 5, "how many ulinks", bounds=AT_LEAST_ONE, short="-k", metavar="K"),
+    Setting("max_uris", int, 20_000, "URIs in the tree at most, sampled at random beyond "
+            "(as Roy 2008)", bounds=AT_LEAST_ONE),
+    Setting("weigh", str, "count", "a URI weighs one (as Roy 2008), its <priority> (0.5 when "
+            "it has none), or more the more recent its <lastmod> (halved a year)",
+            choices=("count", "priority", "recent")),
+    _with(JSON, help="one JSON object a ulink"),
+    *_FETCHING), command=("ulinks",))
+
+_CRAWL_STORE = _with(STORE, help="politeness state and frontier: sqlite:///PATH (default "
+                     "OUT/crawl.sqlite), memory://, or redis://HOST:PORT/DB[?prefix=CRAWL] "
+                     "for workers sharing one crawl; share it with polite serve to be polite "
+                     "together", scrapy="")
+CRAWL = Product("crawl run", (
+    Setting("urls", list, None, "where to start (none: go on with the crawl in --out or "
+            "--store)", metavar="URL", positional=True, nargs="*", config=False),
+    Setting("out", str, None, "the crawl's folder", metavar="DIR"),
+    _with(AGENT, default="polite-crawler"),
+    USER_AGENT,
+    _CRAWL_STORE, WORKER, LEASE,
+    Setting("scope", str, "host", "which hosts links may lead to: the seeds' own, also with "
+            "or without www., or any", choices=SCOPES, keyword=True),
+    Setting("max_pages", int, None, "stop after this many pages fetched (default: no limit)",
+            bounds=AT_LEAST_ONE, keyword=True),
+    Setting("max_depth", int, None, "links followed from a seed at most (0: the seeds "
+            "alone)", bounds=NON_NEGATIVE, keyword=True),
+    Setting("max_pages_per_host", int, 100_000, "a budget per host against traps",
+            bounds=AT_LEAST_ONE, keyword=True),
+    CONCURRENCY,
+    Setting("per_host", int, 1, "fetches in flight to one host at most", bounds=AT_LEAST_ONE,
+            keyword=True),
+    _with(DEFAULT_DELAY, scrapy=""), _with(MAX_CRAWL_DELAY, scrapy=""),
+    Setting("languages", str, "", "comma-separated languages the crawler reads (zh,en); a "
+            "site whose REGP Language shares none is not crawled", metavar="LIST"),
+    Setting("sitemaps", bool, True, "do not read the sitemaps robots.txt names before a "
+            "site's pages", negate=True, keyword=True),
+    Setting("well_known_sitemaps", bool, False, "also try /sitemap.xml and the like when "
+            "robots.txt names none", keyword=True),
+    _with(PURPOSE, help="what the pages are for: a page whose AI-usage preferences "
+          "(robots.txt Content-Usage / Content-Signal, headers, META, TDMRep) refuse it is "
+          "fetched but not kept, like noindex (default none: preferences recorded, nothing "
+          "refused)", scrapy=""),
+    Setting("revisit", bool, False, "keep going: revisit pages when Change-*, Index-page, "
+            "changefreq or lastmod say they are due", keyword=True),
+    Setting("max_body_bytes", int, 10 * 1024 * 1024, "a page body's cap, counted decoded",
+            unit="bytes", bounds=AT_LEAST_ONE, old=("--max-bytes",), old_keys=("max_bytes",),
+            keyword=True),
+    Setting("warc", bool, True, "write pages.jsonl only", negate=True, keyword=True),
+    _with(ALLOW_PRIVATE, help="also crawl private and loopback addresses", scrapy=""),
+    ALLOW_NETWORK,
+    _with(SIGN_WITH, scrapy="", keyword=False),
+    _with(SIGNATURE_AGENT, scrapy="", keyword=False),
+    Setting("max_price", float, None, "pay-per-crawl: a page answered 402 with a "
+            "crawler-price up to this is asked again with a signed crawler-max-price, and "
+            "what it was charged recorded (needs --sign-with); without it priced pages are "
+            "skipped, their price recorded", unit="USD", bounds=POSITIVE, metavar="USD",
+            keyword=True),
+    _with(JSON, help="the summary as JSON, no display"),
+    CONFIG,
+    Setting("max_redirects", int, 5, "redirects followed from one URL at most",
+            bounds=NON_NEGATIVE, keyword=True, cli=False),
+    Setting("fetch_deadline_s", float, 60.0, "a whole fetch, however slowly its bytes come",
+            unit="s", bounds=POSITIVE, keyword=True, cli=False),
+    Setting("store_patience_s", float, 600.0, "a shared store unreachable this long ends the "
+            "crawl", unit="s", bounds=POSITIVE, keyword=True, cli=False),
+    Setting("max_attempts", int, 3, "429 and 503 answers before a URL is given up",
+            bounds=AT_LEAST_ONE, keyword=True, cli=False),
+    Setting("robots_attempts", int, 3, "robots.txt failures (5xx, 429, network) before a "
+            "site's URLs are given up", bounds=AT_LEAST_ONE, keyword=True, cli=False),
+    ), command=("crawl", "run"), config_file=True, library="polite.crawl.CrawlSettings")
+
+SURVEY = Product("survey", (
+    Setting("domains", str, None, "a ranked list: 'rank,domain' lines (Tranco, Alexa) or one "
+            "domain a line", metavar="DOMAINS", positional=True, nargs="?", config=False),
+    Setting("robots_dir", str, None, "instead of fetching: robots.txt files named HOST.txt",
+            metavar="FOLDER"),
+    Setting("warc", str, None, "instead of fetching: robots.txt captures of a WARC file "
+            "(response records for /robots.txt, as Common Crawl's)", metavar="FILE"),
+    Setting("out", str, None, "the survey's folder", metavar="DIR"),
+    _with(STORE, help="redis://HOST:PORT/DB?prefix=NAME: survey one domain list with every "
+          "worker given this URL, each domain leased to one of them (each worker keeps what "
+          "it fetched in its own --out; polite report DIR... reads them all); memory:// and "
+          "sqlite:/// are refused: a survey keeps its state in OUT/survey.sqlite",
+          scrapy="", keyword=False),
+    WORKER, _with(LEASE, keyword=False),
+    _with(CONCURRENCY, default=100, help="domains at once", keyword=False),
+    Setting("https", bool, False, "start with https://"),
+    HOSTS, NAMESERVER,
+    Setting("sitemaps", bool, True, "robots.txt alone: do not read the sitemaps it names",
+            negate=True),
+    Setting("n0", int, 100, "children of a sitemap index read at least (Roy 2008, 2.3)",
+            bounds=NON_NEGATIVE),
+    Setting("alpha", float, 0.1, "share of a large index's children read, at least "
+            "max(n0, alpha*n)", bounds=FRACTION),
+    Setting("max_uris", int, 20_000, "page URLs kept per site, a uniform sample beyond (Roy "
+            "2008, 2.4); all are counted", bounds=NON_NEGATIVE),
+    _with(DEFAULT_DELAY, old=("--delay",), old_keys=("delay",), old_per=1, **_CLI_ONLY),
+    Setting("progress", bool, None, "a progress display on stderr (default: when it is a "
+            "terminal)"),
+    _with(CONNECT_TIMEOUT, help="a connection not made in this long fails (as Roy 2008)"),
+    _with(READ_TIMEOUT, help="an answer silent this long fails (as Roy 2008)"),
+    _with(AGENT, help="the product token robots.txt is read for, sent as the User-Agent",
+          **_CLI_ONLY),
+    _with(ALLOW_PRIVATE, **_CLI_ONLY),
+    ALLOW_NETWORK,
+    CONFIG), command=("survey",), config_file=True)
+
+SERVE = Product("serve", (
+    Setting("host", str, "127.0.0.1", "address to listen on", metavar="HOST"),
+    Setting("port", int, 8080, "port to listen on (0: any free port)", bounds=PORT),
+    _with(STORE, default="sqlite:///polite.sqlite", help="sqlite:///PATH, "
+          "redis://HOST:PORT/DB (shared by several nodes) or memory://", **_CLI_ONLY),
+    _with(DEFAULT_DELAY, **_CLI_ONLY),
+    _with(MAX_CRAWL_DELAY, **_CLI_ONLY),
+    _with(AGENT, **_CLI_ONLY),
+    _with(ALLOW_PRIVATE, **_CLI_ONLY),
+    ALLOW_NETWORK,
+    Setting("on_401_403", str, "disallow", "what a robots.txt answered with 401 or 403 means: "
+            "disallow all (as Koster 1996 and Riemer 2017 do) or allow all (RFC 9309)",
+            choices=("disallow", "allow")),
+    Setting("mode", str, "reject", "proxy: a request whose host's slot is taken gets 429 "
+            "with Retry-After (reject), is held until its slot (wait), or is held and "
+            "answered in its client's order (ordered; the client is X-Polite-Client or its "
+            "address)", choices=("reject", "wait", "ordered")),
+    Setting("max_wait_s", float, 60.0, "wait mode: the longest a request is held", unit="s",
+            bounds=NON_NEGATIVE),
+    Setting("origin_timeout_s", float, 30.0, "proxy: an origin silent this long gets the "
+            "client a 504", unit="s", bounds=POSITIVE),
+    _with(PURPOSE, help="proxy: what requests are for, unless their X-Polite-Purpose says",
+          **_CLI_ONLY),
+    Setting("refuse_by_purpose", bool, False, "proxy: answer 403 with the reason when the "
+            "URL's robots.txt AI-usage preferences disallow the request's purpose"),
+    Setting("backoff", bool, True, "do not pause a host after a 429 or 503 (for origins of "
+            "your own)", negate=True),
+    Setting("cache", bool, True, "turn the proxy's page cache off", negate=True),
+    Setting("cache_max_mb", float, 256.0, "the page cache's size in the store; least "
+            "recently used pages go first", unit="MiB", bounds=POSITIVE),
+    Setting("loop", str, "auto", "the event loop: uvloop when installed (auto), or the "
+            "standard library's asyncio", choices=("auto", "asyncio", "uvloop")),
+    Setting("cache_keep_no_store_s", float, 0.0, "keep responses marked no-store this long "
+            "(0: no-store is honoured; Riemer 2017 kept them a day, 86400)", unit="s",
+            bounds=NON_NEGATIVE),
+    _with(ADAPTIVE, **_CLI_ONLY),
+    Setting("admin_token", str, None, "required (Bearer) for writes: PUT and DELETE /delays, "
+            "/politeness/feedback, reserve=true; mandatory when --host is not a loopback "
+            "address, and then /trace, /env, /delays and the dashboard need it too (open "
+            "/dashboard?token=TOKEN once)", metavar="TOKEN", env="POLITE_ADMIN_TOKEN"),
+    Setting("allowed_host", list, None, "a host name the REST API and dashboard answer to, "
+            "besides IP addresses, localhost and --host (a request naming another Host is "
+            "refused: DNS rebinding); repeatable", metavar="NAME"),
+    MAX_ROBOTS_BYTES_SETTING,
+    Setting("intercept_tls", bool, False, "read inside CONNECT tunnels, so https requests get "
+            "per-URL robots.txt, delays and the cache: clients must trust the local CA "
+            "(polite ca export); needs polite[tls]"),
+    Setting("ca_dir", str, None, "the local CA's folder, made once (default "
+            "$XDG_STATE_HOME/polite/ca or ~/.local/state/polite/ca)", metavar="DIR"),
+    Setting("upstream_ca", str, None, "also trust origins whose certificates this CA file "
+            "signed", metavar="FILE"),
+    Setting("no_intercept", list, None, "leave tunnels to HOST plain (clients that pin "
+            "certificates); repeatable", metavar="HOST"),
+    Setting("trace_size", int, 1000, "exchanges GET /trace keeps, newest first (0: none)",
+            bounds=Bounds(minimum=0, maximum=1_000_000)),
+    Setting("node", str, None, "this node's name on the dashboard (default HOSTNAME:PORT)",
+            metavar="NAME"),
+    Setting("key", str, None, "serve the key directory of this Ed25519 key (polite keys new) "
+            "at /.well-known/http-message-signatures-directory, for the Signature-Agent of a "
+            "signing crawler", metavar="FILE"),
+    _with(SIGN_WITH, help="sign every forwarded request, https ones read under "
+          "--intercept-tls too, with this Ed25519 key (Web Bot Auth); needs polite[identity]",
+          **_CLI_ONLY),
+    _with(SIGNATURE_AGENT, **_CLI_ONLY),
+    _with(CONFIG, help="a TOML file with any of the settings below (keys as the options, _ "
+          "for -) and a [delays] table of domain = milliseconds; an option given overrides "
+          "it"),
+    ), command=("serve",), config_file=True)
+
+DROPINS = Product("drop-ins", (
+    _with(AGENT, default="", help="the robots.txt product token (default: the request's "
+          "User-Agent's)"),
+    _with(STORE, default="memory://"),
+    Setting("service_url", str, None, "a running polite serve to ask instead of a store "
+            "(http://:TOKEN@HOST:PORT with --admin-token)", metavar="URL",
+            scrapy="POLITE_SERVICE_URL", keyword=True),
+    ALLOW_PRIVATE, DIALECT, DEFAULT_DELAY, MAX_CRAWL_DELAY, ADAPTIVE,
+    Setting("max_wait_s", float, 600.0, "a request that would wait longer in all is refused",
+            unit="s", bounds=NON_NEGATIVE, scrapy="POLITE_MAX_WAIT", keyword=True),
+    PURPOSE,
+    Setting("refuse_by_purpose", bool, False, "refuse what the URL's AI-usage preferences "
+            "disallow the purpose for", scrapy="POLITE_REFUSE_BY_PURPOSE", keyword=True),
+    SIGN_WITH, SIGNATURE_AGENT), library="polite.integrations.PoliteGate")
+
+# How Scrapy's settings name what the drop-ins check (allow_private=True's is the setting).
+SCRAPY = Knobs(**{name: DROPINS[name].scrapy for name in Knobs.__dataclass_fields__})
+
+
+def scrapy_values(get: Callable[[str], object]) -> dict[str, object]:
+    """The drop-ins' settings from Scrapy's (``get``: ``settings.get``), each checked and
+    named as set: a number in settings.py, or text from ``-s NAME=VALUE``."""
+    found: dict[str, object] = {}
+    for setting in DROPINS.on("scrapy"):
+        raw = get(setting.scrapy)
+        if raw is None or raw == "":
+            found[setting.name] = setting.default
+        elif isinstance(raw, str) and setting.kind is not str:
+            found[setting.name] = setting.parse(raw, setting.scrapy)
+        else:
+            found[setting.name] = setting.check(raw, setting.scrapy)
+    return found
+
+
+# ``polite serve``'s numbers: the flag (``--max-wait-s``) and the config file's key
+# (``max_wait_s``) are read through the same check.
+SERVE_NUMBERS: dict[str, IntFlag | FloatFlag] = {
+    s.name: flag for s in SERVE.settings if (flag := s.flag_type()) is not None}
+
+PRODUCTS = (ROBOTS_CHECK, ROBOTS_LINT, ROBOTS_EXPLAIN, ROBOTS_DIFF, SITEMAP_PARSE,
+            SITEMAP_TREE, ULINKS, CRAWL, SURVEY, SERVE, DROPINS)
+
+
+# -- the config file ---------------------------------------------------------------------------
+
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def read_config(path: str, product: Product, *, tables: tuple[str, ...] = (),
+                decode: Callable[[bytes, str], str] | None = None
+                ) -> tuple[dict[str, object], list[str]]:
+    """The settings a TOML file gives ``product``, each checked as its key (``--config FILE:
+    KEY``), and the deprecation notes of former keys it used. ``tables``: keys whose values
+    the caller reads itself (``polite serve``'s ``[delays]``). ``decode``: the bytes as
+    text, or an error naming the line that is not (strict UTF-8 by default)."""
+    import tomllib
+
+    from polite.errors import ConfigError
+
+    where = f"--config {path}"
+    try:
+        with open(path, "rb") as file:
+            body = file.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{where}: {exc.strerror or exc}") from exc
+    if len(body) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{where}: over {MAX_CONFIG_BYTES:,} bytes")
+    try:
+        # TOML is UTF-8: bytes that are not are named by their line, not by a traceback
+        data = tomllib.loads((decode or _utf8)(body, where))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where}: not TOML: {exc}") from exc
+    known = {s.name: s for s in product.on("config")}
+    former = {old: s for s in known.values() for old in s.old_keys}
+    found: dict[str, object] = {}
+    notes: list[str] = []
+    for raw_key, value in data.items():
+        key = raw_key.replace("-", "_")
+        if key in tables:
+            found[key] = value
+            continue
+        setting = known.get(key)
+        per = 1
+        if setting is None and key in former:
+            setting = former[key]
+            per = setting.old_per
+            notes.append(f"{where}: {raw_key} is deprecated; use {setting.name}")
+        if setting is None:
+            names = ", ".join(sorted([*known, *tables]))
+            raise ConfigError(f"{where}: unknown setting {raw_key!r} (known: {names})")
+        knob = f"{where}: {raw_key}"
+        checked: object
+        if per != 1:  # a former unit: checked as given, then divided
+            checked = check_int(value, setting.bounds or Bounds(), knob=knob) / per
+        else:
+            checked = setting.check(value, knob)
+        found[setting.name] = checked
+    return found, notes
+
+
+def _utf8(body: bytes, where: str) -> str:
+    from polite.errors import ConfigError
+
+    try:
+        return body.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = body[:exc.start].count(b"\n") + 1
+        raise ConfigError(f"{where}:{line}: this line is not UTF-8 text") from None
+
+
+def from_environment(product: Product, environ: dict[str, str]) -> dict[str, object]:
+    """The settings ``product`` reads from the environment, each checked as its variable."""
+    return {s.name: s.parse(environ[s.env], s.env) for s in product.on("env")
+            if environ.get(s.env)}
+
+
+# -- the reference table -----------------------------------------------------------------------
+
+
+def default_shown(setting: Setting) -> str:
+    value = setting.default
+    if value is None or value == "" or (setting.kind is list and not value):
+        return ""
+    if setting.kind is bool:
+        return "on" if value else "off"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return _shown(value) + (f" {setting.unit}" if setting.unit else "")
+    return str(value)
+
+
+def _allowed(setting: Setting) -> str:
+    if setting.choices:
+        return " | ".join(setting.choices)
+    if setting.bounds is not None:
+        return setting.bounds.describe(whole=setting.kind is int).removeprefix("a ")
+    return {bool: "true or false", list: "repeatable", str: "text", int: "whole number",
+            float: "number"}.get(setting.kind, "")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def settings_table(products: tuple[Product, ...] = PRODUCTS) -> str:
+    """Every setting of every surface as Markdown: one table per product, a row per setting,
+    a column per surface's spelling (command line, config file, environment, Scrapy,
+    keyword), its unit, default, allowed values and help."""
+    lines = ["# Settings", "",
+             "Generated from `polite/config.py` (`polite.config.settings_table()`); each "
+             "setting is checked the same way on every surface that takes it, and an error "
+             "names it as that surface spells it.", ""]
+    for product in products:
+        lines.append(f"## {product.name}")
+        lines.append("")
+        where = []
+        if product.command:
+            where.append(f"`polite {' '.join(product.command)}`")
+        if product.config_file:
+            where.append("a TOML file given with `--config FILE`")
+        if product.library:
+            where.append(f"`{product.library}`")
+        lines.append("Surfaces: " + ", ".join(where) + "." if where else "")
+        lines.append("")
+        lines.append("| setting | command line | config file | environment | Scrapy | "
+                     "keyword | unit | default | allowed | help |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|")
+        config = set(product.on("config"))
+        for s in product.settings:
+            cli = ""
+            if product.command and s.cli:
+                cli = f"`{s.metavar or s.name.upper()}`" if s.positional else \
+                    ", ".join(f"`{o}`" for o in s.options)
+                if s.old:
+                    cli += " (was " + ", ".join(f"`{o}`" for o in s.old) + ")"
+            row = [f"`{s.name}`", cli,
+                   f"`{s.name}`" if s in config else "",
+                   f"`{s.env}`" if s.env else "",
+                   f"`{s.scrapy}`" if s.scrapy else "",
+                   f"`{s.name}=`" if s.keyword and product.library else "",
+                   UNITS.get(s.unit, s.unit), default_shown(s), _allowed(s), s.help]
+            lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
+        lines.append("")
+    return "\n".join(lines)

@@ -12,32 +12,33 @@ import os
 import signal
 import socket
 import ssl
-import tomllib
+import sys
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 from urllib.parse import urlsplit
 
 from polite.api import create_app
 from polite.api.app import MAX_BODY_BYTES
-from polite.cli_keys import directory_served, signer_from
 from polite.clock import WallClock
-from polite.config import FLAGS, SERVE_NUMBERS, check_setting
+from polite.config import FLAGS, SERVE, from_environment, read_config
 from polite.core.robots import MAX_ROBOTS_BYTES
 from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
 from polite.core.text import decode_text
 from polite.core.urls import host_name_problem
-from polite.core.usage.vocab import PURPOSES
 from polite.errors import ConfigError
 from polite.fetch.activity import Activity
 from polite.fetch.cache import PageCache
 from polite.fetch.politeness import Politeness
 from polite.fetch.robots import PublicHosts, RobotsFetcher, create_client, networks
 from polite.fetch.sitemaps import SitemapWalker
+from polite.identity.options import require_identity_extra, signer_from
 from polite.proxy import Interception, Mode, ProxyServer, ProxySettings
 from polite.storage import RedisStore, open_store, read_store_url
 
 if TYPE_CHECKING:
+    from starlette.routing import Route
+
     from polite.proxy.authority import CertificateAuthority
 
 __all__ = ["Settings", "default_ca_dir", "masked_env", "open_authority", "open_store",
@@ -46,129 +47,85 @@ __all__ = ["Settings", "default_ca_dir", "masked_env", "open_authority", "open_s
 
 @dataclass
 class Settings:
-    """What ``polite serve`` runs with: the command line over ``--config`` over these."""
+    """What ``polite serve`` runs with: the command line over the environment over
+    ``--config`` over these defaults, as :data:`polite.config.SERVE` declares them
+    (tests/test_settings_table.py keeps the two alike)."""
 
     host: str = "127.0.0.1"
     port: int = 8080
     store: str = "sqlite:///polite.sqlite"
-    default_delay_ms: int = 1000
+    default_delay_s: float = 1.0
     max_crawl_delay_s: float = 60.0
     agent: str = "polite"
     allow_private: bool = False
-    allow_networks: list[str] = field(default_factory=list)  # private networks allowed
-    admin_token: str | None = None
+    allow_network: list[str] = field(default_factory=list)  # private networks allowed
     on_401_403: str = "disallow"
     mode: str = "reject"
     max_wait_s: float = 60.0
     origin_timeout_s: float = 30.0
-    adaptive_factor: float = 1.0
+    purpose: str | None = None  # what proxied requests are for, unless X-Polite-Purpose says
+    refuse_by_purpose: bool = False  # proxy: 403 for what the preferences disallow it
     backoff: bool = True
     cache: bool = True
     cache_max_mb: float = 256.0
-    cache_keep_no_store_s: float = 0.0  # seed 001's "no-store for a day" is 86400
     loop: str = "auto"  # the event loop: uvloop when installed (auto), asyncio, uvloop
-    max_bytes: int = MAX_ROBOTS_BYTES  # robots.txt is read up to this size
-    trace_size: int = 1000  # exchanges GET /trace keeps (0: none)
-    node: str | None = None  # this node's name on the dashboard (default host:port)
-    delays: dict[str, int] = field(default_factory=dict)  # domain -> ms, from --config
-    intercept_tls: bool = False  # read inside CONNECT tunnels (the local CA's certificates)
-    ca_dir: str | None = None  # the local CA's folder; None: default_ca_dir()
-    upstream_ca: str | None = None  # a CA file origins are also trusted by
-    key: str | None = None  # an Ed25519 key whose directory is served (Web Bot Auth)
-    sign_with: str | None = None  # an Ed25519 key that signs every forwarded request
-    signature_agent: str | None = None  # its directory's URL, sent as Signature-Agent
-    no_intercept: list[str] = field(default_factory=list)  # hosts left as plain tunnels
+    cache_keep_no_store_s: float = 0.0  # Riemer 2017's "no-store for a day" is 86400
+    adaptive_factor: float = 1.0
+    admin_token: str | None = None
     # Host names the REST API and dashboard answer to besides IP addresses and localhost
     # (a name pointed at this machine by someone else's DNS is refused: DNS rebinding).
     allowed_host: list[str] = field(default_factory=list)
-    purpose: str | None = None  # what proxied requests are for, unless X-Polite-Purpose says
-    refuse_by_purpose: bool = False  # proxy: 403 for what the preferences disallow it
+    max_robots_bytes: int = MAX_ROBOTS_BYTES  # robots.txt is read up to this size
+    intercept_tls: bool = False  # read inside CONNECT tunnels (the local CA's certificates)
+    ca_dir: str | None = None  # the local CA's folder; None: default_ca_dir()
+    upstream_ca: str | None = None  # a CA file origins are also trusted by
+    no_intercept: list[str] = field(default_factory=list)  # hosts left as plain tunnels
+    trace_size: int = 1000  # exchanges GET /trace keeps (0: none)
+    node: str | None = None  # this node's name on the dashboard (default host:port)
+    key: str | None = None  # an Ed25519 key whose directory is served (Web Bot Auth)
+    sign_with: str | None = None  # an Ed25519 key that signs every forwarded request
+    signature_agent: str | None = None  # its directory's URL, sent as Signature-Agent
+    delays: dict[str, int] = field(default_factory=dict)  # domain -> ms, from --config
 
 
-_TYPES: dict[str, tuple[type, ...]] = {
-    "host": (str,), "port": (int,), "store": (str,), "default_delay_ms": (int,),
-    "max_crawl_delay_s": (int, float), "agent": (str,), "allow_private": (bool,),
-    "allow_networks": (list,),
-    "admin_token": (str,), "on_401_403": (str,),
-    "mode": (str,), "max_wait_s": (int, float), "origin_timeout_s": (int, float),
-    "adaptive_factor": (int, float),
-    "backoff": (bool,), "cache": (bool,), "cache_max_mb": (int, float),
-    "cache_keep_no_store_s": (int, float), "loop": (str,), "max_bytes": (int,),
-    "trace_size": (int,), "node": (str,),
-    "intercept_tls": (bool,), "ca_dir": (str,), "upstream_ca": (str,), "no_intercept": (list,),
-    "allowed_host": (list,),
-    "purpose": (str,), "refuse_by_purpose": (bool,),
-    "key": (str,), "sign_with": (str,), "signature_agent": (str,),
-}
-
-
-_MAX_CONFIG_BYTES = 1 << 20
-
-
-def _read_config(path: str) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as file:
-            body = file.read(_MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"--config {path}: {exc.strerror or exc}") from exc
-    if len(body) > _MAX_CONFIG_BYTES:
-        raise ConfigError(f"--config {path}: over {_MAX_CONFIG_BYTES:,} bytes")
-    try:
-        # TOML is UTF-8: bytes that are not are named by their line (tomllib would raise
-        # UnicodeDecodeError, with neither)
-        data = tomllib.loads(decode_text(body, f"--config {path}"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"--config {path}: not TOML: {exc}") from exc
-    config: dict[str, Any] = {}
-    for raw_key, value in data.items():
-        key = raw_key.replace("-", "_")
-        if key == "delays":
-            if not isinstance(value, dict):
-                raise ConfigError(f"--config {path}: [delays] must be a table of "
-                                  "domain = milliseconds")
-            for domain, ms in value.items():
-                if isinstance(ms, bool) or not isinstance(ms, int | float) \
-                        or not float(ms).is_integer() or ms < 0:
-                    raise ConfigError(f"--config {path}: delays.{domain} must be a whole "
-                                      "number of milliseconds (0 or more)")
-            config["delays"] = {d.lower(): int(ms) for d, ms in value.items()}
-            continue
-        expected = _TYPES.get(key)
-        if expected is None:
-            known = ", ".join(sorted([*_TYPES, "delays"]))
-            raise ConfigError(f"--config {path}: unknown setting {raw_key!r} (known: {known})")
-        if not isinstance(value, expected) or (isinstance(value, bool) and bool not in expected):
-            raise ConfigError(f"--config {path}: {raw_key} must be "
-                              f"{' or '.join(t.__name__ for t in expected)}")
-        if key in SERVE_NUMBERS:  # TOML has nan and inf
-            check_setting(value, SERVE_NUMBERS[key], knob=f"--config {path}: {raw_key}")
-        config[key] = value
-    return config
+def _delays(value: object, where: str) -> dict[str, int]:
+    """The config file's [delays] table: domain = milliseconds (Riemer 2017's)."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: [delays] must be a table of domain = milliseconds")
+    for domain, ms in value.items():
+        if isinstance(ms, bool) or not isinstance(ms, int | float) \
+                or not float(ms).is_integer() or ms < 0:
+            raise ConfigError(f"{where}: delays.{domain} must be a whole number of "
+                              "milliseconds (0 or more)")
+    return {d.lower(): int(ms) for d, ms in value.items()}
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
-    """The effective settings: what the command line gave, else the config file, else the
-    defaults."""
+    """The effective settings: what the command line gave, else the environment, else the
+    config file, else the defaults; each checked as its surface spells it. A Namespace made
+    by hand (not by the parser) is checked too, by the flags' names."""
+    given = argparse.Namespace(**vars(args))
+    for setting in SERVE.on("cli"):
+        value = getattr(given, setting.name, None)
+        if value is not None and not setting.positional:
+            setting.check(value, f"{setting.flag}")
+    config: dict[str, object] = {}
+    path = getattr(given, "config", None)
+    if path:
+        config, notes = read_config(path, SERVE, tables=("delays",), decode=decode_text)
+        for note in notes:
+            print(f"polite: {note}", file=sys.stderr)
+    environment = from_environment(SERVE, dict(os.environ))
     settings = Settings()
-    config = _read_config(args.config) if getattr(args, "config", None) else {}
     for item in fields(Settings):
-        given = getattr(args, item.name, None)
-        if given is not None:
-            if item.name in SERVE_NUMBERS:  # the parser checked it; a Namespace made by hand
-                check_setting(given, SERVE_NUMBERS[item.name],
-                              knob=f"--{item.name.replace('_', '-')}")
-            setattr(settings, item.name, given)
-        elif item.name in config:
-            setattr(settings, item.name, config[item.name])
-    if settings.purpose is not None and settings.purpose not in PURPOSES:
-        raise ConfigError(f"purpose must be one of {', '.join(PURPOSES)}")
-    if settings.on_401_403 not in ("disallow", "allow"):
-        raise ConfigError("on_401_403 must be 'disallow' or 'allow'")
-    if settings.loop not in ("auto", "asyncio", "uvloop"):
-        raise ConfigError("--loop must be 'auto', 'asyncio' or 'uvloop'")
-    if settings.mode not in ("reject", "wait", "ordered"):
-        raise ConfigError("--mode must be 'reject', 'wait' or 'ordered'")
-    networks(settings.allow_networks)  # a clear error now, not at the first request
+        value = getattr(given, item.name, None)
+        if value is None:
+            value = environment.get(item.name, config.get(item.name))
+        if value is not None:
+            setattr(settings, item.name, list(value) if isinstance(value, list) else value)
+    if "delays" in config:
+        settings.delays = _delays(config["delays"], f"--config {path}")
+    networks(settings.allow_network)  # a clear error now, not at the first request
     if not all(isinstance(host, str) and host for host in settings.no_intercept):
         raise ConfigError("no_intercept must be a list of host names")
     for name in settings.allowed_host:
@@ -196,8 +153,11 @@ def _mask_url(url: str) -> str:
 
 
 def masked_env(settings: Settings) -> dict[str, object]:
-    """Seed 001's ``GET /env``: every setting in force, secrets masked."""
+    """Riemer 2017's ``GET /env``: every setting in force, secrets masked. The default
+    delay is also given in milliseconds under its former name, for the readers of the
+    earlier ``/env``."""
     env: dict[str, object] = asdict(settings)
+    env["default_delay_ms"] = round(settings.default_delay_s * 1000)
     if settings.admin_token:
         env["admin_token"] = MASK
     env["store"] = _mask_url(settings.store)
@@ -265,6 +225,21 @@ def upstream_context(ca_file: str | None) -> ssl.SSLContext:
     return context
 
 
+def directory_served(key_file: str) -> Route:
+    """The route ``polite serve --key`` serves: the key's directory, each answer signed
+    with the key for the authority it was asked at."""
+    require_identity_extra("polite serve --key")
+    from polite.api.directory import directory_route
+    from polite.core.identity import directory_document
+    from polite.identity.keys import load_signing_key, public_bytes
+    from polite.identity.signatures import RequestSigner as Signer
+    from polite.identity.signatures import sign_directory
+
+    signer = Signer(load_signing_key(Path(key_file), "--key"))
+    document = directory_document([public_bytes(signer.key)])
+    return directory_route(document, lambda url: sign_directory([signer], url, document))
+
+
 def _interception(settings: Settings) -> Interception | None:
     if not settings.intercept_tls:
         return None
@@ -272,8 +247,8 @@ def _interception(settings: Settings) -> Interception | None:
     return Interception(open_authority(settings.ca_dir), plain)
 
 
-def run_server(args: argparse.Namespace, out: TextIO) -> int:
-    settings = settings_from(args)
+def run_server(settings: Settings, out: TextIO) -> int:
+    """Run the service with ``settings`` until interrupted; its exit status."""
     if not _is_loopback(settings.host) and not settings.admin_token:
         raise ConfigError(f"--host {settings.host} is not loopback: give --admin-token so "
                           "that writes are not open to the network")
@@ -281,7 +256,7 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
         asyncio.run(_check_redis(settings.store))  # fail now, not at the first request
     interception = _interception(settings)  # the CA refused before anything is opened
     key_directory = directory_served(settings.key) if settings.key else None
-    signer = signer_from(settings.sign_with, settings.signature_agent)
+    signer = signer_from(settings.sign_with, settings.signature_agent, knobs=FLAGS)
     clock = WallClock()
     store = open_store(settings.store, clock, knob=FLAGS.store)
     node = settings.node or f"{socket.gethostname()}:{settings.port or os.getpid()}"
@@ -291,17 +266,17 @@ def run_server(args: argparse.Namespace, out: TextIO) -> int:
                               "mode": settings.mode, "pid": os.getpid()})
     # One guard for the checks and for robots.txt's, sitemaps' and the proxy's connections,
     # which go to the address it checked.
-    hosts = PublicHosts(clock, allowed=networks(settings.allow_networks))
+    hosts = PublicHosts(clock, allowed=networks(settings.allow_network))
     # robots.txt and sitemaps are signed as well as what is forwarded
     client = create_client(verify=upstream_context(settings.upstream_ca),
                            guard=None if settings.allow_private else hosts,
                            sign=None if signer is None else signer.headers)
     policy = FetchPolicy(unauthorized=UnauthorizedMeans(settings.on_401_403))
     fetcher = RobotsFetcher(client, store, clock, agent=settings.agent, policy=policy,
-                            allow_private=settings.allow_private, max_bytes=settings.max_bytes,
-                            public_hosts=hosts)
+                            allow_private=settings.allow_private,
+                            max_bytes=settings.max_robots_bytes, public_hosts=hosts)
     politeness = Politeness(fetcher, store, clock, agent=settings.agent,
-                            default_delay_s=settings.default_delay_ms / 1000,
+                            default_delay_s=settings.default_delay_s,
                             max_crawl_delay_s=settings.max_crawl_delay_s,
                             allow_private=settings.allow_private,
                             adaptive_factor=settings.adaptive_factor,

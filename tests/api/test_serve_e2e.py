@@ -220,10 +220,11 @@ def test_config_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("port = \"eighty\"\n", "port must be int"), ("colour = 1\n", "unknown setting"),
+    [("port = \"eighty\"\n", "port 'eighty': must be a whole number"),
+     ("colour = 1\n", "unknown setting"),
      ("[delays\n", "not TOML"), ("[delays]\n\"e.com\" = -4\n", "delays.e.com"),
      ("[delays]\n\"e.com\" = 1.5\n", "whole number of milliseconds"),
-     ("loop = \"trio\"\n", "--loop must be")],
+     ("loop = \"trio\"\n", "loop 'trio': one of auto, asyncio, uvloop")],
 )
 def test_bad_config_file(tmp_path: Path, text: str, message: str) -> None:
     config = tmp_path / "polite.toml"

@@ -106,7 +106,7 @@ def test_faults_are_reported_one_by_one_and_the_crawl_goes_on(tmp_path: Path) ->
                  "http://127.0.4.5:9/"]  # nothing listens there
 
         async def run() -> None:
-            settings = CrawlSettings(agent="FaultBot", max_bytes=1024 * 1024,
+            settings = CrawlSettings(agent="FaultBot", max_body_bytes=1024 * 1024,
                                      fetch_deadline_s=2.0, concurrency=8,
                                      robots_attempts=1)
             async with open_crawler(tmp_path, settings, default_delay_s=0.0,

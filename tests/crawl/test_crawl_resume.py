@@ -29,7 +29,7 @@ def linked_site(host: str) -> Site:
 def start(out: Path, *urls: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "polite", "crawl", *urls, "--out", str(out), "--allow-private",
-         "--default-delay-ms", "0", "--json"],
+         "--default-delay-s", "0", "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
 
@@ -93,7 +93,7 @@ def test_output_to_a_reader_gone_away_ends_quietly(tmp_path: Path) -> None:
     with serve(site):
         process = subprocess.Popen(
             [sys.executable, "-m", "polite", "crawl", site.origin + "/", "--out", str(tmp_path),
-             "--allow-private", "--default-delay-ms", "0", "--max-pages", "3"],
+             "--allow-private", "--default-delay-s", "0", "--max-pages", "3"],
             stdout=write, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
         os.close(write)

@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from polite.cli import main
-from polite.cli_keys import directory_of
+from polite.cli.keys import directory_of
 from polite.core.identity import SignatureOutcome, directory_keys
 from polite.errors import ConfigError
 from polite.identity.signatures import KeyDirectory, verify_signature

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from polite.cli import main
-from polite.cli_keys import add_keys_command
+from polite.cli.keys import add_keys_command
 from polite.core.identity import DIRECTORY_MEDIA_TYPE, DIRECTORY_PATH, directory_keys
 from polite.identity.signatures import directory_signature_problem
 from tests.serving import polite_serve

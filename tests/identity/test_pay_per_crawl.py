@@ -18,7 +18,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from polite.cli import main
-from polite.cli_keys import directory_of
+from polite.cli.keys import directory_of
 from polite.core.identity import SignatureOutcome, directory_keys, parse_price
 from polite.identity.signatures import KeyDirectory, verify_signature
 from tests.site_servers import serve_asgi

@@ -18,7 +18,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from polite.cli import main
-from polite.cli_keys import directory_of
+from polite.cli.keys import directory_of
 from polite.core.identity import DIRECTORY_PATH, SignatureOutcome
 from polite.identity.directory import DirectoryFetcher
 from polite.identity.signatures import verify_signature

@@ -18,15 +18,16 @@ import contextlib
 import heapq
 import inspect
 import time
+import warnings
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field, fields
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from polite.clock import Clock
-from polite.config import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, check_float, check_int
+from polite.config import CRAWL
 from polite.core.crawl import (
     PagePlan,
     Scope,
@@ -55,10 +56,9 @@ from polite.core.robots.usage import (
     combine as combine_usage,
 )
 from polite.core.urls import split_origin
-from polite.core.usage.vocab import PURPOSES
 from polite.crawl.html import Link, extract_links, is_small
 from polite.crawl.output import CrawlOutput, Exchange
-from polite.errors import InvalidURL, PoliteError, SettingError
+from polite.errors import InvalidURL, PoliteError
 from polite.fetch.http import FetchResult, HttpClient
 from polite.fetch.politeness import Answer, Politeness, message
 from polite.fetch.sitemaps import SitemapWalker
@@ -100,7 +100,8 @@ class StoreUnreachable(PoliteError):
 
 @dataclass(frozen=True, slots=True)
 class CrawlSettings:
-    """How a crawl runs; the command line's options."""
+    """How a crawl runs; the command line's options. Each value is checked as
+    :data:`polite.config.CRAWL` declares it, its keyword named in the error."""
 
     agent: str = "polite-crawler"
     user_agent: str | None = None  # the User-Agent header; the agent's token when None
@@ -114,7 +115,7 @@ class CrawlSettings:
     sitemaps: bool = True
     well_known_sitemaps: bool = False
     revisit: bool = False
-    max_bytes: int = 10 * 1024 * 1024  # a body's cap, counted decoded (gzip bombs stop here)
+    max_body_bytes: int = 10 * 1024 * 1024  # a body's cap, counted decoded (gzip bombs)
     max_redirects: int = 5
     fetch_deadline_s: float = 60.0  # a whole fetch, however slowly the bytes drip
     lease_s: float = 600.0
@@ -129,30 +130,22 @@ class CrawlSettings:
     # pay-per-crawl: the most a page may cost (USD); a 402 asking no more is asked again
     # with crawler-max-price, signed. None: priced pages are skipped, their price recorded.
     max_price: float | None = None
+    # the former name of max_body_bytes, still read (with a DeprecationWarning)
+    max_bytes: InitVar[int | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, max_bytes: int | None) -> None:
+        if max_bytes is not None:
+            warnings.warn("CrawlSettings(max_bytes=) is deprecated; use max_body_bytes=",
+                          DeprecationWarning, stacklevel=3)
+            object.__setattr__(self, "max_body_bytes", max_bytes)
         # max_pages=0 would fetch nothing and say nothing: leave it None for no limit.
         # max_depth=0 crawls the seeds alone.
-        if self.max_pages is not None:
-            check_int(self.max_pages, AT_LEAST_ONE, knob="max_pages=")
-        if self.max_depth is not None:
-            check_int(self.max_depth, NON_NEGATIVE, knob="max_depth=")
-        for knob, count, bounds in (
-                ("max_pages_per_host=", self.max_pages_per_host, AT_LEAST_ONE),
-                ("concurrency=", self.concurrency, AT_LEAST_ONE),
-                ("per_host=", self.per_host, AT_LEAST_ONE),
-                ("max_bytes=", self.max_bytes, AT_LEAST_ONE),
-                ("max_redirects=", self.max_redirects, NON_NEGATIVE),
-                ("max_attempts=", self.max_attempts, AT_LEAST_ONE),
-                ("robots_attempts=", self.robots_attempts, AT_LEAST_ONE)):
-            check_int(count, bounds, knob=knob)
-        check_float(self.fetch_deadline_s, POSITIVE, knob="fetch_deadline_s=")
-        check_float(self.lease_s, POSITIVE, knob="lease_s=")
-        check_float(self.store_patience_s, POSITIVE, knob="store_patience_s=")
-        if self.purpose is not None and self.purpose not in PURPOSES:
-            raise SettingError("purpose=", self.purpose, f"one of {', '.join(PURPOSES)}")
-        if self.max_price is not None:
-            check_float(self.max_price, POSITIVE, knob="max_price=")
+        for setting in CRAWL.on("keyword"):
+            if setting.name in _FIELDS:
+                setting.check(getattr(self, setting.name), f"{setting.name}=")
+
+
+_FIELDS = {f.name for f in fields(CrawlSettings)}
 
 
 @dataclass(slots=True)
@@ -778,7 +771,7 @@ class Crawler:
         offered = self._offered.pop(item.url, None)
         paying = [] if offered is None or settings.max_price is None else \
             [("crawler-max-price", f"USD {settings.max_price:.2f}")]
-        got = await self._pages.get(item.url, headers, max_bytes=settings.max_bytes,
+        got = await self._pages.get(item.url, headers, max_bytes=settings.max_body_bytes,
                                     deadline_s=settings.fetch_deadline_s, signed=paying)
         if got.late_s > 0.001:  # the slot's spacing runs from when the request really went
             await self._politeness.note_late_start(item.url, got.late_s)

@@ -23,7 +23,7 @@ from urllib.parse import unquote, urlsplit
 import httpx
 
 from polite.clock import WallClock
-from polite.config import KEYWORDS, NON_NEGATIVE, Knobs, check_float
+from polite.config import DROPINS, KEYWORDS, Knobs
 from polite.core.politeness.rules import (
     ADAPTIVE_FACTOR,
     DEFAULT_DELAY_S,
@@ -42,7 +42,6 @@ from polite.core.politeness.values import (
 from polite.core.robots.lifecycle import DisallowAll, Parsed
 from polite.core.robots.model import Dialect, Rule
 from polite.core.robots.usage import Preferences, from_robots, purpose_json
-from polite.core.usage.vocab import PURPOSES
 from polite.errors import (
     ConfigError,
     FetchError,
@@ -346,13 +345,13 @@ class LoopGate:
                  adaptive_factor: float = ADAPTIVE_FACTOR, wait: bool = True,
                  max_wait_s: float = MAX_WAIT_S, knobs: Knobs = KEYWORDS,
                  purpose: str | None = None, refuse_by_purpose: bool = False) -> None:
-        # Checked before anything is built, named as the caller's surface spells them.
-        if purpose is not None and purpose not in PURPOSES:
-            raise SettingError(knobs.purpose, purpose, f"one of {', '.join(PURPOSES)}")
-        check_float(default_delay_s, NON_NEGATIVE, knob=knobs.default_delay_s)
-        check_float(max_crawl_delay_s, NON_NEGATIVE, knob="max_crawl_delay_s=")
-        check_float(adaptive_factor, NON_NEGATIVE, knob=knobs.adaptive_factor)
-        check_float(max_wait_s, NON_NEGATIVE, knob=knobs.max_wait_s)
+        # Checked before anything is built, as polite.config.DROPINS declares them and
+        # named as the caller's surface spells them.
+        for name, value in (("purpose", purpose), ("default_delay_s", default_delay_s),
+                            ("max_crawl_delay_s", max_crawl_delay_s),
+                            ("adaptive_factor", adaptive_factor), ("max_wait_s", max_wait_s),
+                            ("dialect", dialect)):
+            DROPINS[name].check(value, getattr(knobs, name, f"{name}="))
         # Built here, not on first use: a wrong store URL is refused at once. Nothing in it
         # needs a running loop yet (asyncio's locks and the clients bind on first use).
         self._backend = _backend(agent=agent, store=store, service_url=service_url,

@@ -20,7 +20,8 @@ Settings: ``POLITE_STORE`` (``memory://``, ``sqlite:///PATH``, ``redis://HOST:PO
 ``POLITE_SERVICE_URL`` (a running ``polite serve``), ``POLITE_ALLOW_PRIVATE``,
 ``POLITE_ROBOTS_DIALECT``, ``POLITE_SIGN_WITH`` (an Ed25519 key file: every request signed,
 Web Bot Auth) and ``POLITE_SIGNATURE_AGENT`` (its key directory's URL),
-``POLITE_DEFAULT_DELAY`` (seconds where robots.txt sets none),
+``POLITE_DEFAULT_DELAY`` (seconds where robots.txt sets none), ``POLITE_MAX_CRAWL_DELAY``
+(seconds: robots.txt delays above it are read as it),
 ``POLITE_ADAPTIVE_FACTOR`` (the least spacing is this many times the host's running
 response time; 1 by default, 0 turns it off), ``POLITE_MAX_WAIT`` (seconds; a request that
 would wait longer is dropped), ``POLITE_PURPOSE`` (``train-ai``, ``search``, ...: the URL's
@@ -47,14 +48,12 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("polite.integrations.scrapy needs Scrapy: "
                       "pip install 'polite[scrapy]'") from exc
 
-from polite.config import SCRAPY
-from polite.core.politeness.rules import ADAPTIVE_FACTOR, DEFAULT_DELAY_S
+from polite.config import SCRAPY, scrapy_values
 from polite.core.robots import parse, product_token
-from polite.errors import RequestRefused, RobotsDisallowed, SettingError, SlotNotReady
+from polite.errors import RequestRefused, RobotsDisallowed, SlotNotReady
 from polite.identity.options import signer_from
 from polite.integrations._gate import (
     LATE_DEPARTURE_S,
-    MAX_WAIT_S,
     Grant,
     LoopGate,
     PoliteGate,
@@ -68,7 +67,6 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from scrapy.settings import Settings
     from scrapy.statscollectors import StatsCollector
 
 __all__ = ["PoliteDownloaderMiddleware", "RobotParser"]
@@ -128,21 +126,6 @@ async def _wait(future: concurrent.futures.Future[Grant]) -> Grant:
     return await maybe_deferred_to_future(deferred)
 
 
-def _number(settings: Settings, name: str, default: float) -> object:
-    """A number setting as given: a number in settings.py, text from ``-s NAME=VALUE``
-    (read here: Scrapy's getfloat reads ``nan`` as NaN and fails on ``x`` with a message
-    that does not say which setting). The gate checks its range."""
-    value = settings.get(name)
-    if value is None:
-        return default
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            raise SettingError(name, value, "must be a number") from None
-    return value
-
-
 async def _rest(rest: Rest[None]) -> None:
     await rest
 
@@ -153,25 +136,19 @@ class PoliteDownloaderMiddleware:
 
     def __init__(self, crawler: Crawler) -> None:
         settings = crawler.settings
-        self._signer = signer_from(settings.get("POLITE_SIGN_WITH") or None,
-                                   settings.get("POLITE_SIGNATURE_AGENT") or None, knobs=SCRAPY)
+        # Every POLITE_* setting is read and checked as polite.config.DROPINS declares it.
+        values = scrapy_values(settings.get)
+        key, directory = values.pop("sign_with"), values.pop("signature_agent")
+        self._signer = signer_from(None if key is None else str(key),
+                                   None if directory is None else str(directory), knobs=SCRAPY)
         self._robots_agent = str(settings.get("ROBOTSTXT_USER_AGENT") or "")
         self._default_agent = str(settings.get("USER_AGENT") or "Scrapy")
         self._agents: dict[bytes | None, str] = {}  # User-Agent header -> product token
         self._stats: StatsCollector = crawler.stats
-        service = settings.get("POLITE_SERVICE_URL") or None
         options: dict[str, Any] = {
+            **values,
             "agent": product_token(self._robots_agent or self._default_agent) or "polite",
-            "store": str(settings.get("POLITE_STORE") or "memory://"),
-            "service_url": None if service is None else str(service),
-            "allow_private": settings.getbool("POLITE_ALLOW_PRIVATE"),
-            "dialect": str(settings.get("POLITE_ROBOTS_DIALECT") or "auto"),
-            "default_delay_s": _number(settings, SCRAPY.default_delay_s, DEFAULT_DELAY_S),
-            "adaptive_factor": _number(settings, SCRAPY.adaptive_factor, ADAPTIVE_FACTOR),
-            "max_wait_s": _number(settings, SCRAPY.max_wait_s, MAX_WAIT_S),
-            "purpose": str(settings.get("POLITE_PURPOSE") or "") or None,
-            "refuse_by_purpose": settings.getbool("POLITE_REFUSE_BY_PURPOSE"),
-            "knobs": SCRAPY}  # the gate checks the values and names them as set here
+            "knobs": SCRAPY}  # the gate names the values as set here
         # On the asyncio reactor, the reactor's loop decides: no step to another thread and
         # back (measured: that return trip, behind a busy reactor, took a median 130 ms a
         # request and cost a quarter of Scrapy's pages per second).

@@ -1,4 +1,4 @@
-"""``polite site serve``: the configuration page of a site's robots.txt (seed 003, 4.11);
+"""``polite site serve``: the configuration page of a site's robots.txt (Jasani & Kumbharana, 4.11);
 the work is :mod:`polite.site`."""
 
 from __future__ import annotations

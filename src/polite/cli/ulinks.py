@@ -1,4 +1,4 @@
-"""``polite ulinks``: a site's most useful pages from its sitemaps (seed 004, 2.4); the
+"""``polite ulinks``: a site's most useful pages from its sitemaps (Roy 2008, 2.4); the
 algorithm is :mod:`polite.core.ulinks`."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
-from polite.config import AT_LEAST_ONE, NON_NEGATIVE, IntFlag
+from polite.cli.common import add_settings
+from polite.config import ULINKS
 from polite.core.survey.sampling import MAX_KEPT_URIS, Reservoir
 from polite.errors import ConfigError
 
@@ -28,24 +29,7 @@ def add_ulinks_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
         description="Build the prefix tree of a site's sitemap URLs and fold it greedily "
                     "(Roy 2008, section 2.4); print the K heaviest remaining leaves, one "
                     "'URI<TAB>WEIGHT' a line.")
-    ulinks.add_argument("source", metavar="SOURCE",
-                        help="a site (https://example.com: its sitemaps from robots.txt), a "
-                             "sitemap URL, a sitemap file, or a survey's folder (each "
-                             "domain's ulinks from the URLs it kept: DOMAIN<TAB>URI<TAB>WEIGHT)")
-    ulinks.add_argument("-k", type=IntFlag(AT_LEAST_ONE), default=5,
-                        help="how many ulinks (default 5)")
-    ulinks.add_argument("--max-uris", type=IntFlag(AT_LEAST_ONE), default=MAX_URIS,
-                        help=f"URIs in the tree at most, sampled at random beyond (default "
-                             f"{MAX_URIS:,}, as the seed)")
-    ulinks.add_argument("--weigh", choices=["count", "priority", "recent"], default="count",
-                        help="a URI weighs one (the seed), its <priority> (0.5 when it has "
-                             "none), or more the more recent its <lastmod> (halved a year)")
-    ulinks.add_argument("--json", action="store_true", help="one JSON object a ulink")
-    ulinks.add_argument("--agent", "-a", default="polite", help="product token (default polite)")
-    ulinks.add_argument("--delay-ms", type=IntFlag(NON_NEGATIVE), default=1000,
-                        help="spacing between requests when robots.txt sets none")
-    ulinks.add_argument("--allow-private", action="store_true",
-                        help="allow fetching from private and loopback addresses")
+    add_settings(ulinks, ULINKS)
     ulinks.set_defaults(handler=_ulinks)
 
 
@@ -92,21 +76,21 @@ def _entries(args: argparse.Namespace) -> Iterable[Any]:
         from polite.sitemaps import parse
 
         with path.open("rb") as stream:
-            yield from parse(stream)
+            yield from parse(stream, max_bytes=args.max_sitemap_bytes)
         return
     import asyncio
 
-    from polite.cli import _client, _require_public, _walker
+    from polite.cli.common import fetch_client, require_public, sitemap_walker
     from polite.fetch.robots import origin_of
 
-    _require_public(source, args.allow_private)
+    require_public(source, args.allow_private)
     found: list[Any] = []
     site = origin_of(source)
     is_site = source.rstrip("/") == site
 
     async def fetch() -> None:
-        async with _client(args.allow_private) as client:
-            walker = _walker(args, client)
+        async with fetch_client(args.allow_private) as client:
+            walker = sitemap_walker(args, client)
             if is_site:
                 async for _, entries in walker.walk(site):
                     found.extend(entries)

@@ -1,5 +1,5 @@
-"""``polite robots explain``, ``polite robots lint`` and ``polite robots diff``: wiring only;
-the work is done by :mod:`polite.core.robots` (explain, lint, diff)."""
+"""``polite robots``: check, lint, explain and diff; the work is done by
+:mod:`polite.core.robots`."""
 
 from __future__ import annotations
 
@@ -9,17 +9,19 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from polite.config import AT_LEAST_ONE, IntFlag
+from polite.cli.common import EXIT_FINDINGS, EXIT_OK, add_settings, fetch_client, require_public
+from polite.config import ROBOTS_CHECK, ROBOTS_DIFF, ROBOTS_EXPLAIN, ROBOTS_LINT
 from polite.core.robots.usage_tools import UsageRow, explain_usage
 from polite.core.text import decode_text, shown
 from polite.core.usage.vocab import PURPOSES
 from polite.errors import ConfigError
 from polite.robots import (
-    MAX_ROBOTS_BYTES,
     Cell,
+    Decision,
     Dialect,
     Explanation,
     RobotsDiff,
+    RobotsTxt,
     Severity,
     diff_bodies,
     explain_body,
@@ -28,40 +30,43 @@ from polite.robots import (
     parse_dialect,
 )
 
-__all__ = ["add_explain_commands", "add_site_options", "robots_lint"]
-
-EXIT_OK = 0
-EXIT_FINDINGS = 1
+__all__ = ["add_robots_commands", "fetch_body", "is_site", "robots_source"]
 
 
-def add_explain_commands(robots_commands: argparse._SubParsersAction[argparse.ArgumentParser]
-                         ) -> None:
+def add_robots_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    robots = commands.add_parser("robots", help="read, check and lint robots.txt files")
+    robots.set_defaults(group=robots)
+    robots_commands = robots.add_subparsers(title="robots commands", metavar="COMMAND")
+
+    check = robots_commands.add_parser(
+        "check", help="may an agent fetch these URLs?",
+        description="Print the verdict, the deciding rule and its line for each URL. "
+                    "Exit status: 0 all allowed, 1 some disallowed, 2 bad input.")
+    add_settings(check, ROBOTS_CHECK)
+    check.set_defaults(handler=_robots_check)
+
+    lint = robots_commands.add_parser(
+        "lint", help="classify every line and find what crawlers will read otherwise",
+        description="Lists every line a parser skipped or read leniently and the mistakes "
+                    "webmasters make (Disallow: / for everyone, one agent in two groups, full "
+                    "User-Agent strings, relative Sitemap lines, Crawl-delay Googlebot "
+                    "ignores, REGP's rules, ...). Exit status: 0 no errors or warnings, 1 "
+                    "some found, 2 bad input.")
+    add_settings(lint, ROBOTS_LINT)
+    lint.set_defaults(handler=_robots_lint)
+    _add_explain_commands(robots_commands)
+
+
+def _add_explain_commands(robots_commands: argparse._SubParsersAction[argparse.ArgumentParser]
+                          ) -> None:
     """Add ``explain`` and ``diff`` under ``polite robots``."""
-    dialects = [d.value for d in Dialect]
     explain = robots_commands.add_parser(
         "explain", help="what one robots.txt means to each crawler, dialect by dialect",
         description="A matrix of URL x agent x dialect: the verdict, the group chosen and why, "
                     "the deciding rule and its line, the rule that lost and the tie-break. "
                     "Exit status: 0 the dialects agree on every cell, 1 they disagree "
                     "somewhere (marked !), 2 bad input.")
-    explain.add_argument("file", metavar="FILE|SITE",
-                         help="a robots.txt file, - for standard input, or a site's URL "
-                              "(http:// or https://) to fetch its robots.txt")
-    explain.add_argument("urls", metavar="URL", nargs="+",
-                         help="URLs or paths (/a/b?q) to explain")
-    explain.add_argument("--agent", "-a", action="append", required=True,
-                         help="a crawler's name or product token (repeat for more)")
-    explain.add_argument("--dialect", "-d", action="append", choices=dialects,
-                         help="explain in these dialects only (repeat; default rfc9309, "
-                              "google, koster1996, and regp for a REGP file)")
-    explain.add_argument("--purpose", action="append", choices=PURPOSES,
-                         help="show the AI-usage preferences for these purposes (repeat; "
-                              "default every purpose the file states a preference for)")
-    explain.add_argument("--brief", action="store_true", help="the matrix only, no reasons")
-    explain.add_argument("--json", action="store_true", help="every cell as JSON")
-    explain.add_argument("--allow-private", action="store_true",
-                         help="with a SITE: also fetch from private and loopback addresses")
-    _max_bytes(explain)
+    add_settings(explain, ROBOTS_EXPLAIN)
     explain.set_defaults(handler=_robots_explain)
 
     diff = robots_commands.add_parser(
@@ -71,29 +76,8 @@ def add_explain_commands(robots_commands: argparse._SubParsersAction[argparse.Ar
                     "path ending in /, and /. Without --agent the agents are every product "
                     "token either file names and one that neither names. Exit status: 0 no "
                     "verdict changes, 1 some, 2 bad input.")
-    diff.add_argument("old", metavar="OLD", help="the robots.txt before: a file, - or a site")
-    diff.add_argument("new", metavar="NEW", help="the robots.txt after: a file, - or a site")
-    diff.add_argument("--urls", metavar="FILE",
-                      help="URLs or paths to compare, one a line (# comments and blank lines "
-                           "skipped)")
-    diff.add_argument("--agent", "-a", action="append", help="an agent (repeat for more)")
-    diff.add_argument("--dialect", "-d", default="auto", choices=["auto", *dialects])
-    diff.add_argument("--json", action="store_true", help="the changes as JSON")
-    _max_bytes(diff)
-    add_site_options(diff)
+    add_settings(diff, ROBOTS_DIFF)
     diff.set_defaults(handler=_robots_diff)
-
-
-def add_site_options(command: argparse.ArgumentParser) -> None:
-    """The option of a command whose robots.txt may be a site's, fetched."""
-    command.add_argument("--allow-private", action="store_true",
-                         help="with a SITE: also fetch from private and loopback addresses")
-
-
-def _max_bytes(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--max-bytes", type=IntFlag(AT_LEAST_ONE), default=MAX_ROBOTS_BYTES,
-                         help=f"read robots.txt up to this many bytes (default "
-                              f"{MAX_ROBOTS_BYTES})")
 
 
 def _read(name: str) -> bytes:
@@ -113,7 +97,7 @@ def robots_source(name: str, args: argparse.Namespace, agent: str = "polite"
     (``None`` for a file or standard input)."""
     if is_site(name):
         body, site = fetch_body(name, agent, allow_private=args.allow_private,
-                                max_bytes=args.max_bytes)
+                                max_bytes=args.max_robots_bytes)
         return body, f"{site}/robots.txt", site
     return _read(name), name, None
 
@@ -128,10 +112,11 @@ def _robots_explain(args: argparse.Namespace, out: TextIO) -> int:
         from urllib.parse import urljoin
 
         urls = [urljoin(site + "/", url) for url in urls]
-    dialects = [Dialect(d) for d in args.dialect] if args.dialect else None
-    explanation = explain_body(body, args.agent, urls, dialects, max_bytes=args.max_bytes)
+    chosen = [d for d in args.dialect or () if d != "auto"]
+    dialects = [Dialect(d) for d in chosen] if chosen else None
+    explanation = explain_body(body, args.agent, urls, dialects, max_bytes=args.max_robots_bytes)
     dialect = dialects[0] if dialects else explanation.dialects[0]
-    usage = explain_usage(parse(body, dialect, max_bytes=args.max_bytes), explanation.urls,
+    usage = explain_usage(parse(body, dialect, max_bytes=args.max_robots_bytes), explanation.urls,
                           explanation.agents)
     purposes = args.purpose or sorted({p for row in usage for p in row.prefs.stated()},
                                       key=PURPOSES.index)
@@ -153,19 +138,18 @@ def fetch_body(source: str, agent: str, *, allow_private: bool, max_bytes: int
     ``source`` is any URL of the site (its robots.txt's own will do)."""
     import asyncio
 
-    from polite.cli import _client, _require_public
     from polite.clock import WallClock
     from polite.core.robots.lifecycle import FetchPolicy, Parsed
     from polite.fetch.robots import RobotsFetcher, origin_of
     from polite.storage import MemoryStore
 
     site = origin_of(source)
-    _require_public(site, allow_private)
+    require_public(site, allow_private)
 
     async def fetch() -> tuple[object, bytes]:
         clock = WallClock()
         store = MemoryStore(clock)
-        async with _client(allow_private) as client:
+        async with fetch_client(allow_private) as client:
             fetcher = RobotsFetcher(client, store, clock, agent=agent,
                                     policy=FetchPolicy(), allow_private=allow_private,
                                     max_bytes=max_bytes)
@@ -270,15 +254,15 @@ def _why(cell: Cell) -> str:
 # -- lint -------------------------------------------------------------------------------
 
 
-def robots_lint(args: argparse.Namespace, out: TextIO) -> int:
+def _robots_lint(args: argparse.Namespace, out: TextIO) -> int:
     """``polite robots lint``: the reader's issues and the checks, one a line; with
     ``--lines`` every line's class too."""
     body, name, _ = robots_source(args.file, args)
-    report = lint_body(body, parse_dialect(args.dialect), max_bytes=args.max_bytes,
+    report = lint_body(body, parse_dialect(args.dialect), max_bytes=args.max_robots_bytes,
                        content_type=args.content_type)
-    if len(body) > args.max_bytes:
-        print(f"polite: warning: {name} is longer than {args.max_bytes:,} bytes and was "
-              "read only that far; rules after that point are not applied (--max-bytes to "
+    if len(body) > args.max_robots_bytes:
+        print(f"polite: warning: {name} is longer than {args.max_robots_bytes:,} bytes and was "
+              "read only that far; rules after that point are not applied (--max-robots-bytes to "
               "read more)", file=sys.stderr)
     issues = report.issues
     if args.json:
@@ -330,7 +314,7 @@ def _robots_diff(args: argparse.Namespace, out: TextIO) -> int:
     old, old_name, _ = robots_source(args.old, args, agent)
     new, new_name, _ = robots_source(args.new, args, agent)
     found = diff_bodies(old, new, urls=urls, agents=args.agent,
-                        dialect=parse_dialect(args.dialect), max_bytes=args.max_bytes)
+                        dialect=parse_dialect(args.dialect), max_bytes=args.max_robots_bytes)
     if args.json:
         json.dump(found.as_json(), out, indent=2)
         out.write("\n")
@@ -363,3 +347,95 @@ def _print_diff(out: TextIO, old: str, new: str, d: RobotsDiff) -> None:
         now = _rule(c.new_rule) if c.new_rule else c.new_reason
         out.write(shown(f"  {c.agent}  {c.url}  {before} -> {after}  (was {was}; "
                         f"now {now})\n"))
+
+
+# -- check ------------------------------------------------------------------------------
+
+
+def _warn_if_cut(name: str, robots: RobotsTxt, max_bytes: int) -> None:
+    """A file cut at the cap answers as if its later rules were not there: say so."""
+    if robots.truncated:
+        print(f"polite: warning: {name} is longer than {max_bytes:,} bytes and was read only "
+              "that far; rules after that point are not applied (--max-robots-bytes to read more)",
+              file=sys.stderr)
+
+
+def _decision_json(url: str, decision: Decision) -> dict[str, object]:
+    return {
+        "url": url,
+        "allowed": decision.allowed,
+        "rule": str(decision.rule) if decision.rule else None,
+        "line": decision.line,
+        "reason": decision.reason,
+    }
+
+
+def _robots_check(args: argparse.Namespace, out: TextIO) -> int:
+    if args.file.startswith(("http://", "https://")):
+        return _robots_check_site(args, out)
+    _check_urls(args.urls)
+    robots: RobotsTxt = parse(_read(args.file), args.dialect, max_bytes=args.max_robots_bytes)
+    _warn_if_cut(args.file, robots, args.max_robots_bytes)
+    return _print_decisions(args, out, [(url, robots.decide(url, args.agent, ip=args.ip))
+                                        for url in args.urls])
+
+
+def _check_urls(urls: list[str]) -> None:
+    """A URL that cannot be checked is an error, not a verdict; a path (/a/b?q) is checked
+    as it stands, as explain does."""
+    from polite.core.urls import split_origin
+
+    for url in urls:
+        if not url.startswith("/") or url.startswith("//"):
+            split_origin(url)  # InvalidURL (a PoliteError): not an http(s) URL
+
+
+def _robots_check_site(args: argparse.Namespace, out: TextIO) -> int:
+    # Imported here: the fetch layer's dependencies are not needed for local files.
+    import asyncio
+    from urllib.parse import urljoin
+
+    from polite.clock import WallClock
+    from polite.core.robots.lifecycle import AllowAll, FetchPolicy, Parsed
+    from polite.fetch.robots import RobotsFetcher, origin_of
+    from polite.storage import MemoryStore
+
+    site = origin_of(args.file)
+    urls = [urljoin(site + "/", url) for url in args.urls]
+    _check_urls(urls)
+    require_public(site, args.allow_private)
+
+    async def fetch() -> object:
+        clock = WallClock()
+        async with fetch_client(args.allow_private) as client:
+            fetcher = RobotsFetcher(client, MemoryStore(clock), clock, agent=args.agent,
+                                    policy=FetchPolicy(), allow_private=args.allow_private,
+                                    dialect=args.dialect, max_bytes=args.max_robots_bytes)
+            return await fetcher.state(site)
+
+    state = asyncio.run(fetch())
+    if isinstance(state, Parsed):
+        _warn_if_cut(f"{site}/robots.txt", state.robots, args.max_robots_bytes)
+        if not args.json:
+            out.write(f"{site}/robots.txt: {state.status}, dialect {state.robots.dialect}"
+                      f"{' (last good copy)' if state.stale else ''}\n")
+        return _print_decisions(args, out, [(url, state.robots.decide(url, args.agent,
+                                                                      ip=args.ip))
+                                            for url in urls])
+    allowed = isinstance(state, AllowAll)
+    reason = getattr(state, "reason", "")
+    decisions = [(url, Decision(allowed, None, f"{site}/robots.txt: {reason}"))
+                 for url in urls]
+    return _print_decisions(args, out, decisions)
+
+
+def _print_decisions(args: argparse.Namespace, out: TextIO,
+                     decisions: list[tuple[str, Decision]]) -> int:
+    if args.json:
+        json.dump([_decision_json(u, d) for u, d in decisions], out, indent=2)
+        out.write("\n")
+    else:
+        for url, decision in decisions:
+            verdict = "allowed   " if decision.allowed else "disallowed"
+            out.write(shown(f"{verdict} {url}  ({decision.reason})\n"))
+    return EXIT_OK if all(d.allowed for _, d in decisions) else EXIT_FINDINGS

@@ -7,14 +7,10 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from polite.config import FLAGS
-
 if TYPE_CHECKING:
-    from starlette.routing import Route
+    pass
 
-    from polite.identity.signatures import RequestSigner
-
-__all__ = ["add_keys_command", "directory_of", "directory_served", "signer_from"]
+__all__ = ["add_keys_command", "directory_of"]
 
 
 def add_keys_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -61,28 +57,6 @@ def directory_of(files: list[str], option: str) -> bytes:
     return directory_document(public_bytes(load_signing_key(Path(f), option)) for f in files)
 
 
-def directory_served(key_file: str) -> Route:
-    """The route ``polite serve --key`` serves: the key's directory, each answer signed
-    with the key for the authority it was asked at."""
-    _identity()
-    from polite.api.directory import directory_route
-    from polite.core.identity import directory_document
-    from polite.identity.keys import load_signing_key, public_bytes
-    from polite.identity.signatures import RequestSigner as Signer
-    from polite.identity.signatures import sign_directory
-
-    signer = Signer(load_signing_key(Path(key_file), "--key"))
-    document = directory_document([public_bytes(signer.key)])
-    return directory_route(document, lambda url: sign_directory([signer], url, document))
-
-
 def _directory(args: argparse.Namespace, out: TextIO) -> int:
     out.write(directory_of(args.files, "polite keys directory").decode("utf-8"))
     return 0
-
-
-def signer_from(key_file: str | None, agent: str | None) -> RequestSigner | None:
-    """The signer ``--sign-with`` and ``--signature-agent`` ask for (None without them)."""
-    from polite.identity.options import signer_from as from_settings
-
-    return from_settings(key_file, agent, knobs=FLAGS)

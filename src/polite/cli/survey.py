@@ -10,9 +10,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from polite.config import AT_LEAST_ONE, FLAGS, FRACTION, NON_NEGATIVE, POSITIVE, FloatFlag, IntFlag
-from polite.core.politeness.rules import DEFAULT_DELAY_S
-from polite.core.survey.sampling import DEFAULT_ALPHA, DEFAULT_N0, MAX_KEPT_URIS
+from polite.cli.common import add_settings, resolve
+from polite.config import AT_LEAST_ONE, FLAGS, SURVEY, IntFlag
 from polite.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -24,64 +23,12 @@ __all__ = ["add_survey_commands"]
 def add_survey_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]
                         ) -> None:
     survey = commands.add_parser(
-        "survey", help="survey sites' robots.txt (Roy 2008)",
+        "survey", help="survey sites' robots.txt and sitemaps (as Roy 2008 did)",
         description="Record each site's robots.txt and its outcome in OUT/survey.sqlite: "
                     "http://DOMAIN/robots.txt, then www.DOMAIN when that answers HTML "
                     "(Roy 2008's two steps). A survey started again with the same --out "
                     "goes on: a site recorded is not fetched again.")
-    survey.add_argument("domains", metavar="DOMAINS", nargs="?",
-                        help="a ranked list: 'rank,domain' lines (Tranco, Alexa) or one "
-                             "domain a line")
-    survey.add_argument("--robots-dir", metavar="FOLDER",
-                        help="instead of fetching: robots.txt files named HOST.txt")
-    survey.add_argument("--warc", metavar="FILE",
-                        help="instead of fetching: robots.txt captures of a WARC file "
-                             "(response records for /robots.txt, as Common Crawl's)")
-    survey.add_argument("--out", required=True, metavar="DIR", help="the survey's folder")
-    survey.add_argument("--store", metavar="URL",
-                        help="redis://HOST:PORT/DB?prefix=NAME: survey one domain list with "
-                             "every worker given this URL, each domain leased to one of them "
-                             "(each worker keeps what it fetched in its own --out; polite "
-                             "report DIR... reads them all)")
-    survey.add_argument("--worker", default="",
-                        help="this worker's name in a shared survey (default HOSTNAME-PID)")
-    survey.add_argument("--lease-s", type=FloatFlag(POSITIVE), default=600.0,
-                        help="how long a worker that stopped answering holds its domains "
-                             "before others take them (default 600; renewed while it lives)")
-    survey.add_argument("--concurrency", type=IntFlag(AT_LEAST_ONE), default=100,
-                        help="domains at once (default 100)")
-    survey.add_argument("--https", action="store_true", help="start with https://")
-    survey.add_argument("--hosts", metavar="FILE",
-                        help="resolve names from this hosts-format file only")
-    survey.add_argument("--nameserver", metavar="IP[:PORT]",
-                        help="resolve names by asking this DNS server (asynchronous, c-ares)")
-    survey.add_argument("--no-sitemaps", action="store_true",
-                        help="robots.txt alone: do not read the sitemaps it names")
-    survey.add_argument("--n0", type=IntFlag(NON_NEGATIVE), default=DEFAULT_N0,
-                        help="children of a sitemap index read at least (Roy 2008, 2.3; "
-                             f"default {DEFAULT_N0})")
-    survey.add_argument("--alpha", type=FloatFlag(FRACTION), default=DEFAULT_ALPHA,
-                        help="share of a large index's children read, at least "
-                             f"max(n0, alpha*n) (default {DEFAULT_ALPHA})")
-    survey.add_argument("--max-uris", type=IntFlag(NON_NEGATIVE), default=MAX_KEPT_URIS,
-                        help="page URLs kept per site, a uniform sample beyond (Roy 2008, "
-                             f"2.4; default {MAX_KEPT_URIS:,}); all are counted")
-    survey.add_argument("--delay", type=FloatFlag(NON_NEGATIVE), default=DEFAULT_DELAY_S,
-                        help="seconds between two requests to one host when its robots.txt "
-                             f"sets no Crawl-delay (default {DEFAULT_DELAY_S:g})")
-    survey.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                        help="a progress display on stderr (default: when it is a terminal)")
-    survey.add_argument("--connect-timeout", type=FloatFlag(POSITIVE), default=10.0,
-                        help="seconds (default 10, as the seed)")
-    survey.add_argument("--read-timeout", type=FloatFlag(POSITIVE), default=30.0,
-                        help="seconds (default 30, as the seed)")
-    survey.add_argument("--agent", default="polite", help="the User-Agent (default polite)")
-    survey.add_argument("--allow-private", action="store_true",
-                        help="also fetch from private and loopback addresses")
-    survey.add_argument("--allow-network", dest="allow_networks", action="append", default=[],
-                        metavar="NETWORK", help="also fetch from the private addresses in "
-                        "NETWORK (10.1.0.0/16, or one address; repeatable): the others stay "
-                        "refused")
+    add_settings(survey, SURVEY)
     survey.set_defaults(handler=_survey)
     report = commands.add_parser(
         "report", help="a survey's report: Roy 2008's tables and figures beside its values",
@@ -93,7 +40,7 @@ def add_survey_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     report.add_argument("folders", metavar="DIR", nargs="+", help="a survey's folder")
     report.add_argument("--out", metavar="FOLDER",
                         help="where the union of several folders goes (a new folder)")
-    report.add_argument("--agent", action="append", metavar="NAME", dest="agents",
+    report.add_argument("--agent", "-a", action="append", metavar="TOKEN", dest="agents",
                         help="an agent of the access table (repeat; default: search "
                              "engines and AI crawlers, Googlebot to meta-externalagent)")
     report.add_argument("-k", "--k", type=IntFlag(AT_LEAST_ONE), default=5, dest="k",
@@ -104,6 +51,9 @@ def add_survey_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
 def _survey(args: argparse.Namespace, out: TextIO) -> int:
     from polite.survey import SurveyStore, import_robots_dir
 
+    resolve(SURVEY, args)
+    if not args.out:
+        raise ConfigError("--out DIR is required: the survey's folder")
     sources = [args.domains, args.robots_dir, args.warc]
     if sum(source is not None for source in sources) != 1:
         raise ConfigError("give a domain list, --robots-dir FOLDER or --warc FILE (one of "
@@ -160,7 +110,7 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
 
     from polite.fetch.robots import networks
 
-    allow_networks = networks(args.allow_networks)
+    allow_networks = networks(args.allow_network)
     listing = Path(args.domains)
     if not listing.is_file():
         raise ConfigError(f"{listing}: no such file")
@@ -185,11 +135,11 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
                                   nameserver=args.nameserver)
         harvester = Harvester(store, time.time, resolver=resolver,
                               concurrency=args.concurrency, https=args.https,
-                              agent=args.agent, connect_timeout_s=args.connect_timeout,
-                              read_timeout_s=args.read_timeout,
+                              agent=args.agent, connect_timeout_s=args.connect_timeout_s,
+                              read_timeout_s=args.read_timeout_s,
                               allow_private=args.allow_private,
                               allow_networks=allow_networks,
-                              sitemaps=not args.no_sitemaps, delay_s=args.delay,
+                              sitemaps=args.sitemaps, delay_s=args.default_delay_s,
                               n0=args.n0, alpha=args.alpha, max_kept_uris=args.max_uris)
         made.append(harvester)
         if progress is not None:
@@ -229,7 +179,7 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)
 
-    from polite.cli import EXIT_INTERRUPTED
+    from polite.cli.common import EXIT_INTERRUPTED
     from polite.serve import new_event_loop
 
     started = time.monotonic()

@@ -1,0 +1,199 @@
+"""What the command groups share: the exit statuses, and the client, the private-address
+check and the sitemap walker of the commands that fetch."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from polite.config import FLAGS, Product, Setting, default_shown, from_environment, read_config
+
+if TYPE_CHECKING:
+    from polite.fetch.http import PageFetcher
+    from polite.fetch.robots import Network
+
+__all__ = ["EXIT_BROKEN_PIPE", "EXIT_FINDINGS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_STORE",
+           "EXIT_USAGE", "Parser", "add_settings", "fetch_client", "require_public", "resolve",
+           "sitemap_walker"]
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1  # some URL is disallowed (check) or the file has problems (lint)
+EXIT_USAGE = 2
+# A run stopped by Ctrl-C or SIGTERM, after its clean stop: 128 + SIGINT, as shells report a
+# program the signal ended, so a script tells it from a finished run.
+EXIT_INTERRUPTED = 130
+# The reader of the output went away (``| head``): 128 + SIGPIPE, what a shell reports for a
+# Unix tool the broken pipe ended, and nothing said about it.
+EXIT_BROKEN_PIPE = 141
+# A shared crawl whose store did not come back within the time it waits for it.
+EXIT_STORE = 1
+
+
+class Parser(argparse.ArgumentParser):
+    """An argparse parser whose command group may run one of its commands when none is
+    named: ``polite crawl URL...`` is ``polite crawl run URL...``, as it was before
+    ``status`` and ``merge`` became commands of their own."""
+
+    default_command: str | None = None
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        if self.default_command is not None and args is not None:
+            given = list(args)
+            if not given or given[0] not in (*self._commands(), "-h", "--help"):
+                given.insert(0, self.default_command)
+            args = given
+        return super().parse_known_args(args, namespace)
+
+    def add_subparsers(self, **kwargs: Any) -> Any:
+        # A group named without its command (polite keys) shows its own help.
+        self.set_defaults(group=self)
+        return super().add_subparsers(**kwargs)
+
+    def _commands(self) -> list[str]:
+        return [name for action in self._actions
+                if isinstance(action, argparse._SubParsersAction) for name in action.choices]
+
+
+def require_public(url: str, allow_private: bool, allowed: Sequence[Network] = ()) -> None:
+    """Refusing to fetch from a private address is an error that says what to add, not a
+    verdict about the site (``allowed``: private networks let through)."""
+    import asyncio
+
+    from polite.core.urls import split_origin
+    from polite.errors import ConfigError
+    from polite.fetch.robots import is_public_host
+
+    host = split_origin(url)[1]
+    if not allow_private and not asyncio.run(is_public_host(host, allowed)):
+        raise ConfigError(f"{host} is a private or loopback address; add --allow-private to "
+                          "fetch from it")
+
+
+def fetch_client(allow_private: bool) -> PageFetcher:
+    """The client robots.txt and sitemaps are fetched with: with private addresses refused,
+    every connection goes to the address the guard checked."""
+    from polite.clock import WallClock
+    from polite.fetch.robots import PublicHosts, create_client
+
+    return create_client(guard=None if allow_private else PublicHosts(WallClock()))
+
+
+def sitemap_walker(args: argparse.Namespace, client: Any, **options: Any) -> Any:
+    from polite.clock import WallClock
+    from polite.fetch.politeness import Politeness
+    from polite.fetch.robots import RobotsFetcher
+    from polite.fetch.sitemaps import SitemapWalker
+    from polite.storage import MemoryStore
+
+    clock = WallClock()
+    store = MemoryStore(clock)
+    robots = RobotsFetcher(client, store, clock, agent=args.agent,
+                           allow_private=args.allow_private)
+    politeness = Politeness(robots, store, clock, agent=args.agent,
+                            default_delay_s=args.default_delay_s,
+                            allow_private=args.allow_private, private_hint=FLAGS.allow_private)
+    return SitemapWalker(client, politeness, max_bytes=args.max_sitemap_bytes, **options)
+
+
+# -- options made from the settings' declarations (polite.config) ------------------------------
+
+
+class _Former(argparse.Action):
+    """A former spelling of an option: read as before, with one line on standard error
+    naming the new one."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, *, new: str,
+                 **kwargs: Any) -> None:
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        print(f"polite: {option_string} is deprecated; use {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
+
+
+def _help(setting: Setting) -> str:
+    shown = default_shown(setting)
+    if setting.kind is bool or not shown:
+        return setting.help
+    return f"{setting.help} (default {shown})"
+
+
+_METAVARS = {"s": "SECONDS", "bytes": "BYTES", "MiB": "MIB", "USD": "USD"}
+
+
+def add_settings(parser: argparse.ArgumentParser, product: Product) -> None:
+    """``product``'s settings as ``parser``'s arguments, in their declared order. With a
+    config file, an option not given is left None, to be filled by :func:`resolve`."""
+    layered = product.config_file
+    for setting in product.on("cli"):
+        if setting.positional:
+            parser.add_argument(setting.name, metavar=setting.metavar or None,
+                                nargs=setting.nargs, help=setting.help)
+            continue
+        names = [setting.flag, *([setting.short] if setting.short else [])]
+        options: dict[str, Any] = {"dest": setting.name, "help": _help(setting)}
+        default = None if layered else setting.default
+        if setting.kind is bool:
+            if setting.default is None:
+                options["action"] = argparse.BooleanOptionalAction
+            else:
+                options["action"] = "store_false" if setting.negate else "store_true"
+        elif setting.kind is list:
+            options["action"] = "append"
+            if setting.choices:
+                options["choices"] = setting.choices
+        else:
+            options["type"] = setting.flag_type()
+            if setting.choices:
+                options["choices"] = setting.choices
+        metavar = setting.metavar or _METAVARS.get(setting.unit)
+        if metavar and setting.kind is not bool:
+            options["metavar"] = metavar
+        if setting.required:
+            options["required"] = True
+        parser.add_argument(*names, default=default, **options)
+        for old in setting.old:
+            former: dict[str, Any] = {"dest": setting.name, "new": setting.flag,
+                                      "help": argparse.SUPPRESS, "default": default}
+            if setting.kind is bool:
+                former.update(nargs=0, const=not setting.negate)
+            else:
+                former["type"] = setting.flag_type(setting.old_per)
+            parser.add_argument(old, action=_Former, **former)
+
+
+def resolve(product: Product, args: argparse.Namespace, *, tables: tuple[str, ...] = ()
+            ) -> dict[str, object]:
+    """Fill ``args`` with ``product``'s effective settings: the command line's, else the
+    environment's, else the config file's (``--config``), else the defaults. Returns what the
+    file gave for ``tables``."""
+    import os
+
+    config: dict[str, object] = {}
+    path = getattr(args, "config", None)
+    if path:
+        from polite.core.text import decode_text
+
+        config, notes = read_config(path, product, tables=tables, decode=decode_text)
+        for note in notes:
+            print(f"polite: {note}", file=sys.stderr)
+    environment = from_environment(product, dict(os.environ))
+    for setting in product.settings:
+        if setting.positional or getattr(args, setting.name, None) is not None:
+            continue
+        for source in (environment, config):
+            if setting.name in source:
+                setattr(args, setting.name, source[setting.name])
+                break
+        else:
+            default = setting.default
+            if setting.kind is list:  # a list of its own, empty when none is declared
+                default = list(default) if isinstance(default, list | tuple) else []
+            setattr(args, setting.name, default)
+    return {table: config[table] for table in tables if table in config}

@@ -1,0 +1,274 @@
+"""``polite crawl``: the options, the progress display and the summary; the crawl itself is
+:mod:`polite.crawl`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from polite.cli.common import (
+    EXIT_INTERRUPTED,
+    EXIT_STORE,
+    Parser,
+    add_settings,
+    require_public,
+    resolve,
+)
+from polite.config import CRAWL, FLAGS
+from polite.errors import ConfigError
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = ["add_crawl_command"]
+
+
+
+def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    group = commands.add_parser(
+        "crawl", help="crawl sites politely (REGP guidance, sitemaps first, WARC output)",
+        description="A crawl, and the status and merge of one that workers share. "
+                    "polite crawl URL... is short for polite crawl run URL....")
+    assert isinstance(group, Parser)
+    group.default_command = "run"  # polite crawl URL... as before status and merge
+    group.set_defaults(group=group)
+    crawl_commands = group.add_subparsers(title="crawl commands", metavar="COMMAND")
+    crawl = crawl_commands.add_parser(
+        "run", help="crawl from the given URLs (the default command)",
+        description="Crawl from the given URLs, obeying robots.txt in every dialect, its "
+                    "delays and time windows, and REGP guidance. Writes OUT/pages.jsonl (one "
+                    "line per URL decided on) and OUT/warc/*.warc.gz. Started again with the "
+                    "same --out, a crawl goes on where it stopped (seeds may be omitted). "
+                    "With --store redis://... several processes on several machines share "
+                    "one crawl (each its own --out); 'polite crawl status --store "
+                    "redis://...' shows its progress, 'polite crawl merge DIR... --out DIR' "
+                    "merges the workers' folders.")
+    add_settings(crawl, CRAWL)
+    crawl.set_defaults(handler=_crawl)
+    status = crawl_commands.add_parser(
+        "status", help="a shared crawl's progress: the frontier and each worker",
+        description="Read the frontier's totals and every worker's last heartbeat from the "
+                    "store workers share; a worker silent for 5 s is shown as gone.")
+    status.add_argument("--store", required=True, metavar="URL",
+                        help="the shared crawl: redis://HOST:PORT/DB[?prefix=CRAWL]")
+    status.add_argument("--json", action="store_true", help="the status as JSON")
+    status.set_defaults(handler=_status)
+    merge = crawl_commands.add_parser(
+        "merge", help="merge the folders of a shared crawl's workers into one",
+        description="Write one pages.jsonl and the WARC files of every worker's folder "
+                    "into --out.")
+    merge.add_argument("folders", metavar="DIR", nargs="+", help="a worker's --out")
+    merge.add_argument("--out", metavar="DIR", required=True, help="the merged folder")
+    merge.add_argument("--json", action="store_true", help="the summary as JSON")
+    merge.set_defaults(handler=_merge)
+
+
+def _require_extra() -> None:
+    """The crawl extra's libraries, or an error saying how to install them."""
+    try:
+        import polite.crawl  # noqa: F401
+    except ImportError as exc:
+        if exc.name not in ("selectolax", "fastwarc"):
+            raise
+        raise ConfigError(f"polite crawl needs {exc.name}: pip install 'polite[crawl]'"
+                          ) from exc
+
+
+def _crawl(args: argparse.Namespace, out: TextIO) -> int:
+    _require_extra()
+    from polite.crawl import CrawlSettings
+
+    resolve(CRAWL, args)
+    if not args.out:
+        raise ConfigError("--out DIR is required: the crawl's folder")
+    args.store = args.store or ""
+    # the declared keywords that are CrawlSettings' fields, as given (languages split first)
+    fields = {f.name for f in dataclasses.fields(CrawlSettings)} - {"languages"}
+    settings = CrawlSettings(
+        **{s.name: getattr(args, s.name) for s in CRAWL.on("keyword") if s.name in fields},
+        languages=tuple(x.strip() for x in args.languages.split(",") if x.strip()))
+    from polite.fetch.robots import networks
+    from polite.identity.options import signer_from
+    from polite.serve import new_event_loop
+
+    args.allow_networks = networks(args.allow_network)
+    args.signer = signer_from(args.sign_with, args.signature_agent, knobs=FLAGS)
+    if args.max_price is not None and args.signer is None:
+        raise ConfigError("--max-price needs --sign-with: a site charges only a crawler it "
+                          "can tell by its signature")
+    for url in args.urls:  # before anything is fetched, as polite robots check does
+        require_public(url, args.allow_private, args.allow_networks)
+    from polite.crawl.workers import is_shared
+
+    unreachable: tuple[type[BaseException], ...] = ()
+    if is_shared(args.store, knob=FLAGS.store):
+        from polite.storage.redis import UNREACHABLE as unreachable
+    loop = new_event_loop("auto")  # uvloop when installed: less CPU per page
+    try:
+        return loop.run_until_complete(_run(args, settings, out))
+    except asyncio.CancelledError:  # a second Ctrl-C: the fetches in flight were left
+        return EXIT_INTERRUPTED
+    except unreachable as exc:  # before the crawl began: nothing to wait for yet
+        raise ConfigError(f"--store {args.store}: cannot reach it: {exc}") from exc
+    finally:
+        loop.close()
+
+
+async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
+    from rich.console import Console
+    from rich.live import Live
+    from rich.table import Table
+
+    from polite.crawl import CrawlSettings, CrawlStats, StoreUnreachable, open_crawler
+    from polite.crawl.workers import heartbeat, is_shared
+
+    assert isinstance(settings, CrawlSettings)
+    folder = Path(args.out)
+    shared = is_shared(args.store, knob=FLAGS.store)
+    worker = args.worker or f"{socket.gethostname()}-{os.getpid()}"
+
+    def on_store(up: bool, detail: str) -> None:
+        # one line when the store goes away, one when it is back: no traceback, no flood
+        said = (f"polite crawl: the store {args.store} is back; going on" if up else
+                f"polite crawl: the store {args.store} is unreachable ({detail}); waiting "
+                f"for it up to {settings.store_patience_s:.0f} s (Ctrl-C stops)")
+        print(said, file=sys.stderr, flush=True)
+
+    async with open_crawler(folder, settings, store=args.store,
+                            default_delay_s=args.default_delay_s,
+                            max_crawl_delay_s=args.max_crawl_delay_s,
+                            allow_private=args.allow_private,
+                            allow_networks=args.allow_networks,
+                            worker=worker if shared else "", knobs=FLAGS,
+                            on_store=on_store, signer=args.signer) as crawler, \
+            heartbeat(args.store if shared else "", worker, crawler, folder):
+        bad = await crawler.add_seeds(args.urls)
+        if bad:
+            raise ConfigError(f"not an http(s) URL: {', '.join(map(repr, bad))}")
+        loop = asyncio.get_running_loop()
+        interrupted = 0
+        main = asyncio.current_task()
+        assert main is not None
+
+        def interrupt() -> None:
+            nonlocal interrupted
+            interrupted += 1
+            crawler.stop()
+            if interrupted > 1:
+                main.cancel()  # a second Ctrl-C: leave the fetches in flight too
+
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, interrupt)
+        console = Console(file=sys.stderr)
+
+        def view(stats: CrawlStats) -> Table:
+            table = Table.grid(padding=(0, 2))
+            skipped = sum(stats.skipped.values())
+            table.add_row("fetched", f"{stats.fetched:,}", "skipped", f"{skipped:,}",
+                          "failed", f"{stats.failed:,}")
+            table.add_row("pages/s", f"{stats.pages_per_s():,.1f}", "hosts waiting",
+                          f"{stats.waiting_hosts:,}", "in flight", f"{stats.in_flight:,}")
+            table.add_row("queued", f"{stats.queued:,}", "bytes", f"{stats.bytes:,}", "", "")
+            return table
+
+        try:
+            if args.json or not console.is_terminal:
+                stats = await crawler.run(owns_store=not shared)
+            else:
+                with Live(view(crawler.stats), console=console, refresh_per_second=4,
+                          transient=True) as live:
+                    async def refresh() -> None:
+                        while True:
+                            await asyncio.sleep(0.25)
+                            live.update(view(crawler.stats))
+
+                    ticker = asyncio.create_task(refresh())
+                    try:
+                        stats = await crawler.run(owns_store=not shared)
+                    finally:
+                        ticker.cancel()
+        except StoreUnreachable as exc:
+            print(f"polite crawl: {exc}", file=sys.stderr)
+            return EXIT_STORE
+        finally:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(signum)
+        try:
+            frontier: dict[str, int] | None = (await crawler.counts())._asdict()
+        except Exception as exc:  # stopped while the store was away: its totals unknown
+            if not crawler.is_unreachable(exc):
+                raise
+            frontier = None
+    summary = {**stats.as_json(), "frontier": frontier, "out": str(folder),
+               "stopped": interrupted > 0, **({"worker": worker} if shared else {})}
+    # stopped by Ctrl-C or SIGTERM: a script tells it from a crawl that finished
+    status = EXIT_INTERRUPTED if interrupted else 0
+    if args.json:
+        out.write(json.dumps(summary) + "\n")
+        return status
+    skipped = ", ".join(f"{kind} {n:,}" for kind, n in sorted(stats.skipped.items())) or "none"
+    out.write(f"polite crawl: {stats.fetched:,} pages fetched from {len(stats.hosts):,} hosts, "
+              f"{stats.failed:,} failed, skipped: {skipped}; {stats.bytes:,} bytes in "
+              f"{summary['seconds']} s ({stats.pages_per_s():,.1f} pages/s)\n")
+    totals = ("the store's totals unknown (it did not answer)" if frontier is None else
+              f"{frontier['queued']:,} queued, {frontier['fetched']:,} fetched, "
+              f"{frontier['skipped']:,} skipped in all runs")
+    out.write(f"frontier: {totals}; output in {folder}"
+              + (" (stopped: run the same command to go on)" if interrupted else "") + "\n")
+    return status
+
+
+def _status(args: argparse.Namespace, out: TextIO) -> int:
+    _require_extra()  # the workers' liveness is polite.crawl's, which needs its extra
+    from polite.crawl.workers import crawl_status, is_shared
+
+    if not is_shared(args.store, knob=FLAGS.store):
+        raise ConfigError("crawl status reads a shared crawl: --store redis://HOST:PORT/DB"
+                          "[?prefix=CRAWL]")
+    try:
+        status = asyncio.run(crawl_status(args.store, knob=FLAGS.store))
+    except (OSError, ConnectionError) as exc:
+        raise ConfigError(f"crawl status: cannot reach {args.store}: {exc}") from exc
+    if args.json:
+        out.write(json.dumps(status) + "\n")
+        return 0
+    counts = status["frontier"]
+    assert isinstance(counts, dict)
+    out.write(f"frontier: {counts['queued']:,} queued, {counts['leased']:,} leased, "
+              f"{counts['fetched']:,} fetched, {counts['skipped']:,} skipped or failed; "
+              f"hosts: {status['hosts_waiting']:,} with URLs waiting, "
+              f"{status['hosts_fetched']:,} fetched from"
+              + ("; finished" if status["finished"] else "") + "\n")
+    workers = status["workers"]
+    assert isinstance(workers, list)
+    out.write(f"workers: {status['workers_alive']} alive of {len(workers)}\n")
+    for w in workers:
+        state = "alive" if w["alive"] else ("ended" if w.get("ended") else "gone")
+        out.write(f"  {w['worker']:<28} {state:<5} beat {w['seconds_since_beat']:>7} s ago  "
+                  f"fetched {w.get('fetched', 0):>9,}  failed {w.get('failed', 0):>6,}  "
+                  f"{w.get('pages_per_s', 0):>8} pages/s  {w.get('out', '')}\n")
+    return 0
+
+
+def _merge(args: argparse.Namespace, out: TextIO) -> int:
+    _require_extra()
+    from polite.crawl.merge import merge_outputs
+
+    summary = merge_outputs(args.folders, args.out)
+    if args.json:
+        out.write(json.dumps(summary) + "\n")
+        return 0
+    outcomes = ", ".join(f"{k} {v:,}" for k, v in summary["outcomes"].items()) or "nothing"
+    out.write(f"polite crawl merge: {len(summary['workers'])} folders into {args.out}: "
+              f"{summary['pages']:,} pages ({outcomes}), {summary['warc_files']} WARC files; "
+              f"{len(summary['fetched_more_than_once']):,} URLs fetched by more than one "
+              f"worker, {summary['lines_not_kept_count']:,} unreadable lines left out\n")
+    return 0

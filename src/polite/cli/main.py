@@ -1,0 +1,102 @@
+"""The ``polite`` command line's top: the parser of every command group, and ``main``."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Sequence
+from typing import TextIO, cast
+
+from polite import __version__
+from polite.cli.common import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Parser
+from polite.cli.crawl import add_crawl_command
+from polite.cli.demo import add_demo_commands
+from polite.cli.keys import add_keys_command
+from polite.cli.robots import add_robots_commands
+from polite.cli.serve import add_serve_commands
+from polite.cli.site import add_site_commands
+from polite.cli.sitemap import add_sitemap_commands
+from polite.cli.survey import add_survey_commands
+from polite.cli.ulinks import add_ulinks_command
+from polite.errors import PoliteError
+
+__all__ = ["build_parser", "main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "handler"):
+        # A command group without its command (polite robots) shows the group's help.
+        getattr(args, "group", parser).print_help()
+        return EXIT_USAGE
+    try:
+        status = int(args.handler(args, sys.stdout))
+        sys.stdout.flush()  # here, where a reader gone away is seen, not at the exit
+        return status
+    except BrokenPipeError:
+        _drop_stdout()
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:  # a command without a clean stop of its own
+        return EXIT_INTERRUPTED
+    except PoliteError as exc:
+        print(f"polite: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"polite: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _drop_stdout() -> None:
+    """Point standard output at /dev/null: what is still buffered for a reader that went
+    away would fail again, loudly, when the interpreter flushes it at the exit."""
+    import os
+
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser of ``polite``, with every command."""
+    parser = Parser(prog="polite", description="The politeness layer for web crawling.",
+                    epilog="Exit status: 0 done, 1 a verdict of no (robots check: some URL "
+                           "disallowed; lint, diff, explain: something found), 2 a usage or "
+                           "input error, 130 interrupted.")
+    parser.add_argument("--version", action="version", version=f"polite {__version__}")
+    # Every command's parser is a Parser (a group may have a default command).
+    commands = cast("argparse._SubParsersAction[argparse.ArgumentParser]",
+                    parser.add_subparsers(title="commands", metavar="COMMAND",
+                                          parser_class=Parser))
+
+    add_robots_commands(commands)
+    add_sitemap_commands(commands)
+    add_crawl_command(commands)
+    add_ulinks_command(commands)
+    add_survey_commands(commands)
+    add_site_commands(commands)
+    add_keys_command(commands)
+    add_serve_commands(commands)
+    add_demo_commands(commands)
+    completion = commands.add_parser(
+        "completion", help="print a shell completion script (bash or zsh)",
+        description="Print the completion script of every command and option for SHELL. "
+                    "bash: polite completion bash > ~/.local/share/bash-completion/"
+                    "completions/polite; zsh: polite completion zsh > ~/.zfunc/_polite (a "
+                    "folder on $fpath).")
+    completion.add_argument("shell", metavar="SHELL", choices=["bash", "zsh"],
+                            help="bash or zsh")
+    completion.set_defaults(handler=_completion)
+    return parser
+
+
+def _completion(args: argparse.Namespace, out: TextIO) -> int:
+    import shtab
+
+    out.write(shtab.complete(build_parser(), shell=args.shell))
+    return EXIT_OK
+
+

@@ -1,0 +1,43 @@
+"""``polite serve`` and ``polite ca``: the options; the wiring is :mod:`polite.serve`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+from polite.cli.common import EXIT_OK, add_settings
+from polite.config import SERVE
+
+__all__ = ["add_serve_commands"]
+
+
+def add_serve_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = commands.add_parser(
+        "serve", help="run the politeness service: the polite HTTP proxy and the REST API "
+                      "on one port",
+        description="Listens on loopback by default. Robots.txt of private and loopback "
+                    "addresses is not fetched unless --allow-private is given.")
+    add_settings(serve, SERVE)
+    serve.set_defaults(handler=_serve)
+    ca = commands.add_parser("ca", help="the local CA of polite serve --intercept-tls")
+    ca.set_defaults(group=ca)
+    ca_commands = ca.add_subparsers(title="ca commands", metavar="COMMAND")
+    export = ca_commands.add_parser(
+        "export", help="print the CA's certificate (PEM) for clients to trust; the CA is "
+                       "made if there is none")
+    export.add_argument("--ca-dir", metavar="DIR", help="as for polite serve")
+    export.set_defaults(handler=_ca_export)
+
+
+def _serve(args: argparse.Namespace, out: TextIO) -> int:
+    # Imported here: the service's dependencies are not needed for the robots commands.
+    from polite.serve import run_server, settings_from
+
+    return run_server(settings_from(args), out)
+
+
+def _ca_export(args: argparse.Namespace, out: TextIO) -> int:
+    from polite.serve import open_authority
+
+    out.write(open_authority(args.ca_dir).certificate_pem().decode("ascii"))
+    return EXIT_OK

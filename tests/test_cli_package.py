@@ -1,0 +1,158 @@
+"""The command line as a package: one module per command group with no import circle, every
+parser's help in the user's words, ``--version``, shell completion made from the parser, and
+``crawl status`` / ``crawl merge`` as commands of their own."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import polite
+from polite import __version__
+from polite.cli import build_parser, main
+
+SRC = Path(polite.__file__).resolve().parent
+CLI = SRC / "cli"
+
+
+def _parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+             ) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    found = [(path, parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found.extend(_parsers(sub, (*path, name)))
+    return found
+
+
+PARSERS = _parsers(build_parser())
+# The source documents' file numbers are the project's own shorthand, not the user's.
+INTERNAL = re.compile(r"\bseeds? \d{3}\b|\bas the seeds?\b|\(the seed\)", re.IGNORECASE)
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_the_walk_finds_every_command_group() -> None:
+    commands = {path for path, _ in PARSERS}
+    for group in [("robots", "check"), ("robots", "explain"), ("sitemap", "tree"),
+                  ("crawl", "run"), ("crawl", "status"), ("crawl", "merge"), ("survey",),
+                  ("report",), ("ulinks",), ("serve",), ("site", "serve"), ("keys", "new"),
+                  ("ca", "export"), ("demo", "regp-site"), ("completion",)]:
+        assert group in commands
+
+
+@pytest.mark.parametrize(("path", "parser"), PARSERS,
+                         ids=[" ".join(path) or "polite" for path, _ in PARSERS])
+def test_help_speaks_of_the_papers_by_their_authors(
+        path: tuple[str, ...], parser: argparse.ArgumentParser) -> None:
+    text = parser.format_help()
+    assert not INTERNAL.search(text), INTERNAL.search(text)
+
+
+def test_the_regp_paper_is_named_where_its_site_is_served() -> None:
+    demo = dict(PARSERS)[("demo",)]
+    assert "the news website of the REGP paper (Ge & Ding 2016" in demo.format_help()
+    check = dict(PARSERS)[("robots", "check")]
+    assert "the REGP dialect (Ge & Ding 2016)" in " ".join(check.format_help().split())
+
+
+def test_explain_offers_auto_as_check_does() -> None:
+    for command in ("check", "lint", "explain", "diff"):
+        parser = dict(PARSERS)[("robots", command)]
+        dialect = next(a for a in parser._actions if "--dialect" in a.option_strings)
+        assert dialect.choices is not None and "auto" in dialect.choices, command
+
+
+def test_the_command_groups_import_no_circle() -> None:
+    """The groups may use polite.cli.common; only polite.cli.main gathers them; common
+    and the product packages import no command line module."""
+    for path in sorted(CLI.glob("*.py")):
+        ours = {name for name in _imports(path) if name.startswith("polite.cli")}
+        if path.name == "main.py":
+            assert "polite.cli" not in ours
+        elif path.name == "__init__.py":
+            assert ours == {"polite.cli.main"}
+        elif path.name == "common.py":
+            assert ours == set()
+        else:
+            assert ours <= {"polite.cli.common"}, (path.name, ours)
+    for path in sorted(SRC.rglob("*.py")):
+        if CLI not in path.parents and path.name != "__main__.py":
+            assert not {n for n in _imports(path) if n.startswith("polite.cli")}, path
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"polite {__version__}\n"
+    done = subprocess.run([sys.executable, "-m", "polite", "--version"], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (0, f"polite {__version__}\n")
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh"])
+def test_completion_scripts_know_every_command_and_option(
+        shell: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["completion", shell]) == 0
+    script = capsys.readouterr().out
+    for word in ("robots", "explain", "crawl", "status", "merge", "--max-pages",
+                 "--allow-private", "survey", "--nameserver", "completion"):
+        assert word in script, word
+    if shell == "bash":
+        assert "complete " in script
+    else:
+        assert script.startswith("#compdef polite")
+
+
+def test_the_bash_script_is_read_by_bash(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                         ) -> None:
+    assert main(["completion", "bash"]) == 0
+    script = tmp_path / "polite.bash"
+    script.write_text(capsys.readouterr().out)
+    done = subprocess.run(["bash", "-c", f"source {script} && complete -p polite"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "polite" in done.stdout
+
+
+def test_completion_refuses_another_shell(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["completion", "fish"])
+    assert exited.value.code == 2
+    assert "invalid choice: 'fish'" in capsys.readouterr().err
+
+
+def test_crawl_status_and_merge_are_commands_and_a_bare_crawl_runs() -> None:
+    parser = build_parser()
+    status = parser.parse_args(["crawl", "status", "--store", "redis://127.0.0.1:1/0"])
+    assert status.handler.__name__ == "_status" and status.store == "redis://127.0.0.1:1/0"
+    merge = parser.parse_args(["crawl", "merge", "a", "b", "--out", "c"])
+    assert (merge.handler.__name__, merge.folders, merge.out) == ("_merge", ["a", "b"], "c")
+    for argv in (["crawl", "https://a.example/", "--out", "o"],
+                 ["crawl", "--out", "o", "https://a.example/"],
+                 ["crawl", "run", "https://a.example/", "--out", "o"]):
+        run = parser.parse_args(argv)
+        assert (run.handler.__name__, run.urls, run.out) == ("_crawl", ["https://a.example/"],
+                                                             "o")
+
+
+def test_crawl_merge_needs_its_out(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["crawl", "merge", "a"])
+    assert exited.value.code == 2
+    assert "--out" in capsys.readouterr().err

@@ -786,11 +786,10 @@ class Harvester:
         # Redirects: a hop is a request like any other to its host, read after that host's
         # robots.txt and in its turn.
         hop_rules, seen = rules, {uri}
-        disallowed: str | None = None
         loop = False
 
         async def check(target: str) -> str | None:
-            nonlocal hop_rules, refused, disallowed, loop
+            nonlocal hop_rules, refused, loop
             if target in seen:
                 loop = True
                 return "a redirect loop"
@@ -807,8 +806,6 @@ class Harvester:
             if refusal is None and hop_rules.robots is not None \
                     and not hop_rules.robots.allowed(target, self._agent):
                 refusal = "disallowed by robots.txt"
-            if refusal is not None:
-                disallowed = f"redirected to {target}: {refusal}"
             return refusal
 
         async def turn(target: str) -> float | str:
@@ -821,7 +818,9 @@ class Harvester:
                 return failed(_REFUSED, refused)
             if loop:
                 return failed(str(Outcome.REDIRECT_LOOP), None, got.status, 0.0)
-            return failed("robots_disallowed", disallowed or got.error)
+            # its robots.txt disallows a hop, or its turn is refused (a Visit-time window
+            # hours away)
+            return failed("robots_disallowed", got.error)
         if got.failure == "redirects":
             return failed(str(Outcome.REDIRECT_LOOP), got.error, None, 0.0)
         if got.failure not in (None, "status"):

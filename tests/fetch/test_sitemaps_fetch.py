@@ -282,3 +282,88 @@ async def test_a_walk_sends_the_sites_headers_and_undoes_the_encoding_they_asked
         if path != "/robots.txt":
             assert (sent["User-Agent"], sent["Cookie"], sent["Accept-Encoding"]) == (
                 "SiteBot/2", "c=1", "deflate")
+
+
+async def test_a_files_exchange_is_a_value_with_why_it_failed_and_its_bytes_as_sent(
+        client: httpx.AsyncClient) -> None:
+    """What a walk that keeps each file (the survey) gets for one: a failure kind it can
+    record without reading a message, and the bytes as sent, a gzipped answer not undone."""
+    with serve(Site("127.0.0.32")) as site:
+        o = site.origin
+        packed = gzip.compress(urlset(f"{o}/a"))
+        site.routes.update({
+            "/robots.txt": Reply(200, b"User-agent: *\nDisallow: /private/\n"),
+            "/s.xml": Reply(200, packed, headers={"Content-Encoding": "gzip",
+                                                  "Content-Type": "application/xml"}),
+            "/gone.xml": Reply(410),
+            "/round.xml": Reply(302, headers={"Location": "/round.xml?again"}),
+            "/round.xml?again": Reply(302, headers={"Location": "/round.xml"}),
+            "/hidden.xml": Reply(301, headers={"Location": "/private/s.xml"}),
+        })
+        w = walker(client, decode=False)
+
+        async def allowed(url: str) -> str | None:
+            return "disallowed" if "/private/" in url else None
+
+        kept = await w.fetch(f"{o}/s.xml", check=allowed)
+        gone = await w.fetch(f"{o}/gone.xml", check=allowed)
+        looping = await w.fetch(f"{o}/round.xml", check=allowed)
+        hidden = await w.fetch(f"{o}/hidden.xml", check=allowed)
+        unreachable = await w.fetch("http://127.0.0.33:9/s.xml", check=allowed)
+    assert kept.failure is None and kept.status == 200 and kept.body == packed
+    assert kept.content_type == "application/xml"
+    assert (gone.failure, gone.status, gone.body) == ("status", 410, b"")
+    assert looping.failure == "redirects" and looping.status == 302
+    assert hidden.failure == "refused" and hidden.url == f"{o}/hidden.xml"
+    assert "/private/s.xml" not in site.requests
+    assert unreachable.failure == "connection" and unreachable.status is None
+
+
+async def test_the_walk_reads_each_file_once_and_reports_a_sample_left_unread() -> None:
+    """The walk the walker and the survey share: breadth first, a cycle and a file listed
+    again reported unread, the children a selection leaves out met (not read when another
+    index lists them) and reported once with the index that left them, the last file
+    marked; under the survey's key (the URL as listed) two spellings are two files."""
+    from polite.fetch.sitemaps import Listed, Step, Visited
+
+    lists = {
+        "http://a.test/index.xml": ["http://a.test/1.xml", "http://a.test/2.xml",
+                                    "http://a.test/3.xml", "http://a.test/index.xml"],
+        "http://a.test/1.xml": ["http://a.test/3.xml", "http://A.test/2.xml"],
+    }
+    read: list[str] = []
+
+    async def reader(item: Listed) -> Visited[str]:
+        read.append(item.url)
+        return Visited(f"read {item.url}", lists.get(item.url, ()))
+
+    def first_two(item: Listed, children: list[str]) -> tuple[list[str], list[str]]:
+        return children[:2], children[2:]
+
+    async def steps(**options: Any) -> list[Step[str]]:
+        read.clear()
+        return [step async for step in SitemapWalker.traverse(
+            [Listed("http://a.test/index.xml", 0, None)], reader, **options)]
+
+    sampled = await steps(select=first_two, key=str)
+    assert read == ["http://a.test/index.xml", "http://a.test/1.xml", "http://a.test/2.xml",
+                    "http://A.test/2.xml"]
+    # index.xml itself, left out of its own sample, is met already: reported by no one.
+    assert sampled[0].not_sampled == ("http://a.test/3.xml",)
+    assert all(s.not_sampled == () for s in sampled[1:])
+    assert [(s.listed.url, s.listed.level, s.duplicate_of) for s in sampled[1:]] == [
+        ("http://a.test/1.xml", 1, None), ("http://a.test/2.xml", 1, None),
+        ("http://a.test/3.xml", 2, "http://a.test/3.xml"), ("http://A.test/2.xml", 2, None)]
+    assert sampled[1].listed.parent == "http://a.test/index.xml"
+    assert [s.last for s in sampled] == [False, False, False, False, True]
+
+    every = await steps()
+    assert read == ["http://a.test/index.xml", "http://a.test/1.xml", "http://a.test/2.xml",
+                    "http://a.test/3.xml"]
+    by_url = {(s.listed.url, s.listed.parent): s for s in every}
+    assert by_url[("http://a.test/index.xml", "http://a.test/index.xml")].cycle
+    assert by_url[("http://A.test/2.xml", "http://a.test/1.xml")].duplicate_of \
+        == "http://a.test/2.xml"
+    assert by_url[("http://a.test/3.xml", "http://a.test/1.xml")].duplicate_of \
+        == "http://a.test/3.xml"
+    assert all(s.result is None for s in every if s.cycle or s.duplicate_of)

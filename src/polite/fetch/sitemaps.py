@@ -9,18 +9,24 @@ Bounds: index nesting (``max_depth``), files per walk (``max_files``), bytes and
 file (the protocol's 50 MB / 50,000), a time limit per file. Files are read once: the same
 URL twice, an index that lists itself or an ancestor (a cycle), and a ``.xml`` and ``.xml.gz``
 with the same content are each read or counted once.
+
+The walk itself (:meth:`SitemapWalker.traverse`) and one file's exchange
+(:meth:`SitemapWalker.fetch`) take their reader, their selection of an index's children and
+each hop's check and turn from the caller: ``polite survey`` walks with them, keeping every
+URL listed, each file's bytes and its rows from an earlier run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import hashlib
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Generic, Literal, TypeVar, cast
 from urllib.parse import urljoin
 
 from polite.core.crawl import in_scope
@@ -28,15 +34,24 @@ from polite.core.robots.lifecycle import Parsed
 from polite.core.sitemaps import Entry, ParseIssue, SitemapParser
 from polite.core.sitemaps.model import MAX_SITEMAP_BYTES, MAX_SITEMAP_URLS
 from polite.errors import InvalidURL
-from polite.fetch.http import FetchResult, HttpClient
+from polite.fetch.http import FetchResult, HttpClient, Sink
 from polite.fetch.politeness import Politeness, message
-from polite.fetch.redirects import follow, redirect_target
+from polite.fetch.redirects import Check, follow, redirect_target
 from polite.fetch.robots import normal_url, split_origin
 
-__all__ = ["WELL_KNOWN_PATHS", "CrossHost", "SitemapFile", "SitemapWalker", "WalkSummary",
-           "polite_turn"]
+__all__ = ["WELL_KNOWN_PATHS", "CrossHost", "Failure", "Fetched", "Listed", "SitemapFile",
+           "SitemapWalker", "Step", "Visited", "WalkSummary", "parse_whole", "polite_turn"]
 
 CrossHost = Literal["host", "site", "any"]
+# Why a file's exchange gave no 2xx: the client's own failures (timeout, dns, connection,
+# private, invalid), an answer of 3xx or more that is no redirect (status), a hop refused by
+# the walk's check or turn (refused), or a chain of too many redirects (redirects).
+Failure = Literal["timeout", "dns", "connection", "private", "invalid", "status", "refused",
+                  "redirects"]
+R = TypeVar("R")
+# A hop's turn at its host, taken just before it is asked for: when it was given (the
+# time.monotonic clock), or why it may not be asked for.
+Turn = Callable[[str], Awaitable[float | str]]
 
 # Where sites put a sitemap when robots.txt names none (the protocol's own example path and
 # the two most common variants).
@@ -47,6 +62,7 @@ FILE_DEADLINE_S = 120.0
 READ_TIMEOUT_S = 30.0  # no byte of a file for this long: it failed
 # A host that asks to wait longer than this per request is reported, not waited for.
 MAX_POLITE_WAIT_S = 300.0
+_CLIENT_FAILURES = frozenset({"timeout", "dns", "connection", "private", "invalid"})
 # Page URLs remembered to drop duplicates across files; past it, duplicates are counted
 # through a second sighting only within one file.
 MAX_REMEMBERED_URLS = 2_000_000
@@ -69,6 +85,37 @@ async def polite_turn(politeness: Politeness, url: str,
             return f"the host asks to wait {pause:.0f} s; more than {max_wait_s:.0f} s"
         await asyncio.sleep(pause)
         waited += pause
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """One file's exchange, its redirects followed: a 2xx (``failure`` None, its bytes in
+    ``body`` when the walk keeps them) or what stopped it, as a value."""
+
+    url: str  # the last URL asked for
+    status: int | None = None  # the last answer's
+    failure: Failure | None = None
+    error: str | None = None
+    seconds: float = 0.0  # the last exchange's
+    content_type: str = ""
+    body: bytes = b""
+
+
+# A compressed sitemap inflates up to a thousandfold: a whole file is parsed this many bytes
+# at a time, other work let in between, so one bomb does not stall every timer of the loop.
+_FEED_STEP = 4_096
+
+
+async def parse_whole(parser: SitemapParser, body: bytes) -> list[Entry]:
+    """The entries of a whole sitemap file, other work let in between steps."""
+    entries: list[Entry] = []
+    for start in range(0, len(body), _FEED_STEP):
+        entries += parser.feed(body[start:start + _FEED_STEP])
+        if parser.stopped is not None:
+            break
+        if len(body) > _FEED_STEP:
+            await asyncio.sleep(0)
+    return entries + parser.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,14 +195,52 @@ class WalkSummary:
                 "levels": {str(level): count for level, count in sorted(self.levels.items())}}
 
 
-@dataclass(slots=True)
-class _Queued:
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """A sitemap file a walk met: where it was listed (``parent``, None for one the walk
+    started from), its indirection level, and the index files above it (one of them listed
+    again is a cycle)."""
+
     url: str
     level: int
     parent: str | None
     listed_in_robots: bool = False
     well_known: bool = False
     ancestors: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Visited(Generic[R]):
+    """What reading a listed file gave: the reader's ``result`` (None: nothing to report),
+    the child sitemaps to follow, and whether the URL now counts as met (listed again, it
+    is a duplicate rather than read again)."""
+
+    result: R | None
+    children: Sequence[str] = ()
+    met: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Step(Generic[R]):
+    """One listed file of a walk, in the order read: what the reader made of it (None: a
+    cycle or a duplicate, not read, or nothing to report), the children left unread by the
+    walk's selection, and whether it is the walk's last file (nothing queued after it)."""
+
+    listed: Listed
+    result: R | None = None
+    cycle: bool = False
+    duplicate_of: str | None = None
+    not_sampled: tuple[str, ...] = ()
+    last: bool = False
+
+
+def _key(url: str) -> str:
+    """The URL a file is known by in a walk (the same file under two spellings is met
+    once); an invalid one as it is (its reader says why it is not read)."""
+    try:
+        return normal_url(url)
+    except InvalidURL:
+        return url
 
 
 class SitemapWalker:
@@ -180,6 +265,9 @@ class SitemapWalker:
         timeout: float = READ_TIMEOUT_S,
         file_deadline_s: float = FILE_DEADLINE_S,
         max_wait_s: float = MAX_POLITE_WAIT_S,
+        decode: bool = True,
+        in_flight: asyncio.Semaphore | None = None,
+        tell_answers: bool = True,
     ) -> None:
         if cross_host not in ("host", "site", "any"):
             raise ValueError(f"cross_host must be host, site or any, not {cross_host!r}")
@@ -194,6 +282,15 @@ class SitemapWalker:
         self._timeout = timeout
         self.file_deadline_s = file_deadline_s
         self.max_wait_s = max_wait_s
+        # Off: a file's bytes as sent (its parser inflates a gzip file within its own
+        # bounds), for a walk that keeps them.
+        self._decode = decode
+        # Requests in flight at once, shared with the caller's other work when given.
+        self._in_flight = in_flight
+        # Off: the driver is not told each answer's time and status (one with no adaptive
+        # delay and no back-off has no use for them, and a survey meets too many hosts to
+        # keep a time for each).
+        self._tell_answers = tell_answers
 
     def with_limits(self, *, max_files: int, max_depth: int) -> SitemapWalker:
         """The same walker (client, politeness, policy) with other limits."""
@@ -245,59 +342,97 @@ class SitemapWalker:
         summary = summary if summary is not None else WalkSummary(origin)
         listed, summary.robots = await self._discover(site)
         summary.robots_sitemaps = len(listed)
-        queue = deque(_Queued(url, 0, None, listed_in_robots=True) for url in listed)
-        if not queue and self.well_known:
-            queue.extend(_Queued(origin + path, 0, None, well_known=True)
-                         for path in WELL_KNOWN_PATHS)
-        seen: dict[str, str] = {}  # normalised URL -> the URL read
+        start = [Listed(url, 0, None, listed_in_robots=True) for url in listed]
+        if not start and self.well_known:
+            start = [Listed(origin + path, 0, None, well_known=True)
+                     for path in WELL_KNOWN_PATHS]
         contents: dict[bytes, str] = {}  # digest of a file's entries -> the URL read
         pages: set[str] = set()
         fetched = 0
+
+        async def read(item: Listed) -> Visited[tuple[SitemapFile, list[Entry]]]:
+            nonlocal fetched
+            try:
+                normal_url(item.url)
+            except InvalidURL as exc:
+                return _failed(item, str(exc))
+            if item.level > self.max_depth:
+                return _failed(item, f"deeper than {self.max_depth} index levels")
+            if not self._on_policy(site_host, item.url):
+                return _failed(item, f"on another host than {site_host} (cross-host "
+                                     f"policy {self.cross_host!r})")
+            if fetched >= self.max_files:
+                return _failed(item, f"more than {self.max_files} files; not read")
+            fetched += 1
+            file, entries, children, digest = await self._read(item, site_host, pages,
+                                                                headers=headers)
+            if file.error is None and (file.urls or file.sitemaps or file.duplicates):
+                if digest in contents:  # the same content under another name (.xml.gz)
+                    file = _replace_duplicate(file, contents[digest])
+                    entries, children = [], []
+                else:
+                    contents[digest] = item.url
+            if item.well_known and file.status == 404:
+                return Visited(None)  # a well-known path that is not there is no error
+            return Visited((file, entries), children)
+
+        async for step in SitemapWalker.traverse(start, read):
+            item = step.listed
+            if step.cycle:
+                got = SitemapFile(item.url, item.level, item.parent,
+                                  error="a cycle: the file lists itself or an index above it")
+            elif step.duplicate_of is not None:
+                got = SitemapFile(item.url, item.level, item.parent,
+                                  duplicate_of=step.duplicate_of)
+            elif step.result is None:
+                continue
+            else:
+                got, entries = step.result
+                summary.add(got)
+                yield got, entries
+                continue
+            summary.add(got)
+            yield got, []
+
+    @staticmethod
+    async def traverse(
+        start: Iterable[Listed], read: Callable[[Listed], Awaitable[Visited[R]]], *,
+        key: Callable[[str], str] = _key,
+        select: Callable[[Listed, list[str]], tuple[Sequence[str], Sequence[str]]]
+        | None = None,
+    ) -> AsyncIterator[Step[R]]:
+        """The walk itself: the files from ``start``, then the children each lists, breadth
+        first, each handed to ``read`` once (by ``key``), a cycle or a duplicate reported
+        unread. ``select``, when given, chooses which of a file's children are read (a
+        sample of a large index): the others are met (not read later, wherever listed) and
+        reported once in the file's step. Each step is yielded once its file is read and
+        before the next is, so a caller that records it may do so in order."""
+        queue = deque(start)
+        seen: dict[str, str] = {}  # a file's key -> the URL met
         while queue:
             item = queue.popleft()
-            try:
-                key = normal_url(item.url)
-            except InvalidURL as exc:
-                file = SitemapFile(item.url, item.level, item.parent, error=str(exc))
-                summary.add(file)
-                yield file, []
+            known = key(item.url)
+            if known in item.ancestors:
+                yield Step(item, cycle=True)
                 continue
-            if key in item.ancestors:
-                file = SitemapFile(item.url, item.level, item.parent,
-                                   error="a cycle: the file lists itself or an index above it")
-            elif key in seen:
-                file = SitemapFile(item.url, item.level, item.parent, duplicate_of=seen[key])
-            elif item.level > self.max_depth:
-                file = SitemapFile(item.url, item.level, item.parent,
-                                   error=f"deeper than {self.max_depth} index levels")
-            elif not self._on_policy(site_host, item.url):
-                file = SitemapFile(item.url, item.level, item.parent,
-                                   error=f"on another host than {site_host} (cross-host "
-                                   f"policy {self.cross_host!r})")
-            elif fetched >= self.max_files:
-                file = SitemapFile(item.url, item.level, item.parent,
-                                   error=f"more than {self.max_files} files; not read")
-            else:
-                seen[key] = item.url
-                fetched += 1
-                file, entries, children, digest = await self._read(item, site_host, pages,
-                                                                    headers=headers)
-                if file.error is None and (file.urls or file.sitemaps or file.duplicates):
-                    if digest in contents:  # the same content under another name (.xml.gz)
-                        file = _replace_duplicate(file, contents[digest])
-                        entries, children = [], []
-                    else:
-                        contents[digest] = item.url
-                if item.well_known and file.status == 404:
-                    continue  # a well-known path that is not there is no error
-                ancestors = item.ancestors | {key}
-                queue.extend(_Queued(child, item.level + 1, item.url, ancestors=ancestors)
-                             for child in children)
-                summary.add(file)
-                yield file, entries
+            if known in seen:
+                yield Step(item, duplicate_of=seen[known])
                 continue
-            summary.add(file)
-            yield file, []
+            if (visited := await read(item)).met:
+                seen[known] = item.url
+            children: Sequence[str] = visited.children
+            left: list[str] = []
+            if select is not None and children:
+                children, unread = select(item, list(children))
+                for url in unread:
+                    if (other := key(url)) not in seen:
+                        seen[other] = url
+                        left.append(url)
+            last = not queue and not visited.children
+            ancestors = item.ancestors | {known}
+            queue.extend(Listed(child, item.level + 1, item.url, ancestors=ancestors)
+                         for child in children)
+            yield Step(item, visited.result, not_sampled=tuple(left), last=last)
 
     @staticmethod
     def _headers(url: str, site_host: str, headers: Mapping[str, str] | None
@@ -316,14 +451,84 @@ class SitemapWalker:
         """Wait for ``url``'s slot; the reason when it may not be fetched at all."""
         return await polite_turn(self._politeness, url, self.max_wait_s)
 
+    async def fetch(self, url: str, *, check: Check, turn: Turn | None = None,
+                    sink: Sink | None = None,
+                    headers: Callable[[str], Mapping[str, str] | None] = lambda _: None
+                    ) -> Fetched:
+        """One file's exchange, redirects followed by :func:`follow`: ``check`` is asked
+        about each redirect's target before it is (``url`` itself is the caller's to
+        check), ``turn``, when given, takes each hop's turn at its host just before it is
+        asked for. The body goes to ``sink`` when given, else it is kept in the value (up
+        to the walk's cap, one byte over it: what the parser needs to say "too big").
+        ``headers``: a request's headers (None: the client's for its host)."""
+        status: int | None = None
+        failure: Failure | None = None
+        error: str | None = None
+        seconds, content_type, body, refused = 0.0, "", b"", False
+        at = url
+
+        async def checked(target: str) -> str | None:
+            nonlocal refused
+            why = await check(target)
+            refused = why is not None
+            return why
+
+        async def hop(target: str) -> str | None:
+            nonlocal status, failure, error, seconds, content_type, body, at
+            at = target
+            given: float | None = None
+            if turn is not None:
+                taken = await turn(target)
+                if isinstance(taken, str):
+                    failure, error = "refused", taken
+                    return None
+                given = taken
+            async with self._in_flight or contextlib.nullcontext():
+                handed = time.monotonic()
+                got = await self._client.get(
+                    target, headers(target), max_bytes=self.max_bytes + 1,
+                    deadline_s=self.file_deadline_s, read_timeout_s=self._timeout,
+                    agent=self._politeness.agent, sink=sink, decode=self._decode)
+            status, seconds = got.status, got.elapsed_s
+            # The request left later than its slot (a connection to open, a request in
+            # flight to wait for, a busy loop): the host's next slot counts from when it
+            # really went, so the spacing holds where the site measures it.
+            late_s = got.late_s + (0.0 if given is None else handed - given)
+            if late_s > 0.001:
+                await self._politeness.note_late_start(target, late_s)
+            target_next: str | None = None
+            if got.status is None or (got.error is not None and not got.truncated):
+                failure = cast(Failure, got.failure) if got.failure in _CLIENT_FAILURES \
+                    else "connection"
+                error = got.error or "no answer"
+            else:
+                target_next = redirect_target(target, got.status, got.headers.get("location"))
+                if target_next is None and got.status >= 300:
+                    failure, error = "status", f"HTTP {got.status}"
+                if target_next is None:  # the answer kept (a survey reads a 300's body)
+                    content_type = got.headers.get("content-type") or ""
+                    body = got.body
+            if got.status is not None and self._tell_answers:
+                # The host's response time is the wait for its answer, not the time the
+                # body takes to stream and be parsed.
+                await self._politeness.note_response(target, got.status,
+                                                     elapsed_s=got.answered_s,
+                                                     retry_after=got.headers.get("retry-after"))
+            return target_next
+
+        stopped = await follow(url, hop, checked)
+        if stopped is not None:
+            failure, error = ("refused" if refused else "redirects"), stopped
+        return Fetched(at, status, failure, error, seconds, content_type, body)
+
     async def read(self, url: str, emit: Callable[[list[Entry]], None]) -> SitemapFile:
         """Read one sitemap file, politely, handing its entries (all of them, child
         sitemaps too, whatever their host) to ``emit`` as they arrive."""
         split_origin(url)  # InvalidURL for what is not http(s)
-        file, _, _, _ = await self._read(_Queued(url, 0, None), "", set(), emit=emit)
+        file, _, _, _ = await self._read(Listed(url, 0, None), "", set(), emit=emit)
         return file
 
-    async def _read(self, item: _Queued, site_host: str, pages: set[str],
+    async def _read(self, item: Listed, site_host: str, pages: set[str],
                     emit: Callable[[list[Entry]], None] | None = None,
                     headers: Mapping[str, str] | None = None
                     ) -> tuple[SitemapFile, list[Entry], list[str], bytes]:
@@ -380,38 +585,11 @@ class SitemapWalker:
             take(parser.feed(piece))
             return parser.stopped is None
 
-        async def hop(url: str) -> str | None:
-            nonlocal status, error
-            got = await self._client.get(
-                url, self._headers(url, site_host, headers), max_bytes=self.max_bytes + 1,
-                deadline_s=self.file_deadline_s, read_timeout_s=self._timeout,
-                agent=self._politeness.agent, sink=sink)
-            status = got.status
-            if got.late_s > 0.001:
-                # The request left later than its slot (a connection to open, a busy loop):
-                # the host's next slot counts from when it really went, so the spacing
-                # holds where the site measures it.
-                await self._politeness.note_late_start(url, got.late_s)
-            target: str | None = None
-            if got.status is None or got.error is not None:
-                error = got.error or "no answer"
-            else:
-                target = redirect_target(url, got.status, got.headers.get("location"))
-                if target is None and got.status >= 300:
-                    error = f"HTTP {got.status}"
-                elif target is None:
-                    take(parser.close())
-            if got.status is not None:
-                # The host's response time is the wait for its answer, not the time the
-                # body takes to stream and be parsed.
-                await self._politeness.note_response(url, got.status,
-                                                     elapsed_s=got.answered_s,
-                                                     retry_after=got.headers.get("retry-after"))
-            return None if error is not None else target
-
-        stopped = await follow(item.url, hop, check)
-        if stopped is not None:
-            error = stopped
+        got = await self.fetch(item.url, check=check, sink=sink,
+                               headers=lambda url: self._headers(url, site_host, headers))
+        status, error = got.status, got.error
+        if got.failure is None:
+            take(parser.close())
         if error is None and parser.stopped is not None and parser.count == 0:
             error = parser.stopped.message
         file = SitemapFile(
@@ -419,6 +597,12 @@ class SitemapWalker:
             duplicates, off_policy, status, parser.compressed, parser.bytes_in,
             time.monotonic() - started, error, None, tuple(parser.issues))
         return file, entries, children, hasher.digest()
+
+
+def _failed(item: Listed, error: str) -> Visited[tuple[SitemapFile, list[Entry]]]:
+    """A listed file not read, and why (not met: listed again, it is reported again)."""
+    return Visited((SitemapFile(item.url, item.level, item.parent, error=error), []),
+                   met=False)
 
 
 def _replace_duplicate(file: SitemapFile, original: str) -> SitemapFile:

@@ -4,8 +4,9 @@ robots.txt: ``http://DOMAIN/robots.txt`` first; when that answers HTML (a home p
 instead) or redirects to one, ``www.DOMAIN`` next. Redirects are followed by polite
 (:func:`polite.fetch.redirects.follow`), five at most, each recorded. Sitemaps: the Sitemap
 lines of the robots.txt read, index files followed with each file's indirection level and
-parent, large indexes sampled (at least ``max(n0, alpha * n)`` of an index's ``n`` children,
-the others recorded ``not_sampled``), files on other sites (the seed's "sitemap sharing")
+parent (the sitemap walker's walk and exchange, :class:`polite.fetch.sitemaps.SitemapWalker`),
+large indexes sampled (at least ``max(n0, alpha * n)`` of an index's ``n`` children, the
+others recorded ``not_sampled``), files on other sites (the seed's "sitemap sharing")
 fetched after their own robots.txt and marked ``cross_site``, page URLs kept up to a bound
 per site (a uniform sample beyond it).
 
@@ -56,7 +57,7 @@ from polite.fetch.politeness import Politeness
 from polite.fetch.redirects import follow, redirect_target
 from polite.fetch.resolve import Resolver
 from polite.fetch.robots import Network, PublicHosts, RobotsFetcher
-from polite.fetch.sitemaps import polite_turn
+from polite.fetch.sitemaps import Listed, SitemapWalker, Visited, parse_whole, polite_turn
 from polite.storage.base import RobotsRecord
 from polite.storage.memory import MemoryStore
 from polite.survey.store import SitemapRecord, SiteRecord, SurveyStore
@@ -193,49 +194,33 @@ class _Turns:
         refusal = await polite_turn(self._politeness, url)
         return self._clock() if refusal is None else refusal
 
-    async def late(self, url: str, late_s: float) -> None:
-        """The request given ``url``'s slot had its head written ``late_s`` after the slot
-        was given (it waited for one of the requests in flight, a connection to open): the
-        host's next slot counts from when it really went, so the spacing holds where the
-        site measures it. Told once the exchange is over, before the walk's next request to
-        the host asks for its slot."""
-        if late_s > 0.001:
-            await self._politeness.note_late_start(url, late_s)
-
-
-# A compressed sitemap inflates up to a thousandfold: it is parsed this many bytes at a time,
-# other domains' work let in between, so one bomb does not stall every timer of the survey.
-_FEED_STEP = 4_096
-
-
-async def _parse(parser: SitemapParser, body: bytes) -> list[Entry]:
-    """The entries of a whole sitemap file, other domains' work let in between steps."""
-    entries: list[Entry] = []
-    for start in range(0, len(body), _FEED_STEP):
-        entries += parser.feed(body[start:start + _FEED_STEP])
-        if parser.stopped is not None:
-            break
-        if len(body) > _FEED_STEP:
-            await asyncio.sleep(0)
-    return entries + parser.close()
+    @property
+    def politeness(self) -> Politeness:
+        """The present driver (a walk's requests are told to it as they end)."""
+        return self._politeness
 
 
 # A page URL kept from a sitemap: (the file's uri, loc, lastmod, changefreq, priority).
 _KeptURL = tuple[str, str, str | None, str | None, float | None]
 
 
-def _keep_urls(reservoir: Reservoir[_KeptURL], uri: str, entries: list[Entry]) -> list[str]:
-    """Offer a file's page URLs to the domain's sample; returns the child sitemaps it
-    lists."""
-    children: list[str] = []
+def _keep_urls(reservoir: Reservoir[_KeptURL], uri: str, entries: list[Entry]) -> None:
+    """Offer a file's page URLs to the domain's sample."""
     for entry in entries:
-        if entry.kind == "sitemap":
-            children.append(entry.loc)
-        else:
+        if entry.kind != "sitemap":
             reservoir.add((uri, entry.loc,
                            None if entry.lastmod is None else entry.lastmod.isoformat(),
                            entry.changefreq, entry.priority))
-    return children
+
+
+def _children(entries: list[Entry]) -> list[str]:
+    """The child sitemaps a file lists, once each."""
+    return list(dict.fromkeys(entry.loc for entry in entries if entry.kind == "sitemap"))
+
+
+# A sitemap file read: its row, its body (None: recorded by an earlier run), its entries,
+# and whether it was fetched now (its row still to be recorded).
+_Read = tuple[SitemapRecord, bytes | None, list[Entry], bool]
 
 
 @dataclass(slots=True)
@@ -252,9 +237,6 @@ class _Answer:
     # Not fetched because the survey's own settings forbid it (a private address without
     # --allow-private): no outcome of the site's, so nothing of it is recorded.
     refused: bool = False
-    # Not fetched: a redirect to a URL its host's robots.txt disallows, or a time its
-    # robots.txt forbids visits at (recorded robots_disallowed).
-    disallowed: str | None = None
 
 
 @dataclass(slots=True)
@@ -272,14 +254,6 @@ def _filetype(parser: SitemapParser) -> str:
     base = {"urlset": "xml", "sitemapindex": "xml", "text": "text", "rss": "rss",
             "atom": "atom"}.get(parser.format or "", "unknown")
     return f"{base}.gz" if parser.compressed and base in ("xml", "text") else base
-
-
-@dataclass(slots=True)
-class _Queued:
-    uri: str
-    level: int
-    parent: int | None
-    ancestors: frozenset[str] = frozenset()
 
 
 class Harvester:
@@ -501,7 +475,7 @@ class Harvester:
         return await asyncio.shield(future)
 
     async def _robots(self, url: str) -> _Answer:
-        answer = await self._get(url, robots=True)
+        answer = await self._get(url)
         if answer.outcome is None:
             answer.outcome = body_outcome(answer.body, content_type=answer.content_type,
                                           size=answer.size, max_bytes=self._max_bytes)
@@ -509,71 +483,35 @@ class Harvester:
 
     # -- one request, redirects by hand ---------------------------------------------------
 
-    async def _get(self, url: str, *, robots: bool = False, rules: _Robots | None = None,
-                   rules_for: Callable[[str], Awaitable[_Robots]] | None = None) -> _Answer:
-        """GET ``url``, redirects followed by :func:`follow`, each hop's host checked first.
-        robots.txt: at once (it takes no turn of its host), decoded per Content-Encoding,
-        kept up to its cap and counted to its true size. A sitemap: in its host's turn,
-        ``rules`` those of ``url``'s host and ``rules_for`` a redirect target's host's (a
-        hop is a request like any other to its host); the bytes as sent (its parser inflates
-        a gzip file within its own bounds)."""
+    async def _get(self, url: str) -> _Answer:
+        """GET a robots.txt, redirects followed by :func:`follow`, each hop's host checked
+        first; at once (it takes no turn of its host), decoded per Content-Encoding, kept up
+        to its cap and counted to its true size."""
         fetcher = self._fetcher
         assert fetcher is not None, "within a run"
-        # a sitemap one byte over its cap is what its parser needs to say "too big"
-        max_bytes, count_to = ((self._max_bytes, _MAX_COUNTED_BYTES) if robots
-                               else (self._sitemap_max_bytes + 1, 0))
         redirects: list[str] = []
         seen = {url}
         at = url
         answer: _Answer | None = None
-        hop_rules = rules
 
         async def check(target: str) -> str | None:
-            """Why ``target`` may not be asked for: the survey's settings (a private address),
-            or, for a sitemap's redirect, its host's robots.txt."""
-            nonlocal answer, hop_rules
-            host = (urlsplit(target).hostname or "").lower()
-            if not self._allow_private and not await self._public_hosts().is_public(host):
-                answer = _Answer(Outcome.CONNECTION_ERROR, error=f"{host} is a private or "
-                                 "loopback address (--allow-private)", url=target,
-                                 redirects=tuple(redirects), refused=True)
-                return answer.error
-            if rules_for is None or target == url:
-                return None
-            hop_rules = await rules_for(host)
-            if hop_rules.refused:
-                answer = _Answer(Outcome.CONNECTION_ERROR, error=hop_rules.refusal,
-                                 url=target, redirects=tuple(redirects), refused=True)
-                return hop_rules.refusal
-            refusal = hop_rules.refusal
-            if refusal is None and hop_rules.robots is not None \
-                    and not hop_rules.robots.allowed(target, self._agent):
-                refusal = "disallowed by robots.txt"
+            """Why ``target`` may not be asked for: the survey's settings (a private
+            address)."""
+            nonlocal answer
+            refusal = await self._private(target)
             if refusal is not None:
-                answer = _Answer(None, url=target, redirects=tuple(redirects),
-                                 disallowed=f"redirected to {target}: {refusal}")
+                answer = _Answer(Outcome.CONNECTION_ERROR, error=refusal, url=target,
+                                 redirects=tuple(redirects), refused=True)
             return refusal
 
         async def hop(target: str) -> str | None:
             nonlocal answer, at
             at = target
-            given: float | None = None
-            if not robots:
-                turns = self._host_turns()
-                turn = await turns.take(target, None if hop_rules is None else hop_rules.body)
-                if isinstance(turn, str):
-                    answer = _Answer(None, url=target, redirects=tuple(redirects),
-                                     disallowed=turn)
-                    return None
-                given = turn
             async with self._requests:
-                handed = time.monotonic()
                 result = await fetcher.get(
-                    target, self._headers, max_bytes=max_bytes, count_to=count_to,
-                    decode=robots, deadline_s=self._deadline_s,
+                    target, self._headers, max_bytes=self._max_bytes,
+                    count_to=_MAX_COUNTED_BYTES, deadline_s=self._deadline_s,
                     read_timeout_s=self._read_timeout_s)
-            if given is not None:
-                await self._host_turns().late(target, handed - given + result.late_s)
             status = result.status
             if result.error is not None and not (status is not None and result.truncated):
                 answer = _Answer(_FAILURES.get(result.failure or "", Outcome.CONNECTION_ERROR),
@@ -605,11 +543,18 @@ class Harvester:
             assert answer is not None
             return answer
         stopped = await follow(url, hop, check)
-        if answer is not None and (stopped is None or answer.refused
-                                   or answer.disallowed is not None):
+        if answer is not None and (stopped is None or answer.refused):
             return answer
         return _Answer(Outcome.REDIRECT_LOOP, error=stopped, url=at,
                        redirects=tuple(redirects))
+
+    async def _private(self, url: str) -> str | None:
+        """Why ``url`` may not be asked for under the survey's settings: its host's address
+        is private or loopback (without --allow-private)."""
+        host = (urlsplit(url).hostname or "").lower()
+        if not self._allow_private and not await self._public_hosts().is_public(host):
+            return f"{host} is a private or loopback address (--allow-private)"
+        return None
 
     def _host_turns(self) -> _Turns:
         """The run's politeness driver, made at its first sitemap (a survey of robots.txt
@@ -619,6 +564,19 @@ class Harvester:
             self._turns = _Turns(self._fetcher, self._public_hosts(), agent=self._agent,
                                  delay_s=self._delay_s, allow_private=self._allow_private)
         return self._turns
+
+    def _walker(self) -> SitemapWalker:
+        """A walker on the run's client and the present driver: each file's bytes as sent
+        (kept, stored by their hash), up to the survey's caps."""
+        return SitemapWalker(
+            self._fetcher_in_run(), self._host_turns().politeness,
+            max_bytes=self._sitemap_max_bytes, max_urls=self._sitemap_max_urls,
+            timeout=self._read_timeout_s, file_deadline_s=self._deadline_s, decode=False,
+            in_flight=self._requests, tell_answers=False)
+
+    def _fetcher_in_run(self) -> PageFetcher:
+        assert self._fetcher is not None, "within a run"
+        return self._fetcher
 
     def _public_hosts(self) -> PublicHosts:
         assert self._public is not None, "within a run"
@@ -704,62 +662,78 @@ class Harvester:
             own = self._rules_from(site.outcome, robots_body, site.robots_url
                                    or f"{self._scheme}://{domain}/robots.txt")
         listed = own.robots.sitemaps if own.robots is not None else ()
+        if not listed:
+            # No file to read: the domain's totals alone (the walk, and the politeness
+            # driver it takes turns from, are not made for nothing).
+            self._store.finish_sitemaps(domain, [], {}, 0, 0, self._clock(), last=None)
+            return
         # A robots.txt fetched by this run has no sitemap recorded yet (they come after it).
-        recorded = self._store.sitemap_rows(domain) if listed and fetched is None else {}
+        recorded = self._store.sitemap_rows(domain) if fetched is None else {}
         files_ok = 0
         reservoir: Reservoir[_KeptURL] = Reservoir(self._max_kept, random.Random(domain))
-        queue = [_Queued(urljoin(f"{self._scheme}://{domain}/", uri), 0, None)
-                 for uri in listed]
-        visited: set[str] = set()
         ids: dict[str, int] = {}
         last: tuple[SitemapRecord, bytes | None] | None = None
         refused = False  # a file not fetched: the domain's sitemaps are not done
-        while queue:
-            item = queue.pop(0)
-            if item.uri in visited or item.uri in item.ancestors:
-                continue  # one row a file, however often it is listed
-            visited.add(item.uri)
-            row = recorded.get(item.uri)
-            entries: list[Entry] | None = None
-            if row is None:
-                row, body, entries = await self._sitemap_file(domain, item, own)
+
+        async def read(item: Listed) -> Visited[_Read]:
+            """A file's row: recorded by an earlier run (read again from the store, nothing
+            fetched) or fetched now; the children to follow are those of a file read."""
+            row = recorded.get(item.url)
+            if row is not None:
+                entries = (self._reparse(item.url, row.localfile)
+                           if row.downloadinfo in ("ok", "too_big") and row.localfile is not None
+                           else [])
+                return Visited((row, None, entries, False), _children(entries))
+            parent = None if item.parent is None else ids[item.parent]
+            row, body, entries = await self._sitemap_file(domain, item, parent, own)
+            return Visited((row, body, entries, True),
+                           _children(entries) if row.downloadinfo in ("ok", "too_big") else ())
+
+        sampled: dict[str, str] = {}  # an index sampled -> how, for its children left out
+
+        def select(item: Listed, children: list[str]) -> tuple[list[str], list[str]]:
+            """A large index's sample; a child left out that an earlier run recorded keeps
+            its row."""
+            chosen, left = sample_children(children, self._n0, self._alpha,
+                                           random.Random(item.url))
+            sampled[item.url] = (f"index of {len(children):,} files: {len(chosen):,} sampled "
+                                 f"(n0={self._n0}, alpha={self._alpha})")
+            return chosen, [uri for uri in left if uri not in recorded]
+
+        # Every URL listed is a file of its own (the survey counts each as listed), and the
+        # same content under two names is two files read.
+        walk = SitemapWalker.traverse(
+            (Listed(urljoin(f"{self._scheme}://{domain}/", uri), 0, None) for uri in listed),
+            read, key=str, select=select)
+        async for step in walk:
+            if step.result is None:
+                continue  # listed again, or a cycle: one row a file
+            row, body, entries, new = step.result
+            if new:
                 if row.downloadinfo == _REFUSED:
                     refused = True
                     self.refused_files += 1
                     continue
                 self.sitemap_files[row.downloadinfo] = (
                     self.sitemap_files.get(row.downloadinfo, 0) + 1)
-                if not queue and not any(entry.kind == "sitemap" for entry in entries):
+                if step.last:
                     # The domain's last file: its row is written with the domain's totals,
                     # one commit where there would be two; its page URLs are all it adds.
                     last = (row, body)
                     files_ok += row.downloadinfo == "ok"
-                    _keep_urls(reservoir, item.uri, entries)
-                    break
+                    _keep_urls(reservoir, step.listed.url, entries)
+                    continue  # nothing is queued after it: the walk ends
                 row = self._store.record_sitemap(row, body, self._clock())
             assert row.id is not None
-            ids[item.uri] = row.id
+            ids[step.listed.url] = row.id
             files_ok += row.downloadinfo == "ok"
-            if row.downloadinfo not in ("ok", "too_big") or row.localfile is None:
-                continue
-            if entries is None:  # recorded by an earlier run: read again from the store
-                entries = self._reparse(item.uri, row.localfile)
-            children = list(dict.fromkeys(_keep_urls(reservoir, item.uri, entries)))
-            chosen, left = sample_children(children, self._n0, self._alpha,
-                                           random.Random(item.uri))
-            for uri in left:
-                if uri in visited or uri in recorded:
-                    continue
-                visited.add(uri)
+            _keep_urls(reservoir, step.listed.url, entries)
+            for uri in step.not_sampled:
                 left_row = SitemapRecord(
-                    domain, uri, item.level + 1, "not_sampled", parent=row.id,
-                    cross_site=self._cross_site(domain, uri),
-                    error=f"index of {len(children):,} files: {len(chosen):,} sampled "
-                          f"(n0={self._n0}, alpha={self._alpha})")
+                    domain, uri, step.listed.level + 1, "not_sampled", parent=row.id,
+                    cross_site=self._cross_site(domain, uri), error=sampled[step.listed.url])
                 self._store.record_sitemap(left_row, None, self._clock())
                 self.sitemap_files["not_sampled"] = self.sitemap_files.get("not_sampled", 0) + 1
-            ancestors = item.ancestors | {item.uri}
-            queue.extend(_Queued(uri, item.level + 1, row.id, ancestors) for uri in chosen)
         if refused:
             # What was read stays recorded (a later run reads it from the store); the rest,
             # and the domain's totals, wait for a run whose settings let it fetch them.
@@ -780,18 +754,20 @@ class Harvester:
         host = (urlsplit(uri).hostname or "").lower()
         return not in_scope("site", frozenset((domain,)), host)
 
-    async def _sitemap_file(self, domain: str, item: _Queued,
+    async def _sitemap_file(self, domain: str, item: Listed, parent: int | None,
                             own: _Robots) -> tuple[SitemapRecord, bytes | None, list[Entry]]:
-        """Fetch one sitemap file, politely: its row, its raw body and its entries."""
-        cross = self._cross_site(domain, item.uri)
+        """Fetch one sitemap file, politely: its row (``parent``: the id of the index that
+        lists it), its raw body and its entries."""
+        uri = item.url
+        cross = self._cross_site(domain, uri)
 
         def failed(info: str, error: str | None, status: int | None = None,
                    seconds: float | None = None) -> tuple[SitemapRecord, None, list[Entry]]:
-            return SitemapRecord(domain, item.uri, item.level, info, item.parent,
+            return SitemapRecord(domain, uri, item.level, info, parent,
                                  status=status, seconds=seconds, cross_site=cross,
                                  error=error), None, []
 
-        parts = urlsplit(item.uri)
+        parts = urlsplit(uri)
         host = (parts.hostname or "").lower()
         if parts.scheme not in ("http", "https") or not host:
             return failed("parse_error", "not an http(s) URL")
@@ -802,19 +778,61 @@ class Harvester:
             return failed(_REFUSED, rules.refusal)
         if rules.refusal is not None:
             return failed("robots_disallowed", rules.refusal)
-        if rules.robots is not None and not rules.robots.allowed(item.uri, self._agent):
+        if rules.robots is not None and not rules.robots.allowed(uri, self._agent):
             return failed("robots_disallowed", "disallowed by robots.txt")
-        parser = SitemapParser(item.uri, max_bytes=self._sitemap_max_bytes,
+        refused = await self._private(uri)
+        if refused is not None:
+            return failed(_REFUSED, refused)
+        # Redirects: a hop is a request like any other to its host, read after that host's
+        # robots.txt and in its turn.
+        hop_rules, seen = rules, {uri}
+        loop = False
+
+        async def check(target: str) -> str | None:
+            nonlocal hop_rules, refused, loop
+            if target in seen:
+                loop = True
+                return "a redirect loop"
+            seen.add(target)
+            refused = await self._private(target)
+            if refused is not None:
+                return refused
+            hop_rules = await self._host_rules(domain, (urlsplit(target).hostname or "").lower(),
+                                               own)
+            if hop_rules.refused:
+                refused = hop_rules.refusal
+                return refused
+            refusal = hop_rules.refusal
+            if refusal is None and hop_rules.robots is not None \
+                    and not hop_rules.robots.allowed(target, self._agent):
+                refusal = "disallowed by robots.txt"
+            return refusal
+
+        async def turn(target: str) -> float | str:
+            return await self._host_turns().take(target, hop_rules.body)
+
+        got = await self._walker().fetch(uri, check=check, turn=turn,
+                                         headers=lambda _: self._headers)
+        if got.failure == "refused":
+            if refused is not None:
+                return failed(_REFUSED, refused)
+            if loop:
+                return failed(str(Outcome.REDIRECT_LOOP), None, got.status, 0.0)
+            # its robots.txt disallows a hop, or its turn is refused (a Visit-time window
+            # hours away)
+            return failed("robots_disallowed", got.error)
+        if got.failure == "redirects":
+            return failed(str(Outcome.REDIRECT_LOOP), got.error, None, 0.0)
+        if got.failure not in (None, "status"):
+            return failed(str(_FAILURES.get(got.failure or "", Outcome.CONNECTION_ERROR)),
+                          got.error, got.status, got.seconds)
+        assert got.status is not None
+        decided = status_outcome(got.status)
+        if decided is not None:
+            return failed(str(decided), None, got.status, got.seconds)
+        parser = SitemapParser(uri, max_bytes=self._sitemap_max_bytes,
                                max_urls=self._sitemap_max_urls)
-        answer = await self._get(item.uri, rules=rules,
-                                 rules_for=lambda at: self._host_rules(domain, at, own))
-        if answer.refused:
-            return failed(_REFUSED, answer.error)
-        if answer.disallowed is not None:
-            return failed("robots_disallowed", answer.disallowed)
-        if answer.outcome is not None:
-            return failed(str(answer.outcome), answer.error, answer.status, answer.seconds)
-        entries = await _parse(parser, answer.body)
+        entries = await parse_whole(parser, got.body)
         urls = sum(1 for entry in entries if entry.kind == "url")
         children = len(entries) - urls
         stop = parser.stopped
@@ -827,14 +845,14 @@ class Harvester:
             # Nothing read, and not an empty urlset or index: what came is no sitemap.
             if error is None and parser.issues:
                 error = f"{parser.issues[0].code}: {parser.issues[0].message}"
-            looks_html = body_outcome(answer.body[:1024], content_type=answer.content_type,
+            looks_html = body_outcome(got.body[:1024], content_type=got.content_type,
                                       max_bytes=1 << 30) is Outcome.HTML
             info = "html" if looks_html else "parse_error"
         kind = {"sitemapindex": "index", "urlset": "urlset"}.get(parser.format or "")
         if kind is None and parser.format is not None:
             kind = "index" if children and not urls else "urlset"
-        return SitemapRecord(domain, item.uri, item.level, info, item.parent,
-                             filetype=_filetype(parser), kind=kind, status=answer.status,
+        return SitemapRecord(domain, uri, item.level, info, parent,
+                             filetype=_filetype(parser), kind=kind, status=got.status,
                              bytes=parser.bytes_in, url_count=urls, child_count=children,
-                             seconds=answer.seconds, cross_site=cross, error=error
-                             ), answer.body, entries
+                             seconds=got.seconds, cross_site=cross, error=error
+                             ), got.body, entries

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from polite.cli_survey import _ai_crawlers
+from polite.cli.survey import _ai_crawlers
 from tests.conftest import ON_PORT_80
 from tests.survey_farm import Farm, Page
 from tests.test_cli import run

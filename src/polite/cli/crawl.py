@@ -26,7 +26,7 @@ from polite.config import CRAWL, FLAGS
 from polite.errors import ConfigError
 
 if TYPE_CHECKING:
-    pass
+    from polite.fetch.resolve import Resolver
 
 __all__ = ["add_crawl_command"]
 
@@ -105,7 +105,7 @@ def _crawl(args: argparse.Namespace, out: TextIO) -> int:
         raise ConfigError("--max-price needs --sign-with: a site charges only a crawler it "
                           "can tell by its signature")
     for url in args.urls:  # before anything is fetched, as polite robots check does
-        require_public(url, args.allow_private, args.allow_networks)
+        require_public(url, args, args.allow_networks)
     from polite.crawl.workers import is_shared
 
     unreachable: tuple[type[BaseException], ...] = ()
@@ -123,6 +123,18 @@ def _crawl(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
+    """The crawl, names resolved as --hosts or --nameserver say."""
+    from polite.cli.common import resolver
+
+    names = resolver(args)
+    try:
+        return await _crawl_with(args, settings, out, names)
+    finally:
+        await names.close()
+
+
+async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
+                      names: Resolver) -> int:
     from rich.console import Console
     from rich.live import Live
     from rich.table import Table
@@ -143,6 +155,9 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
         print(said, file=sys.stderr, flush=True)
 
     async with open_crawler(folder, settings, store=args.store,
+                            resolve=names.addresses,
+                            connect_timeout_s=args.connect_timeout_s,
+                            read_timeout_s=args.read_timeout_s,
                             default_delay_s=args.default_delay_s,
                             max_crawl_delay_s=args.max_crawl_delay_s,
                             allow_private=args.allow_private,

@@ -96,8 +96,7 @@ def robots_source(name: str, args: argparse.Namespace, agent: str = "polite"
     """A FILE|SITE argument's robots.txt: the body, the name to show and the site's origin
     (``None`` for a file or standard input)."""
     if is_site(name):
-        body, site = fetch_body(name, agent, allow_private=args.allow_private,
-                                max_bytes=args.max_robots_bytes)
+        body, site = fetch_body(name, agent, args, max_bytes=args.max_robots_bytes)
         return body, f"{site}/robots.txt", site
     return _read(name), name, None
 
@@ -131,11 +130,12 @@ def _robots_explain(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_FINDINGS if explanation.disagreements else EXIT_OK
 
 
-def fetch_body(source: str, agent: str, *, allow_private: bool, max_bytes: int
+def fetch_body(source: str, agent: str, args: argparse.Namespace, *, max_bytes: int
                ) -> tuple[bytes, str]:
     """A site's robots.txt as fetched, by the service's status table, and the site's origin;
     a site with no file to read (a 404, a 5xx) is an error that says what its status means.
-    ``source`` is any URL of the site (its robots.txt's own will do)."""
+    ``source`` is any URL of the site (its robots.txt's own will do); ``args``: how to
+    reach it (--allow-private, --hosts, --nameserver, the timeouts)."""
     import asyncio
 
     from polite.clock import WallClock
@@ -144,15 +144,16 @@ def fetch_body(source: str, agent: str, *, allow_private: bool, max_bytes: int
     from polite.storage import MemoryStore
 
     site = origin_of(source)
-    require_public(site, allow_private)
+    require_public(site, args)
 
     async def fetch() -> tuple[object, bytes]:
         clock = WallClock()
         store = MemoryStore(clock)
-        async with fetch_client(allow_private) as client:
+        client, hosts = fetch_client(args)
+        async with client:
             fetcher = RobotsFetcher(client, store, clock, agent=agent,
-                                    policy=FetchPolicy(), allow_private=allow_private,
-                                    max_bytes=max_bytes)
+                                    policy=FetchPolicy(), allow_private=args.allow_private,
+                                    max_bytes=max_bytes, public_hosts=hosts)
             state = await fetcher.state(site)
         record = await store.load_robots(site)
         return state, record.body if record is not None else b""
@@ -403,14 +404,16 @@ def _robots_check_site(args: argparse.Namespace, out: TextIO) -> int:
     site = origin_of(args.file)
     urls = [urljoin(site + "/", url) for url in args.urls]
     _check_urls(urls)
-    require_public(site, args.allow_private)
+    require_public(site, args)
 
     async def fetch() -> object:
         clock = WallClock()
-        async with fetch_client(args.allow_private) as client:
+        client, hosts = fetch_client(args)
+        async with client:
             fetcher = RobotsFetcher(client, MemoryStore(clock), clock, agent=args.agent,
                                     policy=FetchPolicy(), allow_private=args.allow_private,
-                                    dialect=args.dialect, max_bytes=args.max_robots_bytes)
+                                    dialect=args.dialect, max_bytes=args.max_robots_bytes,
+                                    public_hosts=hosts)
             return await fetcher.state(site)
 
     state = asyncio.run(fetch())

@@ -48,11 +48,12 @@ def _sitemap_parse(args: argparse.Namespace, out: TextIO) -> int:
     if args.source.startswith(("http://", "https://")):
         import asyncio
 
-        require_public(args.source, args.allow_private)
+        require_public(args.source, args)
 
         async def fetch() -> Any:
-            async with fetch_client(args.allow_private) as client:
-                return await sitemap_walker(args, client).read(args.source, show)
+            client, hosts = fetch_client(args)
+            async with client:
+                return await sitemap_walker(args, client, hosts).read(args.source, show)
 
         file = asyncio.run(fetch())
         issues, stopped, error = file.issues, None, file.error
@@ -88,14 +89,15 @@ def _sitemap_tree(args: argparse.Namespace, out: TextIO) -> int:
     from polite.fetch.sitemaps import SitemapFile, WalkSummary
 
     site = origin_of(args.site)
-    require_public(site, args.allow_private)
+    require_public(site, args)
     summary = WalkSummary(site)
     files: list[SitemapFile] = []
     console = Console(stderr=True)
 
     async def walk() -> None:
-        async with fetch_client(args.allow_private) as client:
-            walker = sitemap_walker(args, client, max_depth=args.max_depth,
+        client, hosts = fetch_client(args)
+        async with client:
+            walker = sitemap_walker(args, client, hosts, max_depth=args.max_depth,
                                     max_files=args.max_files, cross_host=args.cross_host,
                                     well_known=args.well_known)
             progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),

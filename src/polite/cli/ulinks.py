@@ -83,14 +83,15 @@ def _entries(args: argparse.Namespace) -> Iterable[Any]:
     from polite.cli.common import fetch_client, require_public, sitemap_walker
     from polite.fetch.robots import origin_of
 
-    require_public(source, args.allow_private)
+    require_public(source, args)
     found: list[Any] = []
     site = origin_of(source)
     is_site = source.rstrip("/") == site
 
     async def fetch() -> None:
-        async with fetch_client(args.allow_private) as client:
-            walker = sitemap_walker(args, client)
+        client, hosts = fetch_client(args)
+        async with client:
+            walker = sitemap_walker(args, client, hosts)
             if is_site:
                 async for _, entries in walker.walk(site):
                     found.extend(entries)

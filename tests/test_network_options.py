@@ -212,3 +212,21 @@ def test_serve_proxies_to_a_site_named_in_the_hosts_file(tmp_path: Path) -> None
     assert page.status_code == 200 and page.text == "<html><body>a page</body></html>"
     assert refused.status_code == 403  # robots.txt, read from the site the file names
     assert site.requests == ["/robots.txt", "/a"]
+
+
+def test_site_ranges_update_reaches_a_url_named_in_the_hosts_file(tmp_path: Path) -> None:
+    from tests.identity.test_ranges import BING, _bytes
+
+    crawlers = tmp_path / "crawlers.json"
+    crawlers.write_text(json.dumps({"crawlers": [{"name": "ExampleBot", "tokens": [
+        "ExampleBot"], "ranges_urls": [f"http://{NAME}/examplebot.json"]}]}))
+    site = Site(ADDRESS, {"/examplebot.json": Reply(200, _bytes(BING))})
+    hosts = tmp_path / "hosts"
+    hosts.write_text(f"{ADDRESS} {NAME}\n")
+    with serve(site):
+        result = run("site", "ranges", "update", "--db", str(tmp_path / "site.sqlite"),
+                     "--crawlers", str(crawlers), f"ExampleBot={url(site, '/examplebot.json')}",
+                     "--allow-private", "--hosts", str(hosts))
+    ok(result)
+    assert "ExampleBot: 1 prefixes" in result.stdout
+    assert site.requests == ["/examplebot.json"]

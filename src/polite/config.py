@@ -37,6 +37,7 @@ __all__ = [
     "SERVE_NUMBERS",
     "SITEMAP_PARSE",
     "SITEMAP_TREE",
+    "SITE_RANGES_UPDATE",
     "SURFACES",
     "SURVEY",
     "ULINKS",
@@ -571,6 +572,15 @@ ULINKS = Product("ulinks", (
     _with(JSON, help="one JSON object a ulink"),
     *_FETCHING), command=("ulinks",))
 
+SITE_RANGES_UPDATE = Product("site ranges update", (
+    Setting("sources", list, None, "a range file or URL, NAME=FILE|URL to say whose (none: "
+            "every crawler's published file)", metavar="FILE|URL", positional=True,
+            nargs="*"),
+    Setting("db", str, None, "the site's SQLite file", metavar="FILE", required=True),
+    Setting("crawlers", str, None, "a crawler list of your own (default: the bundled one)",
+            metavar="FILE"),
+    _with(ALLOW_PRIVATE, **_CLI_ONLY), *NETWORK), command=("site", "ranges", "update"))
+
 _CRAWL_STORE = _with(STORE, help="politeness state and frontier: sqlite:///PATH (default "
                      "OUT/crawl.sqlite), memory://, or redis://HOST:PORT/DB[?prefix=CRAWL] "
                      "for workers sharing one crawl; share it with polite serve to be polite "
@@ -779,7 +789,7 @@ SERVE_NUMBERS: dict[str, IntFlag | FloatFlag] = {
     s.name: flag for s in SERVE.settings if (flag := s.flag_type()) is not None}
 
 PRODUCTS = (ROBOTS_CHECK, ROBOTS_LINT, ROBOTS_EXPLAIN, ROBOTS_DIFF, SITEMAP_PARSE,
-            SITEMAP_TREE, ULINKS, CRAWL, SURVEY, SERVE, DROPINS)
+            SITEMAP_TREE, ULINKS, SITE_RANGES_UPDATE, CRAWL, SURVEY, SERVE, DROPINS)
 
 
 # -- the config file ---------------------------------------------------------------------------

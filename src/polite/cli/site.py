@@ -8,7 +8,8 @@ import os
 import secrets
 from typing import TextIO
 
-from polite.config import NON_NEGATIVE, PORT, FloatFlag, IntFlag
+from polite.cli.common import add_settings, fetch_client
+from polite.config import NON_NEGATIVE, PORT, SITE_RANGES_UPDATE, FloatFlag, IntFlag
 from polite.errors import ConfigError
 
 __all__ = ["add_site_commands"]
@@ -61,12 +62,7 @@ def add_site_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
                     "its prefixes with its creationTime; with none, fetch every crawler's "
                     "published file. A URL is fetched at most once an hour. A file without "
                     "a creationTime is refused: its addresses cannot be dated.")
-    update.add_argument("sources", metavar="FILE|URL", nargs="*")
-    update.add_argument("--db", required=True, metavar="FILE", help="the site's SQLite file")
-    update.add_argument("--crawlers", metavar="FILE",
-                        help="a crawler list of your own (default: the bundled one)")
-    update.add_argument("--allow-private", action="store_true",
-                        help="also fetch from private and loopback addresses")
+    add_settings(update, SITE_RANGES_UPDATE)
     update.set_defaults(handler=_ranges_update)
 
 
@@ -154,7 +150,8 @@ def _ranges_update(args: argparse.Namespace, out: TextIO) -> int:
     store = SiteStore(args.db)
     try:
         results = update_ranges(store, crawlers, args.sources, now=now,
-                                allow_private=args.allow_private)
+                                allow_private=args.allow_private,
+                                client=lambda: fetch_client(args)[0])
     finally:
         store.close()
     if not results:

@@ -9,46 +9,6 @@
 
 from __future__ import annotations
 
-from polite.core.sitemaps import (
-    CHANGEFREQS,
-    MAX_ISSUES,
-    MAX_SITEMAP_BYTES,
-    MAX_SITEMAP_URLS,
-    Alternate,
-    Entry,
-    Format,
-    Image,
-    Kind,
-    News,
-    ParseIssue,
-    Price,
-    Severity,
-    Sitemap,
-    SitemapParser,
-    Video,
-    parse,
-    parse_rfc822,
-    parse_w3c,
-)
-
-__all__ = [
-    "CHANGEFREQS",
-    "MAX_ISSUES",
-    "MAX_SITEMAP_BYTES",
-    "MAX_SITEMAP_URLS",
-    "Alternate",
-    "Entry",
-    "Format",
-    "Image",
-    "Kind",
-    "News",
-    "ParseIssue",
-    "Price",
-    "Severity",
-    "Sitemap",
-    "SitemapParser",
-    "Video",
-    "parse",
-    "parse_rfc822",
-    "parse_w3c",
-]
+# The same names as the core package, name for name: one list, kept there.
+from polite.core.sitemaps import *  # noqa: F403
+from polite.core.sitemaps import __all__ as __all__

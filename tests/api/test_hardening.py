@@ -149,11 +149,31 @@ ENDPOINTS = [
 ]
 
 
+def _described(api: httpx.Client) -> dict[tuple[str, str], set[str]]:
+    """(method, path) -> the query parameters /openapi.json gives it."""
+    paths = api.get("/openapi.json").json()["paths"]
+    return {(method.upper(), path.replace("{domain}", "e.com")
+             .replace("{name}", "dashboard.js")):
+            {p["name"] for p in operation.get("parameters", []) if p["in"] == "query"}
+            for path, item in paths.items() for method, operation in item.items()}
+
+
 def test_the_list_of_endpoints_is_the_described_one(api: httpx.Client) -> None:
-    described = {(method.upper(), path.replace("{domain}", "e.com"))
-                 for path, item in api.get("/openapi.json").json()["paths"].items()
-                 for method in item}
-    assert described <= {(method, path) for method, path, _ in ENDPOINTS}
+    assert set(_described(api)) == {(method, path) for method, path, _ in ENDPOINTS}
+
+
+@pytest.mark.parametrize(("method", "path", "options"), ENDPOINTS,
+                         ids=[f"{m} {p}" for m, p, _ in ENDPOINTS])
+def test_each_endpoint_reads_the_query_parameters_it_is_described_with(
+        api: httpx.Client, method: str, path: str, options: dict[str, object]) -> None:
+    """The names an endpoint reads, as its own 400 for an unknown one lists them, are
+    those /openapi.json describes: the document cannot drift from the service."""
+    params = {**options.pop("params", {}), "reserv": "true"}  # type: ignore[dict-item]
+    with api.stream(method, path, params=params, **options) as answer:  # type: ignore[arg-type]
+        error = json.loads(answer.read())["error"]
+    reads = error.partition("; it reads ")[2]
+    named = set() if reads in ("", "none") else set(reads.split(", "))
+    assert named == _described(api)[(method, path)], error
 
 
 @pytest.mark.parametrize(("method", "path", "options"), ENDPOINTS,

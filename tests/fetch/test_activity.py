@@ -3,11 +3,19 @@ nothing when the store fails."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import pytest
 
-from polite.fetch.activity import Activity
+from polite.core.robots.lifecycle import (
+    FetchOutcome,
+    Received,
+    Unreachable,
+    robots_state,
+)
+from polite.fetch.activity import Activity, robots_code
+from polite.fetch.robots import _record, _state
 from polite.storage import HostActivity, MemoryStore
 
 pytestmark = pytest.mark.anyio
@@ -98,3 +106,24 @@ async def test_a_failed_flush_keeps_the_counts_for_the_next() -> None:
     assert (row.allowed, row.cache_hits, row.delay_s, row.delay_source) == \
         (1, 1, 3.0, "operator")
     assert [h.host for h in await activity.hosts()] == ["e.com"]
+
+
+@pytest.mark.parametrize(("outcome", "code"), [
+    (Received(200, b"User-agent: *\nDisallow: /x\n"), "200"),
+    (Received(200, b"<!DOCTYPE html><html><body>Welcome</body></html>"), "HTML"),
+    (Received(404, b""), "404"),
+    (Received(403, b""), "403"),
+    (Received(503, b"", (("Retry-After", "120"),)), "503"),
+    (Received(429, b""), "429"),
+    (Unreachable("connection refused"), "unreachable"),
+])
+def test_the_dashboards_robots_code_comes_from_the_state_not_its_words(
+        outcome: FetchOutcome, code: str) -> None:
+    """The short code the dashboard shows for a host's robots.txt, read from the state's
+    fields (status, html), as it was and as a restart reads it back from the store."""
+    state = robots_state(outcome, 1000.0)
+    assert robots_code(state) == code
+    stored = _state(_record("http://e.com", state, b""), "auto", 500_000)
+    assert robots_code(stored) == code
+    if hasattr(state, "reason"):  # words are for people: another wording changes no code
+        assert robots_code(dataclasses.replace(state, reason="reworded")) == code

@@ -684,6 +684,11 @@ OPENAPI: dict[str, Any] = {
         "/politeness/verbose": {
             "post": {"summary": "a verdict, reason and retryAfter for every URL",
                      "parameters": [*_QUERY, {
+                         "name": "purpose", "in": "query",
+                         "schema": {"type": "string", "enum": list(PURPOSES)},
+                         "description": "add each URL's AI-usage preferences for this "
+                                        "purpose (robots.txt Content-Usage, Content-Signal, "
+                                        "License), with their sources"}, {
                          "name": "decision", "in": "query", "schema": {"type": "boolean"},
                          "description": "add each URL's decision as a value: kind (allowed, "
                                         "wait, disallowed, refused) and what made it (source "
@@ -737,8 +742,23 @@ OPENAPI: dict[str, Any] = {
                            "responses": {"200": _json({"type": "object", "properties": {
                                "capacity": {"type": "integer"},
                                "exchanges": {"type": "array", "items": _TRACE}}})}}},
+        "/": {"get": {"summary": "what this service is, with links to its pages",
+                      "responses": {"200": {"content": {"text/html": {}}}}}},
+        "/openapi.json": {"get": {"summary": "this document",
+                                  "responses": {"200": _json({"type": "object"})}}},
         "/dashboard": {"get": {"summary": "the operator's dashboard (HTML)",
+                               "parameters": [
+                                   {"name": "token", "in": "query",
+                                    "schema": {"type": "string"},
+                                    "description": "the --admin-token, off loopback: kept "
+                                                   "in a cookie for the page and its feed"},
+                                   *_HOST_QUERY],
                                "responses": {"200": {"content": {"text/html": {}}}}}},
+        "/dashboard/static/{name}": {"get": {
+            "summary": "the dashboard's script and style, served from the package",
+            "parameters": [{"name": "name", "in": "path", "required": True,
+                            "schema": {"type": "string"}}],
+            "responses": {"200": {}, "404": {}}}},
         "/dashboard/hosts": {"get": {
             "summary": "one page of known hosts with what the dashboard shows of each",
             "parameters": _HOST_QUERY,

@@ -17,6 +17,7 @@ from polite.core.usage.vocab import PURPOSES
 from polite.errors import ConfigError
 from polite.robots import (
     Cell,
+    DecidedBy,
     Decision,
     Dialect,
     Explanation,
@@ -427,7 +428,8 @@ def _robots_check_site(args: argparse.Namespace, out: TextIO) -> int:
                                             for url in urls])
     allowed = isinstance(state, AllowAll)
     reason = getattr(state, "reason", "")
-    decisions = [(url, Decision(allowed, None, f"{site}/robots.txt: {reason}"))
+    decisions = [(url, Decision(allowed, None, f"{site}/robots.txt: {reason}",
+                                       by=DecidedBy.FILE_STATE))
                  for url in urls]
     return _print_decisions(args, out, decisions)
 

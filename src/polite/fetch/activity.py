@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 import time
 from collections import Counter, deque
 from collections.abc import Callable
@@ -48,7 +47,6 @@ _SOURCES = {WaitSource.OPERATOR: "operator", WaitSource.CRAWL_DELAY: "Crawl-dela
             WaitSource.REQUEST_RATE: "Request-rate", WaitSource.IP_DELAY: "Ip-delay",
             WaitSource.IP_RATE: "Ip-rate", WaitSource.ADAPTIVE: "adaptive",
             WaitSource.DEFAULT: "default"}
-_HTTP_CODE = re.compile(r"HTTP (\d{3})")
 
 
 def delay_source(delays: Delays) -> str:
@@ -64,11 +62,14 @@ def robots_code(state: RobotsState) -> str:
     match state:
         case Parsed():
             return f"{state.status} stale" if state.stale else str(state.status)
-        case AllowAll() | DisallowAll():
-            found = _HTTP_CODE.search(state.reason)
-            if found is not None:
-                return found.group(1)
-            return "HTML" if "HTML" in state.reason else "unreachable"
+        case AllowAll(html=True):
+            return "HTML"
+        case AllowAll() | DisallowAll() if state.status:
+            return str(state.status)
+        case AllowAll():
+            return "no file"  # a state stored before states kept their status
+        case DisallowAll():
+            return "unreachable"
     return "?"
 
 

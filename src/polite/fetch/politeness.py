@@ -19,26 +19,25 @@ from typing import NamedTuple
 
 from polite.clock import Clock
 from polite.config import AT_LEAST_ONE, NON_NEGATIVE, check_float, check_int
-from polite.core.politeness.decision import Policy, decide
-from polite.core.politeness.rules import (
-    ADAPTIVE_FACTOR,
+from polite.core.politeness import (
     DEFAULT_DELAY_S,
     MAX_CRAWL_DELAY_S,
-    Delays,
-    HostClaim,
-    backoff_until,
-    claimed,
-    delays_for,
-)
-from polite.core.politeness.values import (
     Allowed,
     Decision,
+    Delays,
     Disallowed,
+    HostClaim,
+    Policy,
     RefusalReason,
     Refused,
     WaitSource,
     WaitUntil,
+    backoff_until,
+    claimed,
+    decide,
+    delays_for,
 )
+from polite.core.politeness.rules import ADAPTIVE_FACTOR
 from polite.core.robots.lifecycle import Parsed, RobotsState, parse_retry_after
 from polite.core.robots.model import AgentRules
 from polite.errors import InvalidURL

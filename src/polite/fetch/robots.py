@@ -184,11 +184,11 @@ def _record(origin: str, state: RobotsState, body: bytes) -> RobotsRecord:
             return RobotsRecord(origin, "parsed", state.status, body, state.fetched_at,
                                 state.expires_at, 0, "stale" if state.stale else "")
         case AllowAll():
-            return RobotsRecord(origin, "allow", 0, b"", state.fetched_at, state.expires_at, 0,
-                                state.reason)
+            return RobotsRecord(origin, "allow", state.status, b"", state.fetched_at,
+                                state.expires_at, 0, state.reason)
         case DisallowAll():
-            return RobotsRecord(origin, "disallow", 0, b"", state.fetched_at, state.retry_at,
-                                state.failures, state.reason)
+            return RobotsRecord(origin, "disallow", state.status, b"", state.fetched_at,
+                                state.retry_at, state.failures, state.reason)
 
 
 def _state(record: RobotsRecord, dialect: str, max_bytes: int) -> RobotsState:
@@ -197,9 +197,11 @@ def _state(record: RobotsRecord, dialect: str, max_bytes: int) -> RobotsState:
                        max_bytes=max_bytes)
         return Parsed(robots, record.fetched_at, record.expires_at, record.status,
                       stale=record.reason == "stale")
-    if record.kind == "allow":
-        return AllowAll(record.reason, record.fetched_at, record.expires_at)
-    return DisallowAll(record.reason, record.fetched_at, record.expires_at, record.failures)
+    if record.kind == "allow":  # a file-less 2xx answer is a page served as robots.txt
+        return AllowAll(record.reason, record.fetched_at, record.expires_at, record.status,
+                        html=200 <= record.status < 300)
+    return DisallowAll(record.reason, record.fetched_at, record.expires_at, record.failures,
+                       record.status)
 
 
 def _expires_at(state: RobotsState) -> float:

@@ -24,21 +24,19 @@ import httpx
 
 from polite.clock import WallClock
 from polite.config import DROPINS, KEYWORDS, Knobs
-from polite.core.politeness.rules import (
-    ADAPTIVE_FACTOR,
+from polite.core.politeness import (
     DEFAULT_DELAY_S,
     MAX_CRAWL_DELAY_S,
-    Delays,
-)
-from polite.core.politeness.values import (
     Allowed,
     Decision,
+    Delays,
     Disallowed,
     RefusalReason,
     Refused,
     WaitSource,
     WaitUntil,
 )
+from polite.core.politeness.rules import ADAPTIVE_FACTOR
 from polite.core.robots.lifecycle import DisallowAll, Parsed
 from polite.core.robots.model import Dialect, Rule
 from polite.core.robots.usage import Preferences, from_robots, purpose_json

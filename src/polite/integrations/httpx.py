@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Generic, TypeVar
 
 import httpx
 
@@ -24,6 +25,8 @@ from polite.integrations._gate import MAX_WAIT_S, AllowPrivate, Grant, PoliteGat
 
 __all__ = ["AsyncPoliteTransport", "PoliteTransport"]
 
+_Transport = TypeVar("_Transport", httpx.BaseTransport, httpx.AsyncBaseTransport)
+
 
 def _agent(request: httpx.Request, agent: str) -> str:
     return agent or product_token(request.headers.get("user-agent", "")) or "polite"
@@ -34,12 +37,16 @@ def _forbidden(request: httpx.Request, refusal: RobotsDisallowed) -> httpx.Respo
                           headers={"content-type": "text/plain; charset=utf-8"})
 
 
-class _Gated:
-    def __init__(self, *, agent: str, store: str, service_url: str | None,
-                 allow_private: AllowPrivate, dialect: str, default_delay_s: float, wait: bool,
-                 max_wait_s: float, forbidden_response: bool, gate: PoliteGate | None,
-                 purpose: str | None, refuse_by_purpose: bool,
-                 sign_with: str | None, signature_agent: str | None) -> None:
+class _Gated(Generic[_Transport]):
+    # One constructor for both transports: they differ in the transport they wrap.
+    def __init__(self, transport: _Transport | None = None, *, agent: str = "",
+                 store: str = "memory://", service_url: str | None = None,
+                 allow_private: AllowPrivate = False, dialect: str = "auto",
+                 default_delay_s: float = DEFAULT_DELAY_S, wait: bool = True,
+                 max_wait_s: float = MAX_WAIT_S, forbidden_response: bool = False,
+                 gate: PoliteGate | None = None, purpose: str | None = None,
+                 refuse_by_purpose: bool = False, sign_with: str | None = None,
+                 signature_agent: str | None = None) -> None:
         self._signer = signer_from(sign_with, signature_agent)  # before a gate is opened
         self._agent = agent
         self._owns_gate = gate is None
@@ -49,6 +56,10 @@ class _Gated:
                                        max_wait_s=max_wait_s, purpose=purpose,
                                        refuse_by_purpose=refuse_by_purpose)
         self._forbidden_response = forbidden_response
+        self._transport: _Transport = transport or self._default_transport()
+
+    def _default_transport(self) -> _Transport:
+        raise NotImplementedError
 
     def _sign(self, request: httpx.Request) -> None:
         # as the request leaves: its slot is granted, its created time is now
@@ -66,7 +77,7 @@ class _Gated:
             self.gate.close()
 
 
-class PoliteTransport(_Gated, httpx.BaseTransport):
+class PoliteTransport(_Gated[httpx.BaseTransport], httpx.BaseTransport):
     """Wraps ``transport`` (a plain :class:`httpx.HTTPTransport` by default).
 
     ``agent`` is the robots.txt product token (else the request's User-Agent's); ``store``
@@ -82,21 +93,8 @@ class PoliteTransport(_Gated, httpx.BaseTransport):
     every request (Web Bot Auth), with ``signature_agent`` the URL of its key directory.
     """
 
-    def __init__(self, transport: httpx.BaseTransport | None = None, *, agent: str = "",
-                 store: str = "memory://", service_url: str | None = None,
-                 allow_private: AllowPrivate = False, dialect: str = "auto",
-                 default_delay_s: float = DEFAULT_DELAY_S, wait: bool = True,
-                 max_wait_s: float = MAX_WAIT_S, forbidden_response: bool = False,
-                 gate: PoliteGate | None = None, purpose: str | None = None,
-                 refuse_by_purpose: bool = False, sign_with: str | None = None,
-                 signature_agent: str | None = None) -> None:
-        super().__init__(agent=agent, store=store, service_url=service_url,
-                         allow_private=allow_private, dialect=dialect,
-                         default_delay_s=default_delay_s, wait=wait, max_wait_s=max_wait_s,
-                         forbidden_response=forbidden_response, gate=gate,
-                         purpose=purpose, refuse_by_purpose=refuse_by_purpose,
-                         sign_with=sign_with, signature_agent=signature_agent)
-        self._transport = transport or httpx.HTTPTransport()
+    def _default_transport(self) -> httpx.BaseTransport:
+        return httpx.HTTPTransport()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         try:
@@ -121,25 +119,12 @@ class PoliteTransport(_Gated, httpx.BaseTransport):
             self._close_gate()
 
 
-class AsyncPoliteTransport(_Gated, httpx.AsyncBaseTransport):
+class AsyncPoliteTransport(_Gated[httpx.AsyncBaseTransport], httpx.AsyncBaseTransport):
     """:class:`PoliteTransport` for :class:`httpx.AsyncClient` (asyncio); the same
     arguments, ``transport`` an :class:`httpx.AsyncHTTPTransport` by default."""
 
-    def __init__(self, transport: httpx.AsyncBaseTransport | None = None, *,
-                 agent: str = "", store: str = "memory://", service_url: str | None = None,
-                 allow_private: AllowPrivate = False, dialect: str = "auto",
-                 default_delay_s: float = DEFAULT_DELAY_S, wait: bool = True,
-                 max_wait_s: float = MAX_WAIT_S, forbidden_response: bool = False,
-                 gate: PoliteGate | None = None, purpose: str | None = None,
-                 refuse_by_purpose: bool = False, sign_with: str | None = None,
-                 signature_agent: str | None = None) -> None:
-        super().__init__(agent=agent, store=store, service_url=service_url,
-                         allow_private=allow_private, dialect=dialect,
-                         default_delay_s=default_delay_s, wait=wait, max_wait_s=max_wait_s,
-                         forbidden_response=forbidden_response, gate=gate,
-                         purpose=purpose, refuse_by_purpose=refuse_by_purpose,
-                         sign_with=sign_with, signature_agent=signature_agent)
-        self._transport = transport or httpx.AsyncHTTPTransport()
+    def _default_transport(self) -> httpx.AsyncBaseTransport:
+        return httpx.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         try:

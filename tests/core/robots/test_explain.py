@@ -182,3 +182,21 @@ def test_json_shape(dialect: str) -> None:
     e = explain_body(BMJ, ["robot1"], ["/org/about.html"], [dialect])
     cell = e.as_json()["cells"][0]  # type: ignore[index]
     assert cell["dialect"] == dialect and cell["rule"]["line"] in (5, 13)
+
+
+@pytest.mark.parametrize(("text", "dialect", "url", "ip", "by"), [
+    ("User-agent: *\nDisallow: /x\n", "rfc9309", "http://e.com/x", None, "RULE"),
+    ("User-agent: *\nDisallow: /x\n", "rfc9309", "http://e.com/y", None, "NO_RULE"),
+    ("User-agent: *\nDisallow: /\n", "rfc9309", "http://e.com/robots.txt", None,
+     "ROBOTS_TXT"),
+    ("Robot-version: 3.0\nUser-agent: *\nIp-disallow: 10.0.0.1\nDisallow: /x\n", "regp",
+     "http://e.com/y", "10.0.0.1", "EGRESS_IP"),
+])
+def test_a_decision_says_what_decided_it_as_a_value(text: str, dialect: str, url: str,
+                                                     ip: str | None, by: str) -> None:
+    """``Decision.by``: what decided, so that explain (and anyone) reads a value, not the
+    words of ``reason``."""
+    from polite.robots import DecidedBy, parse
+
+    decision = parse(text, dialect).decide(url, "bot", ip=ip)
+    assert decision.by is DecidedBy[by], decision

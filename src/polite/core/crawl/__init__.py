@@ -3,28 +3,6 @@ the requests, when a page is due again. The crawler (``polite.crawl``) carries t
 
 from __future__ import annotations
 
-from polite.core.crawl.guidance import (
-    CHANGE_INTERVALS_S,
-    PagePlan,
-    Scope,
-    accept_headers,
-    in_scope,
-    language_refusal,
-    link_key,
-    next_visit_s,
-    page_plan,
-    resolve_link,
-)
-
-__all__ = [
-    "CHANGE_INTERVALS_S",
-    "PagePlan",
-    "Scope",
-    "accept_headers",
-    "in_scope",
-    "language_refusal",
-    "link_key",
-    "next_visit_s",
-    "page_plan",
-    "resolve_link",
-]
+# Everything lives in one module so far; the package is its public face.
+from polite.core.crawl.guidance import *  # noqa: F403
+from polite.core.crawl.guidance import __all__ as __all__

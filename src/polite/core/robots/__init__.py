@@ -36,6 +36,7 @@ from polite.core.robots.meta import (
 )
 from polite.core.robots.model import (
     AgentRules,
+    DecidedBy,
     Decision,
     Dialect,
     Directive,
@@ -55,6 +56,7 @@ __all__ = [
     "AgentRules",
     "Cell",
     "Change",
+    "DecidedBy",
     "Decision",
     "Dialect",
     "Directive",

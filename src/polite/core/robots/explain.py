@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from polite.core.robots.matcher import wildcard_regex
-from polite.core.robots.model import Dialect, Group, Rule
+from polite.core.robots.model import DecidedBy, Dialect, Group, Rule
 from polite.core.robots.parser import MAX_ROBOTS_BYTES, detect_dialect, parse_body, pattern_path
 from polite.core.robots.robotstxt import RobotsTxt, agent_matches, product_token, request_path
 from polite.core.urls import to_octets
@@ -219,9 +219,9 @@ def _cell(robots: RobotsTxt, url: str, agent: str, ip: str | None) -> Cell:
     if decision.rule is None:
         if group.how is AgentMatch.NONE:
             tie = TieBreak.NO_GROUP
-        elif decision.line is not None or decision.reason.startswith("egress IP"):
+        elif decision.by is DecidedBy.EGRESS_IP:
             tie = TieBreak.IP
-        elif decision.reason.startswith("/robots.txt"):
+        elif decision.by is DecidedBy.ROBOTS_TXT:
             tie = TieBreak.ROBOTS_TXT
         else:
             tie = TieBreak.NO_MATCH

@@ -122,21 +122,26 @@ class Parsed:
 
 @dataclass(frozen=True, slots=True)
 class AllowAll:
-    """No file (4xx, HTML instead of robots.txt, RFC 9309's 401/403): everything allowed."""
+    """No file (4xx, HTML instead of robots.txt, RFC 9309's 401/403): everything allowed.
+    ``status``: the HTTP status that said so (0: not known); ``html``: a page was served."""
 
     reason: str
     fetched_at: float
     expires_at: float
+    status: int = 0
+    html: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class DisallowAll:
-    """Nothing may be fetched until ``retry_at`` (5xx, 429, unreachable, 401/403)."""
+    """Nothing may be fetched until ``retry_at`` (5xx, 429, unreachable, 401/403);
+    ``status``: the HTTP status of the last answer (0: no answer, the site unreachable)."""
 
     reason: str
     fetched_at: float
     retry_at: float
     failures: int = 1
+    status: int = 0
 
 
 RobotsState = Parsed | AllowAll | DisallowAll
@@ -203,29 +208,29 @@ def robots_state(
                 expires = now + freshness_s(outcome, now, policy)
                 if robots.looks_like_html:
                     return AllowAll("the site serves an HTML page as robots.txt: no rules",
-                                    now, expires)
+                                    now, expires, status, html=True)
                 return Parsed(robots, now, expires, status)
             if row is StatusClass.UNAUTHORIZED:
                 if policy.unauthorized is UnauthorizedMeans.ALLOW:
                     return AllowAll(f"HTTP {status}: allowed (RFC 9309 policy)", now,
-                                    now + policy.max_ttl_s)
+                                    now + policy.max_ttl_s, status)
                 return DisallowAll(f"HTTP {status} for robots.txt: everything disallowed",
-                                   now, now + policy.max_ttl_s)
+                                   now, now + policy.max_ttl_s, status=status)
             if row is StatusClass.NO_FILE:
                 return AllowAll(f"HTTP {status}: no robots.txt, everything allowed", now,
-                                now + freshness_s(outcome, now, policy))
+                                now + freshness_s(outcome, now, policy), status)
             retry_after = parse_retry_after(outcome.header("retry-after"), now)
             return _unavailable(f"HTTP {status} for robots.txt", now, previous, policy,
-                                retry_after)
+                                retry_after, status)
         case Unreachable(reason=reason):
             return _unavailable(f"robots.txt unreachable: {reason}", now, previous, policy,
-                                None)
+                                None, 0)
         case _:
             assert_never(outcome)
 
 
 def _unavailable(reason: str, now: float, previous: RobotsState | None, policy: FetchPolicy,
-                 retry_after_s: float | None) -> RobotsState:
+                 retry_after_s: float | None, status: int) -> RobotsState:
     failures = previous.failures + 1 if isinstance(previous, DisallowAll) else 1
     retry_at = now + _retry_in_s(failures, policy, retry_after_s)
     if isinstance(previous, Parsed) and now - previous.fetched_at <= policy.stale_for_s:
@@ -233,4 +238,4 @@ def _unavailable(reason: str, now: float, previous: RobotsState | None, policy: 
         return Parsed(previous.robots, previous.fetched_at, retry_at, previous.status,
                       stale=True)
     return DisallowAll(f"{reason}: everything disallowed until it answers", now, retry_at,
-                       failures)
+                       failures, status)

@@ -74,6 +74,18 @@ class ParseIssue:
         return f"{where}: {self.severity}: {self.message} [{self.code}]"
 
 
+class DecidedBy(enum.Enum):
+    """What decided a URL: a path rule, no rule matching (allowed), the path being
+    ``/robots.txt`` (always allowed), an egress-IP rule (REGP), or the state of the file
+    rather than its lines (none, unreachable)."""
+
+    RULE = "rule"
+    NO_RULE = "no rule"
+    ROBOTS_TXT = "robots.txt"
+    EGRESS_IP = "egress IP"
+    FILE_STATE = "file state"
+
+
 # Lines a folded issue lists; its count says how many there were.
 MAX_LISTED_LINES = 10
 # An issue code met more often than this in one file is said once, with a count: so many lines
@@ -212,13 +224,14 @@ class Decision:
     """The answer for one URL: allowed or not, and the rule (with its line) that decided.
 
     ``rule`` is ``None`` when no rule matched (allowed by default) or when something other
-    than a path rule decided, which ``reason`` then names (an IP rule, ``/robots.txt``).
+    than a path rule decided: ``by`` says what, ``reason`` says it in words.
     """
 
     allowed: bool
     rule: Rule | None
     reason: str
     line: int | None = None
+    by: DecidedBy = DecidedBy.RULE
 
     def __bool__(self) -> bool:
         return self.allowed

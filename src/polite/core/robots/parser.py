@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 from urllib.parse import urljoin
 
 from polite.core.robots.model import (
@@ -59,6 +60,8 @@ __all__ = [
 MAX_ROBOTS_BYTES = 500 * 1024
 # Google's parser keeps at most 2083 * 8 octets of a line (robots.cc, kMaxLineLen).
 MAX_LINE_OCTETS = 2083 * 8 - 1
+
+_Value = TypeVar("_Value")  # what a field reader makes of a value
 
 _WS = " \t\n\v\f\r"
 _UTF8_BOM = "\xef\xbb\xbf"
@@ -620,20 +623,24 @@ class _Reader:
             self.groups.append(self.group)
         self.group.ip_rules.append(rule)
 
-    def read_version(self, lineno: int, value: str) -> None:
-        version = parse_version(value)
-        if version is None:
-            self.issue(lineno, "bad-value", f"cannot read Robot-version {_text(value)!r}",
+    def readable(self, lineno: int, field: str, value: str,
+                 read: Callable[[str], _Value | None]) -> _Value | None:
+        """``value`` as ``read`` makes it; ``None``, and an error naming ``field``, when it
+        cannot."""
+        result = read(value)
+        if result is None:
+            self.issue(lineno, "bad-value", f"cannot read {field} {_text(value)!r}",
                        Severity.ERROR)
-        elif self.version is None:
+        return result
+
+    def read_version(self, lineno: int, value: str) -> None:
+        version = self.readable(lineno, "Robot-version", value, parse_version)
+        if version is not None and self.version is None:
             self.version = version
 
     def read_last_modified(self, lineno: int, value: str) -> None:
-        when = parse_http_date(value)
-        if when is None:
-            self.issue(lineno, "bad-value", f"cannot read Last-modified {_text(value)!r}",
-                       Severity.ERROR)
-        elif self.last_modified is None:
+        when = self.readable(lineno, "Last-modified", value, parse_http_date)
+        if when is not None and self.last_modified is None:
             self.last_modified = when
 
     def directive(self, lineno: int, name: str, key: str, value: str) -> None:

@@ -12,6 +12,7 @@ from polite.core.robots.matcher import PathIndex, wildcard_regex
 from polite.core.robots.model import (
     AgentRules,
     Block,
+    DecidedBy,
     Decision,
     Dialect,
     Directive,
@@ -347,16 +348,17 @@ class RobotsTxt:
         compiled = self._cache.get((agent, ip)) or self._compile(agent, ip)
         path = compiled.path_of(url)
         if compiled.robots_always_allowed and _is_robots_txt(path):
-            return Decision(True, None, "/robots.txt is always allowed")
+            return Decision(True, None, "/robots.txt is always allowed",
+                            by=DecidedBy.ROBOTS_TXT)
         denied = compiled.denied_by
         if denied is not None:
             what = ("Ip-disallow: " + ".".join(denied.octets) if denied.line
                     else "implicit Ip-disallow: * before a leading Ip-allow")
             return Decision(False, None, f"egress IP {ip or 'unknown'} refused by {what}",
-                            denied.line or None)
+                            denied.line or None, DecidedBy.EGRESS_IP)
         i = compiled.index.lookup(path)
         if i < 0:
-            return Decision(True, None, "no rule matches")
+            return Decision(True, None, "no rule matches", by=DecidedBy.NO_RULE)
         allow, line, value = compiled.rules[i]
         rule = Rule(allow, from_octets(value), line)
         where = f"line {line}" if line else "implicit first rule"

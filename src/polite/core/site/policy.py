@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from polite.core.politeness.rules import delays_for, next_slot
 from polite.core.politeness.values import Allowed, Refused, WaitUntil
-from polite.core.robots.model import Decision
+from polite.core.robots.model import DecidedBy, Decision
 from polite.core.robots.robotstxt import RobotsTxt
 from polite.core.site.crawlers import Identity
 from polite.core.site.rules import Enforcement
@@ -134,7 +134,8 @@ def decide(visit: Visit, identity: Identity, check: Check, in_force: InForce, *,
         return _SERVE_PERSON if is_robots else _PASS_PERSON
     crawler = identity.crawler
     if is_robots:  # always allowed (RFC 9309, 2.2.2), whatever the rules' patterns say
-        decision = Decision(True, None, "/robots.txt is always allowed")
+        decision = Decision(True, None, "/robots.txt is always allowed",
+                            by=DecidedBy.ROBOTS_TXT)
     else:
         decision = in_force.robots.decide("http://site" + visit.target, identity.agent)
 

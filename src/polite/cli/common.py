@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
 from polite.config import FLAGS, Product, Setting, default_shown, from_environment, read_config
 
@@ -16,9 +16,8 @@ if TYPE_CHECKING:
     from polite.fetch.robots import Network, PublicHosts
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_FINDINGS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_STORE",
-           "EXIT_USAGE", "Parser", "add_settings", "fetch_client", "require_public", "resolve",
-           "resolver",
-           "sitemap_walker"]
+           "EXIT_USAGE", "Parser", "add_command", "add_settings", "fetch_client",
+           "require_public", "resolve", "resolver", "sitemap_walker"]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1  # some URL is disallowed (check) or the file has problems (lint)
@@ -210,6 +209,18 @@ def add_settings(parser: argparse.ArgumentParser, product: Product) -> None:
             else:
                 former["type"] = setting.flag_type(setting.old_per)
             parser.add_argument(old, action=_Former, **former)
+
+
+def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+                product: Product, handler: Callable[[argparse.Namespace, TextIO], int], *,
+                help: str, description: str = "") -> argparse.ArgumentParser:
+    """A command made from its declaration: its name (``product.command``'s last word), its
+    options (:func:`add_settings`) and what runs it."""
+    parser = commands.add_parser(product.command[-1], help=help,
+                                 description=description or None)
+    add_settings(parser, product)
+    parser.set_defaults(handler=handler)
+    return parser
 
 
 def resolve(product: Product, args: argparse.Namespace, *, tables: tuple[str, ...] = ()

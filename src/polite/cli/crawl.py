@@ -18,7 +18,7 @@ from polite.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_STORE,
     Parser,
-    add_settings,
+    add_command,
     require_public,
     resolve,
 )
@@ -41,8 +41,9 @@ def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     group.default_command = "run"  # polite crawl URL... as before status and merge
     group.set_defaults(group=group)
     crawl_commands = group.add_subparsers(title="crawl commands", metavar="COMMAND")
-    crawl = crawl_commands.add_parser(
-        "run", help="crawl from the given URLs (the default command)",
+    add_command(
+        crawl_commands, CRAWL, _crawl,
+        help="crawl from the given URLs (the default command)",
         description="Crawl from the given URLs, obeying robots.txt in every dialect, its "
                     "delays and time windows, and REGP guidance. Writes OUT/pages.jsonl (one "
                     "line per URL decided on) and OUT/warc/*.warc.gz. Started again with the "
@@ -51,8 +52,6 @@ def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
                     "one crawl (each its own --out); 'polite crawl status --store "
                     "redis://...' shows its progress, 'polite crawl merge DIR... --out DIR' "
                     "merges the workers' folders.")
-    add_settings(crawl, CRAWL)
-    crawl.set_defaults(handler=_crawl)
     status = crawl_commands.add_parser(
         "status", help="a shared crawl's progress: the frontier and each worker",
         description="Read the frontier's totals and every worker's last heartbeat from the "

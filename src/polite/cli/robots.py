@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from polite.cli.common import EXIT_FINDINGS, EXIT_OK, add_settings, fetch_client, require_public
+from polite.cli.common import EXIT_FINDINGS, EXIT_OK, add_command, fetch_client, require_public
 from polite.config import ROBOTS_CHECK, ROBOTS_DIFF, ROBOTS_EXPLAIN, ROBOTS_LINT
 from polite.core.robots.usage_tools import UsageRow, explain_usage
 from polite.core.text import decode_text, shown
@@ -39,46 +39,42 @@ def add_robots_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     robots.set_defaults(group=robots)
     robots_commands = robots.add_subparsers(title="robots commands", metavar="COMMAND")
 
-    check = robots_commands.add_parser(
-        "check", help="may an agent fetch these URLs?",
+    add_command(
+        robots_commands, ROBOTS_CHECK, _robots_check,
+        help="may an agent fetch these URLs?",
         description="Print the verdict, the deciding rule and its line for each URL. "
                     "Exit status: 0 all allowed, 1 some disallowed, 2 bad input.")
-    add_settings(check, ROBOTS_CHECK)
-    check.set_defaults(handler=_robots_check)
 
-    lint = robots_commands.add_parser(
-        "lint", help="classify every line and find what crawlers will read otherwise",
+    add_command(
+        robots_commands, ROBOTS_LINT, _robots_lint,
+        help="classify every line and find what crawlers will read otherwise",
         description="Lists every line a parser skipped or read leniently and the mistakes "
                     "webmasters make (Disallow: / for everyone, one agent in two groups, full "
                     "User-Agent strings, relative Sitemap lines, Crawl-delay Googlebot "
                     "ignores, REGP's rules, ...). Exit status: 0 no errors or warnings, 1 "
                     "some found, 2 bad input.")
-    add_settings(lint, ROBOTS_LINT)
-    lint.set_defaults(handler=_robots_lint)
     _add_explain_commands(robots_commands)
 
 
 def _add_explain_commands(robots_commands: argparse._SubParsersAction[argparse.ArgumentParser]
                           ) -> None:
     """Add ``explain`` and ``diff`` under ``polite robots``."""
-    explain = robots_commands.add_parser(
-        "explain", help="what one robots.txt means to each crawler, dialect by dialect",
+    add_command(
+        robots_commands, ROBOTS_EXPLAIN, _robots_explain,
+        help="what one robots.txt means to each crawler, dialect by dialect",
         description="A matrix of URL x agent x dialect: the verdict, the group chosen and why, "
                     "the deciding rule and its line, the rule that lost and the tie-break. "
                     "Exit status: 0 the dialects agree on every cell, 1 they disagree "
                     "somewhere (marked !), 2 bad input.")
-    add_settings(explain, ROBOTS_EXPLAIN)
-    explain.set_defaults(handler=_robots_explain)
 
-    diff = robots_commands.add_parser(
-        "diff", help="which URLs change verdict between two robots.txt files",
+    add_command(
+        robots_commands, ROBOTS_DIFF, _robots_diff,
+        help="which URLs change verdict between two robots.txt files",
         description="Without --urls the URLs are sampled from the paths both files' rules "
                     "name: each pattern with * read as nothing and as x, a child below each "
                     "path ending in /, and /. Without --agent the agents are every product "
                     "token either file names and one that neither names. Exit status: 0 no "
                     "verdict changes, 1 some, 2 bad input.")
-    add_settings(diff, ROBOTS_DIFF)
-    diff.set_defaults(handler=_robots_diff)
 
 
 def _read(name: str) -> bytes:

@@ -5,20 +5,19 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from polite.cli.common import EXIT_OK, add_settings
+from polite.cli.common import EXIT_OK, add_command
 from polite.config import SERVE
 
 __all__ = ["add_serve_commands"]
 
 
 def add_serve_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    serve = commands.add_parser(
-        "serve", help="run the politeness service: the polite HTTP proxy and the REST API "
-                      "on one port",
+    add_command(
+        commands, SERVE, _serve,
+        help="run the politeness service: the polite HTTP proxy and the REST API "
+             "on one port",
         description="Listens on loopback by default. Robots.txt of private and loopback "
                     "addresses is not fetched unless --allow-private is given.")
-    add_settings(serve, SERVE)
-    serve.set_defaults(handler=_serve)
     ca = commands.add_parser("ca", help="the local CA of polite serve --intercept-tls")
     ca.set_defaults(group=ca)
     ca_commands = ca.add_subparsers(title="ca commands", metavar="COMMAND")

@@ -8,7 +8,7 @@ import os
 import secrets
 from typing import TextIO
 
-from polite.cli.common import add_settings, fetch_client
+from polite.cli.common import add_command, fetch_client
 from polite.config import NON_NEGATIVE, PORT, SITE_RANGES_UPDATE, FloatFlag, IntFlag
 from polite.errors import ConfigError
 
@@ -55,15 +55,14 @@ def add_site_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     ranges = site_commands.add_parser(
         "ranges", help="crawler operators' published IP ranges, kept in the site's file")
     ranges_commands = ranges.add_subparsers(title="ranges commands", metavar="COMMAND")
-    update = ranges_commands.add_parser(
-        "update", help="read the operators' range files (JAFAR, Google's, Bing's shape)",
+    add_command(
+        ranges_commands, SITE_RANGES_UPDATE, _ranges_update,
+        help="read the operators' range files (JAFAR, Google's, Bing's shape)",
         description="Read each FILE or URL (NAME=FILE|URL says whose; a name such as "
                     "googlebot.json is matched to the crawler that publishes it) and keep "
                     "its prefixes with its creationTime; with none, fetch every crawler's "
                     "published file. A URL is fetched at most once an hour. A file without "
                     "a creationTime is refused: its addresses cannot be dated.")
-    add_settings(update, SITE_RANGES_UPDATE)
-    update.set_defaults(handler=_ranges_update)
 
 
 def _serve(args: argparse.Namespace, out: TextIO) -> int:

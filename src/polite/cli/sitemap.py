@@ -11,7 +11,7 @@ from typing import Any, TextIO
 from polite.cli.common import (
     EXIT_FINDINGS,
     EXIT_OK,
-    add_settings,
+    add_command,
     fetch_client,
     require_public,
     sitemap_walker,
@@ -25,14 +25,12 @@ def add_sitemap_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     sitemap = commands.add_parser("sitemap", help="read sitemaps: one file, or a whole site's")
     sitemap.set_defaults(group=sitemap)
     sitemap_commands = sitemap.add_subparsers(title="sitemap commands", metavar="COMMAND")
-    read = sitemap_commands.add_parser(
-        "parse", help="print the entries of one sitemap file (XML, text, RSS, Atom, gzip)")
-    add_settings(read, SITEMAP_PARSE)
-    tree = sitemap_commands.add_parser(
-        "tree", help="walk a site's sitemaps from its robots.txt, with a summary")
-    add_settings(tree, SITEMAP_TREE)
-    tree.set_defaults(handler=_sitemap_tree)
-    read.set_defaults(handler=_sitemap_parse)
+    add_command(
+        sitemap_commands, SITEMAP_PARSE, _sitemap_parse,
+        help="print the entries of one sitemap file (XML, text, RSS, Atom, gzip)")
+    add_command(
+        sitemap_commands, SITEMAP_TREE, _sitemap_tree,
+        help="walk a site's sitemaps from its robots.txt, with a summary")
 
 
 def _sitemap_parse(args: argparse.Namespace, out: TextIO) -> int:

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
-from polite.cli.common import add_settings
+from polite.cli.common import add_command
 from polite.config import ULINKS
 from polite.core.survey.sampling import MAX_KEPT_URIS, Reservoir
 from polite.errors import ConfigError
@@ -24,13 +24,12 @@ YEAR_S = 365 * 86_400.0
 
 
 def add_ulinks_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    ulinks = commands.add_parser(
-        "ulinks", help="a site's most useful pages from its sitemaps (Roy 2008's ulinks)",
+    add_command(
+        commands, ULINKS, _ulinks,
+        help="a site's most useful pages from its sitemaps (Roy 2008's ulinks)",
         description="Build the prefix tree of a site's sitemap URLs and fold it greedily "
                     "(Roy 2008, section 2.4); print the K heaviest remaining leaves, one "
                     "'URI<TAB>WEIGHT' a line.")
-    add_settings(ulinks, ULINKS)
-    ulinks.set_defaults(handler=_ulinks)
 
 
 def _weight(entry: Any, weigh: str, now: float) -> float:

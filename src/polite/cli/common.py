@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from polite.fetch.robots import Network, PublicHosts
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_FINDINGS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_STORE",
-           "EXIT_USAGE", "Parser", "add_command", "add_settings", "fetch_client",
+           "EXIT_USAGE", "Parser", "add_command", "add_group", "add_settings", "fetch_client",
            "require_public", "resolve", "resolver", "sitemap_walker"]
 
 EXIT_OK = 0
@@ -221,6 +221,16 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     add_settings(parser, product)
     parser.set_defaults(handler=handler)
     return parser
+
+
+def add_group(commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, *,
+              help: str, description: str | None = None
+              ) -> tuple[Parser, argparse._SubParsersAction[argparse.ArgumentParser]]:
+    """A command group (``polite robots``) and the place its commands go; named without a
+    command, it shows its own help (:meth:`Parser.add_subparsers`)."""
+    group = commands.add_parser(name, help=help, description=description)
+    assert isinstance(group, Parser)
+    return group, group.add_subparsers(title=f"{name} commands", metavar="COMMAND")
 
 
 def resolve(product: Product, args: argparse.Namespace, *, tables: tuple[str, ...] = ()

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, TextIO
 from polite.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_STORE,
-    Parser,
     add_command,
+    add_group,
     require_public,
     resolve,
 )
@@ -33,14 +33,12 @@ __all__ = ["add_crawl_command"]
 
 
 def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    group = commands.add_parser(
-        "crawl", help="crawl sites politely (REGP guidance, sitemaps first, WARC output)",
+    group, crawl_commands = add_group(
+        commands, "crawl",
+        help="crawl sites politely (REGP guidance, sitemaps first, WARC output)",
         description="A crawl, and the status and merge of one that workers share. "
                     "polite crawl URL... is short for polite crawl run URL....")
-    assert isinstance(group, Parser)
     group.default_command = "run"  # polite crawl URL... as before status and merge
-    group.set_defaults(group=group)
-    crawl_commands = group.add_subparsers(title="crawl commands", metavar="COMMAND")
     add_command(
         crawl_commands, CRAWL, _crawl,
         help="crawl from the given URLs (the default command)",

@@ -9,7 +9,14 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from polite.cli.common import EXIT_FINDINGS, EXIT_OK, add_command, fetch_client, require_public
+from polite.cli.common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    add_command,
+    add_group,
+    fetch_client,
+    require_public,
+)
 from polite.config import ROBOTS_CHECK, ROBOTS_DIFF, ROBOTS_EXPLAIN, ROBOTS_LINT
 from polite.core.robots.usage_tools import UsageRow, explain_usage
 from polite.core.text import decode_text, shown
@@ -35,9 +42,8 @@ __all__ = ["add_robots_commands", "fetch_body", "is_site", "robots_source"]
 
 
 def add_robots_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    robots = commands.add_parser("robots", help="read, check and lint robots.txt files")
-    robots.set_defaults(group=robots)
-    robots_commands = robots.add_subparsers(title="robots commands", metavar="COMMAND")
+    _, robots_commands = add_group(commands, "robots",
+                                   help="read, check and lint robots.txt files")
 
     add_command(
         robots_commands, ROBOTS_CHECK, _robots_check,

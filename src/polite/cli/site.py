@@ -8,7 +8,7 @@ import os
 import secrets
 from typing import TextIO
 
-from polite.cli.common import add_command, fetch_client
+from polite.cli.common import add_command, add_group, fetch_client
 from polite.config import NON_NEGATIVE, PORT, SITE_RANGES_UPDATE, FloatFlag, IntFlag
 from polite.errors import ConfigError
 
@@ -18,10 +18,8 @@ TOKEN_ENV = "POLITE_SITE_TOKEN"
 
 
 def add_site_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    site = commands.add_parser(
-        "site", help="a site's own robots.txt: rules in SQLite, the configuration page")
-    site.set_defaults(group=site)
-    site_commands = site.add_subparsers(title="site commands", metavar="COMMAND")
+    _, site_commands = add_group(
+        commands, "site", help="a site's own robots.txt: rules in SQLite, the configuration page")
     serve = site_commands.add_parser(
         "serve", help="the configuration page: rules in sections, versions, robot visits",
         description="Serve the configuration page over DB (created when missing). The "
@@ -52,9 +50,9 @@ def add_site_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     prune.add_argument("--days", type=FloatFlag(NON_NEGATIVE), required=True,
                        help="keep this many days")
     prune.set_defaults(handler=_prune)
-    ranges = site_commands.add_parser(
-        "ranges", help="crawler operators' published IP ranges, kept in the site's file")
-    ranges_commands = ranges.add_subparsers(title="ranges commands", metavar="COMMAND")
+    _, ranges_commands = add_group(
+        site_commands, "ranges",
+        help="crawler operators' published IP ranges, kept in the site's file")
     add_command(
         ranges_commands, SITE_RANGES_UPDATE, _ranges_update,
         help="read the operators' range files (JAFAR, Google's, Bing's shape)",

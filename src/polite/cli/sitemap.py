@@ -12,6 +12,7 @@ from polite.cli.common import (
     EXIT_FINDINGS,
     EXIT_OK,
     add_command,
+    add_group,
     fetch_client,
     require_public,
     sitemap_walker,
@@ -22,9 +23,8 @@ __all__ = ["add_sitemap_commands"]
 
 
 def add_sitemap_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    sitemap = commands.add_parser("sitemap", help="read sitemaps: one file, or a whole site's")
-    sitemap.set_defaults(group=sitemap)
-    sitemap_commands = sitemap.add_subparsers(title="sitemap commands", metavar="COMMAND")
+    _, sitemap_commands = add_group(commands, "sitemap",
+                                    help="read sitemaps: one file, or a whole site's")
     add_command(
         sitemap_commands, SITEMAP_PARSE, _sitemap_parse,
         help="print the entries of one sitemap file (XML, text, RSS, Atom, gzip)")

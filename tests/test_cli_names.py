@@ -29,7 +29,7 @@ FORMER = [pytest.param(product, setting, old, id=f"{product.name} {old}")
 def test_the_former_spellings_are_all_found() -> None:
     olds = {values[2] for values in (case.values for case in FORMER)}
     assert olds == {"--default-delay-ms", "--delay-ms", "--delay", "--max-bytes",
-                    "--connect-timeout", "--read-timeout"}
+                    "--connect-timeout", "--read-timeout", "--origin-timeout-s"}
 
 
 @pytest.mark.parametrize(("product", "setting", "old"), FORMER)

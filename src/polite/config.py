@@ -37,6 +37,7 @@ __all__ = [
     "SERVE_NUMBERS",
     "SITEMAP_PARSE",
     "SITEMAP_TREE",
+    "SITE_RANGES_UPDATE",
     "SURFACES",
     "SURVEY",
     "ULINKS",
@@ -484,6 +485,10 @@ def _with(setting: Setting, **changes: object) -> Setting:
     return replace(setting, **changes)  # type: ignore[arg-type]
 
 
+# Every command that fetches from sites resolves names and times out the same way (the
+# former spellings of the timeouts were the survey's alone).
+NETWORK = (HOSTS, NAMESERVER, _with(CONNECT_TIMEOUT, old=()), _with(READ_TIMEOUT, old=()))
+
 _SITE_PRIVATE = _with(ALLOW_PRIVATE, help="with a SITE: also fetch from private and loopback "
                       "addresses", scrapy="", keyword=False)
 _CLI_ONLY = {"scrapy": "", "keyword": False, "env": ""}
@@ -495,7 +500,7 @@ ROBOTS_CHECK = Product("robots check", (
     Setting("ip", str, None, "the egress IP address (REGP Ip-allow / Ip-disallow)",
             metavar="IP"),
     _with(JSON, help="one JSON array of verdicts"),
-    MAX_ROBOTS_BYTES_SETTING, _SITE_PRIVATE), command=("robots", "check"))
+    MAX_ROBOTS_BYTES_SETTING, _SITE_PRIVATE, *NETWORK), command=("robots", "check"))
 ROBOTS_LINT = Product("robots lint", (
     SITE, _with(DIALECT, **_CLI_ONLY),
     _with(JSON, help="one JSON array of issues (with --lines, an object with the issues and "
@@ -504,7 +509,7 @@ ROBOTS_LINT = Product("robots lint", (
             "unknown, typo, missing-colon, too-long, invalid, brace, comment, blank"),
     Setting("content_type", str, None, "the Content-Type the file was served with (text/html "
             "is an error)", metavar="TYPE"),
-    MAX_ROBOTS_BYTES_SETTING, _SITE_PRIVATE), command=("robots", "lint"))
+    MAX_ROBOTS_BYTES_SETTING, _SITE_PRIVATE, *NETWORK), command=("robots", "lint"))
 ROBOTS_EXPLAIN = Product("robots explain", (
     SITE, CHECK_URLS,
     _with(AGENT, kind=list, required=True, default=None,
@@ -516,7 +521,7 @@ ROBOTS_EXPLAIN = Product("robots explain", (
           "(repeat; default every purpose the file states a preference for)", **_CLI_ONLY),
     Setting("brief", bool, False, "the matrix only, no reasons"),
     _with(JSON, help="every cell as JSON"),
-    _SITE_PRIVATE, MAX_ROBOTS_BYTES_SETTING), command=("robots", "explain"))
+    _SITE_PRIVATE, MAX_ROBOTS_BYTES_SETTING, *NETWORK), command=("robots", "explain"))
 ROBOTS_DIFF = Product("robots diff", (
     Setting("old", str, None, "the robots.txt before: a file, - or a site", metavar="OLD",
             positional=True),
@@ -527,11 +532,11 @@ ROBOTS_DIFF = Product("robots diff", (
     _with(AGENT, kind=list, default=None, help="an agent (repeat for more)", **_CLI_ONLY),
     _with(DIALECT, **_CLI_ONLY),
     _with(JSON, help="the changes as JSON"),
-    MAX_ROBOTS_BYTES_SETTING, _SITE_PRIVATE), command=("robots", "diff"))
+    MAX_ROBOTS_BYTES_SETTING, _SITE_PRIVATE, *NETWORK), command=("robots", "diff"))
 
 _FETCHING = (_with(AGENT, help="the User-Agent and robots.txt product token", **_CLI_ONLY),
              _with(DEFAULT_DELAY, old=("--delay-ms",), **_CLI_ONLY),
-             _with(ALLOW_PRIVATE, **_CLI_ONLY), MAX_SITEMAP_BYTES_SETTING)
+             _with(ALLOW_PRIVATE, **_CLI_ONLY), MAX_SITEMAP_BYTES_SETTING, *NETWORK)
 SITEMAP_PARSE = Product("sitemap parse", (
     Setting("source", str, None, "a local file, - for standard input, or an http(s) URL "
             "(fetched politely: robots.txt is read first)", metavar="FILE|URL",
@@ -566,6 +571,15 @@ ULINKS = Product("ulinks", (
             choices=("count", "priority", "recent")),
     _with(JSON, help="one JSON object a ulink"),
     *_FETCHING), command=("ulinks",))
+
+SITE_RANGES_UPDATE = Product("site ranges update", (
+    Setting("sources", list, None, "a range file or URL, NAME=FILE|URL to say whose (none: "
+            "every crawler's published file)", metavar="FILE|URL", positional=True,
+            nargs="*"),
+    Setting("db", str, None, "the site's SQLite file", metavar="FILE", required=True),
+    Setting("crawlers", str, None, "a crawler list of your own (default: the bundled one)",
+            metavar="FILE"),
+    _with(ALLOW_PRIVATE, **_CLI_ONLY), *NETWORK), command=("site", "ranges", "update"))
 
 _CRAWL_STORE = _with(STORE, help="politeness state and frontier: sqlite:///PATH (default "
                      "OUT/crawl.sqlite), memory://, or redis://HOST:PORT/DB[?prefix=CRAWL] "
@@ -607,7 +621,7 @@ CRAWL = Product("crawl run", (
             keyword=True),
     Setting("warc", bool, True, "write pages.jsonl only", negate=True, keyword=True),
     _with(ALLOW_PRIVATE, help="also crawl private and loopback addresses", scrapy=""),
-    ALLOW_NETWORK,
+    ALLOW_NETWORK, *NETWORK,
     _with(SIGN_WITH, scrapy="", keyword=False),
     _with(SIGNATURE_AGENT, scrapy="", keyword=False),
     Setting("max_price", float, None, "pay-per-crawl: a page answered 402 with a "
@@ -684,8 +698,9 @@ SERVE = Product("serve", (
             "address)", choices=("reject", "wait", "ordered")),
     Setting("max_wait_s", float, 60.0, "wait mode: the longest a request is held", unit="s",
             bounds=NON_NEGATIVE),
-    Setting("origin_timeout_s", float, 30.0, "proxy: an origin silent this long gets the "
-            "client a 504", unit="s", bounds=POSITIVE),
+    HOSTS, NAMESERVER, _with(CONNECT_TIMEOUT, old=()),
+    _with(READ_TIMEOUT, help="an answer silent this long fails (proxy: the client gets a "
+          "504)", old=("--origin-timeout-s",), old_keys=("origin_timeout_s",)),
     _with(PURPOSE, help="proxy: what requests are for, unless their X-Polite-Purpose says",
           **_CLI_ONLY),
     Setting("refuse_by_purpose", bool, False, "proxy: answer 403 with the reason when the "
@@ -774,7 +789,7 @@ SERVE_NUMBERS: dict[str, IntFlag | FloatFlag] = {
     s.name: flag for s in SERVE.settings if (flag := s.flag_type()) is not None}
 
 PRODUCTS = (ROBOTS_CHECK, ROBOTS_LINT, ROBOTS_EXPLAIN, ROBOTS_DIFF, SITEMAP_PARSE,
-            SITEMAP_TREE, ULINKS, CRAWL, SURVEY, SERVE, DROPINS)
+            SITEMAP_TREE, ULINKS, SITE_RANGES_UPDATE, CRAWL, SURVEY, SERVE, DROPINS)
 
 
 # -- the config file ---------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from polite.errors import ConfigError
 from polite.fetch.activity import Activity
 from polite.fetch.cache import PageCache
 from polite.fetch.politeness import Politeness
+from polite.fetch.resolve import HostsFile, Resolver, build_resolver, first_address
 from polite.fetch.robots import PublicHosts, RobotsFetcher, create_client, networks
 from polite.fetch.sitemaps import SitemapWalker
 from polite.identity.options import require_identity_extra, signer_from
@@ -62,7 +63,10 @@ class Settings:
     on_401_403: str = "disallow"
     mode: str = "reject"
     max_wait_s: float = 60.0
-    origin_timeout_s: float = 30.0
+    hosts: str | None = None  # names from this hosts-format file only
+    nameserver: str | None = None  # names from this DNS server (IP[:PORT])
+    connect_timeout_s: float = 10.0
+    read_timeout_s: float = 30.0  # an origin that stops sending: the client gets a 504
     purpose: str | None = None  # what proxied requests are for, unless X-Polite-Purpose says
     refuse_by_purpose: bool = False  # proxy: 403 for what the preferences disallow it
     backoff: bool = True
@@ -126,6 +130,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
     if "delays" in config:
         settings.delays = _delays(config["delays"], f"--config {path}")
     networks(settings.allow_network)  # a clear error now, not at the first request
+    if settings.hosts and settings.nameserver:
+        raise ConfigError("give --hosts or --nameserver, not both")
     if not all(isinstance(host, str) and host for host in settings.no_intercept):
         raise ConfigError("no_intercept must be a list of host names")
     for name in settings.allowed_host:
@@ -264,12 +270,31 @@ def run_server(settings: Settings, out: TextIO) -> int:
     activity = Activity(store, node=node, trace_size=settings.trace_size,
                         info={"address": f"{settings.host}:{settings.port}",
                               "mode": settings.mode, "pid": os.getpid()})
+    # Names resolved as --hosts or --nameserver say, for the guard and every connection;
+    # the resolver is made on the server's loop, at its first use.
+    names: list[Resolver] = []
+
+    async def addresses(host: str) -> list[str]:
+        if not names:
+            names.append(build_resolver(
+                hosts=Path(settings.hosts) if settings.hosts else None,
+                nameserver=settings.nameserver or None))
+        return await names[0].addresses(host)
+
+    if settings.hosts:  # unreadable or malformed: said now, not at the first request
+        try:
+            HostsFile(Path(settings.hosts))
+        except OSError as exc:
+            raise ConfigError(f"--hosts {settings.hosts}: {exc.strerror or exc}") from None
     # One guard for the checks and for robots.txt's, sitemaps' and the proxy's connections,
     # which go to the address it checked.
-    hosts = PublicHosts(clock, allowed=networks(settings.allow_network))
+    hosts = PublicHosts(clock, allowed=networks(settings.allow_network), resolve=addresses)
     # robots.txt and sitemaps are signed as well as what is forwarded
     client = create_client(verify=upstream_context(settings.upstream_ca),
                            guard=None if settings.allow_private else hosts,
+                           resolve=first_address(addresses),
+                           connect_timeout_s=settings.connect_timeout_s,
+                           read_timeout_s=settings.read_timeout_s,
                            sign=None if signer is None else signer.headers)
     policy = FetchPolicy(unauthorized=UnauthorizedMeans(settings.on_401_403))
     fetcher = RobotsFetcher(client, store, clock, agent=settings.agent, policy=policy,
@@ -300,6 +325,8 @@ def run_server(settings: Settings, out: TextIO) -> int:
                 await task
         await client.aclose()
         await store.close()
+        for resolver in names:
+            await resolver.close()
 
     walker = SitemapWalker(client, politeness)
     cache = PageCache(store, max_total_bytes=int(settings.cache_max_mb * 1024 * 1024),
@@ -312,11 +339,12 @@ def run_server(settings: Settings, out: TextIO) -> int:
                      key_directory=key_directory)
     proxy = ProxyServer(politeness, app, cache=cache, settings=ProxySettings(
         mode=Mode(settings.mode), max_wait_s=settings.max_wait_s,
-        origin_read_s=settings.origin_timeout_s, connect_s=min(10.0, settings.origin_timeout_s),
+        origin_read_s=settings.read_timeout_s, connect_s=settings.connect_timeout_s,
         max_api_body_bytes=MAX_BODY_BYTES, purpose=settings.purpose,
         refuse_usage=settings.refuse_by_purpose),
         upstream_tls=upstream_context(settings.upstream_ca), interception=interception,
-        public_hosts=hosts, sign=None if signer is None else signer.headers)
+        public_hosts=hosts, sign=None if signer is None else signer.headers,
+        resolve=first_address(addresses))
 
     async def run() -> None:
         port = await proxy.start(settings.host, settings.port)

@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
 from polite.config import FLAGS, Product, Setting, default_shown, from_environment, read_config
 
 if TYPE_CHECKING:
     from polite.fetch.http import PageFetcher
-    from polite.fetch.robots import Network
+    from polite.fetch.resolve import Resolver
+    from polite.fetch.robots import Network, PublicHosts
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_FINDINGS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_STORE",
-           "EXIT_USAGE", "Parser", "add_settings", "fetch_client", "require_public", "resolve",
-           "sitemap_walker"]
+           "EXIT_USAGE", "Parser", "add_command", "add_group", "add_settings", "fetch_client",
+           "require_public", "resolve", "resolver", "sitemap_walker"]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1  # some URL is disallowed (check) or the file has problems (lint)
@@ -58,31 +59,73 @@ class Parser(argparse.ArgumentParser):
                 if isinstance(action, argparse._SubParsersAction) for name in action.choices]
 
 
-def require_public(url: str, allow_private: bool, allowed: Sequence[Network] = ()) -> None:
+def resolver(args: argparse.Namespace) -> Resolver:
+    """Names resolved as ``--hosts`` or ``--nameserver`` say (the system's resolver when
+    neither is given). Call within a running loop."""
+    from pathlib import Path
+
+    from polite.errors import ConfigError
+    from polite.fetch.resolve import build_resolver
+
+    hosts, nameserver = getattr(args, "hosts", None), getattr(args, "nameserver", None)
+    if hosts and nameserver:
+        raise ConfigError("give --hosts or --nameserver, not both")
+    if hosts:
+        try:
+            return build_resolver(hosts=Path(hosts))
+        except OSError as exc:
+            raise ConfigError(f"--hosts {hosts}: {exc.strerror or exc}") from None
+    return build_resolver(nameserver=nameserver or None)
+
+
+def require_public(url: str, args: argparse.Namespace, allowed: Sequence[Network] = ()
+                   ) -> None:
     """Refusing to fetch from a private address is an error that says what to add, not a
-    verdict about the site (``allowed``: private networks let through)."""
+    verdict about the site (``allowed``: private networks let through). Names are resolved
+    as ``args`` say (``--hosts``, ``--nameserver``)."""
     import asyncio
 
+    from polite.clock import WallClock
     from polite.core.urls import split_origin
     from polite.errors import ConfigError
-    from polite.fetch.robots import is_public_host
+    from polite.fetch.robots import PublicHosts
 
+    if args.allow_private:
+        return
     host = split_origin(url)[1]
-    if not allow_private and not asyncio.run(is_public_host(host, allowed)):
+
+    async def public() -> bool:
+        names = resolver(args)
+        try:
+            return await PublicHosts(WallClock(), resolve=names.addresses,
+                                     allowed=allowed).is_public(host)
+        finally:
+            await names.close()
+
+    if not asyncio.run(public()):
         raise ConfigError(f"{host} is a private or loopback address; add --allow-private to "
                           "fetch from it")
 
 
-def fetch_client(allow_private: bool) -> PageFetcher:
-    """The client robots.txt and sitemaps are fetched with: with private addresses refused,
-    every connection goes to the address the guard checked."""
+def fetch_client(args: argparse.Namespace) -> tuple[PageFetcher, PublicHosts]:
+    """The client robots.txt and sitemaps are fetched with, names resolved and timeouts
+    kept as ``args`` say, and the private-address guard that resolves names the same way:
+    with private addresses refused, every connection goes to the address the guard
+    checked. Call within a running loop."""
     from polite.clock import WallClock
+    from polite.fetch.resolve import first_address
     from polite.fetch.robots import PublicHosts, create_client
 
-    return create_client(guard=None if allow_private else PublicHosts(WallClock()))
+    names = resolver(args)
+    guard = PublicHosts(WallClock(), resolve=names.addresses)
+    return create_client(guard=None if args.allow_private else guard,
+                         resolve=first_address(names.addresses),
+                         connect_timeout_s=args.connect_timeout_s,
+                         read_timeout_s=args.read_timeout_s), guard
 
 
-def sitemap_walker(args: argparse.Namespace, client: Any, **options: Any) -> Any:
+def sitemap_walker(args: argparse.Namespace, client: Any, hosts: PublicHosts, **options: Any
+                   ) -> Any:
     from polite.clock import WallClock
     from polite.fetch.politeness import Politeness
     from polite.fetch.robots import RobotsFetcher
@@ -92,9 +135,9 @@ def sitemap_walker(args: argparse.Namespace, client: Any, **options: Any) -> Any
     clock = WallClock()
     store = MemoryStore(clock)
     robots = RobotsFetcher(client, store, clock, agent=args.agent,
-                           allow_private=args.allow_private)
+                           allow_private=args.allow_private, public_hosts=hosts)
     politeness = Politeness(robots, store, clock, agent=args.agent,
-                            default_delay_s=args.default_delay_s,
+                            default_delay_s=args.default_delay_s, public_hosts=hosts,
                             allow_private=args.allow_private, private_hint=FLAGS.allow_private)
     return SitemapWalker(client, politeness, max_bytes=args.max_sitemap_bytes, **options)
 
@@ -166,6 +209,28 @@ def add_settings(parser: argparse.ArgumentParser, product: Product) -> None:
             else:
                 former["type"] = setting.flag_type(setting.old_per)
             parser.add_argument(old, action=_Former, **former)
+
+
+def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+                product: Product, handler: Callable[[argparse.Namespace, TextIO], int], *,
+                help: str, description: str = "") -> argparse.ArgumentParser:
+    """A command made from its declaration: its name (``product.command``'s last word), its
+    options (:func:`add_settings`) and what runs it."""
+    parser = commands.add_parser(product.command[-1], help=help,
+                                 description=description or None)
+    add_settings(parser, product)
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def add_group(commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, *,
+              help: str, description: str | None = None
+              ) -> tuple[Parser, argparse._SubParsersAction[argparse.ArgumentParser]]:
+    """A command group (``polite robots``) and the place its commands go; named without a
+    command, it shows its own help (:meth:`Parser.add_subparsers`)."""
+    group = commands.add_parser(name, help=help, description=description)
+    assert isinstance(group, Parser)
+    return group, group.add_subparsers(title=f"{name} commands", metavar="COMMAND")
 
 
 def resolve(product: Product, args: argparse.Namespace, *, tables: tuple[str, ...] = ()

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, TextIO
 from polite.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_STORE,
-    Parser,
-    add_settings,
+    add_command,
+    add_group,
     require_public,
     resolve,
 )
@@ -26,23 +26,22 @@ from polite.config import CRAWL, FLAGS
 from polite.errors import ConfigError
 
 if TYPE_CHECKING:
-    pass
+    from polite.fetch.resolve import Resolver
 
 __all__ = ["add_crawl_command"]
 
 
 
 def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    group = commands.add_parser(
-        "crawl", help="crawl sites politely (REGP guidance, sitemaps first, WARC output)",
+    group, crawl_commands = add_group(
+        commands, "crawl",
+        help="crawl sites politely (REGP guidance, sitemaps first, WARC output)",
         description="A crawl, and the status and merge of one that workers share. "
                     "polite crawl URL... is short for polite crawl run URL....")
-    assert isinstance(group, Parser)
     group.default_command = "run"  # polite crawl URL... as before status and merge
-    group.set_defaults(group=group)
-    crawl_commands = group.add_subparsers(title="crawl commands", metavar="COMMAND")
-    crawl = crawl_commands.add_parser(
-        "run", help="crawl from the given URLs (the default command)",
+    add_command(
+        crawl_commands, CRAWL, _crawl,
+        help="crawl from the given URLs (the default command)",
         description="Crawl from the given URLs, obeying robots.txt in every dialect, its "
                     "delays and time windows, and REGP guidance. Writes OUT/pages.jsonl (one "
                     "line per URL decided on) and OUT/warc/*.warc.gz. Started again with the "
@@ -51,8 +50,6 @@ def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
                     "one crawl (each its own --out); 'polite crawl status --store "
                     "redis://...' shows its progress, 'polite crawl merge DIR... --out DIR' "
                     "merges the workers' folders.")
-    add_settings(crawl, CRAWL)
-    crawl.set_defaults(handler=_crawl)
     status = crawl_commands.add_parser(
         "status", help="a shared crawl's progress: the frontier and each worker",
         description="Read the frontier's totals and every worker's last heartbeat from the "
@@ -105,7 +102,7 @@ def _crawl(args: argparse.Namespace, out: TextIO) -> int:
         raise ConfigError("--max-price needs --sign-with: a site charges only a crawler it "
                           "can tell by its signature")
     for url in args.urls:  # before anything is fetched, as polite robots check does
-        require_public(url, args.allow_private, args.allow_networks)
+        require_public(url, args, args.allow_networks)
     from polite.crawl.workers import is_shared
 
     unreachable: tuple[type[BaseException], ...] = ()
@@ -123,6 +120,18 @@ def _crawl(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
+    """The crawl, names resolved as --hosts or --nameserver say."""
+    from polite.cli.common import resolver
+
+    names = resolver(args)
+    try:
+        return await _crawl_with(args, settings, out, names)
+    finally:
+        await names.close()
+
+
+async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
+                      names: Resolver) -> int:
     from rich.console import Console
     from rich.live import Live
     from rich.table import Table
@@ -143,6 +152,9 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
         print(said, file=sys.stderr, flush=True)
 
     async with open_crawler(folder, settings, store=args.store,
+                            resolve=names.addresses,
+                            connect_timeout_s=args.connect_timeout_s,
+                            read_timeout_s=args.read_timeout_s,
                             default_delay_s=args.default_delay_s,
                             max_crawl_delay_s=args.max_crawl_delay_s,
                             allow_private=args.allow_private,

@@ -9,7 +9,14 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from polite.cli.common import EXIT_FINDINGS, EXIT_OK, add_settings, fetch_client, require_public
+from polite.cli.common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    add_command,
+    add_group,
+    fetch_client,
+    require_public,
+)
 from polite.config import ROBOTS_CHECK, ROBOTS_DIFF, ROBOTS_EXPLAIN, ROBOTS_LINT
 from polite.core.robots.usage_tools import UsageRow, explain_usage
 from polite.core.text import decode_text, shown
@@ -35,50 +42,45 @@ __all__ = ["add_robots_commands", "fetch_body", "is_site", "robots_source"]
 
 
 def add_robots_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    robots = commands.add_parser("robots", help="read, check and lint robots.txt files")
-    robots.set_defaults(group=robots)
-    robots_commands = robots.add_subparsers(title="robots commands", metavar="COMMAND")
+    _, robots_commands = add_group(commands, "robots",
+                                   help="read, check and lint robots.txt files")
 
-    check = robots_commands.add_parser(
-        "check", help="may an agent fetch these URLs?",
+    add_command(
+        robots_commands, ROBOTS_CHECK, _robots_check,
+        help="may an agent fetch these URLs?",
         description="Print the verdict, the deciding rule and its line for each URL. "
                     "Exit status: 0 all allowed, 1 some disallowed, 2 bad input.")
-    add_settings(check, ROBOTS_CHECK)
-    check.set_defaults(handler=_robots_check)
 
-    lint = robots_commands.add_parser(
-        "lint", help="classify every line and find what crawlers will read otherwise",
+    add_command(
+        robots_commands, ROBOTS_LINT, _robots_lint,
+        help="classify every line and find what crawlers will read otherwise",
         description="Lists every line a parser skipped or read leniently and the mistakes "
                     "webmasters make (Disallow: / for everyone, one agent in two groups, full "
                     "User-Agent strings, relative Sitemap lines, Crawl-delay Googlebot "
                     "ignores, REGP's rules, ...). Exit status: 0 no errors or warnings, 1 "
                     "some found, 2 bad input.")
-    add_settings(lint, ROBOTS_LINT)
-    lint.set_defaults(handler=_robots_lint)
     _add_explain_commands(robots_commands)
 
 
 def _add_explain_commands(robots_commands: argparse._SubParsersAction[argparse.ArgumentParser]
                           ) -> None:
     """Add ``explain`` and ``diff`` under ``polite robots``."""
-    explain = robots_commands.add_parser(
-        "explain", help="what one robots.txt means to each crawler, dialect by dialect",
+    add_command(
+        robots_commands, ROBOTS_EXPLAIN, _robots_explain,
+        help="what one robots.txt means to each crawler, dialect by dialect",
         description="A matrix of URL x agent x dialect: the verdict, the group chosen and why, "
                     "the deciding rule and its line, the rule that lost and the tie-break. "
                     "Exit status: 0 the dialects agree on every cell, 1 they disagree "
                     "somewhere (marked !), 2 bad input.")
-    add_settings(explain, ROBOTS_EXPLAIN)
-    explain.set_defaults(handler=_robots_explain)
 
-    diff = robots_commands.add_parser(
-        "diff", help="which URLs change verdict between two robots.txt files",
+    add_command(
+        robots_commands, ROBOTS_DIFF, _robots_diff,
+        help="which URLs change verdict between two robots.txt files",
         description="Without --urls the URLs are sampled from the paths both files' rules "
                     "name: each pattern with * read as nothing and as x, a child below each "
                     "path ending in /, and /. Without --agent the agents are every product "
                     "token either file names and one that neither names. Exit status: 0 no "
                     "verdict changes, 1 some, 2 bad input.")
-    add_settings(diff, ROBOTS_DIFF)
-    diff.set_defaults(handler=_robots_diff)
 
 
 def _read(name: str) -> bytes:
@@ -97,8 +99,7 @@ def robots_source(name: str, args: argparse.Namespace, agent: str = "polite"
     """A FILE|SITE argument's robots.txt: the body, the name to show and the site's origin
     (``None`` for a file or standard input)."""
     if is_site(name):
-        body, site = fetch_body(name, agent, allow_private=args.allow_private,
-                                max_bytes=args.max_robots_bytes)
+        body, site = fetch_body(name, agent, args, max_bytes=args.max_robots_bytes)
         return body, f"{site}/robots.txt", site
     return _read(name), name, None
 
@@ -132,11 +133,12 @@ def _robots_explain(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_FINDINGS if explanation.disagreements else EXIT_OK
 
 
-def fetch_body(source: str, agent: str, *, allow_private: bool, max_bytes: int
+def fetch_body(source: str, agent: str, args: argparse.Namespace, *, max_bytes: int
                ) -> tuple[bytes, str]:
     """A site's robots.txt as fetched, by the service's status table, and the site's origin;
     a site with no file to read (a 404, a 5xx) is an error that says what its status means.
-    ``source`` is any URL of the site (its robots.txt's own will do)."""
+    ``source`` is any URL of the site (its robots.txt's own will do); ``args``: how to
+    reach it (--allow-private, --hosts, --nameserver, the timeouts)."""
     import asyncio
 
     from polite.clock import WallClock
@@ -145,15 +147,16 @@ def fetch_body(source: str, agent: str, *, allow_private: bool, max_bytes: int
     from polite.storage import MemoryStore
 
     site = origin_of(source)
-    require_public(site, allow_private)
+    require_public(site, args)
 
     async def fetch() -> tuple[object, bytes]:
         clock = WallClock()
         store = MemoryStore(clock)
-        async with fetch_client(allow_private) as client:
+        client, hosts = fetch_client(args)
+        async with client:
             fetcher = RobotsFetcher(client, store, clock, agent=agent,
-                                    policy=FetchPolicy(), allow_private=allow_private,
-                                    max_bytes=max_bytes)
+                                    policy=FetchPolicy(), allow_private=args.allow_private,
+                                    max_bytes=max_bytes, public_hosts=hosts)
             state = await fetcher.state(site)
         record = await store.load_robots(site)
         return state, record.body if record is not None else b""
@@ -404,14 +407,16 @@ def _robots_check_site(args: argparse.Namespace, out: TextIO) -> int:
     site = origin_of(args.file)
     urls = [urljoin(site + "/", url) for url in args.urls]
     _check_urls(urls)
-    require_public(site, args.allow_private)
+    require_public(site, args)
 
     async def fetch() -> object:
         clock = WallClock()
-        async with fetch_client(args.allow_private) as client:
+        client, hosts = fetch_client(args)
+        async with client:
             fetcher = RobotsFetcher(client, MemoryStore(clock), clock, agent=args.agent,
                                     policy=FetchPolicy(), allow_private=args.allow_private,
-                                    dialect=args.dialect, max_bytes=args.max_robots_bytes)
+                                    dialect=args.dialect, max_bytes=args.max_robots_bytes,
+                                    public_hosts=hosts)
             return await fetcher.state(site)
 
     state = asyncio.run(fetch())

@@ -5,23 +5,20 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from polite.cli.common import EXIT_OK, add_settings
+from polite.cli.common import EXIT_OK, add_command, add_group
 from polite.config import SERVE
 
 __all__ = ["add_serve_commands"]
 
 
 def add_serve_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    serve = commands.add_parser(
-        "serve", help="run the politeness service: the polite HTTP proxy and the REST API "
-                      "on one port",
+    add_command(
+        commands, SERVE, _serve,
+        help="run the politeness service: the polite HTTP proxy and the REST API "
+             "on one port",
         description="Listens on loopback by default. Robots.txt of private and loopback "
                     "addresses is not fetched unless --allow-private is given.")
-    add_settings(serve, SERVE)
-    serve.set_defaults(handler=_serve)
-    ca = commands.add_parser("ca", help="the local CA of polite serve --intercept-tls")
-    ca.set_defaults(group=ca)
-    ca_commands = ca.add_subparsers(title="ca commands", metavar="COMMAND")
+    _, ca_commands = add_group(commands, "ca", help="the local CA of polite serve --intercept-tls")
     export = ca_commands.add_parser(
         "export", help="print the CA's certificate (PEM) for clients to trust; the CA is "
                        "made if there is none")

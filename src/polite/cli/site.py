@@ -8,7 +8,8 @@ import os
 import secrets
 from typing import TextIO
 
-from polite.config import NON_NEGATIVE, PORT, FloatFlag, IntFlag
+from polite.cli.common import add_command, add_group, fetch_client
+from polite.config import NON_NEGATIVE, PORT, SITE_RANGES_UPDATE, FloatFlag, IntFlag
 from polite.errors import ConfigError
 
 __all__ = ["add_site_commands"]
@@ -17,10 +18,8 @@ TOKEN_ENV = "POLITE_SITE_TOKEN"
 
 
 def add_site_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    site = commands.add_parser(
-        "site", help="a site's own robots.txt: rules in SQLite, the configuration page")
-    site.set_defaults(group=site)
-    site_commands = site.add_subparsers(title="site commands", metavar="COMMAND")
+    _, site_commands = add_group(
+        commands, "site", help="a site's own robots.txt: rules in SQLite, the configuration page")
     serve = site_commands.add_parser(
         "serve", help="the configuration page: rules in sections, versions, robot visits",
         description="Serve the configuration page over DB (created when missing). The "
@@ -51,23 +50,17 @@ def add_site_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     prune.add_argument("--days", type=FloatFlag(NON_NEGATIVE), required=True,
                        help="keep this many days")
     prune.set_defaults(handler=_prune)
-    ranges = site_commands.add_parser(
-        "ranges", help="crawler operators' published IP ranges, kept in the site's file")
-    ranges_commands = ranges.add_subparsers(title="ranges commands", metavar="COMMAND")
-    update = ranges_commands.add_parser(
-        "update", help="read the operators' range files (JAFAR, Google's, Bing's shape)",
+    _, ranges_commands = add_group(
+        site_commands, "ranges",
+        help="crawler operators' published IP ranges, kept in the site's file")
+    add_command(
+        ranges_commands, SITE_RANGES_UPDATE, _ranges_update,
+        help="read the operators' range files (JAFAR, Google's, Bing's shape)",
         description="Read each FILE or URL (NAME=FILE|URL says whose; a name such as "
                     "googlebot.json is matched to the crawler that publishes it) and keep "
                     "its prefixes with its creationTime; with none, fetch every crawler's "
                     "published file. A URL is fetched at most once an hour. A file without "
                     "a creationTime is refused: its addresses cannot be dated.")
-    update.add_argument("sources", metavar="FILE|URL", nargs="*")
-    update.add_argument("--db", required=True, metavar="FILE", help="the site's SQLite file")
-    update.add_argument("--crawlers", metavar="FILE",
-                        help="a crawler list of your own (default: the bundled one)")
-    update.add_argument("--allow-private", action="store_true",
-                        help="also fetch from private and loopback addresses")
-    update.set_defaults(handler=_ranges_update)
 
 
 def _serve(args: argparse.Namespace, out: TextIO) -> int:
@@ -154,7 +147,8 @@ def _ranges_update(args: argparse.Namespace, out: TextIO) -> int:
     store = SiteStore(args.db)
     try:
         results = update_ranges(store, crawlers, args.sources, now=now,
-                                allow_private=args.allow_private)
+                                allow_private=args.allow_private,
+                                client=lambda: fetch_client(args)[0])
     finally:
         store.close()
     if not results:

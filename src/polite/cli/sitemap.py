@@ -11,7 +11,8 @@ from typing import Any, TextIO
 from polite.cli.common import (
     EXIT_FINDINGS,
     EXIT_OK,
-    add_settings,
+    add_command,
+    add_group,
     fetch_client,
     require_public,
     sitemap_walker,
@@ -22,17 +23,14 @@ __all__ = ["add_sitemap_commands"]
 
 
 def add_sitemap_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    sitemap = commands.add_parser("sitemap", help="read sitemaps: one file, or a whole site's")
-    sitemap.set_defaults(group=sitemap)
-    sitemap_commands = sitemap.add_subparsers(title="sitemap commands", metavar="COMMAND")
-    read = sitemap_commands.add_parser(
-        "parse", help="print the entries of one sitemap file (XML, text, RSS, Atom, gzip)")
-    add_settings(read, SITEMAP_PARSE)
-    tree = sitemap_commands.add_parser(
-        "tree", help="walk a site's sitemaps from its robots.txt, with a summary")
-    add_settings(tree, SITEMAP_TREE)
-    tree.set_defaults(handler=_sitemap_tree)
-    read.set_defaults(handler=_sitemap_parse)
+    _, sitemap_commands = add_group(commands, "sitemap",
+                                    help="read sitemaps: one file, or a whole site's")
+    add_command(
+        sitemap_commands, SITEMAP_PARSE, _sitemap_parse,
+        help="print the entries of one sitemap file (XML, text, RSS, Atom, gzip)")
+    add_command(
+        sitemap_commands, SITEMAP_TREE, _sitemap_tree,
+        help="walk a site's sitemaps from its robots.txt, with a summary")
 
 
 def _sitemap_parse(args: argparse.Namespace, out: TextIO) -> int:
@@ -48,11 +46,12 @@ def _sitemap_parse(args: argparse.Namespace, out: TextIO) -> int:
     if args.source.startswith(("http://", "https://")):
         import asyncio
 
-        require_public(args.source, args.allow_private)
+        require_public(args.source, args)
 
         async def fetch() -> Any:
-            async with fetch_client(args.allow_private) as client:
-                return await sitemap_walker(args, client).read(args.source, show)
+            client, hosts = fetch_client(args)
+            async with client:
+                return await sitemap_walker(args, client, hosts).read(args.source, show)
 
         file = asyncio.run(fetch())
         issues, stopped, error = file.issues, None, file.error
@@ -88,14 +87,15 @@ def _sitemap_tree(args: argparse.Namespace, out: TextIO) -> int:
     from polite.fetch.sitemaps import SitemapFile, WalkSummary
 
     site = origin_of(args.site)
-    require_public(site, args.allow_private)
+    require_public(site, args)
     summary = WalkSummary(site)
     files: list[SitemapFile] = []
     console = Console(stderr=True)
 
     async def walk() -> None:
-        async with fetch_client(args.allow_private) as client:
-            walker = sitemap_walker(args, client, max_depth=args.max_depth,
+        client, hosts = fetch_client(args)
+        async with client:
+            walker = sitemap_walker(args, client, hosts, max_depth=args.max_depth,
                                     max_files=args.max_files, cross_host=args.cross_host,
                                     well_known=args.well_known)
             progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),

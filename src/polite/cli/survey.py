@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from polite.cli.common import add_settings, resolve
+from polite.cli.common import add_command, resolve
 from polite.config import AT_LEAST_ONE, FLAGS, SURVEY, IntFlag
 from polite.errors import ConfigError
 
@@ -22,14 +22,13 @@ __all__ = ["add_survey_commands"]
 
 def add_survey_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]
                         ) -> None:
-    survey = commands.add_parser(
-        "survey", help="survey sites' robots.txt and sitemaps (as Roy 2008 did)",
+    add_command(
+        commands, SURVEY, _survey,
+        help="survey sites' robots.txt and sitemaps (as Roy 2008 did)",
         description="Record each site's robots.txt and its outcome in OUT/survey.sqlite: "
                     "http://DOMAIN/robots.txt, then www.DOMAIN when that answers HTML "
                     "(Roy 2008's two steps). A survey started again with the same --out "
                     "goes on: a site recorded is not fetched again.")
-    add_settings(survey, SURVEY)
-    survey.set_defaults(handler=_survey)
     report = commands.add_parser(
         "report", help="a survey's report: Roy 2008's tables and figures beside its values",
         description="Write DIR/report/: index.html (every table and figure of Roy 2008 "

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
-from polite.cli.common import add_settings
+from polite.cli.common import add_command
 from polite.config import ULINKS
 from polite.core.survey.sampling import MAX_KEPT_URIS, Reservoir
 from polite.errors import ConfigError
@@ -24,13 +24,12 @@ YEAR_S = 365 * 86_400.0
 
 
 def add_ulinks_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    ulinks = commands.add_parser(
-        "ulinks", help="a site's most useful pages from its sitemaps (Roy 2008's ulinks)",
+    add_command(
+        commands, ULINKS, _ulinks,
+        help="a site's most useful pages from its sitemaps (Roy 2008's ulinks)",
         description="Build the prefix tree of a site's sitemap URLs and fold it greedily "
                     "(Roy 2008, section 2.4); print the K heaviest remaining leaves, one "
                     "'URI<TAB>WEIGHT' a line.")
-    add_settings(ulinks, ULINKS)
-    ulinks.set_defaults(handler=_ulinks)
 
 
 def _weight(entry: Any, weigh: str, now: float) -> float:
@@ -83,14 +82,15 @@ def _entries(args: argparse.Namespace) -> Iterable[Any]:
     from polite.cli.common import fetch_client, require_public, sitemap_walker
     from polite.fetch.robots import origin_of
 
-    require_public(source, args.allow_private)
+    require_public(source, args)
     found: list[Any] = []
     site = origin_of(source)
     is_site = source.rstrip("/") == site
 
     async def fetch() -> None:
-        async with fetch_client(args.allow_private) as client:
-            walker = sitemap_walker(args, client)
+        client, hosts = fetch_client(args)
+        async with client:
+            walker = sitemap_walker(args, client, hosts)
             if is_site:
                 async for _, entries in walker.walk(site):
                     found.extend(entries)

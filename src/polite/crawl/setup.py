@@ -17,6 +17,7 @@ from polite.crawl.output import CrawlOutput
 from polite.errors import ConfigError
 from polite.fetch.http import RequestHeaders
 from polite.fetch.politeness import Politeness
+from polite.fetch.resolve import first_address
 from polite.fetch.robots import Network, PublicHosts, RobotsFetcher, create_client
 from polite.fetch.sitemaps import SitemapWalker
 from polite.storage import RedisStore, open_frontier, open_store
@@ -48,6 +49,8 @@ async def open_crawler(
     allow_private: bool = False,
     allow_networks: tuple[Network, ...] = (),
     resolve: Callable[[str], Awaitable[list[str]]] | None = None,
+    connect_timeout_s: float = 10.0,
+    read_timeout_s: float = 30.0,
     on_page: PageHook | None = None,
     worker: str = "",
     knobs: Knobs = KEYWORDS,
@@ -59,7 +62,9 @@ async def open_crawler(
     with the same folder resumes from). One crawl at a time per folder. ``worker`` names
     this process's leases in a frontier that workers share (``redis://``). Private
     addresses are refused unless ``allow_private``, or in ``allow_networks``; ``resolve``
-    gives a host's addresses (the system's resolver by default); ``signer`` signs every
+    gives a host's addresses (the system's resolver by default), for the guard and for
+    every connection; ``connect_timeout_s`` bounds connecting, ``read_timeout_s`` a wait
+    for the next byte; ``signer`` signs every
     request (Web Bot Auth). ``knobs``: how the caller names the settings its errors point
     at (the command line's flags). While a Redis store does not answer the crawl waits for
     it, telling ``on_store`` (see :class:`Crawler`)."""
@@ -92,6 +97,8 @@ async def open_crawler(
     hosts = PublicHosts(clock, allowed=allow_networks, resolve=resolve)
     client = create_client(
         guard=None if allow_private else hosts,
+        resolve=None if resolve is None else first_address(resolve),
+        connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s,
         headers=RequestHeaders(settings.user_agent or settings.agent,
                                languages=settings.languages),
         sign=None if signer is None else signer.headers)

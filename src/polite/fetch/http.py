@@ -417,8 +417,11 @@ class PageFetcher:
 
     def __init__(self, *, connect_timeout_s: float = 10.0,
                  tls: ssl.SSLContext | None = None, resolve: Resolve | None = None,
-                 sign: Sign | None = None, headers: RequestHeaders | None = None) -> None:
+                 sign: Sign | None = None, headers: RequestHeaders | None = None,
+                 read_timeout_s: float | None = None) -> None:
         self._connect_timeout_s = connect_timeout_s
+        # a wait for the next byte, for a request that does not name its own
+        self._read_timeout_s = read_timeout_s
         self._sign = sign  # header fields that sign each request (Web Bot Auth), if any
         self.headers = headers if headers is not None else RequestHeaders()
         self._idle: dict[tuple[str, str, int], list[_Exchange]] = {}
@@ -468,6 +471,8 @@ class PageFetcher:
         except ValueError as exc:
             return FetchResult(error=str(exc), failure="invalid")
         result: FetchResult
+        if read_timeout_s is None:
+            read_timeout_s = self._read_timeout_s
         try:
             async with asyncio.timeout(deadline_s):
                 result = await self._exchange(key, request, max_bytes, started, count_to,

@@ -11,6 +11,7 @@ import ipaddress
 import socket
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     import aiodns
 
 __all__ = ["CachedResolver", "HostsFile", "Nameserver", "Resolver", "SystemResolver",
-           "build_resolver", "system_addresses"]
+           "build_resolver", "first_address", "system_addresses"]
 
 # How many resolved names are remembered, and for how long (a name is looked up twice per
 # request: the address check and the connection).
@@ -155,6 +156,17 @@ def build_resolver(*, hosts: Path | None = None, nameserver: str | None = None) 
     else:
         inner = SystemResolver()
     return CachedResolver(inner)
+
+
+def first_address(addresses: Callable[[str], Awaitable[list[str]]]
+                  ) -> Callable[[str], Awaitable[str]]:
+    """The address a client connects to for a host when no guard checks it: the first
+    ``addresses`` gives (private addresses allowed, names still resolved the user's way)."""
+
+    async def address(host: str) -> str:
+        return (await addresses(host))[0]
+
+    return address
 
 
 def _split_nameserver(text: str) -> tuple[str, int]:

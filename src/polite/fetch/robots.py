@@ -49,21 +49,23 @@ SHARED_FETCH_POLL_S = 0.05
 
 def create_client(*, verify: ssl.SSLContext | bool = True, guard: PublicHosts | None = None,
                   headers: RequestHeaders | None = None, sign: Sign | None = None,
-                  connect_timeout_s: float = 10.0) -> PageFetcher:
+                  connect_timeout_s: float = 10.0, read_timeout_s: float | None = None,
+                  resolve: Callable[[str], Awaitable[str]] | None = None) -> PageFetcher:
     """The HTTP client robots.txt, sitemaps and pages are fetched with (one per run): no
     redirect followed inside it (polite follows them, checking each hop), no proxy from the
     environment (a politeness service must not route through whatever HTTP_PROXY says);
     ``verify``: how origins' certificates are checked (the system's trust by default);
     ``guard``: when given, every connection goes to the address it checked (None: private
     addresses allowed); ``headers``: each site's request header fields; ``sign``: the
-    fields that sign every request."""
+    fields that sign every request; ``resolve``: a host's address when there is no guard
+    (the system's resolver when None)."""
     tls = verify if isinstance(verify, ssl.SSLContext) else ssl.create_default_context()
     if verify is False:
         tls.check_hostname = False
         tls.verify_mode = ssl.CERT_NONE
     return PageFetcher(connect_timeout_s=connect_timeout_s, tls=tls,
-                       resolve=None if guard is None else guard.address, sign=sign,
-                       headers=headers)
+                       resolve=resolve if guard is None else guard.address, sign=sign,
+                       headers=headers, read_timeout_s=read_timeout_s)
 
 
 # How long a host found public is believed so (DNS answers commonly live a few minutes);

@@ -189,6 +189,9 @@ class ProxyBase(abc.ABC):
 
     _politeness: Politeness
     _guard: PublicHosts
+    # a host's address when the guard is not asked (private addresses allowed); None: the
+    # system's resolver, by the name
+    _resolve: Callable[[str], Awaitable[str]] | None = None
     settings: ProxySettings
     stats: dict[str, int]
     _addresses: set[tuple[str, int]]

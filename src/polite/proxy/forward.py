@@ -154,6 +154,12 @@ class Forwarding(ProxyBase):
         the certificate is still checked for ``host``); ``raw`` for a tunnel (bytes the
         origin sends first, as some protocols do, are passed on too)."""
         loop = asyncio.get_running_loop()
+        if address is None and self._resolve is not None:
+            try:
+                address = await self._resolve(host)
+            except OSError as exc:
+                raise _UpstreamError(502, f"{host} cannot be looked up: "
+                                     f"{exc.strerror or exc}") from None
 
         def made() -> Channel:
             channel = Channel("response", max_head_bytes=self.settings.max_head_bytes)

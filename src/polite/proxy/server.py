@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import re
 import ssl
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -88,8 +89,10 @@ class ProxyServer(Tunnels, Ordered):
                  settings: ProxySettings | None = None, cache: PageCache | None = None,
                  upstream_tls: ssl.SSLContext | None = None,
                  interception: Interception | None = None,
-                 public_hosts: PublicHosts | None = None, sign: Sign | None = None) -> None:
+                 public_hosts: PublicHosts | None = None, sign: Sign | None = None,
+                 resolve: Callable[[str], Awaitable[str]] | None = None) -> None:
         self._politeness = politeness
+        self._resolve = resolve
         # The private-address guard, asked once per request: the connection then goes to
         # the address it checked, never to the name looked up again.
         self._guard = public_hosts if public_hosts is not None else PublicHosts(WallClock())

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -15,7 +15,7 @@ from polite.clock import WallClock
 from polite.core.site import CrawlerList
 from polite.core.site.ranges import MAX_RANGE_FILE_BYTES, RangeFile, parse_range_file
 from polite.errors import ConfigError
-from polite.fetch.http import HttpClient
+from polite.fetch.http import HttpClient, PageFetcher
 from polite.fetch.robots import PublicHosts, create_client
 from polite.site.store import SiteStore
 
@@ -82,17 +82,22 @@ async def _fetch(client: HttpClient, url: str) -> bytes:
 
 
 def update_ranges(store: SiteStore, crawlers: CrawlerList, sources: Sequence[str], *,
-                  now: float, allow_private: bool = False) -> list[RangeUpdate]:
+                  now: float, allow_private: bool = False,
+                  client: Callable[[], PageFetcher] | None = None) -> list[RangeUpdate]:
     """Read each source and keep what it gives; a URL read less than an hour ago is left
-    alone. Bad input (an unknown crawler, a file that is not a dated range file) raises
-    :class:`ConfigError`; a fetch that fails is reported and the stored file kept."""
+    alone. ``client``: makes the client URLs are fetched with (names resolved, timeouts
+    and private addresses as the caller says), on the loop it runs on; by default one
+    refusing private addresses unless ``allow_private``. Bad input (an unknown crawler, a
+    file that is not a dated range file) raises :class:`ConfigError`; a fetch that fails is
+    reported and the stored file kept."""
     pairs = targets(crawlers, sources)
     read_at = {(r.crawler, r.source): r.fetched_at for r in store.ranges()}
     results: list[RangeUpdate] = []
+    make = client
 
     async def run() -> None:
         guard = None if allow_private else PublicHosts(WallClock())
-        async with create_client(guard=guard) as client:
+        async with (create_client(guard=guard) if make is None else make()) as fetcher:
             for crawler, source in pairs:
                 if not _is_url(source):
                     try:
@@ -107,7 +112,7 @@ def update_ranges(store: SiteStore, crawlers: CrawlerList, sources: Sequence[str
                             f"read {int((now - last) // 60)} min ago; at most hourly")))
                         continue
                     try:
-                        data = await _fetch(client, source)
+                        data = await _fetch(fetcher, source)
                     except (ConfigError, TimeoutError) as exc:
                         why = "took too long" if isinstance(exc, TimeoutError) else str(exc)
                         results.append(RangeUpdate(crawler, source, error=why))

@@ -41,7 +41,7 @@ def test_the_report_page_shows_the_tables_and_figures(tmp_path: Path, page: Page
     entirely = truth.access["GPTBot"]["entirely"]
     assert access["GPTBot"][2].startswith(f"{entirely} (")
     stats = page.text_content("[data-distribution=robots_lines]") or ""
-    assert "Seed 004 (2008): mean 29.8 lines, σ 293.4, median 7." in stats
+    assert "Roy 2008: mean 29.8 lines, σ 293.4, median 7." in stats
     images = page.eval_on_selector_all(
         "img", "imgs => imgs.map(i => [i.getAttribute('src'), i.complete, i.naturalWidth])")
     assert len(images) == 17  # the seed's Figs. 4-19 and the agents' access

@@ -384,7 +384,7 @@ def _summary_line(survey: Survey, name: str, unit: str) -> str:
                 f"maximum {_number(maximum, 0)} (over {count:,}).")
     old = seed2008.SUMMARIES.get(name)
     if old is not None:
-        text += (f" Seed 004 (2008): mean {old[0]:g} {unit}, σ {old[1]:g}, median "
+        text += (f" Roy 2008: mean {old[0]:g} {unit}, σ {old[1]:g}, median "
                  f"{old[2]:g}.")
     return f'<p class="stats" data-distribution="{_e(name)}">{text}</p>'
 
@@ -464,7 +464,7 @@ def _page(survey: Survey, empty: set[str]) -> str:
     add(_html_table(["sites", "count", "robots.txt", "share", "Sitemap lines", "share",
                      "sitemaps read", "share"], rows, ident="t-availability"))
     add(f'<p class="note">Strata are cumulative (the top 1k is within the top 10k). '
-        f"Seed 004 (2008), all 100,000 domains: robots.txt {_percent(old['robots_share'])}, "
+        f"Roy 2008, all 100,000 domains: robots.txt {_percent(old['robots_share'])}, "
         f"sitemap information {_percent(old['sitemaps_share'])}. A survey without ranks "
         "(<code>--robots-dir</code>) has only the row <i>all</i>.</p>")
     add(_figure("fig04_availability", empty))

@@ -54,7 +54,7 @@ class Policy:
 
     ``robots_uses_slot``: fetching robots.txt takes the host's slot like any request (off by
     default: the file is the site's own instructions; the REGP crawler turns it on, for
-    seed 000's Table 10 counts every request at the site)."""
+    Ge & Ding 2016's Table 10 counts every request at the site)."""
 
     default_delay_s: float = DEFAULT_DELAY_S
     max_crawl_delay_s: float = MAX_CRAWL_DELAY_S

@@ -1,7 +1,7 @@
 """What the politeness core answers for one URL: small frozen values, no wording.
 
-DESIGN.md, "Layers": ``core`` decides, ``fetch`` gathers what the decision needs and claims
-the slot, and each edge renders the same value its own way (the REST API as seed 001's
+``core`` decides, ``fetch`` gathers what the decision needs and claims
+the slot, and each edge renders the same value its own way (the REST API in Riemer 2017's
 JSON, the proxy as 403 / 429 + Retry-After, the drop-ins as exceptions, the crawler as a
 ``reason`` field). The values say what happened as types and enums; nobody above reads a
 message to find out. They are named tuples, each of its own length (no two compare equal):

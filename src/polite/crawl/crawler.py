@@ -773,7 +773,7 @@ class Crawler:
             [("crawler-max-price", f"USD {settings.max_price:.2f}")]
         got = await self._pages.get(item.url, headers, max_bytes=settings.max_body_bytes,
                                     deadline_s=settings.fetch_deadline_s, signed=paying)
-        if got.late_s > 0.001:  # the slot's spacing runs from when the request really went
+        if self._politeness.is_late(got.late_s):  # spacing runs from when it really went
             await self._politeness.note_late_start(item.url, got.late_s)
         now = self._clock()
         record: dict[str, Any] = {

@@ -16,7 +16,7 @@ from polite.crawl.crawler import Crawler, CrawlSettings, PageHook
 from polite.crawl.output import CrawlOutput
 from polite.errors import ConfigError
 from polite.fetch.http import RequestHeaders
-from polite.fetch.politeness import Politeness
+from polite.fetch.politeness import LATE_UNNOTED_S, Politeness
 from polite.fetch.resolve import first_address
 from polite.fetch.robots import Network, PublicHosts, RobotsFetcher, create_client
 from polite.fetch.sitemaps import SitemapWalker
@@ -107,7 +107,7 @@ async def open_crawler(
     politeness = Politeness(fetcher, politeness_store, clock, agent=settings.agent,
                             default_delay_s=default_delay_s,
                             max_crawl_delay_s=max_crawl_delay_s, allow_private=allow_private,
-                            send_slack_s=SHARED_SEND_SLACK_S if worker else 0.0,
+                            send_slack_s=SHARED_SEND_SLACK_S if worker else LATE_UNNOTED_S,
                             private_hint=knobs.allow_private, public_hosts=hosts,
                             robots_uses_slot=True)  # seed 000: every request counts
     walker = SitemapWalker(client, politeness, cross_host="host")

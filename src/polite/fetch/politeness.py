@@ -54,6 +54,13 @@ __all__ = ["Answer", "Politeness", "Standing", "message", "warning"]
 MATCH_SLICE_S = 0.01
 
 
+# A request that leaves this little after its slot is not noted (noting is a store write, and
+# most requests leave within it); so that such lateness never brings two requests closer than
+# the delay at the site, a process that notes lateness claims every slot this much longer
+# (``send_slack_s``, at least this).
+LATE_UNNOTED_S = 0.001
+
+
 class Answer(NamedTuple):
     """One URL's decision as the driver made it: ``now`` is the time it was judged by (the
     store's clock for a slot, which may be another machine's), so a wait is ``at - now``
@@ -380,6 +387,11 @@ class Politeness:
         return [Standing(None if entry is None else entry[0],
                          0 if entry is None else len(entry[1]), delays, claim)
                 for entry, delays, claim in zip(known, all_delays, claims, strict=True)]
+
+    def is_late(self, late_s: float) -> bool:
+        """Whether a request that left ``late_s`` after its slot must be noted
+        (:meth:`note_late_start`): later than :data:`LATE_UNNOTED_S` and the slack."""
+        return late_s > max(LATE_UNNOTED_S, self.send_slack_s)
 
     async def note_late_start(self, url: str, late_s: float) -> None:
         """The request given ``url``'s slot went out ``late_s`` after it (it had a connection

@@ -494,7 +494,7 @@ class SitemapWalker:
             # flight to wait for, a busy loop): the host's next slot counts from when it
             # really went, so the spacing holds where the site measures it.
             late_s = got.late_s + (0.0 if given is None else handed - given)
-            if late_s > 0.001:
+            if self._politeness.is_late(late_s):
                 await self._politeness.note_late_start(target, late_s)
             target_next: str | None = None
             if got.status is None or (got.error is not None and not got.truncated):

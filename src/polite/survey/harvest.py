@@ -53,7 +53,7 @@ from polite.core.text import decode_text
 from polite.core.urls import split_origin
 from polite.errors import ConfigError, InvalidURL
 from polite.fetch.http import HttpClient, PageFetcher
-from polite.fetch.politeness import Politeness
+from polite.fetch.politeness import LATE_UNNOTED_S, Politeness
 from polite.fetch.redirects import follow, redirect_target
 from polite.fetch.resolve import Resolver
 from polite.fetch.robots import Network, PublicHosts, RobotsFetcher
@@ -168,7 +168,7 @@ class _Turns:
         return Politeness(robots, self._slots, self._clock, agent=self._agent,
                           default_delay_s=self._delay_s, adaptive_factor=0.0, backoff=False,
                           allow_private=self._allow_private, public_hosts=self._public,
-                          private_hint="--allow-private")
+                          private_hint="--allow-private", send_slack_s=LATE_UNNOTED_S)
 
     async def take(self, url: str, robots: bytes | None) -> float | str:
         """Wait for ``url``'s slot and take it: when it was given (the driver's clock), or

@@ -325,10 +325,13 @@ def test_a_long_batch_does_not_stall_the_service(tmp_path: Path) -> None:
         caller.join(120)
         assert done, "the batch got no answer"
         # Several probes were answered in the batch's time, and most of them quickly: the
-        # batch adds less than 50 ms to the median answer (before, none was answered until
-        # the batch's end, seconds later).
-        assert len(latencies) >= 5, (len(latencies), done[0] - started)
-        assert statistics.median(latencies) < 0.05 + statistics.median(idle), (latencies, idle)
+        # batch adds less than 50 ms to the median answer, or, on a machine so loaded that
+        # the batch itself crawls, less than a twentieth of the batch's time (before, none
+        # was answered until the batch's end: a probe waited half the batch on the median).
+        batch_s = done[0] - started
+        assert len(latencies) >= 5, (len(latencies), batch_s)
+        assert statistics.median(latencies) < max(0.05 + statistics.median(idle),
+                                                  batch_s / 20), (latencies, idle, batch_s)
 
 
 def test_the_bounds_of_a_call_are_named(api: httpx.Client) -> None:

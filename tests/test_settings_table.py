@@ -59,12 +59,46 @@ def test_each_command_has_exactly_its_declared_options(product: Product) -> None
     declared = {option for s in product.on("cli") if not s.positional
                 for option in s.options}
     assert shown == declared
-    positional = [a.dest for a in parser._actions if not a.option_strings]
+    positional = [a.dest for a in parser._actions if not a.option_strings
+                  and not isinstance(a, argparse._SubParsersAction)]  # polite demo's commands
     assert positional == [s.name for s in product.on("cli") if s.positional]
     for setting in product.on("cli"):
         for old in setting.old:  # a former spelling: hidden, into the same setting
             action = parser._option_string_actions[old]
             assert action.help == argparse.SUPPRESS and action.dest == setting.name
+
+
+def _every_command(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+                   ) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    found = [(path, parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                found += _every_command(child, (*path, name))
+    return found
+
+
+def test_every_option_of_every_command_is_declared() -> None:
+    """Walks the whole command line: each option and argument of each command, hidden former
+    spellings included, comes from a declaration. Left out: -h/--help (argparse's own, on
+    every parser) and --version (the top's); a command group with nothing of its own (polite
+    robots) needs no declaration."""
+    declared = {p.command: p for p in PRODUCTS if p.command}
+    walked = _every_command(build_parser())
+    for path, parser in walked:
+        options = {option for action in parser._actions for option in action.option_strings
+                   } - {"-h", "--help"} - ({"--version"} if path == () else set())
+        arguments = [a.dest for a in parser._actions if not a.option_strings
+                     and not isinstance(a, argparse._SubParsersAction)]
+        product = declared.get(path)
+        if product is None:
+            assert not options and not arguments, f"polite {' '.join(path)}: undeclared"
+            continue
+        settings = product.on("cli")
+        assert options == {option for s in settings if not s.positional
+                           for option in (*s.options, *s.old)}, product.name
+        assert arguments == [s.name for s in settings if s.positional], product.name
+    assert set(declared) <= {path for path, _ in walked}  # no declaration without its command
 
 
 @pytest.mark.parametrize("product", COMMANDS)

@@ -19,15 +19,24 @@ from polite.errors import SettingError
 
 __all__ = [
     "AT_LEAST_ONE",
+    "CA_EXPORT",
+    "COMPLETION",
     "CRAWL",
+    "CRAWL_MERGE",
+    "CRAWL_STATUS",
+    "DEMO",
+    "DEMO_REGP_SITE",
     "DROPINS",
     "FLAGS",
     "FRACTION",
+    "KEYS_DIRECTORY",
+    "KEYS_NEW",
     "KEYWORDS",
     "NON_NEGATIVE",
     "PORT",
     "POSITIVE",
     "PRODUCTS",
+    "REPORT",
     "ROBOTS_CHECK",
     "ROBOTS_DIFF",
     "ROBOTS_EXPLAIN",
@@ -37,7 +46,10 @@ __all__ = [
     "SERVE_NUMBERS",
     "SITEMAP_PARSE",
     "SITEMAP_TREE",
+    "SITE_IMPORT",
+    "SITE_PRUNE",
     "SITE_RANGES_UPDATE",
+    "SITE_SERVE",
     "SURFACES",
     "SURVEY",
     "ULINKS",
@@ -764,6 +776,84 @@ DROPINS = Product("drop-ins", (
             "disallow the purpose for", scrapy="POLITE_REFUSE_BY_PURPOSE", keyword=True),
     SIGN_WITH, SIGNATURE_AGENT), library="polite.integrations.PoliteGate")
 
+# -- the commands that keep to the command line: no config file, no library keyword ----------
+
+_DB = Setting("db", str, None, "the site's SQLite file", metavar="FILE", required=True)
+_JSON_OUT = Setting("json", bool, False, "print JSON", config=False)
+
+CRAWL_STATUS = Product("crawl status", (
+    Setting("store", str, None, "the shared crawl: redis://HOST:PORT/DB[?prefix=CRAWL]",
+            metavar="URL", required=True),
+    _with(_JSON_OUT, help="the status as JSON")), command=("crawl", "status"))
+
+CRAWL_MERGE = Product("crawl merge", (
+    Setting("folders", list, None, "a worker's --out", metavar="DIR", positional=True,
+            nargs="+"),
+    Setting("out", str, None, "the merged folder", metavar="DIR", required=True),
+    _with(_JSON_OUT, help="the summary as JSON")), command=("crawl", "merge"))
+
+REPORT = Product("report", (
+    Setting("folders", list, None, "a survey's folder", metavar="DIR", positional=True,
+            nargs="+"),
+    Setting("out", str, None, "where the union of several folders goes (a new folder)",
+            metavar="FOLDER"),
+    Setting("agent", list, None, "a product token of the access table (repeatable; default: "
+            "search engines and AI crawlers, Googlebot to meta-externalagent)", short="-a",
+            metavar="TOKEN"),
+    Setting("k", int, 5, "ulinks per domain", short="-k", bounds=AT_LEAST_ONE)),
+    command=("report",))
+
+SITE_SERVE = Product("site serve", (
+    _DB,
+    Setting("host", str, "127.0.0.1", "address to listen on", metavar="HOST"),
+    Setting("port", int, 8090, "port to listen on (0: any free port)", bounds=PORT),
+    Setting("token", str, None, "the page's token (required off loopback, made up and printed "
+            "when not given)", metavar="TOKEN", env="POLITE_SITE_TOKEN"),
+    Setting("allowed_host", list, None, "a host name the page answers to, besides IP "
+            "addresses, localhost and --host (a request naming another Host is refused: DNS "
+            "rebinding); repeatable", metavar="NAME")), command=("site", "serve"))
+
+SITE_IMPORT = Product("site import", (
+    Setting("file", str, None, "a robots.txt", metavar="FILE", positional=True),
+    _DB), command=("site", "import"))
+
+# Days, not seconds: the visit log is kept for days, and --days has been its spelling.
+SITE_PRUNE = Product("site prune", (
+    _DB,
+    Setting("days", float, None, "keep this many days of robot visits", unit="days",
+            bounds=NON_NEGATIVE, required=True)), command=("site", "prune"))
+
+KEYS_NEW = Product("keys new", (
+    Setting("file", str, None, "where the private key goes (must not exist)", metavar="FILE",
+            positional=True),), command=("keys", "new"))
+
+KEYS_DIRECTORY = Product("keys directory", (
+    Setting("files", list, None, "private key files", metavar="FILE", positional=True,
+            nargs="+"),), command=("keys", "directory"))
+
+CA_EXPORT = Product("ca export", (
+    _with(SERVE["ca_dir"], help="the local CA's folder, as for polite serve --ca-dir"),),
+    command=("ca", "export"))
+
+_DEMO_HOST = Setting("host", str, "127.0.0.1", "address to listen on", metavar="HOST")
+_DEMO_PORT = Setting("port", int, 8089, "port to listen on (0: any free port)", bounds=PORT)
+
+DEMO = Product("demo", (_DEMO_HOST, _DEMO_PORT), command=("demo",))
+
+DEMO_REGP_SITE = Product("demo regp-site", (
+    Setting("robots", str, "regp", "no robots.txt (Table 9), the REGP file (Table 10) or the "
+            "old REP file (Table 11)", choices=("none", "rep", "regp")),
+    _DEMO_HOST, _DEMO_PORT,
+    Setting("news", int, 10, "news items", bounds=AT_LEAST_ONE),
+    Setting("visit_time", str, None, "add a Visit-time line to the REGP file, e.g. "
+            "'21:00:00 +0800-08:00:00 +0800'", metavar="VALUE"),
+    Setting("language", str, None, "the REGP file's Language in place of zh-CN (e.g. fr)",
+            metavar="LANGUAGE")), command=("demo", "regp-site"))
+
+COMPLETION = Product("completion", (
+    Setting("shell", str, None, "bash or zsh", choices=("bash", "zsh"), metavar="SHELL",
+            positional=True),), command=("completion",))
+
 # How Scrapy's settings name what the drop-ins check (allow_private=True's is the setting).
 SCRAPY = Knobs(**{name: DROPINS[name].scrapy for name in Knobs.__dataclass_fields__})
 
@@ -789,7 +879,9 @@ SERVE_NUMBERS: dict[str, IntFlag | FloatFlag] = {
     s.name: flag for s in SERVE.settings if (flag := s.flag_type()) is not None}
 
 PRODUCTS = (ROBOTS_CHECK, ROBOTS_LINT, ROBOTS_EXPLAIN, ROBOTS_DIFF, SITEMAP_PARSE,
-            SITEMAP_TREE, ULINKS, SITE_RANGES_UPDATE, CRAWL, SURVEY, SERVE, DROPINS)
+            SITEMAP_TREE, ULINKS, SITE_RANGES_UPDATE, SITE_SERVE, SITE_IMPORT, SITE_PRUNE,
+            CRAWL, CRAWL_STATUS, CRAWL_MERGE, SURVEY, REPORT, SERVE, CA_EXPORT, KEYS_NEW,
+            KEYS_DIRECTORY, DEMO, DEMO_REGP_SITE, COMPLETION, DROPINS)
 
 
 # -- the config file ---------------------------------------------------------------------------

@@ -177,7 +177,8 @@ def add_settings(parser: argparse.ArgumentParser, product: Product) -> None:
     for setting in product.on("cli"):
         if setting.positional:
             parser.add_argument(setting.name, metavar=setting.metavar or None,
-                                nargs=setting.nargs, help=setting.help)
+                                nargs=setting.nargs, help=setting.help,
+                                choices=setting.choices or None)
             continue
         names = [setting.flag, *([setting.short] if setting.short else [])]
         options: dict[str, Any] = {"dest": setting.name, "help": _help(setting)}

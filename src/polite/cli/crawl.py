@@ -22,7 +22,7 @@ from polite.cli.common import (
     require_public,
     resolve,
 )
-from polite.config import CRAWL, FLAGS
+from polite.config import CRAWL, CRAWL_MERGE, CRAWL_STATUS, FLAGS
 from polite.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -50,22 +50,16 @@ def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
                     "one crawl (each its own --out); 'polite crawl status --store "
                     "redis://...' shows its progress, 'polite crawl merge DIR... --out DIR' "
                     "merges the workers' folders.")
-    status = crawl_commands.add_parser(
-        "status", help="a shared crawl's progress: the frontier and each worker",
+    add_command(
+        crawl_commands, CRAWL_STATUS, _status,
+        help="a shared crawl's progress: the frontier and each worker",
         description="Read the frontier's totals and every worker's last heartbeat from the "
                     "store workers share; a worker silent for 5 s is shown as gone.")
-    status.add_argument("--store", required=True, metavar="URL",
-                        help="the shared crawl: redis://HOST:PORT/DB[?prefix=CRAWL]")
-    status.add_argument("--json", action="store_true", help="the status as JSON")
-    status.set_defaults(handler=_status)
-    merge = crawl_commands.add_parser(
-        "merge", help="merge the folders of a shared crawl's workers into one",
+    add_command(
+        crawl_commands, CRAWL_MERGE, _merge,
+        help="merge the folders of a shared crawl's workers into one",
         description="Write one pages.jsonl and the WARC files of every worker's folder "
                     "into --out.")
-    merge.add_argument("folders", metavar="DIR", nargs="+", help="a worker's --out")
-    merge.add_argument("--out", metavar="DIR", required=True, help="the merged folder")
-    merge.add_argument("--json", action="store_true", help="the summary as JSON")
-    merge.set_defaults(handler=_merge)
 
 
 def _require_extra() -> None:

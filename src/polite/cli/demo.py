@@ -7,41 +7,26 @@ import argparse
 import contextlib
 from typing import TextIO
 
-from polite.cli.common import EXIT_OK
-from polite.config import AT_LEAST_ONE, PORT, IntFlag
+from polite.cli.common import EXIT_OK, add_command
+from polite.config import DEMO, DEMO_REGP_SITE
 
 __all__ = ["add_demo_commands", "demo_commands"]
 
 
 def add_demo_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    demo = commands.add_parser(
-        "demo", help="a small site on loopback to try polite on, no internet needed",
+    demo = add_command(
+        commands, DEMO, _demo,
+        help="a small site on loopback to try polite on, no internet needed",
         description="Without a command: the news site of the REGP paper (Ge & Ding 2016) "
                     "with a plain robots.txt on loopback, and the commands to try against "
                     "it, until interrupted.")
-    demo.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1")
-    demo.add_argument("--port", type=IntFlag(PORT), default=8089, help="default 8089; 0 for any")
-    demo.set_defaults(handler=_demo)
     demo_commands = demo.add_subparsers(title="demo commands", metavar="[COMMAND]")
-    site = demo_commands.add_parser(
-        "regp-site", help="serve the news website of the REGP paper (Ge & Ding 2016, "
-                          "section 4.1) with one of the robots.txt files of its section 5",
+    add_command(
+        demo_commands, DEMO_REGP_SITE, _demo_regp_site,
+        help="serve the news website of the REGP paper (Ge & Ding 2016, section 4.1) with "
+             "one of the robots.txt files of its section 5",
         description="Serves until interrupted, printing each request as it arrives: its "
                     "time, the gap since the one before, its status and path.")
-    site.add_argument("--robots", choices=["none", "rep", "regp"], default="regp",
-                      help="no robots.txt (Table 9), the REGP file (Table 10, the default) "
-                           "or the old REP file (Table 11)")
-    site.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1")
-    site.add_argument("--port", type=IntFlag(PORT), default=8089,
-                      help="default 8089; 0 for any")
-    site.add_argument("--news", type=IntFlag(AT_LEAST_ONE), default=10,
-                      help="news items (default 10)")
-    site.add_argument("--visit-time", metavar="VALUE",
-                      help="add a Visit-time line to the REGP file, e.g. "
-                           "'21:00:00 +0800-08:00:00 +0800'")
-    site.add_argument("--language", help="the REGP file's Language in place of zh-CN "
-                      "(e.g. fr)")
-    site.set_defaults(handler=_demo_regp_site)
 
 
 def demo_commands(origin: str, service: str = "localhost:8080") -> list[str]:

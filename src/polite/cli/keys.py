@@ -5,31 +5,28 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
-if TYPE_CHECKING:
-    pass
+from polite.cli.common import add_command, add_group
+from polite.config import KEYS_DIRECTORY, KEYS_NEW
 
 __all__ = ["add_keys_command", "directory_of"]
 
 
 def add_keys_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    keys = commands.add_parser(
-        "keys", help="a robot's signing key (Web Bot Auth) and its key directory")
-    keys_commands = keys.add_subparsers(title="keys commands", metavar="COMMAND")
-    new = keys_commands.add_parser(
-        "new", help="make an Ed25519 key, written readable by its owner only",
+    _, keys_commands = add_group(
+        commands, "keys", help="a robot's signing key (Web Bot Auth) and its key directory")
+    add_command(
+        keys_commands, KEYS_NEW, _new,
+        help="make an Ed25519 key, written readable by its owner only",
         description="Write a new Ed25519 private key (PKCS#8 PEM, mode 0600) to FILE, which "
                     "must not exist, and print its keyid (the JWK thumbprint).")
-    new.add_argument("file", metavar="FILE")
-    new.set_defaults(handler=_new)
-    directory = keys_commands.add_parser(
-        "directory", help="print the key directory (JWK Set) of one or more keys",
+    add_command(
+        keys_commands, KEYS_DIRECTORY, _directory,
+        help="print the key directory (JWK Set) of one or more keys",
         description="The document to serve at /.well-known/http-message-signatures-directory "
                     "as application/http-message-signatures-directory+json (polite serve "
                     "--key does).")
-    directory.add_argument("files", metavar="FILE", nargs="+", help="private key files")
-    directory.set_defaults(handler=_directory)
 
 
 def _identity() -> None:

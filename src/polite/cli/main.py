@@ -9,7 +9,14 @@ from collections.abc import Sequence
 from typing import TextIO, cast
 
 from polite import __version__
-from polite.cli.common import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Parser
+from polite.cli.common import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    Parser,
+    add_command,
+)
 from polite.cli.crawl import add_crawl_command
 from polite.cli.demo import add_demo_commands
 from polite.cli.keys import add_keys_command
@@ -19,6 +26,7 @@ from polite.cli.site import add_site_commands
 from polite.cli.sitemap import add_sitemap_commands
 from polite.cli.survey import add_survey_commands
 from polite.cli.ulinks import add_ulinks_command
+from polite.config import COMPLETION
 from polite.errors import PoliteError
 
 __all__ = ["build_parser", "main"]
@@ -81,15 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_keys_command(commands)
     add_serve_commands(commands)
     add_demo_commands(commands)
-    completion = commands.add_parser(
-        "completion", help="print a shell completion script (bash or zsh)",
+    add_command(
+        commands, COMPLETION, _completion,
+        help="print a shell completion script (bash or zsh)",
         description="Print the completion script of every command and option for SHELL. "
                     "bash: polite completion bash > ~/.local/share/bash-completion/"
                     "completions/polite; zsh: polite completion zsh > ~/.zfunc/_polite (a "
                     "folder on $fpath).")
-    completion.add_argument("shell", metavar="SHELL", choices=["bash", "zsh"],
-                            help="bash or zsh")
-    completion.set_defaults(handler=_completion)
     return parser
 
 

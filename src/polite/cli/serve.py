@@ -6,7 +6,7 @@ import argparse
 from typing import TextIO
 
 from polite.cli.common import EXIT_OK, add_command, add_group
-from polite.config import SERVE
+from polite.config import CA_EXPORT, SERVE
 
 __all__ = ["add_serve_commands"]
 
@@ -19,11 +19,10 @@ def add_serve_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
         description="Listens on loopback by default. Robots.txt of private and loopback "
                     "addresses is not fetched unless --allow-private is given.")
     _, ca_commands = add_group(commands, "ca", help="the local CA of polite serve --intercept-tls")
-    export = ca_commands.add_parser(
-        "export", help="print the CA's certificate (PEM) for clients to trust; the CA is "
-                       "made if there is none")
-    export.add_argument("--ca-dir", metavar="DIR", help="as for polite serve")
-    export.set_defaults(handler=_ca_export)
+    add_command(
+        ca_commands, CA_EXPORT, _ca_export,
+        help="print the CA's certificate (PEM) for clients to trust; the CA is made if there "
+             "is none")
 
 
 def _serve(args: argparse.Namespace, out: TextIO) -> int:

@@ -9,47 +9,32 @@ import secrets
 from typing import TextIO
 
 from polite.cli.common import add_command, add_group, fetch_client
-from polite.config import NON_NEGATIVE, PORT, SITE_RANGES_UPDATE, FloatFlag, IntFlag
+from polite.config import SITE_IMPORT, SITE_PRUNE, SITE_RANGES_UPDATE, SITE_SERVE
 from polite.errors import ConfigError
 
 __all__ = ["add_site_commands"]
 
-TOKEN_ENV = "POLITE_SITE_TOKEN"
+TOKEN_ENV = SITE_SERVE["token"].env
 
 
 def add_site_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _, site_commands = add_group(
         commands, "site", help="a site's own robots.txt: rules in SQLite, the configuration page")
-    serve = site_commands.add_parser(
-        "serve", help="the configuration page: rules in sections, versions, robot visits",
+    add_command(
+        site_commands, SITE_SERVE, _serve,
+        help="the configuration page: rules in sections, versions, robot visits",
         description="Serve the configuration page over DB (created when missing). The "
                     "site's application serves the same rules through polite.site's "
                     "middleware, reading DB. Off loopback the page needs a token: "
                     f"--token, ${TOKEN_ENV}, or one made up and printed.")
-    serve.add_argument("--db", required=True, metavar="FILE", help="the site's SQLite file")
-    serve.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
-    serve.add_argument("--port", type=IntFlag(PORT), default=8090,
-                       help="port (default 8090)")
-    serve.add_argument("--token", help=f"the page's token (default ${TOKEN_ENV}; required "
-                                       "off loopback, made up when not given)")
-    serve.add_argument("--allowed-host", metavar="NAME", action="append", default=[],
-                       help="a host name the page answers to, besides IP addresses, "
-                            "localhost and --host (a request naming another Host is "
-                            "refused: DNS rebinding); repeatable")
-    serve.set_defaults(handler=_serve)
-    keep = site_commands.add_parser(
-        "import", help="keep an existing robots.txt as the hand-written part",
+    add_command(
+        site_commands, SITE_IMPORT, _import,
+        help="keep an existing robots.txt as the hand-written part",
         description="Save a new version whose hand-written part is FILE: the managed "
                     "rules (empty at first) go in a block before it.")
-    keep.add_argument("file", metavar="FILE", help="a robots.txt")
-    keep.add_argument("--db", required=True, metavar="FILE", help="the site's SQLite file")
-    keep.set_defaults(handler=_import)
-    prune = site_commands.add_parser(
-        "prune", help="forget robot visits older than some days (the log grows otherwise)")
-    prune.add_argument("--db", required=True, metavar="FILE", help="the site's SQLite file")
-    prune.add_argument("--days", type=FloatFlag(NON_NEGATIVE), required=True,
-                       help="keep this many days")
-    prune.set_defaults(handler=_prune)
+    add_command(
+        site_commands, SITE_PRUNE, _prune,
+        help="forget robot visits older than some days (the log grows otherwise)")
     _, ranges_commands = add_group(
         site_commands, "ranges",
         help="crawler operators' published IP ranges, kept in the site's file")
@@ -74,14 +59,15 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     from polite.site import SiteStore
     from polite.site.page import create_site_app
 
-    for name in args.allowed_host:
+    allowed = args.allowed_host or []
+    for name in allowed:
         if host_name_problem(name.strip().lower().rstrip(".")):
             raise ConfigError(f"--allowed-host {name!r} is not a host name")
     token = args.token or os.environ.get(TOKEN_ENV) or None
     if token is None and not _is_loopback(args.host):
         token = secrets.token_urlsafe(24)
     store = SiteStore(args.db)
-    app = create_site_app(store, token=token, allowed_hosts=[*args.allowed_host, args.host])
+    app = create_site_app(store, token=token, allowed_hosts=[*allowed, args.host])
     where = f"http://{args.host}:{args.port}/"
     print(f"polite site: the configuration page of {args.db} on {where}"
           + (f"?token={token}" if token else ""), file=out, flush=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from polite.cli.common import add_command, resolve
-from polite.config import AT_LEAST_ONE, FLAGS, SURVEY, IntFlag
+from polite.config import FLAGS, REPORT, SURVEY
 from polite.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -29,22 +29,14 @@ def add_survey_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
                     "http://DOMAIN/robots.txt, then www.DOMAIN when that answers HTML "
                     "(Roy 2008's two steps). A survey started again with the same --out "
                     "goes on: a site recorded is not fetched again.")
-    report = commands.add_parser(
-        "report", help="a survey's report: Roy 2008's tables and figures beside its values",
+    add_command(
+        commands, REPORT, _report,
+        help="a survey's report: Roy 2008's tables and figures beside its values",
         description="Write DIR/report/: index.html (every table and figure of Roy 2008 "
                     "beside the values it reported in 2008), tables/*.csv, data/*.parquet "
                     "and figures/*.svg, from DIR/survey.sqlite. Given the folders of a "
                     "shared survey's workers, their union goes to --out (OUT/survey.sqlite "
                     "and OUT/report/). Needs the survey extra.")
-    report.add_argument("folders", metavar="DIR", nargs="+", help="a survey's folder")
-    report.add_argument("--out", metavar="FOLDER",
-                        help="where the union of several folders goes (a new folder)")
-    report.add_argument("--agent", "-a", action="append", metavar="TOKEN", dest="agents",
-                        help="an agent of the access table (repeat; default: search "
-                             "engines and AI crawlers, Googlebot to meta-externalagent)")
-    report.add_argument("-k", "--k", type=IntFlag(AT_LEAST_ONE), default=5, dest="k",
-                        help="ulinks per domain (default 5)")
-    report.set_defaults(handler=_report)
 
 
 def _survey(args: argparse.Namespace, out: TextIO) -> int:
@@ -265,7 +257,7 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
     database = folder / "survey.sqlite"
     if not database.exists():
         raise ConfigError(f"{folder}: no survey here ({database} is missing)")
-    agents = tuple(dict.fromkeys(args.agents)) if args.agents else DEFAULT_AGENTS
+    agents = tuple(dict.fromkeys(args.agent)) if args.agent else DEFAULT_AGENTS
     started = time.monotonic()
     with Survey(folder, agents=agents, k=args.k, ai_crawlers=_ai_crawlers()) as survey:
         paths = write_report(survey, folder / "report")

@@ -7,15 +7,17 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
-from polite.cli.common import add_command, add_group
+from polite.cli.common import add_command
 from polite.config import KEYS_DIRECTORY, KEYS_NEW
 
 __all__ = ["add_keys_command", "directory_of"]
 
 
 def add_keys_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    _, keys_commands = add_group(
-        commands, "keys", help="a robot's signing key (Web Bot Auth) and its key directory")
+    # Not add_group: a plain argparse parser may take these commands too.
+    keys = commands.add_parser(
+        "keys", help="a robot's signing key (Web Bot Auth) and its key directory")
+    keys_commands = keys.add_subparsers(title="keys commands", metavar="COMMAND")
     add_command(
         keys_commands, KEYS_NEW, _new,
         help="make an Ed25519 key, written readable by its owner only",

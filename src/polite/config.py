@@ -264,6 +264,7 @@ class Setting:
     bounds: Bounds | None = None
     choices: tuple[str, ...] = ()
     short: str = ""  # -a
+    short_first: bool = False  # the short option leads (-k/--k), as errors have named it
     old: tuple[str, ...] = ()  # former flags, read with a deprecation warning
     old_keys: tuple[str, ...] = ()  # former config-file keys, likewise
     old_per: int = 1  # an old spelling's unit: this many make the setting's (ms: 1000 a s)
@@ -290,6 +291,8 @@ class Setting:
         """Every option string of the command line: the flag, the short one, and --no-NAME
         of a switch with no default (``--progress`` / ``--no-progress``)."""
         found = [self.flag, *([self.short] if self.short else [])]
+        if self.short_first:
+            found.reverse()
         if self.kind is bool and self.default is None:
             found.append(f"--no-{self.name.replace('_', '-')}")
         return tuple(found)
@@ -800,7 +803,8 @@ REPORT = Product("report", (
     Setting("agent", list, None, "a product token of the access table (repeatable; default: "
             "search engines and AI crawlers, Googlebot to meta-externalagent)", short="-a",
             metavar="TOKEN"),
-    Setting("k", int, 5, "ulinks per domain", short="-k", bounds=AT_LEAST_ONE)),
+    Setting("k", int, 5, "ulinks per domain", short="-k", short_first=True,
+            bounds=AT_LEAST_ONE)),
     command=("report",))
 
 SITE_SERVE = Product("site serve", (

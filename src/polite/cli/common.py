@@ -180,7 +180,8 @@ def add_settings(parser: argparse.ArgumentParser, product: Product) -> None:
                                 nargs=setting.nargs, help=setting.help,
                                 choices=setting.choices or None)
             continue
-        names = [setting.flag, *([setting.short] if setting.short else [])]
+        # The flag and its short one (BooleanOptionalAction adds --no-NAME itself).
+        names = list(setting.options[:2 if setting.short else 1])
         options: dict[str, Any] = {"dest": setting.name, "help": _help(setting)}
         default = None if layered else setting.default
         if setting.kind is bool:

@@ -16,7 +16,8 @@ import pytest
 
 from tests.serving import ROOT
 
-pytestmark = pytest.mark.slow
+# One worker installs the bare package once for both tests (a module fixture is per worker).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("bare-install")]
 
 # What the package index may answer when it cannot be reached (no network, no local index).
 _UNREACHABLE = ("No matching distribution found", "Could not find a version",

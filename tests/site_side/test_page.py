@@ -5,6 +5,7 @@ watch the file and the explain matrix change, save, roll back, and follow the si
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ from tests.site_servers import client_from, serve_asgi
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
+    from playwright.sync_api import Route as BrowserRoute
 
 PAGE_HOST = "127.0.23.10"
 SITE_HOST = "127.0.23.11"
@@ -190,3 +192,31 @@ def test_the_page_is_behind_its_token(tmp_path: Path) -> None:
         assert refused.status_code == 403
     assert store.current_id() == 0
     store.close()
+
+
+def test_a_save_right_after_typing_is_not_lost_to_the_preview(
+        page: Page, servers: tuple[str, str, SiteStore]) -> None:
+    """The preview the last keystrokes schedule (a quarter of a second later) must not
+    cancel a save already on its way: here the save is held at the browser for a second, so
+    the preview always comes while it is in flight (a loaded server does the same)."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    page_url, _, store = servers
+    held: list[str] = []
+
+    def slow_save(route: BrowserRoute) -> None:
+        held.append(route.request.url)
+        time.sleep(1.0)
+        with contextlib.suppress(PlaywrightError):  # a cancelled request cannot go on
+            route.continue_()
+
+    page.route("**/save", slow_save)
+    page.goto(page_url + "/")
+    page.fill('input[name="author"]', "alice")
+    page.locator('input[name="note"]').press_sequentially("typed then saved at once")
+    page.click("text=Save as a new version")
+    page.wait_for_selector("text=Saved as version 2", timeout=15_000)
+    assert held, "the save went out"
+    saved = store.version(2)
+    assert saved is not None and (saved.author, saved.note) == ("alice",
+                                                               "typed then saved at once")

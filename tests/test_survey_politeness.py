@@ -28,6 +28,20 @@ def moved(to: str) -> Page:
     return Page(301, headers=(("Location", to),))
 
 
+
+def _survey(farm: Farm, tmp_path: Path, domain: str) -> Path:
+    """``polite survey`` of ``domain``, served by ``farm``; the survey's folder."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text(farm.hosts())
+    listing = tmp_path / "top.txt"
+    listing.write_text(f"{domain}\n")
+    out = tmp_path / "survey"
+    with farm.running():
+        result = run("survey", str(listing), "--out", str(out), "--hosts", str(hosts),
+                     "--allow-private", "--delay", "0")
+    assert result.returncode == 0, result.stderr
+    return out
+
 def test_redirects_take_their_hosts_turn_and_follow_their_robots_txt(tmp_path: Path) -> None:
     farm = Farm()
     store = "http://store.politeness.test"
@@ -45,15 +59,7 @@ def test_redirects_take_their_hosts_turn_and_follow_their_robots_txt(tmp_path: P
                             TEXT),
         **{f"/s{i}.xml": Page(200, urlset([f"http://a.politeness.test/{i}"]))
            for i in range(3)}})
-    hosts = tmp_path / "hosts"
-    hosts.write_text(farm.hosts())
-    listing = tmp_path / "top.txt"
-    listing.write_text("a.politeness.test\n")
-    out = tmp_path / "survey"
-    with farm.running():
-        result = run("survey", str(listing), "--out", str(out), "--hosts", str(hosts),
-                     "--allow-private", "--delay", "0")
-    assert result.returncode == 0, result.stderr
+    out = _survey(farm, tmp_path, "a.politeness.test")
     with sqlite3.connect(out / "survey.sqlite") as db:
         files = dict(db.execute("SELECT uri, downloadinfo FROM sitemaps"))
     assert files == {**{f"http://a.politeness.test/s{i}.xml": "ok" for i in range(3)},
@@ -82,15 +88,7 @@ def test_a_visit_time_window_hours_away_is_reported_not_waited_for(tmp_path: Pat
         "/robots.txt": Page(200, f"User-agent: *\nVisit-time: {window}\nSitemap: /s.xml\n"
                             .encode(), TEXT),
         "/s.xml": Page(200, urlset(["http://late.politeness.test/1"]))})
-    hosts = tmp_path / "hosts"
-    hosts.write_text(farm.hosts())
-    listing = tmp_path / "top.txt"
-    listing.write_text("late.politeness.test\n")
-    out = tmp_path / "survey"
-    with farm.running():
-        result = run("survey", str(listing), "--out", str(out), "--hosts", str(hosts),
-                     "--allow-private", "--delay", "0")
-    assert result.returncode == 0, result.stderr
+    out = _survey(farm, tmp_path, "late.politeness.test")
     with sqlite3.connect(out / "survey.sqlite") as db:
         ((info, error),) = db.execute("SELECT downloadinfo, error FROM sitemaps").fetchall()
     assert info == "robots_disallowed" and "asks to wait" in error, error

@@ -20,7 +20,7 @@ from polite.errors import PrivateAddress
 from polite.fetch.activity import Watch
 from polite.fetch.politeness import Answer, Politeness, message
 from polite.fetch.robots import PublicHosts, split_origin
-from polite.proxy.http1 import (
+from polite.fetch.wire import (
     END,
     Channel,
     Head,

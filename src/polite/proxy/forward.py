@@ -18,6 +18,18 @@ from polite.core.robots.usage import from_robots
 from polite.core.usage.statement import Pref
 from polite.core.usage.vocab import PURPOSES
 from polite.fetch.cache import PageCache
+from polite.fetch.wire import (
+    END,
+    EOF,
+    LAST_CHUNK,
+    Channel,
+    Event,
+    Head,
+    ProtocolError,
+    frame,
+    request_head,
+    response_head,
+)
 from polite.proxy.base import (
     _CHUNKED,
     _CLOSE,
@@ -31,18 +43,6 @@ from polite.proxy.base import (
     _forwardable,
     _product_token,
     _UpstreamError,
-)
-from polite.proxy.http1 import (
-    END,
-    EOF,
-    LAST_CHUNK,
-    Channel,
-    Event,
-    Head,
-    ProtocolError,
-    frame,
-    request_head,
-    response_head,
 )
 from polite.proxy.usage import asked_purpose, stored_with_usage, with_usage
 

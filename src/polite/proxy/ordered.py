@@ -7,9 +7,9 @@ import asyncio
 import time
 from typing import Any
 
+from polite.fetch.wire import Channel
 from polite.proxy.base import Mode, _Exchange
 from polite.proxy.forward import Forwarding
-from polite.proxy.http1 import Channel
 
 __all__ = ["Ordered"]
 

@@ -5,7 +5,7 @@ and the host's slot are consulted through :class:`~polite.fetch.politeness.Polit
 the request is forwarded over a kept-alive upstream connection and the response streamed
 back. Anything else (``GET /health``) goes to the ASGI app given, the REST service.
 
-HTTP/1.1 is read by llhttp on both sides (:mod:`polite.proxy.http1`); this module owns the
+HTTP/1.1 is read by llhttp on both sides (:mod:`polite.fetch.wire`); this module owns the
 sockets. Refusals are answered here, never forwarded: robots.txt forbids (403, naming the
 rule and its line), the host's slot is taken (``reject`` mode: 429 with ``Retry-After`` in
 whole seconds and the exact wait in ``X-Polite-Retry-After-Ms``; ``wait`` mode: held until
@@ -36,6 +36,16 @@ from polite.errors import InvalidURL
 from polite.fetch.cache import PageCache
 from polite.fetch.politeness import Politeness
 from polite.fetch.robots import PublicHosts, split_origin
+from polite.fetch.wire import (
+    END,
+    LAST_CHUNK,
+    Channel,
+    Head,
+    Headers,
+    ProtocolError,
+    frame,
+    response_head,
+)
 from polite.proxy.base import (
     _CHUNKED,
     _CLOSE,
@@ -51,16 +61,6 @@ from polite.proxy.base import (
     _store_down,
 )
 from polite.proxy.forward import Sign
-from polite.proxy.http1 import (
-    END,
-    LAST_CHUNK,
-    Channel,
-    Head,
-    Headers,
-    ProtocolError,
-    frame,
-    response_head,
-)
 from polite.proxy.ordered import Ordered
 from polite.proxy.tunnel import Interception, Tunnels
 

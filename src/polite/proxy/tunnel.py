@@ -12,9 +12,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from polite.fetch.wire import END, Channel, Head, ProtocolError, response_head
 from polite.proxy.base import _VIA, Key, Mode, _host_problem, _product_token, _UpstreamError
 from polite.proxy.forward import Forwarding
-from polite.proxy.http1 import END, Channel, Head, ProtocolError, response_head
 
 __all__ = ["Interception", "TunnelCertificates", "Tunnels"]
 

@@ -21,7 +21,7 @@ from polite.core.robots.lifecycle import Parsed
 from polite.core.robots.usage import combine, from_headers, from_robots, purpose_field
 from polite.core.usage.vocab import PURPOSES
 from polite.fetch.politeness import Politeness
-from polite.proxy.http1 import Head, Headers
+from polite.fetch.wire import Head, Headers
 
 __all__ = ["FIELD", "asked_purpose", "stored_with_usage", "with_usage"]
 

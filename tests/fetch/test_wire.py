@@ -1,5 +1,5 @@
-"""The proxy's HTTP/1.1 channel on real loopback sockets: events, limits, time-outs and the
-bound on what is read ahead."""
+"""The HTTP/1.1 channel below the proxy and the page client, on real loopback sockets: events,
+limits, time-outs and the bound on what is read ahead."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from polite.proxy.http1 import END, EOF, Channel, Head, ProtocolError
+from polite.fetch.wire import END, EOF, Channel, Head, ProtocolError
 
 pytestmark = pytest.mark.anyio
 

@@ -1,5 +1,5 @@
-"""HTTP/1.1 on a socket, for the proxy: messages parsed by llhttp (through httptools), bytes
-written as they are.
+"""HTTP/1.1 on a socket, for the proxy (both its sides) and the page client below every
+request to a site: messages parsed by llhttp (through httptools), bytes written as they are.
 
 A :class:`Channel` is an :class:`asyncio.Protocol` that turns what arrives into a queue of
 events, read with :meth:`Channel.next`: a :class:`Head` (a request or a response line with

@@ -272,3 +272,56 @@ def test_true_sizes_raw_bodies_resolvers_and_read_timeouts_each_have_their_kind(
     assert "nowhere.test" in (unknown.error or "")
     # A released host's kept-alive connection is closed: the next request opens another.
     assert kept.body == fresh.body == b"x" * 3_000 and conns[-1] == conns[-2] + 1
+
+
+def test_field_names_are_kept_as_sent_and_a_kept_connection_that_spoke_is_not_reused() -> None:
+    # The crawler records a page's header fields as the site sent them (WARC): names keep
+    # their case. A kept-alive connection on which bytes come that no request asked for (a
+    # second answer to one request) has lost its framing: the next request opens another.
+    def script(head: bytes, before: int) -> list[bytes | None]:
+        answer = ok(b"one", b"X-Robots-Tag: noindex", b"x-robots-tag: nofollow")
+        return [answer + ok(b"unasked")] if head.split()[1] == b"/twice" else [answer]
+
+    with origin("127.0.12.9", script) as (base, _, conns):
+        first, twice, after = fetch([base + "/a", base + "/twice", base + "/b"])
+    assert first.raw_headers == [("Content-Length", "3"), ("X-Robots-Tag", "noindex"),
+                                 ("x-robots-tag", "nofollow")]
+    assert twice.body == after.body == b"one" and after.error is None
+    assert conns == [0, 0, 1]
+
+
+def test_the_read_timeout_is_one_of_silence_not_of_a_slow_head() -> None:
+    # A head that trickles in a byte at a time, each well within the read timeout though
+    # the whole takes longer than it, is read; a silence as long as the timeout is not.
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\nX-Slow: " + b"s" * 15 + b"\r\n\r\nbody"
+
+    def handle(conn: socket.socket, stop: threading.Event) -> None:
+        with conn:
+            conn.settimeout(5)
+            try:
+                request = conn.recv(65536)
+                if b" /silent " in request:  # the head begins, then nothing
+                    conn.sendall(answer[:20])
+                    stop.wait(3)
+                    return
+                for at in range(0, len(answer), 2):
+                    conn.sendall(answer[at:at + 2])
+                    if stop.wait(0.05):
+                        return
+            except OSError:
+                return
+
+    async def run(base: str) -> list[FetchResult]:
+        fetcher = PageFetcher(connect_timeout_s=2.0, read_timeout_s=1.0)
+        try:
+            return [await fetcher.get(base + path, {}, max_bytes=1_000, deadline_s=8,
+                                      keep_alive=False) for path in ("/slow", "/silent")]
+        finally:
+            await fetcher.close()
+
+    with tcp_origin("127.0.12.10", handle) as port:
+        slow, silent = asyncio.run(run(f"http://127.0.12.10:{port}"))
+    assert (slow.status, slow.body, slow.error) == (200, b"body", None)
+    assert slow.elapsed_s > 1.0  # longer than the read timeout, all told
+    assert silent.status is None and silent.failure == "timeout"
+    assert silent.error == "no data for 1 s"

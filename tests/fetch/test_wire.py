@@ -24,14 +24,15 @@ def anyio_backend() -> str:
 
 
 @asynccontextmanager
-async def pair(side: str = "request", max_head_bytes: int = 4096
+async def pair(side: str = "request", max_head_bytes: int = 4096, *, fold_names: bool = True
                ) -> AsyncIterator[tuple[Channel, asyncio.StreamWriter]]:
     """A channel on the accepting end of a loopback connection, and the other end."""
     loop = asyncio.get_running_loop()
     accepted: asyncio.Future[Channel] = loop.create_future()
 
     def factory() -> Channel:
-        channel = Channel(side, max_head_bytes=max_head_bytes)  # type: ignore[arg-type]
+        channel = Channel(side, max_head_bytes=max_head_bytes,  # type: ignore[arg-type]
+                          fold_names=fold_names)
         if not accepted.done():
             accepted.set_result(channel)
         return channel
@@ -105,6 +106,47 @@ async def test_bytes_trickling_in_do_not_extend_the_wait() -> None:
             await channel.next(0.5)
         assert time.monotonic() - started < 1.2
         task.cancel()
+
+
+async def test_a_wait_of_silence_is_extended_by_each_byte_and_none_has_no_end() -> None:
+    async with pair("response") as (channel, peer):
+
+        async def trickle(head: bytes) -> None:
+            for at in range(len(head)):
+                await asyncio.sleep(0.05)
+                peer.write(head[at:at + 1])
+
+        head = b"HTTP/1.1 204 No Content\r\nX: " + b"y" * 12 + b"\r\n\r\n"
+        task = asyncio.ensure_future(trickle(head))
+        started = time.monotonic()
+        answer = await channel.next(0.6, silence=True)  # a byte every 50 ms: never silent
+        assert isinstance(answer, Head) and answer.status == 204
+        assert time.monotonic() - started > 0.6  # longer than the wait, all told
+        assert await channel.next(5) is END
+        await task
+
+        async def later(delay_s: float) -> None:
+            await asyncio.sleep(delay_s)
+            peer.write(b"HTTP/1.1 204 No Content\r\n\r\n")
+
+        # A wait answered early leaves its timer armed; it does not end a later wait that
+        # has no time-out.
+        task = asyncio.ensure_future(later(0.05))
+        assert isinstance(await channel.next(0.5), Head)
+        assert await channel.next(5) is END
+        task = asyncio.ensure_future(later(0.8))
+        assert isinstance(await channel.next(None), Head)
+
+
+async def test_field_names_may_be_kept_as_sent() -> None:
+    async with pair("response", fold_names=False) as (channel, peer):
+        peer.write(b"HTTP/1.1 200 OK\r\nContent-LENGTH: 2\r\nX-Mixed: a\r\n\r\nokHTTP/1.1")
+        head = await channel.next(5)
+        assert isinstance(head, Head) and head.framing == "length"
+        assert head.headers == [(b"Content-LENGTH", b"2"), (b"X-Mixed", b"a")]
+        assert head.get_any_case(b"x-mixed") == b"a" and head.get(b"x-mixed") is None
+        assert await channel.next(5) == b"ok"
+        assert await channel.next(5) is END
 
 
 async def test_reading_stops_while_too_much_waits_unread() -> None:

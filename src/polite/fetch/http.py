@@ -1,6 +1,7 @@
 """The HTTP client every request to a site leaves through (robots.txt, sitemaps, pages; the
-crawler's, the survey's, the service's): HTTP/1.1 on asyncio protocols, messages read by
-llhttp (through httptools), one keep-alive connection per exchange in flight.
+crawler's, the survey's, the service's): HTTP/1.1 on the channels of :mod:`polite.fetch.wire`
+(llhttp, through httptools, as the proxy's), one keep-alive connection per exchange in
+flight.
 
 A crawler's or a survey's CPU is mostly its requests, and a request costs httpx 650-900 us,
 aiohttp 125 us and this client about 30 us (GETs of 8.5 KB pages on loopback, each client's
@@ -19,14 +20,13 @@ import time
 import zlib
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, cast
+from typing import Protocol
 from urllib.parse import quote, urlsplit
-
-import httptools
 
 from polite.core.crawl.guidance import accept_headers
 from polite.core.robots import AgentRules
 from polite.errors import PrivateAddress
+from polite.fetch.wire import END, Channel, Head, ProtocolError
 
 __all__ = ["FetchResult", "HttpClient", "PageFetcher", "RequestHeaders", "Resolve", "Sink"]
 
@@ -123,228 +123,153 @@ class _Inflater:
         return self._zlib.decompress(tail, limit) if tail else b""
 
 
-class _Exchange(asyncio.Protocol):
-    """One connection to an origin; one request at a time on it, read by llhttp."""
+class _Broken(Exception):
+    """The answer cannot be read to its end: ``failure`` and the error's text."""
 
-    def __init__(self) -> None:
-        self._parser = httptools.HttpResponseParser(self)
-        self.transport: asyncio.WriteTransport | None = None
-        self.closed = False
-        self.idle_since = 0.0
-        self.received = False  # a byte of the current response arrived
-        self._waiter: asyncio.Future[None] | None = None
-        self._result = FetchResult()
-        self._inflater: _Inflater | None = None
-        self._body = bytearray()
-        self._sink: Sink | None = None
-        self._max_bytes = 0
-        self._count_to = 0
-        self._decode = True
-        self._head_bytes = 0
-        self._started = 0.0
-        self._to_close = False  # the body runs to the end of the connection
-        self._read_timeout_s: float | None = None
-        self._last_data = 0.0
-        self._idle_timer: asyncio.TimerHandle | None = None
-        self.reusable = False
+    def __init__(self, message: str, failure: str = "connection") -> None:
+        super().__init__(message)
+        self.failure = failure
 
-    # -- asyncio ------------------------------------------------------------------------
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.WriteTransport, transport)  # uvloop's are no subclass
+class _Body:
+    """A body as it is read: kept up to the cap (or handed to the sink), then counted up to
+    ``count_to`` (a file's true size)."""
 
-    def data_received(self, data: bytes) -> None:
-        self.received = True
-        self._last_data = time.monotonic()
-        if self._waiter is None:
-            self.close()  # bytes nobody asked for: the connection cannot be trusted
-            return
-        try:
-            self._parser.feed_data(data)
-        except httptools.HttpParserCallbackError as exc:  # raised by a callback here
-            cause = exc.__context__
-            if isinstance(cause, _Whole):  # the parser stops there: no reuse
-                self.reusable = False
-                self._complete()
-            else:
-                self._end(str(cause) if cause is not None else str(exc))
-        except httptools.HttpParserUpgrade:
-            self._end("the server switched protocols")
-        except httptools.HttpParserError as exc:
-            self._end(f"the response is not HTTP/1.1: {exc}")
+    __slots__ = ("_count_to", "_max_bytes", "_sink", "body", "result")
 
-    def eof_received(self) -> bool | None:
-        return False
+    def __init__(self, result: FetchResult, max_bytes: int, count_to: int,
+                 sink: Sink | None) -> None:
+        self.result = result
+        self.body = bytearray()
+        self._max_bytes = max_bytes
+        self._count_to = count_to
+        self._sink = sink
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
-        if self._waiter is None:
-            return
-        if self._result.status is not None and self._to_close:
-            self._complete()  # a body without a length ends with its connection
-        elif exc is not None:
-            self._end(f"{type(exc).__name__}: {exc}")
-        else:
-            self._end("the server closed the connection before the response was whole")
-
-    def close(self) -> None:
-        self.closed = True
-        if self.transport is not None:
-            self.transport.close()
-
-    # -- llhttp ---------------------------------------------------------------------------
-
-    def on_message_begin(self) -> None:
-        if self._waiter is None:  # a second answer to one request: not read
-            raise _Whole
-        self._result.raw_headers = []
-        self._head_bytes = 0
-
-    def on_status(self, reason: bytes) -> None:
-        self._result.reason += reason.decode("latin-1")
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self._head_bytes += len(name) + len(value) + 4
-        if self._head_bytes > MAX_HEAD_BYTES:
-            raise ValueError(f"the response's header fields pass {MAX_HEAD_BYTES} bytes")
-        self._result.raw_headers.append((name.decode("latin-1"), value.decode("latin-1")))
-
-    def on_headers_complete(self) -> None:
-        parser = self._parser
-        status = parser.get_status_code()
-        result = self._result
-        if 100 <= status < 200:  # an interim answer (100 Continue): the real one follows
-            result.reason = ""
-            return
-        result.status = status
-        result.http_version = f"HTTP/{parser.get_http_version()}"
-        result.answered_s = time.monotonic() - self._started
-        headers = Headers(result.raw_headers)
-        result.headers = headers
-        result.charset = _charset(headers.get("content-type"))
-        encoding = (headers.get("content-encoding") or "").strip().lower()
-        if self._decode and encoding in ("gzip", "x-gzip", "deflate"):
-            self._inflater = _Inflater(encoding)
-        self.reusable = parser.should_keep_alive()
-        self._to_close = status not in (204, 304) and "content-length" not in headers \
-            and "transfer-encoding" not in headers
-
-    def on_body(self, data: bytes) -> None:
-        if self._result.status is None:
-            return
-        if self._inflater is None:
-            self._take(data)
-            return
-        try:
-            piece = self._inflater.inflate(data, _INFLATE_STEP)
-            while piece:
-                self._take(piece)
-                piece = self._inflater.more(_INFLATE_STEP)
-        except zlib.error as exc:
-            raise ValueError(f"the body's Content-Encoding is broken ({exc})") from None
-
-    def _take(self, piece: bytes) -> None:
-        """Keep the body up to the cap (or hand it to the sink); past it, count up to
-        ``count_to`` (a file's true size) then stop reading."""
-        result = self._result
+    def take(self, piece: bytes) -> bool:
+        """False when the rest is not to be read (the connection then goes)."""
+        result = self.result
         room = self._max_bytes - result.size
         result.size += len(piece)
         if room > 0:
             kept = piece if len(piece) <= room else piece[:room]
             if self._sink is None:
-                self._body += kept
+                self.body += kept
             elif not self._sink(result, kept):
-                self.reusable = False  # the rest is not wanted: not read
-                raise _Whole
+                return False  # the rest is not wanted
         if result.size > self._max_bytes:
             result.truncated = True
             if result.size > self._count_to:
-                self.reusable = False
-                raise _Whole
+                return False
+        return True
 
-    def on_message_complete(self) -> None:
-        if self._result.status is None:
-            return  # the end of an interim answer
-        self._complete()
-
-    # -- one exchange ---------------------------------------------------------------------
-
-    def _complete(self) -> None:
-        waiter, self._waiter = self._waiter, None
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def _end(self, error: str, failure: str = "connection") -> None:
-        self.reusable = False
-        result = self._result
-        if self._waiter is not None:
-            if result.status is None or (result.error is None and not result.truncated):
-                result.error = error  # no answer, or the head came and the body did not
-                result.failure = failure
-            self._complete()
-        self.close()
-
-    def _idle_check(self) -> None:
-        """The read timeout: no byte for ``read_timeout_s`` (one timer an exchange, moved
-        on only when it fires)."""
-        self._idle_timer = None
-        timeout_s = self._read_timeout_s
-        if self._waiter is None or timeout_s is None:
-            return
-        idle_s = time.monotonic() - self._last_data
-        if idle_s >= timeout_s:
-            self._end(f"no data for {timeout_s:g} s", "timeout")
-        else:
-            self._idle_timer = asyncio.get_running_loop().call_later(
-                timeout_s - idle_s, self._idle_check)
-
-    async def exchange(self, request: bytes, max_bytes: int, started: float, *,
-                       count_to: int = 0, decode: bool = True,
-                       read_timeout_s: float | None = None,
-                       sink: Sink | None = None) -> FetchResult:
-        assert self.transport is not None
-        loop = asyncio.get_running_loop()
-        self._result = result = FetchResult()
-        self._body = bytearray()
-        self._sink = sink
-        self._inflater = None
-        self._max_bytes = max_bytes
-        self._count_to = count_to
-        self._decode = decode
-        self._started = started
-        self._to_close = False
-        self.received = False
-        self.reusable = False
-        self._waiter = waiter = loop.create_future()
-        self._read_timeout_s = read_timeout_s
-        if read_timeout_s is not None:
-            self._last_data = time.monotonic()
-            self._idle_timer = loop.call_later(read_timeout_s, self._idle_check)
-        self.transport.write(request)
-        result.late_s = time.monotonic() - started
+    def inflate(self, inflater: _Inflater, data: bytes) -> bool:
         try:
-            await waiter
-        except BaseException:  # the deadline, or the crawl stopping: the answer is not read
-            self.close()
+            piece = inflater.inflate(data, _INFLATE_STEP)
+            while piece:
+                if not self.take(piece):
+                    return False
+                piece = inflater.more(_INFLATE_STEP)
+        except zlib.error as exc:
+            raise _Broken(f"the body's Content-Encoding is broken ({exc})") from None
+        return True
+
+
+def _channel() -> Channel:
+    # Field names as sent (a page's record keeps them), each field counted with its ": "
+    # and line end.
+    return Channel("response", max_head_bytes=MAX_HEAD_BYTES, fold_names=False,
+                   field_overhead=4)
+
+
+def _ended(channel: Channel) -> str:
+    exc = channel.lost
+    if exc is not None:
+        return f"{type(exc).__name__}: {exc}"
+    return "the server closed the connection before the response was whole"
+
+
+def _unreadable(error: ProtocolError) -> str:
+    if error.status == 431:
+        return f"the response's header fields pass {MAX_HEAD_BYTES} bytes"
+    cause = error.__cause__  # the parser's words
+    return f"the response is not HTTP/1.1: {cause}" if cause is not None else str(error)
+
+
+async def _exchange(channel: Channel, request: bytes, max_bytes: int, started: float, *,
+                    count_to: int, decode: bool, read_timeout_s: float | None,
+                    sink: Sink | None) -> FetchResult:
+    """One request on ``channel`` and its answer; the channel is closed unless it can carry
+    another exchange."""
+    result = FetchResult()
+    body = _Body(result, max_bytes, count_to, sink)
+    channel.write(request)
+    result.late_s = time.monotonic() - started
+    try:
+        kept = await _response(channel, body, started, decode, read_timeout_s)
+    except BaseException as exc:  # the deadline, or the crawl stopping: not read further
+        channel.close()
+        if isinstance(exc, TimeoutError):  # the read time-out (the deadline cancels)
+            exc = _Broken(f"no data for {read_timeout_s:g} s", "timeout")
+        elif isinstance(exc, ProtocolError):
+            exc = _Broken(_unreadable(exc))
+        elif not isinstance(exc, _Broken):
             raise
-        finally:
-            self._waiter = None
-            self._sink = None
-            if self._idle_timer is not None:
-                self._idle_timer.cancel()
-                self._idle_timer = None
-        result.body = bytes(self._body)
-        if not self.reusable or self.closed:
-            self.close()
+        # No answer, or the head came and the body did not: an error (a body past the
+        # cap is not one).
+        if result.status is None or (result.error is None and not result.truncated):
+            result.error = str(exc)
+            result.failure = exc.failure
+        result.body = bytes(body.body)
         return result
+    result.body = bytes(body.body)
+    if not kept:
+        channel.close()
+    return result
+
+
+async def _response(channel: Channel, body: _Body, started: float, decode: bool,
+                    read_timeout_s: float | None) -> bool:
+    """Reads the answer into ``body`` and its result; whether the connection can carry
+    another."""
+    while True:  # past interim answers (100 Continue, 103 Early Hints)
+        event = channel.poll() or await channel.next(read_timeout_s, silence=True)
+        if type(event) is Head:
+            if event.status >= 200:
+                head = event
+                break
+            if channel.raw_mode:
+                raise _Broken("the server switched protocols")
+        elif event is not END:  # EOF: a body before a head is the parser's to refuse
+            raise _Broken(_ended(channel))
+    result = body.result
+    result.status = head.status
+    result.reason = head.reason.decode("latin-1")
+    result.http_version = f"HTTP/{head.version}"
+    result.answered_s = time.monotonic() - started
+    result.raw_headers = raw = [(name.decode("latin-1"), value.decode("latin-1"))
+                                for name, value in head.headers]
+    headers = Headers(raw)
+    result.headers = headers
+    result.charset = _charset(headers.get("content-type"))
+    inflater: _Inflater | None = None
+    if decode:
+        encoding = (headers.get("content-encoding") or "").strip().lower()
+        if encoding in ("gzip", "x-gzip", "deflate"):
+            inflater = _Inflater(encoding)
+    while True:
+        event = channel.poll() or await channel.next(read_timeout_s, silence=True)
+        if type(event) is bytes:
+            if not (body.take(event) if inflater is None else body.inflate(inflater, event)):
+                return False  # the rest is not read: the connection goes
+        elif event is END:
+            break
+        else:
+            raise _Broken(_ended(channel))
+    return head.keep_alive and channel.at_rest
 
 
 class _Unresolved(Exception):
     """The resolver given found no address for a name."""
-
-
-class _Whole(Exception):
-    """Raised from a parser callback: the response is read (or the cap reached)."""
 
 
 def _charset(content_type: str | None) -> str | None:
@@ -424,7 +349,8 @@ class PageFetcher:
         self._read_timeout_s = read_timeout_s
         self._sign = sign  # header fields that sign each request (Web Bot Auth), if any
         self.headers = headers if headers is not None else RequestHeaders()
-        self._idle: dict[tuple[str, str, int], list[_Exchange]] = {}
+        # kept-alive connections by origin, each with the time it was last used
+        self._idle: dict[tuple[str, str, int], list[tuple[float, Channel]]] = {}
         self._swept = time.monotonic()
         self._tls = tls  # certificates checked against the system's CAs when None
         self._resolve = resolve  # the system's resolver when None
@@ -499,52 +425,58 @@ class PageFetcher:
                         keep_alive: bool) -> FetchResult:
         connection = self._reuse(key)
         if connection is not None:
-            result = await connection.exchange(request, max_bytes, started, count_to=count_to,
-                                               decode=decode, read_timeout_s=read_timeout_s,
-                                               sink=sink)
-            if result.status is not None or connection.received:
+            received = connection.received
+            result = await _exchange(connection, request, max_bytes, started,
+                                     count_to=count_to, decode=decode,
+                                     read_timeout_s=read_timeout_s, sink=sink)
+            if result.status is not None or connection.received != received:
                 self._keep(key, connection, keep_alive)
                 return result
+            connection.close()
             # The server had closed the kept-alive connection as the request went: the
             # request was not read, and a GET is asked again on a connection of its own.
         connection = await self._connect(key)
-        result = await connection.exchange(request, max_bytes, started, count_to=count_to,
-                                           decode=decode, read_timeout_s=read_timeout_s,
-                                           sink=sink)
+        result = await _exchange(connection, request, max_bytes, started, count_to=count_to,
+                                 decode=decode, read_timeout_s=read_timeout_s, sink=sink)
         self._keep(key, connection, keep_alive)
         return result
 
-    def _reuse(self, key: tuple[str, str, int]) -> _Exchange | None:
+    def _reuse(self, key: tuple[str, str, int]) -> Channel | None:
         idle = self._idle.get(key)
         now = time.monotonic()
         while idle:
-            connection = idle.pop()
-            if not connection.closed and now - connection.idle_since < IDLE_S:
+            since, connection = idle.pop()
+            connection.idle = False
+            # A byte that came while it was kept was never asked for: its framing is lost.
+            if connection.reusable and not connection.closed and connection.at_rest \
+                    and now - since < IDLE_S:
                 return connection
             connection.close()
         return None
 
-    def _keep(self, key: tuple[str, str, int], connection: _Exchange,
+    def _keep(self, key: tuple[str, str, int], connection: Channel,
               keep_alive: bool = True) -> None:
         now = time.monotonic()
         if not keep_alive:
             connection.close()
-        elif connection.reusable and not connection.closed:
-            connection.idle_since = now
-            self._idle.setdefault(key, []).append(connection)
+        elif not connection.closed:
+            connection.idle = True
+            self._idle.setdefault(key, []).append((now, connection))
         if now - self._swept > IDLE_S / 3:  # idle connections do not pile up, hosts apart
             self._swept = now
             for origin, idle in list(self._idle.items()):
-                kept = [c for c in idle if not c.closed and now - c.idle_since < IDLE_S]
-                for stale in idle:
-                    if stale not in kept:
-                        stale.close()
+                kept = []
+                for since, kept_alive in idle:
+                    if kept_alive.reusable and not kept_alive.closed and now - since < IDLE_S:
+                        kept.append((since, kept_alive))
+                    else:
+                        kept_alive.close()
                 if kept:
                     self._idle[origin] = kept
                 else:
                     del self._idle[origin]
 
-    async def _connect(self, key: tuple[str, str, int]) -> _Exchange:
+    async def _connect(self, key: tuple[str, str, int]) -> Channel:
         scheme, host, port = key
         loop = asyncio.get_running_loop()
         tls: ssl.SSLContext | None = None
@@ -565,7 +497,7 @@ class PageFetcher:
         try:
             async with asyncio.timeout(self._connect_timeout_s):
                 _, connection = await loop.create_connection(
-                    _Exchange, address, port, ssl=tls, server_hostname=host if tls else None)
+                    _channel, address, port, ssl=tls, server_hostname=host if tls else None)
         except TimeoutError:
             raise ConnectionError(f"no connection to {host}:{port} within "
                                   f"{self._connect_timeout_s:.0f} s") from None
@@ -576,12 +508,12 @@ class PageFetcher:
         default port): a caller done with a host (the survey, once a domain is recorded)
         keeps no socket open for it, however many hosts it goes through."""
         for key in (("http", host, port or 80), ("https", host, port or 443)):
-            for connection in self._idle.pop(key, ()):
+            for _, connection in self._idle.pop(key, ()):
                 connection.close()
 
     async def close(self) -> None:
         for idle in self._idle.values():
-            for connection in idle:
+            for _, connection in idle:
                 connection.close()
         self._idle.clear()
 

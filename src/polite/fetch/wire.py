@@ -67,6 +67,13 @@ class Head:
                 return value
         return None
 
+    def get_any_case(self, name: bytes) -> bytes | None:
+        """:meth:`get` in a head whose names are kept as they were sent."""
+        for key, value in self.headers:
+            if key.lower() == name:
+                return value
+        return None
+
 
 Event = Head | bytes | _Marker
 
@@ -91,15 +98,16 @@ def _request_framing(head: Head) -> Framing:
     return "length" if length is not None and length.strip() != b"0" else "none"
 
 
-def _response_framing(head: Head, no_body: bool) -> Framing:
-    """RFC 9112, 6.3."""
+def _response_framing(head: Head, no_body: bool, folded: bool) -> Framing:
+    """RFC 9112, 6.3. (``folded``: the head's field names are lower-cased.)"""
     if no_body or head.status < 200 or head.status in (204, 304):
         return "none"
-    coding = head.get(b"transfer-encoding")
+    get = head.get if folded else head.get_any_case
+    coding = get(b"transfer-encoding")
     if coding is not None:
         return "chunked" if coding.rsplit(b",", 1)[-1].strip().lower() == b"chunked" \
             else "close"
-    length = head.get(b"content-length")
+    length = get(b"content-length")
     if length is not None:
         return "length" if length.strip() != b"0" else "none"
     return "close"  # a response without a length runs to the end of the connection
@@ -107,9 +115,13 @@ def _response_framing(head: Head, no_body: bool) -> Framing:
 
 class Channel(asyncio.Protocol):
     """One HTTP/1.1 connection. ``side`` is what the peer sends: ``"request"`` on the
-    client side, ``"response"`` on the origin side."""
+    client side, ``"response"`` on the origin side. ``fold_names`` off: field names are
+    kept as sent (a client that records the answer) rather than lower-cased (a proxy that
+    passes it on); ``field_overhead``: bytes each field counts for besides its name and
+    value, against ``max_head_bytes``."""
 
-    def __init__(self, side: Literal["request", "response"], *, max_head_bytes: int) -> None:
+    def __init__(self, side: Literal["request", "response"], *, max_head_bytes: int,
+                 fold_names: bool = True, field_overhead: int = 0) -> None:
         self._loop = asyncio.get_running_loop()
         self._events: collections.deque[Event] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None
@@ -121,6 +133,9 @@ class Channel(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
         self._deadline = 0.0
         self._max_head = max_head_bytes
+        self._fold = fold_names
+        self._field_overhead = field_overhead
+        self._silence: float | None = None  # a wait's time-out is one of silence
         self._head_bytes = 0
         self._unfinished = 0
         self._in_head = False
@@ -137,6 +152,8 @@ class Channel(asyncio.Protocol):
         self.idle = False
         self.trailing = b""  # bytes after a CONNECT or Upgrade head
         self.written = 0  # bytes written: whether an answer has begun
+        self.received = 0  # bytes received: whether an answer has begun
+        self.lost: Exception | None = None  # why the connection went, when not closed
         self._parser: httptools.HttpRequestParser | httptools.HttpResponseParser = (
             httptools.HttpRequestParser(self) if side == "request"
             else httptools.HttpResponseParser(self))
@@ -147,8 +164,11 @@ class Channel(asyncio.Protocol):
         self.transport = cast(asyncio.Transport, transport)  # uvloop's are not subclasses
 
     def data_received(self, data: bytes) -> None:
+        self.received += len(data)
         if self.idle:
             self.reusable = False
+        if self._silence is not None:
+            self._deadline = self._loop.time() + self._silence
         if self._raw:
             self._push(data, len(data))
         elif self._error is None:
@@ -172,7 +192,9 @@ class Channel(asyncio.Protocol):
             else:
                 self._fail(ProtocolError(400 if self.side == "request" else 502, str(exc)))
         except httptools.HttpParserError as exc:
-            self._fail(ProtocolError(400 if self.side == "request" else 502, _explain(exc)))
+            error = ProtocolError(400 if self.side == "request" else 502, _explain(exc))
+            error.__cause__ = exc  # the parser's own words, for a client to report
+            self._fail(error)
         else:
             if self._in_head:  # a head still incomplete: bound what the parser may hold
                 self._unfinished += len(data)
@@ -187,6 +209,7 @@ class Channel(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self.lost = exc
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -231,8 +254,8 @@ class Channel(asyncio.Protocol):
         self._head.reason += reason
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._head.headers.append((name.lower(), value))
-        self._head_bytes += len(name) + len(value)
+        self._head.headers.append((name.lower() if self._fold else name, value))
+        self._head_bytes += len(name) + len(value) + self._field_overhead
         if self._head_bytes > self._max_head:
             raise ProtocolError(431, "the header section is too large")
 
@@ -248,7 +271,7 @@ class Channel(asyncio.Protocol):
             head.framing = _request_framing(head)
         else:
             head.status = parser.get_status_code()
-            head.framing = _response_framing(head, self.expect_no_body)
+            head.framing = _response_framing(head, self.expect_no_body, self._fold)
             if self.expect_no_body and head.status >= 200:
                 self._push_head(head)
                 self._events.append(END)
@@ -295,16 +318,27 @@ class Channel(asyncio.Protocol):
         """What arrives is no longer parsed (after CONNECT or an Upgrade request)."""
         return self._raw
 
-    async def next(self, timeout_s: float) -> Event:
+    async def next(self, timeout_s: float | None, *, silence: bool = False) -> Event:
         """The next event; ``TimeoutError`` if none comes in ``timeout_s`` (bytes that
-        trickle in without making an event do not extend it)."""
+        trickle in without making an event do not extend it, unless ``silence``: then the
+        time-out is of no byte arriving); None: no time-out."""
         deadline = 0.0
+        self._silence = timeout_s if silence else None
         while not self._events:
             if self._error is not None:
                 raise self._error
             if self.closed:
                 return EOF
             waiter = self._waiter = self._loop.create_future()
+            if timeout_s is None:
+                if self._timer is not None:  # an earlier wait's: it must not end this one
+                    self._timer.cancel()
+                    self._timer = None
+                try:
+                    await waiter
+                finally:
+                    self._waiter = None
+                continue
             # One timer per channel, moved only when a wait must end sooner than it rings:
             # a busy connection does not arm and cancel a timer per message.
             if not deadline:

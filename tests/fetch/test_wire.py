@@ -7,13 +7,13 @@ import asyncio
 import socket
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from polite.fetch.wire import END, EOF, Channel, Head, ProtocolError
+from polite.fetch.wire import END, EOF, Channel, Head, Pool, ProtocolError
 
 pytestmark = pytest.mark.anyio
 
@@ -195,6 +195,35 @@ async def test_an_answer_delimited_by_close_ends_with_the_connection() -> None:
         peer.close()
         assert await channel.next(5) is END
         assert await channel.next(5) is EOF
+
+
+async def test_a_pool_reuses_the_last_kept_and_never_one_that_spoke_unasked() -> None:
+    site = ("http", "a.example", 80)
+    async with AsyncExitStack() as stack:
+        (a, _), (b, _), (c, peer_c), (d, _) = [
+            await stack.enter_async_context(pair("response")) for _ in range(4)]
+        pool = Pool(max_per_origin=2)
+        for channel in (a, b, d):
+            pool.put(site, channel)
+        assert d.closed and a.idle and b.idle and not (a.closed or b.closed)  # its bound
+        assert pool.take(site) is b and not b.idle
+        pool.put(site, c)
+        peer_c.write(b"HTTP/1.1 200 OK\r\n\r\n")  # an answer nobody asked for
+        async with asyncio.timeout(5):
+            while not c.received:
+                await asyncio.sleep(0.01)
+        assert pool.take(site) is a and c.closed  # c lost its framing: closed, passed over
+        assert pool.take(site) is None
+        pool.put(site, b)
+        pool.drop(site)
+        assert b.closed and pool.take(site) is None
+        timed = Pool(idle_s=0.2)
+        timed.put(site, a)
+        assert timed.take(site) is a
+        timed.put(site, a)
+        await asyncio.sleep(0.3)
+        timed.sweep()  # now and then: a third of idle_s has passed
+        assert a.closed and timed.take(site) is None
 
 
 _HEADS = [b"GET http://a.example/ HTTP/1.1\r\nHost: a\r\n\r\n",

@@ -26,7 +26,7 @@ from urllib.parse import quote, urlsplit
 from polite.core.crawl.guidance import accept_headers
 from polite.core.robots import AgentRules
 from polite.errors import PrivateAddress
-from polite.fetch.wire import END, Channel, Head, ProtocolError
+from polite.fetch.wire import END, Channel, Head, Pool, ProtocolError
 
 __all__ = ["FetchResult", "HttpClient", "PageFetcher", "RequestHeaders", "Resolve", "Sink"]
 
@@ -239,7 +239,7 @@ async def _response(channel: Channel, body: _Body, started: float, decode: bool,
                 break
             if channel.raw_mode:
                 raise _Broken("the server switched protocols")
-        elif event is not END:  # EOF: a body before a head is the parser's to refuse
+        elif event is not END:  # EOF (body pieces come only after a head)
             raise _Broken(_ended(channel))
     result = body.result
     result.status = head.status
@@ -349,9 +349,7 @@ class PageFetcher:
         self._read_timeout_s = read_timeout_s
         self._sign = sign  # header fields that sign each request (Web Bot Auth), if any
         self.headers = headers if headers is not None else RequestHeaders()
-        # kept-alive connections by origin, each with the time it was last used
-        self._idle: dict[tuple[str, str, int], list[tuple[float, Channel]]] = {}
-        self._swept = time.monotonic()
+        self._idle = Pool(idle_s=IDLE_S)  # kept-alive connections
         self._tls = tls  # certificates checked against the system's CAs when None
         self._resolve = resolve  # the system's resolver when None
 
@@ -423,7 +421,7 @@ class PageFetcher:
                         started: float, count_to: int, decode: bool,
                         read_timeout_s: float | None, sink: Sink | None,
                         keep_alive: bool) -> FetchResult:
-        connection = self._reuse(key)
+        connection = self._idle.take(key)
         if connection is not None:
             received = connection.received
             result = await _exchange(connection, request, max_bytes, started,
@@ -441,40 +439,13 @@ class PageFetcher:
         self._keep(key, connection, keep_alive)
         return result
 
-    def _reuse(self, key: tuple[str, str, int]) -> Channel | None:
-        idle = self._idle.get(key)
-        now = time.monotonic()
-        while idle:
-            since, connection = idle.pop()
-            connection.idle = False
-            # A byte that came while it was kept was never asked for: its framing is lost.
-            if connection.reusable and not connection.closed and connection.at_rest \
-                    and now - since < IDLE_S:
-                return connection
-            connection.close()
-        return None
-
     def _keep(self, key: tuple[str, str, int], connection: Channel,
               keep_alive: bool = True) -> None:
-        now = time.monotonic()
-        if not keep_alive:
+        if keep_alive:
+            self._idle.put(key, connection)
+        else:
             connection.close()
-        elif not connection.closed:
-            connection.idle = True
-            self._idle.setdefault(key, []).append((now, connection))
-        if now - self._swept > IDLE_S / 3:  # idle connections do not pile up, hosts apart
-            self._swept = now
-            for origin, idle in list(self._idle.items()):
-                kept = []
-                for since, kept_alive in idle:
-                    if kept_alive.reusable and not kept_alive.closed and now - since < IDLE_S:
-                        kept.append((since, kept_alive))
-                    else:
-                        kept_alive.close()
-                if kept:
-                    self._idle[origin] = kept
-                else:
-                    del self._idle[origin]
+            self._idle.sweep()
 
     async def _connect(self, key: tuple[str, str, int]) -> Channel:
         scheme, host, port = key
@@ -507,15 +478,11 @@ class PageFetcher:
         """Close the kept-alive connections to ``host`` (on ``port``, else on each scheme's
         default port): a caller done with a host (the survey, once a domain is recorded)
         keeps no socket open for it, however many hosts it goes through."""
-        for key in (("http", host, port or 80), ("https", host, port or 443)):
-            for _, connection in self._idle.pop(key, ()):
-                connection.close()
+        self._idle.drop(("http", host, port or 80))
+        self._idle.drop(("https", host, port or 443))
 
     async def close(self) -> None:
-        for idle in self._idle.values():
-            for _, connection in idle:
-                connection.close()
-        self._idle.clear()
+        self._idle.close()
 
     aclose = close  # httpx's name, which the client's users had
 

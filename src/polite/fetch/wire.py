@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import time
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Final, Literal, cast
 
 import httptools
 
-__all__ = ["END", "EOF", "LAST_CHUNK", "Channel", "Event", "Head", "Headers", "ProtocolError",
-           "frame", "request_head", "response_head"]
+__all__ = ["END", "EOF", "LAST_CHUNK", "Channel", "Event", "Head", "Headers", "Origin", "Pool",
+           "ProtocolError", "frame", "request_head", "response_head"]
 
 Headers = list[tuple[bytes, bytes]]
+Origin = tuple[str, str, int]  # scheme, host, port
 Framing = Literal["length", "chunked", "close", "none"]
 
 
@@ -411,6 +413,86 @@ class Channel(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
         self.closed = True
+
+
+class Pool:
+    """Kept-alive channels to origins, the last kept the first reused. ``idle_s``: a channel
+    kept longer is closed rather than reused (None: kept until its peer closes it);
+    ``max_per_origin``: past it, a channel is closed rather than kept."""
+
+    def __init__(self, *, idle_s: float | None = None, max_per_origin: int | None = None
+                 ) -> None:
+        self._idle: dict[Origin, list[tuple[float, Channel]]] = {}
+        self._idle_s = idle_s
+        self._max = max_per_origin
+        self._swept = time.monotonic()
+
+    def _usable(self, channel: Channel, since: float, now: float) -> bool:
+        # A byte that came while it was kept was never asked for: its framing is lost.
+        return channel.reusable and not channel.closed and channel.at_rest and (
+            self._idle_s is None or now - since < self._idle_s)
+
+    def take(self, origin: Origin) -> Channel | None:
+        """A kept channel to ``origin`` that can carry an exchange, if there is one."""
+        idle = self._idle.get(origin)
+        if not idle:
+            return None
+        now = time.monotonic() if self._idle_s is not None else 0.0
+        while idle:
+            since, channel = idle.pop()
+            channel.idle = False
+            if self._usable(channel, since, now):
+                return channel
+            channel.close()
+        return None
+
+    def put(self, origin: Origin, channel: Channel) -> None:
+        """Keeps ``channel``, between two exchanges, for the next to ``origin``; closes it
+        when it cannot carry one or ``origin`` has its fill."""
+        now = time.monotonic() if self._idle_s is not None else 0.0
+        if channel.reusable and not channel.closed and channel.at_rest:
+            idle = self._idle.setdefault(origin, [])
+            if self._max is None or len(idle) < self._max:
+                channel.idle = True
+                idle.append((now, channel))
+            else:
+                channel.close()
+        else:
+            channel.close()
+        self.sweep(now)
+
+    def sweep(self, now: float | None = None) -> None:
+        """Closes the channels kept too long, now and then: they do not pile up, origins
+        apart."""
+        if self._idle_s is None:
+            return
+        if now is None:
+            now = time.monotonic()
+        if now - self._swept <= self._idle_s / 3:
+            return
+        self._swept = now
+        for origin, idle in list(self._idle.items()):
+            kept = []
+            for since, channel in idle:
+                if self._usable(channel, since, now):
+                    kept.append((since, channel))
+                else:
+                    channel.close()
+            if kept:
+                self._idle[origin] = kept
+            else:
+                del self._idle[origin]
+
+    def drop(self, origin: Origin) -> None:
+        """Closes the channels kept to ``origin``."""
+        for _, channel in self._idle.pop(origin, ()):
+            channel.close()
+
+    def close(self) -> None:
+        for idle in self._idle.values():
+            for _, channel in idle:
+                channel.close()
+        self._idle.clear()
 
 
 def _explain(exc: httptools.HttpParserError) -> str:

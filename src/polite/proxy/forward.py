@@ -25,6 +25,7 @@ from polite.fetch.wire import (
     Channel,
     Event,
     Head,
+    Pool,
     ProtocolError,
     frame,
     request_head,
@@ -60,7 +61,7 @@ class Forwarding(ProxyBase):
 
     _cache: PageCache | None
     _sign: Sign | None
-    _idle: dict[Key, list[Channel]]
+    _idle: Pool
     _tls: ssl.SSLContext
 
     async def _proxied(self, client: Channel, exchange: _Exchange, mode: Mode,
@@ -185,13 +186,9 @@ class Forwarding(ProxyBase):
         return channel
 
     async def _connect(self, key: Key, address: str | None) -> tuple[Channel, bool]:
-        pool = self._idle.get(key)
-        while pool:
-            upstream = pool.pop()
-            upstream.idle = False
-            if upstream.reusable and not upstream.closed and upstream.at_rest:
-                return upstream, True
-            upstream.close()
+        upstream = self._idle.take(key)
+        if upstream is not None:
+            return upstream, True
         scheme, host, port = key
         return await self._open(host, port, self._tls if scheme == "https" else None,
                                 address=address), False
@@ -199,14 +196,10 @@ class Forwarding(ProxyBase):
     def _release(self, key: Key, upstream: Channel, response: Head | None) -> None:
         """Keeps a connection for the next request to ``key`` when it can carry one
         (``response`` None: a new connection, nothing sent on it yet)."""
-        if (response is None or (response.keep_alive and response.framing != "close")) \
-                and upstream.reusable and not upstream.closed and upstream.at_rest:
-            pool = self._idle.setdefault(key, [])
-            if len(pool) < self.settings.max_idle_upstream:
-                upstream.idle = True
-                pool.append(upstream)
-                return
-        upstream.close()
+        if response is None or (response.keep_alive and response.framing != "close"):
+            self._idle.put(key, upstream)
+        else:
+            upstream.close()
 
     def _send_stored(self, client: Channel, request: Head, stored: Stored, age: float,
                      not_modified_: bool) -> None:

@@ -42,6 +42,7 @@ from polite.fetch.wire import (
     Channel,
     Head,
     Headers,
+    Pool,
     ProtocolError,
     frame,
     response_head,
@@ -51,7 +52,6 @@ from polite.proxy.base import (
     _CLOSE,
     _VIA,
     ASGIApp,
-    Key,
     Message,
     Mode,
     ProxySettings,
@@ -100,7 +100,8 @@ class ProxyServer(Tunnels, Ordered):
         self._cache = cache
         self._app = app
         self.settings = settings or ProxySettings()
-        self._idle: dict[Key, list[Channel]] = {}
+        # kept-alive connections to origins, at most so many each
+        self._idle = Pool(max_per_origin=self.settings.max_idle_upstream)
         self._server: asyncio.Server | None = None
         self._addresses: set[tuple[str, int]] = set()
         self._tls = upstream_tls or ssl.create_default_context()
@@ -144,10 +145,7 @@ class ProxyServer(Tunnels, Ordered):
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 5)
-        for pool in self._idle.values():
-            for upstream in pool:
-                upstream.close()
-        self._idle.clear()
+        self._idle.close()
         await self._lifespan("shutdown")
 
     async def _lifespan(self, phase: str) -> None:

@@ -325,3 +325,22 @@ def test_the_read_timeout_is_one_of_silence_not_of_a_slow_head() -> None:
     assert slow.elapsed_s > 1.0  # longer than the read timeout, all told
     assert silent.status is None and silent.failure == "timeout"
     assert silent.error == "no data for 1 s"
+
+
+def test_a_switch_of_protocols_and_many_small_fields_past_the_head_bound_are_refused() -> None:
+    # Each field counts with its ": " and line end: 2,000 fields of 29 bytes of name and
+    # value are 66,000 bytes of head, past the 64 KiB bound (58,000 without).
+    many = b"".join(b"X%04d: %b\r\n" % (n, b"v" * 24) for n in range(2_000))
+
+    def script(head: bytes, _: int) -> list[bytes | None]:
+        if head.split()[1] == b"/upgrade":
+            return [b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                    b"Connection: Upgrade\r\n\r\nnot http", None]
+        return [b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n" + many + b"\r\nok", None]
+
+    with origin("127.0.12.11", script) as (base, _, _):
+        switched, crowded = fetch([base + "/upgrade", base + "/many"])
+    assert (switched.status, switched.failure) == (None, "connection")
+    assert switched.error == "the server switched protocols"
+    assert (crowded.status, crowded.failure) == (None, "connection")
+    assert crowded.error == "the response's header fields pass 65536 bytes"

@@ -10,7 +10,9 @@ again by :func:`frame`; a body whose length was known is passed on in the pieces
 
 The parser is fed everything that arrives, so pipelined requests queue up; reading stops
 while more than a bound of unread heads and body bytes wait, so a fast sender cannot fill
-memory. A wait for the next event has one deadline, which bytes trickling in do not move.
+memory. A wait for the next event has one deadline, which bytes trickling in do not move
+(unless the wait is one of silence, a client's read timeout). A :class:`Pool` keeps
+channels between exchanges, by origin.
 """
 
 from __future__ import annotations
@@ -51,7 +53,8 @@ _HIGH_WATER = 256 * 1024
 
 @dataclass(slots=True)
 class Head:
-    """A request or response line and its fields; names lower-cased, in their order."""
+    """A request or response line and its fields, in their order; names lower-cased unless
+    the channel keeps them as sent."""
 
     method: bytes = b""  # requests
     target: bytes = b""

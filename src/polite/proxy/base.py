@@ -25,6 +25,7 @@ from polite.fetch.wire import (
     Channel,
     Head,
     Headers,
+    Origin,
     ProtocolError,
     response_head,
 )
@@ -34,7 +35,7 @@ __all__ = ["MAX_REQUEST_WAIT_S", "Mode", "ProxyBase", "ProxySettings"]
 Message = MutableMapping[str, Any]
 ASGIApp = Callable[[Message, Callable[[], Awaitable[Message]],
                     Callable[[Message], Awaitable[None]]], Awaitable[None]]
-Key = tuple[str, str, int]  # scheme, host, port
+Key = Origin  # scheme, host, port: what upstream connections are kept by
 
 # RFC 9110, 7.6.1: hop-by-hop fields, never forwarded (plus those named in Connection).
 _HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"te", b"trailer",

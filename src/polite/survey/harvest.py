@@ -423,7 +423,16 @@ class Harvester:
                 if self.on_site is not None:
                     self.on_site(name)
 
-        await asyncio.gather(*(worker() for _ in range(workers)))
+        # One worker's failure is the run's: the others stop with it (a gather alone would
+        # leave them surveying after the run had raised).
+        tasks = [asyncio.ensure_future(worker()) for _ in range(workers)]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
     # -- robots.txt --------------------------------------------------------------------------
 
@@ -467,8 +476,12 @@ class Harvester:
             self._fetching[domain] = future
             try:
                 future.set_result(await self._site(rank, domain))
+            except asyncio.CancelledError:
+                future.cancel()  # the run stops: whoever waits for it stops too
+                raise
             except BaseException as exc:
                 future.set_exception(exc)
+                future.exception()  # retrieved: a waiter gets it, nobody logs it unread
                 raise
             finally:
                 del self._fetching[domain]  # the store answers from now on

@@ -5,7 +5,6 @@ never a traceback."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -60,18 +59,9 @@ def _polite(bare: Path, *args: str, cwd: Path | None = None
 def _commands() -> list[list[str]]:
     """Every command of the command line, as its parser knows them (nested ones too)."""
     from polite.cli import build_parser
+    from polite.cli.common import command_tree
 
-    found: list[list[str]] = []
-
-    def walk(parser: argparse.ArgumentParser, path: list[str]) -> None:
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for name, child in action.choices.items():
-                    found.append([*path, name])
-                    walk(child, [*path, name])
-
-    walk(build_parser(), [])
-    return found
+    return [list(words) for words, _ in command_tree(build_parser()) if words]
 
 
 def test_every_command_answers_its_help(bare: Path) -> None:

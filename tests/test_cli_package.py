@@ -5,7 +5,6 @@ parser's help in the user's words, ``--version``, shell completion made from the
 from __future__ import annotations
 
 import argparse
-import ast
 import re
 import subprocess
 import sys
@@ -16,34 +15,18 @@ import pytest
 import polite
 from polite import __version__
 from polite.cli import build_parser, main
+from polite.cli.common import command_tree
+from tests.test_layers import _imports
 
 SRC = Path(polite.__file__).resolve().parent
 CLI = SRC / "cli"
 
 
-def _parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
-             ) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
-    found = [(path, parser)]
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                found.extend(_parsers(sub, (*path, name)))
-    return found
-
-
-PARSERS = _parsers(build_parser())
+PARSERS = list(command_tree(build_parser()))
 # The source documents' file numbers are the project's own shorthand, not the user's.
 INTERNAL = re.compile(r"\bseeds? \d{3}\b|\bas the seeds?\b|\(the seed\)", re.IGNORECASE)
 
 
-def _imports(path: Path) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-    return names
 
 
 def test_the_walk_finds_every_command_group() -> None:

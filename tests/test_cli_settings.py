@@ -13,23 +13,13 @@ from pathlib import Path
 import pytest
 
 from polite.cli import build_parser
+from polite.cli.common import command_tree
 from polite.config import SERVE_NUMBERS, Bounds, FloatFlag, IntFlag
 from polite.errors import ConfigError
 from polite.serve import settings_from
 from tests.sites import Reply, Site, serve
 
-
-def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
-              ) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
-    found = [(path, parser)]
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                found.extend(_commands(sub, (*path, name)))
-    return found
-
-
-COMMANDS = _commands(build_parser())
+COMMANDS = list(command_tree(build_parser()))
 NUMERIC = [(path, action) for path, parser in COMMANDS for action in parser._actions
            if isinstance(action.type, IntFlag | FloatFlag) or action.type in (int, float)]
 

@@ -14,19 +14,9 @@ from pathlib import Path
 import pytest
 
 from polite.cli import build_parser, main
+from polite.cli.common import command_tree
 
-
-def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
-              ) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
-    found = [(path, parser)]
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                found.extend(_commands(sub, (*path, name)))
-    return found
-
-
-PARSERS = _commands(build_parser())
+PARSERS = list(command_tree(build_parser()))
 COMMANDS = [path for path, _ in PARSERS]
 # groups that do nothing by themselves (polite demo runs its site; polite crawl its crawl)
 GROUPS = [path for path, parser in PARSERS if path and parser.get_default("handler") is None

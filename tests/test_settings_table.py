@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from polite.cli import build_parser, main
+from polite.cli.common import command_tree
 from polite.config import (
     CRAWL,
     DROPINS,
@@ -38,11 +39,7 @@ REFERENCE = ROOT / "docs" / "reference" / "settings.md"
 
 
 def _parser(path: tuple[str, ...]) -> argparse.ArgumentParser:
-    parser = build_parser()
-    for name in path:
-        commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        parser = commands.choices[name]
-    return parser
+    return dict(command_tree(build_parser()))[path]
 
 
 COMMANDS = [pytest.param(p, id=p.name) for p in PRODUCTS if p.command]
@@ -68,23 +65,13 @@ def test_each_command_has_exactly_its_declared_options(product: Product) -> None
             assert action.help == argparse.SUPPRESS and action.dest == setting.name
 
 
-def _every_command(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
-                   ) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
-    found = [(path, parser)]
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, child in action.choices.items():
-                found += _every_command(child, (*path, name))
-    return found
-
-
 def test_every_option_of_every_command_is_declared() -> None:
     """Walks the whole command line: each option and argument of each command, hidden former
     spellings included, comes from a declaration. Left out: -h/--help (argparse's own, on
     every parser) and --version (the top's); a command group with nothing of its own (polite
     robots) needs no declaration."""
     declared = {p.command: p for p in PRODUCTS if p.command}
-    walked = _every_command(build_parser())
+    walked = list(command_tree(build_parser()))
     for path, parser in walked:
         options = {option for action in parser._actions for option in action.option_strings
                    } - {"-h", "--help"} - ({"--version"} if path == () else set())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from polite.config import FLAGS, Product, Setting, default_shown, from_environment, read_config
@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from polite.fetch.robots import Network, PublicHosts
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_FINDINGS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_STORE",
-           "EXIT_USAGE", "Parser", "add_command", "add_group", "add_settings", "fetch_client",
-           "require_public", "resolve", "resolver", "sitemap_walker"]
+           "EXIT_USAGE", "Parser", "add_command", "add_group", "add_settings", "command_tree",
+           "fetch_client", "require_public", "resolve", "resolver", "sitemap_walker"]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1  # some URL is disallowed (check) or the file has problems (lint)
@@ -57,6 +57,18 @@ class Parser(argparse.ArgumentParser):
     def _commands(self) -> list[str]:
         return [name for action in self._actions
                 if isinstance(action, argparse._SubParsersAction) for name in action.choices]
+
+
+def command_tree(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+                 ) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """``parser`` (its words ``path``) and every command below it, each with its words
+    (``("robots", "check")``): the whole command line for the manual's reference and the
+    tests that hold each command to its declaration."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield from command_tree(child, (*path, name))
 
 
 def resolver(args: argparse.Namespace) -> Resolver:

@@ -1,14 +1,15 @@
 """Fetching robots.txt and sitemaps for many domains, seed 004's way (sections 2.3, 3.2).
 
 robots.txt: ``http://DOMAIN/robots.txt`` first; when that answers HTML (a home page served
-instead) or redirects to one, ``www.DOMAIN`` next. Redirects are followed by polite
-(:func:`polite.fetch.redirects.follow`), five at most, each recorded. Sitemaps: the Sitemap
-lines of the robots.txt read, index files followed with each file's indirection level and
-parent (the sitemap walker's walk and exchange, :class:`polite.fetch.sitemaps.SitemapWalker`),
-large indexes sampled (at least ``max(n0, alpha * n)`` of an index's ``n`` children, the
-others recorded ``not_sampled``), files on other sites (the seed's "sitemap sharing")
-fetched after their own robots.txt and marked ``cross_site``, page URLs kept up to a bound
-per site (a uniform sample beyond it).
+instead) or redirects to one, ``www.DOMAIN`` next, each asked for the way every product asks
+for robots.txt (:func:`polite.fetch.robots.fetch_robots_txt`: redirects followed by polite,
+five at most, each hop checked by the private-address guard), each redirect recorded.
+Sitemaps: the Sitemap lines of the robots.txt read, index files followed with each file's
+indirection level and parent (the sitemap walker's walk and exchange,
+:class:`polite.fetch.sitemaps.SitemapWalker`), large indexes sampled (at least
+``max(n0, alpha * n)`` of an index's ``n`` children, the others recorded ``not_sampled``),
+files on other sites (the seed's "sitemap sharing") fetched after their own robots.txt and
+marked ``cross_site``, page URLs kept up to a bound per site (a uniform sample beyond it).
 
 Politeness: the shared driver (:class:`polite.fetch.politeness.Politeness`) on an in-memory
 store, told the robots.txt the survey read for each host: between the starts of a host's

@@ -4,6 +4,7 @@ check and the sitemap walker of the commands that fetch."""
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
@@ -16,8 +17,9 @@ if TYPE_CHECKING:
     from polite.fetch.robots import Network, PublicHosts
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_FINDINGS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_STORE",
-           "EXIT_USAGE", "Parser", "add_command", "add_group", "add_settings", "command_tree",
-           "fetch_client", "require_public", "resolve", "resolver", "sitemap_walker"]
+           "EXIT_USAGE", "LazyParser", "Parser", "add_command", "add_group", "add_settings",
+           "command_tree", "fetch_client", "require_public", "resolve", "resolver",
+           "sitemap_walker"]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1  # some URL is disallowed (check) or the file has problems (lint)
@@ -38,10 +40,32 @@ class Parser(argparse.ArgumentParser):
     ``status`` and ``merge`` became commands of their own."""
 
     default_command: str | None = None
+    # Commands' options added when the command is first used (parsed, or its help shown),
+    # not when the command line is built: a run pays for its own command's alone.
+    lazy = False
+    _fill: Callable[[], None] | None = None
+
+    def fill_later(self, fill: Callable[[], None]) -> None:
+        self._fill = fill
+
+    def fill(self) -> None:
+        """Add the options :meth:`fill_later` was given, if not yet."""
+        fill, self._fill = self._fill, None
+        if fill is not None:
+            fill()
+
+    def format_usage(self) -> str:
+        self.fill()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self.fill()
+        return super().format_help()
 
     def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                          namespace: argparse.Namespace | None = None
                          ) -> tuple[argparse.Namespace, list[str]]:
+        self.fill()
         if self.default_command is not None and args is not None:
             given = list(args)
             if not given or given[0] not in (*self._commands(), "-h", "--help"):
@@ -59,11 +83,21 @@ class Parser(argparse.ArgumentParser):
                 if isinstance(action, argparse._SubParsersAction) for name in action.choices]
 
 
+class LazyParser(Parser):
+    """A :class:`Parser` whose commands' options come when the command is used (what
+    ``polite`` itself runs on: building every command's options costs more than most
+    commands' own work)."""
+
+    lazy = True
+
+
 def command_tree(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
                  ) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
     """``parser`` (its words ``path``) and every command below it, each with its words
     (``("robots", "check")``): the whole command line for the manual's reference and the
     tests that hold each command to its declaration."""
+    if isinstance(parser, Parser):
+        parser.fill()
     yield path, parser
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -232,7 +266,10 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     options (:func:`add_settings`) and what runs it."""
     parser = commands.add_parser(product.command[-1], help=help,
                                  description=description or None)
-    add_settings(parser, product)
+    if isinstance(parser, Parser) and parser.lazy:
+        parser.fill_later(functools.partial(add_settings, parser, product))
+    else:
+        add_settings(parser, product)
     parser.set_defaults(handler=handler)
     return parser
 

@@ -14,6 +14,7 @@ from polite.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
+    LazyParser,
     Parser,
     add_command,
 )
@@ -34,7 +35,7 @@ __all__ = ["build_parser", "main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    parser = build_parser()
+    parser = build_parser(lazy=True)
     args = parser.parse_args(argv)
     if not hasattr(args, "handler"):
         # A command group without its command (polite robots) shows the group's help.
@@ -68,9 +69,11 @@ def _drop_stdout() -> None:
         os.close(devnull)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser of ``polite``, with every command."""
-    parser = Parser(prog="polite", description="The politeness layer for web crawling.",
+def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
+    """The top-level parser of ``polite``, with every command; ``lazy``: each command's
+    options are added when it is used (parsed, or its help shown), as :func:`main` needs."""
+    kind = LazyParser if lazy else Parser
+    parser = kind(prog="polite", description="The politeness layer for web crawling.",
                     epilog="Exit status: 0 done, 1 a verdict of no (robots check: some URL "
                            "disallowed; lint, diff, explain: something found), 2 a usage or "
                            "input error, 130 interrupted.")
@@ -78,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Every command's parser is a Parser (a group may have a default command).
     commands = cast("argparse._SubParsersAction[argparse.ArgumentParser]",
                     parser.add_subparsers(title="commands", metavar="COMMAND",
-                                          parser_class=Parser))
+                                          parser_class=kind))
 
     add_robots_commands(commands)
     add_sitemap_commands(commands)

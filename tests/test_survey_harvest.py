@@ -4,13 +4,20 @@ should, the www step, redirects recorded, and a second run fetches nothing again
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import json
 import socket
 import sqlite3
+import time
 from contextlib import ExitStack
 from pathlib import Path
 
+import pytest
+
+from polite.fetch.resolve import HostsFile
+from polite.survey.harvest import Harvester
+from polite.survey.store import SurveyStore
 from tests.conftest import on_port_80
 from tests.sites import Reply, Site, serve
 from tests.test_cli import run
@@ -84,3 +91,47 @@ def test_every_outcome_class_and_the_www_step(tmp_path: Path) -> None:
     with (out / "report" / "tables" / "outcomes.csv").open() as stream:
         counts = {row["outcome"]: int(row["sites"]) for row in csv.DictReader(stream)}
     assert counts["ok"] == 3 and counts["dns_error"] == 1 and sum(counts.values()) == 13
+
+
+class _Stop(Exception):
+    """What a caller's progress callback raised."""
+
+
+@on_port_80
+def test_a_worker_that_fails_ends_the_run_with_its_error_and_the_others_stop(
+        tmp_path: Path) -> None:
+    """A failure in one of the run's workers (here the caller's own callback, called as a
+    domain ends) is the run's: :meth:`Harvester.run` raises it, and the other workers stop
+    with it rather than go on surveying behind the caller's back."""
+    names = [f"s{n}.example" for n in range(24)]
+    sites = [Site(f"127.0.8.{40 + n}", {"/robots.txt": Reply(200, b"User-agent: *\n",
+                                                             delay_s=0.2)}, port=80)
+             for n in range(len(names))]
+    hosts = tmp_path / "hosts"
+    hosts.write_text("".join(f"{site.host} {name}\n" for name, site in zip(names, sites,
+                                                                           strict=True)))
+    ended: list[str] = []
+
+    def on_site(domain: str) -> None:
+        ended.append(domain)
+        if len(ended) == 3:
+            raise _Stop(domain)
+
+    async def survey() -> None:
+        store = SurveyStore(tmp_path / "survey.sqlite")
+        harvester = Harvester(store, time.time, resolver=HostsFile(hosts), concurrency=4,
+                              allow_private=True, sitemaps=False, on_site=on_site)
+        with pytest.raises(_Stop):
+            await harvester.run(enumerate(names, 1))
+        asked = sum(len(site.requests) for site in sites)
+        await asyncio.sleep(1.0)  # five requests' time: a worker left running would ask
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        assert not others, f"{len(others)} of the run's tasks still running"
+        assert sum(len(site.requests) for site in sites) == asked
+        assert asked < len(names)  # the run stopped, it did not finish first
+        store.close()
+
+    with ExitStack() as stack:
+        for site in sites:
+            stack.enter_context(serve(site))
+        asyncio.run(survey())

@@ -12,6 +12,8 @@ from polite.clock import WallClock
 from polite.core.robots.lifecycle import AllowAll, DisallowAll, Parsed
 from polite.errors import InvalidURL
 from polite.fetch import RobotsFetcher, origin_of
+from polite.fetch.http import PageFetcher
+from polite.fetch.robots import PublicHosts, create_client, fetch_robots_txt, networks
 from polite.storage import MemoryStore, SQLiteStore
 from tests.sites import Reply, Site, serve
 
@@ -192,3 +194,99 @@ async def test_processes_sharing_a_redis_store_fetch_a_file_once(
     finally:
         for store in stores:
             await store.close()
+
+
+# -- the one robots.txt request every product makes (fetch_robots_txt) ---------------------
+
+
+async def test_one_request_records_the_chain_and_counts_the_true_size(
+        client: PageFetcher) -> None:
+    """The redirect chain in order, the last exchange as it came: its body cut at the cap,
+    its true size counted past it, its content type and headers."""
+    big = ROBOTS + b"# filler\n" * 1_000
+    with serve(Site("127.0.0.15", {
+            "/robots.txt": Reply(301, headers={"Location": "/r1"}),
+            "/r1": Reply(302, headers={"Location": "/r2"}),
+            "/r2": Reply(200, big, headers={"Content-Type": "text/plain"})})) as site:
+        got = await fetch_robots_txt(client, site.origin + "/robots.txt", guard=None,
+                                     max_bytes=100, count_to=1 << 20, deadline_s=10.0,
+                                     read_timeout_s=5.0)
+    assert site.requests == ["/robots.txt", "/r1", "/r2"]
+    assert got.url == site.origin + "/r2" and got.status == 200
+    assert got.redirects == (site.origin + "/r1", site.origin + "/r2")
+    assert got.body == big[:100] and got.truncated and got.size == len(big)
+    assert got.content_type == "text/plain" and ("Content-Type", "text/plain") in got.headers
+    assert got.failure is got.error is got.stopped is got.refused is None
+    assert not got.loop and got.requests == 3
+
+
+async def test_a_redirect_loop_ends_at_once_when_asked(client: PageFetcher) -> None:
+    """A redirect back to a URL asked for already: the survey stops there (a loop, its
+    redirect's status kept), the service runs the chain to the limit (too many redirects)."""
+    routes = {"/robots.txt": Reply(301, headers={"Location": "/a"}),
+              "/a": Reply(302, headers={"Location": "/robots.txt"})}
+    with serve(Site("127.0.0.16", routes)) as site:  # type: ignore[arg-type]
+        url = site.origin + "/robots.txt"
+        looped = await fetch_robots_txt(client, url, guard=None, max_bytes=1_000,
+                                        deadline_s=10.0, read_timeout_s=5.0, stop_loops=True)
+        assert site.requests == ["/robots.txt", "/a"]
+        assert looped.loop and looped.status == 302 and looped.url == site.origin + "/a"
+        assert looped.redirects == (site.origin + "/a", url) and looped.stopped is None
+        site.requests.clear()
+        ran = await fetch_robots_txt(client, url, guard=None, max_bytes=1_000,
+                                     deadline_s=10.0, read_timeout_s=5.0)
+    assert len(site.requests) == 6 and not ran.loop
+    assert ran.stopped == "more than 5 redirects" and len(ran.redirects) == 6
+
+
+async def test_the_guard_refuses_the_first_url_and_a_hop_in_one_place() -> None:
+    """One check, one text, for the first URL and each hop: nothing asked of the refused
+    host, the chain up to it kept."""
+    internal = Site("127.0.0.18", {"/robots.txt": Reply(200, ROBOTS)})
+    guard = PublicHosts(WallClock(), allowed=networks(["127.0.0.17"]))
+    with serve(internal), serve(Site("127.0.0.17", {
+            "/robots.txt": Reply(301, headers={"Location": internal.origin + "/robots.txt"})
+    })) as site:
+        async with create_client(guard=guard) as client:
+            hop = await fetch_robots_txt(client, site.origin + "/robots.txt", guard=guard,
+                                         max_bytes=1_000, deadline_s=10.0, read_timeout_s=5.0)
+            first = await fetch_robots_txt(client, internal.origin + "/robots.txt",
+                                           guard=guard, max_bytes=1_000, deadline_s=10.0,
+                                           read_timeout_s=5.0)
+    refusal = "127.0.0.18 is a private or loopback address (--allow-private)"
+    assert internal.requests == [] and site.requests == ["/robots.txt"]
+    assert hop.refused == refusal and hop.requests == 1
+    assert hop.url == internal.origin + "/robots.txt" and hop.redirects == (hop.url,)
+    assert hop.stopped == f"redirected to {hop.url}: {refusal}"
+    assert first.refused == refusal and first.requests == 0 and first.stopped is None
+
+
+async def test_each_exchange_waits_for_the_callers_bound_on_requests(
+        client: PageFetcher) -> None:
+    """``in_flight`` is held during each exchange: with the caller's requests all in flight,
+    robots.txt is not asked for until one ends."""
+    bound = asyncio.Semaphore(1)
+    with serve(Site("127.0.0.19", {"/robots.txt": Reply(200, ROBOTS)})) as site:
+        async with bound:
+            waiting = asyncio.ensure_future(fetch_robots_txt(
+                client, site.origin + "/robots.txt", guard=None, max_bytes=1_000,
+                deadline_s=10.0, read_timeout_s=5.0, in_flight=bound))
+            await asyncio.sleep(0.3)
+            assert not waiting.done() and site.requests == []
+        got = await waiting
+    assert got.status == 200 and got.body == ROBOTS and site.requests == ["/robots.txt"]
+
+
+async def test_the_connection_is_kept_only_when_the_caller_keeps_it(
+        client: PageFetcher) -> None:
+    """The survey keeps robots.txt's connection for the sitemaps that follow; the service
+    closes it (the host's next request connects, and is checked, anew)."""
+    with serve(Site("127.0.0.20", {"/robots.txt": Reply(200, ROBOTS),
+                                   "/s.xml": Reply(200, b"<urlset/>")})) as site:
+        for keep_alive in (True, False):
+            await fetch_robots_txt(client, site.origin + "/robots.txt", guard=None,
+                                   max_bytes=1_000, deadline_s=10.0, read_timeout_s=5.0,
+                                   keep_alive=keep_alive)
+            await client.get(site.origin + "/s.xml", max_bytes=1_000, deadline_s=10.0)
+        kept, closed = site.peers[:2], site.peers[2:]
+    assert kept[0] == kept[1] and closed[0] != closed[1]

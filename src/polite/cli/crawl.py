@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import json
 import os
@@ -74,6 +73,9 @@ def _require_extra() -> None:
 
 
 def _crawl(args: argparse.Namespace, out: TextIO) -> int:
+    # Imported by the commands that run a loop, not by every run of polite.
+    import asyncio
+
     _require_extra()
     from polite.crawl import CrawlSettings
 
@@ -126,6 +128,8 @@ async def _run(args: argparse.Namespace, settings: object, out: TextIO) -> int:
 
 async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
                       names: Resolver) -> int:
+    import asyncio
+
     from rich.console import Console
     from rich.live import Live
     from rich.table import Table
@@ -233,6 +237,8 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
 
 
 def _status(args: argparse.Namespace, out: TextIO) -> int:
+    import asyncio
+
     _require_extra()  # the workers' liveness is polite.crawl's, which needs its extra
     from polite.crawl.workers import crawl_status, is_shared
 

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from polite.cli.common import (
     EXIT_FINDINGS,
@@ -18,25 +18,13 @@ from polite.cli.common import (
     require_public,
 )
 from polite.config import ROBOTS_CHECK, ROBOTS_DIFF, ROBOTS_EXPLAIN, ROBOTS_LINT
-from polite.core.robots.usage_tools import UsageRow, explain_usage
 from polite.core.text import decode_text, shown
-from polite.core.usage.vocab import PURPOSES
 from polite.errors import ConfigError
-from polite.robots import (
-    Cell,
-    DecidedBy,
-    Decision,
-    Dialect,
-    Explanation,
-    RobotsDiff,
-    RobotsTxt,
-    Severity,
-    diff_bodies,
-    explain_body,
-    lint_body,
-    parse,
-    parse_dialect,
-)
+
+# The robots.txt engine is imported by the commands that run it, not by every run of polite.
+if TYPE_CHECKING:
+    from polite.core.robots.usage_tools import UsageRow
+    from polite.robots import Cell, Decision, Dialect, Explanation, RobotsDiff, RobotsTxt
 
 __all__ = ["add_robots_commands", "fetch_body", "is_site", "robots_source"]
 
@@ -108,6 +96,10 @@ def robots_source(name: str, args: argparse.Namespace, agent: str = "polite"
 
 
 def _robots_explain(args: argparse.Namespace, out: TextIO) -> int:
+    from polite.core.robots.usage_tools import explain_usage
+    from polite.core.usage.vocab import PURPOSES
+    from polite.robots import Dialect, explain_body, parse
+
     body, name, site = robots_source(args.file, args, args.agent[0])
     urls = list(args.urls)
     if site is not None:
@@ -261,6 +253,8 @@ def _why(cell: Cell) -> str:
 def _robots_lint(args: argparse.Namespace, out: TextIO) -> int:
     """``polite robots lint``: the reader's issues and the checks, one a line; with
     ``--lines`` every line's class too."""
+    from polite.robots import Severity, lint_body, parse_dialect
+
     body, name, _ = robots_source(args.file, args)
     report = lint_body(body, parse_dialect(args.dialect), max_bytes=args.max_robots_bytes,
                        content_type=args.content_type)
@@ -313,6 +307,8 @@ def _url_list(name: str) -> list[str]:
 
 
 def _robots_diff(args: argparse.Namespace, out: TextIO) -> int:
+    from polite.robots import diff_bodies, parse_dialect
+
     urls = _url_list(args.urls) if args.urls else None
     agent = args.agent[0] if args.agent else "polite"
     old, old_name, _ = robots_source(args.old, args, agent)
@@ -377,6 +373,8 @@ def _decision_json(url: str, decision: Decision) -> dict[str, object]:
 def _robots_check(args: argparse.Namespace, out: TextIO) -> int:
     if args.file.startswith(("http://", "https://")):
         return _robots_check_site(args, out)
+    from polite.robots import parse
+
     _check_urls(args.urls)
     robots: RobotsTxt = parse(_read(args.file), args.dialect, max_bytes=args.max_robots_bytes)
     _warn_if_cut(args.file, robots, args.max_robots_bytes)
@@ -402,6 +400,7 @@ def _robots_check_site(args: argparse.Namespace, out: TextIO) -> int:
     from polite.clock import WallClock
     from polite.core.robots.lifecycle import AllowAll, FetchPolicy, Parsed
     from polite.fetch.robots import RobotsFetcher, origin_of
+    from polite.robots import DecidedBy, Decision
     from polite.storage import MemoryStore
 
     site = origin_of(args.file)

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import signal
 import time
 from pathlib import Path
@@ -87,6 +86,7 @@ def _warc(path: Path, target: Path, out: TextIO) -> int:
 
 
 def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
+    import asyncio  # by the command that runs a loop, not by every run of polite
     import sys
 
     from polite.survey import SurveyStore

@@ -164,7 +164,7 @@ def _record(kind: WarcRecordType, target: str, date: str, block: bytes) -> WarcR
 
 def _head(lines: list[str], encoding: str = "latin-1") -> bytes:
     """An HTTP message's head, in the bytes that were on the wire: a response's headers
-    were read as Latin-1, a request's are sent as UTF-8 (aiohttp's encoding)."""
+    were read as Latin-1, a request's are sent as UTF-8 (as the page client encodes them)."""
     return ("\r\n".join(lines) + "\r\n\r\n").encode(encoding, "replace")
 
 

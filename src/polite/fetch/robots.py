@@ -8,9 +8,11 @@ only performs the I/O and turns transport failures into :class:`Unreachable` val
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import ssl
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from polite.clock import Clock
@@ -33,8 +35,8 @@ from polite.fetch.redirects import follow, redirect_target
 from polite.fetch.resolve import system_addresses
 from polite.storage.base import RobotsRecord, RobotsStore, SharedRobotsStore
 
-__all__ = ["PublicHosts", "RobotsFetcher", "create_client", "is_public_host", "normal_url",
-           "origin_of", "split_origin"]
+__all__ = ["PublicHosts", "RobotsAnswer", "RobotsFetcher", "create_client", "fetch_robots_txt",
+           "is_public_host", "normal_url", "origin_of", "private_refusal", "split_origin"]
 
 # robots.txt: no byte for this long is a timeout, and one request (each redirect's hop
 # apart) takes this long at most, however slowly its bytes drip.
@@ -152,9 +154,8 @@ class PublicHosts:
             raise OSError(f"no address for {host}")
         for address in addresses:
             if not _is_public_address(address, self.allowed):
-                named = host if address == host else f"{host} ({address})"
-                raise PrivateAddress(f"{named} is a private or loopback address "
-                                     "(--allow-private)")
+                raise PrivateAddress(_private(host if address == host
+                                              else f"{host} ({address})"))
         return addresses[0]
 
     async def is_public(self, host: str) -> bool:
@@ -176,6 +177,115 @@ class PublicHosts:
                 del self._public_until[next(iter(self._public_until))]
             self._public_until[host] = self._clock() + self._ttl_s
         return public
+
+
+def _private(named: str) -> str:
+    return f"{named} is a private or loopback address (--allow-private)"
+
+
+async def private_refusal(guard: PublicHosts | None, url: str) -> str | None:
+    """Why ``url`` may not be asked for: its host is private or loopback (``guard`` None:
+    private addresses allowed). Every request to a site is asked about first, each
+    redirect's hop included (a public site may redirect to an internal address)."""
+    if guard is None:
+        return None
+    host = (urlsplit(url).hostname or "").lower()
+    return None if await guard.is_public(host) else _private(host)
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsAnswer:
+    """One robots.txt request, its redirects followed (:func:`fetch_robots_txt`): the last
+    exchange as it came (an answer, or the client's failure) and how the chain went. Each
+    caller classes it its own way: the status table's :class:`Received` or
+    :class:`Unreachable` for the service, the proxy and the crawler, the survey's outcomes
+    for the survey."""
+
+    url: str  # where the chain stopped: the URL last asked for, or refused, or one too many
+    status: int | None = None  # the last answer's (a redirect's, when the chain stopped)
+    headers: tuple[tuple[str, str], ...] = ()  # as they came, repeats and order kept
+    content_type: str = ""
+    body: bytes = b""  # up to the cap
+    size: int = 0  # the body's true size (counted past the cap up to ``count_to``)
+    truncated: bool = False
+    failure: str | None = None  # the client's kind of failure ("timeout", "dns", ...)
+    error: str | None = None  # the last exchange's error
+    seconds: float = 0.0  # the last exchange's
+    redirects: tuple[str, ...] = ()  # each redirect's target, in order
+    # Why the chain stopped short of an answer (a refused hop, or too many): None when an
+    # exchange ended it.
+    stopped: str | None = None
+    # The private-address guard's refusal (of ``url``, the first URL or a hop): nothing was
+    # asked of ``url``'s host.
+    refused: str | None = None
+    loop: bool = False  # a redirect to a URL already asked for (with ``stop_loops``)
+    requests: int = 0  # how many went out
+
+
+async def fetch_robots_txt(
+        client: HttpClient, url: str, *, guard: PublicHosts | None, max_bytes: int,
+        deadline_s: float, read_timeout_s: float | None, count_to: int = 0,
+        headers: Mapping[str, str] | None = None, agent: str = "", keep_alive: bool = True,
+        in_flight: asyncio.Semaphore | None = None, stop_loops: bool = False,
+        follow_broken: bool = False) -> RobotsAnswer:
+    """GET the robots.txt at ``url``, the one way every part of polite asks for it:
+    redirects followed by :func:`follow`, ``url`` and each hop checked first by the
+    private-address guard (``guard``; None: private addresses allowed); at once (robots.txt
+    takes no turn of its host). The body is kept up to ``max_bytes`` and counted to
+    ``count_to``; ``deadline_s`` bounds each exchange, ``read_timeout_s`` a wait for a byte.
+    ``headers``: the request's fields (None: the client's for the host, User-Agent
+    ``agent``). ``keep_alive`` off: the connection is closed after each answer.
+    ``in_flight``: held during each exchange (the caller's bound on requests at once).
+    ``stop_loops``: a redirect to a URL already asked for ends the chain (``loop``) rather
+    than running it to the limit. ``follow_broken``: a redirect whose body broke off is
+    followed all the same (its head said where to), else it is the failure that ends the
+    chain."""
+    refusal = await private_refusal(guard, url)
+    if refusal is not None:
+        return RobotsAnswer(url, refused=refusal)
+    redirects: list[str] = []
+    seen = {url}
+    last = RobotsAnswer(url)
+
+    async def check(target: str) -> str | None:
+        nonlocal last
+        refusal = await private_refusal(guard, target)
+        if refusal is not None:
+            last = RobotsAnswer(target, redirects=tuple(redirects), refused=refusal,
+                                requests=last.requests)
+        return refusal
+
+    async def hop(target: str) -> str | None:
+        nonlocal last
+        async with in_flight or contextlib.nullcontext():
+            got = await client.get(target, headers, max_bytes=max_bytes, count_to=count_to,
+                                   deadline_s=deadline_s, read_timeout_s=read_timeout_s,
+                                   agent=agent, keep_alive=keep_alive)
+        last = RobotsAnswer(
+            target, got.status, tuple(got.raw_headers), got.headers.get("content-type") or "",
+            got.body, got.size, got.truncated, got.failure if got.error is not None else None,
+            got.error, got.elapsed_s, tuple(redirects), requests=last.requests + 1)
+        if got.status is None or (got.error is not None and not got.truncated
+                                  and not follow_broken):
+            return None
+        following = redirect_target(target, got.status, got.headers.get("location"))
+        if following is None:
+            return None
+        redirects.append(following)
+        if stop_loops and following in seen:
+            last = RobotsAnswer(target, got.status, redirects=tuple(redirects), loop=True,
+                                requests=last.requests)
+            return None
+        seen.add(following)
+        last = RobotsAnswer(following, got.status, redirects=tuple(redirects),
+                            requests=last.requests)
+        return following
+
+    stopped = await follow(url, hop, check)
+    if stopped is None:
+        return last
+    return RobotsAnswer(last.url, last.status, redirects=last.redirects, stopped=stopped,
+                        refused=last.refused, requests=last.requests)
 
 
 def _record(origin: str, state: RobotsState, body: bytes) -> RobotsRecord:
@@ -338,44 +448,26 @@ class RobotsFetcher:
         await self._store.save_robots(_record(origin, state, body))
         return state
 
-    async def _refusal(self, url: str) -> str | None:
-        """Why ``url`` may not be asked for: a private address (unless allowed)."""
-        host = urlsplit(url).hostname or ""
-        if self._allow_private or await self._public_hosts.is_public(host):
-            return None
-        return f"{host} is a private or loopback address (--allow-private)"
-
     async def _fetch(self, url: str) -> FetchOutcome:
-        refusal = await self._refusal(url)
-        if refusal is not None:
-            return Unreachable(refusal)
-        self.fetches += 1
-        received: list[Received] = []
-        failed: list[Unreachable] = []
-
-        async def hop(url: str) -> str | None:
-            # The cap and one byte more: the parser reports the cut.
-            # Its connection is not kept for the host's next request: that one connects,
-            # and is checked by the private-address guard, anew (a name that rebinds
-            # between robots.txt and the first page is caught there), as when robots.txt
-            # had a client of its own; it is one connection a host a day.
-            got = await self._client.get(url, max_bytes=self._max_bytes + 1,
-                                         deadline_s=ROBOTS_DEADLINE_S,
-                                         read_timeout_s=self._timeout, agent=self._agent,
-                                         keep_alive=False)
-            if got.status is None:
-                failed.append(Unreachable("timed out" if got.failure == "timeout"
-                                          else got.error or "no answer"))
-                return None
-            target = redirect_target(url, got.status, got.headers.get("location"))
-            if target is not None:
-                return target
-            received.append(Received(got.status, got.body, tuple(got.raw_headers), url))
-            return None
-
-        # Each hop is checked as the first was (a public site may redirect to an internal
-        # address); a refused hop leaves robots.txt unreachable, as a network failure does.
-        stopped = await follow(url, hop, self._refusal)
-        if stopped is not None:
-            return Unreachable(stopped)
-        return failed[0] if failed else received[0]
+        # The cap and one byte more: the parser reports the cut. Its connection is not kept
+        # for the host's next request: that one connects, and is checked by the
+        # private-address guard, anew (a name that rebinds between robots.txt and the first
+        # page is caught there), as when robots.txt had a client of its own; it is one
+        # connection a host a day. A body broken off after the head is what came of the
+        # file (a redirect's head is followed all the same).
+        got = await fetch_robots_txt(
+            self._client, url, guard=None if self._allow_private else self._public_hosts,
+            max_bytes=self._max_bytes + 1, deadline_s=ROBOTS_DEADLINE_S,
+            read_timeout_s=self._timeout, agent=self._agent, keep_alive=False,
+            follow_broken=True)
+        if got.requests:
+            self.fetches += 1
+        # A refused hop leaves robots.txt unreachable, as a network failure does.
+        if got.stopped is not None:
+            return Unreachable(got.stopped)
+        if got.refused is not None:
+            return Unreachable(got.refused)
+        if got.status is None:
+            return Unreachable("timed out" if got.failure == "timeout"
+                               else got.error or "no answer")
+        return Received(got.status, got.body, got.headers, got.url)

@@ -1,14 +1,15 @@
 """Fetching robots.txt and sitemaps for many domains, seed 004's way (sections 2.3, 3.2).
 
 robots.txt: ``http://DOMAIN/robots.txt`` first; when that answers HTML (a home page served
-instead) or redirects to one, ``www.DOMAIN`` next. Redirects are followed by polite
-(:func:`polite.fetch.redirects.follow`), five at most, each recorded. Sitemaps: the Sitemap
-lines of the robots.txt read, index files followed with each file's indirection level and
-parent (the sitemap walker's walk and exchange, :class:`polite.fetch.sitemaps.SitemapWalker`),
-large indexes sampled (at least ``max(n0, alpha * n)`` of an index's ``n`` children, the
-others recorded ``not_sampled``), files on other sites (the seed's "sitemap sharing")
-fetched after their own robots.txt and marked ``cross_site``, page URLs kept up to a bound
-per site (a uniform sample beyond it).
+instead) or redirects to one, ``www.DOMAIN`` next, each asked for the way every product asks
+for robots.txt (:func:`polite.fetch.robots.fetch_robots_txt`: redirects followed by polite,
+five at most, each hop checked by the private-address guard), each redirect recorded.
+Sitemaps: the Sitemap lines of the robots.txt read, index files followed with each file's
+indirection level and parent (the sitemap walker's walk and exchange,
+:class:`polite.fetch.sitemaps.SitemapWalker`), large indexes sampled (at least
+``max(n0, alpha * n)`` of an index's ``n`` children, the others recorded ``not_sampled``),
+files on other sites (the seed's "sitemap sharing") fetched after their own robots.txt and
+marked ``cross_site``, page URLs kept up to a bound per site (a uniform sample beyond it).
 
 Politeness: the shared driver (:class:`polite.fetch.politeness.Politeness`) on an in-memory
 store, told the robots.txt the survey read for each host: between the starts of a host's
@@ -54,9 +55,14 @@ from polite.core.urls import split_origin
 from polite.errors import ConfigError, InvalidURL
 from polite.fetch.http import HttpClient, PageFetcher
 from polite.fetch.politeness import LATE_UNNOTED_S, Politeness
-from polite.fetch.redirects import follow, redirect_target
 from polite.fetch.resolve import Resolver
-from polite.fetch.robots import Network, PublicHosts, RobotsFetcher
+from polite.fetch.robots import (
+    Network,
+    PublicHosts,
+    RobotsFetcher,
+    fetch_robots_txt,
+    private_refusal,
+)
 from polite.fetch.sitemaps import Listed, SitemapWalker, Visited, parse_whole, polite_turn
 from polite.storage.base import RobotsRecord
 from polite.storage.memory import MemoryStore
@@ -423,7 +429,16 @@ class Harvester:
                 if self.on_site is not None:
                     self.on_site(name)
 
-        await asyncio.gather(*(worker() for _ in range(workers)))
+        # One worker's failure is the run's: the others stop with it (a gather alone would
+        # leave them surveying after the run had raised).
+        tasks = [asyncio.ensure_future(worker()) for _ in range(workers)]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
     # -- robots.txt --------------------------------------------------------------------------
 
@@ -467,8 +482,12 @@ class Harvester:
             self._fetching[domain] = future
             try:
                 future.set_result(await self._site(rank, domain))
+            except asyncio.CancelledError:
+                future.cancel()  # the run stops: whoever waits for it stops too
+                raise
             except BaseException as exc:
                 future.set_exception(exc)
+                future.exception()  # retrieved: a waiter gets it, nobody logs it unread
                 raise
             finally:
                 del self._fetching[domain]  # the store answers from now on
@@ -481,80 +500,49 @@ class Harvester:
                                           size=answer.size, max_bytes=self._max_bytes)
         return answer
 
-    # -- one request, redirects by hand ---------------------------------------------------
+    # -- one request -----------------------------------------------------------------------
 
     async def _get(self, url: str) -> _Answer:
-        """GET a robots.txt, redirects followed by :func:`follow`, each hop's host checked
-        first; at once (it takes no turn of its host), decoded per Content-Encoding, kept up
-        to its cap and counted to its true size."""
-        fetcher = self._fetcher
-        assert fetcher is not None, "within a run"
-        redirects: list[str] = []
-        seen = {url}
-        at = url
-        answer: _Answer | None = None
+        """GET a robots.txt the way all of polite does (:func:`fetch_robots_txt`): redirects
+        followed, each hop's host checked first, a redirect back to a URL asked for already
+        ending the chain; at once (it takes no turn of its host), decoded per
+        Content-Encoding, kept up to its cap and counted to its true size. Its connection is
+        kept for the host's sitemaps that follow."""
+        got = await fetch_robots_txt(
+            self._fetcher_in_run(), url, guard=self._guard(), max_bytes=self._max_bytes,
+            count_to=_MAX_COUNTED_BYTES, deadline_s=self._deadline_s,
+            read_timeout_s=self._read_timeout_s, headers=self._headers,
+            in_flight=self._requests, stop_loops=True)
+        if got.refused is not None:
+            return _Answer(Outcome.CONNECTION_ERROR, error=got.refused, url=got.url,
+                           redirects=got.redirects, refused=True)
+        if got.loop:
+            return _Answer(Outcome.REDIRECT_LOOP, got.status, url=got.url,
+                           redirects=got.redirects)
+        if got.stopped is not None:
+            return _Answer(Outcome.REDIRECT_LOOP, error=got.stopped, url=got.url,
+                           redirects=got.redirects)
+        if got.error is not None and not (got.status is not None and got.truncated):
+            return _Answer(_FAILURES.get(got.failure or "", Outcome.CONNECTION_ERROR),
+                           got.status, error=got.error, url=got.url, redirects=got.redirects,
+                           seconds=got.seconds)
+        assert got.status is not None
+        decided = status_outcome(got.status)
+        if decided is not None:
+            return _Answer(decided, got.status, url=got.url, redirects=got.redirects,
+                           seconds=got.seconds)
+        return _Answer(None, got.status, url=got.url, redirects=got.redirects,
+                       content_type=got.content_type, seconds=got.seconds, body=got.body,
+                       size=got.size)
 
-        async def check(target: str) -> str | None:
-            """Why ``target`` may not be asked for: the survey's settings (a private
-            address)."""
-            nonlocal answer
-            refusal = await self._private(target)
-            if refusal is not None:
-                answer = _Answer(Outcome.CONNECTION_ERROR, error=refusal, url=target,
-                                 redirects=tuple(redirects), refused=True)
-            return refusal
-
-        async def hop(target: str) -> str | None:
-            nonlocal answer, at
-            at = target
-            async with self._requests:
-                result = await fetcher.get(
-                    target, self._headers, max_bytes=self._max_bytes,
-                    count_to=_MAX_COUNTED_BYTES, deadline_s=self._deadline_s,
-                    read_timeout_s=self._read_timeout_s)
-            status = result.status
-            if result.error is not None and not (status is not None and result.truncated):
-                answer = _Answer(_FAILURES.get(result.failure or "", Outcome.CONNECTION_ERROR),
-                                 status, error=result.error, url=target,
-                                 redirects=tuple(redirects), seconds=result.elapsed_s)
-                return None
-            assert status is not None
-            following = redirect_target(target, status, result.headers.get("Location"))
-            if following is not None:
-                redirects.append(following)
-                if following not in seen:
-                    seen.add(following)
-                    at = following  # where the chain stands, if it stops at the next hop
-                    return following
-                answer = _Answer(Outcome.REDIRECT_LOOP, status, url=target,
-                                 redirects=tuple(redirects))
-                return None
-            decided = status_outcome(status)
-            if decided is not None:
-                answer = _Answer(decided, status, url=target, redirects=tuple(redirects),
-                                 seconds=result.elapsed_s)
-            else:
-                answer = _Answer(None, status, url=target, redirects=tuple(redirects),
-                                 content_type=result.headers.get("Content-Type") or "",
-                                 seconds=result.elapsed_s, body=result.body, size=result.size)
-            return None
-
-        if await check(url) is not None:
-            assert answer is not None
-            return answer
-        stopped = await follow(url, hop, check)
-        if answer is not None and (stopped is None or answer.refused):
-            return answer
-        return _Answer(Outcome.REDIRECT_LOOP, error=stopped, url=at,
-                       redirects=tuple(redirects))
+    def _guard(self) -> PublicHosts | None:
+        """The private-address guard under the survey's settings (None: --allow-private)."""
+        return None if self._allow_private else self._public_hosts()
 
     async def _private(self, url: str) -> str | None:
         """Why ``url`` may not be asked for under the survey's settings: its host's address
         is private or loopback (without --allow-private)."""
-        host = (urlsplit(url).hostname or "").lower()
-        if not self._allow_private and not await self._public_hosts().is_public(host):
-            return f"{host} is a private or loopback address (--allow-private)"
-        return None
+        return await private_refusal(self._guard(), url)
 
     def _host_turns(self) -> _Turns:
         """The run's politeness driver, made at its first sitemap (a survey of robots.txt

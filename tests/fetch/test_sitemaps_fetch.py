@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import itertools
 import time
@@ -12,6 +13,7 @@ import httpx
 import pytest
 
 from polite.clock import WallClock
+from polite.core.politeness import WaitUntil
 from polite.fetch import RobotsFetcher
 from polite.fetch.politeness import Politeness
 from polite.fetch.sitemaps import SitemapFile, SitemapWalker, WalkSummary
@@ -367,3 +369,45 @@ async def test_the_walk_reads_each_file_once_and_reports_a_sample_left_unread() 
     assert by_url[("http://a.test/3.xml", "http://a.test/1.xml")].duplicate_of \
         == "http://a.test/3.xml"
     assert all(s.result is None for s in every if s.cycle or s.duplicate_of)
+
+
+async def test_a_request_that_leaves_late_moves_the_hosts_next_slot_as_it_leaves(
+        client: httpx.AsyncClient) -> None:
+    """A file whose turn came 0.8 s before its request could go (a loop busy elsewhere, a
+    place among the requests in flight to wait for) moves its host's next slot as the
+    request leaves, not once its answer is in: a request given the slot meanwhile would
+    reach the site less than the delay after it. The host answers 3 s late, so the two
+    moments are far apart."""
+    with serve(Site("127.0.0.31")) as site:
+        o = site.origin
+        site.routes["/robots.txt"] = Reply(200, b"User-agent: *\nCrawl-delay: 1\n")
+        site.routes["/slow.xml"] = Reply(200, urlset(f"{o}/a"), delay_s=3.0)
+        clock = WallClock()
+        store = MemoryStore(clock)
+        robots = RobotsFetcher(client, store, clock, agent="politetest", allow_private=True)
+        politeness = Politeness(robots, store, clock, agent="politetest", allow_private=True)
+        walk = SitemapWalker(client, politeness)
+
+        async def allow(_: str) -> str | None:
+            return None
+
+        async def turn(url: str) -> float | str:
+            (found,) = await politeness.check([url], reserve=True)
+            assert found.allowed
+            given = time.monotonic()
+            await asyncio.sleep(0.8)  # the request is handed to the client this late
+            return given
+
+        claimed = clock()
+        fetching = asyncio.ensure_future(walk.fetch(f"{o}/slow.xml", check=allow, turn=turn))
+        while "/slow.xml" not in site.requests:  # it left; its answer is 3 s away
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        (next_one,) = await politeness.check([f"{o}/other.xml"])
+        got = await fetching
+    assert got.status == 200
+    decision = next_one.decision
+    assert isinstance(decision, WaitUntil)
+    # The slot after the late one: its delay after the moment it really left (claimed +
+    # 0.8 s), not after the moment its turn was given.
+    assert decision.at - claimed > 1.0 + 0.8 - 0.1, decision.at - claimed

@@ -771,10 +771,11 @@ class Crawler:
         offered = self._offered.pop(item.url, None)
         paying = [] if offered is None or settings.max_price is None else \
             [("crawler-max-price", f"USD {settings.max_price:.2f}")]
+        late = self._politeness.late_start(item.url)  # spacing runs from when it really went
         got = await self._pages.get(item.url, headers, max_bytes=settings.max_body_bytes,
-                                    deadline_s=settings.fetch_deadline_s, signed=paying)
-        if self._politeness.is_late(got.late_s):  # spacing runs from when it really went
-            await self._politeness.note_late_start(item.url, got.late_s)
+                                    deadline_s=settings.fetch_deadline_s, signed=paying,
+                                    sent=late)
+        await late.noted()
         now = self._clock()
         record: dict[str, Any] = {
             "url": item.url, "via": item.via, "depth": item.depth,

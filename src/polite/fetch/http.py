@@ -197,13 +197,16 @@ def _unreadable(error: ProtocolError) -> str:
 
 async def _exchange(channel: Channel, request: bytes, max_bytes: int, started: float, *,
                     count_to: int, decode: bool, read_timeout_s: float | None,
-                    sink: Sink | None) -> FetchResult:
+                    sink: Sink | None, sent: Callable[[float], None] | None = None
+                    ) -> FetchResult:
     """One request on ``channel`` and its answer; the channel is closed unless it can carry
     another exchange."""
     result = FetchResult()
     body = _Body(result, max_bytes, count_to, sink)
     channel.write(request)
     result.late_s = time.monotonic() - started
+    if sent is not None:
+        sent(result.late_s)
     try:
         kept = await _response(channel, body, started, decode, read_timeout_s)
     except BaseException as exc:  # the deadline, or the crawl stopping: not read further
@@ -326,7 +329,8 @@ class HttpClient(Protocol):
                   max_bytes: int, deadline_s: float, count_to: int = 0, decode: bool = True,
                   read_timeout_s: float | None = None,
                   signed: Sequence[tuple[str, str]] = (), agent: str = "",
-                  sink: Sink | None = None, keep_alive: bool = True) -> FetchResult: ...
+                  sink: Sink | None = None, keep_alive: bool = True,
+                  sent: Callable[[float], None] | None = None) -> FetchResult: ...
 
     def release(self, host: str, port: int | None = None) -> None: ...
 
@@ -363,7 +367,8 @@ class PageFetcher:
                   max_bytes: int, deadline_s: float, count_to: int = 0, decode: bool = True,
                   read_timeout_s: float | None = None,
                   signed: Sequence[tuple[str, str]] = (), agent: str = "",
-                  sink: Sink | None = None, keep_alive: bool = True) -> FetchResult:
+                  sink: Sink | None = None, keep_alive: bool = True,
+                  sent: Callable[[float], None] | None = None) -> FetchResult:
         """GET ``url``: its body kept up to ``max_bytes`` (``truncated`` past it) and counted
         in ``size`` up to ``count_to`` when that is larger; inflated per Content-Encoding
         unless ``decode`` is off (the bytes as sent). ``deadline_s`` bounds the whole
@@ -372,7 +377,9 @@ class PageFetcher:
         client has one) when None. ``signed``: fields sent that the request's signature
         covers too (with a signer). ``sink``: given the body piece by piece rather than
         keeping it. ``keep_alive`` off: the connection is closed once the answer is read
-        (the next request to the host connects, and resolves, anew)."""
+        (the next request to the host connects, and resolves, anew). ``sent``: told, as
+        the request's head is written, how long after the call that was (again if the
+        request goes a second time, on a new connection)."""
         started = time.monotonic()
         try:
             parts = urlsplit(url)
@@ -400,7 +407,7 @@ class PageFetcher:
         try:
             async with asyncio.timeout(deadline_s):
                 result = await self._exchange(key, request, max_bytes, started, count_to,
-                                              decode, read_timeout_s, sink, keep_alive)
+                                              decode, read_timeout_s, sink, keep_alive, sent)
         except TimeoutError:
             result = FetchResult(error=f"took longer than {deadline_s:g} s",
                                  failure="timeout")
@@ -420,13 +427,14 @@ class PageFetcher:
     async def _exchange(self, key: tuple[str, str, int], request: bytes, max_bytes: int,
                         started: float, count_to: int, decode: bool,
                         read_timeout_s: float | None, sink: Sink | None,
-                        keep_alive: bool) -> FetchResult:
+                        keep_alive: bool, sent: Callable[[float], None] | None
+                        ) -> FetchResult:
         connection = self._idle.take(key)
         if connection is not None:
             received = connection.received
             result = await _exchange(connection, request, max_bytes, started,
                                      count_to=count_to, decode=decode,
-                                     read_timeout_s=read_timeout_s, sink=sink)
+                                     read_timeout_s=read_timeout_s, sink=sink, sent=sent)
             if result.status is not None or connection.received != received:
                 self._keep(key, connection, keep_alive)
                 return result
@@ -435,7 +443,8 @@ class PageFetcher:
             # request was not read, and a GET is asked again on a connection of its own.
         connection = await self._connect(key)
         result = await _exchange(connection, request, max_bytes, started, count_to=count_to,
-                                 decode=decode, read_timeout_s=read_timeout_s, sink=sink)
+                                 decode=decode, read_timeout_s=read_timeout_s, sink=sink,
+                                 sent=sent)
         self._keep(key, connection, keep_alive)
         return result
 

@@ -46,7 +46,7 @@ from polite.fetch.robots import PublicHosts, RobotsFetcher, split_origin
 from polite.storage.base import Store
 
 NO_RULES = AgentRules()  # no robots.txt in force: no fields from the site
-__all__ = ["Answer", "Politeness", "Standing", "message", "warning"]
+__all__ = ["Answer", "LateStart", "Politeness", "Standing", "message", "warning"]
 
 # Matching costs rules x URL length (12,000 wildcard rules against a 5,000-character URL:
 # 23 ms); a batch gives the event loop back after this much of it, so that the proxy and
@@ -401,6 +401,11 @@ class Politeness:
         if late_s > 0:
             await self._store.shift_start(split_origin(url)[1], late_s)
 
+    def late_start(self, url: str, waited_s: float = 0.0) -> LateStart:
+        """What notes the lateness of ``url``'s request as it leaves: the client's ``sent``
+        (``waited_s``: how long after its slot the request was handed to the client)."""
+        return LateStart(self, url, waited_s)
+
     async def note_response(self, url: str, status: int, *, elapsed_s: float | None = None,
                             retry_after: str | None = None) -> float | None:
         """What a fetch of ``url`` got: its time feeds the adaptive delay, a 429 or 503 holds
@@ -417,3 +422,29 @@ class Politeness:
                                delay_source="back-off",
                                backoff_reason=f"the origin answered {status} ({told})")
         return pause
+
+
+class LateStart:
+    """A request's lateness noted as it leaves (:meth:`Politeness.late_start`), the moment the
+    client writes it, not once its answer is in: a request late by less than the delay then
+    moves its host's next slot before that slot can be given, and no request given it comes
+    closer to this one at the site than the delay. (Noted after the answer, a slow answer
+    left the next request free to go at the slot counted from the late one's grant.)"""
+
+    def __init__(self, politeness: Politeness, url: str, waited_s: float) -> None:
+        self._politeness = politeness
+        self._url = url
+        self._waited_s = waited_s
+        self._noting: list[asyncio.Future[None]] = []
+
+    def __call__(self, late_s: float) -> None:
+        late_s += self._waited_s
+        if self._politeness.is_late(late_s):
+            # At once, before any other task asks for the host's slot.
+            self._noting.append(asyncio.ensure_future(
+                self._politeness.note_late_start(self._url, late_s)))
+
+    async def noted(self) -> None:
+        """Wait for the notes sent (a store that failed to take one raises here)."""
+        for noting in self._noting:
+            await noting

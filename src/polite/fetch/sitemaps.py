@@ -484,18 +484,17 @@ class SitemapWalker:
                     return None
                 given = taken
             async with self._in_flight or contextlib.nullcontext():
-                handed = time.monotonic()
+                # The request may leave later than its slot (a request in flight to wait
+                # for, a connection to open, a busy loop): the host's next slot counts from
+                # when it really went, noted as it goes, so the spacing holds at the site.
+                late = self._politeness.late_start(
+                    target, 0.0 if given is None else time.monotonic() - given)
                 got = await self._client.get(
                     target, headers(target), max_bytes=self.max_bytes + 1,
                     deadline_s=self.file_deadline_s, read_timeout_s=self._timeout,
-                    agent=self._politeness.agent, sink=sink, decode=self._decode)
+                    agent=self._politeness.agent, sink=sink, decode=self._decode, sent=late)
+            await late.noted()
             status, seconds = got.status, got.elapsed_s
-            # The request left later than its slot (a connection to open, a request in
-            # flight to wait for, a busy loop): the host's next slot counts from when it
-            # really went, so the spacing holds where the site measures it.
-            late_s = got.late_s + (0.0 if given is None else handed - given)
-            if self._politeness.is_late(late_s):
-                await self._politeness.note_late_start(target, late_s)
             target_next: str | None = None
             if got.status is None or (got.error is not None and not got.truncated):
                 failure = cast(Failure, got.failure) if got.failure in _CLIENT_FAILURES \

@@ -15,6 +15,7 @@ import sys
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterable
 from contextlib import ExitStack, redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,13 @@ def worker(name: str, out: Path, store: str, *urls: str) -> subprocess.Popen[str
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
 
 
+def _stop(processes: Iterable[subprocess.Popen[str]]) -> None:
+    for process in list(processes):
+        if process.poll() is None:
+            process.kill()
+        process.communicate()
+
+
 def polite(*args: str) -> Any:
     done = subprocess.run([sys.executable, "-m", "polite", *args, "--json"],
                           capture_output=True, text=True, timeout=60, env=ENV)
@@ -84,6 +92,7 @@ def test_workers_share_a_crawl_through_redis_one_killed_one_joining(
             stack.enter_context(serve(each))
             seeds.append(each.origin + "/")
         started = {name: worker(name, outs[name], store, *seeds) for name in ("w1", "w2", "w3")}
+        stack.callback(_stop, started.values())  # none left running if the test fails
         total = len(sites) * (PAGES + 1)
         deadline = time.monotonic() + 60
         while sum(len(s.arrivals) for s in sites) < total // 3:
@@ -101,7 +110,11 @@ def test_workers_share_a_crawl_through_redis_one_killed_one_joining(
         assert {w["worker"] for w in status["workers"]} >= {"w1", "w3"}
         summaries = {}
         for name in ("w1", "w3", "w4"):
-            out, err = started[name].communicate(timeout=120)
+            try:
+                out, err = started[name].communicate(timeout=120)
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"{name} did not end within 120 s; the shared crawl then: "
+                            f"{status_in_this_process(store)}")
             assert started[name].returncode == 0, err
             summaries[name] = json.loads(out)
     expected = {"/", *(f"/p{i}" for i in range(PAGES))}

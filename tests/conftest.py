@@ -34,17 +34,6 @@ def on_port_80(test: Any) -> Any:
     return test
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """On several workers (``--dist loadgroup``), a module's tests go to one worker together
-    unless they carry a group of their own: a module fixture (a farm of sites, a survey, a
-    fresh venv) is then made once, where tests handed out one by one would make it again
-    each time another module's test ran between two of them on the same worker."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
-
-
 def shared_path(*parts: str) -> Path:
     """A path under ../shared, or a skip with the reason when it is not there."""
     path = SHARED.joinpath(*parts)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import itertools
 import json
 from pathlib import Path
 
@@ -94,3 +95,46 @@ def test_robots_txt_sitemaps_and_pages_leave_through_the_crawls_one_client(
     assert {headers.get("User-Agent") for _, _, headers, _ in site.seen} == {
         "OneBot/2.0 (+x)"}
     assert len(set(site.peers[1:])) == 1, list(zip(site.requests, site.peers, strict=True))
+
+
+def test_a_page_whose_connection_opens_later_than_the_delay_takes_a_new_turn(
+        tmp_path: Path) -> None:
+    """Three pages of a host in flight at once, its delay 0.5 s. /a's answer is slow, so /b
+    needs a connection of its own, and opening it takes 0.9 s (its name resolves slowly):
+    meanwhile /c is given the next slot and goes. Sent when its connection opened, /b would
+    reach the site 0.4 s after /c; it is held back and fetched in a new turn, and at the
+    site every two page requests are at least the delay apart."""
+    site = Site("127.0.6.24")
+    site.routes.update({
+        "/robots.txt": Reply(200, b"User-agent: *\nCrawl-delay: 0.5\n"),
+        "/": Reply(200, b'<a href="/a">a</a><a href="/b">b</a><a href="/c">c</a>', HTML),
+        "/a": Reply(200, b"a", HTML, delay_s=2.0),
+        "/b": Reply(200, b"b", HTML),
+        "/c": Reply(200, b"c", HTML)})
+    lookups = 0
+
+    async def resolve(host: str) -> list[str]:
+        # robots.txt, /, /a's kept connection; /b's is the third to open, /c's the fourth
+        nonlocal lookups
+        lookups += 1
+        if lookups == 3:
+            await asyncio.sleep(0.9)
+        return [host]
+
+    async def run() -> None:
+        async with open_crawler(tmp_path, CrawlSettings(agent="LateBot", per_host=3,
+                                                        sitemaps=False),
+                                allow_private=True, resolve=resolve) as crawler:
+            await crawler.add_seeds([site.origin + "/"])
+            await crawler.run()
+
+    with serve(site):
+        asyncio.run(asyncio.wait_for(run(), 60))
+    pages = sorted((at, path) for at, path in site.arrivals if path != "/robots.txt")
+    assert sorted(path for _, path in pages) == ["/", "/a", "/b", "/c"]
+    assert [path for _, path in pages][-2:] == ["/c", "/b"]  # /b after /c, in a new turn
+    gaps = [later - earlier for (earlier, _), (later, _) in itertools.pairwise(pages)]
+    assert min(gaps) >= 0.5 - 0.01, pages
+    rows = [json.loads(line) for line in (tmp_path / "pages.jsonl").read_text().splitlines()]
+    assert sorted(row["url"].rsplit("/", 1)[1] for row in rows
+                  if row.get("outcome") == "fetched") == ["", "a", "b", "c"]

@@ -344,3 +344,35 @@ def test_a_switch_of_protocols_and_many_small_fields_past_the_head_bound_are_ref
     assert switched.error == "the server switched protocols"
     assert (crowded.status, crowded.failure) == (None, "connection")
     assert crowded.error == "the response's header fields pass 65536 bytes"
+
+
+def test_a_request_held_back_as_it_leaves_is_never_sent_and_its_connection_is_kept() -> None:
+    # The politeness driver's last word (LateStart): asked as each head is about to be
+    # written, with how late that is; False holds the request back. It never reaches the
+    # site, on a fresh connection or a kept one, and the connection carries the next.
+    told: list[float] = []
+
+    def leaving(go: bool) -> Callable[[float], bool]:
+        def ask(late_s: float) -> bool:
+            told.append(late_s)
+            return go
+        return ask
+
+    with origin("127.0.12.9", lambda head, _: [ok(head.split()[1])]) as (base, heads, conns):
+        async def run() -> list[FetchResult]:
+            fetcher = PageFetcher(connect_timeout_s=2.0)
+            try:
+                return [await fetcher.get(base + path, {"User-Agent": "testbot"},
+                                          max_bytes=1000, deadline_s=5.0,
+                                          leaving=leaving(path != "/held"))
+                        for path in ("/held", "/a", "/held", "/b")]
+            finally:
+                await fetcher.close()
+
+        held, a, held_again, b = asyncio.run(run())
+    assert held.status is None and held.failure == held_again.failure == "withheld"
+    assert held.error is not None and "given to another request" in held.error
+    assert (a.body, b.body) == (b"/a", b"/b")
+    assert [head.split()[1] for head in heads] == [b"/a", b"/b"]  # no held one came
+    assert conns == [0, 0]  # the connection opened for the first, kept for every other
+    assert len(told) == 4 and all(late >= 0 for late in told)

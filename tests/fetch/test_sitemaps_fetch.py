@@ -16,7 +16,7 @@ from polite.clock import WallClock
 from polite.core.politeness import WaitUntil
 from polite.fetch import RobotsFetcher
 from polite.fetch.politeness import Politeness
-from polite.fetch.sitemaps import SitemapFile, SitemapWalker, WalkSummary
+from polite.fetch.sitemaps import SitemapFile, SitemapWalker, Taken, WalkSummary, polite_turn
 from polite.sitemaps import Entry
 from polite.storage import MemoryStore
 from tests.sites import Reply, Site, serve
@@ -391,12 +391,12 @@ async def test_a_request_that_leaves_late_moves_the_hosts_next_slot_as_it_leaves
         async def allow(_: str) -> str | None:
             return None
 
-        async def turn(url: str) -> float | str:
+        async def turn(url: str) -> Taken | str:
             (found,) = await politeness.check([url], reserve=True)
             assert found.allowed
             given = time.monotonic()
             await asyncio.sleep(0.8)  # the request is handed to the client this late
-            return given
+            return Taken(given, found.grant)
 
         claimed = clock()
         fetching = asyncio.ensure_future(walk.fetch(f"{o}/slow.xml", check=allow, turn=turn))
@@ -411,3 +411,49 @@ async def test_a_request_that_leaves_late_moves_the_hosts_next_slot_as_it_leaves
     # The slot after the late one: its delay after the moment it really left (claimed +
     # 0.8 s), not after the moment its turn was given.
     assert decision.at - claimed > 1.0 + 0.8 - 0.1, decision.at - claimed
+
+
+async def test_a_request_later_than_its_hosts_whole_delay_takes_a_new_turn(
+        client: httpx.AsyncClient) -> None:
+    """A file whose turn came, and then whose request could not go for longer than the
+    host's whole delay (a busy loop, a place among the requests in flight), while another
+    file of the host was given the next slot and went on time: sent then, it would reach
+    the site right after that one. It is held back as it is about to leave and takes a new
+    turn; at the site, every two requests are the delay apart."""
+    with serve(Site("127.0.0.34")) as site:
+        o = site.origin
+        site.routes["/robots.txt"] = Reply(200, b"User-agent: *\nCrawl-delay: 0.5\n")
+        site.routes["/late.xml"] = Reply(200, urlset(f"{o}/a"))
+        site.routes["/on-time.xml"] = Reply(200, urlset(f"{o}/b"))
+        clock = WallClock()
+        store = MemoryStore(clock)
+        robots = RobotsFetcher(client, store, clock, agent="politetest", allow_private=True)
+        politeness = Politeness(robots, store, clock, agent="politetest", allow_private=True)
+        walk = SitemapWalker(client, politeness)
+        turns: list[str] = []
+
+        async def allow(_: str) -> str | None:
+            return None
+
+        async def late_turn(url: str) -> Taken | str:
+            taken = await polite_turn(politeness, url)
+            turns.append(url)
+            if len(turns) == 1:  # the first turn: handed to the client 0.9 s after it
+                await asyncio.sleep(0.9)
+            return taken
+
+        late = asyncio.ensure_future(walk.fetch(f"{o}/late.xml", check=allow,
+                                                turn=late_turn))
+        while not turns:
+            await asyncio.sleep(0.01)
+        # given the slot after the late one's (0.5 s on), it goes at once
+        on_time = await walk.fetch(f"{o}/on-time.xml", check=allow,
+                                   turn=lambda url: polite_turn(politeness, url))
+        late_got = await late
+    assert on_time.status == late_got.status == 200
+    assert turns == [f"{o}/late.xml", f"{o}/late.xml"]  # a second turn for the late one
+    arrivals = sorted(at for at, path in site.arrivals if path != "/robots.txt")
+    assert [path for _, path in sorted(site.arrivals) if path != "/robots.txt"] \
+        == ["/on-time.xml", "/late.xml"]
+    # the second turn comes the delay after the on-time one's
+    assert arrivals[1] - arrivals[0] >= 0.5 - 0.01, arrivals

@@ -631,7 +631,7 @@ class Crawler:
             return self._clock() + wait_s + _margin_s(wait_s)
         if self._in_flight[host] < self.settings.per_host:
             self._schedule(host, self._clock())  # room for another fetch to this host
-        return await self._fetch(item)
+        return await self._fetch(item, found.grant)
 
     # -- a host's guidance ------------------------------------------------------------------
 
@@ -764,19 +764,26 @@ class Crawler:
         and pages alike: the User-Agent and the site's REGP guidance."""
         return self._pages.headers(host, self._user_agent)
 
-    async def _fetch(self, item: FrontierItem) -> float | None:
+    async def _fetch(self, item: FrontierItem, grant: int = 0) -> float | None:
         settings = self.settings
         headers = self._request_headers(item.host)
         fetched_at = self._clock()
         offered = self._offered.pop(item.url, None)
         paying = [] if offered is None or settings.max_price is None else \
             [("crawler-max-price", f"USD {settings.max_price:.2f}")]
-        late = self._politeness.late_start(item.url)  # spacing runs from when it really went
+        # The spacing runs from when the request really went; a request whose slot (grant)
+        # was given again before it could go does not (LateStart).
+        late = self._politeness.late_start(item.url, grant=grant)
         got = await self._pages.get(item.url, headers, max_bytes=settings.max_body_bytes,
                                     deadline_s=settings.fetch_deadline_s, signed=paying,
-                                    sent=late)
+                                    leaving=late)
         await late.noted()
         now = self._clock()
+        if got.failure == "withheld":  # asked again, in a new turn of its host's
+            if offered is not None:
+                self._offered[item.url] = offered
+            await self._frontier.release(item._replace(not_before=now))
+            return now
         record: dict[str, Any] = {
             "url": item.url, "via": item.via, "depth": item.depth,
             "fetched_at": _iso(fetched_at), "elapsed_ms": round(got.elapsed_s * 1000, 1)}

@@ -28,7 +28,8 @@ from polite.core.robots import AgentRules
 from polite.errors import PrivateAddress
 from polite.fetch.wire import END, Channel, Head, Pool, ProtocolError
 
-__all__ = ["FetchResult", "HttpClient", "PageFetcher", "RequestHeaders", "Resolve", "Sink"]
+__all__ = ["FetchResult", "HttpClient", "Leaving", "PageFetcher", "RequestHeaders", "Resolve",
+           "Sink"]
 
 # A host name to the address to connect to (a hosts file, a nameserver of the user's, the
 # private-address guard); PrivateAddress is the address refused, any other exception it
@@ -88,7 +89,8 @@ class FetchResult:
     error: str | None = None
     # why there is an error: "timeout", "dns" (the name did not resolve), "connection"
     # (refused, reset, closed early, not HTTP), "private" (the address is refused by the
-    # guard) or "invalid" (the URL or a header)
+    # guard), "invalid" (the URL or a header) or "withheld" (``leaving`` held the request
+    # back: it was never sent)
     failure: str | None = None
     charset: str | None = None
     size: int = 0  # the body's bytes (inflated unless asked raw), also those past the cap
@@ -195,18 +197,25 @@ def _unreadable(error: ProtocolError) -> str:
     return f"the response is not HTTP/1.1: {cause}" if cause is not None else str(error)
 
 
+# Asked as a request is about to be written, with how long after the call that is: whether
+# it may still go (a request whose slot was given again meanwhile may not).
+Leaving = Callable[[float], bool]
+WITHHELD = "held back as it was about to leave: its slot was given to another request"
+
+
 async def _exchange(channel: Channel, request: bytes, max_bytes: int, started: float, *,
                     count_to: int, decode: bool, read_timeout_s: float | None,
-                    sink: Sink | None, sent: Callable[[float], None] | None = None
+                    sink: Sink | None, leaving: Leaving | None = None
                     ) -> FetchResult:
     """One request on ``channel`` and its answer; the channel is closed unless it can carry
-    another exchange."""
+    another exchange (a request ``leaving`` held back leaves it as it was)."""
     result = FetchResult()
+    result.late_s = time.monotonic() - started
+    if leaving is not None and not leaving(result.late_s):
+        result.error, result.failure = WITHHELD, "withheld"
+        return result
     body = _Body(result, max_bytes, count_to, sink)
     channel.write(request)
-    result.late_s = time.monotonic() - started
-    if sent is not None:
-        sent(result.late_s)
     try:
         kept = await _response(channel, body, started, decode, read_timeout_s)
     except BaseException as exc:  # the deadline, or the crawl stopping: not read further
@@ -330,7 +339,7 @@ class HttpClient(Protocol):
                   read_timeout_s: float | None = None,
                   signed: Sequence[tuple[str, str]] = (), agent: str = "",
                   sink: Sink | None = None, keep_alive: bool = True,
-                  sent: Callable[[float], None] | None = None) -> FetchResult: ...
+                  leaving: Leaving | None = None) -> FetchResult: ...
 
     def release(self, host: str, port: int | None = None) -> None: ...
 
@@ -368,7 +377,7 @@ class PageFetcher:
                   read_timeout_s: float | None = None,
                   signed: Sequence[tuple[str, str]] = (), agent: str = "",
                   sink: Sink | None = None, keep_alive: bool = True,
-                  sent: Callable[[float], None] | None = None) -> FetchResult:
+                  leaving: Leaving | None = None) -> FetchResult:
         """GET ``url``: its body kept up to ``max_bytes`` (``truncated`` past it) and counted
         in ``size`` up to ``count_to`` when that is larger; inflated per Content-Encoding
         unless ``decode`` is off (the bytes as sent). ``deadline_s`` bounds the whole
@@ -377,9 +386,11 @@ class PageFetcher:
         client has one) when None. ``signed``: fields sent that the request's signature
         covers too (with a signer). ``sink``: given the body piece by piece rather than
         keeping it. ``keep_alive`` off: the connection is closed once the answer is read
-        (the next request to the host connects, and resolves, anew). ``sent``: told, as
-        the request's head is written, how long after the call that was (again if the
-        request goes a second time, on a new connection)."""
+        (the next request to the host connects, and resolves, anew). ``leaving``: asked
+        as the request's head is about to be written, with how long after the call that
+        is (again if the request goes a second time, on a new connection); when it answers
+        False the request is not sent (failure ``"withheld"``) and its connection is kept
+        for the next."""
         started = time.monotonic()
         try:
             parts = urlsplit(url)
@@ -407,7 +418,7 @@ class PageFetcher:
         try:
             async with asyncio.timeout(deadline_s):
                 result = await self._exchange(key, request, max_bytes, started, count_to,
-                                              decode, read_timeout_s, sink, keep_alive, sent)
+                                              decode, read_timeout_s, sink, keep_alive, leaving)
         except TimeoutError:
             result = FetchResult(error=f"took longer than {deadline_s:g} s",
                                  failure="timeout")
@@ -427,15 +438,17 @@ class PageFetcher:
     async def _exchange(self, key: tuple[str, str, int], request: bytes, max_bytes: int,
                         started: float, count_to: int, decode: bool,
                         read_timeout_s: float | None, sink: Sink | None,
-                        keep_alive: bool, sent: Callable[[float], None] | None
+                        keep_alive: bool, leaving: Leaving | None
                         ) -> FetchResult:
         connection = self._idle.take(key)
         if connection is not None:
             received = connection.received
             result = await _exchange(connection, request, max_bytes, started,
                                      count_to=count_to, decode=decode,
-                                     read_timeout_s=read_timeout_s, sink=sink, sent=sent)
-            if result.status is not None or connection.received != received:
+                                     read_timeout_s=read_timeout_s, sink=sink,
+                                     leaving=leaving)
+            if result.status is not None or connection.received != received \
+                    or result.failure == "withheld":
                 self._keep(key, connection, keep_alive)
                 return result
             connection.close()
@@ -444,7 +457,7 @@ class PageFetcher:
         connection = await self._connect(key)
         result = await _exchange(connection, request, max_bytes, started, count_to=count_to,
                                  decode=decode, read_timeout_s=read_timeout_s, sink=sink,
-                                 sent=sent)
+                                 leaving=leaving)
         self._keep(key, connection, keep_alive)
         return result
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from polite.clock import Clock
@@ -46,7 +46,7 @@ from polite.fetch.robots import PublicHosts, RobotsFetcher, split_origin
 from polite.storage.base import Store
 
 NO_RULES = AgentRules()  # no robots.txt in force: no fields from the site
-__all__ = ["Answer", "LateStart", "Politeness", "Standing", "message", "warning"]
+__all__ = ["Answer", "Grants", "LateStart", "Politeness", "Standing", "message", "warning"]
 
 # Matching costs rules x URL length (12,000 wildcard rules against a 5,000-character URL:
 # 23 ms); a batch gives the event loop back after this much of it, so that the proxy and
@@ -59,6 +59,10 @@ MATCH_SLICE_S = 0.01
 # the delay at the site, a process that notes lateness claims every slot this much longer
 # (``send_slack_s``, at least this).
 LATE_UNNOTED_S = 0.001
+# Hosts whose latest slot given is remembered (the oldest forgotten past it): a request
+# leaves at most the host's delay after its slot unless the process is swamped, so only the
+# last few thousand matter.
+MAX_GRANTS = 100_000
 
 
 class Answer(NamedTuple):
@@ -70,6 +74,10 @@ class Answer(NamedTuple):
     decision: Decision
     now: float
     cut: bool = False
+    # The slot given (``reserve``), numbered: the request that uses it carries the number to
+    # the client (:meth:`Politeness.late_start`), which holds it back when the host's slot
+    # has been given again before it could leave. 0: none given, or no spacing to keep.
+    grant: int = 0
 
     @property
     def allowed(self) -> bool:
@@ -176,6 +184,7 @@ class Politeness:
         public_hosts: PublicHosts | None = None,
         private_hint: str = "allow_private=True",
         robots_uses_slot: bool = False,
+        grants: Grants | None = None,
     ) -> None:
         # The last check of what every surface checked already: a NaN slips through every
         # comparison the spacing makes, and politeness is off (polite serve with
@@ -208,6 +217,7 @@ class Politeness:
         # what this node sees, for the dashboard (the proxy and the API count into it too)
         self.activity = activity if activity is not None else Activity()
         self._noted_states: dict[str, RobotsState] = {}
+        self.grants = grants if grants is not None else Grants()
 
     @property
     def default_delay_s(self) -> float:
@@ -339,6 +349,12 @@ class Politeness:
 
         requests = [(host, tuple(c[3].interval_s for c in group))
                     for host, group in candidates.items()]
+        if reserve:
+            # A request of the host that left late is noted first: the slot then counts from
+            # when it really went.
+            landing = self.grants.landing(candidates)
+            if landing:
+                await asyncio.wait(landing)
         claims = await self._store.claim_batch(requests, take=reserve)
         for (host, group), claim in zip(candidates.items(), claims, strict=True):
             first = group[0]
@@ -351,8 +367,10 @@ class Politeness:
                 activity.note(host, delays=first[3].delays, delay_source="back-off",
                               next_at=claim.ats[0], backoff_until=held)
             for position, (index, url, origin, allowed) in enumerate(group):
-                answers[index] = Answer(url, claimed(allowed, claim, position), claim.now,
-                                        origin in cut)
+                decision = claimed(allowed, claim, position)
+                grant = self.grants.give(host) if reserve and type(decision) is Allowed \
+                    and decision.interval_s > 0 else 0
+                answers[index] = Answer(url, decision, claim.now, origin in cut, grant)
         done = [a for a in answers if a is not None]
         assert len(done) == len(urls)
         return done
@@ -401,10 +419,19 @@ class Politeness:
         if late_s > 0:
             await self._store.shift_start(split_origin(url)[1], late_s)
 
-    def late_start(self, url: str, waited_s: float = 0.0) -> LateStart:
-        """What notes the lateness of ``url``'s request as it leaves: the client's ``sent``
-        (``waited_s``: how long after its slot the request was handed to the client)."""
-        return LateStart(self, url, waited_s)
+    def late_start(self, url: str, waited_s: float = 0.0, grant: int = 0) -> LateStart:
+        """What the client asks as ``url``'s request is about to leave (its ``leaving``):
+        it notes the request's lateness, or holds it back when the slot it was given
+        (``grant``, :attr:`Answer.grant`) has been given again. ``waited_s``: how long after
+        its slot the request was handed to the client."""
+        return LateStart(self, url, waited_s, grant)
+
+    def note_leaving_late(self, url: str, late_s: float) -> asyncio.Future[None]:
+        """:meth:`note_late_start`, begun now for a request leaving as this is called; no
+        slot of its host is given by this process until the note has landed."""
+        noting = asyncio.ensure_future(self.note_late_start(url, late_s))
+        self.grants.shifting(split_origin(url)[1], noting)
+        return noting
 
     async def note_response(self, url: str, status: int, *, elapsed_s: float | None = None,
                             retry_after: str | None = None) -> float | None:
@@ -424,25 +451,82 @@ class Politeness:
         return pause
 
 
-class LateStart:
-    """A request's lateness noted as it leaves (:meth:`Politeness.late_start`), the moment the
-    client writes it, not once its answer is in: a request late by less than the delay then
-    moves its host's next slot before that slot can be given, and no request given it comes
-    closer to this one at the site than the delay. (Noted after the answer, a slow answer
-    left the next request free to go at the slot counted from the late one's grant.)"""
+class Grants:
+    """The slots this process gave, numbered (:attr:`Answer.grant`), and the notes of late
+    starts still on their way to the store: what tells a request about to leave whether
+    its host's slot was given again meanwhile (:class:`LateStart`). Drivers that share a
+    store within a process share one (the survey makes a new driver now and then)."""
 
-    def __init__(self, politeness: Politeness, url: str, waited_s: float) -> None:
+    def __init__(self) -> None:
+        self._latest: dict[str, int] = {}  # host -> its latest slot's number
+        self._count = 0
+        self._shifting: dict[str, asyncio.Future[None]] = {}
+
+    def give(self, host: str) -> int:
+        """Number the slot of ``host`` just given: its latest."""
+        self._count += 1
+        latest = self._latest
+        latest.pop(host, None)
+        latest[host] = self._count
+        if len(latest) > MAX_GRANTS:
+            del latest[next(iter(latest))]
+        return self._count
+
+    def given_again(self, host: str, grant: int) -> bool:
+        """Whether ``host``'s slot was given again after slot ``grant``: a request of the
+        earlier slot that left now could reach the site at the moment the later one does."""
+        latest = self._latest.get(host)
+        return latest is not None and latest != grant
+
+    def shifting(self, host: str, noting: asyncio.Future[None]) -> None:
+        """``noting`` moves ``host``'s start in the store: no slot of the host is given
+        until it has landed (:meth:`landing`)."""
+        self._shifting[host] = noting
+
+        def landed(_: object) -> None:
+            if self._shifting.get(host) is noting:
+                del self._shifting[host]
+
+        noting.add_done_callback(landed)
+
+    def landing(self, hosts: Iterable[str]) -> list[asyncio.Future[None]]:
+        """The notes of these hosts' late starts not yet in the store."""
+        shifting = self._shifting
+        return [shifting[host] for host in hosts if host in shifting] if shifting else []
+
+
+class LateStart:
+    """Asked as a request is about to leave (:meth:`Politeness.late_start`; the client's
+    ``leaving``), the moment the client writes it, not once its answer is in.
+
+    A request can leave later than its slot (a place among the requests in flight to wait
+    for, a connection to open, a busy loop). Late by less than the host's delay, its
+    lateness is noted at once and the host's next slot counts from when it really went.
+    Late by more, the next slot may already have been given to a request that went on
+    time: no note takes that back, so the late request is held back and takes a new turn.
+    (Noted after the answer, a slow answer left the next request free to go at the slot
+    counted from the late one's grant; under a busy loop two requests came 6 ms apart where
+    50 ms was asked.) Requests of other processes sharing the store are not seen here:
+    the slack of a shared store's slots covers them."""
+
+    def __init__(self, politeness: Politeness, url: str, waited_s: float,
+                 grant: int = 0) -> None:
         self._politeness = politeness
         self._url = url
         self._waited_s = waited_s
+        self._grant = grant
         self._noting: list[asyncio.Future[None]] = []
 
-    def __call__(self, late_s: float) -> None:
+    def __call__(self, late_s: float) -> bool:
+        politeness = self._politeness
+        if self._grant and politeness.grants.given_again(split_origin(self._url)[1],
+                                                         self._grant):
+            return False
         late_s += self._waited_s
-        if self._politeness.is_late(late_s):
+        if politeness.is_late(late_s):
             # At once, before any other task asks for the host's slot.
-            self._noting.append(asyncio.ensure_future(
-                self._politeness.note_late_start(self._url, late_s)))
+            self._noting.append(politeness.note_leaving_late(self._url, late_s))
+        return True
 
     async def noted(self) -> None:
         """Wait for the notes sent (a store that failed to take one raises here)."""

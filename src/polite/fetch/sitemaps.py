@@ -26,7 +26,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Literal, TypeVar, cast
+from typing import Generic, Literal, NamedTuple, TypeVar, cast
 from urllib.parse import urljoin
 
 from polite.core.crawl import in_scope
@@ -40,7 +40,7 @@ from polite.fetch.redirects import Check, follow, redirect_target
 from polite.fetch.robots import normal_url, split_origin
 
 __all__ = ["WELL_KNOWN_PATHS", "CrossHost", "Failure", "Fetched", "Listed", "SitemapFile",
-           "SitemapWalker", "Step", "Visited", "WalkSummary", "parse_whole", "polite_turn"]
+           "SitemapWalker", "Step", "Taken", "Visited", "WalkSummary", "parse_whole", "polite_turn"]
 
 CrossHost = Literal["host", "site", "any"]
 # Why a file's exchange gave no 2xx: the client's own failures (timeout, dns, connection,
@@ -49,9 +49,19 @@ CrossHost = Literal["host", "site", "any"]
 Failure = Literal["timeout", "dns", "connection", "private", "invalid", "status", "refused",
                   "redirects"]
 R = TypeVar("R")
-# A hop's turn at its host, taken just before it is asked for: when it was given (the
-# time.monotonic clock), or why it may not be asked for.
-Turn = Callable[[str], Awaitable[float | str]]
+
+
+class Taken(NamedTuple):
+    """A turn at a host, taken: when (the time.monotonic clock) and the slot's number
+    (:attr:`~polite.fetch.politeness.Answer.grant`; 0: none to keep)."""
+
+    at: float
+    grant: int = 0
+
+
+# A hop's turn at its host, taken just before it is asked for (and again when its request
+# could not leave in time), or why it may not be asked for.
+Turn = Callable[[str], Awaitable[Taken | str]]
 
 # Where sites put a sitemap when robots.txt names none (the protocol's own example path and
 # the two most common variants).
@@ -69,7 +79,7 @@ MAX_REMEMBERED_URLS = 2_000_000
 
 
 async def polite_turn(politeness: Politeness, url: str,
-                      max_wait_s: float = MAX_POLITE_WAIT_S) -> str | None:
+                      max_wait_s: float = MAX_POLITE_WAIT_S) -> Taken | str:
     """Wait for ``url``'s slot and take it (the walker's and the survey's turn for each
     file); the reason when it may not be fetched at all, or when its host asks to wait
     longer than ``max_wait_s`` (a Visit-time window hours away: reported, not waited for)."""
@@ -77,7 +87,7 @@ async def polite_turn(politeness: Politeness, url: str,
     while True:
         (found,) = await politeness.check([url], reserve=True)
         if found.allowed:
-            return None
+            return Taken(time.monotonic(), found.grant)
         pause = found.wait_s
         if pause is None:
             return message(found) or "not allowed"
@@ -447,20 +457,23 @@ class SitemapWalker:
                 pass
         return None
 
-    async def _polite_turn(self, url: str) -> str | None:
-        """Wait for ``url``'s slot; the reason when it may not be fetched at all."""
+    async def _polite_turn(self, url: str) -> Taken | str:
+        """Wait for ``url``'s slot and take it; the reason when it may not be fetched at
+        all."""
         return await polite_turn(self._politeness, url, self.max_wait_s)
 
     async def fetch(self, url: str, *, check: Check, turn: Turn | None = None,
-                    sink: Sink | None = None,
+                    taken: Taken | None = None, sink: Sink | None = None,
                     headers: Callable[[str], Mapping[str, str] | None] = lambda _: None
                     ) -> Fetched:
         """One file's exchange, redirects followed by :func:`follow`: ``check`` is asked
         about each redirect's target before it is (``url`` itself is the caller's to
         check), ``turn``, when given, takes each hop's turn at its host just before it is
-        asked for. The body goes to ``sink`` when given, else it is kept in the value (up
-        to the walk's cap, one byte over it: what the parser needs to say "too big").
-        ``headers``: a request's headers (None: the client's for its host)."""
+        asked for (``taken``: the first hop's, taken already), and a new one when the hop's
+        request was held back because its slot went to another request. The body goes to
+        ``sink`` when given, else it is kept in the value (up to the walk's cap, one byte
+        over it: what the parser needs to say "too big"). ``headers``: a request's headers
+        (None: the client's for its host)."""
         status: int | None = None
         failure: Failure | None = None
         error: str | None = None
@@ -473,27 +486,35 @@ class SitemapWalker:
             refused = why is not None
             return why
 
+        first = taken
+
         async def hop(target: str) -> str | None:
-            nonlocal status, failure, error, seconds, content_type, body, at
+            nonlocal status, failure, error, seconds, content_type, body, at, first
             at = target
-            given: float | None = None
-            if turn is not None:
-                taken = await turn(target)
-                if isinstance(taken, str):
-                    failure, error = "refused", taken
-                    return None
-                given = taken
-            async with self._in_flight or contextlib.nullcontext():
-                # The request may leave later than its slot (a request in flight to wait
-                # for, a connection to open, a busy loop): the host's next slot counts from
-                # when it really went, noted as it goes, so the spacing holds at the site.
-                late = self._politeness.late_start(
-                    target, 0.0 if given is None else time.monotonic() - given)
-                got = await self._client.get(
-                    target, headers(target), max_bytes=self.max_bytes + 1,
-                    deadline_s=self.file_deadline_s, read_timeout_s=self._timeout,
-                    agent=self._politeness.agent, sink=sink, decode=self._decode, sent=late)
-            await late.noted()
+            while True:
+                given, first = first, None
+                if given is None and turn is not None:
+                    turned = await turn(target)
+                    if isinstance(turned, str):
+                        failure, error = "refused", turned
+                        return None
+                    given = turned
+                async with self._in_flight or contextlib.nullcontext():
+                    # The request may leave later than its slot (a request in flight to
+                    # wait for, a connection to open, a busy loop): the host's next slot
+                    # counts from when it really went, noted as it goes, and a request
+                    # whose slot was given again meanwhile does not go (LateStart).
+                    late = self._politeness.late_start(
+                        target, 0.0 if given is None else time.monotonic() - given.at,
+                        0 if given is None else given.grant)
+                    got = await self._client.get(
+                        target, headers(target), max_bytes=self.max_bytes + 1,
+                        deadline_s=self.file_deadline_s, read_timeout_s=self._timeout,
+                        agent=self._politeness.agent, sink=sink, decode=self._decode,
+                        leaving=late)
+                await late.noted()
+                if got.failure != "withheld" or turn is None:
+                    break
             status, seconds = got.status, got.elapsed_s
             target_next: str | None = None
             if got.status is None or (got.error is not None and not got.truncated):
@@ -531,9 +552,9 @@ class SitemapWalker:
                     emit: Callable[[list[Entry]], None] | None = None,
                     headers: Mapping[str, str] | None = None
                     ) -> tuple[SitemapFile, list[Entry], list[str], bytes]:
-        refusal = await self._polite_turn(item.url)
-        if refusal is not None:
-            return SitemapFile(item.url, item.level, item.parent, error=refusal), [], [], b""
+        taken = await self._polite_turn(item.url)
+        if isinstance(taken, str):
+            return SitemapFile(item.url, item.level, item.parent, error=taken), [], [], b""
         # Timed from the slot on: the wait for it is the host's delay, not its response time.
         started = time.monotonic()
         parser = SitemapParser(item.url, max_bytes=self.max_bytes, max_urls=self.max_urls)
@@ -566,13 +587,13 @@ class SitemapWalker:
             if emit is not None:
                 emit(batch)
 
-        # Redirects are followed here, each hop in its own slot and checked against
-        # robots.txt, the private-address guard and the walk's hosts before it is asked for
-        # (a redirect is a request like any other to the site that gets it).
+        # Redirects are followed here, each hop checked against the walk's hosts and then,
+        # in its own turn, against robots.txt and the private-address guard before it is
+        # asked for (a redirect is a request like any other to the site that gets it).
         async def check(url: str) -> str | None:
             if emit is None and not self._on_policy(site_host, url):
                 return f"on another host (cross-host policy {self.cross_host!r})"
-            return await self._polite_turn(url)
+            return None
 
         def sink(got: FetchResult, piece: bytes) -> bool:
             # A redirect's or an error's body is not the file; the file is parsed as it
@@ -584,7 +605,13 @@ class SitemapWalker:
             take(parser.feed(piece))
             return parser.stopped is None
 
-        got = await self.fetch(item.url, check=check, sink=sink,
+        async def turn(url: str) -> Taken | str:
+            turned = await self._polite_turn(url)
+            if isinstance(turned, str) and url != item.url:
+                return f"redirected to {url}: {turned}"
+            return turned
+
+        got = await self.fetch(item.url, check=check, turn=turn, taken=taken, sink=sink,
                                headers=lambda url: self._headers(url, site_host, headers))
         status, error = got.status, got.error
         if got.failure is None:

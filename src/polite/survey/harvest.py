@@ -54,7 +54,7 @@ from polite.core.text import decode_text
 from polite.core.urls import split_origin
 from polite.errors import ConfigError, InvalidURL
 from polite.fetch.http import HttpClient, PageFetcher
-from polite.fetch.politeness import LATE_UNNOTED_S, Politeness
+from polite.fetch.politeness import LATE_UNNOTED_S, Grants, Politeness
 from polite.fetch.resolve import Resolver
 from polite.fetch.robots import (
     Network,
@@ -63,7 +63,14 @@ from polite.fetch.robots import (
     fetch_robots_txt,
     private_refusal,
 )
-from polite.fetch.sitemaps import Listed, SitemapWalker, Visited, parse_whole, polite_turn
+from polite.fetch.sitemaps import (
+    Listed,
+    SitemapWalker,
+    Taken,
+    Visited,
+    parse_whole,
+    polite_turn,
+)
 from polite.storage.base import RobotsRecord
 from polite.storage.memory import MemoryStore
 from polite.survey.store import SitemapRecord, SiteRecord, SurveyStore
@@ -157,6 +164,7 @@ class _Turns:
         self._clock = time.monotonic
         # The slots: shared by every driver below, so a new one keeps each host's spacing.
         self._slots = MemoryStore(self._clock)
+        self._grants = Grants()  # the slots given, as the slots: every driver's
         self._public = public
         self._agent, self._delay_s, self._allow_private = agent, delay_s, allow_private
         self._politeness = self._driver()
@@ -174,11 +182,12 @@ class _Turns:
         return Politeness(robots, self._slots, self._clock, agent=self._agent,
                           default_delay_s=self._delay_s, adaptive_factor=0.0, backoff=False,
                           allow_private=self._allow_private, public_hosts=self._public,
-                          private_hint="--allow-private", send_slack_s=LATE_UNNOTED_S)
+                          private_hint="--allow-private", send_slack_s=LATE_UNNOTED_S,
+                          grants=self._grants)
 
-    async def take(self, url: str, robots: bytes | None) -> float | str:
-        """Wait for ``url``'s slot and take it: when it was given (the driver's clock), or
-        why ``url`` may not be fetched. ``robots``: the body of the robots.txt whose rules
+    async def take(self, url: str, robots: bytes | None) -> Taken | str:
+        """Wait for ``url``'s slot and take it (:class:`Taken`), or why ``url`` may not be
+        fetched. ``robots``: the body of the robots.txt whose rules
         the host's requests follow (None: none)."""
         try:
             origin = split_origin(url)[0]
@@ -197,8 +206,7 @@ class _Turns:
                 if robots is not None and _SPACING.search(robots) is not None else
                 RobotsRecord(origin, "allow", 0, b"", now, now + _TOLD_FOR_S, 0,
                              "no robots.txt field spaces requests"))
-        refusal = await polite_turn(self._politeness, url)
-        return self._clock() if refusal is None else refusal
+        return await polite_turn(self._politeness, url)
 
     @property
     def politeness(self) -> Politeness:
@@ -796,7 +804,7 @@ class Harvester:
                 refusal = "disallowed by robots.txt"
             return refusal
 
-        async def turn(target: str) -> float | str:
+        async def turn(target: str) -> Taken | str:
             return await self._host_turns().take(target, hop_rules.body)
 
         got = await self._walker().fetch(uri, check=check, turn=turn,

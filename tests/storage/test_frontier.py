@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import itertools
+import threading
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -763,3 +764,44 @@ async def test_redis_scripts_come_back_after_the_server_forgets_them(
     finally:
         await store.close()
         await look.aclose()
+
+
+def test_a_workers_heartbeat_ends_with_its_block_whenever_the_block_ends(
+        redis_url: str, redis_prefix: str) -> None:
+    # Leaving the block ends the heartbeat. Ended by a cancel, it could beat on for good: a
+    # cancel that lands in a round trip is now and then lost in redis-py, or comes back as
+    # a ConnectionError the heartbeat rides out as Redis away, and a crawl worker whose
+    # crawl was over never ended. Beating without a pause, most exits land in a round trip.
+    # The trials run in a thread of their own, so that a heartbeat that does not end fails
+    # the test rather than hanging it.
+    beats: list[dict[str, object]] = []
+
+    def about(ended: bool) -> dict[str, object]:
+        beats.append({"ended": ended})
+        return beats[-1]
+
+    async def trials() -> None:
+        worker = RedisFrontier.from_url(f"{redis_url}?prefix={redis_prefix}", worker="m1-43")
+        try:
+            for trial in range(40):
+                async with worker.holding(0.3, about, beat_s=0.0):
+                    await asyncio.sleep(0.001 * (trial % 7))
+            _, (last,) = await worker.workers()
+            assert last.about == {"ended": True}
+        finally:
+            await worker.close()
+
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            asyncio.run(trials())
+        except BaseException as exc:
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive(), "a heartbeat went on after its block ended"
+    assert not failed, failed
+    assert sum(beat["ended"] is True for beat in beats) == 40 and len(beats) > 80

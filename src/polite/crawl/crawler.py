@@ -62,6 +62,7 @@ from polite.errors import InvalidURL, PoliteError
 from polite.fetch.http import FetchResult, HttpClient
 from polite.fetch.politeness import Answer, Politeness, message
 from polite.fetch.sitemaps import SitemapWalker
+from polite.storage.base import raise_if_cancelled
 from polite.storage.frontier import FrontierCounts, FrontierItem, FrontierStore, settle
 
 __all__ = ["CrawlSettings", "CrawlStats", "Crawler", "Page", "PageHook", "StoreUnreachable"]
@@ -406,6 +407,7 @@ class Crawler:
         return False
 
     def _store_lost(self, exc: BaseException) -> None:
+        raise_if_cancelled()  # a cancel that the store's client raised as its own error
         if self._store_down_at is None:
             self._store_down_at = self._clock()
         self._store_back_at = None

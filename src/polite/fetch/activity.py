@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 from polite.core.politeness.rules import Delays
 from polite.core.politeness.values import WaitSource
 from polite.core.robots.lifecycle import AllowAll, DisallowAll, Parsed, RobotsState
-from polite.storage.base import COUNTERS, FACTS, ActivityStore, HostActivity
+from polite.storage.base import COUNTERS, FACTS, ActivityStore, HostActivity, raise_if_cancelled
 
 __all__ = [
     "CAUSES",
@@ -336,6 +336,9 @@ class Activity:
                     await self.beat(ttl_s=max(5.0, 5 * every_s))
                 except Exception:  # a store that hiccups is tried again at the next beat
                     pass
+                # A store's client may lose a cancel that lands in a round trip, or raise
+                # it as its own error: the loop ends all the same.
+                raise_if_cancelled()
                 await asyncio.sleep(every_s)
         finally:
             with contextlib.suppress(Exception):

@@ -7,6 +7,7 @@ its own server time, so that nodes with different clocks still agree on a slot.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Protocol, runtime_checkable
@@ -29,7 +30,19 @@ __all__ = [
     "SlotClaim",
     "SlotStore",
     "Store",
+    "raise_if_cancelled",
 ]
+
+
+def raise_if_cancelled() -> None:
+    """For a loop that rides out a store's errors: raise the cancel its task was sent, if
+    any. A store's client may raise its own error for a cancel that landed during a round
+    trip (redis-py 8.1 raises ConnectionError for about half of the cancels that land in a
+    pipeline's execute), and a loop that ignored it would never end: a crawl worker waited
+    for good on its heartbeat once its crawl was over."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 @dataclass(frozen=True, slots=True)

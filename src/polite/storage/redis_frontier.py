@@ -778,23 +778,29 @@ class RedisFrontier:
         worker's leases never run out and a dead one's come back within ``lease_s``; a last
         beat says ``about(True)``. Redis unreachable for a while is ridden out (the leases
         may then run out, and other workers take the URLs: the cost of a partition)."""
+        # Stopped by an event, not by cancelling it: a cancel that lands in a round trip
+        # can be lost in redis-py or come back as Redis away, and a heartbeat that beat on
+        # kept a worker whose crawl was over waiting for good.
+        ended = asyncio.Event()
+
         async def beat() -> None:
             renewed = time.time()
-            while True:
+            while not ended.is_set():
                 with contextlib.suppress(*UNREACHABLE):
                     await self.heartbeat(about(False))
                     if time.time() - renewed >= lease_s / 3:
                         renewed = time.time()
                         await self.renew(renewed + lease_s)
-                await asyncio.sleep(min(beat_s, lease_s / 3))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(ended.wait(), min(beat_s, lease_s / 3))
 
         ticker = asyncio.create_task(beat())
         try:
             yield
         finally:
-            ticker.cancel()
+            ended.set()
             with contextlib.suppress(asyncio.CancelledError):
-                await ticker
+                await ticker  # its round trip under way, at most
             with contextlib.suppress(*UNREACHABLE):
                 await self.heartbeat(about(True))
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import threading
 from collections.abc import Sequence
 
 import pytest
@@ -21,6 +20,7 @@ from polite.fetch.activity import Activity, robots_code
 from polite.fetch.robots import _record, _state
 from polite.storage import HostActivity, MemoryStore
 from polite.storage.redis import RedisStore
+from tests.threads import run_apart
 
 pytestmark = pytest.mark.anyio
 
@@ -141,8 +141,6 @@ def test_a_nodes_beat_on_redis_ends_when_cancelled_whenever_the_cancel_lands(
     # shutdown waited for good. Beating without a pause, most cancels land in a round trip;
     # the trials run in a thread of their own, so that a loop that does not end fails the
     # test rather than hanging it.
-    failed: list[BaseException] = []
-
     async def trials() -> None:
         store = RedisStore.from_url(f"{redis_url}?prefix={redis_prefix}")
         try:
@@ -154,19 +152,11 @@ def test_a_nodes_beat_on_redis_ends_when_cancelled_whenever_the_cancel_lands(
                 running.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await running
-            rows = await store.all_activity()
-            assert [(row.host, row.allowed) for row in rows] == [("e.com", 40)]
+            # None lost. (A flush that a cancel cuts short after Redis took it is kept and
+            # sent again: counted twice, as after any write whose answer did not come.)
+            (row,) = await store.all_activity()
+            assert row.host == "e.com" and row.allowed >= 40
         finally:
             await store.close()
 
-    def run() -> None:
-        try:
-            asyncio.run(trials())
-        except BaseException as exc:
-            failed.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(60)
-    assert not thread.is_alive(), "a cancelled beat went on"
-    assert not failed, failed
+    run_apart(trials, 60, "a cancelled beat went on")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import itertools
-import threading
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -28,6 +27,7 @@ from polite.storage.frontier import (
 )
 from polite.storage.redis_frontier import RedisFrontier
 from polite.storage.sqlite import SQLiteStore
+from tests.threads import run_apart
 
 pytestmark = pytest.mark.anyio
 
@@ -791,17 +791,5 @@ def test_a_workers_heartbeat_ends_with_its_block_whenever_the_block_ends(
         finally:
             await worker.close()
 
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            asyncio.run(trials())
-        except BaseException as exc:
-            failed.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(60)
-    assert not thread.is_alive(), "a heartbeat went on after its block ended"
-    assert not failed, failed
+    run_apart(trials, 60, "a heartbeat went on after its block ended")
     assert sum(beat["ended"] is True for beat in beats) == 40 and len(beats) > 80

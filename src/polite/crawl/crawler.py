@@ -491,6 +491,7 @@ class Crawler:
     async def _loop(self) -> None:
         next_poll = self._clock() + self._poll_s
         while not self._stopping:
+            raise_if_cancelled()  # a cancel the store's client lost in a round trip
             self.stats.waiting_hosts = len(self._due)
             self._store_settled()
             if self._store_down_at is not None:

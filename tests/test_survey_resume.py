@@ -187,7 +187,9 @@ def dns_server(address: str, port: int, names: dict[str, str]) -> Iterator[list[
 
 
 def test_names_from_a_nameserver(tmp_path: Path) -> None:
-    farm = farm_of(3)
+    # Addresses of its own: 127.0.16.x are the first test's, which may run at the same time
+    # on the other worker (port 80, both).
+    farm = farm_of(3, third=33)
     listing = tmp_path / "top.txt"
     listing.write_text("".join(f"{name}\n" for name in farm.sites) + "missing.resume.test\n")
     names = {name: address for name, (address, _) in farm.sites.items()}

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test serve lint typecheck unit bench docs clean
+.PHONY: test check serve lint typecheck unit bench bench-quick docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,7 @@ TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench docs/hooks
 	$(BIN)/mypy
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 # The manual, from docs/ and the code's own parsers, OpenAPI document and docstrings, into
 # site/ (open site/index.html, or serve it: python -m http.server -d site). Strict: a broken
@@ -35,6 +35,13 @@ docs: $(STAMP)
 serve: $(STAMP)
 	$(BIN)/polite serve --host 127.0.0.1 --port 8080 --store sqlite:///polite.sqlite $(ARGS)
 
+# The inner loop, in under a minute: ruff, mypy and the pure core's tests (parsers, decisions,
+# policies), leaving out the long ones (`slow`: whole corpora, memory bounds).
+check: $(STAMP)
+	$(BIN)/ruff check src tests bench docs/hooks
+	$(BIN)/mypy
+	$(BIN)/pytest -q -n 2 -m 'not slow' tests/core
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench docs/hooks
 
@@ -43,6 +50,12 @@ typecheck: $(STAMP)
 
 unit: $(STAMP)
 	$(BIN)/pytest -q
+
+# Before a change lands: the crawl, proxy, robots.txt and service benches on the working tree
+# and on BASE (default: the merge base with main), alternately in one run; prints each
+# figure's ratio after / before with its spread. Say in the change what moved.
+bench-quick: $(STAMP)
+	$(BIN)/python bench/quick.py $(if $(BASE),--base $(BASE))
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,all,bench]'

@@ -215,10 +215,15 @@ def scrapy_command(folder: Path, seeds: list[str], pages: int, delay: float) -> 
     return [sys.executable, str(script), ",".join(seeds), str(pages), str(delay)]
 
 
-def no_delay(folder: Path, rounds: int, sites: int, pages: int) -> None:
+def no_delay(folder: Path, rounds: int, sites: int, pages: int, *, peer: bool = True
+             ) -> dict[str, float]:
+    """Prints the table and returns polite's medians: pages/s at the farm and CPU ms per
+    page (``peer=False``: polite alone, for bench/quick.py)."""
     print(f"\n## No delay: {sites} sites, {pages:,} pages a crawl, one request in flight per "
           f"site, {rounds} interleaved rounds\n")
-    rows: dict[str, list[tuple[float, float, float]]] = {"polite crawl": [], "Scrapy": []}
+    rows: dict[str, list[tuple[float, float, float]]] = {"polite crawl": []}
+    if peer:
+        rows["Scrapy"] = []
     for round_ in range(rounds):
         for name in rows:
             with farm(folder, sites, 2000, 10, "0") as (seeds, log, process):
@@ -237,11 +242,17 @@ def no_delay(folder: Path, rounds: int, sites: int, pages: int) -> None:
         print(f"| {name} | {statistics.median(r[0] for r in runs):,.0f} | "
               f"{statistics.median(r[1] for r in runs):.2f} | "
               f"{statistics.median(r[2] for r in runs):.2f} |")
+    figures = {"crawl pages/s": statistics.median(r[0] for r in rows["polite crawl"]),
+               "crawl CPU ms/page": statistics.median(r[1] for r in rows["polite crawl"])}
+    if not peer:
+        return figures
     ratios = [p[0] / s[0] for p, s in zip(rows["polite crawl"], rows["Scrapy"], strict=True)]
     cpu = [s[1] / p[1] for p, s in zip(rows["polite crawl"], rows["Scrapy"], strict=True)]
     print(f"\npolite / Scrapy, pages/s per round: {', '.join(f'{r:.2f}' for r in ratios)} "
           f"(median {statistics.median(ratios):.2f}); Scrapy's CPU per page / polite's: "
           f"median {statistics.median(cpu):.2f}")
+    figures["crawl pages/s vs Scrapy"] = statistics.median(ratios)
+    return figures
 
 
 def with_delay(folder: Path, sites: int, seconds: float) -> None:
@@ -307,17 +318,24 @@ def memory(folder: Path, target: int) -> None:
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     options.add_argument("--quick", action="store_true", help="smaller runs")
+    options.add_argument("--guard", action="store_true",
+                         help="polite alone, one small crawl with no delay (bench/quick.py)")
+    options.add_argument("--json", type=Path, help="also write polite's figures here")
     args = options.parse_args()
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
-        if args.quick:
-            no_delay(folder, 1, 50, 1500)
+        if args.guard:
+            figures = no_delay(folder, 1, 50, 1500, peer=False)
+        elif args.quick:
+            figures = no_delay(folder, 1, 50, 1500)
             with_delay(folder, 50, 8)
             memory(folder, 100_000)
         else:
-            no_delay(folder, 3, 100, 6000)
+            figures = no_delay(folder, 3, 100, 6000)
             with_delay(folder, 200, 20)
             memory(folder, 1_000_000)
+    if args.json:
+        args.json.write_text(json.dumps(figures))
     print(textwrap.dedent("""
         Pages per second are counted at the farm, from its first page request to its last;
         CPU is the crawler process's own. The machine is shared: read the ratios."""))

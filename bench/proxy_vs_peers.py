@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import shutil
 import socket
 import ssl
@@ -32,6 +33,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
+from pathlib import Path
 
 import httpx
 
@@ -223,9 +225,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0, help="per throughput figure")
     parser.add_argument("--rounds", type=int, default=3,
                         help="each path measured this many times, the paths in turn")
+    parser.add_argument("--no-peer", action="store_true",
+                        help="polite alone (bench/quick.py compares two trees of polite)")
+    parser.add_argument("--json", type=Path, help="also write polite's figures here")
     args = parser.parse_args()
     binary = shutil.which("proxy") or shutil.which("proxy", path=str(
-        __import__("pathlib").Path(sys.executable).parent))
+        Path(sys.executable).parent))
     with ExitStack() as stack:
         origin_port = stack.enter_context(started([sys.executable, "-c", ORIGIN]))
         origin = ("127.0.4.1", int(origin_port))
@@ -240,7 +245,9 @@ def main() -> None:
             "polite (miss)": (("127.0.0.1", port), "/page"),
             "polite (hit)": (("127.0.0.1", port), "/cached"),
         }
-        if binary is None:
+        if args.no_peer:
+            pass
+        elif binary is None:
             print("proxy.py is not installed (pip install proxy.py): its row is skipped")
         else:
             peer_port = free_port()
@@ -257,6 +264,16 @@ def main() -> None:
 
     print(f"\nmedians of {args.rounds} rounds, the paths measured in turn in each round\n")
     report(results, "proxy.py", ["req/s, 1 conn", "req/s, 32 conns"])
+    if args.json:
+        def median(name: str, column: int) -> float:
+            return statistics.median(r[column] for r in results[name])
+
+        args.json.write_text(json.dumps({
+            "proxy added latency ms": (median("polite (miss)", 0) - median("direct", 0)) * 1e3,
+            "proxy miss req/s 1 conn": median("polite (miss)", 1),
+            "proxy miss req/s 32 conns": median("polite (miss)", 2),
+            "proxy hit req/s 32 conns": median("polite (hit)", 2),
+        }))
 
 if __name__ == "__main__":
     main()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import shutil
@@ -199,9 +200,12 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4, help="calls in flight")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="1,000 hosts, fewer calls")
+    parser.add_argument("--guard", action="store_true",
+                        help="the SQLite store alone, 500 hosts (bench/quick.py)")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
-    if args.quick:
-        args.hosts, args.calls, args.repeats = 1000, 50, 1
+    if args.quick or args.guard:
+        args.hosts, args.calls, args.repeats = (500, 30, 1) if args.guard else (1000, 50, 1)
     hosts = host_addresses(args.hosts)
     farm_port = free_port()
     rows = []
@@ -209,7 +213,9 @@ def main() -> None:
             process([sys.executable, "-c", FARM, ",".join(hosts), str(farm_port)], "ready"), \
             redis(Path(folder)) as redis_url:
         stores = [("SQLite", f"sqlite:///{folder}/bench.sqlite"), ("memory", "memory://")]
-        if redis_url is None:
+        if args.guard:
+            del stores[1:]
+        elif redis_url is None:
             print("redis-server not installed: the Redis row is skipped")
         else:
             stores.append(("Redis", redis_url))
@@ -227,6 +233,11 @@ def main() -> None:
     for name, r in rows:
         print(f"| {name} | {r['cold']:,.0f} hosts/s | {r['look']:,.0f} | "
               f"{r['reserve']:,.0f} | {r['kib_per_host']:.1f} KiB |")
+    if args.json:
+        args.json.write_text(json.dumps({
+            f"serve {name} {figure}": r[key] for name, r in rows for figure, key in (
+                ("cold hosts/s", "cold"), ("look decisions/s", "look"),
+                ("reserve decisions/s", "reserve"))}))
 
 
 if __name__ == "__main__":

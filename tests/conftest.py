@@ -60,6 +60,28 @@ def corpus_survey(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+DURATIONS = Path(__file__).resolve().parents[1] / "test-artifacts" / "durations.txt"
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config
+                            ) -> None:
+    """With ``--durations=N`` (as ``make test`` runs), the N slowest phases also go to
+    ``test-artifacts/durations.txt``, so that every run leaves them to read."""
+    count = config.getoption("durations")
+    if not count or hasattr(config, "workerinput"):
+        return
+    phases = [report for reports in terminalreporter.stats.values() for report in reports
+              if isinstance(report, pytest.TestReport)]
+    phases.sort(key=lambda report: report.duration, reverse=True)
+    total = sum(report.duration for report in phases)
+    lines = [f"{report.duration:8.2f}s {report.when:<8} {report.nodeid}"
+             for report in phases[:count]]
+    DURATIONS.parent.mkdir(parents=True, exist_ok=True)
+    DURATIONS.write_text(f"the {len(lines)} slowest of {len(phases)} test phases "
+                         f"({total:,.0f} s in all, summed over the workers)\n"
+                         + "\n".join(lines) + "\n")
+
+
 _real_connect = socket.socket.connect
 
 

@@ -7,6 +7,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from polite.core.survey import agent_key, file_stats, popular_agents, popular_fields
 from polite.robots import parse
 from tests.conftest import shared_path
@@ -69,6 +71,7 @@ def _independent(paths: list[Path]) -> tuple[Counter[str], Counter[str], Counter
     return holding, lines, agents
 
 
+@pytest.mark.slow
 def test_tables_2_and_3_on_the_corpus_equal_an_independent_count() -> None:
     folder = shared_path("corpus", "robots")
     # HTML served as robots.txt is its own outcome in the survey, not a robots.txt file.

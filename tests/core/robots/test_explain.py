@@ -155,6 +155,7 @@ def test_percent_escapes_and_regp_last_match() -> None:
     assert all(e.cell("/a/b", "bot", d).allowed for d in (R, G, K, P))
 
 
+@pytest.mark.slow
 def test_every_cell_agrees_with_the_engine_on_corpus_files() -> None:
     folder = shared_path("corpus", "robots")
     names = sorted(p.name for p in folder.glob("*.txt"))[::40]

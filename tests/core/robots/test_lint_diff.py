@@ -37,6 +37,7 @@ def google_field(line: str) -> str | None:
     return None
 
 
+@pytest.mark.slow
 def test_lint_classifies_every_corpus_line_as_googles_parser_reads_it() -> None:
     folder = shared_path("corpus", "robots")
     files = sorted(folder.glob("*.txt"))

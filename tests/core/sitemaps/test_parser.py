@@ -213,6 +213,7 @@ def test_the_50000_entry_limit_stops_the_file() -> None:
     assert sitemap.stopped is not None and sitemap.stopped.code == "too-many-urls"
 
 
+@pytest.mark.slow
 def test_a_gzip_bomb_stops_at_the_byte_limit_quickly() -> None:
     # 60 MB of XML whitespace compresses to about 60 KB.
     filler = b" " * (60 * 1024 * 1024)
@@ -277,6 +278,7 @@ def _peak(count: int) -> int:
         tracemalloc.stop()
 
 
+@pytest.mark.slow
 def test_memory_does_not_grow_with_the_number_of_urls() -> None:
     small, large = _peak(5_000), _peak(100_000)
     assert large < small * 1.5 + 100_000, (small, large)

@@ -4,7 +4,8 @@ Everything is measured where it happens: the farm (a process of its own, one lis
 site on its own 127.3.x.y address) notes when each request arrives, so pages per second and
 the gaps between two requests to one site are the sites' figures, not the crawlers'. CPU is
 each crawler's own (its process's user + system time, from ``wait4``), and the farm's is
-given beside it.
+given beside it. Where ``taskset`` exists, the farm runs on the first core and each crawler
+on the second, so that a crawler's figure is one core's.
 
 * **No delay**: sites whose robots.txt sets none, both crawlers with no delay of their own
   (``--default-delay-ms 0``; Scrapy's ``DOWNLOAD_DELAY = 0``), one request in flight per
@@ -26,6 +27,7 @@ import argparse
 import itertools
 import json
 import os
+import shutil
 import signal
 import socket
 import sqlite3
@@ -132,6 +134,17 @@ process.start()
 '''
 
 
+def pinned(core: int) -> list[str]:
+    """The prefix that runs a command on one core of its own (``taskset -c``), where taskset
+    exists and there are two cores to share out: the farm on the first, each crawler on the
+    second, so that neither takes the other's time. Empty where that cannot be done (and
+    with ``POLITE_BENCH_NO_PIN=1``)."""
+    if (shutil.which("taskset") is None or (os.cpu_count() or 1) < 2
+            or os.environ.get("POLITE_BENCH_NO_PIN")):
+        return []
+    return ["taskset", "-c", str(core)]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.3.0.1", 0))
@@ -146,8 +159,9 @@ def farm(folder: Path, hosts: int, pages: int, links: int, delay: str
     log = folder / f"arrivals-{time.monotonic_ns()}.json"
     script = folder / "farm.py"
     script.write_text(FARM)
-    process = subprocess.Popen([sys.executable, str(script), str(hosts), str(port), str(pages),
-                                str(links), delay, str(log)], stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen([*pinned(0), sys.executable, str(script), str(hosts), str(port),
+                                str(pages), str(links), delay, str(log)],
+                               stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None and process.stdout.readline().strip() == "ready"
     seeds = [f"http://127.3.{i // 250}.{i % 250 + 1}:{port}/" for i in range(hosts)]
     try:
@@ -166,8 +180,8 @@ def farm_cpu_s(process: subprocess.Popen[str]) -> float:
 def run_crawler(command: list[str], timeout_s: float) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of a crawler process."""
     started = time.monotonic()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True)
+    process = subprocess.Popen([*pinned(1), *command], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
     try:
         _, status, usage = os.wait4(process.pid, 0)
     except BaseException:

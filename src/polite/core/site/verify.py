@@ -98,6 +98,11 @@ def verify_by_ranges(crawler: Crawler | None, ip: str | None,
     if crawler.ip_ranges or (table is not None and crawler.name in table.names):
         return Check(Verification.FORGED, f"{address} is outside {crawler.operator}'s "
                                           f"published ranges")
+    if crawler.ranges_urls:  # published, but not read here yet
+        return Check(Verification.UNVERIFIABLE,
+                     f"{crawler.operator or crawler.name} publishes its addresses "
+                     f"({crawler.ranges_urls[0]}), but they are not loaded here: run "
+                     "polite site ranges update")
     return Check(Verification.UNVERIFIABLE,
                  f"{crawler.operator or crawler.name} publishes no addresses or host names")
 

@@ -438,3 +438,10 @@ def test_working_group_directory_example_yields_the_key_by_thumbprint() -> None:
         "kty": "OKP", "crv": "Ed25519", "kid": "NFcWBst6DXG-N35nHdzMrioWntdzNZghQSkjHNMMSjw",
         "x": RFC_X, "use": "sig", "nbf": 1712793600, "exp": 1715385600}]}).encode()
     assert directory_keys(example) == {RFC_THUMBPRINT: public_bytes(RFC_KEY)}
+
+
+@pytest.mark.parametrize("url", ["http://[/a", "http://127.0.0.1:99999/a", "http:///a"])
+def test_an_authority_that_cannot_be_read_is_invalid_not_a_crash(url: str) -> None:
+    headers = _signed("http://127.0.0.1:8080/a")
+    outcome, how = _verify(url, headers, _directory(RFC_KEY))
+    assert outcome is SignatureOutcome.INVALID and "cannot be read" in how

@@ -351,8 +351,16 @@ async def verify_signature(method: str, url: str, headers: Iterable[tuple[str, s
     if not bound:
         return SignatureCheck(SignatureOutcome.INVALID,
                               "neither @authority nor @target-uri is covered", keyid=keyid)
+    try:
+        parts = urlsplit(url)
+        authority = parts.netloc if parts.port is not None or parts.hostname else ""
+    except ValueError:  # a Host such as "[" or "x:99999"
+        authority = ""
+    if not authority:
+        return SignatureCheck(SignatureOutcome.INVALID, f"the request's authority in {url!r} "
+                              "cannot be read", keyid=keyid)
     if authority_problem is not None:
-        problem = authority_problem(urlsplit(url).netloc)
+        problem = authority_problem(authority)
         if problem is not None:
             return SignatureCheck(SignatureOutcome.INVALID, problem, keyid=keyid)
     agent_covered = [params for name, params in covered if name == _AGENT]

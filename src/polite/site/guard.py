@@ -8,6 +8,7 @@ import asyncio
 import heapq
 import ipaddress
 import socket
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -221,6 +222,8 @@ class SiteGuard:
         # the expired in order
         self._nonces: dict[tuple[str, str, str], float] = {}
         self._nonce_expiry: list[tuple[float, tuple[str, str, str]]] = []
+        # a WSGI server's threads check signatures at once: a nonce is taken by one only
+        self._nonce_lock = threading.Lock()
         self._ranges_stamp: tuple[int, float] | None = None
         self._ranges_checked_at = float("-inf")
         self._robots_file: RobotsFile | None = None
@@ -360,7 +363,8 @@ class SiteGuard:
                                        require_nonce=True,
                                        authority_problem=self._authority_problem)
         if found.outcome is SignatureOutcome.VERIFIED:
-            found = self._take_nonce(found, now)
+            with self._nonce_lock:
+                found = self._take_nonce(found, now)
         bound = self._bound.get(identity.name.lower(), frozenset())
         return judge_signature(identity.crawler, identity.name, found, bound)
 

@@ -218,10 +218,10 @@ class SiteGuard:
         self._slots: dict[str, float] = {}
         self._in_force: InForce | None = None
         self._ranges: RangeTable | None = None
-        # (directory, keyid, nonce) -> kept until; a heap of the same by time, to forget
-        # the expired in order
-        self._nonces: dict[tuple[str, str, str], float] = {}
-        self._nonce_expiry: list[tuple[float, tuple[str, str, str]]] = []
+        # (keyid, nonce) -> kept until; a heap of the same by time, to forget the expired in
+        # order
+        self._nonces: dict[tuple[str, str], float] = {}
+        self._nonce_expiry: list[tuple[float, tuple[str, str]]] = []
         # a WSGI server's threads check signatures at once: a nonce is taken by one only
         self._nonce_lock = threading.Lock()
         self._ranges_stamp: tuple[int, float] | None = None
@@ -385,7 +385,7 @@ class SiteGuard:
             _, old = heapq.heappop(expiry)
             if self._nonces.get(old, now + 1) <= now:
                 del self._nonces[old]
-        key = (found.agent or "", found.keyid or "", found.nonce or "")
+        key = (found.keyid or "", found.nonce or "")
         if key in self._nonces:
             # A signed request sent again (a replay by whoever saw it) is no longer the
             # signer's word: each nonce is taken once while its signature is valid.

@@ -267,6 +267,9 @@ def test_the_middleware_and_the_page_use_the_stored_ranges(tmp_path: Path) -> No
                       [str(p) for p in table.prefixes], fetched_at=1.0)
     store.save_ranges("CloudFetcher", "fetchers.json", inner.creation_time,
                       [str(p) for p in inner.prefixes], fetched_at=1.0)
+    # kept by a version that took any prefix: never taken now
+    store.save_ranges("ExampleBot", "everyone.json", inner.creation_time,
+                      ["0.0.0.0/0", "::/0"], fetched_at=1.0)
     guard = SiteGuard(store, crawlers=CRAWLERS)
 
     async def hello(scope: object, receive: object, send: object) -> None:
@@ -278,9 +281,12 @@ def test_the_middleware_and_the_page_use_the_stored_ranges(tmp_path: Path) -> No
             assert own.get("/a").status_code == 200
         with client_from("127.0.25.70", url, "ExampleBot/1.0") as other:
             assert other.get("/b").status_code == 200
+        with client_from("127.0.118.1", url, "ExampleBot/1.0") as anyone:
+            assert anyone.get("/c").status_code == 200
     rows = {r.target: r for r in store.visits()}
     assert (rows["/a"].verification, rows["/a"].verified_by) == ("verified", "ranges")
     assert rows["/b"].verification == "forged" and "CloudFetcher" in rows["/b"].how
+    assert rows["/c"].verification == "forged" and "0.0.0.0/0" not in rows["/c"].how
     with serve_asgi(create_site_app(store), "127.0.25.3") as page_url, \
             httpx.Client(base_url=page_url, trust_env=False) as client:
         page = client.get("/access").text

@@ -47,7 +47,7 @@ from polite.core.site import (
     verify_by_ranges,
 )
 from polite.core.site.crawlers import directory_host
-from polite.core.site.ranges import IpNetwork, RangeTable
+from polite.core.site.ranges import IpNetwork, RangeTable, prefix_problem
 from polite.core.text import decode_text
 from polite.core.urls import host_name_problem
 from polite.core.usage.statement import Pref
@@ -313,8 +313,11 @@ class SiteGuard:
         if self._ranges is None or stamp != self._ranges_stamp:
             files: dict[str, list[IpNetwork]] = {}
             for row in self.store.ranges():
+                # a prefix wider than any operator publishes, kept before such were
+                # refused, is not taken (a test setup's private ranges are)
                 files.setdefault(row.crawler, []).extend(
-                    ipaddress.ip_network(p, strict=False) for p in row.prefixes)
+                    n for n in (ipaddress.ip_network(p, strict=False) for p in row.prefixes)
+                    if prefix_problem(n, allow_private=True) is None)
             self._ranges = RangeTable(files)
             self._ranges_stamp = stamp
             self._verdicts.clear()

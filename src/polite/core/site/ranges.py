@@ -28,7 +28,7 @@ MAX_RANGE_FILE_BYTES = 4 * 1024 * 1024  # Google's largest file is a few tens of
 MIN_PREFIX_LENGTHS = {4: 8, 6: 19}
 # A file made this far past the reader's clock is taken (clocks differ by seconds, and
 # operators' files are stamped when made); later than that, the time is not the file's.
-_FUTURE_SKEW_S = 3600.0
+_FUTURE_SKEW_S = 300.0
 
 # ISO 8601 as the operators write it: "2025-08-15T14:30:00Z" (JAFAR), Google's
 # "2024-11-21T15:46:02.000000" and Bing's seven-digit fractions, without a zone (UTC).

@@ -594,7 +594,9 @@ SITE_RANGES_UPDATE = Product("site ranges update", (
     Setting("db", str, None, "the site's SQLite file", metavar="FILE", required=True),
     Setting("crawlers", str, None, "a crawler list of your own (default: the bundled one)",
             metavar="FILE"),
-    _with(ALLOW_PRIVATE, **_CLI_ONLY), *NETWORK), command=("site", "ranges", "update"))
+    _with(ALLOW_PRIVATE, help="also fetch from private and loopback addresses, and take "
+          "private and special-purpose prefixes from the files (a test setup)",
+          **_CLI_ONLY), *NETWORK), command=("site", "ranges", "update"))
 
 _CRAWL_STORE = _with(STORE, help="politeness state and frontier: sqlite:///PATH (default "
                      "OUT/crawl.sqlite), memory://, or redis://HOST:PORT/DB[?prefix=CRAWL] "

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import socket
+import threading
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -208,3 +210,69 @@ def test_a_directory_signed_for_another_authority_is_refused() -> None:
     assert unsigned.error is None and unsigned.keys  # earlier drafts did not sign it
     assert swapped.error is not None and "does not verify" in swapped.error
     assert not swapped.keys
+
+
+STALLING_HOST = "127.0.117.1"
+
+
+def test_a_declared_length_over_the_cap_ends_the_fetch_at_its_first_bytes() -> None:
+    # The head declares a gigabyte, one byte of the body comes, and the server then holds
+    # the connection open until the test ends: the fetch must not wait for the rest.
+    release = threading.Event()
+    with socket.socket() as listener:
+        listener.bind((STALLING_HOST, 0))
+        listener.listen(1)
+
+        def answer() -> None:
+            connection, _ = listener.accept()
+            with connection:
+                connection.recv(65536)
+                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000\r\n"
+                                   b"Content-Type: application/json\r\n\r\n{")
+                release.wait(60)
+
+        thread = threading.Thread(target=answer, daemon=True)
+        thread.start()
+        url = f"http://{STALLING_HOST}:{listener.getsockname()[1]}{DIRECTORY_PATH}"
+        fetcher = DirectoryFetcher(clock=Clock(), timeout_s=60,
+                                   allowed=(ipaddress.ip_network(f"{STALLING_HOST}/32"),))
+        try:
+            (found,) = _get(fetcher, url)
+        finally:
+            release.set()
+            thread.join(10)
+    assert found.error == "1000000000 bytes, over 65536" and not found.keys
+
+
+def test_fetches_are_bounded_per_client_and_per_minute() -> None:
+    site = Site(HOST, {f"/d{n}": Reply(200, DOCUMENT) for n in range(20)})
+    clock = Clock()
+    fetcher = _fetcher(clock, per_minute=8, per_client_minute=3)
+
+    async def run() -> list[KeyDirectory]:
+        found = [await fetcher(f"{site.origin}/d{n}", client="192.0.2.1") for n in range(4)]
+        found.append(await fetcher(f"{site.origin}/d0", client="192.0.2.1"))  # kept
+        found += [await fetcher(f"{site.origin}/d{n}", client=f"192.0.2.{n}")
+                  for n in range(10, 16)]
+        clock.now += 61  # a minute later, the first client may cause fetches again
+        found.append(await fetcher(f"{site.origin}/d19", client="192.0.2.1"))
+        return found
+
+    with serve(site):
+        found = asyncio.run(run())
+    assert [f.error is None for f in found] == [
+        True, True, True, False, True, True, True, True, True, True, False, True]
+    assert "3 key directories fetched for 192.0.2.1's requests" in str(found[3].error)
+    assert "8 key directories fetched in the last minute" in str(found[10].error)
+    assert site.requests == [*(f"/d{n}" for n in range(3)),
+                             *(f"/d{n}" for n in range(10, 15)), "/d19"]
+
+
+def test_the_least_recently_used_directory_goes_first() -> None:
+    site = Site(HOST, {f"/d{n}": Reply(200, DOCUMENT) for n in range(3)})
+    fetcher = _fetcher(max_directories=2)
+    with serve(site):
+        urls = [f"{site.origin}/d{n}" for n in (0, 1, 0, 2, 0, 1)]
+        assert all(found.error is None for found in _get(fetcher, *urls))
+    # d0, used again before d2 came, stays; d1 went and is fetched again
+    assert site.requests == ["/d0", "/d1", "/d2", "/d1"]

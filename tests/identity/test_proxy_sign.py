@@ -58,7 +58,8 @@ def test_every_forwarded_request_is_signed(tmp_path: Path) -> None:
                     tls=origins.server(TLS_HOST))
     store = SiteStore(tmp_path / "site.sqlite")
     fetcher = DirectoryFetcher(allowed=(ipaddress.ip_network("127.0.27.0/24"),))
-    guard = SiteGuard(store, signatures=fetcher)
+    guard = SiteGuard(store, signatures=fetcher, host_names=[PLAIN_HOST],
+                      signature_agents={"ExampleBot": [DIRECTORY_HOST]})
     app = SiteMiddleware(Starlette(routes=[Route("/{p:path}", _page)]), guard)
     with serve(directory), serve(tls_site), serve_asgi(app, PLAIN_HOST) as plain_url:
         agent = directory.origin + DIRECTORY_PATH

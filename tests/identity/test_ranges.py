@@ -14,7 +14,12 @@ import httpx
 import pytest
 
 from polite.core.site import parse_crawlers, verify_by_ranges
-from polite.core.site.ranges import RangeTable, parse_creation_time, parse_range_file
+from polite.core.site.ranges import (
+    RangeFile,
+    RangeTable,
+    parse_creation_time,
+    parse_range_file,
+)
 from polite.errors import ConfigError
 from polite.site import SiteGuard, SiteMiddleware, SiteStore, load_crawlers
 from polite.site.page import create_site_app
@@ -40,17 +45,22 @@ def _bytes(document: object) -> bytes:
     return json.dumps(document).encode()
 
 
+def _read(document: object, source: str) -> RangeFile:
+    # the documentation ranges these shapes are written with are special-purpose ranges
+    return parse_range_file(_bytes(document), source=source, allow_private=True)
+
+
 def test_each_published_shape_is_read_with_its_date() -> None:
-    jafar = parse_range_file(_bytes(JAFAR), source="jafar")
+    jafar = _read(JAFAR, "jafar")
     assert jafar.creation_time == parse_creation_time("2025-08-15T14:30:00+00:00")
     assert jafar.creation_time == 1755268200.0
     assert [str(p) for p in jafar.prefixes] == ["192.0.2.0/24", "2001:db8:abc::/48"]
     assert jafar.skipped == 2
-    google = parse_range_file(_bytes(GOOGLE), source="google")
+    google = _read(GOOGLE, "google")
     assert google.creation_time == 1732203962.0
     assert {p.version for p in google.prefixes} == {4, 6}
-    assert parse_range_file(_bytes(GOOGLE_OLDER), source="old").creation_time == 1700000000.0
-    assert parse_range_file(_bytes(BING), source="bing").creation_time == 1708322400.0
+    assert _read(GOOGLE_OLDER, "old").creation_time == 1700000000.0
+    assert _read(BING, "bing").creation_time == 1708322400.0
     assert parse_creation_time("2025-08-15T16:30:00+02:00") == 1755268200.0
 
 
@@ -127,7 +137,7 @@ def test_update_from_files(tmp_path: Path, crawler_file: Path) -> None:
     (tmp_path / "cloud.json").write_bytes(_bytes(JAFAR))
     done = _polite("site", "ranges", "update", "--db", str(db), "--crawlers",
                    str(crawler_file), str(tmp_path / "examplebot.json"),
-                   f"CloudFetcher={tmp_path / 'cloud.json'}")
+                   f"CloudFetcher={tmp_path / 'cloud.json'}", "--allow-private")
     assert done.returncode == 0, done.stderr
     assert "ExampleBot: 2 prefixes" in done.stdout and "made 2024-11-21 15:46" in done.stdout
     assert "CloudFetcher: 2 prefixes" in done.stdout and "2 entries passed over" in done.stdout
@@ -135,6 +145,64 @@ def test_update_from_files(tmp_path: Path, crawler_file: Path) -> None:
     rows = {r.crawler: r for r in store.ranges()}
     assert rows["ExampleBot"].creation_time == 1732203962.0
     assert set(rows["CloudFetcher"].prefixes) == {"192.0.2.0/24", "2001:db8:abc::/48"}
+    store.close()
+
+
+# What a hostile or careless file says to make every address a crawler's, one a line.
+HOSTILE = """{"creationTime": "2025-03-01T00:00:00Z", "prefixes": [
+  {"ipv4Prefix": "66.249.64.0/27"},
+  {"ipv4Prefix": "0.0.0.0/0"},
+  {"ipv6Prefix": "::/0"},
+  {"ipv4Prefix": "127.0.0.0/8"},
+  {"ipv4Prefix": "10.0.0.0/8"},
+  {"ipv6Prefix": "::ffff:0:0/96"},
+  {"ipv4Prefix": "1.2.3.4/8"},
+  {"ipv4Prefix": "203.0.113.0/24"},
+  {"ipv6Prefix": "2001:4860:4801:10::/64"},
+  {"ipv6Prefix": "2001:4000::/18"}
+]}
+"""
+
+
+def test_wide_private_special_and_misaligned_prefixes_are_refused_line_by_line(
+        tmp_path: Path, crawler_file: Path) -> None:
+    db = tmp_path / "site.sqlite"
+    (tmp_path / "examplebot.json").write_text(HOSTILE)
+    done = _polite("site", "ranges", "update", "--db", str(db), "--crawlers",
+                   str(crawler_file), str(tmp_path / "examplebot.json"))
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "ExampleBot: 2 prefixes" in done.stdout
+    refused = [line for line in done.stdout.splitlines() if " refused: " in line]
+    assert [line.split(": ", 1)[0].rsplit(":", 1)[1] for line in refused] == [
+        "3", "4", "5", "6", "7", "8", "9", "11"]
+    assert "0.0.0.0/0 refused: wider than /8" in done.stdout
+    assert "::/0 refused: wider than /19" in done.stdout
+    assert "2001:4000::/18 refused: wider than /19" in done.stdout
+    assert "1.2.3.4/8 refused: host bits set" in done.stdout and "1.0.0.0/8" in done.stdout
+    for special in ("127.0.0.0/8", "10.0.0.0/8", "::ffff:0:0/96", "203.0.113.0/24"):
+        assert f"{special} refused: a private or special-purpose range" in done.stdout
+    store = SiteStore(db)
+    (row,) = store.ranges()
+    assert set(row.prefixes) == {"66.249.64.0/27", "2001:4860:4801:10::/64"}
+    table = RangeTable({row.crawler: [ipaddress.ip_network(p) for p in row.prefixes]})
+    example = CRAWLERS.by_name("ExampleBot")
+    assert verify_by_ranges(example, "203.0.113.50", table).verdict == "forged"  # type: ignore[union-attr]
+    assert verify_by_ranges(example, "66.249.64.5", table).verdict == "verified"  # type: ignore[union-attr]
+    store.close()
+
+
+@pytest.mark.parametrize("created", ["9999-12-31T23:59:59+99:99", "2999-01-01T00:00:00Z"])
+def test_a_file_made_in_the_future_is_refused(tmp_path: Path, crawler_file: Path,
+                                             created: str) -> None:
+    future = tmp_path / "examplebot.json"
+    future.write_text(json.dumps({"creationTime": created,
+                                  "prefixes": [{"ipv4Prefix": "66.249.64.0/27"}]}))
+    done = _polite("site", "ranges", "update", "--db", str(tmp_path / "s.sqlite"),
+                   "--crawlers", str(crawler_file), str(future))
+    assert done.returncode == 2 and "creationTime" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    store = SiteStore(tmp_path / "s.sqlite")
+    assert store.ranges() == []
     store.close()
 
 
@@ -192,13 +260,16 @@ def test_update_from_urls_at_most_hourly(tmp_path: Path, crawler_file: Path) -> 
 def test_the_middleware_and_the_page_use_the_stored_ranges(tmp_path: Path) -> None:
     store = SiteStore(tmp_path / "site.sqlite")
     table = parse_range_file(_bytes({"creationTime": "2025-01-01T00:00:00Z", "prefixes": [
-        {"ipv4Prefix": "127.0.25.0/24"}]}), source="f")
+        {"ipv4Prefix": "127.0.25.0/24"}]}), source="f", allow_private=True)
     inner = parse_range_file(_bytes({"creationTime": "2025-01-02T00:00:00Z", "prefixes": [
-        {"ipv4Prefix": "127.0.25.64/26"}]}), source="g")
+        {"ipv4Prefix": "127.0.25.64/26"}]}), source="g", allow_private=True)
     store.save_ranges("ExampleBot", "examplebot.json", table.creation_time,
                       [str(p) for p in table.prefixes], fetched_at=1.0)
     store.save_ranges("CloudFetcher", "fetchers.json", inner.creation_time,
                       [str(p) for p in inner.prefixes], fetched_at=1.0)
+    # kept by a version that took any prefix: never taken now
+    store.save_ranges("ExampleBot", "everyone.json", inner.creation_time,
+                      ["0.0.0.0/0", "::/0"], fetched_at=1.0)
     guard = SiteGuard(store, crawlers=CRAWLERS)
 
     async def hello(scope: object, receive: object, send: object) -> None:
@@ -210,9 +281,12 @@ def test_the_middleware_and_the_page_use_the_stored_ranges(tmp_path: Path) -> No
             assert own.get("/a").status_code == 200
         with client_from("127.0.25.70", url, "ExampleBot/1.0") as other:
             assert other.get("/b").status_code == 200
+        with client_from("127.0.118.1", url, "ExampleBot/1.0") as anyone:
+            assert anyone.get("/c").status_code == 200
     rows = {r.target: r for r in store.visits()}
     assert (rows["/a"].verification, rows["/a"].verified_by) == ("verified", "ranges")
     assert rows["/b"].verification == "forged" and "CloudFetcher" in rows["/b"].how
+    assert rows["/c"].verification == "forged" and "0.0.0.0/0" not in rows["/c"].how
     with serve_asgi(create_site_app(store), "127.0.25.3") as page_url, \
             httpx.Client(base_url=page_url, trust_env=False) as client:
         page = client.get("/access").text

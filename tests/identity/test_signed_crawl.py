@@ -94,7 +94,6 @@ def test_a_site_that_verifies_every_visit_sees_a_signed_crawl(tmp_path: Path) ->
     key = tmp_path / "robot.pem"
     assert main(["keys", "new", str(key)]) == 0
     store = SiteStore(tmp_path / "site.sqlite")
-    guard = SiteGuard(store, signatures=DirectoryFetcher(allow_private=True))
 
     async def page(request: Request) -> Response:
         links = {"/": '<a href="/a">a</a> <a href="/r">r</a>', "/b": "b", "/a": "a"}
@@ -102,16 +101,19 @@ def test_a_site_that_verifies_every_visit_sees_a_signed_crawl(tmp_path: Path) ->
             return Response(status_code=301, headers={"location": "/b"})
         return HTMLResponse(links.get(request.url.path, "x"))
 
-    app = SiteMiddleware(Starlette(routes=[Route("/{p:path}", page)]), guard)
-    with polite_serve("--store", "memory://", "--key", str(key)) as api, \
-            serve_asgi(app, "127.0.0.42") as url:
+    with polite_serve("--store", "memory://", "--key", str(key)) as api:
         agent = str(api.base_url.join(DIRECTORY_PATH))
-        done = subprocess.run(
-            [sys.executable, "-m", "polite", "crawl", url + "/", "--out",
-             str(tmp_path / "out"), "--allow-network", "127.0.0.42", "--default-delay-ms",
-             "0", "--json", "--agent", "ExampleBot", "--sign-with", str(key),
-             "--signature-agent", agent], capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stderr
+        # the site binds ExampleBot's name to the directory its operator publishes
+        guard = SiteGuard(store, signatures=DirectoryFetcher(allow_private=True),
+                          host_names=["127.0.0.42"], signature_agents={"ExampleBot": [agent]})
+        app = SiteMiddleware(Starlette(routes=[Route("/{p:path}", page)]), guard)
+        with serve_asgi(app, "127.0.0.42") as url:
+            done = subprocess.run(
+                [sys.executable, "-m", "polite", "crawl", url + "/", "--out",
+                 str(tmp_path / "out"), "--allow-network", "127.0.0.42", "--default-delay-ms",
+                 "0", "--json", "--agent", "ExampleBot", "--sign-with", str(key),
+                 "--signature-agent", agent], capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stderr
     visits = {r.target: (r.verification, r.verified_by, r.how) for r in store.visits()}
     store.close()
     assert {"/robots.txt", "/", "/a", "/r", "/b"} <= set(visits)

@@ -218,3 +218,24 @@ def test_behind_the_sites_own_proxy_the_forwarded_address_is_the_visitors(
             direct.get("/b", headers={"x-forwarded-for": IN_RANGE})  # not our proxy
     rows = [(r.ip, r.verification) for r in reversed(store.visits())]
     assert rows == [(IN_RANGE, "verified"), (FORGER, "forged")]
+
+
+@pytest.mark.parametrize("kind", ["asgi", "wsgi"])
+def test_the_bundled_list_names_tools_apart_and_says_when_ranges_are_not_loaded(
+        kind: str, site: tuple[SiteStore, Clock, Resolver]) -> None:
+    store, clock, resolver = site
+    guard = SiteGuard(store, resolver=resolver, clock=clock)  # the bundled crawler list
+    with _served(kind, guard) as url:
+        with client_from(STRANGER, url, "Mozilla/5.0 (compatible; GPTBot/1.2)") as gpt:
+            assert gpt.get("/a").status_code == 200
+        with client_from(STRANGER, url, "python-httpx/0.28.1") as httpx_client:
+            assert httpx_client.get("/b").status_code == 200
+        with client_from(STRANGER, url, "python-requests/2.32.3") as requests_client:
+            assert requests_client.get("/c").status_code == 200
+    rows = {r.target: r for r in store.visits()}
+    assert rows["/a"].verification == "unverifiable"
+    # OpenAI does publish its addresses: they are only not read here yet
+    assert "publishes no addresses" not in rows["/a"].how
+    assert "gptbot.json" in rows["/a"].how and "polite site ranges update" in rows["/a"].how
+    assert rows["/b"].robot == "python-httpx"
+    assert rows["/c"].robot == "python-requests"

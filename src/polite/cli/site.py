@@ -140,16 +140,23 @@ def _ranges_update(args: argparse.Namespace, out: TextIO) -> int:
     if not results:
         print("no range files to read: the crawler list names no published ranges "
               "(ranges_urls); give FILE or NAME=FILE", file=out)
-    failed = 0
+    failed = refused = 0
     for result in results:
         if result.file is not None:
             made = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(result.file.creation_time))
             extra = f", {result.file.skipped} entries passed over" if result.file.skipped else ""
             print(f"{result.crawler}: {len(result.file.prefixes)} prefixes from "
                   f"{result.source}, made {made}{extra}", file=out)
+            for bad in result.file.refused:
+                where = f":{bad.line}" if bad.line is not None else f": entry {bad.entry}"
+                print(f"{result.source}{where}: {bad.text} refused: {bad.reason}", file=out)
+            if result.file.refused:
+                refused += len(result.file.refused)
         elif result.skipped is not None:
             print(f"{result.crawler}: {result.source} left alone ({result.skipped})", file=out)
         else:
             failed += 1
             print(f"{result.crawler}: {result.source} not read: {result.error}", file=out)
-    return 1 if failed else 0
+    if refused:
+        print(f"{refused} prefixes refused and not kept; the rest were kept", file=out)
+    return 1 if failed or refused else 0

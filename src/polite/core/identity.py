@@ -22,10 +22,13 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 __all__ = [
+    "CLOCK_SKEW_S",
     "DIRECTORY_MEDIA_TYPE",
     "DIRECTORY_PATH",
+    "MAX_NONCE_CHARS",
     "MAX_VALIDITY_S",
     "SIGNATURE_TAG",
+    "SIGNATURE_WINDOW_S",
     "DirectoryError",
     "SignatureCheck",
     "SignatureOutcome",
@@ -43,9 +46,19 @@ __all__ = [
 SIGNATURE_TAG = "web-bot-auth"
 DIRECTORY_PATH = "/.well-known/http-message-signatures-directory"
 DIRECTORY_MEDIA_TYPE = "application/http-message-signatures-directory+json"
-# The draft recommends signatures valid for minutes; a day is the most a verifier here
-# takes, so that a leaked signed request cannot be replayed for long.
+# The drafts (draft-meunier-web-bot-auth-architecture-05, 4.2, and the working group's
+# draft-ietf-webbotauth-httpsig-protocol) recommend that expires be no more than 24 hours
+# after created: the most a verifier here can be set to take.
 MAX_VALIDITY_S = 24 * 3600
+# What a site takes by default: five minutes. A signed request can be replayed to the site
+# it was made for until it expires, and every nonce must be remembered that long; signers
+# use a minute (polite's own) to an hour (some of Cloudflare's examples).
+SIGNATURE_WINDOW_S = 300
+# The protocol's nonce is 64 random bytes, 88 characters of base64; a longer one is not
+# remembered (nor taken).
+MAX_NONCE_CHARS = 256
+# How far past the verifier's clock ``created`` may be: signers write whole seconds.
+CLOCK_SKEW_S = 1.0
 
 
 class DirectoryError(ValueError):

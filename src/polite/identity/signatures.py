@@ -30,8 +30,10 @@ from http_message_signatures.digests import ContentDigest
 from http_sf.compat import Dictionary, InnerList, Item
 
 from polite.core.identity import (
-    MAX_VALIDITY_S,
+    CLOCK_SKEW_S,
+    MAX_NONCE_CHARS,
     SIGNATURE_TAG,
+    SIGNATURE_WINDOW_S,
     SignatureCheck,
     SignatureOutcome,
     okp_jwk,
@@ -304,11 +306,17 @@ def signature_agent_url(value: str | None, label: str, *, exact: bool = False) -
 
 async def verify_signature(method: str, url: str, headers: Iterable[tuple[str, str]],
                            lookup: Lookup, *, now: float | None = None,
-                           skew_s: float = 5.0, max_validity_s: int = MAX_VALIDITY_S
+                           skew_s: float = CLOCK_SKEW_S,
+                           max_validity_s: int = SIGNATURE_WINDOW_S,
+                           require_nonce: bool = False,
+                           authority_problem: Callable[[str], str | None] | None = None
                            ) -> SignatureCheck:
     """The outcome of the Web Bot Auth signature on a request for ``url`` (scheme and
     authority as the site was reached), the key looked up in the directory that
-    ``Signature-Agent`` names through ``lookup``."""
+    ``Signature-Agent`` names through ``lookup``. ``authority_problem``: why the
+    request's authority is not the verifier's own (``None`` when it is), asked before any
+    directory is looked up; ``require_nonce``: a signature without a nonce is not checked
+    (it could be a replay of a request seen within its window)."""
     fields = _Fields(headers)
     found = _tagged(fields)
     if found is None:
@@ -328,12 +336,33 @@ async def verify_signature(method: str, url: str, headers: Iterable[tuple[str, s
                              max_validity_s=max_validity_s)
     if problem is not None:
         return SignatureCheck(SignatureOutcome.INVALID, problem, keyid=keyid)
+    nonce = params.get("nonce")
+    if nonce is not None and (not isinstance(nonce, str) or len(nonce) > MAX_NONCE_CHARS):
+        return SignatureCheck(SignatureOutcome.INVALID, f"its nonce is not a string of at "
+                                                        f"most {MAX_NONCE_CHARS} characters",
+                              keyid=keyid)
+    if nonce is None and require_nonce:
+        return SignatureCheck(SignatureOutcome.UNVERIFIABLE,
+                              "it has no nonce, so a replay of a request seen within its "
+                              "window could not be told apart: not checked", keyid=keyid)
     covered = [(str(c.value), dict(c.params)) for c in member]
     # The signature must be bound to the site: by its authority or its whole target URI.
     bound = [name for name in ("@authority", "@target-uri") if (name, {}) in covered]
     if not bound:
         return SignatureCheck(SignatureOutcome.INVALID,
                               "neither @authority nor @target-uri is covered", keyid=keyid)
+    try:
+        parts = urlsplit(url)
+        authority = parts.netloc if parts.port is not None or parts.hostname else ""
+    except ValueError:  # a Host such as "[" or "x:99999"
+        authority = ""
+    if not authority:
+        return SignatureCheck(SignatureOutcome.INVALID, f"the request's authority in {url!r} "
+                              "cannot be read", keyid=keyid)
+    if authority_problem is not None:
+        problem = authority_problem(authority)
+        if problem is not None:
+            return SignatureCheck(SignatureOutcome.INVALID, problem, keyid=keyid)
     agent_covered = [params for name, params in covered if name == _AGENT]
     if _AGENT in fields and not agent_covered:
         return SignatureCheck(SignatureOutcome.INVALID, "Signature-Agent is not covered",
@@ -375,7 +404,5 @@ async def verify_signature(method: str, url: str, headers: Iterable[tuple[str, s
         why = str(exc) or type(exc).__name__
         return SignatureCheck(SignatureOutcome.INVALID, f"signature does not verify: {why}",
                               agent, keyid)
-    nonce = params.get("nonce")
     return SignatureCheck(SignatureOutcome.VERIFIED, f"signed by {keyid} from {agent}",
-                          agent, keyid, nonce if isinstance(nonce, str) else None,
-                          params.get("expires"))
+                          agent, keyid, nonce, params.get("expires"))

@@ -5,16 +5,25 @@ access log)."""
 from __future__ import annotations
 
 import asyncio
+import heapq
 import ipaddress
 import socket
-from collections.abc import Awaitable, Callable, Sequence
+import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
+from urllib.parse import urlsplit
 
 from polite.clock import Clock, WallClock
-from polite.core.identity import SignatureCheck, SignatureOutcome
+from polite.core.identity import (
+    CLOCK_SKEW_S,
+    MAX_VALIDITY_S,
+    SIGNATURE_WINDOW_S,
+    SignatureCheck,
+    SignatureOutcome,
+)
 from polite.core.robots import UNNAMED_AGENT, parse
 from polite.core.robots.usage import Preferences, from_robots
 from polite.core.site import (
@@ -37,8 +46,10 @@ from polite.core.site import (
     throttle_key,
     verify_by_ranges,
 )
-from polite.core.site.ranges import IpNetwork, RangeTable
+from polite.core.site.crawlers import directory_host
+from polite.core.site.ranges import IpNetwork, RangeTable, prefix_problem
 from polite.core.text import decode_text
+from polite.core.urls import host_name_problem
 from polite.core.usage.statement import Pref
 from polite.core.usage.vocab import AIPREF_REVISIONS, CURRENT
 from polite.errors import ConfigError
@@ -47,10 +58,10 @@ from polite.site.store import SiteStore
 if TYPE_CHECKING:  # the identity extra is needed only by a site that checks signatures
     from polite.identity.signatures import KeyDirectory
 
-    DirectoryLookup = Callable[[str], Awaitable[KeyDirectory]]
-
 __all__ = [
     "DNS_TIMEOUT_S",
+    "MAX_NONCES",
+    "DirectoryLookup",
     "Resolver",
     "RobotsFile",
     "SiteGuard",
@@ -72,10 +83,18 @@ _RELOAD_EVERY_S = 1.0
 # Paths whose Content-Usage header is remembered (per version of the rules), at most.
 _MAX_USAGE_PATHS = 4096
 _MAX_SLOTS = 10_000
-# Nonces of verified signatures, kept until their signature expires (and the verifier's
-# clock skew past it); at most this many (the draft's signatures live a minute or so).
-_MAX_NONCES = 100_000
-_NONCE_SKEW_S = 5.0
+# Nonces of verified signatures, each kept until its signature expires (and the clock
+# skew past it); at most this many: with five-minute windows, 330 signed requests a second.
+# Past that a new signature is not taken (the ranges and DNS decide); a nonce is never
+# forgotten before its signature expires, or the request could be replayed.
+MAX_NONCES = 100_000
+
+
+class DirectoryLookup(Protocol):
+    """How key directories are had (:class:`~polite.identity.directory.DirectoryFetcher`):
+    the directory at a URL, ``client`` being the address whose request asks."""
+
+    async def __call__(self, url: str, *, client: str | None = None) -> KeyDirectory: ...
 
 
 class Resolver(Protocol):
@@ -135,20 +154,39 @@ class SiteGuard:
     :class:`~polite.site.middleware.SiteWSGIMiddleware`. ``trusted_proxies``: the site's own
     reverse proxies (CIDR), whose ``X-Forwarded-For`` names the visitor. ``signatures``:
     how key directories are had (a :class:`~polite.identity.directory.DirectoryFetcher`),
-    to check Web Bot Auth signatures; ``require_signature``: robots (by name) refused
-    without a valid one."""
+    to check Web Bot Auth signatures; it needs ``host_names``, the site's own (``name`` for
+    any port, ``name:port`` for one): a signature made for any other authority is
+    refused. ``signature_agents``: the operator's own bindings, robot name -> the hosts of
+    the key directories that speak for it (besides the crawler list's); only directories
+    bound to a name are fetched. ``require_signature``: robots (by name) refused without a
+    valid signature from a directory bound to them. ``max_signature_validity_s``: the
+    longest window (expires - created) taken."""
 
     def __init__(self, store: SiteStore, *, crawlers: CrawlerList | None = None,
                  resolver: Resolver | None = None, clock: Clock | None = None,
                  dns_timeout_s: float = DNS_TIMEOUT_S,
                  trusted_proxies: Sequence[str] = (),
                  signatures: DirectoryLookup | None = None,
-                 require_signature: Sequence[str] = ()) -> None:
+                 host_names: Sequence[str] = (),
+                 signature_agents: Mapping[str, Sequence[str]] | None = None,
+                 require_signature: Sequence[str] = (),
+                 max_signature_validity_s: int = SIGNATURE_WINDOW_S) -> None:
         if require_signature and signatures is None:
             raise ConfigError("require_signature needs signatures (a DirectoryFetcher) to "
                               "check them with")
+        if signatures is not None and not host_names:
+            raise ConfigError("signatures needs host_names, the site's own host names: a "
+                              "signature covers the authority it was made for, and one made "
+                              "for another site must not verify here")
+        if not 0 < max_signature_validity_s <= MAX_VALIDITY_S:
+            raise ConfigError(f"max_signature_validity_s must be from 1 to {MAX_VALIDITY_S} "
+                              f"s, not {max_signature_validity_s}")
         self.signatures = signatures
-        self.require_signature = frozenset(require_signature)
+        self.host_names = frozenset(_authority(name) for name in host_names)
+        if "" in self.host_names:
+            raise ConfigError(f"host_names: {list(host_names)!r} holds one that is not a "
+                              "host name")
+        self.max_signature_validity_s = max_signature_validity_s
         self.store = store
         try:
             self.trusted_proxies = tuple(ipaddress.ip_network(p, strict=False)
@@ -156,6 +194,23 @@ class SiteGuard:
         except ValueError as exc:
             raise ConfigError(f"trusted_proxies: {exc}") from exc
         self.crawlers = crawlers if crawlers is not None else load_crawlers()
+        self._bound: dict[str, frozenset[str]] = {}  # robot name (lower case) -> hosts
+        for crawler in self.crawlers.crawlers:
+            if crawler.signature_agents:
+                self._bound[crawler.name.lower()] = frozenset(crawler.signature_agents)
+        for name, hosts in (signature_agents or {}).items():
+            found = {directory_host(h) for h in hosts}
+            if not name or not found or "" in found:
+                raise ConfigError(f"signature_agents: {name!r}: {list(hosts)!r} is not a "
+                                  "list of key directory hosts")
+            self._bound[name.lower()] = self._bound.get(name.lower(), frozenset()) | found
+        self._fetchable = frozenset().union(*self._bound.values())
+        unbound = [n for n in require_signature if n.lower() not in self._bound]
+        if unbound:
+            raise ConfigError(f"require_signature: no key directory is bound to "
+                              f"{unbound[0]!r}, so no signature could prove it; bind one "
+                              f"with signature_agents={{{unbound[0]!r}: [HOST]}}")
+        self.require_signature = frozenset(require_signature)
         self.resolver = resolver if resolver is not None else SystemResolver()
         self.clock = clock if clock is not None else WallClock()
         self.dns_timeout_s = dns_timeout_s
@@ -163,7 +218,12 @@ class SiteGuard:
         self._slots: dict[str, float] = {}
         self._in_force: InForce | None = None
         self._ranges: RangeTable | None = None
-        self._nonces: dict[tuple[str, str], float] = {}  # (keyid, nonce) -> kept until
+        # (keyid, nonce) -> kept until; a heap of the same by time, to forget the expired in
+        # order
+        self._nonces: dict[tuple[str, str], float] = {}
+        self._nonce_expiry: list[tuple[float, tuple[str, str]]] = []
+        # a WSGI server's threads check signatures at once: a nonce is taken by one only
+        self._nonce_lock = threading.Lock()
         self._ranges_stamp: tuple[int, float] | None = None
         self._ranges_checked_at = float("-inf")
         self._robots_file: RobotsFile | None = None
@@ -253,8 +313,11 @@ class SiteGuard:
         if self._ranges is None or stamp != self._ranges_stamp:
             files: dict[str, list[IpNetwork]] = {}
             for row in self.store.ranges():
+                # a prefix wider than any operator publishes, kept before such were
+                # refused, is not taken (a test setup's private ranges are)
                 files.setdefault(row.crawler, []).extend(
-                    ipaddress.ip_network(p, strict=False) for p in row.prefixes)
+                    n for n in (ipaddress.ip_network(p, strict=False) for p in row.prefixes)
+                    if prefix_problem(n, allow_private=True) is None)
             self._ranges = RangeTable(files)
             self._ranges_stamp = stamp
             self._verdicts.clear()
@@ -275,33 +338,71 @@ class SiteGuard:
         return found
 
     async def check_signature(self, identity: Identity, method: str, url: str,
-                              headers: Sequence[tuple[str, str]]) -> Check | None:
+                              headers: Sequence[tuple[str, str]], *,
+                              client: str | None = None) -> Check | None:
         """The verdict of the request's Web Bot Auth signature, or ``None`` when it has
         none (or the site does not check them) or it leaves the verdict to the published
-        ranges and DNS (see :func:`~polite.core.site.judge_signature`)."""
-        if self.signatures is None or not any(n.lower() == "signature-input"
-                                              for n, _ in headers):
+        ranges and DNS (see :func:`~polite.core.site.judge_signature`). ``url``: as the
+        request named it (its ``Host``); ``client``: the visitor's address."""
+        signatures = self.signatures
+        if signatures is None or not any(n.lower() == "signature-input" for n, _ in headers):
             return None
-        from polite.identity.signatures import verify_signature
+        from polite.identity.signatures import KeyDirectory, verify_signature
+
+        fetchable = self._fetchable
+
+        async def lookup(agent: str) -> KeyDirectory:
+            # Only a directory bound to a name is fetched: any other would be fetched at
+            # the bidding of whoever sends a Signature-Agent, before any check.
+            if directory_host(agent) not in fetchable:
+                return KeyDirectory({}, "not fetched: bound to no robot this site knows "
+                                        "(the crawler list's signature_agents, or the "
+                                        "site's own)")
+            return await signatures(agent, client=client)
 
         now = self.clock()
-        found = await verify_signature(method, url, headers, self.signatures, now=now)
-        expires = found.expires
-        if found.nonce is not None and expires is not None:
+        found = await verify_signature(method, url, headers, lookup, now=now,
+                                       max_validity_s=self.max_signature_validity_s,
+                                       require_nonce=True,
+                                       authority_problem=self._authority_problem)
+        if found.outcome is SignatureOutcome.VERIFIED:
+            with self._nonce_lock:
+                found = self._take_nonce(found, now)
+        bound = self._bound.get(identity.name.lower(), frozenset())
+        return judge_signature(identity.crawler, identity.name, found, bound)
+
+    def _authority_problem(self, authority: str) -> str | None:
+        """Why a request for ``authority`` is not for this site (``None``: it is)."""
+        named = _authority(authority) if "@" not in authority else ""
+        host = named.rsplit(":", 1)[0] if not named.endswith("]") else named
+        if named and (named in self.host_names or host in self.host_names):
+            return None
+        return (f"the request is for {authority!r}, not one of this site's host names: "
+                "a signature made for another site")
+
+    def _take_nonce(self, found: SignatureCheck, now: float) -> SignatureCheck:
+        """``found`` if its nonce is new (it is then kept until the signature expires), else
+        why it is not taken: a replay, or no room to remember one more."""
+        expiry = self._nonce_expiry
+        while expiry and expiry[0][0] <= now:
+            _, old = heapq.heappop(expiry)
+            if self._nonces.get(old, now + 1) <= now:
+                del self._nonces[old]
+        key = (found.keyid or "", found.nonce or "")
+        if key in self._nonces:
             # A signed request sent again (a replay by whoever saw it) is no longer the
             # signer's word: each nonce is taken once while its signature is valid.
-            key = (found.keyid or "", found.nonce)
-            if self._nonces.get(key, 0.0) > now:
-                found = SignatureCheck(SignatureOutcome.INVALID,
-                                       f"nonce already used: a replayed request "
-                                       f"signed by {found.keyid}", found.agent, found.keyid)
-            else:
-                if len(self._nonces) >= _MAX_NONCES:
-                    self._nonces = {k: t for k, t in self._nonces.items() if t > now}
-                    if len(self._nonces) >= _MAX_NONCES:
-                        self._nonces.clear()
-                self._nonces[key] = float(expires) + _NONCE_SKEW_S
-        return judge_signature(identity.crawler, identity.name, found)
+            return SignatureCheck(SignatureOutcome.INVALID, f"nonce already used: a "
+                                  f"replayed request signed by {found.keyid}", found.agent,
+                                  found.keyid)
+        if len(self._nonces) >= MAX_NONCES:
+            return SignatureCheck(SignatureOutcome.UNVERIFIABLE,
+                                  f"{MAX_NONCES} nonces of unexpired signatures are kept "
+                                  "already: not taken", found.agent, found.keyid)
+        until = float(found.expires or now) + CLOCK_SKEW_S
+        self._nonces[key] = until
+        heapq.heappush(expiry, (until, key))
+        return found
 
     def _remember(self, crawler: Crawler, ip: str, check: Check) -> Check:
         if len(self._verdicts) >= _MAX_VERDICTS:
@@ -356,6 +457,22 @@ class SiteGuard:
 
     def log(self, entry: LogEntry, status: int | None) -> None:
         self.store.log([(entry, status)])
+
+
+def _authority(name: str) -> str:
+    """A host name or authority as compared: lower case, without a final dot (before any
+    port); ``""`` when it is none."""
+    try:
+        parts = urlsplit("//" + name.strip())
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return ""
+    if not host or host_name_problem(host) is not None:
+        return ""
+    host = host.rstrip(".")
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    return f"{host}:{port}" if port is not None else host
 
 
 def refusal_body(decision: SiteDecision) -> bytes:

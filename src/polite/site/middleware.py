@@ -94,7 +94,7 @@ class SiteMiddleware:
         if query:
             target += "?" + query.decode("latin-1")
         visit = Visit(scope["method"], target, user_agent, ip)
-        check = await self._signed(scope, identity, target) if identity.is_robot else None
+        check = await self._signed(scope, identity, target, ip) if identity.is_robot else None
         if check is None:
             check = await self._check(identity, ip)
         decision = guard.decide(visit, identity, check) if identity.is_robot else None
@@ -126,7 +126,8 @@ class SiteMiddleware:
             if decision.log is not None:
                 guard.log(decision.log, status[0] if status else None)
 
-    async def _signed(self, scope: Scope, identity: Identity, target: str) -> Check | None:
+    async def _signed(self, scope: Scope, identity: Identity, target: str,
+                      ip: str | None) -> Check | None:
         if self.guard.signatures is None:
             return None
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
@@ -135,7 +136,8 @@ class SiteMiddleware:
             server = scope.get("server")
             host = f"{server[0]}:{server[1]}" if server else "localhost"
         url = f"{scope.get('scheme', 'http')}://{host}{target}"
-        return await self.guard.check_signature(identity, scope["method"], url, headers)
+        return await self.guard.check_signature(identity, scope["method"], url, headers,
+                                                client=ip)
 
     async def _check(self, identity: Identity, ip: str | None) -> Check:
         found = self.guard.known_verdict(identity, ip)
@@ -153,7 +155,7 @@ class SiteMiddleware:
 
 
 def _signed_wsgi(guard: SiteGuard, environ: dict[str, Any], identity: Identity,
-                 target: str) -> Check | None:
+                 target: str, ip: str | None) -> Check | None:
     """The signature's verdict for a WSGI request, checked in a loop of its own (the worker
     blocks while a key directory is fetched, within the fetcher's time bound)."""
     if guard.signatures is None or "HTTP_SIGNATURE_INPUT" not in environ:
@@ -164,7 +166,7 @@ def _signed_wsgi(guard: SiteGuard, environ: dict[str, Any], identity: Identity,
         f"{environ.get('SERVER_NAME', 'localhost')}:{environ.get('SERVER_PORT', '80')}"
     url = f"{environ.get('wsgi.url_scheme', 'http')}://{host}{target}"
     method = environ.get("REQUEST_METHOD", "GET")
-    return asyncio.run(guard.check_signature(identity, method, url, headers))
+    return asyncio.run(guard.check_signature(identity, method, url, headers, client=ip))
 
 
 class _Logged:
@@ -218,7 +220,7 @@ class SiteWSGIMiddleware:
         visit = Visit(method, target, user_agent, ip)
         decision = None
         if identity.is_robot:
-            found = _signed_wsgi(guard, environ, identity, target) or \
+            found = _signed_wsgi(guard, environ, identity, target, ip) or \
                 guard.known_verdict(identity, ip)
             if not isinstance(found, Check):
                 assert identity.crawler is not None and ip is not None

@@ -87,9 +87,11 @@ def update_ranges(store: SiteStore, crawlers: CrawlerList, sources: Sequence[str
     """Read each source and keep what it gives; a URL read less than an hour ago is left
     alone. ``client``: makes the client URLs are fetched with (names resolved, timeouts
     and private addresses as the caller says), on the loop it runs on; by default one
-    refusing private addresses unless ``allow_private``. Bad input (an unknown crawler, a
-    file that is not a dated range file) raises :class:`ConfigError`; a fetch that fails is
-    reported and the stored file kept."""
+    refusing private addresses unless ``allow_private`` (which lets private and special
+    prefixes in a file through too: a site's own test setup). Bad input (an unknown
+    crawler, a file that is not a dated range file, or dated in the future) raises
+    :class:`ConfigError`; a fetch that fails is reported and the stored file kept; each
+    prefix refused is in the result's ``file.refused``."""
     pairs = targets(crawlers, sources)
     read_at = {(r.crawler, r.source): r.fetched_at for r in store.ranges()}
     results: list[RangeUpdate] = []
@@ -104,7 +106,8 @@ def update_ranges(store: SiteStore, crawlers: CrawlerList, sources: Sequence[str
                         data = Path(source).read_bytes()
                     except OSError as exc:
                         raise ConfigError(f"{source}: {exc.strerror}") from None
-                    file = parse_range_file(data, source=source)
+                    file = parse_range_file(data, source=source, now=now,
+                                            allow_private=allow_private)
                 else:
                     last = read_at.get((crawler, source))
                     if last is not None and now - last < MIN_REFRESH_S:
@@ -117,7 +120,8 @@ def update_ranges(store: SiteStore, crawlers: CrawlerList, sources: Sequence[str
                         why = "took too long" if isinstance(exc, TimeoutError) else str(exc)
                         results.append(RangeUpdate(crawler, source, error=why))
                         continue
-                    file = parse_range_file(data, source=source)
+                    file = parse_range_file(data, source=source, now=now,
+                                            allow_private=allow_private)
                 store.save_ranges(crawler, source, file.creation_time,
                                   [str(p) for p in file.prefixes], now)
                 results.append(RangeUpdate(crawler, source, file))

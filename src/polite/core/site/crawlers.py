@@ -15,6 +15,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from polite.errors import ConfigError
 
@@ -24,6 +25,7 @@ __all__ = [
     "CrawlerList",
     "Identity",
     "IpNetwork",
+    "directory_host",
     "parse_crawlers",
 ]
 
@@ -69,8 +71,9 @@ class Crawler:
     ip_ranges: tuple[IpNetwork, ...] = ()
     host_suffixes: tuple[str, ...] = ()
     url: str = ""
-    # hosts whose Web Bot Auth key directories speak for this crawler (besides those under
-    # host_suffixes)
+    # the exact hosts whose Web Bot Auth key directories speak for this crawler, as its
+    # operator publishes them (a host under its DNS suffix does not: a suffix such as
+    # .google.com also holds pages anyone can publish)
     signature_agents: tuple[str, ...] = ()
     # where the operator publishes its IP ranges (JAFAR and earlier files of that shape);
     # polite site ranges update reads them
@@ -153,6 +156,16 @@ class CrawlerList:
         return PERSON
 
 
+def directory_host(value: str) -> str:
+    """The host a key directory binding names: ``bot.example`` or the directory's URL
+    (``https://bot.example/.well-known/...``), lower case, without a final dot."""
+    try:
+        host = urlsplit(value if "://" in value else "//" + value).hostname
+    except ValueError:
+        return ""
+    return (host or "").lower().rstrip(".")
+
+
 def _networks(values: object, where: str) -> tuple[IpNetwork, ...]:
     if not isinstance(values, list):
         raise ConfigError(f"{where}: ip_ranges must be a list of CIDR strings")
@@ -206,7 +219,7 @@ def parse_crawlers(text: str, *, source: str = "crawler list") -> CrawlerList:
             tokens=tokens, robots_token=str(entry.get("robots_token") or tokens[0]),
             ip_ranges=_networks(entry.get("ip_ranges", []), where),
             host_suffixes=suffixes, url=str(entry.get("url", "")),
-            signature_agents=tuple(a.lower() for a in
+            signature_agents=tuple(directory_host(a) for a in
                                    _strings(entry, "signature_agents", where)),
             ranges_urls=_strings(entry, "ranges_urls", where)))
     sources = data.get("sources", [])

@@ -17,11 +17,18 @@ from dataclasses import dataclass
 
 from polite.errors import ConfigError
 
-__all__ = ["MAX_RANGE_FILE_BYTES", "RangeFile", "RangeTable", "parse_creation_time",
-           "parse_range_file"]
+__all__ = ["MAX_RANGE_FILE_BYTES", "MIN_PREFIX_LENGTHS", "RangeFile", "RangeTable",
+           "RefusedPrefix", "parse_creation_time", "parse_range_file", "prefix_problem"]
 
 IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 MAX_RANGE_FILE_BYTES = 4 * 1024 * 1024  # Google's largest file is a few tens of KiB
+# The widest prefix taken, by IP version: published crawler ranges are far narrower
+# (Google's and Bing's files hold /19 to /28 and /64 or longer), and one wide prefix would
+# make every address in it that crawler's.
+MIN_PREFIX_LENGTHS = {4: 8, 6: 19}
+# A file made this far past the reader's clock is taken (clocks differ by seconds, and
+# operators' files are stamped when made); later than that, the time is not the file's.
+_FUTURE_SKEW_S = 300.0
 
 # ISO 8601 as the operators write it: "2025-08-15T14:30:00Z" (JAFAR), Google's
 # "2024-11-21T15:46:02.000000" and Bing's seven-digit fractions, without a zone (UTC).
@@ -31,7 +38,7 @@ _TIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d)(?::(\d\d)(?:\.(\d+))
 
 def parse_creation_time(text: object) -> float | None:
     """Unix seconds of a ``creationTime``, or ``None`` when it is not such a time."""
-    if not isinstance(text, str):
+    if not isinstance(text, str) or len(text) > 64:
         return None
     found = _TIME.fullmatch(text.strip())
     if found is None:
@@ -45,23 +52,73 @@ def parse_creation_time(text: object) -> float | None:
     offset = 0
     if zone and zone.upper() != "Z":
         digits = zone[1:].replace(":", "")
-        offset = (int(digits[:2]) * 60 + int(digits[2:])) * 60 * (1 if zone[0] == "+" else -1)
+        hours, minutes = int(digits[:2]), int(digits[2:])
+        if hours > 14 or minutes > 59:  # no zone is further from UTC (RFC 3339, 5.6)
+            return None
+        offset = (hours * 60 + minutes) * 60 * (1 if zone[0] == "+" else -1)
     return when.timestamp() - offset + (float("0." + fraction) if fraction else 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class RefusedPrefix:
+    """An entry of a range file that is not taken: where (``line`` of the file, ``entry``
+    counted from 1 in ``prefixes``), what it said and why it is refused."""
+
+    line: int | None
+    entry: int
+    text: str
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
 class RangeFile:
     """One published file: when it was made, its prefixes, and how many entries were passed
-    over (both or neither of ``ipv4Prefix``/``ipv6Prefix``, or not a network)."""
+    over (both or neither of ``ipv4Prefix``/``ipv6Prefix``), and the prefixes refused (not
+    a network, too wide, host bits set, private or special), each with its reason."""
 
     creation_time: float
     prefixes: tuple[IpNetwork, ...]
     skipped: int = 0
+    refused: tuple[RefusedPrefix, ...] = ()
 
 
-def parse_range_file(data: bytes | str, *, source: str) -> RangeFile:
-    """A published range file; :class:`ConfigError` naming ``source`` when it is not one or
-    has no ``creationTime``."""
+def prefix_problem(network: IpNetwork, *, allow_private: bool = False) -> str | None:
+    """Why ``network`` cannot be a crawler's published range, or ``None``: wider than
+    :data:`MIN_PREFIX_LENGTHS`, or (unless ``allow_private``: a site's own test setup)
+    private, loopback, documentation, multicast or another range not routed on the
+    Internet (IANA's special-purpose registries, as :mod:`ipaddress` knows them)."""
+    shortest = MIN_PREFIX_LENGTHS[network.version]
+    if network.prefixlen < shortest:
+        return f"wider than /{shortest}: no crawler publishes a range that wide"
+    if allow_private:
+        return None
+    if network.is_multicast or network.is_reserved or not (
+            network.network_address.is_global and network.broadcast_address.is_global):
+        return "a private or special-purpose range, not a crawler's public addresses"
+    return None
+
+
+def _entry_lines(text: str, values: list[str]) -> list[int | None]:
+    """The line of each value, found in order as a JSON string (the files put one prefix a
+    line, or every one on one line); ``None`` where it cannot be found."""
+    lines: list[int | None] = []
+    at = 0
+    for value in values:
+        found = text.find(json.dumps(value), at)
+        if found < 0:
+            lines.append(None)
+            continue
+        lines.append(text.count("\n", 0, found) + 1)
+        at = found + 1
+    return lines
+
+
+def parse_range_file(data: bytes | str, *, source: str, now: float | None = None,
+                     allow_private: bool = False) -> RangeFile:
+    """A published range file; :class:`ConfigError` naming ``source`` when it is not one,
+    has no ``creationTime`` or (given ``now``) one in the future. Each prefix that
+    :func:`prefix_problem` refuses, or written with host bits set (``1.2.3.4/8``), is
+    left out and reported in ``refused``."""
     if len(data) > MAX_RANGE_FILE_BYTES:
         raise ConfigError(f"{source}: over {MAX_RANGE_FILE_BYTES} bytes")
     try:
@@ -74,12 +131,16 @@ def parse_range_file(data: bytes | str, *, source: str) -> RangeFile:
     if created is None:
         raise ConfigError(f"{source}: no creationTime it can be dated by "
                           f"({document.get('creationTime')!r}); its ranges are not taken")
+    if now is not None and created > now + _FUTURE_SKEW_S:
+        raise ConfigError(f"{source}: creationTime {document.get('creationTime')!r} is in "
+                          "the future; its ranges are not taken")
     entries = document.get("prefixes")
     if not isinstance(entries, list):
         raise ConfigError(f'{source}: no "prefixes" list')
     prefixes: list[IpNetwork] = []
     skipped = 0
-    for entry in entries:
+    problems: list[tuple[int, str, str]] = []  # entry, text, why
+    for index, entry in enumerate(entries, 1):
         if not isinstance(entry, dict):
             skipped += 1
             continue
@@ -87,17 +148,32 @@ def parse_range_file(data: bytes | str, *, source: str) -> RangeFile:
         if (v4 is None) == (v6 is None):  # both or neither: ignored, as the draft says
             skipped += 1
             continue
-        text, version = (v4, 4) if v4 is not None else (v6, 6)
+        value, version = (v4, 4) if v4 is not None else (v6, 6)
+        text = str(value).strip()[:100]
+        problem = None
         try:
-            network = ipaddress.ip_network(str(text).strip(), strict=False)
+            network = ipaddress.ip_network(text, strict=False)
         except ValueError:
-            skipped += 1
-            continue
-        if network.version != version:
-            skipped += 1
-            continue
-        prefixes.append(network)
-    return RangeFile(created, tuple(prefixes), skipped)
+            problem = "not an IP prefix"
+        else:
+            if network.version != version:
+                problem = f"not an IPv{version} prefix"
+            elif ipaddress.ip_interface(text).ip != network.network_address:
+                problem = (f"host bits set: the range it names is {network}, which the "
+                           "operator did not write")
+            else:
+                problem = prefix_problem(network, allow_private=allow_private)
+            if problem is None:
+                prefixes.append(network)
+        if problem is not None:
+            problems.append((index, text, problem))
+    refused: tuple[RefusedPrefix, ...] = ()
+    if problems:
+        raw = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+        lines = _entry_lines(raw, [t for _, t, _ in problems])
+        refused = tuple(RefusedPrefix(line, index, text, why)
+                        for (index, text, why), line in zip(problems, lines, strict=True))
+    return RangeFile(created, tuple(prefixes), skipped, refused)
 
 
 class RangeTable:

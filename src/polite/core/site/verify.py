@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 import ipaddress
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -48,7 +48,9 @@ class Check:
 
     verdict: Verification
     how: str
-    by: str = ""  # what verified it: "signature", "ranges" or "dns"
+    # what verified it: "signature", "ranges" or "dns"; "key" when a signature proved its
+    # key but not the name it claims (an unknown robot's, from an unbound directory)
+    by: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +100,11 @@ def verify_by_ranges(crawler: Crawler | None, ip: str | None,
     if crawler.ip_ranges or (table is not None and crawler.name in table.names):
         return Check(Verification.FORGED, f"{address} is outside {crawler.operator}'s "
                                           f"published ranges")
+    if crawler.ranges_urls:  # published, but not read here yet
+        return Check(Verification.UNVERIFIABLE,
+                     f"{crawler.operator or crawler.name} publishes its addresses "
+                     f"({crawler.ranges_urls[0]}), but they are not loaded here: run "
+                     "polite site ranges update")
     return Check(Verification.UNVERIFIABLE,
                  f"{crawler.operator or crawler.name} publishes no addresses or host names")
 
@@ -130,24 +137,29 @@ def judge_dns(crawler: Crawler, ip: str, ptr_names: Sequence[str] | None,
     return Check(Verification.FORGED, f"{mine[0]} does not resolve back to {ip}")
 
 
-def _speaks_for(crawler: Crawler, agent: str | None) -> bool:
-    host = (urlsplit(agent).hostname or "").lower() if agent else ""
-    return bool(host) and (host in crawler.signature_agents
-                           or any(("." + host).endswith(s) for s in crawler.host_suffixes))
+def _directory_host(agent: str | None) -> str:
+    return (urlsplit(agent).hostname or "").lower().rstrip(".") if agent else ""
 
 
-def judge_signature(crawler: Crawler | None, name: str, signature: SignatureCheck
-                    ) -> Check | None:
-    """The verdict a request's signature gives (``name``: the robot it claims to be), or
-    ``None`` when the published ranges and DNS are to decide: no signature, a directory
-    that could not be had, or a valid signature from a directory that does not speak for
-    the claimed crawler."""
+def judge_signature(crawler: Crawler | None, name: str, signature: SignatureCheck,
+                    bound: Collection[str] = ()) -> Check | None:
+    """The verdict a request's signature gives (``name``: the robot it claims to be;
+    ``bound``: the hosts of the key directories that speak for that name, exactly: the
+    crawler list's and the site operator's own), or ``None`` when the published ranges
+    and DNS are to decide: no signature, one that could not be checked, or a valid one
+    from a directory not bound to a known crawler's name. A valid signature proves a name
+    only through such a binding; for a robot no list knows, one from an unbound directory
+    proves its key alone (``by="key"``): the visit is not verified, and is throttled
+    apart from the name."""
     match signature.outcome:
         case SignatureOutcome.INVALID:
             return Check(Verification.INVALID, f"signature: {signature.how}")
-        case SignatureOutcome.VERIFIED if crawler is None or _speaks_for(crawler,
-                                                                        signature.agent):
+        case SignatureOutcome.VERIFIED if _directory_host(signature.agent) in bound:
             return Check(Verification.VERIFIED, f"signature: {signature.how}", "signature")
+        case SignatureOutcome.VERIFIED if crawler is None:
+            return Check(Verification.UNKNOWN,
+                         f"signature: {signature.how}, which proves the key, not the name "
+                         f"{name}: no key directory is bound to {name}", "key")
     return None
 
 

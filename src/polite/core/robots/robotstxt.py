@@ -57,6 +57,11 @@ def request_path(dialect: Dialect, url: str) -> str:
         path += url[url.index("#", url.find("://") + 3 if "://" in url else 0):]
     if not path.isascii():
         path = to_octets(path)
+        if dialect is Dialect.GOOGLE:
+            # A path typed with non-ASCII characters leaves a user agent percent-encoded as
+            # UTF-8 (RFC 3986), the form Google's library expects and encodes its rules to;
+            # the other dialects' forms encode or decode the octets themselves.
+            return _HIGH_OCTET.sub(_escaped_octet, path)
     if dialect is Dialect.GOOGLE:
         return path
     if dialect is Dialect.KOSTER1996:
@@ -64,6 +69,13 @@ def request_path(dialect: Dialect, url: str) -> str:
     if dialect is Dialect.REGP:
         return canonical_rfc9309(path).lower()
     return canonical_rfc9309(path)
+
+
+_HIGH_OCTET = re.compile("[\x80-\xff]")
+
+
+def _escaped_octet(m: re.Match[str]) -> str:
+    return f"%{ord(m[0]):02X}"
 
 
 def _is_robots_txt(path: str) -> bool:

@@ -24,6 +24,7 @@ from polite.core.robots.model import (
 )
 from polite.core.robots.parser import ParsedBody, pattern_path, read_issues
 from polite.core.robots.values import (
+    MAX_DELAY_S,
     CleanParam,
     DailyWindow,
     RequestRate,
@@ -426,11 +427,13 @@ class RobotsTxt:
     def delay_s(self, agent: str, *, ip: str | None = None, url: str | None = None
                 ) -> float | None:
         """The longest spacing the file asks of ``agent``: Crawl-delay, Request-rate,
-        Ip-delay, Ip-rate, for ``url``'s path when given; ``None`` when it sets none."""
+        Ip-delay, Ip-rate, for ``url``'s path when given, a day at most (``MAX_DELAY_S``:
+        ``Crawl-delay: 1e9`` is a wish to be left alone, and the politeness layer's own cap
+        is lower still); ``None`` when it sets none."""
         rules = self.agent_rules(agent, ip=ip, url=url)
         found = [d for d in (rules.crawl_delay_s, rules.ip_delay_s) if d is not None]
         found += [r.interval_s for r in (rules.request_rate, rules.ip_rate) if r is not None]
-        return max(found) if found else None
+        return min(max(found), MAX_DELAY_S) if found else None
 
     # -- group selection --------------------------------------------------------------
 

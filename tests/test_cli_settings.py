@@ -233,3 +233,22 @@ def test_the_former_milliseconds_table_is_read_with_one_note(
     err = capsys.readouterr().err.splitlines()
     assert err == [f"polite: --config {config}: [delays] (milliseconds) is deprecated; use "
                    "[delays_s] (seconds)"]
+
+
+def test_a_former_milliseconds_spelling_is_bounded_in_its_own_unit(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The day every delay is bounded by is 86,400,000 in --default-delay-ms, not 86,400."""
+    args = build_parser().parse_args(["crawl", "run", "http://127.0.81.3/",
+                                      "--default-delay-ms", "100000"])
+    assert args.default_delay_s == 100.0
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["crawl", "run", "http://127.0.81.3/",
+                                   "--default-delay-ms", "86400001"])
+    assert "must be a whole number from 0 to 86,400,000" in capsys.readouterr().err
+    config = tmp_path / "polite.toml"
+    config.write_text("default_delay_ms = 100000\n")
+    assert settings_from(argparse.Namespace(config=str(config))).default_delay_s == 100.0
+    config.write_text("default_delay_ms = 86400001\n")
+    with pytest.raises(ConfigError, match="default_delay_ms 86400001: must be a whole number "
+                                          "from 0 to 86,400,000"):
+        settings_from(argparse.Namespace(config=str(config)))

@@ -99,6 +99,12 @@ class Bounds:
             return False
         return self.maximum is None or number <= self.maximum
 
+    def scaled(self, per: int) -> Bounds:
+        """The bounds in a unit ``per`` of which make this one's (milliseconds: 1000)."""
+        return Bounds(None if self.minimum is None else self.minimum * per,
+                      self.minimum_inclusive,
+                      None if self.maximum is None else self.maximum * per)
+
     def describe(self, *, whole: bool) -> str:
         """``a whole number of 1 or more``, ``a finite number above 0``, ..."""
         kind = "a whole number" if whole else "a finite number"
@@ -336,7 +342,7 @@ class Setting:
     def flag_type(self, per: int = 1) -> IntFlag | FloatFlag | None:
         """The argparse ``type=`` of a number (``per``: an old spelling's unit, of which
         this many make the setting's, its number whole)."""
-        bounds = self.bounds or Bounds()
+        bounds = (self.bounds or Bounds()).scaled(per)
         if self.kind is int and per == 1:
             return IntFlag(bounds, unit=self.unit)
         if self.numeric:
@@ -961,7 +967,7 @@ def read_config(path: str, product: Product, *, tables: tuple[str, ...] = (),
         knob = f"{where}: {raw_key}"
         checked: object
         if per != 1:  # a former unit: checked as given, then divided
-            checked = check_int(value, setting.bounds or Bounds(), knob=knob) / per
+            checked = check_int(value, (setting.bounds or Bounds()).scaled(per), knob=knob) / per
         else:
             checked = setting.check(value, knob)
         found[setting.name] = checked

@@ -328,8 +328,8 @@ def parse_body(
             1, "html", "error", "the body looks like an HTML page, not a robots.txt file",
             ""))
     reader.read(octets)
-    if utf16:  # said once above, not as a NUL on every line
-        reader.issues = [issue for issue in reader.issues if issue[1] != "nul"]
+    if utf16:  # said once above, not as a NUL on every line and line 1's bytes as junk
+        reader.issues = [issue for issue in reader.issues if issue[1] in ("utf-16", "truncated")]
     return ParsedBody(
         dialect=dialect,
         groups=tuple(group.close() for group in reader.groups),

@@ -25,7 +25,6 @@ from polite.config import (
     DELAY,
     FLAGS,
     SERVE,
-    Bounds,
     check_float,
     check_int,
     from_environment,
@@ -119,9 +118,11 @@ def _delays(value: object, where: str, table: str) -> dict[str, float]:
         knob = f"{where}: {table}.{domain}"
         if per == 1:
             found[domain.lower()] = check_float(given, DELAY, knob=knob, unit="s")
-        else:  # whole milliseconds, as before
-            most = Bounds(minimum=0, maximum=(DELAY.maximum or 0) * per)
-            found[domain.lower()] = check_int(given, most, knob=knob, unit="ms") / per
+        else:  # whole milliseconds, as before (2500.0 among them)
+            if isinstance(given, float) and given.is_integer() and abs(given) < 2 ** 53:
+                given = int(given)
+            found[domain.lower()] = check_int(given, DELAY.scaled(per), knob=knob,
+                                              unit="ms") / per
     return found
 
 

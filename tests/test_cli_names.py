@@ -59,8 +59,8 @@ def test_a_duration_in_another_unit_is_refused(value: str,
         with pytest.raises(SystemExit) as exited:
             main([*command, f"--default-delay-s={value}"])
         assert exited.value.code == 2
-        assert ("argument --default-delay-s: must be a finite number of 0 or more (seconds), "
-                f"not {value!r}") in capsys.readouterr().err
+        assert ("argument --default-delay-s: must be a finite number from 0 to 86,400 "
+                f"(seconds), not {value!r}") in capsys.readouterr().err
 
 
 def test_every_command_that_reads_robots_txt_for_a_token_takes_a() -> None:
@@ -122,8 +122,8 @@ def test_a_former_config_key_is_read_and_said(tmp_path: Path,
 
 
 @pytest.mark.parametrize(("toml", "knob"), [
-    ("max_pages = 0\n", "max_pages 0: must be a whole number of 1 or more"),
-    ("lease_s = nan\n", "lease_s nan: must be a finite number above 0 (seconds)"),
+    ("max_pages = 0\n", "max_pages 0: must be a whole number from 1 to 1,000,000,000"),
+    ("lease_s = nan\n", "lease_s nan: must be a finite number above 0, at most 86,400 (seconds)"),
     ('default_delay_s = "250ms"\n', "default_delay_s '250ms': must be a finite number"),
     ('scope = "planet"\n', "scope 'planet': one of host, site, any"),
     ("json = true\n", "unknown setting 'json'"),

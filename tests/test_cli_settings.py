@@ -31,7 +31,7 @@ def _bad_values(bounds: Bounds) -> list[str]:
         low = bounds.minimum
         bad.append(f"{low:g}" if not bounds.minimum_inclusive else f"{low - 1:g}")
     if bounds.maximum is not None:
-        bad.append(f"{bounds.maximum + 1:g}")
+        bad.append(repr(bounds.maximum + 1))  # whole: 1e+06 with :g is the maximum itself
     return bad
 
 
@@ -121,7 +121,7 @@ def test_serve_refuses_a_nan_or_negative_adaptive_factor(value: str) -> None:
     done = polite("serve", "--store", "memory://", "--port", "0",
                   f"--adaptive-factor={value}")
     assert done.returncode == 2
-    assert "argument --adaptive-factor: must be a finite number of 0 or more" in done.stderr
+    assert "argument --adaptive-factor: must be a finite number from 0 to 100" in done.stderr
     assert "listening" not in done.stdout
 
 
@@ -130,7 +130,7 @@ def test_serve_refuses_a_nan_adaptive_factor_from_its_config_file(tmp_path: Path
     config.write_text("adaptive_factor = nan\n")
     done = polite("serve", "--store", "memory://", "--port", "0", "--config", str(config))
     assert done.returncode == 2
-    assert "adaptive_factor nan: must be a finite number of 0 or more" in done.stderr
+    assert "adaptive_factor nan: must be a finite number from 0 to 100" in done.stderr
 
 
 def test_robots_check_refuses_a_negative_max_bytes(tmp_path: Path) -> None:
@@ -139,7 +139,7 @@ def test_robots_check_refuses_a_negative_max_bytes(tmp_path: Path) -> None:
     done = polite("robots", "check", str(robots), "-a", "X", "--max-bytes", "-5",
                   "http://a.com/private")
     assert done.returncode == 2
-    assert "argument --max-bytes: must be a whole number of 1 or more" in done.stderr
+    assert "argument --max-bytes: must be a whole number from 1 to 1,073,741,824" in done.stderr
     assert done.stdout == ""  # no verdict from a rule that is not in the file
 
 
@@ -155,3 +155,100 @@ def test_crawl_refuses_out_of_range_limits(tmp_path: Path, option: str, value: s
     assert f"argument {option}: must be " in done.stderr
     assert site.requests == []  # refused before anything was fetched
     assert not (tmp_path / "out").exists()
+
+
+# -- finite is not enough: every number has an upper bound ------------------------------------
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    (("serve", "--store", "memory://", "--port", "0", "--default-delay-s", "1e308"),
+     "argument --default-delay-s: must be a finite number from 0 to 86,400 (seconds)"),
+    (("crawl", "run", "http://127.0.81.3:9/", "--out", "OUT", "--default-delay-s", "1e308"),
+     "argument --default-delay-s: must be a finite number from 0 to 86,400 (seconds)"),
+    (("crawl", "run", "http://127.0.81.3:9/", "--out", "OUT", "--max-pages", "1" + "0" * 400),
+     "argument --max-pages: must be a whole number from 1 to 1,000,000,000"),
+])
+def test_a_huge_number_on_the_command_line_is_refused(
+        tmp_path: Path, args: tuple[str, ...], named: str) -> None:
+    done = polite(*(str(tmp_path / "out") if a == "OUT" else a for a in args))
+    assert done.returncode == 2, done.stderr
+    assert named in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists()  # refused before anything was made
+
+
+@pytest.mark.parametrize(("line", "named"), [
+    ("cache_max_mb = 1e308", "cache_max_mb 1e+308: must be a finite number above 0, at "
+                             "most 1,048,576 (MiB)"),
+    ("adaptive_factor = 1e308", "adaptive_factor 1e+308: must be a finite number from 0 to "
+                                "100"),
+    ("default_delay_s = 1e308", "default_delay_s 1e+308: must be a finite number from 0 to "
+                                "86,400 (seconds)"),
+    ('[delays_s]\n"example.com" = 1e308', "delays_s.example.com 1e+308: must be a finite "
+                                          "number from 0 to 86,400 (seconds)"),
+    ('[delays]\n"example.com" = 100000000000', "delays.example.com 100000000000: must be a "
+                                               "whole number from 0 to 86,400,000 (ms)"),
+])
+def test_a_huge_number_in_serves_config_file_is_refused(
+        tmp_path: Path, line: str, named: str) -> None:
+    config = tmp_path / "polite.toml"
+    config.write_text(line + "\n")
+    done = polite("serve", "--store", "memory://", "--port", "0", "--config", str(config))
+    assert done.returncode == 2, done.stderr
+    assert named in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_the_drop_ins_refuse_a_huge_delay() -> None:
+    from polite.errors import SettingError
+    from polite.integrations import PoliteGate
+    from polite.integrations.httpx import PoliteTransport
+
+    for name in ("default_delay_s", "max_wait_s"):
+        with pytest.raises(SettingError, match=rf"{name}=1e\+308: must be a finite number"):
+            PoliteTransport(**{name: 1e308})  # type: ignore[arg-type]
+    for name in ("default_delay_s", "max_crawl_delay_s", "max_wait_s", "adaptive_factor"):
+        with pytest.raises(SettingError, match=rf"{name}=1e\+308: must be a finite number"):
+            PoliteGate(**{name: 1e308})  # type: ignore[arg-type]
+
+
+# -- the config file's delays per domain are in seconds, as every other duration -------------
+
+
+def test_serves_delays_per_domain_are_seconds(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "polite.toml"
+    config.write_text('default_delay_s = 2\n[delays_s]\n"Example.com" = 5\n"b.example" = 0.25\n')
+    settings = settings_from(argparse.Namespace(config=str(config)))
+    assert settings.delays_s == {"example.com": 5.0, "b.example": 0.25}
+    assert capsys.readouterr().err == ""
+
+
+def test_the_former_milliseconds_table_is_read_with_one_note(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "polite.toml"
+    config.write_text('[delays]\n"example.com" = 5\n"b.example" = 2500\n')
+    settings = settings_from(argparse.Namespace(config=str(config)))
+    assert settings.delays_s == {"example.com": 0.005, "b.example": 2.5}
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"polite: --config {config}: [delays] (milliseconds) is deprecated; use "
+                   "[delays_s] (seconds)"]
+
+
+def test_a_former_milliseconds_spelling_is_bounded_in_its_own_unit(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The day every delay is bounded by is 86,400,000 in --default-delay-ms, not 86,400."""
+    args = build_parser().parse_args(["crawl", "run", "http://127.0.81.3/",
+                                      "--default-delay-ms", "100000"])
+    assert args.default_delay_s == 100.0
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["crawl", "run", "http://127.0.81.3/",
+                                   "--default-delay-ms", "86400001"])
+    assert "must be a whole number from 0 to 86,400,000" in capsys.readouterr().err
+    config = tmp_path / "polite.toml"
+    config.write_text("default_delay_ms = 100000\n")
+    assert settings_from(argparse.Namespace(config=str(config))).default_delay_s == 100.0
+    config.write_text("default_delay_ms = 86400001\n")
+    with pytest.raises(ConfigError, match="default_delay_ms 86400001: must be a whole number "
+                                          "from 0 to 86,400,000"):
+        settings_from(argparse.Namespace(config=str(config)))

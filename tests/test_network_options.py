@@ -161,8 +161,8 @@ def test_hosts_and_nameserver_together_are_refused(tmp_path: Path) -> None:
 def test_a_timeout_that_cannot_work_is_refused_by_name(value: str) -> None:
     result = run("robots", "lint", "http://site.test/", "--read-timeout-s", value)
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert (f"argument --read-timeout-s: must be a finite number above 0 (seconds), not "
-            f"{value!r}") in result.stderr
+    assert (f"argument --read-timeout-s: must be a finite number above 0, at most 86,400 "
+            f"(seconds), not {value!r}") in result.stderr
 
 
 def silent(conn: socket.socket, stop: threading.Event) -> None:

@@ -127,7 +127,7 @@ def test_the_table_lists_every_setting_of_every_surface() -> None:
 
 def test_serve_settings_are_the_declared_ones() -> None:
     declared = {s.name: s for s in SERVE.on("config")}
-    assert {f.name for f in dataclasses.fields(Settings)} == {*declared, "delays"}
+    assert {f.name for f in dataclasses.fields(Settings)} == {*declared, "delays_s"}
     made = Settings()
     for name, setting in declared.items():
         default = [] if setting.kind is list and setting.default is None else setting.default
@@ -176,7 +176,12 @@ def _bad(setting: Setting) -> list[object]:
         return ["nope"]
     if not setting.numeric or setting.bounds is None:
         return []
-    bad: list[object] = [math.nan, math.inf, -math.inf]
+    # 1e308 is finite and was taken as a delay (a crawl that then fetched nothing), as a
+    # cache size (an OverflowError) and as a factor (a request that never returned); a
+    # whole number too large for a float raised OverflowError where it was checked.
+    bad: list[object] = [math.nan, math.inf, -math.inf, 1e308, -1.0]
+    if setting.kind is int:
+        bad.append(10 ** 400)
     low = setting.bounds.minimum
     if low is not None:
         bad.append(low - 1 if setting.bounds.minimum_inclusive else low)
@@ -200,6 +205,27 @@ CASES = [pytest.param(product, surface, setting, value,
          for product in PRODUCTS for surface in product.surfaces
          for setting in product.on(surface) if not setting.positional
          for value in _bad(setting)]
+
+
+def test_every_number_of_every_surface_has_a_finite_upper_bound() -> None:
+    numbers = [s for p in PRODUCTS for s in p.settings if s.numeric]
+    assert len(numbers) > 30
+    for setting in numbers:
+        assert setting.bounds is not None and setting.bounds.maximum is not None, setting.name
+        assert math.isfinite(setting.bounds.maximum)
+    with pytest.raises(TypeError, match="a maximum"):
+        Setting("unbounded_s", float, 1.0, "no upper bound", unit="s")
+
+
+def test_every_delay_and_timeout_is_a_day_at_most() -> None:
+    """What PUT /delays has always refused beyond (86,400,000 ms) no surface takes."""
+    durations = [s for p in PRODUCTS for s in p.settings if s.unit == "s"
+                 and s.name != "cache_keep_no_store_s"]
+    assert {s.name for s in durations} >= {"default_delay_s", "max_crawl_delay_s",
+                                           "max_wait_s", "connect_timeout_s",
+                                           "read_timeout_s", "lease_s"}
+    for setting in durations:
+        assert setting.bounds is not None and setting.bounds.maximum == 86_400, setting.name
 
 
 def test_the_cases_cover_every_surface() -> None:

@@ -234,7 +234,7 @@ def test_bad_arguments_are_clear_errors(tmp_path: Path) -> None:
     build_survey(tmp_path / "s", count=3)
     bad = run("report", str(tmp_path / "s"), "-k", "0")
     assert bad.returncode == 2
-    assert "argument -k/--k: must be a whole number of 1 or more, not '0'" in bad.stderr
+    assert "argument -k/--k: must be a whole number from 1 to 10,000, not '0'" in bad.stderr
 
 
 @pytest.mark.slow

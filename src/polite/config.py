@@ -18,23 +18,24 @@ from dataclasses import dataclass, replace
 from polite.errors import SettingError
 
 __all__ = [
-    "AT_LEAST_ONE",
     "CA_EXPORT",
     "COMPLETION",
+    "COUNT",
     "CRAWL",
     "CRAWL_MERGE",
     "CRAWL_STATUS",
+    "DAY_S",
+    "DELAY",
     "DEMO",
     "DEMO_REGP_SITE",
     "DROPINS",
+    "FACTOR",
     "FLAGS",
     "FRACTION",
     "KEYS_DIRECTORY",
     "KEYS_NEW",
     "KEYWORDS",
-    "NON_NEGATIVE",
     "PORT",
-    "POSITIVE",
     "PRODUCTS",
     "REPORT",
     "ROBOTS_CHECK",
@@ -50,8 +51,10 @@ __all__ = [
     "SITE_PRUNE",
     "SITE_RANGES_UPDATE",
     "SITE_SERVE",
+    "SIZE",
     "SURFACES",
     "SURVEY",
+    "TIMEOUT",
     "ULINKS",
     "Bounds",
     "FloatFlag",
@@ -87,13 +90,20 @@ class Bounds:
     maximum: float | None = None
 
     def admits(self, number: float) -> bool:
-        """Is ``number`` finite and within the bounds?"""
-        if not math.isfinite(number):
+        """Is ``number`` finite and within the bounds? (A whole number too large for a
+        float is compared as it is: ``math.isfinite`` raises on it.)"""
+        if isinstance(number, float) and not math.isfinite(number):
             return False
         if self.minimum is not None and (number < self.minimum or (
                 not self.minimum_inclusive and number == self.minimum)):
             return False
         return self.maximum is None or number <= self.maximum
+
+    def scaled(self, per: int) -> Bounds:
+        """The bounds in a unit ``per`` of which make this one's (milliseconds: 1000)."""
+        return Bounds(None if self.minimum is None else self.minimum * per,
+                      self.minimum_inclusive,
+                      None if self.maximum is None else self.maximum * per)
 
     def describe(self, *, whole: bool) -> str:
         """``a whole number of 1 or more``, ``a finite number above 0``, ..."""
@@ -101,6 +111,8 @@ class Bounds:
         low, high = self.minimum, self.maximum
         if low is not None and high is not None and self.minimum_inclusive:
             return f"{kind} from {_shown(low)} to {_shown(high)}"
+        if low is not None and high is not None:
+            return f"{kind} above {_shown(low)}, at most {_shown(high)}"
         parts = []
         if low is not None:
             parts.append(f"of {_shown(low)} or more" if self.minimum_inclusive
@@ -110,11 +122,21 @@ class Bounds:
         return " ".join([kind, *parts])
 
 
-NON_NEGATIVE = Bounds(minimum=0)  # a delay, a factor, a count where 0 means none or off
-POSITIVE = Bounds(minimum=0, minimum_inclusive=False)  # a timeout, a lease: 0 cannot work
-AT_LEAST_ONE = Bounds(minimum=1)  # a size, a concurrency, a budget
 FRACTION = Bounds(minimum=0, maximum=1)
 PORT = Bounds(minimum=0, maximum=65_535)  # 0: any free port
+
+# Every setting's number also has a finite upper bound (a Setting without one is refused when
+# it is declared): 1e308 seconds is finite, but a crawl told to wait that long fetches
+# nothing and says nothing, and a delay made milliseconds overflows.
+DAY_S = 86_400
+DELAY = Bounds(minimum=0, maximum=DAY_S)  # a delay: none to a day, as PUT /delays takes
+TIMEOUT = Bounds(minimum=0, minimum_inclusive=False, maximum=DAY_S)  # a timeout, a lease
+FACTOR = Bounds(minimum=0, maximum=100)  # the adaptive delay's factor: 0 turns it off
+GIB = 1 << 30
+SIZE = Bounds(minimum=1, maximum=GIB)  # a byte cap
+MANY = 1_000_000_000  # a count nothing runs out of before it is reached
+COUNT = Bounds(minimum=1, maximum=MANY)  # a budget of pages, URIs, files
+ULINKS_K = Bounds(minimum=1, maximum=10_000)  # ulinks asked for
 
 
 UNITS = {"s": "seconds", "bytes": "bytes", "MiB": "MiB", "USD": "US dollars"}
@@ -129,7 +151,7 @@ def check_float(value: object, bounds: Bounds, *, knob: str, unit: str = "") -> 
     """``value`` (an int or a float, not a bool) as a float within ``bounds``, else a
     :class:`SettingError` naming ``knob``."""
     if isinstance(value, bool) or not isinstance(value, int | float) \
-            or not bounds.admits(float(value)):
+            or not bounds.admits(value):
         raise SettingError(knob, value, _must(bounds, whole=False, unit=unit))
     return float(value)
 
@@ -279,6 +301,10 @@ class Setting:
     nargs: str | None = None
     required: bool = False
 
+    def __post_init__(self) -> None:
+        if self.numeric and (self.bounds is None or self.bounds.maximum is None):
+            raise TypeError(f"setting {self.name}: a number needs bounds with a maximum")
+
     @property
     def flag(self) -> str:
         """The command line's option: ``--max-robots-bytes`` (``--no-cache`` for a switch
@@ -316,7 +342,7 @@ class Setting:
     def flag_type(self, per: int = 1) -> IntFlag | FloatFlag | None:
         """The argparse ``type=`` of a number (``per``: an old spelling's unit, of which
         this many make the setting's, its number whole)."""
-        bounds = self.bounds or Bounds()
+        bounds = (self.bounds or Bounds()).scaled(per)
         if self.kind is int and per == 1:
             return IntFlag(bounds, unit=self.unit)
         if self.numeric:
@@ -433,24 +459,24 @@ ALLOW_NETWORK = Setting("allow_network", list, None,
                         old_keys=("allow_networks",))
 DEFAULT_DELAY = Setting("default_delay_s", float, 1.0,
                         "spacing between two requests to a host when neither robots.txt nor "
-                        "the store sets one", unit="s", bounds=NON_NEGATIVE,
+                        "the store sets one", unit="s", bounds=DELAY,
                         old=("--default-delay-ms",), old_keys=("default_delay_ms",),
                         old_per=1000, scrapy="POLITE_DEFAULT_DELAY", keyword=True)
 MAX_CRAWL_DELAY = Setting("max_crawl_delay_s", float, 60.0,
                           "robots.txt delays above this are read as this", unit="s",
-                          bounds=NON_NEGATIVE, scrapy="POLITE_MAX_CRAWL_DELAY", keyword=True)
+                          bounds=DELAY, scrapy="POLITE_MAX_CRAWL_DELAY", keyword=True)
 ADAPTIVE = Setting("adaptive_factor", float, 1.0,
                    "the least spacing is this many times a host's running response time "
-                   "(0 turns it off)", bounds=NON_NEGATIVE, scrapy="POLITE_ADAPTIVE_FACTOR",
+                   "(0 turns it off)", bounds=FACTOR, scrapy="POLITE_ADAPTIVE_FACTOR",
                    keyword=True)
 MAX_ROBOTS_BYTES_SETTING = Setting(
     "max_robots_bytes", int, _ROBOTS_BYTES,
     "read robots.txt up to this many bytes; what lies beyond is ignored, and said so",
-    unit="bytes", bounds=AT_LEAST_ONE, old=("--max-bytes",), old_keys=("max_bytes",))
+    unit="bytes", bounds=SIZE, old=("--max-bytes",), old_keys=("max_bytes",))
 MAX_SITEMAP_BYTES_SETTING = Setting(
     "max_sitemap_bytes", int, _SITEMAP_BYTES,
     "read each sitemap file up to this many bytes, decompressed", unit="bytes",
-    bounds=AT_LEAST_ONE)
+    bounds=SIZE)
 STORE = Setting("store", str, None, "where politeness state is kept: memory://, "
                 "sqlite:///PATH or redis://HOST:PORT/DB", metavar="URL",
                 scrapy="POLITE_STORE", keyword=True)
@@ -477,17 +503,17 @@ WORKER = Setting("worker", str, None, "this worker's name in a shared run (defau
                  "HOSTNAME-PID)", metavar="NAME")
 LEASE = Setting("lease_s", float, 600.0, "how long a worker that stopped answering holds "
                 "its work before others take it (renewed while it lives)", unit="s",
-                bounds=POSITIVE, keyword=True)
+                bounds=TIMEOUT, keyword=True)
 CONCURRENCY = Setting("concurrency", int, 64, "fetches in flight at most",
-                      bounds=AT_LEAST_ONE, keyword=True)
+                      bounds=Bounds(minimum=1, maximum=10_000), keyword=True)
 HOSTS = Setting("hosts", str, None, "resolve names from this hosts-format file only",
                 metavar="FILE")
 NAMESERVER = Setting("nameserver", str, None, "resolve names by asking this DNS server "
                      "(asynchronous, c-ares)", metavar="IP[:PORT]")
 CONNECT_TIMEOUT = Setting("connect_timeout_s", float, 10.0, "a connection not made in this "
-                          "long fails", unit="s", bounds=POSITIVE, old=("--connect-timeout",))
+                          "long fails", unit="s", bounds=TIMEOUT, old=("--connect-timeout",))
 READ_TIMEOUT = Setting("read_timeout_s", float, 30.0, "an answer silent this long fails",
-                       unit="s", bounds=POSITIVE, old=("--read-timeout",))
+                       unit="s", bounds=TIMEOUT, old=("--read-timeout",))
 SITE = Setting("file", str, None, "a robots.txt file, - for standard input, or a site's URL "
                "(http:// or https://) to fetch its robots.txt", metavar="FILE|SITE",
                positional=True)
@@ -564,8 +590,8 @@ SITEMAP_TREE = Product("sitemap tree", (
     Setting("site", str, None, "https://example.com", metavar="SITE", positional=True),
     _with(JSON, help="the summary and every file as JSON"),
     Setting("max_depth", int, 5, "index levels to follow (0: robots.txt's sitemaps only)",
-            bounds=NON_NEGATIVE),
-    Setting("max_files", int, 1000, "files to read at most", bounds=AT_LEAST_ONE),
+            bounds=Bounds(minimum=0, maximum=1_000)),
+    Setting("max_files", int, 1000, "files to read at most", bounds=COUNT),
     Setting("cross_host", str, "host", "which hosts sitemaps and their URLs may be on: the "
             "site's own (as the protocol says), also with or without www., or any",
             choices=SCOPES),
@@ -578,9 +604,9 @@ ULINKS = Product("ulinks", (
             "robots.txt), a sitemap URL, a sitemap file, or a survey's folder (each domain's "
             "ulinks from the URLs it kept: DOMAIN<TAB>URI<TAB>WEIGHT)", metavar="SOURCE",
             positional=True),
-    Setting("k", int, 5, "how many ulinks", bounds=AT_LEAST_ONE, short="-k", metavar="K"),
+    Setting("k", int, 5, "how many ulinks", bounds=ULINKS_K, short="-k", metavar="K"),
     Setting("max_uris", int, 20_000, "URIs in the tree at most, sampled at random beyond "
-            "(as Roy 2008)", bounds=AT_LEAST_ONE),
+            "(as Roy 2008)", bounds=COUNT),
     Setting("weigh", str, "count", "a URI weighs one (as Roy 2008), its <priority> (0.5 when "
             "it has none), or more the more recent its <lastmod> (halved a year)",
             choices=("count", "priority", "recent")),
@@ -612,14 +638,14 @@ CRAWL = Product("crawl run", (
     Setting("scope", str, "host", "which hosts links may lead to: the seeds' own, also with "
             "or without www., or any", choices=SCOPES, keyword=True),
     Setting("max_pages", int, None, "stop after this many pages fetched (default: no limit)",
-            bounds=AT_LEAST_ONE, keyword=True),
+            bounds=COUNT, keyword=True),
     Setting("max_depth", int, None, "links followed from a seed at most (0: the seeds "
-            "alone)", bounds=NON_NEGATIVE, keyword=True),
+            "alone)", bounds=Bounds(minimum=0, maximum=MANY), keyword=True),
     Setting("max_pages_per_host", int, 100_000, "a budget per host against traps",
-            bounds=AT_LEAST_ONE, keyword=True),
+            bounds=COUNT, keyword=True),
     CONCURRENCY,
-    Setting("per_host", int, 1, "fetches in flight to one host at most", bounds=AT_LEAST_ONE,
-            keyword=True),
+    Setting("per_host", int, 1, "fetches in flight to one host at most",
+            bounds=Bounds(minimum=1, maximum=10_000), keyword=True),
     _with(DEFAULT_DELAY, scrapy=""), _with(MAX_CRAWL_DELAY, scrapy=""),
     Setting("languages", str, "", "comma-separated languages the crawler reads (zh,en); a "
             "site whose REGP Language shares none is not crawled", metavar="LIST"),
@@ -634,7 +660,7 @@ CRAWL = Product("crawl run", (
     Setting("revisit", bool, False, "keep going: revisit pages when Change-*, Index-page, "
             "changefreq or lastmod say they are due", keyword=True),
     Setting("max_body_bytes", int, 10 * 1024 * 1024, "a page body's cap, counted decoded",
-            unit="bytes", bounds=AT_LEAST_ONE, old=("--max-bytes",), old_keys=("max_bytes",),
+            unit="bytes", bounds=SIZE, old=("--max-bytes",), old_keys=("max_bytes",),
             keyword=True),
     Setting("warc", bool, True, "write pages.jsonl only", negate=True, keyword=True),
     _with(ALLOW_PRIVATE, help="also crawl private and loopback addresses", scrapy=""),
@@ -644,20 +670,22 @@ CRAWL = Product("crawl run", (
     Setting("max_price", float, None, "pay-per-crawl: a page answered 402 with a "
             "crawler-price up to this is asked again with a signed crawler-max-price, and "
             "what it was charged recorded (needs --sign-with); without it priced pages are "
-            "skipped, their price recorded", unit="USD", bounds=POSITIVE, metavar="USD",
+            "skipped, their price recorded", unit="USD",
+            bounds=Bounds(minimum=0, minimum_inclusive=False, maximum=1_000_000), metavar="USD",
             keyword=True),
     _with(JSON, help="the summary as JSON, no display"),
     CONFIG,
     Setting("max_redirects", int, 5, "redirects followed from one URL at most",
-            bounds=NON_NEGATIVE, keyword=True, cli=False),
+            bounds=Bounds(minimum=0, maximum=100), keyword=True, cli=False),
     Setting("fetch_deadline_s", float, 60.0, "a whole fetch, however slowly its bytes come",
-            unit="s", bounds=POSITIVE, keyword=True, cli=False),
+            unit="s", bounds=TIMEOUT, keyword=True, cli=False),
     Setting("store_patience_s", float, 600.0, "a shared store unreachable this long ends the "
-            "crawl", unit="s", bounds=POSITIVE, keyword=True, cli=False),
+            "crawl", unit="s", bounds=TIMEOUT, keyword=True, cli=False),
     Setting("max_attempts", int, 3, "429 and 503 answers before a URL is given up",
-            bounds=AT_LEAST_ONE, keyword=True, cli=False),
+            bounds=Bounds(minimum=1, maximum=1_000), keyword=True, cli=False),
     Setting("robots_attempts", int, 3, "robots.txt failures (5xx, 429, network) before a "
-            "site's URLs are given up", bounds=AT_LEAST_ONE, keyword=True, cli=False),
+            "site's URLs are given up", bounds=Bounds(minimum=1, maximum=1_000), keyword=True,
+            cli=False),
     ), command=("crawl", "run"), config_file=True, library="polite.crawl.CrawlSettings")
 
 SURVEY = Product("survey", (
@@ -680,11 +708,11 @@ SURVEY = Product("survey", (
     Setting("sitemaps", bool, True, "robots.txt alone: do not read the sitemaps it names",
             negate=True),
     Setting("n0", int, 100, "children of a sitemap index read at least (Roy 2008, 2.3)",
-            bounds=NON_NEGATIVE),
+            bounds=Bounds(minimum=0, maximum=MANY)),
     Setting("alpha", float, 0.1, "share of a large index's children read, at least "
             "max(n0, alpha*n)", bounds=FRACTION),
     Setting("max_uris", int, 20_000, "page URLs kept per site, a uniform sample beyond (Roy "
-            "2008, 2.4); all are counted", bounds=NON_NEGATIVE),
+            "2008, 2.4); all are counted", bounds=Bounds(minimum=0, maximum=MANY)),
     _with(DEFAULT_DELAY, old=("--delay",), old_keys=("delay",), old_per=1, **_CLI_ONLY),
     Setting("progress", bool, None, "a progress display on stderr (default: when it is a "
             "terminal)"),
@@ -714,7 +742,7 @@ SERVE = Product("serve", (
             "answered in its client's order (ordered; the client is X-Polite-Client or its "
             "address)", choices=("reject", "wait", "ordered")),
     Setting("max_wait_s", float, 60.0, "wait mode: the longest a request is held", unit="s",
-            bounds=NON_NEGATIVE),
+            bounds=DELAY),
     HOSTS, NAMESERVER, _with(CONNECT_TIMEOUT, old=()),
     _with(READ_TIMEOUT, help="an answer silent this long fails (proxy: the client gets a "
           "504)", old=("--origin-timeout-s",), old_keys=("origin_timeout_s",)),
@@ -726,12 +754,13 @@ SERVE = Product("serve", (
             "your own)", negate=True),
     Setting("cache", bool, True, "turn the proxy's page cache off", negate=True),
     Setting("cache_max_mb", float, 256.0, "the page cache's size in the store; least "
-            "recently used pages go first", unit="MiB", bounds=POSITIVE),
+            "recently used pages go first", unit="MiB",
+            bounds=Bounds(minimum=0, minimum_inclusive=False, maximum=1 << 20)),
     Setting("loop", str, "auto", "the event loop: uvloop when installed (auto), or the "
             "standard library's asyncio", choices=("auto", "asyncio", "uvloop")),
     Setting("cache_keep_no_store_s", float, 0.0, "keep responses marked no-store this long "
             "(0: no-store is honoured; Riemer 2017 kept them a day, 86400)", unit="s",
-            bounds=NON_NEGATIVE),
+            bounds=Bounds(minimum=0, maximum=30 * DAY_S)),
     _with(ADAPTIVE, **_CLI_ONLY),
     Setting("admin_token", str, None, "required (Bearer) for writes: PUT and DELETE /delays, "
             "/politeness/feedback, reserve=true; mandatory when --host is not a loopback "
@@ -762,7 +791,7 @@ SERVE = Product("serve", (
           **_CLI_ONLY),
     _with(SIGNATURE_AGENT, **_CLI_ONLY),
     _with(CONFIG, help="a TOML file with any of the settings below (keys as the options, _ "
-          "for -) and a [delays] table of domain = milliseconds; an option given overrides "
+          "for -) and a [delays_s] table of domain = seconds; an option given overrides "
           "it"),
     ), command=("serve",), config_file=True)
 
@@ -775,7 +804,7 @@ DROPINS = Product("drop-ins", (
             scrapy="POLITE_SERVICE_URL", keyword=True),
     ALLOW_PRIVATE, DIALECT, DEFAULT_DELAY, MAX_CRAWL_DELAY, ADAPTIVE,
     Setting("max_wait_s", float, 600.0, "a request that would wait longer in all is refused",
-            unit="s", bounds=NON_NEGATIVE, scrapy="POLITE_MAX_WAIT", keyword=True),
+            unit="s", bounds=DELAY, scrapy="POLITE_MAX_WAIT", keyword=True),
     PURPOSE,
     Setting("refuse_by_purpose", bool, False, "refuse what the URL's AI-usage preferences "
             "disallow the purpose for", scrapy="POLITE_REFUSE_BY_PURPOSE", keyword=True),
@@ -806,7 +835,7 @@ REPORT = Product("report", (
             "search engines and AI crawlers, Googlebot to meta-externalagent)", short="-a",
             metavar="TOKEN"),
     Setting("k", int, 5, "ulinks per domain", short="-k", short_first=True,
-            bounds=AT_LEAST_ONE)),
+            bounds=ULINKS_K)),
     command=("report",))
 
 SITE_SERVE = Product("site serve", (
@@ -827,7 +856,7 @@ SITE_IMPORT = Product("site import", (
 SITE_PRUNE = Product("site prune", (
     _DB,
     Setting("days", float, None, "keep this many days of robot visits", unit="days",
-            bounds=NON_NEGATIVE, required=True)), command=("site", "prune"))
+            bounds=Bounds(minimum=0, maximum=36_500), required=True)), command=("site", "prune"))
 
 KEYS_NEW = Product("keys new", (
     Setting("file", str, None, "where the private key goes (must not exist)", metavar="FILE",
@@ -850,7 +879,7 @@ DEMO_REGP_SITE = Product("demo regp-site", (
     Setting("robots", str, "regp", "no robots.txt (Table 9), the REGP file (Table 10) or the "
             "old REP file (Table 11)", choices=("none", "rep", "regp")),
     _DEMO_HOST, _DEMO_PORT,
-    Setting("news", int, 10, "news items", bounds=AT_LEAST_ONE),
+    Setting("news", int, 10, "news items", bounds=Bounds(minimum=1, maximum=100_000)),
     Setting("visit_time", str, None, "add a Visit-time line to the REGP file, e.g. "
             "'21:00:00 +0800-08:00:00 +0800'", metavar="VALUE"),
     Setting("language", str, None, "the REGP file's Language in place of zh-CN (e.g. fr)",
@@ -900,7 +929,7 @@ def read_config(path: str, product: Product, *, tables: tuple[str, ...] = (),
                 ) -> tuple[dict[str, object], list[str]]:
     """The settings a TOML file gives ``product``, each checked as its key (``--config FILE:
     KEY``), and the deprecation notes of former keys it used. ``tables``: keys whose values
-    the caller reads itself (``polite serve``'s ``[delays]``). ``decode``: the bytes as
+    the caller reads itself (``polite serve``'s ``[delays_s]``). ``decode``: the bytes as
     text, or an error naming the line that is not (strict UTF-8 by default)."""
     import tomllib
 
@@ -940,7 +969,7 @@ def read_config(path: str, product: Product, *, tables: tuple[str, ...] = (),
         knob = f"{where}: {raw_key}"
         checked: object
         if per != 1:  # a former unit: checked as given, then divided
-            checked = check_int(value, setting.bounds or Bounds(), knob=knob) / per
+            checked = check_int(value, (setting.bounds or Bounds()).scaled(per), knob=knob) / per
         else:
             checked = setting.check(value, knob)
         found[setting.name] = checked

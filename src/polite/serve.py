@@ -21,7 +21,15 @@ from urllib.parse import urlsplit
 from polite.api import create_app
 from polite.api.app import MAX_BODY_BYTES
 from polite.clock import WallClock
-from polite.config import FLAGS, SERVE, from_environment, read_config
+from polite.config import (
+    DELAY,
+    FLAGS,
+    SERVE,
+    check_float,
+    check_int,
+    from_environment,
+    read_config,
+)
 from polite.core.robots import MAX_ROBOTS_BYTES
 from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
 from polite.core.text import decode_text
@@ -89,19 +97,33 @@ class Settings:
     key: str | None = None  # an Ed25519 key whose directory is served (Web Bot Auth)
     sign_with: str | None = None  # an Ed25519 key that signs every forwarded request
     signature_agent: str | None = None  # its directory's URL, sent as Signature-Agent
-    delays: dict[str, int] = field(default_factory=dict)  # domain -> ms, from --config
+    delays_s: dict[str, float] = field(default_factory=dict)  # domain -> s, from --config
 
 
-def _delays(value: object, where: str) -> dict[str, int]:
-    """The config file's [delays] table: domain = milliseconds (Riemer 2017's)."""
+# The config file's tables of delays per domain, and how many of each one's unit make a
+# second: [delays_s] in seconds like every other duration, and [delays], Riemer 2017's
+# milliseconds, read as before with a deprecation note.
+DELAY_TABLES = {"delays_s": 1, "delays": 1000}
+
+
+def _delays(value: object, where: str, table: str) -> dict[str, float]:
+    """A config file's ``[delays_s]`` (``[delays]``: in milliseconds): domain = delay, each
+    within the bounds of every delay setting (a day at most)."""
+    per = DELAY_TABLES[table]
+    unit = "seconds" if per == 1 else "milliseconds"
     if not isinstance(value, dict):
-        raise ConfigError(f"{where}: [delays] must be a table of domain = milliseconds")
-    for domain, ms in value.items():
-        if isinstance(ms, bool) or not isinstance(ms, int | float) \
-                or not float(ms).is_integer() or ms < 0:
-            raise ConfigError(f"{where}: delays.{domain} must be a whole number of "
-                              "milliseconds (0 or more)")
-    return {d.lower(): int(ms) for d, ms in value.items()}
+        raise ConfigError(f"{where}: [{table}] must be a table of domain = {unit}")
+    found: dict[str, float] = {}
+    for domain, given in value.items():
+        knob = f"{where}: {table}.{domain}"
+        if per == 1:
+            found[domain.lower()] = check_float(given, DELAY, knob=knob, unit="s")
+        else:  # whole milliseconds, as before (2500.0 among them)
+            if isinstance(given, float) and given.is_integer() and abs(given) < 2 ** 53:
+                given = int(given)
+            found[domain.lower()] = check_int(given, DELAY.scaled(per), knob=knob,
+                                              unit="ms") / per
+    return found
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -116,19 +138,26 @@ def settings_from(args: argparse.Namespace) -> Settings:
     config: dict[str, object] = {}
     path = getattr(given, "config", None)
     if path:
-        config, notes = read_config(path, SERVE, tables=("delays",), decode=decode_text)
+        config, notes = read_config(path, SERVE, tables=tuple(DELAY_TABLES),
+                                    decode=decode_text)
         for note in notes:
             print(f"polite: {note}", file=sys.stderr)
     environment = from_environment(SERVE, dict(os.environ))
     settings = Settings()
     for item in fields(Settings):
+        if item.name == "delays_s":
+            continue  # the config file's tables, read below
         value = getattr(given, item.name, None)
         if value is None:
             value = environment.get(item.name, config.get(item.name))
         if value is not None:
             setattr(settings, item.name, list(value) if isinstance(value, list) else value)
-    if "delays" in config:
-        settings.delays = _delays(config["delays"], f"--config {path}")
+    for table in DELAY_TABLES:
+        if table in config:
+            if table != "delays_s":
+                print(f"polite: --config {path}: [{table}] (milliseconds) is deprecated; use "
+                      "[delays_s] (seconds)", file=sys.stderr)
+            settings.delays_s.update(_delays(config[table], f"--config {path}", table))
     networks(settings.allow_network)  # a clear error now, not at the first request
     if settings.hosts and settings.nameserver:
         raise ConfigError("give --hosts or --nameserver, not both")
@@ -312,9 +341,9 @@ def run_server(settings: Settings, out: TextIO) -> int:
     async def startup() -> None:
         # Delays from the config file fill in; what was set at run time (PUT /delays) and
         # persisted stays.
-        for domain, ms in settings.delays.items():
+        for domain, delay_s in settings.delays_s.items():
             if await store.get_delay(domain) is None:
-                await store.set_delay(domain, ms / 1000)
+                await store.set_delay(domain, delay_s)
         # Counters to the store and this node's heartbeat, once a second.
         beating.append(asyncio.get_running_loop().create_task(activity.run(1.0)))
 

@@ -208,7 +208,7 @@ def test_401_403_policy_is_configurable(tmp_path: Path) -> None:
 def test_config_file(tmp_path: Path) -> None:
     config = tmp_path / "polite.toml"
     config.write_text('default_delay_ms = 2500\nallow_private = true\n'
-                      '[delays]\n"127.0.2.14" = 9000\n')
+                      '[delays_s]\n"127.0.2.14" = 9\n')
     with serve(robots_site("127.0.2.14", "User-agent: *\nAllow: /\n")) as configured, \
             serve(robots_site("127.0.2.15", "User-agent: *\nAllow: /\n")) as plain, \
             polite_serve("--store", "memory://", "--config", str(config)) as api:
@@ -223,7 +223,8 @@ def test_config_file(tmp_path: Path) -> None:
     [("port = \"eighty\"\n", "port 'eighty': must be a whole number"),
      ("colour = 1\n", "unknown setting"),
      ("[delays\n", "not TOML"), ("[delays]\n\"e.com\" = -4\n", "delays.e.com"),
-     ("[delays]\n\"e.com\" = 1.5\n", "whole number of milliseconds"),
+     ("[delays]\n\"e.com\" = 1.5\n", "delays.e.com 1.5: must be a whole number"),
+     ("[delays_s]\n\"e.com\" = 86401\n", "delays_s.e.com 86401: must be a finite number"),
      ("loop = \"trio\"\n", "loop 'trio': one of auto, asyncio, uvloop")],
 )
 def test_bad_config_file(tmp_path: Path, text: str, message: str) -> None:

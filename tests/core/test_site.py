@@ -6,8 +6,10 @@ import ipaddress
 import json
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
-from polite.core.robots import parse
+from polite.core.robots import lint_body, parse
 from polite.core.site import (
     NEEDS_DNS,
     Action,
@@ -253,3 +255,66 @@ PROXIES = [ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("::1/128")]
 def test_the_visitor_behind_the_sites_own_proxies(peer: str, forwarded: str | None,
                                                   expected: str) -> None:
     assert client_address(peer, forwarded, PROXIES) == expected
+
+
+# -- an edit never changes a verdict it did not mean to, in any dialect ----------------------
+
+HAND_WRITTEN = ("User-agent: *\nDisallow: /cgi-bin/\nDisallow: /private/\n\n"
+                "User-agent: Googlebot\nAllow: /\n")
+
+
+def test_a_rule_for_an_agent_the_hand_written_part_names_joins_its_group() -> None:
+    rules = SiteRules((Section("Whole site", "/", "webmaster", (
+        RuleRow("*", Field.DISALLOW, "/admin/"),)),), manual_text=HAND_WRITTEN)
+    rendered = render(rules)
+    lines = rendered.text.splitlines()
+    assert lines.count("User-agent: *") == 1  # one group, not a second one ahead of it
+    assert lines.index("Disallow: /admin/") < lines.index("User-agent: Googlebot")
+    assert rendered.origins[lines.index("Disallow: /admin/") + 1] == (0, 0)
+    assert not [i for i in lint_body(rendered.text).issues
+                if i.code == "agent-in-two-groups"]
+    for dialect in ("rfc9309", "google", "koster1996"):
+        robots = parse(rendered.text, dialect)
+        assert not robots.allowed("/cgi-bin/a", "SomeBot"), dialect  # the hand-written rule
+        assert not robots.allowed("/admin/x", "SomeBot"), dialect  # the page's
+        assert robots.allowed("/cgi-bin/a", "Googlebot"), dialect
+
+
+_AGENTS = ("*", "Googlebot", "BadBot")
+_PATHS = ("/", "/a", "/a/", "/a/b", "/cgi-bin/", "/cgi-bin/x", "/p", "/p/q")
+_PROBES = ("Googlebot", "BadBot", "OtherBot")
+_rule = st.tuples(st.booleans(), st.sampled_from(_PATHS))
+_group = st.tuples(st.lists(st.sampled_from(_AGENTS), min_size=1, max_size=2, unique=True),
+                   st.lists(_rule, min_size=1, max_size=4))
+
+
+def _hand_written(groups: list[tuple[list[str], list[tuple[bool, str]]]]) -> str:
+    return "\n".join("".join(f"User-agent: {a}\n" for a in agents)
+                     + "".join(f"{'Allow' if allow else 'Disallow'}: {path}\n"
+                               for allow, path in rules) for agents, rules in groups)
+
+
+@settings(max_examples=150, deadline=None)
+@given(groups=st.lists(_group, min_size=1, max_size=3),
+       edits=st.lists(st.tuples(st.sampled_from(_AGENTS), _rule), min_size=1, max_size=3))
+def test_an_edit_changes_no_verdict_but_those_of_the_paths_it_names(
+        groups: list[tuple[list[str], list[tuple[bool, str]]]],
+        edits: list[tuple[str, tuple[bool, str]]]) -> None:
+    """Rows for agents the hand-written part names (a row for another agent makes it a group
+    of its own, which robots.txt means to take it out of ``*``), added in the configuration
+    page: in each dialect, every agent's verdict on a path none of the rows names is the one
+    the hand-written part alone gives."""
+    manual = _hand_written(groups)
+    named = {a for agents, _ in groups for a in agents}
+    rows = tuple(RuleRow(agent, Field.ALLOW if allow else Field.DISALLOW, path)
+                 for agent, (allow, path) in edits if agent in named)
+    assume(rows)
+    text = render(SiteRules((Section("Whole site", "/", "", rows),), manual_text=manual)).text
+    for dialect in ("rfc9309", "google", "koster1996", "regp"):
+        before, after = parse(manual, dialect), parse(text, dialect)
+        for path in _PATHS:
+            if any(path.startswith(row.value) for row in rows):
+                continue  # meant to change, perhaps
+            for agent in _PROBES:
+                assert after.allowed(path, agent) == before.allowed(path, agent), (
+                    dialect, agent, path, text)

@@ -220,3 +220,41 @@ def test_a_save_right_after_typing_is_not_lost_to_the_preview(
     saved = store.version(2)
     assert saved is not None and (saved.author, saved.note) == ("alice",
                                                                "typed then saved at once")
+
+
+HAND_WRITTEN = "User-agent: *\nDisallow: /cgi-bin/\nDisallow: /private/\n"
+
+
+def test_an_added_rule_joins_the_hand_written_group_and_the_matrix_shows_its_paths(
+        page: Page, tmp_path: Path) -> None:
+    """After an import holding ``Disallow: /private/``, "Who may fetch what" with no paths
+    typed shows the hand-written paths too; a rule for * added on the page goes into the
+    hand-written * group (a second group ahead of it was read alone by the 1996 draft, which
+    then allowed /cgi-bin/), and the page's lint has nothing to say of it."""
+    store = SiteStore(tmp_path / "site.sqlite")
+    store.save(SiteRules(sections=(Section("Whole site", "/", "webmaster"),),
+                         manual_text=HAND_WRITTEN), now=time.time(), author="import")
+    try:
+        with serve_asgi(create_site_app(store), "127.0.23.13") as page_url:
+            page.goto(page_url + "/")
+            page.wait_for_selector('#matrix td[data-url="/private/page"]')
+            assert _cell(page, "/private/page", "AnyOtherBot") == "disallowed"
+            assert _cell(page, "/cgi-bin/page", "AnyOtherBot") == "disallowed"
+
+            page.click("text=+ Add a rule to Whole site")
+            row = page.locator('input[name="s0.r0.value"]')
+            row.wait_for()
+            assert page.locator('input[name="s0.r0.agent"]').input_value() == "*"
+            page.wait_for_load_state("networkidle")
+            row.press_sequentially("/admin/")
+            page.wait_for_selector('#matrix td[data-url="/admin/page"][data-agent="AnyOtherBot"]'
+                                   '[data-verdict="disallowed"]')
+            generated = page.locator("#generated").inner_text()
+            assert generated.count("User-agent: *") == 1, generated
+            assert "agent-in-two-groups" not in page.locator("#lint").inner_text()
+            # every dialect still keeps the hand-written rules: no split cell
+            for url in ("/cgi-bin/page", "/private/page"):
+                assert _cell(page, url, "AnyOtherBot") == "disallowed", url
+            _shot(page, "site-config-rule-joins-hand-written-group")
+    finally:
+        store.close()

@@ -29,6 +29,7 @@ from starlette.responses import (
 from starlette.routing import Route
 
 from polite.api.dashboard import MAX_PAGE_ROWS, SORTS, STATES, Dashboard, HostQuery, static_file
+from polite.config import DAY_S
 from polite.core.access import allowed_host_names, cross_origin, host_refused
 from polite.core.politeness.values import Allowed, Decision, Disallowed, Refused, WaitUntil
 from polite.core.robots.lifecycle import Parsed
@@ -53,6 +54,8 @@ TOKEN_COOKIE = "polite_admin_token"
 # Matching a URL against robots.txt costs its rules times the URL's length: a bound on the
 # length bounds the work of a URL (the sitemaps protocol's bound, more than URLs need).
 MAX_URL_CHARS = 2048
+# A delay set at run time keeps to the bound every surface's delay setting has (a day).
+MAX_DELAY_MS = DAY_S * 1000
 
 
 class _Problem(Exception):
@@ -516,8 +519,9 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
             _keys(body, ("delay",), "")
         delay = body.get("delay") if isinstance(body, dict) else None
         if isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 <= delay \
-                <= 86_400_000:
-            raise _Problem(400, "expected {\"delay\": milliseconds between 0 and 86400000}")
+                <= MAX_DELAY_MS:
+            raise _Problem(400, f"expected {{\"delay\": milliseconds between 0 and "
+                           f"{MAX_DELAY_MS}}}")
         if isinstance(delay, float):
             if not delay.is_integer():
                 # The API speaks whole milliseconds everywhere; 1.5 is refused rather than
@@ -713,7 +717,7 @@ OPENAPI: dict[str, Any] = {
             "requestBody": _json({"type": "object",
                                   "properties": {"delay": {"type": "integer",
                                                            "minimum": 0,
-                                                           "maximum": 86_400_000}}}),
+                                                           "maximum": MAX_DELAY_MS}}}),
             "responses": {"200": _json({"type": "object"})}},
             "delete": {"summary": "forget a domain's configured delay",
                        "parameters": [{"name": "domain", "in": "path", "required": True,

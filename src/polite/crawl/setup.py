@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from polite.clock import WallClock
-from polite.config import KEYWORDS, NON_NEGATIVE, Knobs, check_float
+from polite.config import DELAY, KEYWORDS, Knobs, check_float
 from polite.core.politeness.rules import DEFAULT_DELAY_S, MAX_CRAWL_DELAY_S
 from polite.crawl.crawler import Crawler, CrawlSettings, PageHook
 from polite.crawl.output import CrawlOutput
@@ -69,8 +69,8 @@ async def open_crawler(
     at (the command line's flags). While a Redis store does not answer the crawl waits for
     it, telling ``on_store`` (see :class:`Crawler`)."""
     # Checked before the folder is made; Politeness checks them again, by these names.
-    check_float(default_delay_s, NON_NEGATIVE, knob=knobs.default_delay_s)
-    check_float(max_crawl_delay_s, NON_NEGATIVE, knob="max_crawl_delay_s=")
+    check_float(default_delay_s, DELAY, knob=knobs.default_delay_s)
+    check_float(max_crawl_delay_s, DELAY, knob="max_crawl_delay_s=")
     settings = settings or CrawlSettings()
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from polite.clock import Clock
-from polite.config import AT_LEAST_ONE, NON_NEGATIVE, check_float, check_int
+from polite.config import DELAY, FACTOR, Bounds, check_float, check_int
 from polite.core.politeness import (
     DEFAULT_DELAY_S,
     MAX_CRAWL_DELAY_S,
@@ -189,12 +189,13 @@ class Politeness:
         # The last check of what every surface checked already: a NaN slips through every
         # comparison the spacing makes, and politeness is off (polite serve with
         # --adaptive-factor nan let every request through).
-        for knob, value in (("default_delay_s=", default_delay_s),
-                            ("max_crawl_delay_s=", max_crawl_delay_s),
-                            ("adaptive_factor=", adaptive_factor),
-                            ("send_slack_s=", send_slack_s)):
-            check_float(value, NON_NEGATIVE, knob=knob)
-        check_int(robots_concurrency, AT_LEAST_ONE, knob="robots_concurrency=")
+        for knob, value, bounds in (("default_delay_s=", default_delay_s, DELAY),
+                                    ("max_crawl_delay_s=", max_crawl_delay_s, DELAY),
+                                    ("adaptive_factor=", adaptive_factor, FACTOR),
+                                    ("send_slack_s=", send_slack_s, DELAY)):
+            check_float(value, bounds, knob=knob)
+        check_int(robots_concurrency, Bounds(minimum=1, maximum=10_000),
+                  knob="robots_concurrency=")
         self._robots = robots
         # A request given a slot may leave up to this late (a busy process, a connection to
         # open) and the spacing still holds at the site: a host's delay is claimed this much

@@ -142,14 +142,19 @@ def _edited(rules: SiteRules, action: str) -> SiteRules:
 
 
 def _sample_urls(rules: SiteRules, robots: RobotsTxt) -> list[str]:
-    """URLs worth explaining: each section's part, and a path under each Allow/Disallow."""
+    """URLs worth explaining: each section's part, and a path under each Allow/Disallow of
+    the file, the hand-written part's as well as the sections' rows."""
     urls = ["/"]
+    patterns = []
     for section in rules.sections:
         urls.append(section.prefix)
-        for row in section.rules:
-            if row.field in (Field.ALLOW, Field.DISALLOW) and row.value:
-                path = row.value.replace("*", "x").rstrip("$")
-                urls.append(path + ("page" if path.endswith("/") else ""))
+        patterns += [row.value for row in section.rules
+                     if row.field in (Field.ALLOW, Field.DISALLOW)]
+    patterns += [rule.pattern for group in robots.groups for rule in group.rules]
+    for pattern in patterns:
+        if pattern:
+            path = pattern.replace("*", "x").rstrip("$")
+            urls.append(path + ("page" if path.endswith("/") else ""))
     return list(dict.fromkeys(u for u in urls if u.startswith("/")))[:_MAX_MATRIX_URLS]
 
 

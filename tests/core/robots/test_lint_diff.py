@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from polite.robots import UNNAMED_AGENT, Dialect, LineKind, diff_bodies, lint_body
+from polite.robots import UNNAMED_AGENT, Dialect, LineKind, diff_bodies, lint_body, parse
 from tests.conftest import shared_path
 
 # Google's robots.cc, GetKeyAndValueFrom and ParsedRobotsKey, written out here on their own as
@@ -135,3 +135,52 @@ def test_diff_of_a_file_with_itself_is_empty(name: str) -> None:
     body = _corpus(name)
     found = diff_bodies(body, body)
     assert found.changes == () and found.removed == found.added == ()
+
+
+# -- what lint missed: a tie the dialects break apart, a delay of years, a UTF-16 file ----------
+
+
+@pytest.mark.parametrize("dialect", [Dialect.RFC9309, Dialect.GOOGLE, Dialect.KOSTER1996])
+@pytest.mark.parametrize("order", ["Disallow: /page\nAllow: /page\n",
+                                   "Allow: /page\nDisallow: /page\n"])
+def test_lint_warns_of_an_allow_and_a_disallow_of_one_path(dialect: Dialect,
+                                                           order: str) -> None:
+    report = lint_body("User-agent: *\n" + order, dialect)
+    tied = [i for i in report.issues if i.code == "allow-disallow-tie"]
+    assert [i.line for i in tied] == [3]
+    assert tied[0].severity.value == "warning"
+    first_allows = order.startswith("Allow")
+    assert (f"the 1996 draft {'allows' if first_allows else 'disallows'} it"
+            in tied[0].message)
+    # what the warning says is what the dialects answer
+    answers = {d: parse("User-agent: *\n" + order, dialect=d.value).allowed("/page", "X")
+               for d in (Dialect.RFC9309, Dialect.GOOGLE, Dialect.KOSTER1996)}
+    assert answers[Dialect.RFC9309] and answers[Dialect.GOOGLE]
+    assert answers[Dialect.KOSTER1996] is first_allows
+    assert not any(i.code == "allow-disallow-tie" for i in lint_body(
+        "User-agent: *\nDisallow: /page\nAllow: /page/x\n", dialect).issues)
+
+
+def test_lint_warns_of_a_delay_over_a_day_and_delay_s_caps_it() -> None:
+    body = "User-agent: *\nDisallow: /x\nCrawl-delay: 1e9\nRequest-rate: 1/100000d\n\n" \
+           "User-agent: b\nCrawl-delay: 10\n"
+    report = lint_body(body)
+    long = [i for i in report.issues if i.code == "delay-too-long"]
+    assert [i.line for i in long] == [3, 4]
+    assert "Crawl-delay: 1e9 asks for 1,000,000,000 s" in long[0].message
+    robots = parse(body)
+    assert robots.agent_rules("a").crawl_delay_s == 1e9  # kept as read
+    assert robots.delay_s("a") == 86_400.0  # the file's delay, capped at a day
+    assert robots.delay_s("b") == 10.0
+
+
+@pytest.mark.parametrize("bom", [b"\xff\xfe", b"\xfe\xff"])
+def test_lint_names_a_utf16_file_and_says_it_is_not_read(bom: bytes) -> None:
+    text = "User-agent: *\nDisallow: /private/\n"
+    body = bom + text.encode("utf-16-le" if bom == b"\xff\xfe" else "utf-16-be")
+    report = lint_body(body)
+    assert [i.code for i in report.issues] == ["utf-16"]  # not a NUL on every line
+    said = next(i for i in report.issues if i.code == "utf-16")
+    assert said.severity.value == "error" and said.line == 1
+    assert "UTF-16" in said.message and "save it as UTF-8" in said.message
+    assert parse(body).allowed("/private/x", "X")  # no rule read, as it says

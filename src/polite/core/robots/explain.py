@@ -231,17 +231,28 @@ def _cell(robots: RobotsTxt, url: str, agent: str, ip: str | None) -> Cell:
             loser = best.rule if best is not None and best.allowed != decision.allowed else None
         else:
             loser = None
-        return Cell(url, agent, dialect, decision.allowed, path, group, None, loser, tie,
-                    matched, decision.reason)
+        return Cell(url, agent, dialect, decision.allowed, _shown_path(path), group, None,
+                    loser, tie, matched, decision.reason)
     winner = _winner(candidates, decision.rule)
     others = [c for c in candidates if c is not winner and c.rule != decision.rule]
     opposed = [c for c in others if c.allowed != decision.allowed]
     loser_candidate = max(opposed, key=lambda c: c.rank, default=None)
     rival = loser_candidate or max(others, key=lambda c: c.rank, default=None)
     tie = _tie_break(dialect, winner, rival)
-    return Cell(url, agent, dialect, decision.allowed, path, group, decision.rule,
-                loser_candidate.rule if loser_candidate else None, tie, matched,
+    return Cell(url, agent, dialect, decision.allowed, _shown_path(path), group,
+                decision.rule, loser_candidate.rule if loser_candidate else None, tie, matched,
                 decision.reason)
+
+
+def _shown_path(octets: str) -> str:
+    """A compared path as text: its octets read as UTF-8 (the 1996 draft decodes escapes
+    to octets), percent-encoded where they are not UTF-8; never one character per byte."""
+    if octets.isascii():
+        return octets
+    try:
+        return octets.encode("latin-1").decode("utf-8")
+    except UnicodeDecodeError:
+        return "".join(f"%{ord(c):02X}" if ord(c) > 0x7F else c for c in octets)
 
 
 def _winner(candidates: Sequence[_Candidate], rule: Rule) -> _Candidate | None:

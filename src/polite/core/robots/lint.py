@@ -26,10 +26,12 @@ from polite.core.robots.parser import (
     classify_key,
     known_field,
     parse_body,
+    pattern_path,
 )
 from polite.core.robots.robotstxt import RobotsTxt, agent_matches, product_token
 from polite.core.robots.usage_tools import lint_usage
-from polite.core.urls import from_octets
+from polite.core.robots.values import MAX_DELAY_S, RequestRate
+from polite.core.urls import from_octets, to_octets
 
 __all__ = ["LineClass", "LineKind", "LintReport", "lint", "lint_body"]
 
@@ -237,6 +239,8 @@ def _checks(robots: RobotsTxt, lines: list[LineClass], content_type: str | None
     found += _check_agents(robots)
     found += _check_sitemaps(lines)
     found += _check_crawl_delay(robots, lines)
+    found += _check_tied_rules(robots)
+    found += _check_long_delays(robots)
     if robots.size > MAX_ROBOTS_BYTES and not robots.truncated:
         found.append(_issue(0, "over-cap", f"file is {robots.size:,} bytes; Google and RFC "
                             f"9309 crawlers may read only the first {MAX_ROBOTS_BYTES:,}"))
@@ -344,6 +348,51 @@ def _check_crawl_delay(robots: RobotsTxt, lines: list[LineClass]) -> list[ParseI
                 found.append(_issue(d.line, "crawl-delay-ignored-by-google",
                                     f"Crawl-delay: {d.text} applies to Googlebot here, which "
                                     "ignores it (Google sets its crawl rate itself)", severity))
+    return found
+
+
+def _check_tied_rules(robots: RobotsTxt) -> list[ParseIssue]:
+    """An Allow and a Disallow of one path in one group: the dialects answer it differently
+    (RFC 9309 and Google: Allow wins the tie; the 1996 draft: the first line; REGP: the
+    last)."""
+    found = []
+    dialect = robots.dialect
+    for group in robots.groups:
+        first: dict[str, dict[bool, int]] = {}
+        for rule in group.rules:
+            if not rule.pattern:
+                continue  # an empty value matches nothing (or, in 1996, allows all)
+            seen = first.setdefault(pattern_path(dialect, to_octets(rule.pattern)), {})
+            other = seen.get(not rule.allow)
+            if other is not None and rule.allow not in seen:
+                allow_first = not rule.allow
+                found.append(_issue(
+                    rule.line, "allow-disallow-tie",
+                    f"{rule} and line {other}'s {'Allow' if not rule.allow else 'Disallow'} "
+                    f"name the same path, and the dialects disagree: RFC 9309 and Google "
+                    f"allow it (Allow wins a tie), the 1996 draft "
+                    f"{'allows' if allow_first else 'disallows'} it (the first line), REGP "
+                    f"{'allows' if rule.allow else 'disallows'} it (the last); keep one"))
+            seen.setdefault(rule.allow, rule.line)
+    return found
+
+
+def _check_long_delays(robots: RobotsTxt) -> list[ParseIssue]:
+    """A delay of more than a day: a typo, or a wish to be left alone that crawlers cap."""
+    found = []
+    for d in robots.extensions:
+        if d.key in ("crawl-delay", "ip-delay") and isinstance(d.value, int | float):
+            asked = float(d.value)
+        elif d.key in ("request-rate", "ip-rate") and isinstance(d.value, RequestRate):
+            asked = d.value.interval_s
+        else:
+            continue
+        if asked > MAX_DELAY_S:
+            found.append(_issue(d.line, "delay-too-long",
+                                f"{d.key.capitalize()}: {d.text} asks for {asked:,.0f} s "
+                                f"between requests, more than a day: crawlers cap it (polite "
+                                f"reads it as {MAX_DELAY_S:,.0f} s at most, and as 60 s by "
+                                "default); to keep crawlers out, disallow them"))
     return found
 
 

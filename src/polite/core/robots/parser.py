@@ -315,12 +315,21 @@ def parse_body(
             octets = octets[skip:]
             code = "bom" if skip == 3 else "partial-bom"
             reader.issues.append((1, code, "info", "byte order mark skipped", ""))
+    utf16 = octets.startswith(("\xff\xfe", "\xfe\xff"))
+    if utf16:
+        order = "FF FE" if octets[0] == "\xff" else "FE FF"
+        reader.issues.append((
+            1, "utf-16", "error", f"the file is UTF-16 (byte order mark {order}), not UTF-8 as "
+            "RFC 9309 requires: no rule of it is read (every character holds a NUL byte), by "
+            "polite or by other crawlers; save it as UTF-8", ""))
     html = looks_like_html(octets)
     if html:
         reader.issues.append((
             1, "html", "error", "the body looks like an HTML page, not a robots.txt file",
             ""))
     reader.read(octets)
+    if utf16:  # said once above, not as a NUL on every line and line 1's bytes as junk
+        reader.issues = [issue for issue in reader.issues if issue[1] in ("utf-16", "truncated")]
     return ParsedBody(
         dialect=dialect,
         groups=tuple(group.close() for group in reader.groups),

@@ -24,6 +24,7 @@ from polite.core.robots.model import (
 )
 from polite.core.robots.parser import ParsedBody, pattern_path, read_issues
 from polite.core.robots.values import (
+    MAX_DELAY_S,
     CleanParam,
     DailyWindow,
     RequestRate,
@@ -57,6 +58,11 @@ def request_path(dialect: Dialect, url: str) -> str:
         path += url[url.index("#", url.find("://") + 3 if "://" in url else 0):]
     if not path.isascii():
         path = to_octets(path)
+        if dialect is Dialect.GOOGLE:
+            # A path typed with non-ASCII characters leaves a user agent percent-encoded as
+            # UTF-8 (RFC 3986), the form Google's library expects and encodes its rules to;
+            # the other dialects' forms encode or decode the octets themselves.
+            return _HIGH_OCTET.sub(_escaped_octet, path)
     if dialect is Dialect.GOOGLE:
         return path
     if dialect is Dialect.KOSTER1996:
@@ -64,6 +70,13 @@ def request_path(dialect: Dialect, url: str) -> str:
     if dialect is Dialect.REGP:
         return canonical_rfc9309(path).lower()
     return canonical_rfc9309(path)
+
+
+_HIGH_OCTET = re.compile("[\x80-\xff]")
+
+
+def _escaped_octet(m: re.Match[str]) -> str:
+    return f"%{ord(m[0]):02X}"
 
 
 def _is_robots_txt(path: str) -> bool:
@@ -414,11 +427,13 @@ class RobotsTxt:
     def delay_s(self, agent: str, *, ip: str | None = None, url: str | None = None
                 ) -> float | None:
         """The longest spacing the file asks of ``agent``: Crawl-delay, Request-rate,
-        Ip-delay, Ip-rate, for ``url``'s path when given; ``None`` when it sets none."""
+        Ip-delay, Ip-rate, for ``url``'s path when given, a day at most (``MAX_DELAY_S``:
+        ``Crawl-delay: 1e9`` is a wish to be left alone, and the politeness layer's own cap
+        is lower still); ``None`` when it sets none."""
         rules = self.agent_rules(agent, ip=ip, url=url)
         found = [d for d in (rules.crawl_delay_s, rules.ip_delay_s) if d is not None]
         found += [r.interval_s for r in (rules.request_rate, rules.ip_rate) if r is not None]
-        return max(found) if found else None
+        return min(max(found), MAX_DELAY_S) if found else None
 
     # -- group selection --------------------------------------------------------------
 

@@ -32,8 +32,9 @@ __all__ = [
 ]
 
 SECONDS_PER_DAY = 86_400
-# A delay beyond a day is a typo or a wish to be left alone; the value is kept as read and
-# the politeness layer caps it (DESIGN.md: "Crawl-delay (capped, configurable)").
+# A delay beyond a day is a typo or a wish to be left alone; the value is kept as read (and
+# linted), RobotsTxt.delay_s answers a day at most, and the politeness layer caps it lower
+# still (DESIGN.md: "Crawl-delay (capped, configurable)").
 MAX_DELAY_S = 86_400.0
 
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86_400}

@@ -15,7 +15,8 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from polite.core.robots.parser import MAX_ROBOTS_BYTES
+from polite.core.robots.model import Dialect
+from polite.core.robots.parser import MAX_ROBOTS_BYTES, parse_body
 from polite.core.robots.values import parse_delay, parse_rate
 from polite.core.usage.statement import parse_statement
 from polite.core.usage.vocab import AIPREF_REVISIONS, CONTENT_SIGNALS, CURRENT
@@ -227,6 +228,19 @@ def render(rules: SiteRules) -> RenderedFile:
                 sitemaps.append((s, r, row))
             else:
                 by_agent.setdefault(row.agent.strip(), []).append((s, r, row))
+    # An agent the hand-written part already heads a group for gets its rows at the end of
+    # that group, not a second group ahead of it: the 1996 draft and REGP read only the
+    # first group naming an agent (the hand-written rules would be lost to them), and at the
+    # group's end a row changes only the paths it matches, in every dialect (the last line
+    # wins in REGP, the first in 1996, the longest in RFC 9309 and Google's).
+    manual = rules.manual_text.replace("\r\n", "\n").rstrip("\n").split("\n") \
+        if rules.manual_text else []
+    ends = _group_ends(rules.manual_text) if rules.manual_text else {}
+    joined = {agent: rows for agent, rows in by_agent.items() if _agent_key(agent) in ends}
+    by_agent = {agent: rows for agent, rows in by_agent.items() if agent not in joined}
+    after: dict[int, list[str]] = {}
+    for agent in joined:
+        after.setdefault(ends[_agent_key(agent)], []).append(agent)
     lines: list[str] = []
     origins: dict[int, tuple[int, int]] = {}
 
@@ -265,12 +279,39 @@ def render(rules: SiteRules) -> RenderedFile:
     if rules.manual_text:
         add(MANAGED_END)
         add("")
-        lines.extend(rules.manual_text.replace("\r\n", "\n").rstrip("\n").split("\n"))
+        for n, text in enumerate(manual, 1):
+            add(text)
+            for agent in after.get(n, ()):
+                add(f"# managed: the configuration page's rules for {agent}",
+                    (joined[agent][0][0], -1))
+                for s, r, row in joined[agent]:
+                    add(rule_line(rules.sections[s], row), (s, r))
     text = "\n".join(lines) + "\n"
     if len(text.encode()) > MAX_ROBOTS_BYTES:
         problems.append(Problem(0, -1, f"the file is {len(text.encode()):,} bytes; crawlers "
                                        f"read only the first {MAX_ROBOTS_BYTES:,}"))
     return RenderedFile(text, origins, tuple(problems))
+
+
+def _agent_key(value: str) -> str:
+    return value.strip().lower()
+
+
+def _group_ends(text: str) -> dict[str, int]:
+    """For each agent a group of the hand-written ``text`` names, the last line of the
+    first such group (1-based): its last rule or field, else its last User-agent line."""
+    body = parse_body(text, Dialect.RFC9309)
+    rows = text.replace("\r\n", "\n").split("\n")
+    ends: dict[str, int] = {}
+    for group in body.groups:
+        last = max([group.line, *(line for _, line, _ in group.raw_rules),
+                    *(d.line for d in group.directives)])
+        if last == group.line:  # no rule yet: after the User-agent lines that head it
+            while last < len(rows) and rows[last].strip().lower().startswith("user-agent"):
+                last += 1
+        for agent in group.agents:
+            ends.setdefault(_agent_key(agent), last)
+    return ends
 
 
 def rules_to_json(rules: SiteRules) -> str:

@@ -8,7 +8,7 @@ given beside it. Where ``taskset`` exists, the farm runs on the first core and e
 on the second, so that a crawler's figure is one core's.
 
 * **No delay**: sites whose robots.txt sets none, both crawlers with no delay of their own
-  (``--default-delay-ms 0``; Scrapy's ``DOWNLOAD_DELAY = 0``), one request in flight per
+  (``--default-delay-s 0``; Scrapy's ``DOWNLOAD_DELAY = 0``), one request in flight per
   site (``--per-host 1``; ``CONCURRENT_REQUESTS_PER_DOMAIN = 1``), ``ROBOTSTXT_OBEY``, links
   followed alike (every ``<a href>`` of the site), the same number of pages.
 * **1 s delay**: 200 sites whose robots.txt says ``Crawl-delay: 1``; the ideal is 200 pages
@@ -219,7 +219,7 @@ def site_figures(log: Path, limit_gap_s: float | None) -> tuple[int, float, int,
 
 def polite_command(out: Path, seeds: list[str], pages: int, *extra: str) -> list[str]:
     return [sys.executable, "-m", "polite", "crawl", *seeds, "--out", str(out),
-            "--allow-private", "--default-delay-ms", "0", "--max-pages", str(pages),
+            "--allow-private", "--default-delay-s", "0", "--max-pages", str(pages),
             "--json", *extra]
 
 

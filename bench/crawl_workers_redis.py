@@ -91,7 +91,7 @@ def one_round(folder: Path, peer: Peer, workers: int, hosts: int,
             out = folder / f"{prefix[:-1]}-{n}"
             command = [sys.executable, "-m", "polite", "crawl", *seeds, "--out", str(out),
                        "--store", f"{peer.store}{prefix}", "--worker", f"w{n}",
-                       "--allow-private", "--default-delay-ms", "0", "--per-host", "1",
+                       "--allow-private", "--default-delay-s", "0", "--per-host", "1",
                        "--no-sitemaps", "--json", "--max-pages-per-host", str(pages)]
             started.append(subprocess.Popen(command, stdout=subprocess.DEVNULL,
                                             stderr=subprocess.PIPE, text=True, env=env))

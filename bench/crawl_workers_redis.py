@@ -3,7 +3,7 @@
 The farm of ``bench/crawl_vs_scrapy.py`` (its own process, one listener per site, pages of
 about 8.5 KB with ten links, no Crawl-delay) counts the pages where they arrive: pages per
 second run from the first page to the last. Each round crawls a fresh farm with 1, 2 and 4
-workers in turn (``--store redis://...``, a key prefix of its own, ``--default-delay-ms
+workers in turn (``--store redis://...``, a key prefix of its own, ``--default-delay-s
 0``, ``--per-host 1``), and reports the workers' CPU (``wait4``), the farm's and
 redis-server's (``/proc``). The machine has two cores, shared with other work: four
 workers, the farm and Redis contend for them, so the figures say what the shared frontier

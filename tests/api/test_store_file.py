@@ -5,6 +5,7 @@ writes acknowledged into a deleted file were gone after a restart)."""
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ def _replaced(db: Path) -> None:
     os.replace(fresh, db)
 
 
-@pytest.mark.parametrize(("spoil", "said"), [(_deleted, "is gone"),
+@pytest.mark.parametrize(("spoil", "said"), [(_deleted, "no longer the file opened"),
                                              (_truncated, "was truncated to 0 bytes"),
                                              (_replaced, "no longer the file opened")])
 def test_a_store_file_spoiled_under_the_server_is_said_and_refuses_writes(
@@ -55,3 +56,32 @@ def test_a_store_file_spoiled_under_the_server_is_said_and_refuses_writes(
         answer = client.get(f"{site.origin}/b")
         assert answer.status_code == 503 and said in answer.text
         assert site.requests.count("/b") == 0
+
+
+@pytest.mark.anyio
+async def test_the_store_says_which_harm_its_file_took(tmp_path: Path) -> None:
+    from polite.storage import SQLiteStore
+
+    db = tmp_path / "polite.sqlite"
+    store = SQLiteStore(db, lambda: 1000.0)
+    await store.set_delay("example.com", 2.0)
+    await store.check()
+    with db.open("r+b") as handle:  # the header overwritten: not a database any more
+        handle.write(b"\0" * 16)
+    with pytest.raises(sqlite3.DatabaseError, match="header is overwritten"):
+        await store.check()
+    await store.close()
+    # A store opened again on a whole file is healthy, and its writes are kept.
+    fresh = tmp_path / "fresh.sqlite"
+    store = SQLiteStore(fresh, lambda: 1000.0)
+    await store.set_delay("example.com", 2.0)
+    await store.close()
+    store = SQLiteStore(fresh, lambda: 1000.0)
+    await store.check()
+    assert await store.get_delay("example.com") == 2.0
+    _deleted(fresh)
+    with pytest.raises(sqlite3.DatabaseError, match="no longer the file opened"):
+        await store.set_delay("example.org", 1.0)
+    with pytest.raises(sqlite3.DatabaseError, match="no longer the file opened"):
+        await store.check()
+    await store.close()

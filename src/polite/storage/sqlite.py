@@ -132,11 +132,13 @@ _HEADER = b"SQLite format 3\x00"
 class SQLiteStore:
     """``clock`` must be comparable between processes that share the file: wall time.
 
-    A write is followed by a look at the path: when the file there is no longer the one
-    opened (deleted, or replaced: its device and inode differ) or was truncated, what was
-    written went where no restart finds it, and the write raises ``sqlite3.DatabaseError``
-    rather than be acknowledged (3,000 writes answered 200 into a deleted file were gone
-    after a restart). A ``stat`` costs about a microsecond; a commit, tens."""
+    A write is followed by a look at the file opened: when it has no name left (deleted,
+    or replaced by another file) or was truncated, what was written went where no restart
+    finds it, and the write raises ``sqlite3.DatabaseError`` rather than be acknowledged
+    (3,000 writes answered 200 into a deleted file were gone after a restart). The look is
+    an ``fstat`` of a descriptor kept open, a few microseconds beside a commit's tens; it
+    is never closed before the connection, as closing any descriptor of the file would
+    drop the locks SQLite holds on it (POSIX advisory locks are per process)."""
 
     def __init__(self, path: str | Path, clock: Callable[[], float], *,
                  busy_timeout_s: float = 5.0) -> None:
@@ -145,23 +147,26 @@ class SQLiteStore:
         self._db = open_database(path, _SCHEMA, "the SQLite store",
                                  busy_timeout_s=busy_timeout_s)
         self.transaction = Transaction(self._db)
-        self._file: tuple[int, int] | None = None  # (device, inode); None: no file (:memory:)
-        if str(path) != ":memory:" and not str(path).startswith("file:"):
-            found = os.stat(self.path)
+        # The file opened, and its device and inode (None: no file, ":memory:").
+        self._fd: int | None = None
+        self._file = (0, 0)
+        if str(path) not in ("", ":memory:"):
+            try:
+                self._fd = os.open(self.path, os.O_RDONLY)
+            except OSError as exc:
+                self._db.close()
+                raise ConfigError(f"cannot open the SQLite store at {path}: "
+                                  f"{exc.strerror}") from None
+            found = os.fstat(self._fd)
             self._file = (found.st_dev, found.st_ino)
 
     def _kept(self) -> None:
-        """Raise ``sqlite3.DatabaseError`` when the file at the path is not the one this
-        store opened, or lost its pages: what was just written would not be read again."""
-        if self._file is None:
+        """Raise ``sqlite3.DatabaseError`` when the file this store opened has no name left
+        or lost its pages: what was just written would not be read again."""
+        if self._fd is None:
             return
-        try:
-            found = os.stat(self.path)
-        except OSError as exc:
-            raise sqlite3.DatabaseError(
-                f"the SQLite store {self.path} is gone ({exc.strerror}): what is written "
-                "now would be lost; restart polite serve") from None
-        if (found.st_dev, found.st_ino) != self._file:
+        found = os.fstat(self._fd)
+        if found.st_nlink == 0:
             raise sqlite3.DatabaseError(
                 f"the SQLite store {self.path} is no longer the file opened (deleted or "
                 "replaced): what is written now would be lost; restart polite serve")
@@ -172,11 +177,23 @@ class SQLiteStore:
                 "with a new file")
 
     async def check(self) -> None:
+        """The file opened is still the file at the path (its device and inode), whole,
+        readable and a SQLite database, and the connection answers."""
         self._kept()
-        if self._file is not None:
+        if self._fd is not None:
             try:
-                with open(self.path, "rb") as handle:
-                    header = handle.read(len(_HEADER))
+                found = os.stat(self.path)
+            except OSError as exc:
+                raise sqlite3.DatabaseError(
+                    f"the SQLite store {self.path} is no longer the file opened "
+                    f"({exc.strerror})") from None
+            if (found.st_dev, found.st_ino) != self._file:
+                raise sqlite3.DatabaseError(
+                    f"the SQLite store {self.path} is no longer the file opened (another "
+                    "file is at its path): what is written now would be lost; restart "
+                    "polite serve")
+            try:
+                header = os.pread(self._fd, len(_HEADER), 0)
             except OSError as exc:
                 raise sqlite3.DatabaseError(f"the SQLite store {self.path} cannot be read "
                                             f"({exc.strerror})") from None
@@ -381,3 +398,6 @@ class SQLiteStore:
 
     async def close(self) -> None:
         self._db.close()  # a frontier sharing the connection is closed with it
+        if self._fd is not None:  # after the connection: its locks are gone with it
+            os.close(self._fd)
+            self._fd = None

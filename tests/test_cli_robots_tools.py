@@ -81,3 +81,17 @@ def test_diff_of_corpus_files_and_urls_from_a_file(tmp_path: Path) -> None:
     same = polite("robots", "diff", old, new, "--urls", str(urls), "-a", "bot", "--json")
     assert same.returncode == 0
     assert json.loads(same.stdout)["changes"] == []
+
+
+def test_diff_of_regp_files_with_a_fragment_holding_a_scheme_separator(
+        tmp_path: Path) -> None:
+    # REGP keeps "#" in a URL: "/a#x://y" once raised "substring not found" (a traceback).
+    old, new, urls = tmp_path / "old.txt", tmp_path / "new.txt", tmp_path / "urls.txt"
+    old.write_text("Robot-version: 3.0\nUser-agent: *\nDisallow: /a\n")
+    new.write_text("Robot-version: 3.0\nUser-agent: *\nDisallow: /b\n")
+    urls.write_text("/p#x://y\n/a#x://y\n")
+    result = polite("robots", "diff", str(old), str(new), "--urls", str(urls))
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "/a#x://y  disallowed -> allowed" in result.stdout
+    assert "/p#x://y" not in result.stdout.split("verdicts change:")[1]

@@ -764,8 +764,10 @@ SERVE = Product("serve", (
     _with(ADAPTIVE, **_CLI_ONLY),
     Setting("admin_token", str, None, "required (Bearer) for writes: PUT and DELETE /delays, "
             "/politeness/feedback, reserve=true; mandatory when --host is not a loopback "
-            "address, and then /trace, /env, /delays and the dashboard need it too (open "
-            "/dashboard?token=TOKEN once)", metavar="TOKEN", env="POLITE_ADMIN_TOKEN"),
+            "address, and then the proxy (Proxy-Authorization: Basic with it as the "
+            "password, or Bearer), decisions, /sitemaps, /metrics, /trace, /env, /delays "
+            "and the dashboard need it too (open /dashboard?token=TOKEN once)",
+            metavar="TOKEN", env="POLITE_ADMIN_TOKEN"),
     Setting("allowed_host", list, None, "a host name the REST API and dashboard answer to, "
             "besides IP addresses, localhost and --host (a request naming another Host is "
             "refused: DNS rebinding); repeatable", metavar="NAME"),

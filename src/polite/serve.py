@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from polite.proxy.authority import CertificateAuthority
 
 __all__ = ["Settings", "default_ca_dir", "masked_env", "open_authority", "open_store",
-           "run_server", "settings_from", "upstream_context"]
+           "proxy_settings", "run_server", "settings_from", "upstream_context"]
 
 
 @dataclass
@@ -282,6 +282,17 @@ def _interception(settings: Settings) -> Interception | None:
     return Interception(open_authority(settings.ca_dir), plain)
 
 
+def proxy_settings(settings: Settings) -> ProxySettings:
+    """The proxy's part of ``settings``. Beyond loopback, proxied requests and tunnels need
+    the admin token: open, the proxy would fetch (and sign, with --sign-with) for anyone."""
+    return ProxySettings(
+        mode=Mode(settings.mode), max_wait_s=settings.max_wait_s,
+        origin_read_s=settings.read_timeout_s, connect_s=settings.connect_timeout_s,
+        max_api_body_bytes=MAX_BODY_BYTES, purpose=settings.purpose,
+        refuse_usage=settings.refuse_by_purpose,
+        token=None if _is_loopback(settings.host) else settings.admin_token)
+
+
 def run_server(settings: Settings, out: TextIO) -> int:
     """Run the service with ``settings`` until interrupted; its exit status."""
     if not _is_loopback(settings.host) and not settings.admin_token:
@@ -361,19 +372,18 @@ def run_server(settings: Settings, out: TextIO) -> int:
     cache = PageCache(store, max_total_bytes=int(settings.cache_max_mb * 1024 * 1024),
                       keep_no_store_s=settings.cache_keep_no_store_s) if settings.cache \
         else None
+    # Beyond loopback, deciding, proxying (signed with --sign-with's key) and what shows
+    # the clients' traffic are the token's holders' only (the proxy's in proxy_settings).
     app = create_app(politeness, store, admin_token=settings.admin_token, sitemaps=walker,
                      cache=cache, on_startup=startup, on_shutdown=shutdown, env=env,
                      allowed_hosts=[*settings.allowed_host, settings.host],
                      private_reads=not _is_loopback(settings.host),
                      key_directory=key_directory)
-    proxy = ProxyServer(politeness, app, cache=cache, settings=ProxySettings(
-        mode=Mode(settings.mode), max_wait_s=settings.max_wait_s,
-        origin_read_s=settings.read_timeout_s, connect_s=settings.connect_timeout_s,
-        max_api_body_bytes=MAX_BODY_BYTES, purpose=settings.purpose,
-        refuse_usage=settings.refuse_by_purpose),
-        upstream_tls=upstream_context(settings.upstream_ca), interception=interception,
-        public_hosts=hosts, sign=None if signer is None else signer.headers,
-        resolve=first_address(addresses))
+    proxy = ProxyServer(politeness, app, cache=cache, settings=proxy_settings(settings),
+                        upstream_tls=upstream_context(settings.upstream_ca),
+                        interception=interception, public_hosts=hosts,
+                        sign=None if signer is None else signer.headers,
+                        resolve=first_address(addresses))
 
     async def run() -> None:
         port = await proxy.start(settings.host, settings.port)

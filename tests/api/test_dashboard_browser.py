@@ -4,6 +4,7 @@ Spacing is measured where it happens, at the origin."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -125,3 +126,42 @@ def test_ten_thousand_hosts_in_the_browser(page: Page, tmp_path: Path) -> None:
         wait_text(page, "#range", "1–50 of 10,000")
         wait_text(page, "#rows tr:first-child td.allowed", "0")
         screenshot(page, "dashboard-10000-hosts")
+
+
+def test_beyond_loopback_the_dashboard_opened_with_its_token_keeps_a_session(
+        page: Page, tmp_path: Path) -> None:
+    """``/dashboard?token=`` once: the page and its live feed go on with a session cookie
+    that is not the token and ends."""
+    from tests.api.test_service import service
+
+    # The service runs its loop in a thread of its own: Playwright's runs in this one.
+    started, done = threading.Event(), threading.Event()
+    found: list[str] = []
+
+    def run() -> None:
+        with service(tmp_path / "p.sqlite", admin_token="T0ken", private_reads=True) as api:
+            found.append(str(api.base_url).rstrip("/") + "/")
+            started.set()
+            done.wait(60)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        assert started.wait(30), "the service did not start"
+        base = found[0]
+        page.goto(f"{base}dashboard?token=T0ken")
+        assert "token" not in page.url  # the token is out of the address bar
+        wait_text(page, "#live-text", "live")  # the feed, which sends no header, is let in
+        cookies = page.context.cookies()
+        assert [c["name"] for c in cookies] == ["polite_session"]
+        session = cookies[0]
+        assert "T0ken" not in session["value"]
+        assert session["httpOnly"] and session["sameSite"] == "Strict"
+        assert 0 < session["expires"] - time.time() <= 8 * 3600 + 60
+        screenshot(page, "dashboard-session")
+        page.context.clear_cookies()
+        refused = page.goto(f"{base}dashboard")
+        assert refused is not None and refused.status == 401
+    finally:
+        done.set()
+        thread.join(30)

@@ -347,28 +347,50 @@ def test_the_bounds_of_a_call_are_named(api: httpx.Client) -> None:
 
 
 PRIVATE = ["/trace", "/env", "/delays", "/dashboard", "/dashboard/hosts",
-           "/dashboard/summary"]
+           "/dashboard/summary", "/metrics", f"/politeness?urls={NOWHERE}"]
+# Decisions beyond loopback: what a client may fetch is the token's holders' business too.
+DECISIONS = [("POST", "/politeness", [NOWHERE]), ("POST", "/politeness/verbose", [NOWHERE]),
+             ("GET", "/sitemaps?site=http://127.0.0.1:9", None)]
 
 
-def test_beyond_loopback_what_clients_fetch_needs_the_token(tmp_path: Path) -> None:
+def test_beyond_loopback_decisions_and_what_clients_fetch_need_the_token(
+        tmp_path: Path) -> None:
     with service(tmp_path / "p.sqlite", admin_token="T0ken", private_reads=True) as api:
+        bearer = {"Authorization": "Bearer T0ken"}
         for path in PRIVATE:
             answer = api.get(path)
             assert answer.status_code == 401, (path, answer.text)
-            assert api.get(path, headers={"Authorization": "Bearer T0ken"}).status_code == 200
+            assert api.get(path, headers=bearer).status_code == 200
+        for method, path, body in DECISIONS:
+            answer = api.request(method, path, json=body)
+            assert answer.status_code == 401, (path, answer.text)
+            assert api.request(method, path, json=body, headers=bearer).status_code != 401
         with api.stream("GET", "/dashboard/events") as feed:
             assert feed.status_code == 401
-        # What is no one's business stays open: liveness, metrics, the description.
-        for path in ("/health", "/metrics", "/openapi.json", "/"):
+        # What is no one's business stays open: liveness, the description, the index.
+        for path in ("/health", "/openapi.json", "/"):
             assert api.get(path).status_code == 200, path
         assert api.get("/dashboard", params={"token": "wrong"}).status_code == 401
-        # The dashboard opened once with its token: a cookie for its own requests.
+        # A token that is not ASCII is a wrong token, not a fault.
+        assert api.get("/dashboard", params={"token": "\u00e9t\u00e9"}).status_code == 401
+        assert api.get("/trace", headers={"Authorization": "Bearer \u00e9t\u00e9".encode()}
+                       ).status_code == 401
+        # The dashboard opened once with its token: a session cookie for its own requests,
+        # which is not the token (cookies are not kept per port) and ends.
         opened = api.get("/dashboard", params={"token": "T0ken"})
         assert opened.status_code == 303 and opened.headers["location"] == "/dashboard"
-        assert "httponly" in opened.headers["set-cookie"].lower()
-        assert "samesite=strict" in opened.headers["set-cookie"].lower()
+        cookie = opened.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie
+        assert "max-age=28800" in cookie and "t0ken" not in cookie
+        assert "T0ken" not in str(api.cookies)
         for path in PRIVATE:
             assert api.get(path).status_code == 200, path  # the client keeps the cookie
+        # A session value of its own making is refused.
+        api.cookies.clear()
+        api.cookies.set("polite_session", "99999999999." + "0" * 64)
+        assert api.get("/trace").status_code == 401
+        api.cookies.set("polite_session", "T0ken")
+        assert api.get("/trace").status_code == 401
 
 
 def test_with_a_token_every_write_needs_it(tmp_path: Path) -> None:

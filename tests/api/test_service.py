@@ -19,7 +19,7 @@ from polite.api import create_app
 from polite.clock import WallClock
 from polite.fetch.politeness import Politeness
 from polite.fetch.robots import RobotsFetcher, create_client
-from polite.proxy import ProxyServer
+from polite.proxy import ProxyServer, ProxySettings
 from polite.storage import SQLiteStore
 from tests.sites import Reply, Site, serve
 
@@ -32,7 +32,8 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 @contextmanager
 def service(db: Path, *, default_delay_ms: int = 1000, admin_token: str | None = None,
-            private_reads: bool = False) -> Iterator[httpx.Client]:
+            private_reads: bool = False, proxy: ProxySettings | None = None
+            ) -> Iterator[httpx.Client]:
     clock = WallClock()
     store = SQLiteStore(db, clock)
     client = create_client()
@@ -46,7 +47,7 @@ def service(db: Path, *, default_delay_ms: int = 1000, admin_token: str | None =
 
     app = create_app(politeness, store, admin_token=admin_token, on_shutdown=shutdown,
                      private_reads=private_reads)
-    server = ProxyServer(politeness, app)
+    server = ProxyServer(politeness, app, settings=proxy)
     loop = asyncio.new_event_loop()
     port = loop.run_until_complete(server.start("127.0.0.1", 0))
     running = loop.create_task(server.serve_forever())

@@ -194,6 +194,40 @@ def test_the_page_is_behind_its_token(tmp_path: Path) -> None:
     store.close()
 
 
+def test_the_page_keeps_a_session_not_its_token(tmp_path: Path) -> None:
+    store = SiteStore(tmp_path / "site.sqlite")
+    now = [1_000_000.0]
+    app = create_site_app(store, token="s3cret", clock=lambda: now[0])
+    with serve_asgi(app, "127.0.23.12") as url, \
+            httpx.Client(base_url=url, trust_env=False) as client:
+        # Not ASCII, in each place a token is read: a wrong token (401), never a 500.
+        odd = "\u00e9t\u00e9"
+        assert client.get("/", params={"token": odd}).status_code == 401
+        assert client.get("/", headers={"Authorization": f"Bearer {odd}".encode()}
+                          ).status_code == 401
+        assert client.get("/", headers={"Cookie": f"polite_site_session={odd}".encode()}
+                          ).status_code == 401
+        opened = client.get("/", params={"token": "s3cret"})
+        assert opened.status_code == 303
+        cookie = opened.headers["set-cookie"].lower()
+        assert "s3cret" not in cookie and "max-age=28800" in cookie
+        assert "httponly" in cookie and "samesite=strict" in cookie
+        assert client.get("/versions").status_code == 200
+        # The token itself as the cookie, or a session of one's own making, is not one.
+        kept = dict(client.cookies)
+        client.cookies.clear()
+        client.cookies.set("polite_site_session", "s3cret")
+        assert client.get("/versions").status_code == 401
+        client.cookies.set("polite_site_session", "9999999999." + "0" * 64)
+        assert client.get("/versions").status_code == 401
+        client.cookies.clear()
+        client.cookies.update(kept)
+        assert client.get("/versions").status_code == 200
+        now[0] += 8 * 3600  # the session ends
+        assert client.get("/versions").status_code == 401
+    store.close()
+
+
 def test_a_save_right_after_typing_is_not_lost_to_the_preview(
         page: Page, servers: tuple[str, str, SiteStore]) -> None:
     """The preview the last keystrokes schedule (a quarter of a second later) must not

@@ -4,10 +4,11 @@ same names and shapes), ``/delays``, ``/health``, ``/metrics``, seed 001's ``/en
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import json
 import math
+import secrets
+import time
 from collections import Counter as CounterOf
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping
 from contextlib import asynccontextmanager
@@ -30,7 +31,15 @@ from starlette.routing import Route
 
 from polite.api.dashboard import MAX_PAGE_ROWS, SORTS, STATES, Dashboard, HostQuery, static_file
 from polite.config import DAY_S
-from polite.core.access import allowed_host_names, cross_origin, host_refused
+from polite.core.access import (
+    SESSION_S,
+    allowed_host_names,
+    cross_origin,
+    host_refused,
+    session_valid,
+    session_value,
+    token_matches,
+)
 from polite.core.politeness.values import Allowed, Decision, Disallowed, Refused, WaitUntil
 from polite.core.robots.lifecycle import Parsed
 from polite.core.robots.usage import Preferences, from_robots, purpose_json
@@ -42,15 +51,17 @@ from polite.fetch.activity import Activity
 from polite.fetch.cache import PageCache
 from polite.fetch.politeness import Answer, Politeness, message, warning
 from polite.fetch.sitemaps import SitemapWalker, WalkSummary
-from polite.storage.base import Store
+from polite.storage.base import Store, store_failed
 
-__all__ = ["MAX_BODY_BYTES", "MAX_URLS_PER_CALL", "MAX_URL_CHARS", "TOKEN_COOKIE",
+__all__ = ["MAX_BODY_BYTES", "MAX_URLS_PER_CALL", "MAX_URL_CHARS", "SESSION_COOKIE",
            "create_app"]
 
 # A bound on one call: enough for any crawler's batch, small enough to answer quickly.
 MAX_URLS_PER_CALL = 1000
 MAX_BODY_BYTES = 1024 * 1024
-TOKEN_COOKIE = "polite_admin_token"
+# The dashboard's session once its token was given: never the token itself (cookies are
+# not kept per port: every other service on the host name receives them).
+SESSION_COOKIE = "polite_session"
 # Matching a URL against robots.txt costs its rules times the URL's length: a bound on the
 # length bounds the work of a URL (the sitemaps protocol's bound, more than URLs need).
 MAX_URL_CHARS = 2048
@@ -328,13 +339,16 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
     /delays, feedback, and decisions that reserve. ``env`` is the configuration in force,
     secrets already masked (``GET /env``). A request must name an IP address, a loopback
     name or one of ``allowed_hosts`` as its ``Host``, and a write must not come from another
-    origin's page. ``private_reads`` (a server listening beyond loopback): what shows what
-    clients fetch (/trace, /env, /delays, the dashboard) needs the token too, as Bearer or
-    as the cookie ``GET /dashboard?token=`` sets. ``key_directory``: the route of a Web Bot
-    Auth key directory (:func:`~polite.api.directory.directory_route`)."""
+    origin's page. ``private_reads`` (a server listening beyond loopback): decisions
+    (/politeness, /sitemaps) and what shows what clients fetch (/trace, /env, /delays,
+    /metrics, the dashboard) need the token too, as Bearer or as the session cookie
+    ``GET /dashboard?token=`` sets; /health, /openapi.json, the index and the key
+    directory stay open. ``key_directory``: the route of a Web Bot Auth key directory
+    (:func:`~polite.api.directory.directory_route`)."""
     if private_reads and admin_token is None:
         raise ConfigError("private_reads needs an admin_token")
     hosts = allowed_host_names(allowed_hosts)
+    session_key = secrets.token_bytes(32)  # a restart ends the dashboard's sessions
     registry = CollectorRegistry()
     decisions = Counter("polite_decisions", "URLs answered", ["result"], registry=registry)
     registry.register(_RobotsCollector(politeness))
@@ -379,6 +393,13 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
                 return await handler(request)
             except _Problem as problem:
                 return _problem(problem.status, problem.message)
+            except Exception as exc:
+                if not store_failed(exc):
+                    raise
+                # Redis stopped, a SQLite file deleted under the server: a write is not
+                # acknowledged when it could not be kept.
+                return _problem(503, f"the store does not answer or cannot keep this "
+                                f"({type(exc).__name__}: {exc})")
         return run
 
     async def post_politeness(request: Request) -> Response:
@@ -453,8 +474,7 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
 
     def bearer(request: Request) -> bool:
         given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-        return admin_token is not None and hmac.compare_digest(given.encode(),
-                                                               admin_token.encode())
+        return admin_token is not None and token_matches(given, admin_token)
 
     def authorize(request: Request) -> None:
         """A write: from no other origin's page, and with the token when there is one."""
@@ -467,18 +487,18 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
 
     def private(handler: Callable[[Request], Awaitable[Response]]
                 ) -> Callable[[Request], Awaitable[Response]]:
-        """``handler`` shows what clients fetch: beyond loopback, only to the token's
-        holder (Bearer, or the dashboard's cookie: an EventSource sends no header)."""
+        """``handler`` decides for clients or shows what they fetch: beyond loopback, only
+        for the token's holder (Bearer, or the dashboard's session cookie: an EventSource
+        sends no header)."""
         if not private_reads:
             return handler
 
         async def run(request: Request) -> Response:
-            cookie = request.cookies.get(TOKEN_COOKIE, "")
-            if not bearer(request) and not (admin_token is not None and hmac.compare_digest(
-                    cookie.encode(), admin_token.encode())):
-                raise _Problem(401, "this server listens beyond loopback: what it shows of "
-                               "its clients needs 'Authorization: Bearer <token>' (or open "
-                               "/dashboard?token=<token> once)")
+            session = request.cookies.get(SESSION_COOKIE, "")
+            if not bearer(request) and not session_valid(session, session_key, time.time()):
+                raise _Problem(401, "this server listens beyond loopback: its decisions and "
+                               "what it shows of its clients need 'Authorization: Bearer "
+                               "<token>' (or open /dashboard?token=<token> once)")
             return await handler(request)
         return run
 
@@ -533,7 +553,7 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
 
     async def health(request: Request) -> Response:
         try:
-            await store.clock()  # the store answers
+            await store.check()  # the store answers and can keep what is written
         except Exception as exc:  # Redis stopped, a SQLite file gone: unhealthy, and why
             return JSONResponse({"status": "unavailable", "error": f"the store does not "
                                  f"answer: {type(exc).__name__}: {exc}"}, status_code=503)
@@ -563,15 +583,17 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
     async def dashboard_page(request: Request) -> Response:
         given = request.query_params.get("token")
         if given is not None:
-            if admin_token is None or not hmac.compare_digest(given.encode(),
-                                                              admin_token.encode()):
+            if admin_token is None or not token_matches(given, admin_token):
                 raise _Problem(401, "not this server's admin token")
-            # Kept as a cookie for this page's own requests (its live feed cannot send a
-            # header), and taken out of the address bar.
+            # A session for this page's own requests (its live feed cannot send a header),
+            # kept as a cookie that is not the token, and the token taken out of the
+            # address bar.
             rest = urlencode([(k, v) for k, v in request.query_params.multi_items()
                               if k != "token"])
             response = RedirectResponse(f"/dashboard?{rest}" if rest else "/dashboard", 303)
-            response.set_cookie(TOKEN_COOKIE, admin_token, httponly=True, samesite="strict")
+            response.set_cookie(SESSION_COOKIE, session_value(session_key, time.time()),
+                                max_age=SESSION_S, httponly=True, samesite="strict",
+                                secure=request.url.scheme == "https")
             return response
         return await private(show_dashboard)(request)
 
@@ -608,18 +630,19 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
     decide = ("reserve", "agent", "ip")
     host_query = ("sort", "order", "q", "state", "offset", "limit")
     routes = [
-        Route("/politeness", guarded(post_politeness, *decide), methods=["POST"]),
-        Route("/politeness", guarded(get_politeness, *decide, "urls"), methods=["GET"]),
-        Route("/politeness/verbose", guarded(post_verbose, *decide, "purpose", "decision"),
-              methods=["POST"]),
+        Route("/politeness", guarded(private(post_politeness), *decide), methods=["POST"]),
+        Route("/politeness", guarded(private(get_politeness), *decide, "urls"),
+              methods=["GET"]),
+        Route("/politeness/verbose", guarded(private(post_verbose), *decide, "purpose",
+                                             "decision"), methods=["POST"]),
         Route("/delays", guarded(private(get_delays)), methods=["GET"]),
         Route("/delays/{domain}", guarded(put_delay), methods=["PUT"]),
         Route("/delays/{domain}", guarded(delete_delay), methods=["DELETE"]),
         Route("/politeness/feedback", guarded(post_feedback), methods=["POST"]),
-        Route("/sitemaps", guarded(get_sitemaps, "site", "limit", "maxFiles", "maxDepth"),
-              methods=["GET"]),
+        Route("/sitemaps", guarded(private(get_sitemaps), "site", "limit", "maxFiles",
+                                   "maxDepth"), methods=["GET"]),
         Route("/health", guarded(health), methods=["GET"]),
-        Route("/metrics", guarded(metrics), methods=["GET"]),
+        Route("/metrics", guarded(private(metrics)), methods=["GET"]),
         Route("/openapi.json", guarded(openapi), methods=["GET"]),
         Route("/env", guarded(private(get_env)), methods=["GET"]),
         Route("/trace", guarded(private(get_trace), "limit"), methods=["GET"]),
@@ -754,8 +777,9 @@ OPENAPI: dict[str, Any] = {
                                "parameters": [
                                    {"name": "token", "in": "query",
                                     "schema": {"type": "string"},
-                                    "description": "the --admin-token, off loopback: kept "
-                                                   "in a cookie for the page and its feed"},
+                                    "description": "the --admin-token, off loopback: a "
+                                                   "session cookie (not the token) for the "
+                                                   "page and its feed"},
                                    *_HOST_QUERY],
                                "responses": {"200": {"content": {"text/html": {}}}}}},
         "/dashboard/static/{name}": {"get": {

@@ -64,13 +64,18 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
         if host_name_problem(name.strip().lower().rstrip(".")):
             raise ConfigError(f"--allowed-host {name!r} is not a host name")
     token = args.token or os.environ.get(TOKEN_ENV) or None
-    if token is None and not _is_loopback(args.host):
+    made_up = token is None and not _is_loopback(args.host)
+    if made_up:
         token = secrets.token_urlsafe(24)
     store = SiteStore(args.db)
     app = create_site_app(store, token=token, allowed_hosts=[*allowed, args.host])
     where = f"http://{args.host}:{args.port}/"
-    print(f"polite site: the configuration page of {args.db} on {where}"
-          + (f"?token={token}" if token else ""), file=out, flush=True)
+    # Only a token made up here is printed: one given is the operator's, and a start-up
+    # line ends up in logs that others read.
+    shown = f"?token={token}" if made_up else \
+        " (open it once with ?token= and the token given)" if token else ""
+    print(f"polite site: the configuration page of {args.db} on {where}{shown}", file=out,
+          flush=True)
     try:
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     finally:

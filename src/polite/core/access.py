@@ -11,11 +11,14 @@ form or an ``<img>`` on any page can send a request without being able to read i
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import ipaddress
 from collections.abc import Collection, Mapping
 from urllib.parse import urlsplit
 
-__all__ = ["LOOPBACK_NAMES", "allowed_host_names", "cross_origin", "host_refused"]
+__all__ = ["LOOPBACK_NAMES", "SESSION_S", "allowed_host_names", "cross_origin",
+           "host_refused", "session_valid", "session_value", "token_matches"]
 
 # Names that mean this machine whatever DNS says: "localhost" and, as browsers resolve them
 # themselves (RFC 6761), the names under it.
@@ -75,3 +78,41 @@ def cross_origin(headers: Mapping[str, str]) -> str | None:
             return f"a request from the page of {origin.strip()[:100]!r} may not change " \
                 "anything here"
     return None
+
+
+def token_matches(given: str | bytes, token: str) -> bool:
+    """Whether ``given`` is ``token``, compared in constant time as UTF-8 bytes (compared as
+    text, anything not ASCII raised a TypeError: a 500 for a token no one has)."""
+    if isinstance(given, str):
+        given = given.encode("utf-8", "surrogatepass")
+    return hmac.compare_digest(given, token.encode("utf-8", "surrogatepass"))
+
+
+# How long a page's session lasts once its token was given (a working day); the browser is
+# told to forget it then too.
+SESSION_S = 8 * 3600
+_MAX_SESSION_CHARS = 100
+
+
+def _session_mac(key: bytes, expires_at: int) -> str:
+    return hmac.new(key, b"session:%d" % expires_at, hashlib.sha256).hexdigest()
+
+
+def session_value(key: bytes, now: float) -> str:
+    """A session cookie's value, ``expires.mac``: proof the token was given, which is not
+    the token and ends :data:`SESSION_S` after ``now``. ``key`` is the server's own secret
+    (random per process: a restart ends every session)."""
+    expires_at = int(now) + SESSION_S
+    return f"{expires_at}.{_session_mac(key, expires_at)}"
+
+
+def session_valid(value: str, key: bytes, now: float) -> bool:
+    """Whether ``value`` is a session :func:`session_value` made with ``key`` that has not
+    ended at ``now``."""
+    if len(value) > _MAX_SESSION_CHARS:
+        return False
+    expires, _, mac = value.partition(".")
+    if not expires.isascii() or not expires.isdigit() or len(expires) > 12:
+        return False
+    expires_at = int(expires)
+    return token_matches(mac, _session_mac(key, expires_at)) and now < expires_at

@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import base64
+import binascii
 import enum
 import math
-import sqlite3
-import sys
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
+from polite.core.access import token_matches
 from polite.core.cache.policy import Choice
 from polite.errors import PrivateAddress
 from polite.fetch.activity import Watch
@@ -101,6 +102,10 @@ class ProxySettings:
     # robots.txt preferences disallow the purpose is answered 403 with the reason.
     purpose: str | None = None
     refuse_usage: bool = False
+    # A token every proxied request and tunnel must bring in Proxy-Authorization (Basic
+    # with it as the password, as a proxy URL's http://:TOKEN@host:port sends it, or
+    # Bearer); None: the proxy is open (polite serve on loopback).
+    token: str | None = field(default=None, repr=False)
 
 
 class _ClientGone(Exception):
@@ -145,13 +150,23 @@ def _host_problem(host: str) -> str | None:
     return None
 
 
-def _store_down(exc: Exception) -> bool:
-    """Whether ``exc`` is the store failing (Redis unreachable, SQLite locked or gone)."""
-    # Redis's errors are known only once redis-py is loaded, which a Redis store does.
-    errors = sys.modules.get("redis.exceptions")
-    redis_error: Any = getattr(errors, "RedisError", None)
-    return isinstance(exc, sqlite3.Error) or (redis_error is not None
-                                              and isinstance(exc, redis_error))
+def _proxy_credential(value: bytes | None) -> bytes | None:
+    """The token a ``Proxy-Authorization`` field carries: Basic's password (whatever the
+    user name) or Bearer's; None when there is none."""
+    if value is None:
+        return None
+    scheme, _, rest = value.strip().partition(b" ")
+    rest = rest.strip()
+    if scheme.lower() == b"bearer":
+        return rest
+    if scheme.lower() == b"basic":
+        try:
+            pair = base64.b64decode(rest, validate=True)
+        except (binascii.Error, ValueError):
+            return None
+        _, colon, password = pair.partition(b":")
+        return password if colon else None
+    return None
 
 
 def _forwardable(headers: Headers) -> Headers:
@@ -245,7 +260,19 @@ class ProxyBase(abc.ABC):
         unless allowed (403), a name that resolves (502), and a mode and timeout that can
         be read (400). The mode, the longest wait and the address to connect to (None: the
         name, private addresses allowed; ``address`` when ``checked``); else, once the
-        refusal is sent, whether the connection goes on (None: it ends)."""
+        refusal is sent, whether the connection goes on (None: it ends). With a token
+        (:attr:`ProxySettings.token`), a request that does not bring it is answered 407."""
+        token = self.settings.token
+        if not checked and token is not None:
+            given = _proxy_credential(head.get(b"proxy-authorization"))
+            if given is None or not token_matches(given, token):
+                tunnel = verb == "tunnel"
+                self._send_error(client, 407, "this proxy needs its token: "
+                                 "Proxy-Authorization: Basic (the token as the password, "
+                                 "as http://:TOKEN@host:port sends it) or Bearer",
+                                 [(b"proxy-authenticate", b'Basic realm="polite"')],
+                                 close=tunnel)
+                return None if tunnel else await self._answered(client, head)
         if not checked and not self._politeness.allow_private:
             # A refused request keeps its connection, as other refusals do; a tunnel that
             # is not opened leaves nothing to go on with.

@@ -58,11 +58,11 @@ from polite.proxy.base import (
     _ClientGone,
     _Exchange,
     _host_problem,
-    _store_down,
 )
 from polite.proxy.forward import Sign
 from polite.proxy.ordered import Ordered
 from polite.proxy.tunnel import Interception, Tunnels
+from polite.storage.base import store_failed
 
 __all__ = ["ProxyServer"]
 
@@ -229,7 +229,7 @@ class ProxyServer(Tunnels, Ordered):
                     # The store (Redis stopped, say) or a fault: the client hears why, when
                     # its answer has not begun, rather than seeing its connection drop.
                     self.stats["errors"] += 1
-                    down = _store_down(exc)
+                    down = store_failed(exc)
                     if client.written == written:
                         self._send_error(client, 503 if down else 500, f"the store does not "
                                          f"answer ({type(exc).__name__}: {exc}); nothing is "

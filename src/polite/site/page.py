@@ -7,8 +7,8 @@ with ``polite site serve``.
 
 from __future__ import annotations
 
-import hmac
 import re
+import secrets
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -25,7 +25,15 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from polite.core.access import allowed_host_names, cross_origin, host_refused
+from polite.core.access import (
+    SESSION_S,
+    allowed_host_names,
+    cross_origin,
+    host_refused,
+    session_valid,
+    session_value,
+    token_matches,
+)
 from polite.core.robots import Dialect
 from polite.core.robots.diff import UNNAMED_AGENT, diff_bodies, named_agents
 from polite.core.robots.explain import Explanation, explain_body
@@ -45,9 +53,11 @@ from polite.core.site.rules import MAX_TTL_S
 from polite.errors import ConfigError
 from polite.site.store import SiteStore
 
-__all__ = ["TOKEN_COOKIE", "create_site_app", "rules_from_form"]
+__all__ = ["SESSION_COOKIE", "create_site_app", "rules_from_form"]
 
-TOKEN_COOKIE = "polite_site_token"
+# The page's session once its token was given: never the token itself (cookies are not
+# kept per port: every other service on the host name receives them).
+SESSION_COOKIE = "polite_site_session"
 _DIALECTS = (Dialect.RFC9309, Dialect.GOOGLE, Dialect.KOSTER1996)
 _MAX_SECTIONS = 200
 _MAX_ROWS = 2000
@@ -192,16 +202,19 @@ def _preview(rules: SiteRules, saved_text: str, urls_text: str, agents_text: str
 
 
 class _TokenGate(BaseHTTPMiddleware):
-    """The page behind a token: ``?token=`` once (it becomes a cookie), the cookie, or
-    ``Authorization: Bearer``. A POST must come from the page's own origin; with
-    ``allowed_hosts``, a request must name an IP address, a loopback name or one of them
-    as its ``Host``."""
+    """The page behind a token: ``?token=`` once (it becomes a session cookie, which is not
+    the token and ends), the cookie, or ``Authorization: Bearer``. A POST must come from
+    the page's own origin; with ``allowed_hosts``, a request must name an IP address, a
+    loopback name or one of them as its ``Host``."""
 
     def __init__(self, app: Any, token: str | None,
-                 allowed_hosts: frozenset[str] | None) -> None:
+                 allowed_hosts: frozenset[str] | None,
+                 clock: Callable[[], float] = time.time) -> None:
         super().__init__(app)
         self.token = token
         self.allowed_hosts = allowed_hosts
+        self.clock = clock
+        self.session_key = secrets.token_bytes(32)  # a restart ends every session
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint
                        ) -> Response:
@@ -217,13 +230,16 @@ class _TokenGate(BaseHTTPMiddleware):
         if token is None or request.url.path.endswith("/static/site.css"):
             return await call_next(request)
         given = request.query_params.get("token")
-        if given is not None and hmac.compare_digest(given, token):
+        if given is not None and token_matches(given, token):
             response = RedirectResponse(request.url.remove_query_params("token"), 303)
-            response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
+            response.set_cookie(SESSION_COOKIE, session_value(self.session_key, self.clock()),
+                                max_age=SESSION_S, httponly=True, samesite="strict",
+                                secure=request.url.scheme == "https")
             return response
         bearer = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-        cookie = request.cookies.get(TOKEN_COOKIE, "")
-        if hmac.compare_digest(cookie, token) or (bearer and hmac.compare_digest(bearer, token)):
+        session = request.cookies.get(SESSION_COOKIE, "")
+        if session_valid(session, self.session_key, self.clock()) \
+                or (bearer and token_matches(bearer, token)):
             return await call_next(request)
         return PlainTextResponse("this page needs its token: open it with ?token=...\n", 401)
 
@@ -330,5 +346,5 @@ def create_site_app(store: SiteStore, *, token: str | None = None,
     ]
     hosts = None if allowed_hosts is None else allowed_host_names(allowed_hosts)
     return Starlette(routes=routes, middleware=[Middleware(_TokenGate, token=token,
-                                                           allowed_hosts=hosts)])
+                                                           allowed_hosts=hosts, clock=clock)])
 

@@ -8,9 +8,11 @@ its own server time, so that nodes with different clocks still agree on a slot.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from polite.core.politeness.decision import HostFacts
 from polite.core.politeness.rules import HostClaim, SlotClaim
@@ -31,6 +33,7 @@ __all__ = [
     "SlotStore",
     "Store",
     "raise_if_cancelled",
+    "store_failed",
 ]
 
 
@@ -211,7 +214,22 @@ class PageStore(Protocol):
         ...
 
 
+def store_failed(exc: BaseException) -> bool:
+    """Whether ``exc`` is the store failing (Redis unreachable; SQLite locked, gone or
+    unable to keep a write)."""
+    # Redis's errors are known only once redis-py is loaded, which a Redis store does.
+    errors = sys.modules.get("redis.exceptions")
+    redis_error: Any = getattr(errors, "RedisError", None)
+    return isinstance(exc, sqlite3.Error) or (redis_error is not None
+                                              and isinstance(exc, redis_error))
+
+
 class Store(SlotStore, DelayStore, RobotsStore, PageStore, ActivityStore, Protocol):
     """Everything at once: what ``polite serve`` is given."""
+
+    async def check(self) -> None:
+        """Raise when the store does not answer or could not keep what is written to it
+        (Redis stopped; a SQLite file deleted, replaced or truncated): ``/health``."""
+        ...
 
     async def close(self) -> None: ...

@@ -38,6 +38,9 @@ class MemoryStore:
     async def clock(self) -> float:
         return self._clock()
 
+    async def check(self) -> None:
+        return None  # this process's memory: there while the process is
+
     async def claim(self, host: str, interval_s: float, now: float | None = None) -> SlotClaim:
         now = self._clock() if now is None else now
         answer = claim_slot(self._last_start.get(host), self._backoff.get(host), interval_s, now)

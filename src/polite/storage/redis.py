@@ -457,6 +457,9 @@ class RedisStore:
     def _slot_key(self, host: str) -> str:
         return f"{self._prefix}slot:{host}"
 
+    async def check(self) -> None:
+        await self._redis.ping()
+
     async def clock(self) -> float:
         if self._clock is not None:
             return self._clock()

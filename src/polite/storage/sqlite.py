@@ -10,6 +10,7 @@ page's writes to both are one commit.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -122,8 +123,22 @@ class Transaction:
         self.__exit__(kind, exc, tb)
 
 
+# A database file holds its first page whole, and no page is under 512 bytes: a file
+# shorter than that lost what was in it (truncated under the process).
+_LEAST_FILE_BYTES = 512
+_HEADER = b"SQLite format 3\x00"
+
+
 class SQLiteStore:
-    """``clock`` must be comparable between processes that share the file: wall time."""
+    """``clock`` must be comparable between processes that share the file: wall time.
+
+    A write is followed by a look at the file opened: when it has no name left (deleted,
+    or replaced by another file) or was truncated, what was written went where no restart
+    finds it, and the write raises ``sqlite3.DatabaseError`` rather than be acknowledged
+    (3,000 writes answered 200 into a deleted file were gone after a restart). The look is
+    an ``fstat`` of a descriptor kept open, a few microseconds beside a commit's tens; it
+    is never closed before the connection, as closing any descriptor of the file would
+    drop the locks SQLite holds on it (POSIX advisory locks are per process)."""
 
     def __init__(self, path: str | Path, clock: Callable[[], float], *,
                  busy_timeout_s: float = 5.0) -> None:
@@ -132,6 +147,60 @@ class SQLiteStore:
         self._db = open_database(path, _SCHEMA, "the SQLite store",
                                  busy_timeout_s=busy_timeout_s)
         self.transaction = Transaction(self._db)
+        # The file opened, and its device and inode (None: no file, ":memory:").
+        self._fd: int | None = None
+        self._file = (0, 0)
+        if str(path) not in ("", ":memory:"):
+            try:
+                self._fd = os.open(self.path, os.O_RDONLY)
+            except OSError as exc:
+                self._db.close()
+                raise ConfigError(f"cannot open the SQLite store at {path}: "
+                                  f"{exc.strerror}") from None
+            found = os.fstat(self._fd)
+            self._file = (found.st_dev, found.st_ino)
+
+    def _kept(self) -> None:
+        """Raise ``sqlite3.DatabaseError`` when the file this store opened has no name left
+        or lost its pages: what was just written would not be read again."""
+        if self._fd is None:
+            return
+        found = os.fstat(self._fd)
+        if found.st_nlink == 0:
+            raise sqlite3.DatabaseError(
+                f"the SQLite store {self.path} is no longer the file opened (deleted or "
+                "replaced): what is written now would be lost; restart polite serve")
+        if found.st_size < _LEAST_FILE_BYTES:
+            raise sqlite3.DatabaseError(
+                f"the SQLite store {self.path} was truncated to {found.st_size} bytes: what "
+                "it held is lost and what is written now would be; restore it or start "
+                "with a new file")
+
+    async def check(self) -> None:
+        """The file opened is still the file at the path (its device and inode), whole,
+        readable and a SQLite database, and the connection answers."""
+        self._kept()
+        if self._fd is not None:
+            try:
+                found = os.stat(self.path)
+            except OSError as exc:
+                raise sqlite3.DatabaseError(
+                    f"the SQLite store {self.path} is no longer the file opened "
+                    f"({exc.strerror})") from None
+            if (found.st_dev, found.st_ino) != self._file:
+                raise sqlite3.DatabaseError(
+                    f"the SQLite store {self.path} is no longer the file opened (another "
+                    "file is at its path): what is written now would be lost; restart "
+                    "polite serve")
+            try:
+                header = os.pread(self._fd, len(_HEADER), 0)
+            except OSError as exc:
+                raise sqlite3.DatabaseError(f"the SQLite store {self.path} cannot be read "
+                                            f"({exc.strerror})") from None
+            if header != _HEADER:
+                raise sqlite3.DatabaseError(f"the SQLite store {self.path} is no longer a "
+                                            "SQLite database (its header is overwritten)")
+        self._db.execute("SELECT count(*) FROM delays").fetchone()
 
     @property
     def connection(self) -> sqlite3.Connection:
@@ -155,6 +224,8 @@ class SQLiteStore:
                 self._db.execute(
                     "INSERT INTO slots (host, last_start) VALUES (?, ?) ON CONFLICT(host) "
                     "DO UPDATE SET last_start = excluded.last_start", (host, answer.at))
+        if answer.granted:
+            self._kept()
         return answer
 
     async def peek(self, host: str, interval_s: float, now: float | None = None) -> SlotClaim:
@@ -167,6 +238,7 @@ class SQLiteStore:
             "INSERT INTO slots (host, backoff_until) VALUES (?, ?) ON CONFLICT(host) DO UPDATE "
             "SET backoff_until = max(coalesce(backoff_until, 0), excluded.backoff_until)",
             (host, until))
+        self._kept()
 
     async def shift_start(self, host: str, late_s: float) -> None:
         if late_s > 0:
@@ -175,6 +247,7 @@ class SQLiteStore:
                 if last_start is not None:
                     self._db.execute("UPDATE slots SET last_start = ? WHERE host = ?",
                                      (shifted_start(last_start, late_s, self._clock()), host))
+            self._kept()
 
     async def claim_batch(self, requests: Sequence[tuple[str, tuple[float, ...]]], *,
                           take: bool) -> list[HostClaim]:
@@ -190,6 +263,8 @@ class SQLiteStore:
                                "(host) DO UPDATE SET last_start = excluded.last_start",
                                (host, now))
                 answers.append(answer)
+        if take:
+            self._kept()
         return answers
 
     async def host_facts(self, hosts: Sequence[str]) -> list[HostFacts]:
@@ -211,6 +286,7 @@ class SQLiteStore:
                 "INSERT INTO response_times (host, seconds) VALUES (?, ?) ON CONFLICT (host) "
                 "DO UPDATE SET seconds = seconds + ? * (excluded.seconds - seconds)",
                 (host, elapsed_s, RESPONSE_TIME_WEIGHT))
+            self._kept()
         if pause_s is not None:
             await self.back_off(host, self._clock() + pause_s)
 
@@ -222,9 +298,11 @@ class SQLiteStore:
     async def set_delay(self, domain: str, delay_s: float) -> None:
         self._db.execute("INSERT INTO delays (domain, delay_s) VALUES (?, ?) ON CONFLICT(domain) "
                          "DO UPDATE SET delay_s = excluded.delay_s", (domain, delay_s))
+        self._kept()
 
     async def delete_delay(self, domain: str) -> None:
         self._db.execute("DELETE FROM delays WHERE domain = ?", (domain,))
+        self._kept()
 
     async def all_delays(self) -> dict[str, float]:
         rows = self._db.execute("SELECT domain, delay_s FROM delays ORDER BY domain")
@@ -233,6 +311,7 @@ class SQLiteStore:
     async def set_robots_delay(self, host: str, delay_s: float) -> None:
         self._db.execute("INSERT INTO robots_delays (host, delay_s) VALUES (?, ?) ON CONFLICT"
                          "(host) DO UPDATE SET delay_s = excluded.delay_s", (host, delay_s))
+        self._kept()
 
     async def all_robots_delays(self) -> dict[str, float]:
         rows = self._db.execute("SELECT host, delay_s FROM robots_delays")
@@ -250,6 +329,7 @@ class SQLiteStore:
             "failures, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (record.origin, record.kind, record.status, record.body, record.fetched_at,
              record.expires_at, record.failures, record.reason))
+        self._kept()
 
     async def page_get(self, key: str) -> bytes | None:
         row = self._db.execute("SELECT blob FROM pages WHERE key = ?", (key,)).fetchone()
@@ -276,6 +356,7 @@ class SQLiteStore:
                 self._db.execute("DELETE FROM pages WHERE key = ?", (row[0],))
                 total -= row[1]
             self._db.execute("UPDATE page_bytes SET total = ? WHERE id = 0", (total,))
+        self._kept()
 
     async def page_delete(self, key: str) -> None:
         with self.transaction:
@@ -284,6 +365,7 @@ class SQLiteStore:
                 self._db.execute("DELETE FROM pages WHERE key = ?", (key,))
                 self._db.execute("UPDATE page_bytes SET total = total - ? WHERE id = 0",
                                  (old[0],))
+        self._kept()
 
     async def page_usage(self) -> tuple[int, int]:
         (count,) = self._db.execute("SELECT COUNT(*) FROM pages").fetchone()
@@ -298,6 +380,7 @@ class SQLiteStore:
             self._db.executemany(_ADD_ACTIVITY, [
                 tuple(getattr(row, name) for name in ("host", *COUNTERS, *FACTS))
                 for row in rows])
+        self._kept()
 
     async def all_activity(self) -> list[HostActivity]:
         rows = self._db.execute(f"SELECT host, {', '.join((*COUNTERS, *FACTS))} FROM activity")
@@ -306,6 +389,7 @@ class SQLiteStore:
     async def node_beat(self, node: str, info: str, ttl_s: float) -> None:
         self._db.execute("INSERT OR REPLACE INTO nodes (node, info, until) VALUES (?, ?, ?)",
                          (node, info, self._clock() + ttl_s))
+        self._kept()
 
     async def live_nodes(self) -> dict[str, str]:
         rows = self._db.execute("SELECT node, info FROM nodes WHERE until > ? ORDER BY node",
@@ -314,3 +398,6 @@ class SQLiteStore:
 
     async def close(self) -> None:
         self._db.close()  # a frontier sharing the connection is closed with it
+        if self._fd is not None:  # after the connection: its locks are gone with it
+            os.close(self._fd)
+            self._fd = None

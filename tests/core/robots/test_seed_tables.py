@@ -207,6 +207,17 @@ def test_regp_hash_is_part_of_a_url() -> None:
     assert robots.allowed(SITE + "/", "bot")
 
 
+@pytest.mark.parametrize(("url", "allowed"), [
+    ("/p#x://y", True), ("/a#x://y", False), ("/p#/a", True), ("p#x://y", True),
+    (SITE + "/p#x://y", True), (SITE + "/a?q#b://c#d", False)])
+def test_regp_a_fragment_holding_a_scheme_separator_is_a_fragment(url: str,
+                                                                  allowed: bool) -> None:
+    # "://" after the "#" once made the fragment's start be looked for past it: a
+    # ValueError (substring not found) instead of an answer.
+    robots = parse("Robot-version: 3.0\n\nUser-agent: *\nDisallow: /a\n")
+    assert robots.allowed(url, "bot") is allowed
+
+
 # -- seed 002, the 1996 draft ------------------------------------------------------------
 
 TABLE_9_3 = [

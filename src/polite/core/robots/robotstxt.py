@@ -54,8 +54,10 @@ def request_path(dialect: Dialect, url: str) -> str:
     """The path (with params and query) of ``url`` in the form ``dialect`` matches against."""
     path = path_params_query(url)
     if dialect is Dialect.REGP and "#" in url:
-        # REGP keeps "#" as part of a URL (seed 000, 3.2: script-driven pages).
-        path += url[url.index("#", url.find("://") + 3 if "://" in url else 0):]
+        # REGP keeps "#" as part of a URL (seed 000, 3.2: script-driven pages). The fragment
+        # starts at the first "#", which no scheme or authority holds ("://" after it, as
+        # in "/p#x://y", is the fragment's own text).
+        path += url[url.index("#"):]
     if not path.isascii():
         path = to_octets(path)
         if dialect is Dialect.GOOGLE:

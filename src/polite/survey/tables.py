@@ -352,7 +352,10 @@ class Survey:
         ok = db.execute("SELECT COUNT(*), COUNT(DISTINCT uri) FROM sitemaps "
                         "WHERE downloadinfo = 'ok'").fetchone()
         self.facts.update(sitemap_downloads=ok[0], sitemap_distinct_files=ok[1])
-        files = dict(db.execute("SELECT domain, COUNT(*) FROM sitemaps GROUP BY domain"))
+        # Files reached, as Table 4 counts them (an index's children left out by its
+        # sampling were never requested).
+        files = dict(db.execute("SELECT domain, COUNT(*) FROM sitemaps "
+                                "WHERE downloadinfo != 'not_sampled' GROUP BY domain"))
         read = {row[0] for row in db.execute(
             "SELECT DISTINCT domain FROM sitemaps WHERE downloadinfo = 'ok'")}
         uris = dict(db.execute(

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from polite.cli.common import (
@@ -15,6 +14,7 @@ from polite.cli.common import (
     add_command,
     add_group,
     fetch_client,
+    local_file,
     require_public,
 )
 from polite.config import ROBOTS_CHECK, ROBOTS_DIFF, ROBOTS_EXPLAIN, ROBOTS_LINT
@@ -74,7 +74,8 @@ def _add_explain_commands(robots_commands: argparse._SubParsersAction[argparse.A
 def _read(name: str) -> bytes:
     if name == "-":
         return sys.stdin.buffer.read()
-    return Path(name).read_bytes()
+    with open(local_file(name), "rb") as stream:
+        return stream.read()
 
 
 def is_site(name: str) -> bool:

@@ -14,6 +14,7 @@ from polite.cli.common import (
     add_command,
     add_group,
     fetch_client,
+    local_file,
     require_public,
     sitemap_walker,
 )
@@ -58,7 +59,7 @@ def _sitemap_parse(args: argparse.Namespace, out: TextIO) -> int:
         name = args.source
     else:
         parser = SitemapParser(args.url, max_bytes=args.max_sitemap_bytes)
-        source = sys.stdin.buffer if args.source == "-" else open(args.source, "rb")  # noqa: SIM115
+        source = sys.stdin.buffer if args.source == "-" else open(local_file(args.source), "rb")  # noqa: SIM115
         with source:
             while chunk := source.read(1 << 18):
                 show(parser.feed(chunk))

@@ -216,7 +216,12 @@ class RegpSite:
         self._on_request = on_request
         self._lock = threading.Lock()
         self._log: list[Request] = []
-        self._server = ThreadingHTTPServer((host, port), _handler(self), bind_and_activate=True)
+        try:
+            self._server = ThreadingHTTPServer((host, port), _handler(self),
+                                               bind_and_activate=True)
+        except OSError as exc:  # the port taken, or an address not this machine's
+            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+                              ) from exc
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
 

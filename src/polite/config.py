@@ -72,8 +72,12 @@ __all__ = [
 ]
 
 
-def _shown(bound: float) -> str:
-    return f"{int(bound):,}" if float(bound).is_integer() else f"{bound:g}"
+def _shown(bound: float, *, grouped: bool = True) -> str:
+    """A number as people read it: thousands grouped (``50,000``) unless ``grouped`` is
+    off (a port: ``8080``)."""
+    if float(bound).is_integer():
+        return f"{int(bound):,}" if grouped else str(int(bound))
+    return f"{bound:g}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +89,7 @@ class Bounds:
     minimum: float | None = None
     minimum_inclusive: bool = True  # False: above ``minimum`` (0 cannot work, e.g. a timeout)
     maximum: float | None = None
+    grouped: bool = True  # thousands shown grouped; off for a number that is a name (a port)
 
     def admits(self, number: float) -> bool:
         """Is ``number`` finite and within the bounds?"""
@@ -99,14 +104,16 @@ class Bounds:
         """``a whole number of 1 or more``, ``a finite number above 0``, ..."""
         kind = "a whole number" if whole else "a finite number"
         low, high = self.minimum, self.maximum
+        grouped = self.grouped
         if low is not None and high is not None and self.minimum_inclusive:
-            return f"{kind} from {_shown(low)} to {_shown(high)}"
+            return (f"{kind} from {_shown(low, grouped=grouped)} to "
+                    f"{_shown(high, grouped=grouped)}")
         parts = []
         if low is not None:
-            parts.append(f"of {_shown(low)} or more" if self.minimum_inclusive
-                         else f"above {_shown(low)}")
+            parts.append(f"of {_shown(low, grouped=grouped)} or more"
+                         if self.minimum_inclusive else f"above {_shown(low, grouped=grouped)}")
         if high is not None:
-            parts.append(f"of {_shown(high)} at most")
+            parts.append(f"of {_shown(high, grouped=grouped)} at most")
         return " ".join([kind, *parts])
 
 
@@ -114,7 +121,7 @@ NON_NEGATIVE = Bounds(minimum=0)  # a delay, a factor, a count where 0 means non
 POSITIVE = Bounds(minimum=0, minimum_inclusive=False)  # a timeout, a lease: 0 cannot work
 AT_LEAST_ONE = Bounds(minimum=1)  # a size, a concurrency, a budget
 FRACTION = Bounds(minimum=0, maximum=1)
-PORT = Bounds(minimum=0, maximum=65_535)  # 0: any free port
+PORT = Bounds(minimum=0, maximum=65_535, grouped=False)  # 0: any free port
 
 
 UNITS = {"s": "seconds", "bytes": "bytes", "MiB": "MiB", "USD": "US dollars"}
@@ -971,7 +978,8 @@ def default_shown(setting: Setting) -> str:
     if setting.kind is bool:
         return "on" if value else "off"
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return _shown(value) + (f" {setting.unit}" if setting.unit else "")
+        grouped = setting.bounds is None or setting.bounds.grouped
+        return _shown(value, grouped=grouped) + (f" {setting.unit}" if setting.unit else "")
     return str(value)
 
 

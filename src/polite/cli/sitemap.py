@@ -19,6 +19,7 @@ from polite.cli.common import (
     sitemap_walker,
 )
 from polite.config import SITEMAP_PARSE, SITEMAP_TREE
+from polite.core.text import counted
 
 __all__ = ["add_sitemap_commands"]
 
@@ -130,7 +131,7 @@ def _sitemap_tree(args: argparse.Namespace, out: TextIO) -> int:
     for file in files:
         note = file.error or (f"same as {file.duplicate_of}" if file.duplicate_of else "")
         if not note and file.issues:
-            note = f"{len(file.issues)} issues, first: line {file.issues[0].line}: " \
+            note = f"{counted(len(file.issues), 'issue')}, first: line {file.issues[0].line}: " \
                 f"{file.issues[0].message}"
         listing.add_row(str(file.level), file.url, file.format or "-", f"{file.urls:,}",
                         f"{file.sitemaps:,}", note)

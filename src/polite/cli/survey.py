@@ -289,7 +289,7 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
     started = time.monotonic()
     with Survey(folder, agents=agents, k=args.k, ai_crawlers=_ai_crawlers()) as survey:
         paths = write_report(survey, folder / "report")
-    out.write(f"polite report: {len(paths)} files in {folder / 'report'} "
+    out.write(f"polite report: {counted(len(paths), 'file')} in {folder / 'report'} "
               f"({time.monotonic() - started:.1f} s); open {folder / 'report' / 'index.html'}\n")
     return 0
 

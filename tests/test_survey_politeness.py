@@ -93,4 +93,7 @@ def test_a_visit_time_window_hours_away_is_reported_not_waited_for(tmp_path: Pat
     with sqlite3.connect(out / "survey.sqlite") as db:
         ((info, error),) = db.execute("SELECT downloadinfo, error FROM sitemaps").fetchall()
     assert info == "deferred" and "asks to wait" in error, error
+    # the window opens in 3 hours (to the minute), read on the wall clock's time of day
+    waited = float(error.split("asks to wait ")[1].split(" s")[0])
+    assert 3 * 3600 - 120 <= waited <= 3 * 3600 + 5, error
     assert farm.requests("late.politeness.test") == ["/robots.txt"]

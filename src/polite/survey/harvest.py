@@ -191,7 +191,9 @@ class _Turns:
         # The run's own client: the driver never fetches robots.txt through it (each origin
         # is told first), but it is the one requests to sites leave through.
         self._client = client
-        self._clock = time.monotonic
+        # The wall clock, as the driver's: a Visit-time window is a time of day (on the
+        # monotonic clock a window 3 hours away came out as any wait at all).
+        self._clock = time.time
         # The slots: shared by every driver below, so a new one keeps each host's spacing.
         self._slots = MemoryStore(self._clock)
         self._grants = Grants()  # the slots given, as the slots: every driver's

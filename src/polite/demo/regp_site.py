@@ -114,7 +114,7 @@ class TableRow:
 
 
 def visit_time_value(opens_at: float, length_s: int = 3600) -> str:
-    """A Visit-time value in the seed's form (``21:00:00 +0800-08:00:00 +0800``) for a daily
+    """A Visit-time value in Ge & Ding's form (``21:00:00 +0800-08:00:00 +0800``) for a daily
     window opening at the wall-clock instant ``opens_at`` (whole seconds) and lasting
     ``length_s``."""
     beijing = 8 * 3600

@@ -115,8 +115,8 @@ def _sitemap(db: sqlite3.Connection, truth: Truth, domain: str, ident: int,
         (ident, domain, parent, uri, level, kind if info == "ok" else None, info,
          200 if info == "ok" else None, urls, children, cross))
     truth.errors[info] += 1
-    truth.sitemap_files[domain] += 1
-    if info != "not_sampled":
+    if info != "not_sampled":  # files reached (Table 4 and Table 5 alike)
+        truth.sitemap_files[domain] += 1
         truth.levels[level] += 1
     if info == "ok":
         truth.read.add(domain)

@@ -56,7 +56,7 @@ def test_robots_lint_lists_issues_with_line_numbers(tmp_path: Path) -> None:
     assert f"{robots}:1: error:" in out
     assert f"{robots}:3: warning: 'Disalow' read as 'disallow'" in out
     assert f"{robots}:4: error: cannot read crawl-delay" in out
-    assert "2 errors, 1 warnings" in out
+    assert "2 errors, 1 warning," in out
     as_json = json.loads(run("robots", "lint", str(robots), "--json").stdout)
     assert [i["line"] for i in as_json] == [1, 3, 4]
 
@@ -72,7 +72,7 @@ def test_robots_lint_says_an_html_page_once_in_text_and_json(tmp_path: Path) -> 
         "of it skipped as no field [html]",
         f"{page}:1803: warning: User-agent with no value (2 times: lines 1803, 1804) "
         "[empty-user-agent]",
-        f"{page}: dialect rfc9309, 1 groups, 1803 errors, 2 warnings, 0 notes",
+        f"{page}: dialect rfc9309, 1 group, 1,803 errors, 2 warnings, 0 notes",
     ]
     as_json = json.loads(run("robots", "lint", str(page), "--json").stdout)
     assert [(i["line"], i["code"], i["count"], i["lines"][:3]) for i in as_json] == [

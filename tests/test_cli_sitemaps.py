@@ -119,3 +119,21 @@ def test_rest_sitemaps_on_polite_serve(tmp_path: Path) -> None:
     assert missing.status_code == 400 and "site" in missing.json()["error"]
     assert bad.status_code == 400 and too_many.status_code == 400
     assert [f["error"] for f in shallow.json()["files"]][1:] == ["deeper than 0 index levels"] * 2
+
+
+def test_parse_refuses_a_binary_file_in_one_line(tmp_path: Path) -> None:
+    """A binary file is no sitemap (exit 1, one line), as an HTML page is; so is a text
+    file with no URL at all."""
+    binary = tmp_path / "image.png"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4)
+    result = run("sitemap", "parse", str(binary))
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"{binary}:2: error: not a sitemap: a binary file (the control byte \\x1a) "
+        "[not-a-sitemap]"]
+    words = tmp_path / "notes.txt"
+    words.write_text("hello\nworld\n")
+    result = run("sitemap", "parse", str(words))
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == (
+        f"{words}:2: error: no URL in its 2 lines: this is not a sitemap [not-a-sitemap]")

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import csv
+import sqlite3
 from pathlib import Path
+
+import pytest
 
 from tests.test_cli import run
 
@@ -27,7 +30,7 @@ def test_a_folder_of_robots_txt_files_gives_the_tables(tmp_path: Path) -> None:
     assert first.returncode == 0 and "4 sites recorded" in first.stdout
     (files / "e.example.txt").write_bytes(b"User-agent: *\nDisallow:\n")
     again = run("survey", "--robots-dir", str(files), "--out", str(out))
-    assert "1 sites recorded" in again.stdout  # the four recorded are not read again
+    assert "1 site recorded" in again.stdout  # the four recorded are not read again
     report = run("report", str(out))
     assert report.returncode == 0, report.stderr
     tables = out / "report" / "tables"
@@ -116,3 +119,68 @@ def test_input_files_that_are_not_text_are_clear_errors(tmp_path: Path) -> None:
     result = run("survey", "--warc", str(warc), "--out", str(tmp_path / "w"))
     assert result.returncode == 2 and "not a WARC file" in result.stderr
     assert len(result.stderr) < 300 and "\x00" not in result.stderr
+
+
+def test_a_domain_list_header_is_skipped_and_bad_lists_are_refused(tmp_path: Path) -> None:
+    from polite.errors import ConfigError
+    from polite.survey.harvest import read_domains
+
+    listing = tmp_path / "l.csv"
+    # a CSV export: a byte order mark, CRLF line ends, a header line
+    listing.write_bytes(b"\xef\xbb\xbfrank,domain\r\n1,a.example\r\n2,B.example.\r\n")
+    assert read_domains(listing) == [(1, "a.example"), (2, "b.example")]
+    listing.write_bytes(b"a.example\nrank,domain\n")  # a header only comes first
+    with pytest.raises(ConfigError, match=r"l.csv:2: expected 'rank,domain'"):
+        read_domains(listing)
+    empty = tmp_path / "empty.csv"
+    empty.write_bytes(b"# nothing yet\n\n")
+    result = run("survey", str(empty), "--out", str(tmp_path / "s"))
+    assert result.returncode == 2 and "no domain in it" in result.stderr, result.stderr
+    long = tmp_path / "long.csv"
+    long.write_text("1," + "a" * 100_000 + ".example\n")
+    result = run("survey", str(long), "--out", str(tmp_path / "s"))
+    assert result.returncode == 2, result.stderr
+    assert "long.csv:1: not a domain" in result.stderr and "253 characters" in result.stderr
+    assert len(result.stderr) < 400  # the name is not printed whole
+
+
+def test_robots_dir_files_not_named_after_a_host_are_skipped_and_named(
+        tmp_path: Path) -> None:
+    files = tmp_path / "robots"
+    files.mkdir()
+    for name in ("a.example.txt", "not a host.txt", ".hidden.txt"):
+        (files / name).write_bytes(b"User-agent: *\nDisallow: /x\n")
+    result = run("survey", "--robots-dir", str(files), "--out", str(tmp_path / "s"))
+    assert result.returncode == 0, result.stderr
+    assert "1 site recorded" in result.stdout
+    assert "2 files skipped, not named HOST.txt: '.hidden.txt', 'not a host.txt'" \
+        in result.stderr
+    with sqlite3.connect(tmp_path / "s" / "survey.sqlite") as db:
+        assert [d for (d,) in db.execute("SELECT domain FROM sites")] == ["a.example"]
+
+
+def test_a_folder_surveyed_otherwise_is_refused_naming_what_differs(tmp_path: Path) -> None:
+    files = tmp_path / "robots"
+    files.mkdir()
+    (files / "a.example.txt").write_bytes(b"User-agent: *\nDisallow: /x\n")
+    listing = tmp_path / "top.txt"
+    listing.write_text("a.example\nb.example\n")
+    hosts = tmp_path / "hosts"  # loopback, never asked: private addresses are refused
+    hosts.write_text("127.0.35.201 a.example\n127.0.35.202 b.example\n")
+    offline = tmp_path / "offline"
+    assert run("survey", "--robots-dir", str(files), "--out", str(offline)).returncode == 0
+    mixed = run("survey", str(listing), "--out", str(offline), "--hosts", str(hosts))
+    assert mixed.returncode == 2, mixed.stderr
+    assert f"source '--robots-dir {files.resolve()}' there, 'domain list " \
+        f"{listing.resolve()}' here" in mixed.stderr
+    fetched = tmp_path / "fetched"
+    first = run("survey", str(listing), "--out", str(fetched), "--hosts", str(hosts))
+    assert "not surveyed" in first.stderr  # the folder's settings are recorded all the same
+    other = run("survey", str(listing), "--out", str(fetched), "--hosts", str(hosts),
+                "--agent", "OtherBot", "--n0", "5")
+    assert other.returncode == 2
+    assert "agent 'polite' there, 'OtherBot' here; n0 '100' there, '5' here" in other.stderr
+    # the same settings go on; so do another pace and robots.txt alone
+    again = run("survey", str(listing), "--out", str(fetched), "--hosts", str(hosts),
+                "--default-delay-s", "0", "--no-sitemaps")
+    assert "holds a survey made otherwise" not in again.stderr, again.stderr

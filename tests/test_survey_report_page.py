@@ -49,4 +49,7 @@ def test_the_report_page_shows_the_tables_and_figures(tmp_path: Path, page: Page
     assert all(url.startswith("file://") for url in requests)  # nothing from elsewhere
     ulinks = cells(page, "t-ulinks")
     assert ["d01.example", "http://d01.example/a/", "2"] in ulinks
+    text = page.text_content("body") or ""  # works are named by author and year
+    assert "(Roy 2008, section 2.4)" in text and "Beyond Roy 2008" in text
+    assert "seed" not in text.lower()
     assert screenshot(page, "survey-report").stat().st_size > 50_000

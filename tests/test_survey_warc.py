@@ -53,6 +53,10 @@ def test_captures_land_in_their_classes(tmp_path: Path) -> None:
         response(writer, "http://moved.example/robots.txt", 301, headers=[
             ("Location", "https://www.moved.example/robots.txt")])
         response(writer, "https://www.moved.example/robots.txt", 200, ROBOTS, text)
+        # the other way round, the target captured first: one site too, back.example
+        response(writer, "https://back.example/robots.txt", 200, ROBOTS, text)
+        response(writer, "http://www.back.example/robots.txt", 301, headers=[
+            ("Location", "https://back.example/robots.txt")])
         response(writer, "http://lost.example/robots.txt", 302, headers=[
             ("Location", "https://elsewhere.example/robots.txt")])
         response(writer, "http://loop.example/robots.txt", 301, headers=[
@@ -64,7 +68,8 @@ def test_captures_land_in_their_classes(tmp_path: Path) -> None:
     out = tmp_path / "survey"
     result = run("survey", "--warc", str(path), "--out", str(out))
     assert result.returncode == 0, result.stderr
-    assert "14 sites recorded" in result.stdout and "1 records not a robots.txt" in result.stdout
+    # moved.example and www.moved.example are one site, as are back.example and its www.
+    assert "14 sites recorded" in result.stdout and "1 record not a robots.txt" in result.stdout
     with sqlite3.connect(out / "survey.sqlite") as db:
         rows = {d: (o, s, e, n) for d, o, s, e, n in db.execute(
             "SELECT domain, outcome, status, error, robots_bytes FROM sites")}
@@ -72,7 +77,7 @@ def test_captures_land_in_their_classes(tmp_path: Path) -> None:
         "a.example": "ok", "zipped.example": "ok", "gone.example": "not_found",
         "closed.example": "forbidden", "busy.example": "server_error", "page.example": "html",
         "latin.example": "charset", "empty.example": "empty", "big.example": "too_big",
-        "moved.example": "ok", "www.moved.example": "ok", "lost.example": "not_found",
+        "moved.example": "ok", "back.example": "ok", "lost.example": "not_found",
         "loop.example": "redirect_loop", "loop2.example": "redirect_loop"}
     assert rows["big.example"][3] == len(big)
     assert json.loads(rows["moved.example"][2])["redirects"] == [
@@ -80,8 +85,8 @@ def test_captures_land_in_their_classes(tmp_path: Path) -> None:
     report = run("report", str(out))
     assert report.returncode == 0, report.stderr
     fields = (out / "report" / "tables" / "fields.csv").read_text()
-    assert "Sitemap,4,4," in fields  # a, zipped, www.moved and moved (the same file)
+    assert "Sitemap,4,4," in fields  # a, zipped, moved (www.moved's file) and back
     again = run("survey", "--warc", str(path), "--out", str(out))
-    assert "0 sites recorded" in again.stdout
+    assert "0 sites recorded" in again.stdout  # www.moved.example is not a site again
     junk = run("survey", "--warc", str(tmp_path / "junk.warc"), "--out", str(out))
     assert junk.returncode == 2 and "not a WARC file" in junk.stderr

@@ -75,8 +75,12 @@ __all__ = [
 ]
 
 
-def _shown(bound: float) -> str:
-    return f"{int(bound):,}" if float(bound).is_integer() else f"{bound:g}"
+def _shown(bound: float, *, grouped: bool = True) -> str:
+    """A number as people read it: thousands grouped (``50,000``) unless ``grouped`` is
+    off (a port: ``8080``)."""
+    if float(bound).is_integer():
+        return f"{int(bound):,}" if grouped else str(int(bound))
+    return f"{bound:g}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +92,7 @@ class Bounds:
     minimum: float | None = None
     minimum_inclusive: bool = True  # False: above ``minimum`` (0 cannot work, e.g. a timeout)
     maximum: float | None = None
+    grouped: bool = True  # thousands shown grouped; off for a number that is a name (a port)
 
     def admits(self, number: float) -> bool:
         """Is ``number`` finite and within the bounds? (A whole number too large for a
@@ -103,27 +108,31 @@ class Bounds:
         """The bounds in a unit ``per`` of which make this one's (milliseconds: 1000)."""
         return Bounds(None if self.minimum is None else self.minimum * per,
                       self.minimum_inclusive,
-                      None if self.maximum is None else self.maximum * per)
+                      None if self.maximum is None else self.maximum * per,
+                      grouped=self.grouped)
 
     def describe(self, *, whole: bool) -> str:
         """``a whole number of 1 or more``, ``a finite number above 0``, ..."""
         kind = "a whole number" if whole else "a finite number"
         low, high = self.minimum, self.maximum
+        grouped = self.grouped
         if low is not None and high is not None and self.minimum_inclusive:
-            return f"{kind} from {_shown(low)} to {_shown(high)}"
+            return (f"{kind} from {_shown(low, grouped=grouped)} to "
+                    f"{_shown(high, grouped=grouped)}")
         if low is not None and high is not None:
-            return f"{kind} above {_shown(low)}, at most {_shown(high)}"
+            return (f"{kind} above {_shown(low, grouped=grouped)}, at most "
+                    f"{_shown(high, grouped=grouped)}")
         parts = []
         if low is not None:
-            parts.append(f"of {_shown(low)} or more" if self.minimum_inclusive
-                         else f"above {_shown(low)}")
+            parts.append(f"of {_shown(low, grouped=grouped)} or more"
+                         if self.minimum_inclusive else f"above {_shown(low, grouped=grouped)}")
         if high is not None:
-            parts.append(f"of {_shown(high)} at most")
+            parts.append(f"of {_shown(high, grouped=grouped)} at most")
         return " ".join([kind, *parts])
 
 
 FRACTION = Bounds(minimum=0, maximum=1)
-PORT = Bounds(minimum=0, maximum=65_535)  # 0: any free port
+PORT = Bounds(minimum=0, maximum=65_535, grouped=False)  # 0: any free port
 
 # Every setting's number also has a finite upper bound (a Setting without one is refused when
 # it is declared): 1e308 seconds is finite, but a crawl told to wait that long fetches
@@ -1004,7 +1013,8 @@ def default_shown(setting: Setting) -> str:
     if setting.kind is bool:
         return "on" if value else "off"
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return _shown(value) + (f" {setting.unit}" if setting.unit else "")
+        grouped = setting.bounds is None or setting.bounds.grouped
+        return _shown(value, grouped=grouped) + (f" {setting.unit}" if setting.unit else "")
     return str(value)
 
 

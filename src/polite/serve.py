@@ -50,8 +50,8 @@ if TYPE_CHECKING:
 
     from polite.proxy.authority import CertificateAuthority
 
-__all__ = ["Settings", "default_ca_dir", "masked_env", "open_authority", "open_store",
-           "proxy_settings", "run_server", "settings_from", "upstream_context"]
+__all__ = ["Settings", "default_ca_dir", "listen_problem", "masked_env", "open_authority",
+           "open_store", "proxy_settings", "run_server", "settings_from", "upstream_context"]
 
 
 @dataclass
@@ -207,6 +207,21 @@ async def _check_redis(url: str) -> None:
         await store.close()
 
 
+def listen_problem(option: str, host: str) -> str | None:
+    """Why ``host`` is no address to listen on (``999.1.1.1``, ``my host``), naming
+    ``option``; None for an IP address or a host name."""
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return None
+    except ValueError:
+        pass
+    name = host.lower().rstrip(".")
+    if name and all(label.isdigit() for label in name.split(".")):
+        return f"{option} {host} is not an address (each number of an IPv4 address is 0 to 255)"
+    problem = host_name_problem(name)
+    return None if problem is None else f"{option} {host!r} is not an address: {problem}"
+
+
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -295,6 +310,9 @@ def proxy_settings(settings: Settings) -> ProxySettings:
 
 def run_server(settings: Settings, out: TextIO) -> int:
     """Run the service with ``settings`` until interrupted; its exit status."""
+    problem = listen_problem("--host", settings.host)
+    if problem is not None:
+        raise ConfigError(problem)
     if not _is_loopback(settings.host) and not settings.admin_token:
         raise ConfigError(f"--host {settings.host} is not loopback: give --admin-token so "
                           "that writes are not open to the network")

@@ -36,6 +36,10 @@ def test_rest_answers_preferences_beside_access(site: Site) -> None:
         assert "Content-Usage line 4" in test["usage"]["reason"]
         assert test["usage"]["sources"][0]["vocabulary"] == "draft-ietf-aipref-vocab-07"
         assert (never["allowed"], never["usage"]["pref"]) == (False, "unknown")
+        # the group states train-ai=n: not "no preference stated", but why none applies
+        assert never["usage"]["reason"] == (
+            "train-ai: none applies: robots.txt disallows this URL for politetest, and its usage "
+            "preferences attach only to the URLs it allows (draft-ietf-aipref-attach, 3.1)")
         assert ok["usage"]["pref"] == "allow"
         plain = api.post("/politeness/verbose", json=urls[:1]).json()[0]
         assert "usage" not in plain

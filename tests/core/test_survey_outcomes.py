@@ -37,7 +37,11 @@ def test_status(status: int, outcome: Outcome | None) -> None:
     (b"", "text/plain", None, Outcome.EMPTY),
     (b"# nothing but a comment\n\n", "text/plain", None, Outcome.EMPTY),
     (b"<!DOCTYPE html><html><body>Home</body></html>", "", None, Outcome.HTML),
-    (b"User-agent: *\n", "text/html; charset=utf-8", None, Outcome.HTML),
+    # classed by content: a robots.txt file served as text/html is one (every fetch of
+    # robots.txt reads it); a page, or no field at all, served so is a page
+    (b"User-agent: *\nDisallow: /x\n", "text/html; charset=utf-8", None, Outcome.OK),
+    (b"Welcome to our shop\n", "text/html", None, Outcome.HTML),
+    (b"<html><body>User-agent: *</body></html>", "text/plain", None, Outcome.HTML),
     (b"User-agent: *\n", "text/plain; charset=utf8x", None, Outcome.CHARSET),
     (b"User-agent: caf\xe9\n", "text/plain; charset=utf-8", None, Outcome.CHARSET),
     (b"User-agent: caf\xe9\n", "text/plain; charset=iso-8859-1", None, Outcome.OK),

@@ -232,6 +232,11 @@ def test_a_hook_gets_each_page_and_returns_items_and_urls(tmp_path: Path) -> Non
             assert headers["User-Agent"] == "HookBot"
     (record,) = [json.loads(line) for line in (tmp_path / "sites.jsonl").read_text().splitlines()]
     assert record["dialect"] == "regp" and record["mirror_sites"] == ["http://mirror.example/"]
+    # every file of the folder in one compact JSON Lines form, as pages.jsonl
+    for name in ("pages.jsonl", "sites.jsonl", "items.jsonl"):
+        for line in (tmp_path / name).read_text("utf-8").splitlines():
+            assert line == json.dumps(json.loads(line), ensure_ascii=False,
+                                      separators=(",", ":")), (name, line)
 
 
 def test_revisit_queues_each_page_again_for_when_it_is_due(tmp_path: Path) -> None:

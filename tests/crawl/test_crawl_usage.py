@@ -155,3 +155,25 @@ def test_without_a_purpose_everything_allowed_is_kept_and_preferences_recorded(
 def test_an_unknown_purpose_is_refused_by_name() -> None:
     with pytest.raises(SettingError, match="purpose="):
         CrawlSettings(purpose="sell-it")
+
+
+def test_the_summary_counts_pages_kept_and_refused_by_purpose(
+        usage_farm: dict[str, Site], tmp_path: Path) -> None:
+    from tests.test_cli import run
+
+    origin = usage_farm["robots"].origin + "/"
+    result = run("crawl", origin, "--out", str(tmp_path / "c"), "--allow-private",
+                 "--default-delay-s", "0", "--purpose", "train-ai")
+    assert result.returncode == 0, result.stderr
+    # "/" and "/plain" fetched and refused by Content-Usage, "/ai-ok/a" kept
+    assert result.stdout.startswith(
+        "polite crawl: 3 pages fetched (1 kept: 2 refused for train-ai by the sites' "
+        "AI-usage preferences) from 1 host, "), result.stdout
+    again = run("crawl", origin, "--out", str(tmp_path / "d"), "--allow-private",
+                "--default-delay-s", "0", "--purpose", "train-ai", "--json")
+    summary = json.loads(again.stdout)
+    assert (summary["fetched"], summary["kept"], summary["refusedByPurpose"]) == (3, 1, 2)
+    # the URLs this run added (the never-fetched /never/x too), beside what the frontier
+    # still holds: no count called "queued" that the frontier contradicts
+    assert summary["added"] == 4 and summary["frontier"]["queued"] == 0
+    assert "queued" not in {k for k in summary if k != "frontier"}

@@ -1,5 +1,6 @@
-"""The manual in a real headless Chromium, offline: the home page from file://, a reference
-page and the search from a plain local HTTP server, no request leaving either."""
+"""The manual in a real headless Chromium, offline: the home page and the search from
+file:// (as the README says to read it), a reference page and the search from a plain local
+HTTP server, no request leaving either."""
 
 from __future__ import annotations
 
@@ -72,6 +73,31 @@ def test_the_home_page_from_file(docs_site: BuiltSite, page: Page) -> None:
     assert not outside, outside
 
 
+def _search(page: Page, word: str) -> None:
+    """Type ``word`` in the search box until results come: a query typed before the page
+    has read the index is not run, so it is typed again."""
+    deadline = time.monotonic() + 30
+    while page.locator(".md-search-result__item").count() == 0:
+        assert time.monotonic() < deadline, page.inner_text(".md-search-result__meta")
+        page.fill(".md-search__input", "")
+        page.type(".md-search__input", word)
+        page.wait_for_timeout(500)
+    assert "matching document" in page.inner_text(".md-search-result__meta")
+
+
+def test_the_search_from_file(docs_site: BuiltSite, page: Page) -> None:
+    seen = _requests(page)
+    page.goto((docs_site.path / "tutorials" / "crawler.html").as_uri())
+    page.wait_for_load_state("load")
+    _search(page, "intercept")
+    # a result leads to its page, from the file it names
+    page.locator(".md-search-result__item a").first.click()
+    page.wait_for_load_state("load")
+    assert page.url.startswith("file://") and page.url.split("#")[0].endswith(".html")
+    outside = [url for url in seen if not url.startswith(("file://", "data:", "blob:"))]
+    assert not outside, outside
+
+
 def test_a_reference_page_and_the_search_from_a_local_server(docs_site: BuiltSite,
                                                              page: Page) -> None:
     with served(docs_site.path) as origin:
@@ -87,13 +113,6 @@ def test_a_reference_page_and_the_search_from_a_local_server(docs_site: BuiltSit
         assert page.url.endswith("#polite-robots-check")
         assert page.locator("table:has-text('--dialect')").first.is_visible()
         # the search runs in the page, from the index the build wrote
-        # (a query typed before its worker has loaded the index is not run: type it again)
-        deadline = time.monotonic() + 30
-        while page.locator(".md-search-result__item").count() == 0:
-            assert time.monotonic() < deadline, page.inner_text(".md-search-result__meta")
-            page.fill(".md-search__input", "")
-            page.type(".md-search__input", "intercept")
-            page.wait_for_timeout(500)
-        assert "matching document" in page.inner_text(".md-search-result__meta")
+        _search(page, "intercept")
     outside = [url for url in seen if not url.startswith((origin, "data:", "blob:"))]
     assert not outside, outside

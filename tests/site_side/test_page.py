@@ -165,6 +165,8 @@ def test_the_robot_visits_page(page: Page, servers: tuple[str, str, SiteStore]) 
     with client_from("127.0.23.21", site_url, "ExampleCrawler/1.0") as other:
         other.get("/admin/panel")
     page.goto(page_url + "/access")
+    text = page.locator("body").inner_text()  # works are named by author, as the docs do
+    assert "(Jasani & Kumbharana, 4.9)" in text and "seed 0" not in text
     robots = page.locator("#robots").inner_text()
     assert "GPTBot" in robots and "OpenAI" in robots and "ExampleCrawler" in robots
     broken = page.locator("#broken").inner_text()

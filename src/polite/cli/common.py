@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import functools
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from polite.config import FLAGS, Product, Setting, default_shown, from_environment, read_config
+from polite.errors import ConfigError
 
 if TYPE_CHECKING:
     from polite.fetch.http import PageFetcher
@@ -18,8 +20,8 @@ if TYPE_CHECKING:
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_FINDINGS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_STORE",
            "EXIT_USAGE", "LazyParser", "Parser", "add_command", "add_group", "add_settings",
-           "command_tree", "fetch_client", "require_public", "resolve", "resolver",
-           "sitemap_walker"]
+           "command_tree", "fetch_client", "local_file", "require_public", "resolve",
+           "resolver", "sitemap_walker"]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1  # some URL is disallowed (check) or the file has problems (lint)
@@ -32,6 +34,24 @@ EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 # A shared crawl whose store did not come back within the time it waits for it.
 EXIT_STORE = 1
+
+
+# What a URL starts with, whatever its scheme.
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def local_file(name: str) -> str:
+    """A FILE|SITE argument that is no site (http:// or https://): the file's name, as
+    given; :class:`ConfigError` when it is a URL of another scheme (``htp://x``, a typo, or
+    ``ftp://``) that names no file, rather than a file "htp:/x" that is not there."""
+    found = _SCHEME.match(name)
+    if found is not None:
+        import os
+
+        if not os.path.exists(name):
+            raise ConfigError(f"{name!r} is no file, nor a site: a site is an http:// or "
+                              f"https:// URL, not {found.group(1)}://")
+    return name
 
 
 class Parser(argparse.ArgumentParser):
@@ -72,6 +92,11 @@ class Parser(argparse.ArgumentParser):
                 given.insert(0, self.default_command)
             args = given
         return super().parse_known_args(args, namespace)
+
+    def error(self, message: str) -> NoReturn:
+        """One line on stderr, as every other usage error (not the whole usage first: 19
+        lines for ``crawl run``), and where the options are; exit 2."""
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
     def add_subparsers(self, **kwargs: Any) -> Any:
         # A group named without its command (polite keys) shows its own help.

@@ -22,6 +22,7 @@ from polite.cli.common import (
     resolve,
 )
 from polite.config import CRAWL, CRAWL_MERGE, CRAWL_STATUS, FLAGS
+from polite.core.text import counted
 from polite.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -186,7 +187,8 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
                           "failed", f"{stats.failed:,}")
             table.add_row("pages/s", f"{stats.pages_per_s():,.1f}", "hosts waiting",
                           f"{stats.waiting_hosts:,}", "in flight", f"{stats.in_flight:,}")
-            table.add_row("queued", f"{stats.queued:,}", "bytes", f"{stats.bytes:,}", "", "")
+            table.add_row("added", f"{stats.added:,}", "bytes", f"{stats.bytes:,}", "kept",
+                          f"{stats.kept:,}")
             return table
 
         try:
@@ -225,7 +227,13 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
         out.write(json.dumps(summary) + "\n")
         return status
     skipped = ", ".join(f"{kind} {n:,}" for kind, n in sorted(stats.skipped.items())) or "none"
-    out.write(f"polite crawl: {stats.fetched:,} pages fetched from {len(stats.hosts):,} hosts, "
+    kept = ""
+    if stats.kept != stats.fetched:  # noindex, or a purpose the sites' preferences refuse
+        refused = (f": {stats.refused_by_purpose:,} refused for {args.purpose} by the sites' "
+                   "AI-usage preferences" if stats.refused_by_purpose else "")
+        kept = f" ({stats.kept:,} kept{refused})"
+    out.write(f"polite crawl: {counted(stats.fetched, 'page')} fetched{kept} from "
+              f"{counted(len(stats.hosts), 'host')}, "
               f"{stats.failed:,} failed, skipped: {skipped}; {stats.bytes:,} bytes in "
               f"{summary['seconds']} s ({stats.pages_per_s():,.1f} pages/s)\n")
     totals = ("the store's totals unknown (it did not answer)" if frontier is None else

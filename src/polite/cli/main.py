@@ -53,6 +53,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PoliteError as exc:
         print(f"polite: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except (FileExistsError, NotADirectoryError) as exc:
+        # A folder made or read where a file is (--out naming a file): "File exists" alone
+        # does not say what was wanted.
+        print(f"polite: {exc.filename}: a file is there, where a folder is wanted (an --out "
+              "names a folder)", file=sys.stderr)
+        return EXIT_USAGE
     except OSError as exc:
         print(f"polite: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
         return EXIT_USAGE

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from polite.cli.common import (
@@ -15,10 +14,11 @@ from polite.cli.common import (
     add_command,
     add_group,
     fetch_client,
+    local_file,
     require_public,
 )
 from polite.config import ROBOTS_CHECK, ROBOTS_DIFF, ROBOTS_EXPLAIN, ROBOTS_LINT
-from polite.core.text import decode_text, shown
+from polite.core.text import counted, decode_text, shown
 from polite.errors import ConfigError
 
 # The robots.txt engine is imported by the commands that run it, not by every run of polite.
@@ -74,7 +74,8 @@ def _add_explain_commands(robots_commands: argparse._SubParsersAction[argparse.A
 def _read(name: str) -> bytes:
     if name == "-":
         return sys.stdin.buffer.read()
-    return Path(name).read_bytes()
+    with open(local_file(name), "rb") as stream:
+        return stream.read()
 
 
 def is_site(name: str) -> bool:
@@ -282,12 +283,13 @@ def _robots_lint(args: argparse.Namespace, out: TextIO) -> int:
         for issue in issues:
             out.write(shown(f"{name}:{issue.line}: {issue.severity}: {issue.message} "
                             f"[{issue.code}]\n"))
-        out.write(shown(f"{name}: dialect {report.dialect}, {report.groups} groups, "
-                        f"{report.errors} errors, {report.warnings} warnings, "
-                        f"{report.notes} notes\n"))
+        out.write(shown(f"{name}: dialect {report.dialect}, {counted(report.groups, 'group')}, "
+                        f"{counted(report.errors, 'error')}, "
+                        f"{counted(report.warnings, 'warning')}, "
+                        f"{counted(report.notes, 'note')}\n"))
         if args.lines:
             counts = ", ".join(f"{n} {label}" for label, n in sorted(report.counts.items()))
-            out.write(shown(f"{name}: {len(report.lines)} lines: {counts}\n"))
+            out.write(shown(f"{name}: {counted(len(report.lines), 'line')}: {counts}\n"))
     serious = any(i.severity in (Severity.ERROR, Severity.WARNING) for i in issues)
     return EXIT_FINDINGS if serious else EXIT_OK
 
@@ -325,8 +327,8 @@ def _robots_diff(args: argparse.Namespace, out: TextIO) -> int:
 
 def _print_diff(out: TextIO, old: str, new: str, d: RobotsDiff) -> None:
     how = ("sampled from the paths of both files' rules" if d.sampled else "given")
-    out.write(shown(f"{old} -> {new}: dialect {d.dialect}, {len(d.urls)} URLs ({how}), "
-                    f"{len(d.agents)} agents\n"))
+    out.write(shown(f"{old} -> {new}: dialect {d.dialect}, {counted(len(d.urls), 'URL')} "
+                    f"({how}), {counted(len(d.agents), 'agent')}\n"))
     for n, text in d.removed:
         out.write(shown(f"- {old}:{n}: {text}\n"))
     for n, text in d.added:

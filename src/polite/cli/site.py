@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import socket
 from typing import TextIO
 
 from polite.cli.common import add_command, add_group, fetch_client
@@ -55,10 +56,16 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
         raise ConfigError("polite site serve needs the site extra: "
                           "pip install 'polite[site]'") from exc
     from polite.core.urls import host_name_problem
-    from polite.serve import _is_loopback  # the rule polite serve applies to its own --host
+    from polite.serve import (
+        _is_loopback,  # the rule polite serve applies to its own --host
+        listen_problem,
+    )
     from polite.site import SiteStore
     from polite.site.page import create_site_app
 
+    problem = listen_problem("--host", args.host)
+    if problem is not None:
+        raise ConfigError(problem)
     allowed = args.allowed_host or []
     for name in allowed:
         if host_name_problem(name.strip().lower().rstrip(".")):
@@ -67,20 +74,48 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     made_up = token is None and not _is_loopback(args.host)
     if made_up:
         token = secrets.token_urlsafe(24)
-    store = SiteStore(args.db)
-    app = create_site_app(store, token=token, allowed_hosts=[*allowed, args.host])
-    where = f"http://{args.host}:{args.port}/"
-    # Only a token made up here is printed: one given is the operator's, and a start-up
-    # line ends up in logs that others read.
-    shown = f"?token={token}" if made_up else \
-        " (open it once with ?token= and the token given)" if token else ""
-    print(f"polite site: the configuration page of {args.db} on {where}{shown}", file=out,
-          flush=True)
+    # The port is taken before the page is announced: a busy one is one line and exit 2,
+    # not the success line followed by the server's own error.
+    listener = _listen(args.host, args.port)
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        store = SiteStore(args.db)
+        app = create_site_app(store, token=token, allowed_hosts=[*allowed, args.host])
+        port = listener.getsockname()[1]
+        host = f"[{args.host}]" if ":" in args.host else args.host
+        # Only a token made up here is printed: one given is the operator's, and a start-up
+        # line ends up in logs that others read.
+        shown = f"?token={token}" if made_up else \
+            " (open it once with ?token= and the token given)" if token else ""
+        print(f"polite site: the configuration page of {args.db} on http://{host}:{port}/"
+              f"{shown}", file=out, flush=True)
+        try:
+            server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+            server.run(sockets=[listener])
+        finally:
+            store.close()
     finally:
-        store.close()
+        listener.close()
     return 0
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host``:``port``; :class:`ConfigError` naming them when it
+    cannot be (the port taken, an address not this machine's)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+        family, kind, proto, _, address = infos[0]
+        listener = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(address)
+        listener.listen(2048)
+    except OSError as exc:
+        listener.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    return listener
 
 
 def _import(args: argparse.Namespace, out: TextIO) -> int:

@@ -14,10 +14,12 @@ from polite.cli.common import (
     add_command,
     add_group,
     fetch_client,
+    local_file,
     require_public,
     sitemap_walker,
 )
 from polite.config import SITEMAP_PARSE, SITEMAP_TREE
+from polite.core.text import counted
 
 __all__ = ["add_sitemap_commands"]
 
@@ -58,7 +60,7 @@ def _sitemap_parse(args: argparse.Namespace, out: TextIO) -> int:
         name = args.source
     else:
         parser = SitemapParser(args.url, max_bytes=args.max_sitemap_bytes)
-        source = sys.stdin.buffer if args.source == "-" else open(args.source, "rb")  # noqa: SIM115
+        source = sys.stdin.buffer if args.source == "-" else open(local_file(args.source), "rb")  # noqa: SIM115
         with source:
             while chunk := source.read(1 << 18):
                 show(parser.feed(chunk))
@@ -129,7 +131,7 @@ def _sitemap_tree(args: argparse.Namespace, out: TextIO) -> int:
     for file in files:
         note = file.error or (f"same as {file.duplicate_of}" if file.duplicate_of else "")
         if not note and file.issues:
-            note = f"{len(file.issues)} issues, first: line {file.issues[0].line}: " \
+            note = f"{counted(len(file.issues), 'issue')}, first: line {file.issues[0].line}: " \
                 f"{file.issues[0].message}"
         listing.add_row(str(file.level), file.url, file.format or "-", f"{file.urls:,}",
                         f"{file.sitemaps:,}", note)

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from polite.cli.common import add_command, resolve
 from polite.config import FLAGS, REPORT, SURVEY
+from polite.core.text import counted
 from polite.errors import ConfigError
 
 if TYPE_CHECKING:
+    from polite.survey import SurveyStore
     from polite.survey.harvest import Harvester
 
 __all__ = ["add_survey_commands"]
@@ -39,7 +42,7 @@ def add_survey_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
 
 
 def _survey(args: argparse.Namespace, out: TextIO) -> int:
-    from polite.survey import SurveyStore, import_robots_dir
+    from polite.survey import import_robots_dir
 
     resolve(SURVEY, args)
     if not args.out:
@@ -57,39 +60,60 @@ def _survey(args: argparse.Namespace, out: TextIO) -> int:
         folder = Path(args.robots_dir)
         if not folder.is_dir():
             raise ConfigError(f"--robots-dir {folder}: not a folder")
-        target.mkdir(parents=True, exist_ok=True)
-        store = SurveyStore(target / "survey.sqlite")
+        store = _open_store(target, {"source": f"--robots-dir {folder.resolve()}"})
         try:
-            added = import_robots_dir(folder, store, time.time())
+            added, skipped = import_robots_dir(folder, store, time.time())
         finally:
             store.close()
-        out.write(f"polite survey: {added:,} sites recorded from {folder} in {target}\n")
+        if skipped:
+            print(f"polite: {counted(len(skipped), 'file')} skipped, not named HOST.txt: "
+                  f"{', '.join(repr(name) for name in skipped[:5])}"
+                  f"{', ...' if len(skipped) > 5 else ''}", file=sys.stderr)
+        out.write(f"polite survey: {counted(added, 'site')} recorded from {folder} in "
+                  f"{target}\n")
         return 0
     return _harvest(args, target, out)
 
 
-def _warc(path: Path, target: Path, out: TextIO) -> int:
+def _open_store(target: Path, settings: dict[str, str]) -> SurveyStore:
+    """The survey's state in ``target``, refused when the survey there was made with other
+    ``settings`` (its source, agent, sampling): the two would be counted as one."""
     from polite.survey import SurveyStore
+
+    target.mkdir(parents=True, exist_ok=True)
+    store = SurveyStore(target / "survey.sqlite")
+    try:
+        differ = store.settle(settings)
+    except BaseException:
+        store.close()
+        raise
+    if differ:
+        store.close()
+        what = "; ".join(f"{name} {there!r} there, {here!r} here"
+                         for name, there, here in differ)
+        raise ConfigError(f"--out {target} holds a survey made otherwise ({what}): give "
+                          "another --out, or the same settings to go on with it")
+    return store
+
+
+def _warc(path: Path, target: Path, out: TextIO) -> int:
     from polite.survey.warc import import_robots_warc
 
     if not path.is_file():
         raise ConfigError(f"--warc {path}: no such file")
-    target.mkdir(parents=True, exist_ok=True)
-    store = SurveyStore(target / "survey.sqlite")
+    # Common Crawl's robots.txt captures come in many files: each adds to one survey.
+    store = _open_store(target, {"source": "--warc captures"})
     try:
         added, skipped = import_robots_warc(path, store, time.time())
     finally:
         store.close()
-    out.write(f"polite survey: {added:,} sites recorded from {path} in {target} "
-              f"({skipped:,} records not a robots.txt response)\n")
+    out.write(f"polite survey: {counted(added, 'site')} recorded from {path} in {target} "
+              f"({counted(skipped, 'record')} not a robots.txt response)\n")
     return 0
 
 
 def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
     import asyncio  # by the command that runs a loop, not by every run of polite
-    import sys
-
-    from polite.survey import SurveyStore
 
     try:
         from polite.fetch.resolve import build_resolver
@@ -113,8 +137,12 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
     if args.store is not None and not read_store_url(args.store, FLAGS.store).shared:
         raise ConfigError(f"--store {args.store}: a shared survey needs redis://, rediss:// "
                           "or unix://")
-    target.mkdir(parents=True, exist_ok=True)
-    store = SurveyStore(target / "survey.sqlite")
+    # What changes what is recorded (not the pace, the timeouts or --allow-private, which
+    # a survey goes on with; nor --no-sitemaps, whose survey a later run can add them to).
+    store = _open_store(target, {
+        "source": f"domain list {listing.resolve()}", "agent": args.agent,
+        "scheme": "https" if args.https else "http", "n0": str(args.n0),
+        "alpha": str(args.alpha), "max-uris": str(args.max_uris)})
     show = sys.stderr.isatty() if args.progress is None else args.progress
     progress = SurveyProgress(sys.stderr) if show else None
 
@@ -261,7 +289,7 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
     started = time.monotonic()
     with Survey(folder, agents=agents, k=args.k, ai_crawlers=_ai_crawlers()) as survey:
         paths = write_report(survey, folder / "report")
-    out.write(f"polite report: {len(paths)} files in {folder / 'report'} "
+    out.write(f"polite report: {counted(len(paths), 'file')} in {folder / 'report'} "
               f"({time.monotonic() - started:.1f} s); open {folder / 'report' / 'index.html'}\n")
     return 0
 

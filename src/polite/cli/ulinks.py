@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
-from polite.cli.common import add_command
+from polite.cli.common import add_command, local_file
 from polite.config import ULINKS
 from polite.core.survey.sampling import MAX_KEPT_URIS, Reservoir
 from polite.errors import ConfigError
@@ -68,7 +68,7 @@ def _sample(entries: Iterable[Any], limit: int, rng: random.Random) -> tuple[lis
 def _entries(args: argparse.Namespace) -> Iterable[Any]:
     source: str = args.source
     if not source.startswith(("http://", "https://")):
-        path = Path(source)
+        path = Path(local_file(source))
         if path.is_dir():
             raise ConfigError(f"{source}: not a survey folder (no survey.sqlite in it); give "
                               "a survey's folder, a site, a sitemap URL or a sitemap file")

@@ -7,7 +7,7 @@ import re
 
 from polite.errors import ConfigError
 
-__all__ = ["decode_text", "not_text", "shown"]
+__all__ = ["control_at", "counted", "decode_text", "not_text", "shown"]
 
 # Control bytes no text file holds: all of C0 but tab, line feed, form feed and carriage
 # return, and DEL. A NUL, an escape sequence or a backspace means a binary file (or one that
@@ -20,6 +20,14 @@ _UNSHOWN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 def _line_of(body: bytes, at: int) -> int:
     return body.count(b"\n", 0, at) + 1
+
+
+def control_at(body: bytes) -> int | None:
+    """Where ``body`` holds its first control byte no text file holds (a binary file's
+    sign; any chunk of a file can be asked, a character cut at its end is no matter), or
+    None."""
+    found = _CONTROL_BYTES.search(body)
+    return None if found is None else found.start()
 
 
 def not_text(body: bytes) -> tuple[int, str] | None:
@@ -63,3 +71,9 @@ def decode_text(body: bytes, name: str) -> str:
         line, why = found
         raise ConfigError(f"{name}:{line}: this line {why}")
     return body.decode("utf-8-sig")
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and its noun, the plural (``noun + "s"`` unless given) but for one:
+    ``1 site``, ``2,000 sites``."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"

@@ -9,13 +9,13 @@ heaviest first. The lightest node goes first so that the ulinks cover diverse pa
 site: a portal's two ulinks are ``/books`` and ``/music``, not ``/books/fiction`` and
 ``/books/biography``.
 
-The seed states the stopping rule once with "nodes" ("the number of nodes remaining ... is
+Roy 2008 states the stopping rule once with "nodes" ("the number of nodes remaining ... is
 at least m") and otherwise speaks of leaves ("fold the leaves ... till the number of leaves
 is as small as possible without being lower than m"). Leaves are what is output, so this
 module counts leaves: folding stops when it would leave fewer than ``k``. It reproduces the
-seed's mp3va.com case, where ``release`` is not folded because that would leave too few.
+paper's mp3va.com case, where ``release`` is not folded because that would leave too few.
 
-The seed's future work is here too: a URI may weigh more than one (its ``priority``, or
+The paper's future work is here too: a URI may weigh more than one (its ``priority``, or
 how recent its ``lastmod`` is) by passing ``weights``.
 """
 

@@ -178,7 +178,11 @@ class CrawlStats:
     skipped: Counter[str] = field(default_factory=Counter)
     bytes: int = 0
     hosts: set[str] = field(default_factory=set)
-    queued: int = 0  # URLs added to the frontier
+    # URLs this run added to the frontier (what is queued there now is the frontier's count:
+    # ``Crawler.counts()``, the summary's "frontier").
+    added: int = 0
+    kept: int = 0  # of those fetched, answers written to the output (not noindex, not refused)
+    refused_by_purpose: int = 0  # of those fetched, not kept: the site refuses the purpose
     in_flight: int = 0
     waiting_hosts: int = 0
 
@@ -189,7 +193,8 @@ class CrawlStats:
     def as_json(self) -> dict[str, object]:
         return {"fetched": self.fetched, "failed": self.failed,
                 "skipped": dict(self.skipped), "bytes": self.bytes,
-                "hosts": len(self.hosts), "queued": self.queued,
+                "hosts": len(self.hosts), "added": self.added, "kept": self.kept,
+                "refusedByPurpose": self.refused_by_purpose,
                 "seconds": round(time.monotonic() - self.started, 3),
                 "pagesPerSecond": round(self.pages_per_s(), 2)}
 
@@ -331,7 +336,7 @@ class Crawler:
             items.append(FrontierItem(normal, host, 0, "seed"))
         await self._frontier.add_seed_hosts(sorted({item.host for item in items}))
         added = await self._frontier.add(items)
-        self.stats.queued += len(added)
+        self.stats.added += len(added)
         for item in added:
             self._schedule(item.host, 0.0)
         return bad
@@ -856,6 +861,7 @@ class Crawler:
                 if revisit_at is not None:
                     record["next_visit"] = _iso(revisit_at)
         if keep:
+            self.stats.kept += 1
             self._output.exchange(Exchange(
                 item.url, [("Host", item.url.split("/")[2]), *headers.items()], status,
                 got.reason, got.http_version, got.raw_headers, body,
@@ -949,6 +955,7 @@ class Crawler:
             plan = PagePlan(False, plan.follow, ", ".join(
                 filter(None, (plan.why, f"usage: {usage.answer(purpose).reason}"))))
             record["usage_refused"] = purpose
+            self.stats.refused_by_purpose += 1
         if plan.why:
             record["guidance"] = plan.why
         followed: list[str] = []
@@ -1003,7 +1010,7 @@ class Crawler:
                                "depth": item.depth,
                                "reason": f"out of scope (--scope {self.settings.scope})"})
             self.stats.skipped["scope"] += 1
-        self.stats.queued += len(added)
+        self.stats.added += len(added)
         for item in added:
             if item.host not in self._due and not self._in_flight[item.host]:
                 self._schedule(item.host, item.not_before)

@@ -48,6 +48,12 @@ class Exchange:
         self.metadata = metadata  # written as a metadata record beside the response
 
 
+def _line(record: object) -> str:
+    """One JSON Lines record, the same compact form in every file of a crawl's folder (a
+    value JSON has no form for, from a user's hook, written as its text)."""
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
+
+
 class CrawlOutput:
     """The files of one crawl folder, opened for appending."""
 
@@ -79,14 +85,14 @@ class CrawlOutput:
 
     def page(self, record: dict[str, Any]) -> None:
         """One decided URL."""
-        self._pages.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self._pages.write(_line(record))
         self._pages.flush()
 
     def site(self, record: dict[str, Any]) -> None:
         """What one site's robots.txt said (``sites.jsonl``)."""
         if self._sites is None:
             self._sites = (self.folder / "sites.jsonl").open("a", encoding="utf-8")
-        self._sites.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._sites.write(_line(record))
         self._sites.flush()
 
     def items(self, items: Sequence[object]) -> None:
@@ -96,7 +102,7 @@ class CrawlOutput:
         if self._items is None:
             self._items = (self.folder / "items.jsonl").open("a", encoding="utf-8")
         for item in items:
-            self._items.write(json.dumps(item, ensure_ascii=False, default=str) + "\n")
+            self._items.write(_line(item))
         self._items.flush()
 
     def exchange(self, exchange: Exchange, fetched_at: float) -> None:

@@ -114,7 +114,7 @@ class TableRow:
 
 
 def visit_time_value(opens_at: float, length_s: int = 3600) -> str:
-    """A Visit-time value in the seed's form (``21:00:00 +0800-08:00:00 +0800``) for a daily
+    """A Visit-time value in Ge & Ding's form (``21:00:00 +0800-08:00:00 +0800``) for a daily
     window opening at the wall-clock instant ``opens_at`` (whole seconds) and lasting
     ``length_s``."""
     beijing = 8 * 3600
@@ -216,7 +216,12 @@ class RegpSite:
         self._on_request = on_request
         self._lock = threading.Lock()
         self._log: list[Request] = []
-        self._server = ThreadingHTTPServer((host, port), _handler(self), bind_and_activate=True)
+        try:
+            self._server = ThreadingHTTPServer((host, port), _handler(self),
+                                               bind_and_activate=True)
+        except OSError as exc:  # the port taken, or an address not this machine's
+            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+                              ) from exc
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
 

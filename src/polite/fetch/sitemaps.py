@@ -39,8 +39,9 @@ from polite.fetch.politeness import Politeness, message
 from polite.fetch.redirects import Check, follow, redirect_target
 from polite.fetch.robots import normal_url, split_origin
 
-__all__ = ["WELL_KNOWN_PATHS", "CrossHost", "Failure", "Fetched", "Listed", "SitemapFile",
-           "SitemapWalker", "Step", "Taken", "Visited", "WalkSummary", "parse_whole", "polite_turn"]
+__all__ = ["WELL_KNOWN_PATHS", "CrossHost", "Deferred", "Failure", "Fetched", "Listed",
+           "SitemapFile", "SitemapWalker", "Step", "Taken", "Visited", "WalkSummary",
+           "parse_whole", "polite_turn"]
 
 CrossHost = Literal["host", "site", "any"]
 # Why a file's exchange gave no 2xx: the client's own failures (timeout, dns, connection,
@@ -57,6 +58,13 @@ class Taken(NamedTuple):
 
     at: float
     grant: int = 0
+
+
+class Deferred(str):
+    """Why a turn is not taken when the host asks to wait longer than a walk waits (a
+    Visit-time window hours away): a refusal of the moment, not of the site's rules."""
+
+    __slots__ = ()
 
 
 # A hop's turn at its host, taken just before it is asked for (and again when its request
@@ -92,7 +100,8 @@ async def polite_turn(politeness: Politeness, url: str,
         if pause is None:
             return message(found) or "not allowed"
         if waited + pause > max_wait_s:
-            return f"the host asks to wait {pause:.0f} s; more than {max_wait_s:.0f} s"
+            return Deferred(f"the host asks to wait {pause:.0f} s; more than "
+                            f"{max_wait_s:.0f} s")
         await asyncio.sleep(pause)
         waited += pause
 

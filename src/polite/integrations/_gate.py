@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import difflib
+import inspect
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Coroutine, Generator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Sequence
 from typing import Any, NamedTuple, Protocol, TypeVar
 from urllib.parse import unquote, urlsplit
 
@@ -59,9 +61,26 @@ from polite.fetch.robots import (
 )
 from polite.storage import MemoryStore, open_store
 
-__all__ = ["AllowPrivate", "Grant", "LoopGate", "PoliteGate", "Rest", "run_now"]
+__all__ = ["AllowPrivate", "Grant", "LoopGate", "PoliteGate", "Rest", "run_now",
+           "unexpected_keywords"]
 
 _T = TypeVar("_T")
+
+
+def unexpected_keywords(owner: str, given: Iterable[str],
+                        *takers: Callable[..., object]) -> None:
+    """:class:`TypeError` naming ``owner`` (the class a user made, not the base that took
+    the arguments) and the nearest known name, for a keyword argument none of the
+    ``takers`` (constructors) names."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    names = [parameter.name for taker in takers
+             for parameter in inspect.signature(taker).parameters.values()
+             if parameter.kind in kinds and parameter.name != "self"]
+    for name in given:
+        if name not in names:
+            near = difflib.get_close_matches(name, names, n=1)
+            raise TypeError(f"{owner}() got an unexpected keyword argument {name!r}"
+                            + (f" (did you mean {near[0]!r}?)" if near else ""))
 # Which private addresses may be reached: all (True), none (False), or those in some
 # networks ("10.1.0.0/16", or one address), the others staying refused.
 AllowPrivate = bool | Sequence[str]

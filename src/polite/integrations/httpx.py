@@ -21,7 +21,13 @@ from polite.core.politeness.rules import DEFAULT_DELAY_S
 from polite.core.robots import product_token
 from polite.errors import RobotsDisallowed
 from polite.identity.options import signer_from
-from polite.integrations._gate import MAX_WAIT_S, AllowPrivate, Grant, PoliteGate
+from polite.integrations._gate import (
+    MAX_WAIT_S,
+    AllowPrivate,
+    Grant,
+    PoliteGate,
+    unexpected_keywords,
+)
 
 __all__ = ["AsyncPoliteTransport", "PoliteTransport"]
 
@@ -46,7 +52,9 @@ class _Gated(Generic[_Transport]):
                  max_wait_s: float = MAX_WAIT_S, forbidden_response: bool = False,
                  gate: PoliteGate | None = None, purpose: str | None = None,
                  refuse_by_purpose: bool = False, sign_with: str | None = None,
-                 signature_agent: str | None = None) -> None:
+                 signature_agent: str | None = None, **unknown: object) -> None:
+        # A misspelt argument is named with the class the user made, not this base.
+        unexpected_keywords(type(self).__name__, unknown, _Gated.__init__)
         self._signer = signer_from(sign_with, signature_agent)  # before a gate is opened
         self._agent = agent
         self._owns_gate = gate is None

@@ -22,7 +22,7 @@ from polite.core.politeness.rules import DEFAULT_DELAY_S
 from polite.core.robots import product_token
 from polite.errors import RobotsDisallowed
 from polite.identity.options import signer_from
-from polite.integrations._gate import MAX_WAIT_S, PoliteGate
+from polite.integrations._gate import MAX_WAIT_S, PoliteGate, unexpected_keywords
 
 __all__ = ["PoliteAdapter"]
 
@@ -51,6 +51,9 @@ class PoliteAdapter(HTTPAdapter):
                  purpose: str | None = None, refuse_by_purpose: bool = False,
                  sign_with: str | None = None, signature_agent: str | None = None,
                  **adapter_options: Any) -> None:
+        # A misspelt argument is named with this class, not HTTPAdapter that would refuse it.
+        unexpected_keywords(type(self).__name__, adapter_options, PoliteAdapter.__init__,
+                            HTTPAdapter.__init__)
         self._signer = signer_from(sign_with, signature_agent)  # before a gate is opened
         super().__init__(**adapter_options)
         self._agent = agent

@@ -51,7 +51,7 @@ from polite.core.survey.sampling import (
     sample_children,
 )
 from polite.core.text import decode_text
-from polite.core.urls import split_origin
+from polite.core.urls import host_name_problem, split_origin
 from polite.errors import ConfigError, InvalidURL
 from polite.fetch.http import HttpClient, PageFetcher
 from polite.fetch.politeness import LATE_UNNOTED_S, Grants, Politeness
@@ -64,6 +64,7 @@ from polite.fetch.robots import (
     private_refusal,
 )
 from polite.fetch.sitemaps import (
+    Deferred,
     Listed,
     SitemapWalker,
     Taken,
@@ -92,31 +93,60 @@ _MAX_COUNTED_BYTES = 256 << 20
 _FAILURES = {"timeout": Outcome.TIMEOUT, "dns": Outcome.DNS_ERROR}
 # Sitemap parser stops that mean "over a size limit" (seed 004's cityweekend case, bombs).
 _TOO_BIG_STOPS = ("too-large", "huge-markup", "too-many-names")
+# Parser stops that mean the file broke off (cut short, or broken past its start): a
+# ``parse_error``, the entries before the break kept and followed.
+_BROKEN_STOPS = ("broken-xml",)
+# Rows whose entries were read (in whole or up to a limit or a break): their children are
+# followed and their page URLs kept, and a resumed survey reads them again from the store.
+_READ_INFOS = ("ok", "too_big", "parse_error")
 # A sitemap file's row that is never recorded: the survey's settings forbid fetching it.
 _REFUSED = "refused"
+# A file whose host asks to wait longer than the survey waits (a Visit-time window hours
+# away): neither fetched nor refused by its rules.
+_DEFERRED = "deferred"
 
 
 def read_domains(path: Path) -> list[tuple[int | None, str]]:
-    """``rank,domain`` lines (Tranco, Alexa) or one domain a line; blank lines and ``#``
-    comments skipped; :class:`ConfigError` with the line number for a line that is neither."""
+    """``rank,domain`` lines (Tranco, Alexa) or one domain a line; blank lines, ``#``
+    comments and a header line (``rank,domain``: words, no name) skipped;
+    :class:`ConfigError` with the line number for a line that is neither, and for a file
+    with no domain in it."""
     domains = []
+    first = True
     for number, line in enumerate(decode_text(path.read_bytes(), str(path)).splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
+        header, first = first and _HEADER.match(line) is not None, False
+        if header:
+            continue
+        shown = repr(line) if len(line) <= 80 else f"{line[:80]!r}..."
         rank_text, comma, name = line.partition(",")
         rank: int | None = None
         if comma:
             if not rank_text.strip().isdigit():
-                raise ConfigError(f"{path}:{number}: expected 'rank,domain', got {line!r}")
+                raise ConfigError(f"{path}:{number}: expected 'rank,domain' (a number, a "
+                                  f"comma, a name), got {shown}")
             rank = int(rank_text)
         else:
             name = rank_text
         name = name.strip().lower().rstrip(".")
-        if not name or "/" in name or " " in name:
-            raise ConfigError(f"{path}:{number}: not a domain: {line!r}")
+        problem = "no name" if not name else None
+        if problem is None and ("/" in name or ":" in name):
+            problem = "a URL or a path, not a host name"
+        if problem is None:
+            problem = host_name_problem(name)
+        if problem is not None:
+            raise ConfigError(f"{path}:{number}: not a domain: {shown} ({problem})")
         domains.append((rank, name))
+    if not domains:
+        raise ConfigError(f"{path}: no domain in it (one a line, or 'rank,domain' lines)")
     return domains
+
+
+# A list's header line: two words, neither a number nor a name (Tranco's files have none,
+# other lists' CSV exports do).
+_HEADER = re.compile(r"[A-Za-z_ ]+,[A-Za-z_ ]+\Z")
 
 
 # Hosts whose robots.txt state the politeness driver is told of at once (a domain's walk ends
@@ -161,7 +191,9 @@ class _Turns:
         # The run's own client: the driver never fetches robots.txt through it (each origin
         # is told first), but it is the one requests to sites leave through.
         self._client = client
-        self._clock = time.monotonic
+        # The wall clock, as the driver's: a Visit-time window is a time of day (on the
+        # monotonic clock a window 3 hours away came out as any wait at all).
+        self._clock = time.time
         # The slots: shared by every driver below, so a new one keeps each host's spacing.
         self._slots = MemoryStore(self._clock)
         self._grants = Grants()  # the slots given, as the slots: every driver's
@@ -677,13 +709,13 @@ class Harvester:
             row = recorded.get(item.url)
             if row is not None:
                 entries = (self._reparse(item.url, row.localfile)
-                           if row.downloadinfo in ("ok", "too_big") and row.localfile is not None
+                           if row.downloadinfo in _READ_INFOS and row.localfile is not None
                            else [])
                 return Visited((row, None, entries, False), _children(entries))
             parent = None if item.parent is None else ids[item.parent]
             row, body, entries = await self._sitemap_file(domain, item, parent, own)
             return Visited((row, body, entries, True),
-                           _children(entries) if row.downloadinfo in ("ok", "too_big") else ())
+                           _children(entries) if row.downloadinfo in _READ_INFOS else ())
 
         sampled: dict[str, str] = {}  # an index sampled -> how, for its children left out
 
@@ -783,6 +815,7 @@ class Harvester:
         # robots.txt and in its turn.
         hop_rules, seen = rules, {uri}
         loop = False
+        deferred: str | None = None  # the host asks to wait longer than the survey waits
 
         async def check(target: str) -> str | None:
             nonlocal hop_rules, refused, loop
@@ -805,7 +838,11 @@ class Harvester:
             return refusal
 
         async def turn(target: str) -> Taken | str:
-            return await self._host_turns().take(target, hop_rules.body)
+            nonlocal deferred
+            taken = await self._host_turns().take(target, hop_rules.body)
+            if isinstance(taken, Deferred):
+                deferred = taken
+            return taken
 
         got = await self._walker().fetch(uri, check=check, turn=turn,
                                          headers=lambda _: self._headers)
@@ -814,9 +851,9 @@ class Harvester:
                 return failed(_REFUSED, refused)
             if loop:
                 return failed(str(Outcome.REDIRECT_LOOP), None, got.status, 0.0)
-            # its robots.txt disallows a hop, or its turn is refused (a Visit-time window
-            # hours away)
-            return failed("robots_disallowed", got.error)
+            if deferred is not None:  # a Visit-time window hours away: not the rules' no
+                return failed(_DEFERRED, got.error)
+            return failed("robots_disallowed", got.error)  # its robots.txt disallows a hop
         if got.failure == "redirects":
             return failed(str(Outcome.REDIRECT_LOOP), got.error, None, 0.0)
         if got.failure not in (None, "status"):
@@ -837,6 +874,8 @@ class Harvester:
             error = f"{stop.code}: {stop.message}"
         if stop is not None and stop.code in _TOO_BIG_STOPS:
             info = "too_big"
+        elif stop is not None and stop.code in _BROKEN_STOPS:
+            info = "parse_error"  # cut short: not the file the site meant, whatever came
         elif not entries and (stop is not None or parser.format in (None, "text")):
             # Nothing read, and not an empty urlset or index: what came is no sitemap.
             if error is None and parser.issues:

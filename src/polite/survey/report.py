@@ -113,7 +113,7 @@ FIGURES: dict[str, str] = {
     "fig17_tree_depth": "Fig. 17: prefix-tree depth",
     "fig18_nodes_per_level": "Fig. 18: nodes per level, all trees",
     "fig19_leaves_per_level": "Fig. 19: leaves per level, all trees",
-    "access": "Sites disallowing each agent (beyond the seed)",
+    "access": "Sites disallowing each agent (beyond Roy 2008)",
     "ai_usage": "AI-usage preferences stated in robots.txt, by mechanism and purpose",
 }
 
@@ -472,7 +472,7 @@ def _page(survey: Survey, empty: set[str]) -> str:
 
     add('<h2 id="fig5">Fig. 5: robots.txt size in lines</h2>')
     add(_summary_line(survey, "robots_lines", "lines"))
-    add(f'<p class="note">The seed\'s largest file: {old["largest_file_lines"]:,.0f} lines '
+    add(f'<p class="note">Roy 2008\'s largest file: {old["largest_file_lines"]:,.0f} lines '
         "(cityweekend.com.cn, 12.3 MB). A file over the size cap is counted as far as it "
         "was kept.</p>")
     add(_figure("fig05_robots_lines", empty))
@@ -581,7 +581,7 @@ def _page(survey: Survey, empty: set[str]) -> str:
                       [[r[0], r[2], r[3]] for r in t("sitemap_domains").rows[:10]],
                       [list(r) for r in seed2008.URIS_PER_DOMAIN]))
     add(_summary_line(survey, "uris_per_domain", "URIs"))
-    add(f'<p class="note">The seed\'s Table 5 shows the amazon domains; here the ten '
+    add(f'<p class="note">Roy 2008\'s Table 5 shows the amazon domains; here the ten '
         f"domains with the most URIs. This survey: {facts.get('sitemap_uris', 0):,} URIs in "
         f"all. 2008: {old['sitemap_uris']:,.0f}. URIs are counted in every file read, also "
         "beyond the URLs kept for the trees.</p>")
@@ -613,7 +613,7 @@ def _page(survey: Survey, empty: set[str]) -> str:
     add(_html_table(["level", "nodes", "leaves"], t("tree_levels").rows, ident="t-levels-tree"))
     add(_csv_links("trees", "tree_levels"))
 
-    add('<h2 id="access">Beyond the seed: which agents sites keep out</h2>')
+    add('<h2 id="access">Beyond Roy 2008: which agents sites keep out</h2>')
     add('<p>Decided by polite\'s own robots.txt matcher for each robots.txt file. '
         "<b>Entirely</b>: the root <code>/</code> is disallowed to the agent. "
         "<b>Partly</b>: the root is allowed, but at least one Disallow rule with a path "
@@ -628,7 +628,7 @@ def _page(survey: Survey, empty: set[str]) -> str:
     add(_figure("access", empty))
     add(_csv_links("access"))
 
-    add('<h2 id="ai-usage">Beyond the seed: AI-usage preferences and AI crawlers</h2>')
+    add('<h2 id="ai-usage">Beyond Roy 2008: AI-usage preferences and AI crawlers</h2>')
     add("<p>Files with a <code>Content-Usage</code> (draft-ietf-aipref-attach, read with "
         "draft-ietf-aipref-vocab-07) or <code>Content-Signal</code> "
         "(draft-romm-aipref-contentsignals) line in a User-agent group, or an RSL "
@@ -652,7 +652,7 @@ def _page(survey: Survey, empty: set[str]) -> str:
     add(f'<h2 id="ulinks">ulinks (k = {survey.k})</h2>')
     links = t("ulinks").rows
     add(f'<p class="note">Each domain\'s {survey.k} most useful pages from its sitemap URLs '
-        "alone (seed 004, section 2.4). The first 20 domains; all are in the CSV.</p>")
+        "alone (Roy 2008, section 2.4). The first 20 domains; all are in the CSV.</p>")
     shown: list[str] = []
     for domain, *_ in links:
         if domain not in shown:

@@ -50,6 +50,9 @@ CREATE TABLE IF NOT EXISTS sitemap_sites (
 -- robots.txt of hosts outside the list that hold a listed domain's sitemap files (the
 -- seed's sitemap sharing), read before fetching from them and kept so a resumed survey
 -- does not read them again.
+-- what the survey in this folder was made with (its source, agent and the settings that
+-- change what is recorded), so that a run with others is refused rather than mixed in.
+CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS other_robots (
     host TEXT PRIMARY KEY, outcome TEXT NOT NULL, status INTEGER, robots_hash TEXT,
     recorded_at REAL NOT NULL);
@@ -137,6 +140,24 @@ class SurveyStore:
                 (site.domain, site.rank, site.outcome, site.status, site.error,
                  site.robots_url, site.robots_hash, site.robots_bytes, now))
         return site
+
+    def settle(self, settings: dict[str, str]) -> list[tuple[str, str, str]]:
+        """The settings this folder's survey was made with, against ``settings``: (name,
+        recorded, given) for each that differs; those not recorded yet (a new folder, or
+        one made before they were) are recorded as given."""
+        recorded = dict(self._db.execute("SELECT name, value FROM settings"))
+        differ = [(name, recorded[name], value) for name, value in settings.items()
+                  if name in recorded and recorded[name] != value]
+        if not differ:
+            with self._transaction() as db:
+                db.executemany("INSERT OR IGNORE INTO settings (name, value) VALUES (?, ?)",
+                               list(settings.items()))
+        return differ
+
+    def forget(self, domain: str) -> None:
+        """Drop a site's row (its body stays, stored by hash for whoever shares it)."""
+        with self._transaction() as db:
+            db.execute("DELETE FROM sites WHERE domain = ?", (domain,))
 
     def recorded(self, domain: str) -> bool:
         return self._db.execute("SELECT 1 FROM sites WHERE domain = ?",

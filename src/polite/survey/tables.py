@@ -74,15 +74,15 @@ TABLES: dict[str, tuple[tuple[str, ...], str]] = {
                     "Figs. 18-19: nodes and leaves per level, all trees together"),
     "access": (("agent", "sites", "entirely", "partly", "not_at_all", "named",
                 "entirely_share", "partly_share", "not_at_all_share", "named_share"),
-               "beyond the seed: sites disallowing each agent entirely, partly, not at all"),
+               "beyond Roy 2008: sites disallowing each agent entirely, partly, not at all"),
     "usage": (("mechanism", "files", "share"),
-              "beyond the seed: robots.txt files stating AI-usage preferences, by mechanism"),
+              "beyond Roy 2008: robots.txt files stating AI-usage preferences, by mechanism"),
     "usage_purposes": (("mechanism", "purpose", "allow", "disallow", "allow_share",
                         "disallow_share"),
-                       "beyond the seed: files allowing / disallowing each purpose"),
+                       "beyond Roy 2008: files allowing / disallowing each purpose"),
     "ai_crawlers": (("crawler", "token", "files", "named", "blocked", "named_share",
                      "blocked_share"),
-                    "beyond the seed: AI crawlers of the crawler list, named and denied / "
+                    "beyond Roy 2008: AI crawlers of the crawler list, named and denied / "
                     "by robots.txt files"),
     "distributions": (("distribution", "count", "mean", "sd", "median", "minimum",
                        "maximum"),
@@ -96,7 +96,7 @@ TABLES: dict[str, tuple[tuple[str, ...], str]] = {
     "sitemap_files": (("id", "domain", "parent", "uri", "level", "filetype", "kind",
                        "downloadinfo", "status", "bytes", "url_count", "child_count",
                        "seconds", "cross_site", "error"),
-                      "each sitemap file (the seed's sitemapinfo, Table 1)"),
+                      "each sitemap file (Roy 2008's sitemapinfo, Table 1)"),
 }
 
 
@@ -352,7 +352,10 @@ class Survey:
         ok = db.execute("SELECT COUNT(*), COUNT(DISTINCT uri) FROM sitemaps "
                         "WHERE downloadinfo = 'ok'").fetchone()
         self.facts.update(sitemap_downloads=ok[0], sitemap_distinct_files=ok[1])
-        files = dict(db.execute("SELECT domain, COUNT(*) FROM sitemaps GROUP BY domain"))
+        # Files reached, as Table 4 counts them (an index's children left out by its
+        # sampling were never requested).
+        files = dict(db.execute("SELECT domain, COUNT(*) FROM sitemaps "
+                                "WHERE downloadinfo != 'not_sampled' GROUP BY domain"))
         read = {row[0] for row in db.execute(
             "SELECT DISTINCT domain FROM sitemaps WHERE downloadinfo = 'ok'")}
         uris = dict(db.execute(

@@ -5,7 +5,11 @@ one site (the URI's host), classified by its status, headers and body like a fet
 A redirect is followed inside the file: the site takes the outcome of the capture its
 ``Location`` leads to (five hops at most, each recorded, a loop is ``redirect_loop``); a
 redirect whose target was not captured counts as unavailable (``not_found``; RFC 9309,
-2.3.1.2 lets a crawler treat a robots.txt it cannot reach by redirects so).
+2.3.1.2 lets a crawler treat a robots.txt it cannot reach by redirects so). A name and its
+``www.`` twin that lead to one capture are one site, under the name without ``www.`` (as
+a survey of a list fetches ``DOMAIN`` and reaches ``www.DOMAIN`` from it): ``c.example``
+redirected to ``www.c.example`` is recorded with that capture's outcome and the redirect,
+and ``www.c.example`` is not a site of its own.
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ def import_robots_warc(path: Path, store: SurveyStore, now: float, *,
                 if parts.path != "/robots.txt" or not host:
                     skipped += 1
                     continue
-                if store.recorded(host) or host in redirects:
+                if store.recorded(host) or host in redirects or _folded(store, host, uri):
                     continue  # the first capture of a host is its survey
                 try:
                     status = int(record.http_headers.get_statuscode())
@@ -88,21 +92,42 @@ def import_robots_warc(path: Path, store: SurveyStore, now: float, *,
         raise ConfigError(f"{path}: not a WARC file "
                           f"({why[:120] + ' ...' if len(why) > 120 else why})") from exc
     for host in redirects:
-        store.record(_followed(store, redirects, host), None, now)
+        site, reached = _followed(store, redirects, host)
+        if reached is not None and reached == _twin(host):
+            if host.startswith("www."):
+                continue  # www.c.example -> c.example: the site is c.example's capture
+            store.forget(reached)  # c.example -> www.c.example: one site, c.example
+            added -= 1
+        store.record(site, None, now)
         added += 1
     return added, skipped
 
 
+def _twin(host: str) -> str:
+    """The same site's other name: with ``www.`` or without it."""
+    return host[4:] if host.startswith("www.") else f"www.{host}"
+
+
+def _folded(store: SurveyStore, host: str, uri: str) -> bool:
+    """Whether ``host``'s capture is the site of its name without ``www.`` (recorded by an
+    earlier import, reached by its redirect)."""
+    if not host.startswith("www."):
+        return False
+    bare = store.site(host[4:])
+    return bare is not None and bare.robots_url == uri
+
+
 def _followed(store: SurveyStore, redirects: dict[str, tuple[str, int, str]], host: str
-              ) -> SiteRecord:
-    """A redirecting capture's record: the outcome of the capture its hops lead to."""
+              ) -> tuple[SiteRecord, str | None]:
+    """A redirecting capture's record, the outcome of the capture its hops lead to, and that
+    capture's host (None: no capture reached)."""
     uri, status, target = redirects[host]
     hops = [target]
     seen = {uri}
     while True:
         if target in seen or len(hops) > MAX_REDIRECTS:
             return SiteRecord(host, None, str(Outcome.REDIRECT_LOOP), status,
-                              json.dumps({"error": None, "redirects": hops}), uri)
+                              json.dumps({"error": None, "redirects": hops}), uri), None
         seen.add(target)
         parts = urlsplit(target)
         target_host = (parts.hostname or "").lower()
@@ -114,7 +139,8 @@ def _followed(store: SurveyStore, redirects: dict[str, tuple[str, int, str]], ho
         found = store.site(target_host) if parts.path == "/robots.txt" else None
         if found is None or found.error is not None:
             return SiteRecord(host, None, str(Outcome.NOT_FOUND), status, json.dumps(
-                {"error": "the redirect's target was not captured", "redirects": hops}), uri)
+                {"error": "the redirect's target was not captured", "redirects": hops}),
+                uri), None
         return SiteRecord(host, None, found.outcome, found.status, json.dumps(
             {"error": None, "redirects": hops}), found.robots_url, found.robots_hash,
-            found.robots_bytes)
+            found.robots_bytes), target_host

@@ -107,11 +107,13 @@ class Answer:
     pref: Pref
     decided_by: tuple[Source, ...] = ()
     overruled: tuple[Source, ...] = ()
+    # Why no preference applies, when some is stated but not for this URL (see Preferences)
+    unapplied: str | None = None
 
     @property
     def reason(self) -> str:
         if not self.decided_by:
-            return f"{self.purpose}: no preference stated"
+            return f"{self.purpose}: {self.unapplied or 'no preference stated'}"
         where = "; ".join(f"{s.named}: {s.text}" for s in self.decided_by)
         out = f"{self.purpose}={self.pref.value} by {where}"
         if self.overruled:
@@ -128,6 +130,10 @@ class Preferences:
     sources: tuple[Source, ...] = ()
     issues: tuple[str, ...] = ()
     licenses: tuple[str, ...] = field(default=())
+    # Why the preferences stated do not apply to the URL (robots.txt disallows it: they
+    # attach only to what it allows), so that "no preference stated" is not said of a group
+    # that states one.
+    unapplied: str | None = None
 
     def answer(self, purpose: str) -> Answer:
         stated = [(s, s.pref(purpose)) for s in self.sources]
@@ -137,7 +143,7 @@ class Preferences:
             return Answer(purpose, Pref.DISALLOW, no, yes)
         if yes:
             return Answer(purpose, Pref.ALLOW, yes)
-        return Answer(purpose, Pref.UNKNOWN)
+        return Answer(purpose, Pref.UNKNOWN, unapplied=self.unapplied)
 
     def pref(self, purpose: str) -> Pref:
         return self.answer(purpose).pref
@@ -285,8 +291,12 @@ def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURR
     groups = robots.groups_for(agent)
     directives = [d for g in groups for d in g.directives]
     licenses, issues = rsl_licenses(robots)
-    if not any(d.key in _RULE_KEYS for d in directives) or not robots.allowed(url, agent):
+    if not any(d.key in _RULE_KEYS for d in directives):
         return Preferences(issues=issues, licenses=licenses)  # most files: no such line
+    if not robots.allowed(url, agent):
+        return Preferences(issues=issues, licenses=licenses, unapplied=(
+            f"none applies: robots.txt disallows this URL for {agent}, and its usage "
+            "preferences attach only to the URLs it allows (draft-ietf-aipref-attach, 3.1)"))
     dialect = robots.dialect
     path = request_path(dialect, url)
     sources: list[Source] = []

@@ -46,6 +46,7 @@ from polite.core.sitemaps.model import (
     Severity,
     Video,
 )
+from polite.core.text import control_at
 
 __all__ = ["MAX_ISSUES", "Sitemap", "SitemapParser", "parse"]
 
@@ -362,6 +363,14 @@ class _TextReader:
         self.seen_url = False
 
     def feed(self, data: bytes) -> None:
+        if not self.seen_url:
+            # Before its first URL a file is still being told apart: one with bytes no text
+            # holds is a binary file, not a text sitemap of unreadable lines.
+            at = control_at(data)
+            if at is not None:
+                self.owner._stop(self.line + 1 + data.count(b"\n", 0, at), "not-a-sitemap",
+                                 f"not a sitemap: a binary file (the control byte "
+                                 f"\\x{data[at]:02x})")
         lines = (self.pending + self.decoder.decode(data)).split("\n")
         pending = lines.pop()
         # A line that goes on past every chunk is held in a bounded form (see _bounded).
@@ -374,6 +383,9 @@ class _TextReader:
         self.pending = ""
         if tail:
             self._line(tail)
+        if not self.seen_url:
+            self.owner._stop(self.line, "not-a-sitemap", f"no URL in its {self.line:,} "
+                             "lines: this is not a sitemap")
 
     def _line(self, text: str) -> None:
         self.line += 1

@@ -2,10 +2,10 @@
 
 The names are those of the data and the report: ``ok`` (a file with rules), ``empty``,
 ``not_found`` (other 4xx), ``forbidden`` (401, 403), ``server_error`` (5xx, 429), ``html``
-(a page served as robots.txt), ``charset`` (a charset that is misspelt or unknown, bytes
-that are not what was declared, or no field and bytes that are not UTF-8 text: a binary
-file), ``too_big`` (over the size cap), ``timeout``,
-``connection_error``, ``dns_error``, ``redirect_loop``.
+(a page served as robots.txt, known by its content: a file of fields is one whatever its
+Content-Type), ``charset`` (a charset that is misspelt or unknown, bytes that are not what
+was declared, or no field and bytes that are not UTF-8 text: a binary file), ``too_big``
+(over the size cap), ``timeout``, ``connection_error``, ``dns_error``, ``redirect_loop``.
 
 The classes of an HTTP answer are the rows of the status table every fetch of robots.txt
 reads (:mod:`polite.core.robots.lifecycle`), named as the seed names them; the rules a class
@@ -102,7 +102,9 @@ def body_outcome(body: bytes, *, content_type: str = "", size: int | None = None
     """The outcome of a 2xx answer: ``size`` is the true size when ``body`` was cut."""
     if (size if size is not None else len(body)) > max_bytes:
         return Outcome.TOO_BIG
-    if looks_like_html(body) or "html" in content_type.lower():
+    # Classed by what it holds: a page, or (served as HTML) no field at all; a robots.txt
+    # file served as text/html is read by every fetch of robots.txt, and counted so.
+    if looks_like_html(body) or ("html" in content_type.lower() and _FIELD.search(body) is None):
         return Outcome.HTML
     declared = _CHARSET.search(content_type)
     if declared is not None:

@@ -19,6 +19,7 @@ from polite.core.identity import SignatureOutcome, directory_keys
 from polite.errors import ConfigError
 from polite.identity.signatures import KeyDirectory, verify_signature
 from polite.integrations import PoliteGate
+from polite.integrations._gate import identity
 from polite.integrations.httpx import AsyncPoliteTransport, PoliteTransport
 from polite.integrations.requests import PoliteAdapter
 from tests.sites import Reply, Site, serve
@@ -178,3 +179,19 @@ def test_scrapy_middleware_signs(key: tuple[str, KeyDirectory], tmp_path: Path) 
                                           "/page": SignatureOutcome.VERIFIED}
     farm_bot = "FarmBot/1.0 (+https://example.com/farmbot)"  # the settings' USER_AGENT
     assert _agents(site) == {"/robots.txt": {farm_bot}, "/": {farm_bot}, "/page": {farm_bot}}
+
+
+@pytest.mark.parametrize(("user_agent", "agent", "expected"), [
+    ("python-httpx/0.28.1", "ExampleBot", ("ExampleBot", "ExampleBot")),
+    ("ExampleBot/1.0 (+https://e.example/bot)", "examplebot",
+     ("examplebot", "ExampleBot/1.0 (+https://e.example/bot)")),
+    ("Mozilla/5.0 (compatible; ExampleBot/2.1)", "ExampleBot",
+     ("ExampleBot", "Mozilla/5.0 (compatible; ExampleBot/2.1)")),
+    ("OtherExampleBot/1.0", "ExampleBot", ("ExampleBot", "ExampleBot")),  # another name
+    ("", "ExampleBot", ("ExampleBot", "ExampleBot")),
+    ("ExampleBot/1.0", "", ("ExampleBot", "ExampleBot/1.0")),
+    ("", "", ("polite", "polite")),
+])
+def test_one_identity_for_every_request(user_agent: str, agent: str,
+                                        expected: tuple[str, str]) -> None:
+    assert identity(user_agent, agent) == expected

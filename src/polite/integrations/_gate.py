@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import re
 import threading
 import time
@@ -85,6 +86,7 @@ LATE_DEPARTURE_S = 0.005
 WAKE_MARGIN_S = 0.002
 
 
+@functools.lru_cache(maxsize=256)  # asked per request; a client has a User-Agent or a few
 def identity(user_agent: str, agent: str) -> tuple[str, str]:
     """One identity for a drop-in's requests to a site: ``(token, user_agent)``, the product
     token robots.txt is read for and the User-Agent every request carries, robots.txt

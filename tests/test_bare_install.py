@@ -1,13 +1,16 @@
-"""polite installed as most users install it, ``pip install polite`` with no extras, in a
-fresh virtual environment: every command answers its --help, and a command or a public
-module that needs an extra says which (exit status 2, as for any other setting to change),
-never a traceback."""
+"""polite installed as most users install it, ``pip install polite-web`` with no extras, in a
+fresh virtual environment, from the wheel ``python -m build`` makes of the tree (with the
+sdist, both checked by ``twine check`` and both carrying the licence): every command answers
+its --help, and a command or a public module that needs an extra says which (exit status 2,
+as for any other setting to change), never a traceback."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import tarfile
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,21 +29,82 @@ _EXTRA_MODULES = ("selectolax", "fastwarc", "aiohttp", "pandas", "pyarrow", "mat
                   "cryptography", "uvicorn", "jinja2", "scrapy", "requests", "warcio")
 
 
+DISTRIBUTION = "polite-web"  # "polite" on the package index is another project
+
+
+def _unreachable(stderr: str) -> None:
+    if any(sign in stderr for sign in _UNREACHABLE):
+        pytest.skip("the package index is unreachable, so polite's build backend or core "
+                    f"dependencies cannot be installed: {stderr.strip().splitlines()[-1]}")
+
+
 @pytest.fixture(scope="module")
-def bare(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The bin folder of a fresh venv holding polite and its core dependencies only."""
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sdist and the wheel of the tree, as ``python -m build`` makes them (once)."""
+    out = tmp_path_factory.mktemp("dist")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    built = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
+                           capture_output=True, text=True, timeout=600, env=env, check=False)
+    if built.returncode != 0:
+        _unreachable(built.stderr + built.stdout)
+        pytest.fail(f"python -m build failed: {built.stderr}{built.stdout[-2000:]}")
+    return out
+
+
+def _wheel(dist: Path) -> Path:
+    (wheel,) = dist.glob("*.whl")
+    return wheel
+
+
+def test_the_sdist_and_the_wheel_carry_the_licence_and_pass_twine(dist: Path) -> None:
+    licence = (ROOT / "LICENSE").read_text("utf-8")
+    assert "Apache License" in licence and "Version 2.0, January 2004" in licence
+    wheel = _wheel(dist)
+    assert wheel.name.startswith("polite_web-")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        fields = archive.read(metadata).decode()
+        (kept,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+        assert archive.read(kept).decode("utf-8") == licence
+        # the package is imported as polite: every file of it under polite/
+        assert "polite/__init__.py" in names and "polite/cli/main.py" in names
+    assert f"Name: {DISTRIBUTION}\n" in fields
+    assert "License-Expression: Apache-2.0\n" in fields
+    assert "License-File: LICENSE\n" in fields
+    # the all extra is the other extras, named by this distribution's name (a requirement
+    # on polite[...] would install the other project)
+    assert "Requires-Dist: scrapy>=2.11; extra == 'all'" in fields
+    assert "Requires-Dist: polite" not in fields
+    (sdist,) = dist.glob("*.tar.gz")
+    assert sdist.name.startswith("polite_web-")
+    with tarfile.open(sdist) as archive:
+        member = archive.extractfile(f"{sdist.name.removesuffix('.tar.gz')}/LICENSE")
+        assert member is not None and member.read().decode("utf-8") == licence
+    checked = subprocess.run([sys.executable, "-m", "twine", "check", "--strict",
+                              str(wheel), str(sdist)],
+                             capture_output=True, text=True, timeout=120, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+@pytest.fixture(scope="module")
+def bare(tmp_path_factory: pytest.TempPathFactory, dist: Path) -> Iterator[Path]:
+    """The bin folder of a fresh venv holding polite, installed from its wheel, and its
+    core dependencies only."""
     venv = tmp_path_factory.mktemp("bare") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     installed = subprocess.run(
         [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         str(ROOT)], capture_output=True, text=True, timeout=600, env=env, check=False)
+         str(_wheel(dist))], capture_output=True, text=True, timeout=600, env=env,
+        check=False)
     if installed.returncode != 0:
-        if any(sign in installed.stderr for sign in _UNREACHABLE):
-            pytest.skip("the package index is unreachable, so polite's core dependencies "
-                        f"cannot be installed: {installed.stderr.strip().splitlines()[-1]}")
+        _unreachable(installed.stderr)
         pytest.fail(f"pip install failed: {installed.stderr}")
+    shown = subprocess.run([str(python), "-m", "pip", "show", DISTRIBUTION],
+                           capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert shown.returncode == 0 and f"Name: {DISTRIBUTION}" in shown.stdout, shown.stderr
     found = subprocess.run(
         [str(python), "-c", "import importlib.util as u, sys; print(' '.join(m for m in "
          "sys.argv[1:] if u.find_spec(m)))", *_EXTRA_MODULES],
@@ -94,7 +158,7 @@ def test_commands_that_need_an_extra_name_it(bare: Path, tmp_path: Path) -> None
         result = _polite(bare, *args, cwd=tmp_path)
         assert "Traceback" not in result.stderr, (args, result.stderr)
         assert result.returncode == 2, (args, result.stderr)
-        assert f"pip install 'polite[{extra}]'" in result.stderr, (args, result.stderr)
+        assert f"pip install 'polite-web[{extra}]'" in result.stderr, (args, result.stderr)
 
 
 def test_commands_without_extras_work(bare: Path, tmp_path: Path) -> None:
@@ -115,7 +179,7 @@ def test_public_modules_that_need_an_extra_name_it(bare: Path) -> None:
                                 check=False)
         assert result.returncode == 1
         last = result.stderr.strip().splitlines()[-1]
-        assert last.startswith("ImportError: ") and f"pip install 'polite[{extra}]'" in last, \
+        assert last.startswith("ImportError: ") and f"pip install 'polite-web[{extra}]'" in last, \
             (module, result.stderr)
     for module in ("polite.robots", "polite.sitemaps", "polite.survey", "polite.site",
                    "polite.integrations.httpx", "polite.serve", "polite.demo"):

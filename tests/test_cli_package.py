@@ -5,7 +5,9 @@ parser's help in the user's words, ``--version``, shell completion made from the
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -139,3 +141,41 @@ def test_crawl_merge_needs_its_out(capsys: pytest.CaptureFixture[str]) -> None:
         build_parser().parse_args(["crawl", "merge", "a"])
     assert exited.value.code == 2
     assert "--out" in capsys.readouterr().err
+
+
+def _package_copy(folder: Path, init: str | None) -> dict[str, str]:
+    """A copy of the package in ``folder``/polite with the other project's module beside it
+    (``polite/polite.py``), its ``__init__.py`` replaced by ``init`` when given: what an
+    environment holds once the project named polite on the package index was installed
+    after (``init``) or before this one. The environment to run it in."""
+    shutil.copytree(SRC, folder / "polite", ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / "polite" / "polite.py").write_text("please = None\nthanks = None\n")
+    if init is not None:
+        (folder / "polite" / "__init__.py").write_text(init)
+    return {**os.environ, "PYTHONPATH": str(folder)}
+
+
+_RUN = "from polite.cli import main; raise SystemExit(main(['robots', 'check', '--help']))"
+
+
+def test_the_other_project_installed_over_this_one_is_named(tmp_path: Path) -> None:
+    env = _package_copy(tmp_path, "from .polite import please, thanks\n")
+    done = subprocess.run([sys.executable, "-c", _RUN], capture_output=True, text=True,
+                          timeout=60, env=env, cwd=tmp_path, check=False)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"polite: the package polite in {tmp_path / 'polite'} is not this "
+                           "project's (polite-web)")
+    assert line.endswith("pip uninstall polite, then pip install --force-reinstall polite-web")
+
+
+def test_the_other_project_installed_before_this_one_is_warned_of(tmp_path: Path) -> None:
+    env = _package_copy(tmp_path, None)
+    done = subprocess.run([sys.executable, "-c", _RUN], capture_output=True, text=True,
+                          timeout=60, env=env, cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: polite robots check")
+    (line,) = done.stderr.splitlines()
+    assert "another project named polite on the package index shares" in line
+    assert line.endswith("pip uninstall polite, then pip install --force-reinstall polite-web")

@@ -493,7 +493,7 @@ PURPOSE = Setting("purpose", str, None, "what the requests are for: the URL's ro
                   "AI-usage preferences for it are applied", choices=PURPOSE_CHOICES,
                   scrapy="POLITE_PURPOSE", keyword=True)
 SIGN_WITH = Setting("sign_with", str, None, "sign every request with this Ed25519 key (Web "
-                    "Bot Auth; polite keys new); needs polite[identity]", metavar="KEY",
+                    "Bot Auth; polite keys new); needs polite-web[identity]", metavar="KEY",
                     scrapy="POLITE_SIGN_WITH", keyword=True)
 SIGNATURE_AGENT = Setting("signature_agent", str, None, "with --sign-with: the URL of the "
                           "key's directory, sent as Signature-Agent", metavar="URL",
@@ -783,7 +783,7 @@ SERVE = Product("serve", (
     MAX_ROBOTS_BYTES_SETTING,
     Setting("intercept_tls", bool, False, "read inside CONNECT tunnels, so https requests get "
             "per-URL robots.txt, delays and the cache: clients must trust the local CA "
-            "(polite ca export); needs polite[tls]"),
+            "(polite ca export); needs polite-web[tls]"),
     Setting("ca_dir", str, None, "the local CA's folder, made once (default "
             "$XDG_STATE_HOME/polite/ca or ~/.local/state/polite/ca)", metavar="DIR"),
     Setting("upstream_ca", str, None, "also trust origins whose certificates this CA file "
@@ -798,7 +798,7 @@ SERVE = Product("serve", (
             "at /.well-known/http-message-signatures-directory, for the Signature-Agent of a "
             "signing crawler", metavar="FILE"),
     _with(SIGN_WITH, help="sign every forwarded request, https ones read under "
-          "--intercept-tls too, with this Ed25519 key (Web Bot Auth); needs polite[identity]",
+          "--intercept-tls too, with this Ed25519 key (Web Bot Auth); needs polite-web[identity]",
           **_CLI_ONLY),
     _with(SIGNATURE_AGENT, **_CLI_ONLY),
     _with(CONFIG, help="a TOML file with any of the settings below (keys as the options, _ "

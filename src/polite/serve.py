@@ -259,7 +259,7 @@ def open_authority(ca_dir: str | None) -> CertificateAuthority:
         from polite.proxy.authority import CertificateAuthority
     except ImportError as exc:
         raise ConfigError("TLS interception needs the cryptography library: "
-                          "pip install 'polite[tls]'") from exc
+                          "pip install 'polite-web[tls]'") from exc
     return CertificateAuthority.open(Path(ca_dir) if ca_dir else default_ca_dir())
 
 

@@ -86,4 +86,4 @@ def test_a_nameserver_without_aiodns_names_the_extra(tmp_path: Path) -> None:
          "--nameserver", "127.0.0.1:9"], capture_output=True, text=True, timeout=60,
         check=False)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
-    assert "--nameserver needs aiodns: pip install 'polite[survey]'" in result.stderr
+    assert "--nameserver needs aiodns: pip install 'polite-web[survey]'" in result.stderr

@@ -164,6 +164,41 @@ def test_private_addresses_are_refused_by_default(farm: dict[str, Site]) -> None
     assert site.arrivals == []
 
 
+def test_refusals_are_the_client_library_s_errors(farm: dict[str, Site]) -> None:
+    """An ``except httpx.HTTPError`` / ``except requests.RequestException`` already in a
+    script catches polite's refusals, which stay polite's errors too."""
+    from polite.integrations import httpx as polite_httpx
+    from polite.integrations import requests as polite_requests
+
+    site = farm["delay"]
+    with httpx.Client(transport=PoliteTransport(wait=False, **OPTIONS)) as client:
+        with pytest.raises(httpx.HTTPError) as disallowed:
+            client.get(site.origin + "/private/3")
+        assert isinstance(disallowed.value, RobotsDisallowed | httpx.RequestError)
+        assert isinstance(disallowed.value, polite_httpx.RobotsDisallowed)
+        assert disallowed.value.request.url == site.origin + "/private/3"
+        assert "Disallow: /private/ (line 3)" in str(disallowed.value)
+        assert client.get(site.origin + "/p1").status_code == 200
+        with pytest.raises(httpx.HTTPError) as late:
+            client.get(site.origin + "/p2")
+        assert isinstance(late.value, polite_httpx.SlotNotReady)
+        assert isinstance(late.value, SlotNotReady) and late.value.wait_s > 0
+    with httpx.Client(transport=PoliteTransport(agent=AGENT)) as client, \
+            pytest.raises(httpx.HTTPError, match="private or loopback") as refused:
+        client.get(site.origin + "/p3")
+    assert isinstance(refused.value, RequestRefused)
+    assert not isinstance(refused.value, RobotsDisallowed)
+    adapter = PoliteAdapter(**OPTIONS)
+    with requests.Session() as session:
+        session.mount("http://", adapter)
+        with pytest.raises(requests.RequestException) as forbidden:
+            session.get(site.origin + "/private/4", timeout=10)
+    assert isinstance(forbidden.value, polite_requests.RobotsDisallowed)
+    assert isinstance(forbidden.value, RobotsDisallowed) and forbidden.value.request is not None
+    assert str(forbidden.value).endswith("Disallow: /private/ (line 3)")
+    assert [p for _, p in site.arrivals] == ["/robots.txt", "/p1", "/robots.txt"]
+
+
 def test_httpx_through_a_polite_serve(farm: dict[str, Site]) -> None:
     """The service holds the slots and reads robots.txt; the transport only asks and tells."""
     site = farm["delay"]

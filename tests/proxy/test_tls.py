@@ -117,7 +117,7 @@ def test_without_cryptography_the_command_names_the_extra(tmp_path: Path) -> Non
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=30, check=False)
     assert done.returncode == 2
-    assert "pip install 'polite[tls]'" in done.stderr
+    assert "pip install 'polite-web[tls]'" in done.stderr
     assert not (tmp_path / "ca").exists()
 
 

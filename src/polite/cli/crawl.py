@@ -69,7 +69,7 @@ def _require_extra() -> None:
     except ImportError as exc:
         if exc.name not in ("selectolax", "fastwarc"):
             raise
-        raise ConfigError(f"polite crawl needs {exc.name}: pip install 'polite[crawl]'"
+        raise ConfigError(f"polite crawl needs {exc.name}: pip install 'polite-web[crawl]'"
                           ) from exc
 
 

@@ -6,9 +6,10 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO, cast
 
-from polite import __version__
+import polite
 from polite.cli.common import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
@@ -33,8 +34,37 @@ from polite.errors import PoliteError
 __all__ = ["build_parser", "main"]
 
 
+# The project named "polite" on the package index (this one is polite-web there) installs a
+# package of the same name, polite/__init__.py and polite/polite.py: installed beside this
+# one, the later install's __init__.py replaces the earlier's, and uninstalling either
+# takes the other's __init__.py with it.
+_MEND = "pip uninstall polite, then pip install --force-reinstall polite-web"
+
+
+def _shared_package() -> tuple[bool, str] | None:
+    """Whether the ``polite`` package imported is another project's, or holds its files
+    beside this one's: (broken, what to say), else None."""
+    folders = list(getattr(polite, "__path__", []))
+    folder = Path(folders[0]) if folders else Path(".")
+    if getattr(polite, "__version__", None) is None:
+        return True, (f"the package polite in {folder} is not this project's (polite-web): "
+                      "another project named polite on the package index was installed "
+                      f"over it; mend it: {_MEND}")
+    if (folder / "polite.py").is_file():
+        return False, (f"another project named polite on the package index shares {folder} "
+                       "with this one (polite-web); uninstalling either breaks the other; "
+                       f"mend it: {_MEND}")
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    shared = _shared_package()
+    if shared is not None:
+        broken, said = shared
+        print(f"polite: {said}", file=sys.stderr)
+        if broken:
+            return EXIT_USAGE
     parser = build_parser(lazy=True)
     args = parser.parse_args(argv)
     if not hasattr(args, "handler"):
@@ -83,7 +113,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
                     epilog="Exit status: 0 done, 1 a verdict of no (robots check: some URL "
                            "disallowed; lint, diff, explain: something found), 2 a usage or "
                            "input error, 130 interrupted.")
-    parser.add_argument("--version", action="version", version=f"polite {__version__}")
+    parser.add_argument("--version", action="version", version=f"polite {polite.__version__}")
     # Every command's parser is a Parser (a group may have a default command).
     commands = cast("argparse._SubParsersAction[argparse.ArgumentParser]",
                     parser.add_subparsers(title="commands", metavar="COMMAND",

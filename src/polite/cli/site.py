@@ -54,7 +54,7 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
         import uvicorn
     except ImportError as exc:
         raise ConfigError("polite site serve needs the site extra: "
-                          "pip install 'polite[site]'") from exc
+                          "pip install 'polite-web[site]'") from exc
     from polite.core.urls import host_name_problem
     from polite.serve import (
         _is_loopback,  # the rule polite serve applies to its own --host

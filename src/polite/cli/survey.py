@@ -120,7 +120,7 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
         from polite.survey.harvest import Harvester, read_domains
         from polite.survey.progress import SurveyProgress
     except ImportError as exc:
-        raise ConfigError(f"polite survey needs {exc.name}: pip install 'polite[survey]'"
+        raise ConfigError(f"polite survey needs {exc.name}: pip install 'polite-web[survey]'"
                           ) from exc
 
     from polite.fetch.robots import networks

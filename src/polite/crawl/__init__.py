@@ -29,7 +29,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - depends on the installe
     # the crawl extra's libraries (HTML links, WARC files): said, not a bare traceback
     if exc.name not in ("selectolax", "fastwarc"):
         raise
-    raise ImportError(f"polite.crawl needs {exc.name}: pip install 'polite[crawl]'",
+    raise ImportError(f"polite.crawl needs {exc.name}: pip install 'polite-web[crawl]'",
                       name=exc.name) from exc
 
 __all__ = ["CrawlSettings", "CrawlStats", "Crawler", "Page", "PageHook", "StoreUnreachable",

@@ -302,11 +302,12 @@ MAX_SITES = 100_000  # sites whose request headers are remembered at once (the o
 
 class RequestHeaders:
     """The header fields of every request to a site, assembled in this one place for
-    robots.txt, sitemaps and pages alike: the User-Agent (``user_agent``, else the agent
-    token of whoever asks) and, once the site's robots.txt has been read, what its REGP
-    lines ask for (Cookie, Accept-Encoding, Accept-Charset, Accept-Language; seed 000,
-    3.2.9-3.2.12), ``languages`` being the crawler's own. A signature is added by the
-    client that sends them (it covers every request)."""
+    robots.txt, sitemaps and pages alike: the User-Agent (the one the site's requests were
+    said to carry, else ``user_agent``, else the agent token of whoever asks) and, once the
+    site's robots.txt has been read, what its REGP lines ask for (Cookie, Accept-Encoding,
+    Accept-Charset, Accept-Language; seed 000, 3.2.9-3.2.12), ``languages`` being the
+    crawler's own. A signature is added by the client that sends them (it covers every
+    request)."""
 
     def __init__(self, user_agent: str = "", *, languages: Sequence[str] = (),
                  max_sites: int = MAX_SITES) -> None:
@@ -315,6 +316,17 @@ class RequestHeaders:
         self._max_sites = max(1, max_sites)
         self._default = accept_headers(AgentRules(), self._languages)
         self._sites: dict[str, dict[str, str]] = {}  # host -> its REGP fields
+        self._agents: dict[str, str] = {}  # host -> the User-Agent its requests carry
+
+    def identify(self, host: str, user_agent: str) -> None:
+        """Requests to ``host`` carry ``user_agent`` from now on: a drop-in's client sends
+        the site's pages under it, so robots.txt goes under it too (one identity a site)."""
+        if self._agents.get(host) == user_agent:
+            return
+        self._agents.pop(host, None)  # re-inserted last: the dict keeps age order
+        while len(self._agents) >= self._max_sites:
+            del self._agents[next(iter(self._agents))]
+        self._agents[host] = user_agent
 
     def learn(self, host: str, rules: AgentRules) -> None:
         """``host``'s robots.txt asks for ``rules``' REGP fields from now on."""
@@ -324,7 +336,8 @@ class RequestHeaders:
         self._sites[host] = accept_headers(rules, self._languages)
 
     def __call__(self, host: str, agent: str = "") -> dict[str, str]:
-        return {"User-Agent": self.user_agent or agent,
+        said = self._agents.get(host) if self._agents else None
+        return {"User-Agent": said or self.user_agent or agent,
                 **self._sites.get(host, self._default)}
 
 

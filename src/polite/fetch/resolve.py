@@ -91,7 +91,7 @@ class Nameserver:
         try:
             import aiodns
         except ImportError as exc:
-            raise ConfigError("--nameserver needs aiodns: pip install 'polite[survey]'"
+            raise ConfigError("--nameserver needs aiodns: pip install 'polite-web[survey]'"
                               ) from exc
         # lookups="b": the nameserver only, not /etc/hosts first.
         self._resolver: aiodns.DNSResolver = aiodns.DNSResolver(

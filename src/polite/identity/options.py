@@ -24,7 +24,7 @@ def require_identity_extra(what: str = "signing") -> None:
         import http_message_signatures  # noqa: F401
     except ImportError as exc:
         raise ConfigError(f"{what} needs the identity extra: "
-                          "pip install 'polite[identity]'") from exc
+                          "pip install 'polite-web[identity]'") from exc
 
 
 def signer_from(key_file: str | None, agent: str | None, *, knobs: Knobs = KEYWORDS

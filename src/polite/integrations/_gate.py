@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import difflib
+import functools
 import inspect
+import re
 import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Sequence
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import httpx
@@ -39,6 +42,7 @@ from polite.core.politeness import (
     WaitUntil,
 )
 from polite.core.politeness.rules import ADAPTIVE_FACTOR
+from polite.core.robots import product_token
 from polite.core.robots.lifecycle import DisallowAll, Parsed
 from polite.core.robots.model import Dialect, Rule
 from polite.core.robots.usage import Preferences, from_robots, purpose_json
@@ -51,6 +55,7 @@ from polite.errors import (
     SettingError,
     SlotNotReady,
 )
+from polite.fetch.http import Sign
 from polite.fetch.politeness import Politeness, message
 from polite.fetch.robots import (
     PublicHosts,
@@ -59,9 +64,13 @@ from polite.fetch.robots import (
     networks,
     split_origin,
 )
+from polite.identity.options import signer_from
 from polite.storage import MemoryStore, open_store
 
-__all__ = ["AllowPrivate", "Grant", "LoopGate", "PoliteGate", "Rest", "run_now",
+if TYPE_CHECKING:
+    from polite.identity.signatures import RequestSigner
+
+__all__ = ["AllowPrivate", "Grant", "LoopGate", "PoliteGate", "Rest", "identity", "run_now",
            "unexpected_keywords"]
 
 _T = TypeVar("_T")
@@ -94,6 +103,23 @@ LATE_DEPARTURE_S = 0.005
 # Sleeping wakes a little after the slot rather than a little before it (timer rounding);
 # the store judges the slot by its own clock either way.
 WAKE_MARGIN_S = 0.002
+
+
+@functools.lru_cache(maxsize=256)  # asked per request; a client has a User-Agent or a few
+def identity(user_agent: str, agent: str) -> tuple[str, str]:
+    """One identity for a drop-in's requests to a site: ``(token, user_agent)``, the product
+    token robots.txt is read for and the User-Agent every request carries, robots.txt
+    included. ``agent`` given, a request's ``user_agent`` that does not name it (a client
+    library's own, ``python-httpx/0.28.1``) is replaced by it; one that names it
+    (``ExampleBot/1.0 (+https://example.com/bot)``) is kept. Without ``agent`` the token is
+    the User-Agent's own (RFC 9309, 2.2.1), ``polite`` when it has none."""
+    if agent:
+        if user_agent and re.search(rf"(?<![\w-]){re.escape(agent)}(?![\w-])", user_agent,
+                                    re.IGNORECASE):
+            return agent, user_agent
+        return agent, agent
+    token = product_token(user_agent) or "polite"
+    return token, user_agent or token
 
 
 class Rest(Awaitable[_T]):
@@ -142,6 +168,7 @@ class _Turn(NamedTuple):
 
     url: str
     agent: str
+    user_agent: str
     started: float  # time.monotonic() when it asked
     future: asyncio.Future[Grant]
 
@@ -168,7 +195,7 @@ class Ruling(NamedTuple):
 class _Backend(Protocol):
     immediate: bool  # its reports never wait (nothing to send anywhere)
 
-    async def check(self, url: str, agent: str) -> Ruling: ...
+    async def check(self, url: str, agent: str, user_agent: str) -> Ruling: ...
 
     async def usage(self, url: str, agent: str, purpose: str) -> dict[str, object]: ...
 
@@ -187,7 +214,7 @@ class _Local:
 
     def __init__(self, store_url: str, *, agent: str, allow_private: AllowPrivate,
                  dialect: str, default_delay_s: float, max_crawl_delay_s: float,
-                 adaptive_factor: float, knobs: Knobs) -> None:
+                 adaptive_factor: float, knobs: Knobs, sign: Sign | None) -> None:
         clock = WallClock()  # comparable between processes that share a SQLite file
         everything = allow_private is True
         if isinstance(allow_private, str):
@@ -195,8 +222,9 @@ class _Local:
         hosts = PublicHosts(clock, allowed=() if isinstance(allow_private, bool)
                             else networks(allow_private, "allow_private"))
         self._store = open_store(store_url, clock, knob=knobs.store)
-        # robots.txt's connections go to the address the guard checked
-        self._client = create_client(guard=None if everything else hosts)
+        # robots.txt's connections go to the address the guard checked; it goes under the
+        # User-Agent of the requests that asked for it, and signed as they are
+        self._client = create_client(guard=None if everything else hosts, sign=sign)
         # A store in memory answers without waiting: a report may be done on its caller's
         # stack (run_now) rather than in a task of its own.
         self.immediate = isinstance(self._store, MemoryStore)
@@ -209,7 +237,10 @@ class _Local:
                                       adaptive_factor=adaptive_factor, public_hosts=hosts,
                                       private_hint=knobs.allow_private)
 
-    async def check(self, url: str, agent: str) -> Ruling:
+    async def check(self, url: str, agent: str, user_agent: str) -> Ruling:
+        if user_agent:
+            with contextlib.suppress(InvalidURL):  # the check refuses it
+                self._client.headers.identify(split_origin(url)[1], user_agent)
         (found,) = await self._politeness.check([url], reserve=True, agent=agent)
         return Ruling(found.decision, found.wait_s, message(found))
 
@@ -285,7 +316,8 @@ class _Service:
                              f"{response.status_code}: {response.text[:200]}")
         return response.json()
 
-    async def check(self, url: str, agent: str) -> Ruling:
+    async def check(self, url: str, agent: str, user_agent: str) -> Ruling:
+        # robots.txt is the service's request, under its own --agent and --sign-with
         answer = await self._post("/politeness/verbose",
                                   {"reserve": "true", "agent": agent, "decision": "true"},
                                   [url])
@@ -332,7 +364,7 @@ class _Service:
 
 def _backend(*, agent: str, store: str, service_url: str | None, allow_private: AllowPrivate,
              dialect: str, default_delay_s: float, max_crawl_delay_s: float,
-             adaptive_factor: float, knobs: Knobs) -> _Backend:
+             adaptive_factor: float, knobs: Knobs, sign: Sign | None) -> _Backend:
     if service_url is not None and store != "memory://":
         raise ConfigError(f"give {knobs.store.rstrip('=')} or {knobs.service_url.rstrip('=')}"
                           ", not both: the service keeps its own state")
@@ -343,7 +375,7 @@ def _backend(*, agent: str, store: str, service_url: str | None, allow_private: 
     return _Local(store, agent=agent or "polite", allow_private=allow_private,
                   dialect=dialect, default_delay_s=default_delay_s,
                   max_crawl_delay_s=max_crawl_delay_s, adaptive_factor=adaptive_factor,
-                  knobs=knobs)
+                  knobs=knobs, sign=sign)
 
 
 class LoopGate:
@@ -361,7 +393,8 @@ class LoopGate:
                  max_crawl_delay_s: float = MAX_CRAWL_DELAY_S,
                  adaptive_factor: float = ADAPTIVE_FACTOR, wait: bool = True,
                  max_wait_s: float = MAX_WAIT_S, knobs: Knobs = KEYWORDS,
-                 purpose: str | None = None, refuse_by_purpose: bool = False) -> None:
+                 purpose: str | None = None, refuse_by_purpose: bool = False,
+                 sign_with: str | None = None, signature_agent: str | None = None) -> None:
         # Checked before anything is built, as polite.config.DROPINS declares them and
         # named as the caller's surface spells them.
         for name, value in (("purpose", purpose), ("default_delay_s", default_delay_s),
@@ -369,13 +402,18 @@ class LoopGate:
                             ("adaptive_factor", adaptive_factor), ("max_wait_s", max_wait_s),
                             ("dialect", dialect)):
             DROPINS[name].check(value, getattr(knobs, name, f"{name}="))
+        # Every request the drop-ins send under this gate is signed with this key, and so
+        # is robots.txt, which the gate sends itself.
+        self.signer: RequestSigner | None = signer_from(sign_with, signature_agent,
+                                                        knobs=knobs)
         # Built here, not on first use: a wrong store URL is refused at once. Nothing in it
         # needs a running loop yet (asyncio's locks and the clients bind on first use).
         self._backend = _backend(agent=agent, store=store, service_url=service_url,
                                  allow_private=allow_private, dialect=dialect,
                                  default_delay_s=default_delay_s,
                                  max_crawl_delay_s=max_crawl_delay_s,
-                                 adaptive_factor=adaptive_factor, knobs=knobs)
+                                 adaptive_factor=adaptive_factor, knobs=knobs,
+                                 sign=None if self.signer is None else self.signer.headers)
         self.agent = agent
         self.wait = wait
         self.max_wait_s = max_wait_s
@@ -386,10 +424,12 @@ class LoopGate:
         self._servers: set[asyncio.Task[None]] = set()  # kept until done (asyncio's advice)
         self._closed = False
 
-    async def acquire(self, url: str, agent: str | None = None) -> Grant:
+    async def acquire(self, url: str, agent: str | None = None, *,
+                      user_agent: str = "") -> Grant:
         """Wait for ``url``'s host slot and take it; :class:`RobotsDisallowed`,
         :class:`RequestRefused` or :class:`SlotNotReady` else. Requests to one host queue in
-        order; requests to other hosts never wait behind them."""
+        order; requests to other hosts never wait behind them. ``user_agent``: the
+        User-Agent the request carries, for robots.txt to carry too."""
         agent = agent or self.agent or "polite"
         try:
             host = split_origin(url)[1]
@@ -399,12 +439,12 @@ class LoopGate:
         queue = self._queues.get(host)
         if queue is not None:  # another request of the host is being decided: wait in line
             turn: asyncio.Future[Grant] = asyncio.get_running_loop().create_future()
-            queue.append(_Turn(url, agent, started, turn))
+            queue.append(_Turn(url, agent, user_agent, started, turn))
             return await turn
         # Nobody else asks for the host: decided right here, most often without suspending.
         self._queues[host] = deque()
         try:
-            return await self._decide(url, agent, started)
+            return await self._decide(url, agent, user_agent, started)
         finally:
             self._serve_queue(host)
 
@@ -424,7 +464,8 @@ class LoopGate:
                     if turn.future.done():  # cancelled: the client no longer waits
                         continue
                     try:
-                        grant = await self._decide(turn.url, turn.agent, turn.started)
+                        grant = await self._decide(turn.url, turn.agent, turn.user_agent,
+                                                   turn.started)
                     except Exception as exc:  # the client's to handle, as if it asked itself
                         if not turn.future.done():
                             turn.future.set_exception(exc)
@@ -443,7 +484,7 @@ class LoopGate:
         task = asyncio.get_running_loop().create_task(serve(), name=f"polite-gate {host}")
         self._servers.add(task)
 
-    async def _decide(self, url: str, agent: str, started: float) -> Grant:
+    async def _decide(self, url: str, agent: str, user_agent: str, started: float) -> Grant:
         """Ask until the slot is taken (sleeping as told) or the request is refused; with a
         purpose the preferences are read first, so a refusal by them takes no slot."""
         usage = None
@@ -456,7 +497,7 @@ class LoopGate:
             # Taken before asking: a slot granted by the answer starts no earlier, so the
             # late start reported later is never too short.
             asked = time.monotonic()
-            ruling = await self._backend.check(url, agent)
+            ruling = await self._backend.check(url, agent, user_agent)
             waited_s = time.monotonic() - started
             decision = ruling.decision
             if type(decision) is Allowed:
@@ -522,7 +563,12 @@ class PoliteGate:
     the least spacing (0: off). ``wait=False`` raises :class:`SlotNotReady` rather than waiting.
     Requests to one host queue in order; requests to other hosts never wait behind them.
     ``knobs``: how the caller's surface names the settings its errors point at (Scrapy's
-    ``POLITE_*``; the keyword arguments by default).
+    ``POLITE_*``; the keyword arguments by default). ``sign_with`` an Ed25519 key file
+    (``signature_agent`` its key directory's URL): robots.txt, which the gate fetches, is
+    signed with it, and so is every request of the drop-ins that share the gate
+    (:attr:`signer`). robots.txt goes under the User-Agent of the request that needed it
+    (``acquire``'s ``user_agent``); with ``service_url`` it is the service's request, under
+    its own ``--agent`` and ``--sign-with``.
     """
 
     def __init__(self, *, agent: str = "", store: str = "memory://",
@@ -531,7 +577,8 @@ class PoliteGate:
                  max_crawl_delay_s: float = MAX_CRAWL_DELAY_S,
                  adaptive_factor: float = ADAPTIVE_FACTOR, wait: bool = True,
                  max_wait_s: float = MAX_WAIT_S, knobs: Knobs = KEYWORDS,
-                 purpose: str | None = None, refuse_by_purpose: bool = False) -> None:
+                 purpose: str | None = None, refuse_by_purpose: bool = False,
+                 sign_with: str | None = None, signature_agent: str | None = None) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="polite-gate",
                                         daemon=True)
@@ -544,7 +591,8 @@ class PoliteGate:
                             default_delay_s=default_delay_s,
                             max_crawl_delay_s=max_crawl_delay_s,
                             adaptive_factor=adaptive_factor, wait=wait, max_wait_s=max_wait_s,
-                            knobs=knobs, purpose=purpose, refuse_by_purpose=refuse_by_purpose)
+                            knobs=knobs, purpose=purpose, refuse_by_purpose=refuse_by_purpose,
+                            sign_with=sign_with, signature_agent=signature_agent)
 
         try:
             self._gate = self._submit(build()).result()
@@ -564,24 +612,33 @@ class PoliteGate:
     def max_wait_s(self) -> float:
         return self._gate.max_wait_s
 
+    @property
+    def signer(self) -> RequestSigner | None:
+        """What signs every request under this gate (``sign_with``), robots.txt included."""
+        return self._gate.signer
+
     def _submit(self, coroutine: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
 
     # -- asking -----------------------------------------------------------------------------
 
-    def acquire(self, url: str, agent: str | None = None) -> concurrent.futures.Future[Grant]:
+    def acquire(self, url: str, agent: str | None = None, *, user_agent: str = ""
+                ) -> concurrent.futures.Future[Grant]:
         """A future :class:`Grant`, set once ``url``'s host slot is taken; its
         exception is :class:`RobotsDisallowed`, :class:`RequestRefused` or
-        :class:`SlotNotReady`."""
-        return self._submit(self._gate.acquire(url, agent))
+        :class:`SlotNotReady`. ``user_agent``: the User-Agent the request carries, for the
+        host's robots.txt request to carry too."""
+        return self._submit(self._gate.acquire(url, agent, user_agent=user_agent))
 
-    def acquire_blocking(self, url: str, agent: str | None = None) -> Grant:
+    def acquire_blocking(self, url: str, agent: str | None = None, *,
+                         user_agent: str = "") -> Grant:
         """:meth:`acquire`, waiting here (for synchronous clients)."""
-        return self.acquire(url, agent).result()
+        return self.acquire(url, agent, user_agent=user_agent).result()
 
-    async def acquire_async(self, url: str, agent: str | None = None) -> Grant:
+    async def acquire_async(self, url: str, agent: str | None = None, *,
+                            user_agent: str = "") -> Grant:
         """:meth:`acquire`, awaited from any asyncio loop."""
-        return await asyncio.wrap_future(self.acquire(url, agent))
+        return await asyncio.wrap_future(self.acquire(url, agent, user_agent=user_agent))
 
     # -- telling ----------------------------------------------------------------------------
 

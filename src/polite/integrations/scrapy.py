@@ -1,4 +1,4 @@
-"""Scrapy drop-ins (``pip install 'polite[scrapy]'``).
+"""Scrapy drop-ins (``pip install 'polite-web[scrapy]'``).
 
 ``ROBOTSTXT_PARSER = "polite.integrations.scrapy.RobotParser"`` reads robots.txt with
 polite's parser (``POLITE_ROBOTS_DIALECT``: ``auto`` by default).
@@ -46,12 +46,11 @@ try:
     from twisted.internet.defer import Deferred
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("polite.integrations.scrapy needs Scrapy: "
-                      "pip install 'polite[scrapy]'") from exc
+                      "pip install 'polite-web[scrapy]'") from exc
 
 from polite.config import SCRAPY, scrapy_values
 from polite.core.robots import parse, product_token
 from polite.errors import RequestRefused, RobotsDisallowed, SlotNotReady
-from polite.identity.options import signer_from
 from polite.integrations._gate import (
     LATE_DEPARTURE_S,
     Grant,
@@ -138,9 +137,6 @@ class PoliteDownloaderMiddleware:
         settings = crawler.settings
         # Every POLITE_* setting is read and checked as polite.config.DROPINS declares it.
         values = scrapy_values(settings.get)
-        key, directory = values.pop("sign_with"), values.pop("signature_agent")
-        self._signer = signer_from(None if key is None else str(key),
-                                   None if directory is None else str(directory), knobs=SCRAPY)
         self._robots_agent = str(settings.get("ROBOTSTXT_USER_AGENT") or "")
         self._default_agent = str(settings.get("USER_AGENT") or "Scrapy")
         self._agents: dict[bytes | None, str] = {}  # User-Agent header -> product token
@@ -154,6 +150,8 @@ class PoliteDownloaderMiddleware:
         # request and cost a quarter of Scrapy's pages per second).
         self._gate: LoopGate | PoliteGate = \
             LoopGate(**options) if is_asyncio_reactor_installed() else PoliteGate(**options)
+        # POLITE_SIGN_WITH: the gate's key signs robots.txt, and every request here
+        self._signer = self._gate.signer
         self._reports: set[asyncio.Task[None]] = set()  # kept until done (asyncio's advice)
         # The raw response, before any middleware: RetryMiddleware (550) turns a 429 into a
         # new request before process_response at 543 would see it.
@@ -176,12 +174,15 @@ class PoliteDownloaderMiddleware:
 
     async def _acquire(self, request: Request) -> Grant:
         gate = self._gate
+        # robots.txt goes under the User-Agent the site's pages carry
+        user_agent = _text(request.headers.get(b"User-Agent") or self._default_agent)
         if isinstance(gate, LoopGate):
-            grant = await gate.acquire(request.url, self._agent(request))
+            grant = await gate.acquire(request.url, self._agent(request), user_agent=user_agent)
             if time.monotonic() - grant.granted_at > LATE_DEPARTURE_S:
                 grant = await gate.depart(request.url, grant)
             return grant
-        grant = await _wait(gate.acquire(request.url, self._agent(request)))
+        grant = await _wait(gate.acquire(request.url, self._agent(request),
+                                         user_agent=user_agent))
         if time.monotonic() - grant.granted_at > LATE_DEPARTURE_S:
             # The reactor ran this well after the grant (a busy machine): the spacing
             # counts from now, recorded before the request goes.

@@ -71,7 +71,7 @@ def _jinja() -> Any:
     try:
         import jinja2
     except ImportError as exc:  # the site extra is not installed
-        raise ConfigError("the configuration page needs Jinja2: pip install 'polite[site]'"
+        raise ConfigError("the configuration page needs Jinja2: pip install 'polite-web[site]'"
                           ) from exc
     loader = jinja2.FileSystemLoader(str(resources.files("polite.site") / "templates"))
     env = jinja2.Environment(loader=loader, autoescape=True, trim_blocks=True,

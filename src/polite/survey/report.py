@@ -33,7 +33,7 @@ def require_extra() -> None:
     missing = [name for name in _EXTRA if importlib.util.find_spec(name) is None]
     if missing:
         raise ConfigError(f"polite report needs {', '.join(missing)}: install the survey "
-                          "extra (pip install 'polite[survey]')")
+                          "extra (pip install 'polite-web[survey]')")
 
 
 # A cell a spreadsheet program would read as a formula: robots.txt files are written by

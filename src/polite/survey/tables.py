@@ -193,7 +193,7 @@ class Survey:
             import pandas
         except ImportError as exc:
             raise ConfigError("DataFrames need the survey extra: "
-                              "pip install 'polite[survey]'") from exc
+                              "pip install 'polite-web[survey]'") from exc
         table = self.rows(name)
         frame = pandas.DataFrame.from_records(table.rows, columns=list(table.columns))
         for column in table.columns:

@@ -38,7 +38,7 @@ def import_robots_warc(path: Path, store: SurveyStore, now: float, *,
         from warcio.archiveiterator import ArchiveIterator
         from warcio.exceptions import ArchiveLoadFailed
     except ImportError as exc:
-        raise ConfigError("--warc needs warcio: pip install 'polite[survey]'") from exc
+        raise ConfigError("--warc needs warcio: pip install 'polite-web[survey]'") from exc
     added = skipped = 0
     redirects: dict[str, tuple[str, int, str]] = {}  # host -> (its URI, status, target)
     try:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import socket
 import threading
 import time
@@ -125,8 +126,11 @@ def test_ordered_mode_answers_one_clients_requests_in_arrival_order(proxy: httpx
     assert [status for status, _ in answers] == [200, 200, 200]
     finished = [at for _, at in answers]
     assert finished[0] < finished[1] < finished[2]
-    assert finished[2] - finished[0] >= 0.5  # two 300 ms gaps, held not refused
     assert site.requests[1:] == ["/a", "/b", "/c"]
+    # Held, not refused: the site saw them 300 ms apart (its own arrival stamps; when the
+    # client read each answer depends on how busy the machine is).
+    times = [at for at, path in site.arrivals if path != "/robots.txt"]
+    assert all(b - a >= 0.3 - 0.01 for a, b in itertools.pairwise(times)), times
 
 
 def test_ordered_mode_times_out_behind_a_long_wait(proxy: httpx.Client) -> None:

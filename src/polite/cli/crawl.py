@@ -10,10 +10,12 @@ import os
 import signal
 import socket
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from polite.cli.common import (
+    EXIT_CRAWL_FAILED,
     EXIT_INTERRUPTED,
     EXIT_STORE,
     add_command,
@@ -72,6 +74,27 @@ def _require_extra() -> None:
                           ) from exc
 
 
+def _require_crawl(folder: str, store: str) -> None:
+    """Without URLs a run goes on with a crawl begun before: one must be there (a typo in
+    --out would otherwise make an empty crawl that ends at once, saying nothing). Workers
+    joining a shared crawl (Redis) find out from the store itself."""
+    from polite.storage.url import parse_store_url
+
+    if not store:
+        path: Path | None = Path(folder) / "crawl.sqlite"
+        where = folder
+    else:
+        try:
+            parsed = parse_store_url(store)
+        except ConfigError:
+            return  # refused with its own message when the store is opened
+        if parsed.shared:
+            return
+        path, where = parsed.path, store
+    if path is None or not path.exists():
+        raise ConfigError(f"no URL given and no crawl in {where} to go on with")
+
+
 def _crawl(args: argparse.Namespace, out: TextIO) -> int:
     # Imported by the commands that run a loop, not by every run of polite.
     import asyncio
@@ -83,6 +106,8 @@ def _crawl(args: argparse.Namespace, out: TextIO) -> int:
     if not args.out:
         raise ConfigError("--out DIR is required: the crawl's folder")
     args.store = args.store or ""
+    if not args.urls:
+        _require_crawl(args.out, args.store)
     # the declared keywords that are CrawlSettings' fields, as given (languages split first)
     fields = {f.name for f in dataclasses.fields(CrawlSettings)} - {"languages"}
     settings = CrawlSettings(
@@ -134,7 +159,13 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
     from rich.live import Live
     from rich.table import Table
 
-    from polite.crawl import CrawlSettings, CrawlStats, StoreUnreachable, open_crawler
+    from polite.crawl import (
+        CrawlSettings,
+        CrawlStats,
+        StoreUnreachable,
+        WriteFailed,
+        open_crawler,
+    )
     from polite.crawl.workers import heartbeat, is_shared
 
     assert isinstance(settings, CrawlSettings)
@@ -187,6 +218,15 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
             table.add_row("pages/s", f"{stats.pages_per_s():,.1f}", "hosts waiting",
                           f"{stats.waiting_hosts:,}", "in flight", f"{stats.in_flight:,}")
             table.add_row("queued", f"{stats.queued:,}", "bytes", f"{stats.bytes:,}", "", "")
+            if stats.waits:  # what a crawl that fetches nothing waits for
+                now = time.monotonic()
+                for host, (what, until) in sorted(stats.waits.items(),
+                                                  key=lambda wait: wait[1][1])[:3]:
+                    table.add_row("waiting", f"{host}: {what}, in "
+                                  f"{max(0.0, until - now):,.0f} s", "", "", "", "")
+                if len(stats.waits) > 3:
+                    table.add_row("", f"and {len(stats.waits) - 3:,} hosts more", "", "", "",
+                                  "")
             return table
 
         try:
@@ -208,6 +248,11 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
         except StoreUnreachable as exc:
             print(f"polite crawl: {exc}", file=sys.stderr)
             return EXIT_STORE
+        except WriteFailed as exc:  # a full disk: what was not recorded stays queued
+            stats = crawler.stats
+            print(f"polite crawl: {exc}; {stats.fetched:,} pages fetched and recorded in "
+                  "this run", file=sys.stderr)
+            return EXIT_CRAWL_FAILED
         finally:
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)
@@ -221,6 +266,12 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
                "stopped": interrupted > 0, **({"worker": worker} if shared else {})}
     # stopped by Ctrl-C or SIGTERM: a script tells it from a crawl that finished
     status = EXIT_INTERRUPTED if interrupted else 0
+    if not interrupted and not stats.fetched:
+        why = _why_nothing(args, stats, frontier)
+        if why:
+            print(f"polite crawl: {why}", file=sys.stderr)
+            if why.startswith("no seed"):
+                status = EXIT_CRAWL_FAILED
     if args.json:
         out.write(json.dumps(summary) + "\n")
         return status
@@ -234,6 +285,27 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
     out.write(f"frontier: {totals}; output in {folder}"
               + (" (stopped: run the same command to go on)" if interrupted else "") + "\n")
     return status
+
+
+def _why_nothing(args: argparse.Namespace, stats: object,
+                 frontier: dict[str, int] | None) -> str:
+    """Why a run fetched no page, when the summary alone does not say: every seed's site
+    could not be reached, or the crawl had nothing left to fetch."""
+    from polite.core.crawl import link_key
+    from polite.core.urls import split_origin
+    from polite.crawl import CrawlStats
+
+    assert isinstance(stats, CrawlStats)
+    seeds = {split_origin(link_key(url))[1] for url in args.urls}
+    if seeds and seeds <= stats.unreachable.keys():
+        return "no seed could be crawled: " + "; ".join(
+            f"{host}: {stats.unreachable[host]}" for host in sorted(seeds))
+    if frontier is not None and not frontier["queued"] and not stats.failed \
+            and not stats.skipped:
+        return (f"nothing left to fetch: every URL of the crawl in {args.out} was decided "
+                f"by an earlier run ({frontier['fetched']:,} fetched); give new URLs, or "
+                "--revisit to fetch pages again when they are due")
+    return ""
 
 
 def _status(args: argparse.Namespace, out: TextIO) -> int:

@@ -636,7 +636,8 @@ CRAWL = Product("crawl run", (
     _CRAWL_STORE, WORKER, LEASE,
     Setting("scope", str, "host", "which hosts links may lead to: the seeds' own, also with "
             "or without www., or any", choices=SCOPES, keyword=True),
-    Setting("max_pages", int, None, "stop after this many pages fetched (default: no limit)",
+    Setting("max_pages", int, None, "stop after this many pages fetched by this run (a "
+            "crawl resumed fetches as many more; default: no limit)",
             bounds=AT_LEAST_ONE, keyword=True),
     Setting("max_depth", int, None, "links followed from a seed at most (0: the seeds "
             "alone)", bounds=NON_NEGATIVE, keyword=True),

@@ -155,9 +155,10 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
                       names: Resolver) -> int:
     import asyncio
 
-    from rich.console import Console
+    from rich.console import Console, Group
     from rich.live import Live
     from rich.table import Table
+    from rich.text import Text
 
     from polite.crawl import (
         CrawlSettings,
@@ -210,7 +211,7 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
             loop.add_signal_handler(signum, interrupt)
         console = Console(file=sys.stderr)
 
-        def view(stats: CrawlStats) -> Table:
+        def view(stats: CrawlStats) -> Table | Group:
             table = Table.grid(padding=(0, 2))
             skipped = sum(stats.skipped.values())
             table.add_row("fetched", f"{stats.fetched:,}", "skipped", f"{skipped:,}",
@@ -218,16 +219,17 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
             table.add_row("pages/s", f"{stats.pages_per_s():,.1f}", "hosts waiting",
                           f"{stats.waiting_hosts:,}", "in flight", f"{stats.in_flight:,}")
             table.add_row("queued", f"{stats.queued:,}", "bytes", f"{stats.bytes:,}", "", "")
-            if stats.waits:  # what a crawl that fetches nothing waits for
-                now = time.monotonic()
-                for host, (what, until) in sorted(stats.waits.items(),
-                                                  key=lambda wait: wait[1][1])[:3]:
-                    table.add_row("waiting", f"{host}: {what}, in "
-                                  f"{max(0.0, until - now):,.0f} s", "", "", "", "")
-                if len(stats.waits) > 3:
-                    table.add_row("", f"and {len(stats.waits) - 3:,} hosts more", "", "", "",
-                                  "")
-            return table
+            if not stats.waits:
+                return table
+            # what a crawl that fetches nothing waits for: the next three to be asked again
+            now = time.monotonic()
+            soonest = sorted(stats.waits.items(), key=lambda wait: wait[1][1])
+            lines = [Text(f"waiting  {host}, {max(0.0, until - now):,.0f} s: {what}",
+                          no_wrap=True, overflow="ellipsis")
+                     for host, (what, until) in soonest[:3]]
+            if len(soonest) > 3:
+                lines.append(Text(f"         and {len(soonest) - 3:,} hosts more"))
+            return Group(table, *lines)
 
         try:
             if args.json or not console.is_terminal:

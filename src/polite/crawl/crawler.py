@@ -661,12 +661,12 @@ class Crawler:
                 attempts = self.settings.robots_attempts
                 if robots.failures >= attempts:
                     self.stats.waits.pop(host, None)
-                    self.stats.unreachable[host] = f"robots.txt: {robots.reason}"
+                    self.stats.unreachable[host] = robots.reason
                     await self._skip(item, f"robots.txt: {robots.reason} ({robots.failures} "
                                            "tries); the site is left alone", "robots")
                     return now
                 self.stats.waits[host] = (
-                    f"robots.txt: {robots.reason}; try {robots.failures + 1} of {attempts}",
+                    f"robots.txt, try {robots.failures + 1} of {attempts}: {robots.reason}",
                     time.monotonic() + wait_s)
             self._pending[host] = item
             return self._clock() + wait_s + _margin_s(wait_s)

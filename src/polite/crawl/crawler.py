@@ -216,6 +216,13 @@ def _decode(body: bytes, charset: str | None) -> str:
         return body.decode("utf-8", "replace")
 
 
+def _unwritten(exc: BaseException) -> str:
+    """What a write that failed says: the file (the crawl's own), or the store's error."""
+    if isinstance(exc, WriteFailed):
+        return str(exc)
+    return f"cannot write to the crawl's store: {type(exc).__name__}: {exc}"
+
+
 def _iso(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds")
 
@@ -401,10 +408,9 @@ class Crawler:
                 self._store_settled(ended=True)
         failed = self._write_failed
         if failed is not None:
-            said = str(failed) if isinstance(failed, WriteFailed) else \
-                f"cannot write to the crawl's store: {failed}"
-            raise WriteFailed(f"{said}; stopped, what was not recorded is still queued "
-                              "(make room, then run the same command to go on)") from failed
+            raise WriteFailed(f"{_unwritten(failed)}; stopped, what was not recorded is "
+                              "still queued (make room, then run the same command to go on)"
+                              ) from failed
         return self.stats
 
     def _cannot_write(self, exc: BaseException) -> None:
@@ -412,7 +418,7 @@ class Crawler:
         up to the writes in flight; :meth:`run` then raises :class:`WriteFailed`."""
         if self._write_failed is None:
             self._write_failed = exc
-        self._output.release_reserve()
+        self._output.release_reserve(_unwritten(exc))
         self.stop()
 
     # -- the store's outages ------------------------------------------------------------------
@@ -514,7 +520,7 @@ class Crawler:
         while not self._stopping:
             raise_if_cancelled()  # a cancel the store's client lost in a round trip
             if self._output.full:  # a write found the disk full, and took the reserve
-                self._cannot_write(WriteFailed(f"the disk of {self._output.folder} is full"))
+                self._cannot_write(WriteFailed(self._output.full))
                 break
             self.stats.waiting_hosts = len(self._due)
             self._store_settled()
@@ -950,7 +956,7 @@ class Crawler:
                 return
             except Exception as exc:
                 # once, when the store's disk is full and the folder's reserve not yet given
-                if not cannot_write(exc) or not self._output.release_reserve():
+                if not cannot_write(exc) or not self._output.release_reserve(_unwritten(exc)):
                     raise
 
     def _redirect(self, item: FrontierItem, location: str,

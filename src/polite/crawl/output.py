@@ -51,10 +51,11 @@ class WriteFailed(PoliteError):
 class _Reserve:
     """Space held in the folder, given up once, when a write finds the disk full."""
 
-    __slots__ = ("path",)
+    __slots__ = ("path", "why")
 
     def __init__(self, path: Path) -> None:
         self.path: Path | None = path
+        self.why = ""  # the write that found the disk full
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
             try:
@@ -64,11 +65,13 @@ class _Reserve:
         except OSError:  # no room for it: a full disk then stops the crawl at once
             self.release()
 
-    def release(self) -> bool:
-        """Give the space back; False when it was given back before (or never held)."""
+    def release(self, why: str = "") -> bool:
+        """Give the space back (``why``: the write that found no room); False when it was
+        given back before (or never held)."""
         path, self.path = self.path, None
         if path is None:
             return False
+        self.why = why
         try:
             path.unlink(missing_ok=True)
         except OSError:
@@ -101,9 +104,9 @@ class _Appender:
                 try:
                     done += os.write(self._fd, held[done:] if done else held)
                 except OSError as exc:
-                    if exc.errno not in _NO_ROOM or not self._reserve.release():
-                        raise WriteFailed(f"cannot write {self.path}: "
-                                          f"{exc.strerror or exc}") from exc
+                    why = f"cannot write {self.path}: {exc.strerror or exc}"
+                    if exc.errno not in _NO_ROOM or not self._reserve.release(why):
+                        raise WriteFailed(why) from exc
         finally:
             del held[:done]
 
@@ -189,14 +192,15 @@ class CrawlOutput:
             self.warc_path = None
 
     @property
-    def full(self) -> bool:
-        """Whether a write found the disk full (the reserve is given up): time to stop."""
-        return self._reserve.path is None
+    def full(self) -> str:
+        """The write that found the disk full, the reserve given up for it ("" while it
+        is kept): time to stop."""
+        return self._reserve.why if self._reserve.path is None else ""
 
-    def release_reserve(self) -> bool:
-        """Give up the folder's reserve (a write elsewhere, the store's, found the disk
-        full); False when it was given up before."""
-        return self._reserve.release()
+    def release_reserve(self, why: str) -> bool:
+        """Give up the folder's reserve (``why``: a write elsewhere, the store's, found
+        the disk full); False when it was given up before."""
+        return self._reserve.release(why)
 
     def page(self, record: dict[str, Any]) -> None:
         """One decided URL."""

@@ -4,6 +4,7 @@ agent no site should receive."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -21,6 +22,8 @@ import pytest
 
 from polite.crawl import CrawlSettings
 from polite.errors import SettingError
+from tests.docs import examples
+from tests.docs.docsite import ROOT
 from tests.sites import Reply, Site, serve
 from tests.test_cli import run
 
@@ -203,3 +206,19 @@ def test_the_command_line_refuses_such_an_agent_before_any_request(
 def test_a_plain_agent_is_taken() -> None:
     assert CrawlSettings(agent="MyBot", user_agent="MyBot/1.0 (+https://e.com/bot)").agent \
         == "MyBot"
+
+
+def test_the_tutorials_python_example_runs_twice(tmp_path: Path) -> None:
+    """docs/tutorials/crawler.md's crawl from Python, run again as a reader would: the
+    second run goes on with the crawl (max_pages is each run's), and still passes."""
+    markdown = (ROOT / "docs" / "tutorials" / "crawler.md").read_text(encoding="utf-8")
+    with examples.sites(markdown) as moved, contextlib.chdir(tmp_path):
+        (block,) = [b for b in examples.blocks(examples.moved_text(markdown, moved))
+                    if b.language == "python" and "open_crawler" in b.text]
+        fetched = []
+        for _ in range(2):
+            namespace: dict[str, object] = {"__name__": "__docs__"}
+            exec(compile(block.text, f"crawler.md:{block.line}", "exec"), namespace)
+            fetched.append(namespace["titles"])
+    assert len(fetched[0]) == 2 and len(fetched[1]) == 2
+    assert not set(fetched[0]) & set(fetched[1])  # the second run's pages are new ones

@@ -91,6 +91,7 @@ def test_a_crawl_on_a_full_disk_stops_and_resumes_fetching_each_page_once(
         assert "No space left on device" in first.stderr or \
             "database or disk is full" in first.stderr, first.stderr
         assert "make room, then run the same command to go on" in first.stderr
+        assert json.loads(first.stdout)["error"] in first.stderr  # --json says it too
         assert len(site.arrivals) < PAGES  # the disk filled before the crawl was done
         lines_of(out / "pages.jsonl")  # no torn line
         if filler_kb:

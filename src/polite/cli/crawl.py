@@ -197,6 +197,7 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
             raise ConfigError(f"not an http(s) URL: {', '.join(map(repr, bad))}")
         loop = asyncio.get_running_loop()
         interrupted = 0
+        unwritten: WriteFailed | None = None
         main = asyncio.current_task()
         assert main is not None
 
@@ -251,10 +252,7 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
             print(f"polite crawl: {exc}", file=sys.stderr)
             return EXIT_STORE
         except WriteFailed as exc:  # a full disk: what was not recorded stays queued
-            stats = crawler.stats
-            print(f"polite crawl: {exc}; {stats.fetched:,} pages fetched and recorded in "
-                  "this run", file=sys.stderr)
-            return EXIT_CRAWL_FAILED
+            stats, unwritten = crawler.stats, exc
         finally:
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)
@@ -268,7 +266,11 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
                "stopped": interrupted > 0, **({"worker": worker} if shared else {})}
     # stopped by Ctrl-C or SIGTERM: a script tells it from a crawl that finished
     status = EXIT_INTERRUPTED if interrupted else 0
-    if not interrupted and not stats.fetched:
+    if unwritten is not None:
+        summary["error"] = str(unwritten)
+        print(f"polite crawl: {unwritten}", file=sys.stderr)
+        status = EXIT_CRAWL_FAILED
+    elif not interrupted and not stats.fetched:
         why = _why_nothing(args, stats, frontier)
         if why:
             print(f"polite crawl: {why}", file=sys.stderr)

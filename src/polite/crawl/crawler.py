@@ -592,6 +592,9 @@ class Crawler:
                 self._output.page({"host": host, "outcome": "failed",
                                    "reason": f"{type(exc).__name__}: {exc}"})
         except Exception as exc:
+            if cannot_write(exc):  # recording a URL's failure found the disk full
+                self._cannot_write(exc)
+                return
             if not self.is_unreachable(exc):
                 raise
             again = None

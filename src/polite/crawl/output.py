@@ -40,6 +40,7 @@ WARC_GZIP_LEVEL = 6  # zlib's default
 # commit of the store when it shares the disk, several times over.
 RESERVE_BYTES = 512 * 1024
 RESERVE_NAME = "space.reserve"
+_LEAST_RESERVE_BYTES = 64 * 1024  # a disk with less free is full already
 _NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
 
 
@@ -57,9 +58,17 @@ class _Reserve:
         self.path: Path | None = path
         self.why = ""  # the write that found the disk full
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
-                os.posix_fallocate(fd, 0, RESERVE_BYTES)
+                size = RESERVE_BYTES
+                while True:  # on a disk nearly full already, what room there is
+                    try:
+                        os.posix_fallocate(fd, 0, size)
+                        break
+                    except OSError as exc:
+                        if exc.errno not in _NO_ROOM or size <= _LEAST_RESERVE_BYTES:
+                            raise
+                        size //= 2
             finally:
                 os.close(fd)
         except OSError:  # no room for it: a full disk then stops the crawl at once

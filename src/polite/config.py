@@ -58,11 +58,13 @@ __all__ = [
     "ULINKS",
     "Bounds",
     "FloatFlag",
+    "HeaderFlag",
     "IntFlag",
     "Knobs",
     "Product",
     "Setting",
     "check_float",
+    "check_header_text",
     "check_int",
     "check_setting",
     "default_shown",
@@ -195,6 +197,28 @@ def parse_int(text: str, bounds: Bounds, *, knob: str, unit: str = "") -> int:
     return number
 
 
+def check_header_text(value: str, *, knob: str) -> str:
+    """``value`` as a header field takes it (a User-Agent, a product token), else a
+    :class:`SettingError`: a site must not receive an empty field, nor one that control
+    characters end early or split (RFC 9110, 5.5)."""
+    if not value.strip():
+        raise SettingError(knob, value, "must not be empty or only spaces")
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in value):
+        raise SettingError(knob, value, "must not hold control characters")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderFlag:
+    """An argparse ``type=`` for text sent in a header field (:func:`check_header_text`)."""
+
+    def __call__(self, text: str) -> str:
+        try:
+            return check_header_text(text, knob="")
+        except SettingError as exc:
+            raise _refused(exc) from None
+
+
 def _refused(error: SettingError) -> argparse.ArgumentTypeError:
     # argparse puts "argument --FLAG: " before this and exits with status 2.
     return argparse.ArgumentTypeError(f"{error.problem}, not {error.value!r}")
@@ -309,6 +333,7 @@ class Setting:
     positional: bool = False  # the command line's argument, not an option
     nargs: str | None = None
     required: bool = False
+    header: bool = False  # text sent in a header field (User-Agent): see check_header_text
 
     def __post_init__(self) -> None:
         if self.numeric and (self.bounds is None or self.bounds.maximum is None):
@@ -379,6 +404,8 @@ class Setting:
             return list(value)
         if not isinstance(value, str):
             raise SettingError(knob, value, "must be text")
+        if self.header:
+            return check_header_text(value, knob=knob)
         if self.choices and value not in self.choices:
             raise SettingError(knob, value, f"one of {', '.join(self.choices)}")
         return value
@@ -458,7 +485,7 @@ _SITEMAP_BYTES = 52_428_800  # the sitemaps protocol's cap on one file, uncompre
 AGENT = Setting("agent", str, "polite", "the product token robots.txt is read for",
                 short="-a", metavar="TOKEN", keyword=True)
 USER_AGENT = Setting("user_agent", str, None, "the User-Agent header (default: the agent)",
-                     metavar="TEXT", keyword=True)
+                     metavar="TEXT", keyword=True, header=True)
 ALLOW_PRIVATE = Setting("allow_private", bool, False,
                         "also fetch from private and loopback addresses",
                         scrapy="POLITE_ALLOW_PRIVATE", keyword=True)
@@ -641,12 +668,13 @@ CRAWL = Product("crawl run", (
     Setting("urls", list, None, "where to start (none: go on with the crawl in --out or "
             "--store)", metavar="URL", positional=True, nargs="*", config=False),
     Setting("out", str, None, "the crawl's folder", metavar="DIR"),
-    _with(AGENT, default="polite-crawler"),
+    _with(AGENT, default="polite-crawler", header=True),
     USER_AGENT,
     _CRAWL_STORE, WORKER, LEASE,
     Setting("scope", str, "host", "which hosts links may lead to: the seeds' own, also with "
             "or without www., or any", choices=SCOPES, keyword=True),
-    Setting("max_pages", int, None, "stop after this many pages fetched (default: no limit)",
+    Setting("max_pages", int, None, "stop after this many pages fetched by this run (a "
+            "crawl resumed fetches as many more; default: no limit)",
             bounds=COUNT, keyword=True),
     Setting("max_depth", int, None, "links followed from a seed at most (0: the seeds "
             "alone)", bounds=Bounds(minimum=0, maximum=MANY), keyword=True),

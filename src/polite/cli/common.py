@@ -10,7 +10,15 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from polite.config import FLAGS, Product, Setting, default_shown, from_environment, read_config
+from polite.config import (
+    FLAGS,
+    HeaderFlag,
+    Product,
+    Setting,
+    default_shown,
+    from_environment,
+    read_config,
+)
 from polite.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -18,10 +26,10 @@ if TYPE_CHECKING:
     from polite.fetch.resolve import Resolver
     from polite.fetch.robots import Network, PublicHosts
 
-__all__ = ["EXIT_BROKEN_PIPE", "EXIT_FINDINGS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_STORE",
-           "EXIT_USAGE", "LazyParser", "Parser", "add_command", "add_group", "add_settings",
-           "command_tree", "fetch_client", "local_file", "require_public", "resolve",
-           "resolver", "sitemap_walker"]
+__all__ = ["EXIT_BROKEN_PIPE", "EXIT_CRAWL_FAILED", "EXIT_FINDINGS", "EXIT_INTERRUPTED",
+           "EXIT_OK", "EXIT_STORE", "EXIT_USAGE", "LazyParser", "Parser", "add_command",
+           "add_group", "add_settings", "command_tree", "fetch_client", "local_file",
+           "require_public", "resolve", "resolver", "sitemap_walker"]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1  # some URL is disallowed (check) or the file has problems (lint)
@@ -34,6 +42,9 @@ EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 # A shared crawl whose store did not come back within the time it waits for it.
 EXIT_STORE = 1
+# A crawl stopped by a write that failed (a full disk), or given seeds none of whose
+# sites could be reached.
+EXIT_CRAWL_FAILED = 1
 
 
 # What a URL starts with, whatever its scheme.
@@ -265,7 +276,7 @@ def add_settings(parser: argparse.ArgumentParser, product: Product) -> None:
             if setting.choices:
                 options["choices"] = setting.choices
         else:
-            options["type"] = setting.flag_type()
+            options["type"] = HeaderFlag() if setting.header else setting.flag_type()
             if setting.choices:
                 options["choices"] = setting.choices
         metavar = setting.metavar or _METAVARS.get(setting.unit)

@@ -10,10 +10,12 @@ import os
 import signal
 import socket
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from polite.cli.common import (
+    EXIT_CRAWL_FAILED,
     EXIT_INTERRUPTED,
     EXIT_STORE,
     add_command,
@@ -73,6 +75,27 @@ def _require_extra() -> None:
                           ) from exc
 
 
+def _require_crawl(folder: str, store: str) -> None:
+    """Without URLs a run goes on with a crawl begun before: one must be there (a typo in
+    --out would otherwise make an empty crawl that ends at once, saying nothing). Workers
+    joining a shared crawl (Redis) find out from the store itself."""
+    from polite.storage.url import parse_store_url
+
+    if not store:
+        path: Path | None = Path(folder) / "crawl.sqlite"
+        where = folder
+    else:
+        try:
+            parsed = parse_store_url(store)
+        except ConfigError:
+            return  # refused with its own message when the store is opened
+        if parsed.shared:
+            return
+        path, where = parsed.path, store
+    if path is None or not path.exists():
+        raise ConfigError(f"no URL given and no crawl in {where} to go on with")
+
+
 def _crawl(args: argparse.Namespace, out: TextIO) -> int:
     # Imported by the commands that run a loop, not by every run of polite.
     import asyncio
@@ -84,6 +107,8 @@ def _crawl(args: argparse.Namespace, out: TextIO) -> int:
     if not args.out:
         raise ConfigError("--out DIR is required: the crawl's folder")
     args.store = args.store or ""
+    if not args.urls:
+        _require_crawl(args.out, args.store)
     # the declared keywords that are CrawlSettings' fields, as given (languages split first)
     fields = {f.name for f in dataclasses.fields(CrawlSettings)} - {"languages"}
     settings = CrawlSettings(
@@ -131,11 +156,18 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
                       names: Resolver) -> int:
     import asyncio
 
-    from rich.console import Console
+    from rich.console import Console, Group
     from rich.live import Live
     from rich.table import Table
+    from rich.text import Text
 
-    from polite.crawl import CrawlSettings, CrawlStats, StoreUnreachable, open_crawler
+    from polite.crawl import (
+        CrawlSettings,
+        CrawlStats,
+        StoreUnreachable,
+        WriteFailed,
+        open_crawler,
+    )
     from polite.crawl.workers import heartbeat, is_shared
 
     assert isinstance(settings, CrawlSettings)
@@ -166,6 +198,7 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
             raise ConfigError(f"not an http(s) URL: {', '.join(map(repr, bad))}")
         loop = asyncio.get_running_loop()
         interrupted = 0
+        unwritten: WriteFailed | None = None
         main = asyncio.current_task()
         assert main is not None
 
@@ -180,7 +213,7 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
             loop.add_signal_handler(signum, interrupt)
         console = Console(file=sys.stderr)
 
-        def view(stats: CrawlStats) -> Table:
+        def view(stats: CrawlStats) -> Table | Group:
             table = Table.grid(padding=(0, 2))
             skipped = sum(stats.skipped.values())
             table.add_row("fetched", f"{stats.fetched:,}", "skipped", f"{skipped:,}",
@@ -189,7 +222,17 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
                           f"{stats.waiting_hosts:,}", "in flight", f"{stats.in_flight:,}")
             table.add_row("added", f"{stats.added:,}", "bytes", f"{stats.bytes:,}", "kept",
                           f"{stats.kept:,}")
-            return table
+            if not stats.waits:
+                return table
+            # what a crawl that fetches nothing waits for: the next three to be asked again
+            now = time.monotonic()
+            soonest = sorted(stats.waits.items(), key=lambda wait: wait[1][1])
+            lines = [Text(f"waiting  {host}, {max(0.0, until - now):,.0f} s: {what}",
+                          no_wrap=True, overflow="ellipsis")
+                     for host, (what, until) in soonest[:3]]
+            if len(soonest) > 3:
+                lines.append(Text(f"         and {len(soonest) - 3:,} hosts more"))
+            return Group(table, *lines)
 
         try:
             if args.json or not console.is_terminal:
@@ -210,6 +253,8 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
         except StoreUnreachable as exc:
             print(f"polite crawl: {exc}", file=sys.stderr)
             return EXIT_STORE
+        except WriteFailed as exc:  # a full disk: what was not recorded stays queued
+            stats, unwritten = crawler.stats, exc
         finally:
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)
@@ -223,6 +268,16 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
                "stopped": interrupted > 0, **({"worker": worker} if shared else {})}
     # stopped by Ctrl-C or SIGTERM: a script tells it from a crawl that finished
     status = EXIT_INTERRUPTED if interrupted else 0
+    if unwritten is not None:
+        summary["error"] = str(unwritten)
+        print(f"polite crawl: {unwritten}", file=sys.stderr)
+        status = EXIT_CRAWL_FAILED
+    elif not interrupted and not stats.fetched:
+        why = _why_nothing(args, stats, frontier)
+        if why:
+            print(f"polite crawl: {why}", file=sys.stderr)
+            if why.startswith("no seed"):
+                status = EXIT_CRAWL_FAILED
     if args.json:
         out.write(json.dumps(summary) + "\n")
         return status
@@ -242,6 +297,27 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
     out.write(f"frontier: {totals}; output in {folder}"
               + (" (stopped: run the same command to go on)" if interrupted else "") + "\n")
     return status
+
+
+def _why_nothing(args: argparse.Namespace, stats: object,
+                 frontier: dict[str, int] | None) -> str:
+    """Why a run fetched no page, when the summary alone does not say: every seed's site
+    could not be reached, or the crawl had nothing left to fetch."""
+    from polite.core.crawl import link_key
+    from polite.core.urls import split_origin
+    from polite.crawl import CrawlStats
+
+    assert isinstance(stats, CrawlStats)
+    seeds = {split_origin(link_key(url))[1] for url in args.urls}
+    if seeds and seeds <= stats.unreachable.keys():
+        return "no seed could be crawled: " + "; ".join(
+            f"{host}: {stats.unreachable[host]}" for host in sorted(seeds))
+    if frontier is not None and not frontier["queued"] and not stats.failed \
+            and not stats.skipped:
+        return (f"nothing left to fetch: every URL of the crawl in {args.out} was decided "
+                f"by an earlier run ({frontier['fetched']:,} fetched); give new URLs, or "
+                "--revisit to fetch pages again when they are due")
+    return ""
 
 
 def _status(args: argparse.Namespace, out: TextIO) -> int:

@@ -24,6 +24,7 @@ try:
         PageHook,
         StoreUnreachable,
     )
+    from polite.crawl.output import WriteFailed
     from polite.crawl.setup import open_crawler
 except ModuleNotFoundError as exc:  # pragma: no cover - depends on the installed extras
     # the crawl extra's libraries (HTML links, WARC files): said, not a bare traceback
@@ -33,4 +34,4 @@ except ModuleNotFoundError as exc:  # pragma: no cover - depends on the installe
                       name=exc.name) from exc
 
 __all__ = ["CrawlSettings", "CrawlStats", "Crawler", "Page", "PageHook", "StoreUnreachable",
-           "open_crawler"]
+           "WriteFailed", "open_crawler"]

@@ -57,12 +57,12 @@ from polite.core.robots.usage import (
 )
 from polite.core.urls import split_origin
 from polite.crawl.html import Link, extract_links, is_small
-from polite.crawl.output import CrawlOutput, Exchange
+from polite.crawl.output import CrawlOutput, Exchange, WriteFailed
 from polite.errors import InvalidURL, PoliteError
 from polite.fetch.http import FetchResult, HttpClient
 from polite.fetch.politeness import Answer, Politeness, message
 from polite.fetch.sitemaps import SitemapWalker
-from polite.storage.base import raise_if_cancelled
+from polite.storage.base import cannot_write, raise_if_cancelled
 from polite.storage.frontier import FrontierCounts, FrontierItem, FrontierStore, settle
 
 __all__ = ["CrawlSettings", "CrawlStats", "Crawler", "Page", "PageHook", "StoreUnreachable"]
@@ -107,7 +107,7 @@ class CrawlSettings:
     agent: str = "polite-crawler"
     user_agent: str | None = None  # the User-Agent header; the agent's token when None
     scope: Scope = "host"
-    max_pages: int | None = None  # pages fetched, over all runs of this crawl
+    max_pages: int | None = None  # pages fetched by this run (a crawl resumed fetches more)
     max_depth: int | None = None
     max_pages_per_host: int = 100_000  # a budget against traps
     concurrency: int = 64
@@ -185,6 +185,11 @@ class CrawlStats:
     refused_by_purpose: int = 0  # of those fetched, not kept: the site refuses the purpose
     in_flight: int = 0
     waiting_hosts: int = 0
+    # host -> what it waits for (robots.txt that could not be read) and until when
+    # (time.monotonic()): what a crawl that fetches nothing for minutes is doing
+    waits: dict[str, tuple[str, float]] = field(default_factory=dict)
+    # host -> why none of its pages could be fetched (robots.txt, the page itself)
+    unreachable: dict[str, str] = field(default_factory=dict)
 
     def pages_per_s(self) -> float:
         elapsed = time.monotonic() - self.started
@@ -214,6 +219,13 @@ def _decode(body: bytes, charset: str | None) -> str:
         return body.decode(charset or "utf-8", "replace")
     except LookupError:
         return body.decode("utf-8", "replace")
+
+
+def _unwritten(exc: BaseException) -> str:
+    """What a write that failed says: the file (the crawl's own), or the store's error."""
+    if isinstance(exc, WriteFailed):
+        return str(exc)
+    return f"cannot write to the crawl's store: {type(exc).__name__}: {exc}"
 
 
 def _iso(at: float) -> str:
@@ -303,7 +315,6 @@ class Crawler:
         self._sites_recorded: set[str] = set()  # hosts with their line in sites.jsonl
         self._tdmrep: dict[str, bytes] = {}  # a host's /.well-known/tdmrep.json, when read
         self._host_fetched: Counter[str] = Counter()
-        self._fetched_total = 0
         self._wake = asyncio.Event()
         self._slots = asyncio.Semaphore(max(1, self.settings.concurrency))
         self._tasks: set[asyncio.Task[None]] = set()
@@ -318,6 +329,7 @@ class Crawler:
         self._store_said_down = False  # on_store(False, ...) told, on_store(True, "") not yet
         self._store_back_at: float | None = None  # when to tell that it is back
         self._offered: dict[str, str] = {}  # URL -> the price it asked, to pay on the retry
+        self._write_failed: BaseException | None = None  # the write that stopped the crawl
 
     # -- the frontier -----------------------------------------------------------------------
 
@@ -377,7 +389,6 @@ class Crawler:
             await self._frontier.requeue_leased()
         self._seed_hosts.update(await self._frontier.seed_hosts())
         self._host_fetched.update(await self._frontier.host_fetched())
-        self._fetched_total = sum(self._host_fetched.values())
         # alone, every host is this worker's; sharing, those due soon (the others come up
         # at the polls)
         for host, due in (await self._frontier.hosts() if owns_store else
@@ -393,13 +404,27 @@ class Crawler:
                 for item in self._pending.values():
                     await self._frontier.release(item)
             except Exception as exc:
-                if not self.is_unreachable(exc):
+                if not self.is_unreachable(exc) and not cannot_write(exc):
                     raise
-                # stopped while the store is away: the leases come back when they run out
+                # stopped while the store is away (or its disk is full): the leases come
+                # back when they run out, or when the next run begins
             self._pending.clear()
             if self._store_down_at is None:
                 self._store_settled(ended=True)
+        failed = self._write_failed
+        if failed is not None:
+            raise WriteFailed(f"{_unwritten(failed)}; stopped, what was not recorded is "
+                              "still queued (make room, then run the same command to go on)"
+                              ) from failed
         return self.stats
+
+    def _cannot_write(self, exc: BaseException) -> None:
+        """A write failed (a full disk): stop taking URLs, the space kept for this given
+        up to the writes in flight; :meth:`run` then raises :class:`WriteFailed`."""
+        if self._write_failed is None:
+            self._write_failed = exc
+        self._output.release_reserve(_unwritten(exc))
+        self.stop()
 
     # -- the store's outages ------------------------------------------------------------------
 
@@ -466,8 +491,10 @@ class Crawler:
             return
 
     def _budget_left(self) -> bool:
+        # max_pages is this run's budget: a flag given to a run (a resumed crawl fetches
+        # that many more); max_pages_per_host, a trap's, counts over every run
         limit = self.settings.max_pages
-        return limit is None or self._fetched_total + self.stats.in_flight < limit
+        return limit is None or self.stats.fetched + self.stats.in_flight < limit
 
     async def _poll(self) -> bool:
         """Take in what the other workers did to the shared frontier: the hosts with URLs
@@ -497,6 +524,9 @@ class Crawler:
         next_poll = self._clock() + self._poll_s
         while not self._stopping:
             raise_if_cancelled()  # a cancel the store's client lost in a round trip
+            if self._output.full:  # a write found the disk full, and took the reserve
+                self._cannot_write(WriteFailed(self._output.full))
+                break
             self.stats.waiting_hosts = len(self._due)
             self._store_settled()
             if self._store_down_at is not None:
@@ -551,14 +581,25 @@ class Crawler:
                     # not the URL's failure: it is tried again once the store is back
                     self._pending.setdefault(host, failed.item)
                     raise
+                if cannot_write(failed.__cause__):
+                    # nor is a full disk: the URL stays queued, and the crawl stops
+                    self._pending.setdefault(host, failed.item)
+                    self._cannot_write(failed.__cause__)
+                    return
                 again = await self._failed(failed.item, failed.__cause__)
             except Exception as exc:  # before a URL was taken (the frontier itself)
                 if self.is_unreachable(exc):
                     raise
+                if cannot_write(exc):
+                    self._cannot_write(exc)
+                    return
                 self.stats.failed += 1
                 self._output.page({"host": host, "outcome": "failed",
                                    "reason": f"{type(exc).__name__}: {exc}"})
         except Exception as exc:
+            if cannot_write(exc):  # recording a URL's failure found the disk full
+                self._cannot_write(exc)
+                return
             if not self.is_unreachable(exc):
                 raise
             again = None
@@ -630,11 +671,17 @@ class Crawler:
                 await self._skip(item, reason, kind, facts)
                 return now
             robots = await self._politeness.robots_state(item.url)
-            if isinstance(robots, DisallowAll) and \
-                    robots.failures >= self.settings.robots_attempts:
-                await self._skip(item, f"robots.txt: {robots.reason} ({robots.failures} "
-                                       "tries); the site is left alone", "robots")
-                return now
+            if isinstance(robots, DisallowAll):
+                attempts = self.settings.robots_attempts
+                if robots.failures >= attempts:
+                    self.stats.waits.pop(host, None)
+                    self.stats.unreachable[host] = robots.reason
+                    await self._skip(item, f"robots.txt: {robots.reason} ({robots.failures} "
+                                           "tries); the site is left alone", "robots")
+                    return now
+                self.stats.waits[host] = (
+                    f"robots.txt, try {robots.failures + 1} of {attempts}: {robots.reason}",
+                    time.monotonic() + wait_s)
             self._pending[host] = item
             return self._clock() + wait_s + _margin_s(wait_s)
         if self._in_flight[host] < self.settings.per_host:
@@ -657,6 +704,7 @@ class Crawler:
         self._pages.headers.learn(host, rules)  # what the site asks every request to carry
         if isinstance(robots, DisallowAll):
             return None  # set up again once robots.txt can be read
+        self.stats.waits.pop(host, None)  # robots.txt read at last
         refusal = language_refusal(rules.language, self.settings.languages)
         if host not in self._sites_recorded:
             # once: a host whose sitemaps wait for its delay is set up again when it is due
@@ -801,6 +849,7 @@ class Crawler:
         if status is None:
             record.update(outcome="failed", reason=error, status=None, bytes=len(body))
             self.stats.failed += 1
+            self.stats.unreachable.setdefault(item.host, str(error))
             await self._settle(item, record, fetched=False)
             return now
         if status == 402:
@@ -828,7 +877,6 @@ class Crawler:
         self.stats.fetched += 1
         self.stats.bytes += len(body)
         self.stats.hosts.add(item.host)
-        self._fetched_total += 1
         self._host_fetched[item.host] += 1
         record.update(outcome="fetched", status=status, bytes=len(body),
                       content_type=got.headers.get("content-type", ""))
@@ -880,30 +928,45 @@ class Crawler:
         one commit where there were five, when the politeness store shares the frontier's
         SQLite file, as in a crawl's folder, and one round trip to a Redis frontier. The
         line is written before the URL is acknowledged, so every acknowledged URL is on disk
-        (resume after a kill)."""
-        async with self._frontier.batch():
-            if answered is not None:
-                await self._politeness.note_response(item.url, answered[0],
-                                                     elapsed_s=answered[1])
-            if redirect:
-                # the line says whether the target was new: queued before the line
-                if not await self._add(list(found)):
-                    record["reason"] = ("redirect to a URL already seen (a loop, or a page met "
-                                        "before)")
-                found = ()
-            inside, outside = self._by_scope(found)
-            self._output.page(record)
-            host = item.host
-            lease = None
-            if host not in self._pending and not self._stopping and self._budget_left():
-                # The host's next URL, leased now rather than in a statement of its own when
-                # the host comes due again (it waits in _pending, as one told to wait does).
-                lease = (host, self._clock(), self.settings.lease_s)
-            settled = await settle(self._frontier, item.url, fetched=fetched,
-                                   revisit_at=revisit_at, add=inside, mark=outside, lease=lease)
-            self._took(settled.added, settled.marked)
-            if settled.leased is not None:
-                self._pending[host] = settled.leased
+        (resume after a kill). A batch the store could not write (its disk full) is written
+        again once, in the room the crawl's folder kept, the line not twice."""
+        written = False
+        while True:
+            try:
+                async with self._frontier.batch():
+                    if answered is not None:
+                        await self._politeness.note_response(item.url, answered[0],
+                                                             elapsed_s=answered[1])
+                    links = found
+                    if redirect:
+                        # the line says whether the target was new: queued before the line
+                        if not await self._add(list(found)):
+                            record["reason"] = ("redirect to a URL already seen (a loop, or "
+                                                "a page met before)")
+                        links = ()
+                    inside, outside = self._by_scope(links)
+                    if not written:
+                        self._output.page(record)
+                        written = True
+                    host = item.host
+                    lease = None
+                    if host not in self._pending and not self._stopping and \
+                            self._budget_left():
+                        # The host's next URL, leased now rather than in a statement of its
+                        # own when the host comes due again (it waits in _pending, as one
+                        # told to wait does).
+                        lease = (host, self._clock(), self.settings.lease_s)
+                    settled = await settle(self._frontier, item.url, fetched=fetched,
+                                           revisit_at=revisit_at, add=inside, mark=outside,
+                                           lease=lease)
+                    self._took(settled.added, settled.marked)
+                    if settled.leased is not None:
+                        self._pending[host] = settled.leased
+                return
+            except Exception as exc:
+                # once, when the store's disk is full and the folder's reserve not yet given
+                if not cannot_write(exc) or not self._output.release_reserve(_unwritten(exc)):
+                    raise
 
     def _redirect(self, item: FrontierItem, location: str,
                   record: dict[str, Any]) -> list[FrontierItem]:

@@ -6,24 +6,144 @@ with what its robots.txt said (``sites.jsonl``), and the items a user's page hoo
 Each line is flushed as soon as it is written, before the frontier is told the URL is done:
 a crawl killed at any moment has every acknowledged URL on disk, and at worst repeats a
 line for a request that was in flight. Each run opens a WARC file of its own, so a record
-cut by a kill stays at the end of the previous file.
+cut by a kill stays at the end of the previous file; a line cut short (a kill, a full disk)
+is cut off the end of its file when the next run opens it.
+
+A full disk: the folder keeps :data:`RESERVE_BYTES` of space in a file of its own
+(``space.reserve``, removed when the crawl ends). The first write that finds no room gives
+it up and is written whole, as are the pages in flight, and the crawl stops
+(:class:`WriteFailed`): nothing fetched is lost or torn. A write that fails even so stops
+the crawl all the same, its URL left queued.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
+import os
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from fastwarc import GzipWriter
 from fastwarc.warc import WarcRecord, WarcRecordType
 
-__all__ = ["CrawlOutput", "Exchange"]
+from polite.errors import PoliteError
+
+__all__ = ["RESERVE_BYTES", "CrawlOutput", "Exchange", "WriteFailed"]
 
 WARC_GZIP_LEVEL = 6  # zlib's default
+# Room kept for the writes in flight when the disk fills: a page's records and line, and a
+# commit of the store when it shares the disk, several times over.
+RESERVE_BYTES = 512 * 1024
+RESERVE_NAME = "space.reserve"
+_LEAST_RESERVE_BYTES = 64 * 1024  # a disk with less free is full already
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
+
+
+class WriteFailed(PoliteError):
+    """A file of the crawl (its folder, its store) could not be written: the crawl stops,
+    and what it could not record stays queued for the next run."""
+
+
+class _Reserve:
+    """Space held in the folder, given up once, when a write finds the disk full."""
+
+    __slots__ = ("path", "why")
+
+    def __init__(self, path: Path) -> None:
+        self.path: Path | None = path
+        self.why = ""  # the write that found the disk full
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                size = RESERVE_BYTES
+                while True:  # on a disk nearly full already, what room there is
+                    try:
+                        os.posix_fallocate(fd, 0, size)
+                        break
+                    except OSError as exc:
+                        if exc.errno not in _NO_ROOM or size <= _LEAST_RESERVE_BYTES:
+                            raise
+                        size //= 2
+            finally:
+                os.close(fd)
+        except OSError:  # no room for it: a full disk then stops the crawl at once
+            self.release()
+
+    def release(self, why: str = "") -> bool:
+        """Give the space back (``why``: the write that found no room); False when it was
+        given back before (or never held)."""
+        path, self.path = self.path, None
+        if path is None:
+            return False
+        self.why = why
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:
+            return False
+        return True
+
+
+class _Appender:
+    """A file of the folder, appended to: what is written is held until :meth:`flush`
+    writes it whole, giving up the folder's reserve if the disk is full; else
+    :class:`WriteFailed`, the file then ending in a part of it."""
+
+    __slots__ = ("_fd", "_held", "_reserve", "path")
+
+    def __init__(self, path: Path, reserve: _Reserve) -> None:
+        self.path = path
+        self._reserve = reserve
+        self._held = bytearray()
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def write(self, data: bytes) -> int:
+        self._held += data
+        return len(data)
+
+    def flush(self) -> None:
+        held = self._held
+        done = 0
+        try:
+            while done < len(held):
+                try:
+                    done += os.write(self._fd, held[done:] if done else held)
+                except OSError as exc:
+                    why = f"cannot write {self.path}: {exc.strerror or exc}"
+                    if exc.errno not in _NO_ROOM or not self._reserve.release(why):
+                        raise WriteFailed(why) from exc
+        finally:
+            del held[:done]
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def _cut_torn(path: Path) -> None:
+    """Cut a last line without its end off ``path`` (a write a kill or a full disk cut
+    short): lines written after it would not parse either."""
+    try:
+        with path.open("rb+") as file:
+            size = file.seek(0, os.SEEK_END)
+            end = size
+            while end > 0:
+                start = max(0, end - 65_536)
+                file.seek(start)
+                chunk = file.read(end - start)
+                if end == size and chunk.endswith(b"\n"):
+                    return  # whole
+                newline = chunk.rfind(b"\n")
+                if newline >= 0:
+                    file.truncate(start + newline + 1)
+                    return
+                end = start
+            file.truncate(0)
+    except FileNotFoundError:
+        return
 # Headers that describe the bytes on the wire, not the decoded body kept in the record.
 _WIRE_HEADERS = ("content-encoding", "transfer-encoding", "content-length")
 
@@ -60,10 +180,13 @@ class CrawlOutput:
     def __init__(self, folder: Path, *, warc: bool = True, warc_prefix: str = "crawl") -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
-        self._pages: IO[str] = (folder / "pages.jsonl").open("a", encoding="utf-8")
-        self._items: IO[str] | None = None
-        self._sites: IO[str] | None = None
-        self._warc_file: IO[bytes] | None = None
+        for name in ("pages.jsonl", "items.jsonl", "sites.jsonl"):
+            _cut_torn(folder / name)
+        self._reserve = _Reserve(folder / RESERVE_NAME)
+        self._pages = _Appender(folder / "pages.jsonl", self._reserve)
+        self._items: _Appender | None = None
+        self._sites: _Appender | None = None
+        self._warc_file: _Appender | None = None
         self._warc: GzipWriter | None = None
         if warc:
             warcs = folder / "warc"
@@ -73,7 +196,7 @@ class CrawlOutput:
             while path.exists():
                 number += 1
                 path = warcs / f"{warc_prefix}-{number:05d}.warc.gz"
-            self._warc_file = path.open("wb")
+            self._warc_file = _Appender(path, self._reserve)
             # FastWARC builds the records (headers, record IDs, SHA-1 digests) and gzips each
             # as a member of its own, as WARC readers expect, at zlib's default level (level
             # 9 is several times the CPU for a few per cent of size). It takes half the CPU
@@ -83,16 +206,27 @@ class CrawlOutput:
         else:
             self.warc_path = None
 
+    @property
+    def full(self) -> str:
+        """The write that found the disk full, the reserve given up for it ("" while it
+        is kept): time to stop."""
+        return self._reserve.why if self._reserve.path is None else ""
+
+    def release_reserve(self, why: str) -> bool:
+        """Give up the folder's reserve (``why``: a write elsewhere, the store's, found
+        the disk full); False when it was given up before."""
+        return self._reserve.release(why)
+
     def page(self, record: dict[str, Any]) -> None:
         """One decided URL."""
-        self._pages.write(_line(record))
+        self._pages.write(_line(record).encode())
         self._pages.flush()
 
     def site(self, record: dict[str, Any]) -> None:
         """What one site's robots.txt said (``sites.jsonl``)."""
         if self._sites is None:
-            self._sites = (self.folder / "sites.jsonl").open("a", encoding="utf-8")
-        self._sites.write(_line(record))
+            self._sites = _Appender(self.folder / "sites.jsonl", self._reserve)
+        self._sites.write(_line(record).encode())
         self._sites.flush()
 
     def items(self, items: Sequence[object]) -> None:
@@ -100,9 +234,9 @@ class CrawlOutput:
         if not items:
             return
         if self._items is None:
-            self._items = (self.folder / "items.jsonl").open("a", encoding="utf-8")
+            self._items = _Appender(self.folder / "items.jsonl", self._reserve)
         for item in items:
-            self._items.write(_line(item))
+            self._items.write(_line(item).encode())
         self._items.flush()
 
     def exchange(self, exchange: Exchange, fetched_at: float) -> None:
@@ -145,14 +279,15 @@ class CrawlOutput:
         self._warc_file.flush()
 
     def close(self) -> None:
-        self._pages.close()
-        for stream in (self._items, self._sites):
+        """Close the files (what a full disk left unwritten stays so) and give the reserve
+        back."""
+        if self._warc is not None:
+            with contextlib.suppress(WriteFailed):  # the crawl stopped for it already
+                self._warc.flush()
+        for stream in (self._pages, self._items, self._sites, self._warc_file):
             if stream is not None:
                 stream.close()
-        if self._warc is not None:
-            self._warc.flush()
-        if self._warc_file is not None:
-            self._warc_file.close()
+        self._reserve.release()
 
 
 _EMPTY_SHA1 = hashlib.sha1(b"").digest()

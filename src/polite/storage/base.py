@@ -8,6 +8,7 @@ its own server time, so that nodes with different clocks still agree on a slot.
 from __future__ import annotations
 
 import asyncio
+import errno
 import sqlite3
 import sys
 from collections.abc import Sequence
@@ -32,9 +33,31 @@ __all__ = [
     "SlotClaim",
     "SlotStore",
     "Store",
+    "cannot_write",
     "raise_if_cancelled",
     "store_failed",
 ]
+
+# A disk with no room (or none for this user), a disk that fails, one mounted read-only.
+_WRITE_ERRNOS = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS))
+# SQLite's primary result codes for the same: SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL.
+_SQLITE_WRITE_CODES = frozenset((8, 10, 13))
+
+
+def cannot_write(exc: BaseException | None) -> bool:
+    """Whether ``exc`` (or what caused it) says a file could not be written: a full or
+    failing disk, under a crawl's folder or an SQLite store. Not a page's failure: the work
+    that needed the write stops, and is done again once there is room."""
+    seen = 0
+    while exc is not None and seen < 16:
+        if isinstance(exc, OSError) and exc.errno in _WRITE_ERRNOS:
+            return True
+        if isinstance(exc, sqlite3.Error) and \
+                (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in _SQLITE_WRITE_CODES:
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
 
 
 def raise_if_cancelled() -> None:

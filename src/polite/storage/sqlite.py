@@ -10,6 +10,7 @@ page's writes to both are one commit.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -111,7 +112,15 @@ class Transaction:
         if self._depth:
             return
         if kind is None:
-            self._db.execute("COMMIT")
+            try:
+                self._db.execute("COMMIT")
+            except sqlite3.Error:
+                # a commit that failed (a full disk) may leave the transaction open: ended
+                # here, so that the next BEGIN starts afresh
+                if self._db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
+                raise
         elif self._db.in_transaction:  # an error may have ended it already
             self._db.execute("ROLLBACK")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple, Protocol, runtime_checkable
 
-from polite.storage.sqlite import SQLiteStore, Transaction, open_database
+from polite.storage.sqlite import SQLiteStore, Transaction, apply_schema, open_database
 
 __all__ = [
     "NO_BATCH",
@@ -379,7 +379,7 @@ class SQLiteFrontier:
         else:
             self._db = store.connection
             self._transaction = store.transaction
-            self._db.executescript(_SCHEMA)
+            apply_schema(self._db, _SCHEMA, busy_timeout_s=busy_timeout_s)
         # Checkpoints write the WAL back into the file (and sync it): every 10,000 pages
         # (40 MB) rather than SQLite's 1,000, a page of the queue's index changed by many
         # commits in between is written back once. A fifth less CPU per crawled page.

@@ -22,9 +22,9 @@ from polite.api import create_app
 from polite.api.app import MAX_BODY_BYTES
 from polite.clock import WallClock
 from polite.config import FLAGS, SERVE, from_environment, read_config
+from polite.core._documents import read_toml_config
 from polite.core.robots import MAX_ROBOTS_BYTES
 from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
-from polite.core.text import decode_text
 from polite.core.urls import host_name_problem
 from polite.errors import ConfigError
 from polite.fetch.activity import Activity
@@ -116,7 +116,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     config: dict[str, object] = {}
     path = getattr(given, "config", None)
     if path:
-        config, notes = read_config(path, SERVE, tables=("delays",), decode=decode_text)
+        config, notes = read_config(path, SERVE, tables=("delays",), read=read_toml_config)
         for note in notes:
             print(f"polite: {note}", file=sys.stderr)
     environment = from_environment(SERVE, dict(os.environ))

@@ -208,3 +208,33 @@ def test_a_directory_signed_for_another_authority_is_refused() -> None:
     assert unsigned.error is None and unsigned.keys  # earlier drafts did not sign it
     assert swapped.error is not None and "does not verify" in swapped.error
     assert not swapped.keys
+
+
+def test_a_deeply_nested_directory_is_a_failure_that_keeps_the_directory_that_was_had() -> None:
+    # 60,000 "[" are under the size cap; the JSON decoder alone would recurse into them
+    nested = b"[" * 60_000
+    routes = {DIRECTORY_PATH: Reply(200, DOCUMENT, {"cache-control": "max-age=60"}),
+              "/nested": Reply(200, nested)}
+    site = Site(HOST, routes)
+    with serve(site):
+        clock = Clock()
+        fetcher = _fetcher(clock)
+        url = site.origin + DIRECTORY_PATH
+
+        async def run() -> list[KeyDirectory]:
+            found = [await fetcher(site.origin + "/nested"), await fetcher(url)]
+            routes[DIRECTORY_PATH] = Reply(200, nested)
+            clock.now += 61
+            found.append(await fetcher(url))
+            signer = RequestSigner(KEY, url)
+            headers = signer.headers("GET", "http://127.0.0.1:9/page")
+            check = await verify_signature("GET", "http://127.0.0.1:9/page", headers, fetcher)
+            await fetcher.close()
+            return [*found, check]  # type: ignore[list-item]
+
+        never_had, first, refetched, check = asyncio.run(run())
+    assert never_had.error is not None and "nested deeper than 64" in never_had.error
+    assert not never_had.keys
+    assert first.error is None and refetched == first
+    assert check.outcome is SignatureOutcome.VERIFIED  # type: ignore[attr-defined]
+    assert site.requests == ["/nested", DIRECTORY_PATH, DIRECTORY_PATH]

@@ -88,8 +88,8 @@ def update_ranges(store: SiteStore, crawlers: CrawlerList, sources: Sequence[str
     alone. ``client``: makes the client URLs are fetched with (names resolved, timeouts
     and private addresses as the caller says), on the loop it runs on; by default one
     refusing private addresses unless ``allow_private``. Bad input (an unknown crawler, a
-    file that is not a dated range file) raises :class:`ConfigError`; a fetch that fails is
-    reported and the stored file kept."""
+    file that is not a dated range file) raises :class:`ConfigError`; a fetch that fails, or
+    fetches what is not a range file, is reported and the stored file kept."""
     pairs = targets(crawlers, sources)
     read_at = {(r.crawler, r.source): r.fetched_at for r in store.ranges()}
     results: list[RangeUpdate] = []
@@ -117,7 +117,11 @@ def update_ranges(store: SiteStore, crawlers: CrawlerList, sources: Sequence[str
                         why = "took too long" if isinstance(exc, TimeoutError) else str(exc)
                         results.append(RangeUpdate(crawler, source, error=why))
                         continue
-                    file = parse_range_file(data, source=source)
+                    try:
+                        file = parse_range_file(data, source=source)
+                    except ConfigError as exc:  # reported; the others are still read
+                        results.append(RangeUpdate(crawler, source, error=str(exc)))
+                        continue
                 store.save_ranges(crawler, source, file.creation_time,
                                   [str(p) for p in file.prefixes], now)
                 results.append(RangeUpdate(crawler, source, file))

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from polite.errors import ConfigError
+from polite.core._documents import read_json
+from polite.errors import ConfigError, MalformedDocument
 
 __all__ = ["MAX_RANGE_FILE_BYTES", "RangeFile", "RangeTable", "parse_creation_time",
            "parse_range_file"]
@@ -62,12 +62,10 @@ class RangeFile:
 def parse_range_file(data: bytes | str, *, source: str) -> RangeFile:
     """A published range file; :class:`ConfigError` naming ``source`` when it is not one or
     has no ``creationTime``."""
-    if len(data) > MAX_RANGE_FILE_BYTES:
-        raise ConfigError(f"{source}: over {MAX_RANGE_FILE_BYTES} bytes")
     try:
-        document = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{source}: not JSON ({exc})") from None
+        document = read_json(data, max_bytes=MAX_RANGE_FILE_BYTES)
+    except MalformedDocument as exc:
+        raise ConfigError(f"{source}: {exc}") from None
     if not isinstance(document, dict):
         raise ConfigError(f"{source}: not a JSON object")
     created = parse_creation_time(document.get("creationTime"))

@@ -597,9 +597,9 @@ SITE_RANGES_UPDATE = Product("site ranges update", (
     _with(ALLOW_PRIVATE, **_CLI_ONLY), *NETWORK), command=("site", "ranges", "update"))
 
 _CRAWL_STORE = _with(STORE, help="politeness state and frontier: sqlite:///PATH (default "
-                     "OUT/crawl.sqlite), memory://, or redis://HOST:PORT/DB[?prefix=CRAWL] "
-                     "for workers sharing one crawl; share it with polite serve to be polite "
-                     "together", scrapy="")
+                     "OUT/crawl.sqlite; named, the processes of one machine share its crawl), "
+                     "memory://, or redis://HOST:PORT/DB[?prefix=CRAWL] for workers sharing "
+                     "one crawl; share it with polite serve to be polite together", scrapy="")
 CRAWL = Product("crawl run", (
     Setting("urls", list, None, "where to start (none: go on with the crawl in --out or "
             "--store)", metavar="URL", positional=True, nargs="*", config=False),

@@ -137,3 +137,17 @@ def test_parse_refuses_a_binary_file_in_one_line(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert result.stderr.splitlines()[-1] == (
         f"{words}:2: error: no URL in its 2 lines: this is not a sitemap [not-a-sitemap]")
+
+
+def test_parse_reports_a_field_inside_another_extensions_element(tmp_path: Path) -> None:
+    sitemap = tmp_path / "s.xml"
+    sitemap.write_text(
+        f'<urlset {NS} xmlns:video="http://www.google.com/schemas/sitemap-video/1.1" '
+        'xmlns:image="http://www.google.com/schemas/sitemap-image/1.1">\n'
+        "<url><loc>https://e.com/a</loc><video:video><image:loc>https://e.com/i</image:loc>"
+        "</video:video></url>\n<url><loc>https://e.com/b</loc></url></urlset>\n")
+    result = run("sitemap", "parse", str(sitemap))
+    assert "Traceback" not in result.stderr
+    assert result.stdout == "url\thttps://e.com/a\nurl\thttps://e.com/b\n"
+    assert (f"{sitemap}:2: error: <image:loc> outside any <image:image>; left out "
+            "[bad-extension]") in result.stderr

@@ -27,6 +27,7 @@ from polite.config import (
     scrapy_values,
     settings_table,
 )
+from polite.core._documents import read_toml_config
 from polite.core.robots import MAX_ROBOTS_BYTES, Dialect
 from polite.core.sitemaps.model import MAX_SITEMAP_BYTES
 from polite.core.usage.vocab import PURPOSES
@@ -256,7 +257,7 @@ def test_a_bad_value_is_refused_naming_the_knob(
             literal = "nan"
         config.write_text(f"{setting.name} = {literal or _toml(value)}\n")
         with pytest.raises(SettingError) as refused:
-            read_config(str(config), product)
+            read_config(str(config), product, read=read_toml_config)
         assert refused.value.knob == f"--config {config}: {setting.name}"
         return
     if surface == "scrapy":

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from polite.errors import SettingError
@@ -661,9 +661,9 @@ SITE_RANGES_UPDATE = Product("site ranges update", (
           **_CLI_ONLY), *NETWORK), command=("site", "ranges", "update"))
 
 _CRAWL_STORE = _with(STORE, help="politeness state and frontier: sqlite:///PATH (default "
-                     "OUT/crawl.sqlite), memory://, or redis://HOST:PORT/DB[?prefix=CRAWL] "
-                     "for workers sharing one crawl; share it with polite serve to be polite "
-                     "together", scrapy="")
+                     "OUT/crawl.sqlite; named, the processes of one machine share its crawl), "
+                     "memory://, or redis://HOST:PORT/DB[?prefix=CRAWL] for workers sharing "
+                     "one crawl; share it with polite serve to be polite together", scrapy="")
 CRAWL = Product("crawl run", (
     Setting("urls", list, None, "where to start (none: go on with the crawl in --out or "
             "--store)", metavar="URL", positional=True, nargs="*", config=False),
@@ -963,15 +963,14 @@ PRODUCTS = (ROBOTS_CHECK, ROBOTS_LINT, ROBOTS_EXPLAIN, ROBOTS_DIFF, SITEMAP_PARS
 MAX_CONFIG_BYTES = 1 << 20
 
 
-def read_config(path: str, product: Product, *, tables: tuple[str, ...] = (),
-                decode: Callable[[bytes, str], str] | None = None
-                ) -> tuple[dict[str, object], list[str]]:
+def read_config(path: str, product: Product, *,
+                read: Callable[[bytes, str], Mapping[str, object]],
+                tables: tuple[str, ...] = ()) -> tuple[dict[str, object], list[str]]:
     """The settings a TOML file gives ``product``, each checked as its key (``--config FILE:
-    KEY``), and the deprecation notes of former keys it used. ``tables``: keys whose values
-    the caller reads itself (``polite serve``'s ``[delays_s]``). ``decode``: the bytes as
-    text, or an error naming the line that is not (strict UTF-8 by default)."""
-    import tomllib
-
+    KEY``), and the deprecation notes of former keys it used. ``read``: the file's bytes as
+    a TOML table, or a :class:`ConfigError` naming the file (given the name) and why it is
+    not one (polite.core's bounded reading). ``tables``: keys whose values the caller
+    reads itself (``polite serve``'s ``[delays_s]``)."""
     from polite.errors import ConfigError
 
     where = f"--config {path}"
@@ -982,11 +981,7 @@ def read_config(path: str, product: Product, *, tables: tuple[str, ...] = (),
         raise ConfigError(f"{where}: {exc.strerror or exc}") from exc
     if len(body) > MAX_CONFIG_BYTES:
         raise ConfigError(f"{where}: over {MAX_CONFIG_BYTES:,} bytes")
-    try:
-        # TOML is UTF-8: bytes that are not are named by their line, not by a traceback
-        data = tomllib.loads((decode or _utf8)(body, where))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{where}: not TOML: {exc}") from exc
+    data = read(body, where)
     known = {s.name: s for s in product.on("config")}
     former = {old: s for s in known.values() for old in s.old_keys}
     found: dict[str, object] = {}
@@ -1013,16 +1008,6 @@ def read_config(path: str, product: Product, *, tables: tuple[str, ...] = (),
             checked = setting.check(value, knob)
         found[setting.name] = checked
     return found, notes
-
-
-def _utf8(body: bytes, where: str) -> str:
-    from polite.errors import ConfigError
-
-    try:
-        return body.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = body[:exc.start].count(b"\n") + 1
-        raise ConfigError(f"{where}:{line}: this line is not UTF-8 text") from None
 
 
 def from_environment(product: Product, environ: dict[str, str]) -> dict[str, object]:

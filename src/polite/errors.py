@@ -6,6 +6,7 @@ __all__ = [
     "ConfigError",
     "FetchError",
     "InvalidURL",
+    "MalformedDocument",
     "MalformedField",
     "PoliteError",
     "PrivateAddress",
@@ -55,6 +56,11 @@ class UnknownDialect(ConfigError):
 
 class InvalidURL(PoliteError):
     """A URL that cannot be checked (no scheme, unsupported scheme, bad host)."""
+
+
+class MalformedDocument(PoliteError):
+    """A JSON or TOML document polite will not read: over its size, not text, not well
+    formed, or nested deeper than a reader bounds it to. The caller names the document."""
 
 
 class MalformedField(PoliteError):

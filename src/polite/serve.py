@@ -30,9 +30,9 @@ from polite.config import (
     from_environment,
     read_config,
 )
+from polite.core._documents import read_toml_config
 from polite.core.robots import MAX_ROBOTS_BYTES
 from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
-from polite.core.text import decode_text
 from polite.core.urls import host_name_problem
 from polite.errors import ConfigError
 from polite.fetch.activity import Activity
@@ -139,7 +139,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     path = getattr(given, "config", None)
     if path:
         config, notes = read_config(path, SERVE, tables=tuple(DELAY_TABLES),
-                                    decode=decode_text)
+                                    read=read_toml_config)
         for note in notes:
             print(f"polite: {note}", file=sys.stderr)
     environment = from_environment(SERVE, dict(os.environ))

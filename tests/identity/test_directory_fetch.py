@@ -276,3 +276,33 @@ def test_the_least_recently_used_directory_goes_first() -> None:
         assert all(found.error is None for found in _get(fetcher, *urls))
     # d0, used again before d2 came, stays; d1 went and is fetched again
     assert site.requests == ["/d0", "/d1", "/d2", "/d1"]
+
+
+def test_a_deeply_nested_directory_is_a_failure_that_keeps_the_directory_that_was_had() -> None:
+    # 60,000 "[" are under the size cap; the JSON decoder alone would recurse into them
+    nested = b"[" * 60_000
+    routes = {DIRECTORY_PATH: Reply(200, DOCUMENT, {"cache-control": "max-age=60"}),
+              "/nested": Reply(200, nested)}
+    site = Site(HOST, routes)
+    with serve(site):
+        clock = Clock()
+        fetcher = _fetcher(clock)
+        url = site.origin + DIRECTORY_PATH
+
+        async def run() -> list[KeyDirectory]:
+            found = [await fetcher(site.origin + "/nested"), await fetcher(url)]
+            routes[DIRECTORY_PATH] = Reply(200, nested)
+            clock.now += 61
+            found.append(await fetcher(url))
+            signer = RequestSigner(KEY, url)
+            headers = signer.headers("GET", "http://127.0.0.1:9/page")
+            check = await verify_signature("GET", "http://127.0.0.1:9/page", headers, fetcher)
+            await fetcher.close()
+            return [*found, check]  # type: ignore[list-item]
+
+        never_had, first, refetched, check = asyncio.run(run())
+    assert never_had.error is not None and "nested deeper than 64" in never_had.error
+    assert not never_had.keys
+    assert first.error is None and refetched == first
+    assert check.outcome is SignatureOutcome.VERIFIED  # type: ignore[attr-defined]
+    assert site.requests == ["/nested", DIRECTORY_PATH, DIRECTORY_PATH]

@@ -257,6 +257,30 @@ def test_update_from_urls_at_most_hourly(tmp_path: Path, crawler_file: Path) -> 
     assert site.requests == ["/examplebot.json", "/moved/examplebot.json"]
 
 
+def test_a_deeply_nested_file_is_refused_and_the_others_are_read(tmp_path: Path,
+                                                                  crawler_file: Path) -> None:
+    nested = b"[" * 60_000  # under the size cap; the JSON decoder alone would recurse
+    local = tmp_path / "examplebot.json"
+    local.write_bytes(nested)
+    refused = _polite("site", "ranges", "update", "--db", str(tmp_path / "s.sqlite"),
+                      "--crawlers", str(crawler_file), str(local))
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert f"{local}: nested deeper than 64 at line 1" in refused.stderr
+    site = Site("127.0.94.3", {"/examplebot.json": Reply(200, nested),
+                               "/cloud.json": Reply(200, _bytes(JAFAR))})
+    db = tmp_path / "site.sqlite"
+    with serve(site):
+        done = _polite("site", "ranges", "update", "--db", str(db), "--crawlers",
+                       str(crawler_file), site.origin + "/examplebot.json",
+                       f"CloudFetcher={site.origin}/cloud.json", "--allow-private")
+    assert "Traceback" not in done.stderr
+    assert done.returncode == 1 and "nested deeper than 64" in done.stdout, done.stdout
+    assert "CloudFetcher: 2 prefixes" in done.stdout
+    store = SiteStore(db)
+    assert [r.crawler for r in store.ranges()] == ["CloudFetcher"]
+    store.close()
+
+
 def test_the_middleware_and_the_page_use_the_stored_ranges(tmp_path: Path) -> None:
     store = SiteStore(tmp_path / "site.sqlite")
     table = parse_range_file(_bytes({"creationTime": "2025-01-01T00:00:00Z", "prefixes": [

@@ -322,3 +322,20 @@ def test_a_service_with_an_admin_token_is_given_it_in_its_url(farm: dict[str, Si
         with httpx.Client(transport=PoliteTransport(
                 agent=AGENT, service_url=f"http://:s3cret@127.0.0.1:{port}")) as client:
             assert client.get(f"{site.origin}/p1").status_code == 200
+
+
+class _PathOnly(dict[str, Reply]):
+    """Routes found by a request's path whatever its query."""
+
+    def get(self, path: str, default: Any = None) -> Any:  # type: ignore[override]
+        return super().get(path.split("?")[0], default)
+
+
+def test_a_service_answering_json_nested_too_deep_is_a_fetch_error() -> None:
+    # what answers at the service URL is read through the one bounded JSON reading
+    routes = _PathOnly({"/politeness/verbose": Reply(200, b"[" * 60_000)})
+    with serve(Site("127.0.95.9", routes)) as fake, \
+            httpx.Client(transport=PoliteTransport(agent=AGENT,
+                                                   service_url=fake.origin)) as client, \
+            pytest.raises(FetchError, match="nested deeper than 64"):
+        client.get("http://127.0.0.1:9/p1")

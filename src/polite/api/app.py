@@ -5,7 +5,6 @@ same names and shapes), ``/delays``, ``/health``, ``/metrics``, seed 001's ``/en
 from __future__ import annotations
 
 import ipaddress
-import json
 import math
 import secrets
 import time
@@ -31,6 +30,7 @@ from starlette.routing import Route
 
 from polite.api.dashboard import MAX_PAGE_ROWS, SORTS, STATES, Dashboard, HostQuery, static_file
 from polite.config import DAY_S
+from polite.core._documents import read_json
 from polite.core.access import (
     SESSION_S,
     allowed_host_names,
@@ -46,7 +46,7 @@ from polite.core.robots.usage import Preferences, from_robots, purpose_json
 from polite.core.sitemaps.model import MAX_SITEMAP_URLS
 from polite.core.urls import host_name_problem, split_origin
 from polite.core.usage.vocab import PURPOSES
-from polite.errors import ConfigError, InvalidURL
+from polite.errors import ConfigError, InvalidURL, MalformedDocument
 from polite.fetch.activity import Activity
 from polite.fetch.cache import PageCache
 from polite.fetch.politeness import Answer, Politeness, message, warning
@@ -163,11 +163,9 @@ async def _json_body(request: Request) -> Any:
     if len(body) > MAX_BODY_BYTES:
         raise _Problem(413, f"body over {MAX_BODY_BYTES} bytes")
     try:
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise _Problem(400, f"the body is not JSON: {exc}") from None
-    except RecursionError:
-        raise _Problem(400, "the body is JSON nested deeper than this server reads") from None
+        return read_json(body)
+    except MalformedDocument as exc:
+        raise _Problem(400, f"the body is not JSON this server reads: {exc}") from None
 
 
 def _host_of(url: str) -> str | None:

@@ -330,9 +330,9 @@ def resolve(product: Product, args: argparse.Namespace, *, tables: tuple[str, ..
     config: dict[str, object] = {}
     path = getattr(args, "config", None)
     if path:
-        from polite.core.text import decode_text
+        from polite.core._documents import read_toml_config
 
-        config, notes = read_config(path, product, tables=tables, decode=decode_text)
+        config, notes = read_config(path, product, tables=tables, read=read_toml_config)
         for note in notes:
             print(f"polite: {note}", file=sys.stderr)
     environment = from_environment(product, dict(os.environ))

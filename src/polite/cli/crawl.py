@@ -168,11 +168,12 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
         WriteFailed,
         open_crawler,
     )
-    from polite.crawl.workers import heartbeat, is_shared
+    from polite.crawl.workers import heartbeat, shares_frontier
 
     assert isinstance(settings, CrawlSettings)
     folder = Path(args.out)
-    shared = is_shared(args.store, knob=FLAGS.store)
+    # Redis, or an SQLite file named with --store: other processes may crawl it at once
+    shared = shares_frontier(args.store, knob=FLAGS.store)
     worker = args.worker or f"{socket.gethostname()}-{os.getpid()}"
 
     def on_store(up: bool, detail: str) -> None:

@@ -21,6 +21,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
+from polite.core._documents import read_json
+from polite.errors import MalformedDocument
+
 __all__ = [
     "CLOCK_SKEW_S",
     "DIRECTORY_MEDIA_TYPE",
@@ -138,9 +141,9 @@ def directory_keys(body: bytes) -> dict[str, bytes]:
     passed over (the document may list RSA keys too); a document that is not a JWK Set
     is refused."""
     try:
-        document = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise DirectoryError(f"not JSON: {e}") from None
+        document = read_json(body)
+    except MalformedDocument as e:
+        raise DirectoryError(str(e)) from None
     keys = document.get("keys") if isinstance(document, dict) else None
     if not isinstance(keys, list):
         raise DirectoryError('not a JWK Set (no "keys" list)')

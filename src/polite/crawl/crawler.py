@@ -76,6 +76,10 @@ RETRIED = (429, 503)
 # Hosts a worker sharing the frontier reads at each poll, at most: a worker's hosts at once
 # are far fewer, and those it misses come up again at the next poll.
 DUE_HOSTS_READ = 1_000
+# A poll of the shared frontier is asked again no sooner than this many times what it took:
+# a few milliseconds in Redis, where the poll interval decides; a scan of a large SQLite
+# file shared by the processes of one machine costs at most a tenth of a worker's time.
+POLL_COST_FACTOR = 10
 # A host told to wait is asked again a little after the time it was given (5 ms and 2 % of
 # the wait, 50 ms at most): the spacing is then kept where it is measured, at the site,
 # whatever the milliseconds a request takes to leave here and to be read there on a busy
@@ -534,6 +538,7 @@ class Crawler:
                 next_poll = self._clock()
                 continue
             if self._shared and self._clock() >= next_poll:
+                polled_at = self._clock()
                 try:
                     if await self._poll() and not self.stats.in_flight:
                         return
@@ -542,7 +547,8 @@ class Crawler:
                         raise
                     self._store_lost(exc)
                     continue
-                next_poll = self._clock() + self._poll_s
+                took = self._clock() - polled_at
+                next_poll = self._clock() + max(self._poll_s, POLL_COST_FACTOR * took)
             until_poll = next_poll - self._clock() if self._shared else None
             budget = self._budget_left()
             if not self._heap or not budget:

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from polite.errors import ConfigError
+from polite.core._documents import read_json
+from polite.errors import ConfigError, MalformedDocument
 
 __all__ = ["merge_outputs"]
 
@@ -60,8 +61,8 @@ def merge_outputs(folders: Sequence[str | Path], out: str | Path) -> dict[str, A
                 for number, line in enumerate(lines, 1):
                     try:
                         # a line cut by a kill mid-write has no newline: not kept
-                        record = json.loads(line) if line.endswith("\n") else None
-                    except json.JSONDecodeError:
+                        record = read_json(line) if line.endswith("\n") else None
+                    except MalformedDocument:
                         record = None
                     if not isinstance(record, dict):
                         bad_lines.append(f"{source / 'pages.jsonl'}:{number}")

@@ -1,6 +1,7 @@
-"""The workers of a crawl shared through Redis: each says every second that it is alive and
-what it has done, and ``status`` reads them all back with the frontier's totals. Kept
-apart from the crawler so that reading a shared crawl's progress needs no crawl extra."""
+"""The workers of a crawl shared through Redis, or through an SQLite file by processes of one
+machine: each says every second that it is alive (in Redis, with what it has done, which
+``status`` reads back with the frontier's totals) and keeps its leases. Kept apart from the
+crawler so that reading a shared crawl's progress needs no crawl extra."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from polite.crawl.crawler import Crawler
 
-__all__ = ["ALIVE_S", "HEARTBEAT_S", "crawl_status", "heartbeat", "is_shared"]
+__all__ = ["ALIVE_S", "HEARTBEAT_S", "crawl_status", "heartbeat", "is_shared", "shares_frontier"]
 
 HEARTBEAT_S = 1.0  # a worker says it is alive this often
 ALIVE_S = 5.0  # and is counted as gone when it has not for this long
@@ -29,20 +30,34 @@ def is_shared(store: str, *, knob: str = "store=") -> bool:
     return bool(store) and read_store_url(store, knob).shared
 
 
+def shares_frontier(store: str, *, knob: str = "store=") -> bool:
+    """Whether workers started with ``store`` share one frontier: a Redis store, or an SQLite
+    file named as the store (which the processes of one machine share)."""
+    from polite.storage.url import read_store_url
+
+    return bool(store) and read_store_url(store, knob).kind in ("redis", "sqlite")
+
+
 @contextlib.asynccontextmanager
 async def heartbeat(store: str, worker: str, crawler: Crawler,
                     folder: Path) -> AsyncIterator[None]:
     """While the crawl runs, say every second in the shared store that this worker is alive
-    and what it has done (:func:`crawl_status` reads it); nothing without a store."""
+    (in Redis, with what it has done: :func:`crawl_status` reads it) and keep its leases;
+    nothing without a store."""
     if not store:
         yield
         return
+    from polite.storage.frontier import SQLiteFrontier
     from polite.storage.redis_frontier import RedisFrontier
 
     frontier = crawler.frontier
+    lease_s = crawler.settings.lease_s
+    if isinstance(frontier, SQLiteFrontier):
+        async with frontier.holding(lease_s, beat_s=HEARTBEAT_S, alive_s=ALIVE_S):
+            yield
+        return
     assert isinstance(frontier, RedisFrontier)
     started = time.time()
-    lease_s = crawler.settings.lease_s
 
     def about(ended: bool) -> dict[str, object]:
         stats = crawler.stats

@@ -29,6 +29,7 @@ import httpx
 
 from polite.clock import WallClock
 from polite.config import DROPINS, KEYWORDS, Knobs
+from polite.core._documents import read_json
 from polite.core.politeness import (
     DEFAULT_DELAY_S,
     MAX_CRAWL_DELAY_S,
@@ -50,6 +51,7 @@ from polite.errors import (
     ConfigError,
     FetchError,
     InvalidURL,
+    MalformedDocument,
     RequestRefused,
     RobotsDisallowed,
     SettingError,
@@ -314,7 +316,11 @@ class _Service:
         if response.status_code != 200:
             raise FetchError(f"polite serve at {self._base}{path} answered "
                              f"{response.status_code}: {response.text[:200]}")
-        return response.json()
+        try:
+            return read_json(response.content)
+        except MalformedDocument as exc:
+            raise FetchError(f"polite serve at {self._base}{path} answered what this client "
+                             f"does not read: {exc}") from exc
 
     async def check(self, url: str, agent: str, user_agent: str) -> Ruling:
         # robots.txt is the service's request, under its own --agent and --sign-with

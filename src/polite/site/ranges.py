@@ -90,8 +90,9 @@ def update_ranges(store: SiteStore, crawlers: CrawlerList, sources: Sequence[str
     refusing private addresses unless ``allow_private`` (which lets private and special
     prefixes in a file through too: a site's own test setup). Bad input (an unknown
     crawler, a file that is not a dated range file, or dated in the future) raises
-    :class:`ConfigError`; a fetch that fails is reported and the stored file kept; each
-    prefix refused is in the result's ``file.refused``."""
+    :class:`ConfigError`; a fetch that fails, or fetches what is not a range file, is
+    reported and the stored file kept; each prefix refused is in the result's
+    ``file.refused``."""
     pairs = targets(crawlers, sources)
     read_at = {(r.crawler, r.source): r.fetched_at for r in store.ranges()}
     results: list[RangeUpdate] = []
@@ -120,8 +121,12 @@ def update_ranges(store: SiteStore, crawlers: CrawlerList, sources: Sequence[str
                         why = "took too long" if isinstance(exc, TimeoutError) else str(exc)
                         results.append(RangeUpdate(crawler, source, error=why))
                         continue
-                    file = parse_range_file(data, source=source, now=now,
-                                            allow_private=allow_private)
+                    try:
+                        file = parse_range_file(data, source=source, now=now,
+                                                allow_private=allow_private)
+                    except ConfigError as exc:  # reported; the others are still read
+                        results.append(RangeUpdate(crawler, source, error=str(exc)))
+                        continue
                 store.save_ranges(crawler, source, file.creation_time,
                                   [str(p) for p in file.prefixes], now)
                 results.append(RangeUpdate(crawler, source, file))

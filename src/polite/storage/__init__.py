@@ -85,7 +85,7 @@ def open_frontier(url: str, *, default_path: Callable[[], Path],
     """A frontier from a store URL (:mod:`polite.storage.url`); ``default_path`` gives the
     file when ``url`` is empty. An SQLite frontier shares the connection of ``store`` when
     it is an :class:`SQLiteStore` on the same file. ``worker`` names the leases' owner in a
-    frontier that workers share (Redis). ``knob`` names the setting in errors
+    frontier that workers share (Redis, or an SQLite file). ``knob`` names the setting in errors
     (``--store``)."""
     from polite.storage.frontier import MemoryFrontier, SQLiteFrontier
     from polite.storage.sqlite import SQLiteStore
@@ -99,7 +99,7 @@ def open_frontier(url: str, *, default_path: Callable[[], Path],
         raise SettingError(knob, url, f"no frontier for this store ({exc.problem})") from exc
     if where.kind == "sqlite":
         assert where.path is not None
-        return SQLiteFrontier(where.path, store=shared)
+        return SQLiteFrontier(where.path, store=shared, worker=worker)
     if where.kind == "redis":
         from polite.storage.redis_frontier import RedisFrontier
 

@@ -10,15 +10,22 @@ suite (tests/storage/test_frontier.py).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import heapq
 import itertools
-from collections.abc import Sequence
+import os
+import socket
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple, Protocol, runtime_checkable
 
-from polite.storage.sqlite import SQLiteStore, Transaction, open_database
+from polite.errors import ConfigError
+from polite.storage.sqlite import SQLiteStore, Transaction, apply_schema, open_database
 
 __all__ = [
     "NO_BATCH",
@@ -332,11 +339,13 @@ CREATE TABLE IF NOT EXISTS frontier (
     url TEXT PRIMARY KEY, host TEXT NOT NULL, state INTEGER NOT NULL, seq INTEGER NOT NULL,
     not_before REAL NOT NULL, lease_until REAL NOT NULL DEFAULT 0, depth INTEGER NOT NULL,
     via TEXT NOT NULL, srcloc TEXT, page_type TEXT, changefreq TEXT, lastmod REAL,
-    hops INTEGER NOT NULL, attempts INTEGER NOT NULL);
+    hops INTEGER NOT NULL, attempts INTEGER NOT NULL, owner TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS frontier_queue ON frontier (host, state, seq);
 CREATE TABLE IF NOT EXISTS frontier_hosts (host TEXT PRIMARY KEY, state TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS frontier_seed_hosts (host TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS frontier_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS frontier_workers (
+    worker TEXT PRIMARY KEY, machine TEXT NOT NULL, pid INTEGER NOT NULL, beat REAL NOT NULL);
 INSERT OR IGNORE INTO frontier_meta
     SELECT 'seq', COALESCE((SELECT MAX(seq) FROM frontier), 0)
     WHERE NOT EXISTS (SELECT 1 FROM frontier_meta WHERE name = 'seq');
@@ -346,7 +355,8 @@ _COLUMNS = ("url, host, depth, via, srcloc, page_type, changefreq, lastmod, hops
 
 
 _LEASE = (
-    f"UPDATE frontier SET state = {LEASED}, lease_until = ?1 WHERE url = (SELECT url FROM ("
+    f"UPDATE frontier SET state = {LEASED}, lease_until = ?1, owner = ?4 WHERE url = ("
+    f"SELECT url FROM ("
     f"SELECT * FROM (SELECT url, 0 AS rank FROM frontier WHERE host = ?2 AND state = {LEASED}"
     f" AND lease_until <= ?3 ORDER BY seq LIMIT 1) UNION ALL SELECT * FROM (SELECT url, 1 FROM"
     f" frontier WHERE host = ?2 AND state = {QUEUED} AND not_before <= ?3 ORDER BY seq "
@@ -354,6 +364,11 @@ _LEASE = (
 _MARKS = "(" + ", ".join(["?"] * 13) + ")"
 WAL_CHECKPOINT_PAGES = 10_000
 _ROWS_PER_INSERT = 500  # 13 parameters a row, well under SQLite's 32,766
+
+
+# A URL leased, to the worker named (any, when the frontier has no worker name): the
+# statement's last parameters are LEASED and the name twice.
+_MINE = "state = ? AND (? = '' OR owner = ?)"
 
 
 def _row(item: FrontierItem, state: int, seq: int) -> tuple[object, ...]:
@@ -364,12 +379,20 @@ class SQLiteFrontier:
     """The frontier in an SQLite file (WAL): every change its own transaction, so a kill
     loses nothing that was acknowledged; queued URLs live on disk, not in memory.
 
+    Processes of one machine may share the file as workers share a Redis frontier: made
+    with ``worker=``, a frontier writes its name on each URL it leases, and its
+    acknowledgement or release of a URL another worker has leased since changes nothing;
+    while :meth:`holding`, it beats and keeps its leases, and gives back at its start only
+    the leases of workers that are gone.
+
     With ``store``, an :class:`SQLiteStore` on the same file, the frontier shares its
     connection: a batch then holds the politeness store's writes too (a page's response
     time with its acknowledgement, one commit)."""
 
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 5.0,
-                 store: SQLiteStore | None = None) -> None:
+                 store: SQLiteStore | None = None, worker: str = "") -> None:
+        self.worker = worker
+        self._mine = (LEASED, worker, worker)  # the last parameters of _MINE
         self._owns_connection = store is None or \
             store.path.resolve() != Path(path).resolve()
         if store is None or self._owns_connection:
@@ -379,11 +402,18 @@ class SQLiteFrontier:
         else:
             self._db = store.connection
             self._transaction = store.transaction
-            self._db.executescript(_SCHEMA)
+            apply_schema(self._db, _SCHEMA, busy_timeout_s=busy_timeout_s)
         # Checkpoints write the WAL back into the file (and sync it): every 10,000 pages
         # (40 MB) rather than SQLite's 1,000, a page of the queue's index changed by many
         # commits in between is written back once. A fifth less CPU per crawled page.
         self._db.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(frontier)")}
+        if "owner" not in columns:  # a file from before leases had owners
+            with self._transaction:
+                columns = {row[1] for row in self._db.execute("PRAGMA table_info(frontier)")}
+                if "owner" not in columns:  # another process may have added it meanwhile
+                    self._db.execute("ALTER TABLE frontier ADD COLUMN owner TEXT NOT NULL "
+                                     "DEFAULT ''")
 
     def batch(self) -> Batch:
         return self._transaction
@@ -428,25 +458,26 @@ class SQLiteFrontier:
     async def lease(self, host: str, now: float, lease_s: float) -> FrontierItem | None:
         # One atomic statement: a URL whose lease has run out (its worker died), oldest
         # first, else the oldest queued URL that is due; each candidate is one index probe.
-        row = self._db.execute(_LEASE, (now + lease_s, host, now)).fetchone()
+        row = self._db.execute(_LEASE, (now + lease_s, host, now, self.worker)).fetchone()
         return None if row is None else FrontierItem(*row)
 
     async def done(self, url: str, *, fetched: bool, revisit_at: float | None = None) -> None:
+        # a lease of this worker's only: one that ran out and was taken since is not its
         if revisit_at is None:
-            self._db.execute("UPDATE frontier SET state = ? WHERE url = ? AND state = ?",
-                             (FETCHED if fetched else SKIPPED, url, LEASED))
+            self._db.execute(f"UPDATE frontier SET state = ? WHERE url = ? AND {_MINE}",
+                             (FETCHED if fetched else SKIPPED, url, *self._mine))
         else:  # queued again, so behind what is queued now
             with self._transaction:
                 self._db.execute(
                     "UPDATE frontier SET state = ?, not_before = ?, attempts = 0, seq = ? "
-                    "WHERE url = ? AND state = ?",
-                    (QUEUED, revisit_at, self._take_seqs(1), url, LEASED))
+                    f"WHERE url = ? AND {_MINE}",
+                    (QUEUED, revisit_at, self._take_seqs(1), url, *self._mine))
 
     async def release(self, item: FrontierItem) -> None:
         self._db.execute(
             "UPDATE frontier SET state = ?, not_before = ?, attempts = ? "
-            "WHERE url = ? AND state = ?",
-            (QUEUED, item.not_before, item.attempts, item.url, LEASED))
+            f"WHERE url = ? AND {_MINE}",
+            (QUEUED, item.not_before, item.attempts, item.url, *self._mine))
 
     async def next_due(self, host: str) -> float | None:
         row = self._db.execute(
@@ -495,6 +526,74 @@ class SQLiteFrontier:
                                   "WHERE state = ?", (QUEUED, LEASED))
         return cursor.rowcount
 
+    # -- the workers sharing the file ----------------------------------------------------
+
+    def _beat(self, now: float) -> None:
+        self._db.execute(
+            "INSERT INTO frontier_workers (worker, machine, pid, beat) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (worker) DO UPDATE SET machine = excluded.machine, "
+            "pid = excluded.pid, beat = excluded.beat",
+            (self.worker, socket.gethostname(), os.getpid(), now))
+
+    def _renew(self, until: float) -> None:
+        self._db.execute("UPDATE frontier SET lease_until = ? WHERE state = ? AND owner = ? "
+                         "AND lease_until < ?", (until, LEASED, self.worker, until))
+
+    def requeue_gone(self, now: float, alive_s: float) -> int:
+        """Give back the leases of workers that are gone: those that have not beaten for
+        ``alive_s``, whose process on this machine has ended, or that had no name (a run
+        that did not share the file); and this worker's own, left by an earlier run under
+        its name (a worker starting holds none). A live worker's leases stay its own."""
+        machine = socket.gethostname()
+        with self._transaction:
+            live = [worker for worker, on, pid, beat in self._db.execute(
+                        "SELECT worker, machine, pid, beat FROM frontier_workers")
+                    if worker != self.worker and beat > now - alive_s and
+                    (on != machine or _running(pid))]
+            marks = ", ".join("?" * len(live))
+            self._db.execute(f"DELETE FROM frontier_workers WHERE worker NOT IN ({marks}) "
+                             "AND worker != ?", (*live, self.worker))
+            cursor = self._db.execute(
+                "UPDATE frontier SET state = ?, lease_until = 0, owner = '' WHERE state = ? "
+                f"AND owner NOT IN ({marks})", (QUEUED, LEASED, *live))
+        return cursor.rowcount
+
+    @contextlib.asynccontextmanager
+    async def holding(self, lease_s: float, *, beat_s: float = 1.0,
+                      alive_s: float = 5.0) -> AsyncIterator[None]:
+        """While the block runs: this worker beats every ``beat_s`` and its leases are
+        renewed every third of ``lease_s``, so that they never run out while it lives; on
+        entry the leases of workers gone (:meth:`requeue_gone`) come back; on exit this
+        worker is struck off."""
+        if not self.worker:
+            raise ConfigError("sharing an SQLite frontier needs the frontier's worker name")
+        now = time.time()
+        self._beat(now)
+        self.requeue_gone(now, alive_s)
+        stopped = asyncio.Event()
+
+        async def beat() -> None:
+            renew_at = now + lease_s / 3
+            while not stopped.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stopped.wait(), beat_s)
+                at = time.time()
+                try:
+                    self._beat(at)
+                    if at >= renew_at:
+                        self._renew(at + lease_s)
+                        renew_at = at + lease_s / 3
+                except sqlite3.OperationalError:  # busy past the timeout: the next beat
+                    continue
+
+        task = asyncio.create_task(beat())
+        try:
+            yield
+        finally:
+            stopped.set()
+            await task
+            self._db.execute("DELETE FROM frontier_workers WHERE worker = ?", (self.worker,))
+
     async def counts(self) -> FrontierCounts:
         tally = [0, 0, 0, 0]
         for state, n in self._db.execute("SELECT state, COUNT(*) FROM frontier "
@@ -505,6 +604,17 @@ class SQLiteFrontier:
     async def close(self) -> None:
         if self._owns_connection:
             self._db.close()
+
+
+def _running(pid: int) -> bool:
+    """Whether a process of this machine is running (or is not this user's to signal)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @runtime_checkable

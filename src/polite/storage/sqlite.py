@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -28,7 +29,7 @@ from polite.core.politeness.rules import (
 from polite.errors import ConfigError
 from polite.storage.base import COUNTERS, FACTS, HostActivity, HostFacts, RobotsRecord
 
-__all__ = ["SQLiteStore", "Transaction", "open_database"]
+__all__ = ["SQLiteStore", "Transaction", "apply_schema", "open_database"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS slots (
@@ -70,16 +71,60 @@ def open_database(path: str | Path, schema: str, what: str, *,
                   busy_timeout_s: float = 5.0) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit), WAL with NORMAL sync
     (a commit survives a kill of the process), ``schema`` applied; :class:`ConfigError`
-    naming ``what`` when the file cannot be opened."""
+    naming ``what`` when the file cannot be opened. Processes opening one file at once wait
+    for each other within ``busy_timeout_s``, as writes do."""
     try:
         db = sqlite3.connect(str(path), timeout=busy_timeout_s, isolation_level=None,
                              check_same_thread=False)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.executescript(schema)
     except sqlite3.Error as exc:
         raise ConfigError(f"cannot open {what} at {path}: {exc}") from exc
+    try:
+        _while_busy(lambda: db.execute("PRAGMA journal_mode=WAL"), busy_timeout_s)
+        db.execute("PRAGMA synchronous=NORMAL")
+        apply_schema(db, schema, busy_timeout_s=busy_timeout_s)
+    except sqlite3.Error as exc:
+        db.close()
+        raise ConfigError(f"cannot open {what} at {path}: {exc}") from exc
     return db
+
+
+def apply_schema(db: sqlite3.Connection, schema: str, *, busy_timeout_s: float = 5.0) -> None:
+    """``schema`` (statements that may run again: ``IF NOT EXISTS``) in one write
+    transaction, waiting within ``busy_timeout_s`` for processes opening the file too."""
+
+    def apply() -> None:
+        try:
+            # BEGIN IMMEDIATE takes the write lock first, through the busy handler: no
+            # reader's lock is upgraded half-way, which SQLite refuses at once rather than
+            # wait (its deadlock rule)
+            db.executescript(f"BEGIN IMMEDIATE;\n{schema}\nCOMMIT;")
+        except sqlite3.Error:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+
+    _while_busy(apply, busy_timeout_s)
+
+
+_BUSY = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})  # with extended codes masked
+
+
+def _while_busy(step: Callable[[], object], busy_timeout_s: float) -> None:
+    """``step``, tried again while SQLite answers "database is locked" without waiting (a
+    change of journal mode, or a file another process is creating), until
+    ``busy_timeout_s`` has passed."""
+    deadline = time.monotonic() + busy_timeout_s
+    pause = 0.001
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as exc:
+            busy = (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in _BUSY
+            if not busy or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 class Transaction:

@@ -15,12 +15,12 @@ tdmrep.json) before they meet the others.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from polite.core._documents import read_json
 from polite.core.robots.matcher import wildcard_regex
 from polite.core.robots.meta import meta_contents, x_robots_values
 from polite.core.robots.model import Dialect, Directive
@@ -36,7 +36,7 @@ from polite.core.usage.vocab import (
     PURPOSES,
     Vocabulary,
 )
-from polite.errors import MalformedField
+from polite.errors import MalformedDocument, MalformedField
 
 __all__ = [
     "MAX_TDMREP_BYTES",
@@ -465,12 +465,10 @@ def from_tdmrep(body: str | bytes, url: str) -> Preferences:
     ``tdm-reservation`` is bad (then unset). A file that is not a JSON array, and entries
     that are not readable, are reported, never raised."""
     where = TDMREP_PATH
-    if len(body) > MAX_TDMREP_BYTES:
-        return Preferences(issues=(f"{where}: over {MAX_TDMREP_BYTES} bytes; not read",))
     try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
-        return Preferences(issues=(f"{where}: not JSON; ignored",))
+        data = read_json(body, max_bytes=MAX_TDMREP_BYTES)
+    except MalformedDocument as exc:
+        return Preferences(issues=(f"{where}: {exc}; ignored",))
     if not isinstance(data, list):
         return Preferences(issues=(f"{where}: not a JSON array; ignored",))
     # A location writes a literal "$" or "*" percent-encoded (the report's "/path/foo-%24"

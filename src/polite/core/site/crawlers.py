@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import enum
 import ipaddress
-import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from polite.errors import ConfigError
+from polite.core._documents import read_json
+from polite.errors import ConfigError, MalformedDocument
 
 __all__ = [
     "Category",
@@ -191,9 +191,9 @@ def parse_crawlers(text: str, *, source: str = "crawler list") -> CrawlerList:
     "host_suffixes"?, "url"?, "signature_agents"?, "ranges_urls"?}, ...]}``. Raises
     :class:`ConfigError` naming the entry."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{source}: not JSON: {exc}") from exc
+        data = read_json(text)
+    except MalformedDocument as exc:
+        raise ConfigError(f"{source}: {exc}") from exc
     if not isinstance(data, dict) or not isinstance(data.get("crawlers"), list):
         raise ConfigError(f"{source}: expected an object with a 'crawlers' list")
     crawlers = []

@@ -15,7 +15,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from polite.errors import ConfigError
+from polite.core._documents import read_json
+from polite.errors import ConfigError, MalformedDocument
 
 __all__ = ["MAX_RANGE_FILE_BYTES", "MIN_PREFIX_LENGTHS", "RangeFile", "RangeTable",
            "RefusedPrefix", "parse_creation_time", "parse_range_file", "prefix_problem"]
@@ -119,12 +120,10 @@ def parse_range_file(data: bytes | str, *, source: str, now: float | None = None
     has no ``creationTime`` or (given ``now``) one in the future. Each prefix that
     :func:`prefix_problem` refuses, or written with host bits set (``1.2.3.4/8``), is
     left out and reported in ``refused``."""
-    if len(data) > MAX_RANGE_FILE_BYTES:
-        raise ConfigError(f"{source}: over {MAX_RANGE_FILE_BYTES} bytes")
     try:
-        document = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{source}: not JSON ({exc})") from None
+        document = read_json(data, max_bytes=MAX_RANGE_FILE_BYTES)
+    except MalformedDocument as exc:
+        raise ConfigError(f"{source}: {exc}") from None
     if not isinstance(document, dict):
         raise ConfigError(f"{source}: not a JSON object")
     created = parse_creation_time(document.get("creationTime"))

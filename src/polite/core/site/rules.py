@@ -15,12 +15,13 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from polite.core._documents import read_json
 from polite.core.robots.model import Dialect
 from polite.core.robots.parser import MAX_ROBOTS_BYTES, parse_body
 from polite.core.robots.values import parse_delay, parse_rate
 from polite.core.usage.statement import parse_statement
 from polite.core.usage.vocab import AIPREF_REVISIONS, CONTENT_SIGNALS, CURRENT
-from polite.errors import ConfigError, MalformedField
+from polite.errors import ConfigError, MalformedDocument, MalformedField
 
 __all__ = [
     "MANAGED_BEGIN",
@@ -344,14 +345,14 @@ def _rows(values: Iterable[object], where: str) -> tuple[RuleRow, ...]:
 def rules_from_json(text: str) -> SiteRules:
     """The rules a version keeps; :class:`ConfigError` when it cannot be read."""
     try:
-        data = json.loads(text)
+        data = read_json(text)
         sections = tuple(
             Section(str(s["name"]), str(s.get("prefix", "/")), str(s.get("owner", "")),
                     _rows(s.get("rules", []), f"section {s['name']!r}"))
             for s in data["sections"])
         enforce = data.get("enforcement", {})
         ttl_s = int(data.get("ttl_s", 3600))
-    except (ValueError, KeyError, TypeError) as exc:
+    except (MalformedDocument, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"site rules cannot be read: {exc}") from exc
     return SiteRules(sections, max(0, min(ttl_s, MAX_TTL_S)),
                      Enforcement(bool(enforce.get("refuse_disallowed")),

@@ -106,6 +106,10 @@ _YES_NO = {"yes": True, "no": False}
 _VIDEO_TEXT = frozenset({"thumbnail_loc", "title", "description", "content_loc", "player_loc",
                          "category", "gallery_loc", "uploader"})
 _VIDEO_LISTS = frozenset({"tag"})
+# The fields the image and news extensions define (a video's others are kept in ``extra``).
+_IMAGE_FIELDS = frozenset({"loc", "caption", "geo_location", "title", "license"})
+_NEWS_FIELDS = frozenset({"name", "language", "publication_date", "title", "keywords",
+                          "genres", "stock_tickers", "access"})
 
 
 class _Stop(Exception):
@@ -804,7 +808,7 @@ class _Extensions:
         self.reader = reader
         self.issue = reader.owner._issue
         self.text = text
-        self.names: dict[str, tuple[str, str]] = {}
+        self.names: dict[str, tuple[str, str, str]] = {}  # family, local name, _role
         self.reset()
 
     def reset(self) -> None:
@@ -814,19 +818,25 @@ class _Extensions:
         self.news: News | None = None
         self.alternates: list[Alternate] = []
         self.mobile = False
-        self.record: dict[str, Any] = {}  # fields of the image, video or news being read
+        # The fields of the image, video and news being read, each family apart: a field
+        # only ever fills an element of its own family. Only end tags reach this class on
+        # the fast path, so a field is known to be misplaced when its family's element does
+        # not close after it (``loose``: the first such field's line and name).
+        self.records: dict[str, dict[str, Any]] = {"image": {}, "video": {}, "news": {}}
+        self.loose: dict[str, tuple[int, str]] = {}
         self.attrs: dict[str, dict[str, str]] = {}  # attributes by element, until its end
 
-    def _name(self, name: str) -> tuple[str, str]:
+    def _name(self, name: str) -> tuple[str, str, str]:
         known = self.names.get(name)
         if known is None:
             namespace, local = _split(name)
-            known = self.names[name] = (_EXTENSIONS[namespace], local)
+            family = _EXTENSIONS[namespace]
+            known = self.names[name] = (family, local, _role(family, local))
         return known
 
     def start(self, name: str, attrs: dict[str, str], line: int) -> None:
         self.used = True
-        family, local = self._name(name)
+        family, local, _ = self._name(name)
         if family == "xhtml":
             if local == "link" and attrs.get("rel", "").lower() == "alternate":
                 href = attrs.get("href", "").strip()
@@ -841,24 +851,29 @@ class _Extensions:
 
     def end(self, name: str, line: int) -> None:
         self.used = True
-        family, local = self._name(name)
-        record = self.record
-        if family == "image":
-            if local == "image":
-                self._image(record, line)
+        family, local, role = self._name(name)
+        if role is _FIELD:
+            if family not in self.loose:
+                self.loose[family] = (line, local)
+            value = self._value(family, local, line)
+            if family == "video":
+                self._video_field(self.records["video"], local, value, line)
             else:
-                record[local] = self._value(family, local, line)
-        elif family == "video":
-            if local == "video":
+                self.records[family][local] = value
+        elif role is _HOLDER:  # the element that holds the fields read so far
+            record = self.records[family]
+            self.records[family] = {}
+            self.loose.pop(family, None)
+            if family == "image":
+                self._image(record, line)
+            elif family == "video":
                 self._video(record, line)
             else:
-                self._video_field(record, local, self._value(family, local, line), line)
-        elif family == "news":
-            if local == "news":
                 self._news(record, line)
-            elif local != "publication":
-                record[local] = self._value(family, local, line)
-        elif family == "mobile" and local == "mobile":
+        elif role is _UNKNOWN:
+            self.issue(line, "bad-extension", f"<{family}:{local}> is not an element of the "
+                       f"{family} extension; left out")
+        elif role is _MOBILE:
             self.mobile = True
 
     def _value(self, family: str, local: str, line: int) -> str:
@@ -866,13 +881,15 @@ class _Extensions:
 
     def take(self) -> tuple[tuple[Image, ...], tuple[Video, ...], News | None,
                             tuple[Alternate, ...], bool]:
+        for family, (line, local) in self.loose.items():
+            self.issue(line, "bad-extension", f"<{family}:{local}> outside any "
+                       f"<{family}:{family}>; left out")
         values = (tuple(self.images), tuple(self.videos), self.news, tuple(self.alternates),
                   self.mobile)
         self.reset()
         return values
 
     def _image(self, record: dict[str, Any], line: int) -> None:
-        self.record = {}
         loc = record.get("loc")
         if not loc:
             self.issue(line, "bad-image", "<image:image> without <image:loc>; left out")
@@ -882,7 +899,6 @@ class _Extensions:
                                  record.get("title") or None, record.get("license") or None))
 
     def _news(self, record: dict[str, Any], line: int) -> None:
-        self.record = {}
         name = record.get("name") or None
         if name is None:
             self.issue(line, "bad-news", "<news:news> without a publication name; Google "
@@ -951,7 +967,6 @@ class _Extensions:
             return None
 
     def _video(self, record: dict[str, Any], line: int) -> None:
-        self.record = {}
         for name in ("tags", "prices", "extra"):
             if name in record:
                 record[name] = tuple(record[name])
@@ -959,6 +974,23 @@ class _Extensions:
             self.issue(line, "bad-video", "<video:video> has neither content_loc nor "
                        "player_loc", Severity.WARNING)
         self.videos.append(Video(**record))
+
+
+# What an extension element is to _Extensions.end: a field of its family's element, that
+# element itself, one its extension does not define, mobile:mobile, or nothing to read
+# (news:publication, which only groups fields; xhtml:link, read at its start).
+_FIELD, _HOLDER, _UNKNOWN, _MOBILE, _NOTHING = "field", "holder", "unknown", "mobile", "-"
+
+
+def _role(family: str, local: str) -> str:
+    if family in ("image", "video", "news"):
+        if local == family:
+            return _HOLDER
+        if family == "news" and local == "publication":
+            return _NOTHING
+        known = _IMAGE_FIELDS if family == "image" else _NEWS_FIELDS
+        return _FIELD if family == "video" or local in known else _UNKNOWN
+    return _MOBILE if family == "mobile" and local == "mobile" else _NOTHING
 
 
 def _items(text: str | None) -> tuple[str, ...]:

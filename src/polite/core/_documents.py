@@ -1,0 +1,101 @@
+"""The one reading of JSON and TOML documents that come from outside: key directories, IP
+range files, tdmrep.json, crawler lists, site rules, REST bodies and config files. Each is
+bounded in bytes (by its caller) and in nesting: a document nested deeper than
+:data:`MAX_DEPTH` is refused by a linear scan before it is parsed, so neither the JSON
+decoder nor tomllib (both recursive) can run out of stack on it."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from typing import Any
+
+from polite.core.text import decode_text
+from polite.errors import ConfigError, MalformedDocument
+
+__all__ = ["MAX_DEPTH", "read_json", "read_toml", "read_toml_config"]
+
+# Arrays and objects (tables) inside one another. Every document polite reads needs a
+# handful (a JWK Set 3, a range file 3, a crawler list 4); 64 leaves room for others' use
+# and keeps the recursive parsers far from Python's recursion limit.
+MAX_DEPTH = 64
+
+# What holds brackets that do not nest: strings (and, in TOML, comments). Each alternative
+# is written so that a failed match backtracks linearly.
+_JSON_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.S)
+_TOML_TOKENS = re.compile(
+    r'"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""'
+    r"|'''[^']*(?:'(?!'')[^']*)*'''"
+    r'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
+    r"|'[^'\n]*'"
+    r"|#[^\n]*"
+    r"|[\[\]{}]", re.S)
+_OPENING = frozenset("[{")
+_CLOSING = frozenset("]}")
+
+
+def _too_deep(text: str, tokens: re.Pattern[str], max_depth: int) -> int | None:
+    """The line (from 1) where ``text`` nests deeper than ``max_depth``, or ``None``."""
+    depth = 0
+    for token in tokens.finditer(text):
+        char = token.group()
+        if char in _OPENING:
+            depth += 1
+            if depth > max_depth:
+                return text.count("\n", 0, token.start()) + 1
+        elif char in _CLOSING:
+            depth = max(0, depth - 1)
+    return None
+
+
+def _text(body: str | bytes) -> str:
+    if isinstance(body, str):
+        return body
+    try:
+        # as json.loads reads bytes: UTF-8 (a byte order mark allowed), -16 or -32
+        return body.decode(json.detect_encoding(body), "surrogatepass")
+    except UnicodeDecodeError as exc:
+        line = body[:exc.start].count(b"\n") + 1
+        raise MalformedDocument(f"line {line} is not UTF-8 text") from None
+
+
+def read_json(body: str | bytes, *, max_bytes: int | None = None,
+              max_depth: int = MAX_DEPTH) -> Any:
+    """``body`` as JSON; :class:`MalformedDocument` saying why when it is larger than
+    ``max_bytes``, not text, not JSON, or nested deeper than ``max_depth``."""
+    if max_bytes is not None and len(body) > max_bytes:
+        raise MalformedDocument(f"over {max_bytes} bytes")
+    text = _text(body)
+    line = _too_deep(text, _JSON_TOKENS, max_depth)
+    if line is not None:
+        raise MalformedDocument(f"nested deeper than {max_depth} at line {line}")
+    try:
+        return json.loads(text)
+    except ValueError as exc:  # JSONDecodeError, and a number of too many digits
+        raise MalformedDocument(f"not JSON: {exc}") from None
+    except RecursionError:  # the scan above keeps this from happening; never a traceback
+        raise MalformedDocument(f"nested deeper than {max_depth}") from None
+
+
+def read_toml(text: str, *, max_depth: int = MAX_DEPTH) -> dict[str, Any]:
+    """``text`` as a TOML document; :class:`MalformedDocument` saying why when it is not
+    TOML or nests arrays and inline tables deeper than ``max_depth``."""
+    line = _too_deep(text, _TOML_TOKENS, max_depth)
+    if line is not None:
+        raise MalformedDocument(f"nested deeper than {max_depth} at line {line}")
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise MalformedDocument(f"not TOML: {exc}") from None
+    except RecursionError:
+        raise MalformedDocument(f"nested deeper than {max_depth}") from None
+
+
+def read_toml_config(body: bytes, name: str) -> dict[str, Any]:
+    """A config file's bytes as TOML; :class:`ConfigError` naming ``name`` and the line that
+    is not text, or why it is not TOML polite reads."""
+    try:
+        return read_toml(decode_text(body, name))
+    except MalformedDocument as exc:
+        raise ConfigError(f"{name}: {exc}") from None

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from polite.api import create_app
 from polite.api.app import MAX_BODY_BYTES
 from polite.clock import WallClock
-from polite.config import FLAGS, SERVE, from_environment, read_config
+from polite.config import FLAGS, ROBOTS_MEMORY_MB, SERVE, from_environment, read_config
 from polite.core.robots import MAX_ROBOTS_BYTES
 from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
 from polite.core.text import decode_text
@@ -80,6 +80,7 @@ class Settings:
     # (a name pointed at this machine by someone else's DNS is refused: DNS rebinding).
     allowed_host: list[str] = field(default_factory=list)
     max_robots_bytes: int = MAX_ROBOTS_BYTES  # robots.txt is read up to this size
+    robots_memory_mb: float = ROBOTS_MEMORY_MB  # parsed robots.txt files kept in memory
     intercept_tls: bool = False  # read inside CONNECT tunnels (the local CA's certificates)
     ca_dir: str | None = None  # the local CA's folder; None: default_ca_dir()
     upstream_ca: str | None = None  # a CA file origins are also trusted by
@@ -299,7 +300,8 @@ def run_server(settings: Settings, out: TextIO) -> int:
     policy = FetchPolicy(unauthorized=UnauthorizedMeans(settings.on_401_403))
     fetcher = RobotsFetcher(client, store, clock, agent=settings.agent, policy=policy,
                             allow_private=settings.allow_private,
-                            max_bytes=settings.max_robots_bytes, public_hosts=hosts)
+                            max_bytes=settings.max_robots_bytes, public_hosts=hosts,
+                            max_memory_bytes=int(settings.robots_memory_mb * 1024 * 1024))
     politeness = Politeness(fetcher, store, clock, agent=settings.agent,
                             default_delay_s=settings.default_delay_s,
                             max_crawl_delay_s=settings.max_crawl_delay_s,

@@ -29,7 +29,8 @@ from polite.core.robots.lifecycle import (
     Unreachable,
     robots_state,
 )
-from polite.core.robots.usage import from_robots
+from polite.core.robots.robotstxt import RobotsTxt
+from polite.core.robots.usage import Preferences, from_robots
 from polite.core.urls import normal_url, origin_of, split_origin
 from polite.errors import ConfigError, PrivateAddress
 from polite.fetch.http import HttpClient, PageFetcher, RequestHeaders, Sign
@@ -38,7 +39,8 @@ from polite.fetch.resolve import system_addresses
 from polite.storage.base import RobotsRecord, RobotsStore, SharedRobotsStore
 
 __all__ = ["PublicHosts", "RobotsAnswer", "RobotsFetcher", "create_client", "fetch_robots_txt",
-           "is_public_host", "normal_url", "origin_of", "private_refusal", "split_origin"]
+           "is_public_host", "normal_url", "origin_of", "private_refusal", "robots_usage",
+           "split_origin"]
 
 # robots.txt: no byte for this long is a timeout, and one request (each redirect's hop
 # apart) takes this long at most, however slowly its bytes drip.
@@ -324,6 +326,16 @@ def _prepared(state: RobotsState, agent: str) -> RobotsState:
         state.robots.checker(agent)
         from_robots(state.robots, "http://prepared/", agent)
     return state
+
+
+async def robots_usage(robots: RobotsTxt, urls: Sequence[str], agent: str
+                       ) -> list[Preferences]:
+    """:func:`from_robots` for each of ``urls``, on a worker thread when the file is large:
+    its AI-usage rules may have to be compiled for ``agent``, and a lookup among thousands
+    of wildcard patterns takes milliseconds, which the event loop must not spend."""
+    if robots.size < THREAD_PARSE_BYTES:
+        return [from_robots(robots, url, agent) for url in urls]
+    return await asyncio.to_thread(lambda: [from_robots(robots, url, agent) for url in urls])
 
 
 def _state(record: RobotsRecord, dialect: str, max_bytes: int) -> RobotsState:

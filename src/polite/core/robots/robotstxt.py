@@ -54,13 +54,16 @@ _MAX_CACHED_AGENTS = 64
 # a rule, field or issue line as parsed, a rule in a compiled matcher, and a character of a
 # pattern (each stored once or twice).
 _PARSED_BYTES_PER_LINE = 240
-_VIEW_BYTES_PER_RULE = 640
+_VIEW_BYTES_PER_RULE = 720
+_PARSED_BYTES_PER_USAGE = 512  # a Content-Usage or Content-Signal line's statement, besides
 _BYTES_PER_CHAR = 2
 _BYTES_PER_LINK = 8
 _BASE_BYTES = 4096
 # The matchers of one file (one per distinct group selection, per kind) may hold this many
-# times what a matcher over all of the file's rules costs, least recently built going first.
+# times what matchers over all of the file's rules cost (agents whose groups overlap, as
+# merged groups do, each have their own), least recently built going first.
 _VIEWS_PER_FILE = 2
+_USAGE_KEYS = ("content-usage", "content-signal")
 
 
 def request_path(dialect: Dialect, url: str) -> str:
@@ -328,28 +331,33 @@ class RobotsTxt:
 
     @property
     def footprint(self) -> int:
-        """An upper bound, in bytes, of the memory this file can hold: itself as parsed and
-        the matchers built from it (bounded together, see :meth:`view`). A cache charges a
-        file this much."""
-        parsed, views = self._footprints()
-        return parsed + max(views, self._views_bytes)  # the newest view is always kept
+        """An upper bound, in bytes, of the memory this file holds now: itself as parsed and
+        the matchers built from it so far (at most :meth:`view`'s allowance for the file, or
+        its newest one alone). A cache charges a file this much, again as it grows."""
+        return self._footprints()[0] + self._views_bytes
 
     def _footprints(self) -> tuple[int, int]:
         """(the parsed file's bytes, the allowance of its views), both estimated from what
         it holds (tracemalloc's measurements, see the constants above)."""
         if self._sizes is None:
             body = self._body
-            lines = 0
+            lines = rules = usage = 0
             for group in body.groups:
-                lines += len(group.raw_rules) + len(group.directives) + len(group.agents)
+                lines += len(group.directives) + len(group.agents)
+                rules += len(group.raw_rules)
+                usage += sum(d.key in _USAGE_KEYS for d in group.directives)
                 for block in _walk(group.blocks):
-                    lines += len(block.raw_rules) + len(block.raw_scope) + len(block.directives)
+                    lines += len(block.directives)
+                    rules += len(block.raw_rules) + len(block.raw_scope)
             for block in _walk(body.global_blocks):
-                lines += len(block.raw_rules) + len(block.raw_scope) + len(block.directives)
+                lines += len(block.directives)
+                rules += len(block.raw_rules) + len(block.raw_scope)
             lines += len(body.global_directives) + len(body.raw_issues) + len(body.sitemaps)
-            parsed = _BASE_BYTES + lines * _PARSED_BYTES_PER_LINE + body.size * _BYTES_PER_CHAR
-            # A view holds at most every line (the AI-usage ones read fields, not rules).
-            whole = view_bytes(lines, body.size)
+            parsed = (_BASE_BYTES + (lines + rules) * _PARSED_BYTES_PER_LINE
+                      + usage * _PARSED_BYTES_PER_USAGE + body.size * _BYTES_PER_CHAR)
+            # A matcher over every rule, and the AI-usage lines' (two indexes: see
+            # polite.core.robots.usage); the characters of either are at most the file's.
+            whole = view_bytes(rules, body.size) + 2 * view_bytes(usage, body.size)
             self._sizes = (parsed, _VIEWS_PER_FILE * whole)
         return self._sizes
 
@@ -365,6 +373,9 @@ class RobotsTxt:
         if known is not None:
             return known[0]
         value, cost = build(groups)
+        known = self._views.get(key)  # built meanwhile on another thread: one is kept
+        if known is not None:
+            return known[0]
         allowance = self._footprints()[1]
         while self._views and self._views_bytes + cost > allowance:
             self._views_bytes -= self._views.pop(next(iter(self._views)))[1]

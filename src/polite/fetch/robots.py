@@ -51,7 +51,9 @@ ROBOTS_DEADLINE_S = 20.0
 # runs out), and the others look for its record this often.
 SHARED_FETCH_HOLD_S = 30.0
 SHARED_FETCH_POLL_S = 0.05
-# A body this large is parsed, and its matchers for the fetcher's own agent built, on a
+# A parsed file is kept with its matchers for the fetcher's own agent built, so that what it
+# holds is counted when it comes (RobotsFetcher's byte budget; the matchers of other agents
+# are counted when the file is next used). A body this large is parsed, and they built, on a
 # worker thread: a 500 KiB file of wildcard rules takes a second or more, which the event
 # loop (every other request) must not wait for. Smaller ones take under a millisecond.
 THREAD_PARSE_BYTES = 32 * 1024
@@ -321,7 +323,7 @@ def _cost(state: RobotsState, body: bytes) -> int:
 
 def _prepared(state: RobotsState, agent: str) -> RobotsState:
     """``state`` with what ``agent`` asks of a parsed file built now (its matcher, its
-    AI-usage rules), so that the first check finds it ready."""
+    AI-usage rules), so that the first check finds it ready and its bytes are counted."""
     if isinstance(state, Parsed):
         state.robots.checker(agent)
         from_robots(state.robots, "http://prepared/", agent)
@@ -430,10 +432,11 @@ class RobotsFetcher:
 
     async def _read(self, record: RobotsRecord) -> RobotsState:
         """The state of a stored record, a large body parsed on a worker thread."""
-        if len(record.body) < THREAD_PARSE_BYTES:
-            return _state(record, self._dialect, self._max_bytes)
-        return await asyncio.to_thread(
-            lambda: _prepared(_state(record, self._dialect, self._max_bytes), self._agent))
+        def read() -> RobotsState:
+            return _prepared(_state(record, self._dialect, self._max_bytes), self._agent)
+
+        return read() if len(record.body) < THREAD_PARSE_BYTES else \
+            await asyncio.to_thread(read)
 
     async def known(self, origin: str) -> tuple[RobotsState, bytes] | None:
         """What is known of ``origin``'s robots.txt (memory, else the store), fresh or not,
@@ -510,7 +513,7 @@ class RobotsFetcher:
             state = robots_state(outcome, now, previous=known[0] if known else None,
                                  policy=self._policy, agent_dialect=self._dialect,
                                  max_bytes=self._max_bytes)
-            return _prepared(state, self._agent) if large else state
+            return _prepared(state, self._agent)
 
         state = await asyncio.to_thread(read) if large else read()
         body = outcome.body if isinstance(outcome, Received) else b""

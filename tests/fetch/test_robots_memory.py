@@ -17,6 +17,7 @@ import pytest
 from polite.clock import WallClock
 from polite.core.robots.lifecycle import Parsed
 from polite.fetch import RobotsFetcher
+from polite.fetch.politeness import Politeness
 from polite.storage import MemoryStore
 from polite.storage.base import RobotsRecord
 from tests.sites import Reply, Site, serve
@@ -62,6 +63,34 @@ async def test_120_hostile_files_stay_within_the_byte_budget(client: httpx.Async
     assert robots.fresh(origins[1]) is None  # long since dropped: read again when asked
     again = await robots.state(origins[1] + "/p7/ax7")
     assert isinstance(again, Parsed) and not again.robots.allowed(origins[1] + "/p7/ax7", "x")
+
+
+async def test_decisions_keep_no_file_past_the_budget(client: httpx.AsyncClient) -> None:
+    """The politeness driver, deciding for 120 origins, holds no parsed file of its own (it
+    kept each origin's last state to tell the dashboard of changes: every file, for ever)."""
+    clock = WallClock()
+    store = MemoryStore(clock)
+    origins = [f"http://h{i}.example" for i in range(120)]
+    for origin in origins:
+        await store.save_robots(RobotsRecord(origin, "parsed", 200, HOSTILE, clock(),
+                                             clock() + 3600))
+    robots = RobotsFetcher(client, store, clock, agent="politetest",
+                           max_memory_bytes=BUDGET)
+    politeness = Politeness(robots, store, clock, agent="politetest", allow_private=True)
+    await politeness.check([origins[0] + "/"])  # what every check allocates once
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for origin in origins:
+            (answer,) = await politeness.check([origin + "/p7/ax7"])
+            assert not answer.allowed
+        del answer
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    # The files in memory, and the store's facts of 120 hosts (a few KiB each at most).
+    assert held <= robots.memory_bytes + 120 * 4096
 
 
 async def test_a_fetched_file_counts_toward_the_budget(client: httpx.AsyncClient) -> None:

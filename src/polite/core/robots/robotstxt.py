@@ -50,12 +50,13 @@ _PRODUCT_TOKEN = re.compile(r"[^\s/]*")
 _MAX_CACHED_AGENTS = 64
 
 # What a parsed file and the matchers built from it hold, in bytes, as tracemalloc measured
-# them on CPython 3.12 (tests/core/robots/test_footprint.py keeps these upper bounds true):
-# a rule, field or issue line as parsed, a rule in a compiled matcher, and a character of a
-# pattern (each stored once or twice).
+# them on CPython 3.12 (tests/core/robots/test_compiled_once.py keeps these upper bounds
+# true): a rule, field or issue line as parsed, a Content-Usage or Content-Signal line's
+# statement on top of that, a rule in a compiled matcher, a character of a pattern (each
+# stored once or twice) and an entry of a wildcard chain.
 _PARSED_BYTES_PER_LINE = 240
 _VIEW_BYTES_PER_RULE = 720
-_PARSED_BYTES_PER_USAGE = 512  # a Content-Usage or Content-Signal line's statement, besides
+_PARSED_BYTES_PER_USAGE = 512
 _BYTES_PER_CHAR = 2
 _BYTES_PER_LINK = 8
 _BASE_BYTES = 4096

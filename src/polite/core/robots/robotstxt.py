@@ -50,7 +50,7 @@ _PRODUCT_TOKEN = re.compile(r"[^\s/]*")
 _MAX_CACHED_AGENTS = 64
 
 # What a parsed file and the matchers built from it hold, in bytes, as tracemalloc measured
-# them on CPython 3.12 (tests/core/robots/test_compiled_once.py keeps these upper bounds
+# them on CPython 3.11 (tests/core/robots/test_compiled_once.py keeps these upper bounds
 # true): a rule, field or issue line as parsed, a Content-Usage or Content-Signal line's
 # statement on top of that, a rule in a compiled matcher, a character of a pattern (each
 # stored once or twice) and an entry of a wildcard chain.

@@ -42,6 +42,7 @@ __all__ = [
     "ROBOTS_DIFF",
     "ROBOTS_EXPLAIN",
     "ROBOTS_LINT",
+    "ROBOTS_MEMORY_MB",
     "SCRAPY",
     "SERVE",
     "SERVE_NUMBERS",
@@ -509,6 +510,14 @@ MAX_ROBOTS_BYTES_SETTING = Setting(
     "max_robots_bytes", int, _ROBOTS_BYTES,
     "read robots.txt up to this many bytes; what lies beyond is ignored, and said so",
     unit="bytes", bounds=SIZE, old=("--max-bytes",), old_keys=("max_bytes",))
+# A parsed file is charged what it can hold at most (its matchers included), about twice
+# what it holds: 512 MiB so charged keeps the service well inside a 2 GiB machine.
+ROBOTS_MEMORY_MB = 512.0
+ROBOTS_MEMORY_SETTING = Setting(
+    "robots_memory_mb", float, ROBOTS_MEMORY_MB,
+    "parsed robots.txt files (and their matchers) kept in memory hold at most this much; "
+    "least recently used go first, to be read again from the store when asked for",
+    unit="MiB", bounds=Bounds(minimum=1, maximum=1024 * 1024))
 MAX_SITEMAP_BYTES_SETTING = Setting(
     "max_sitemap_bytes", int, _SITEMAP_BYTES,
     "read each sitemap file up to this many bytes, decompressed", unit="bytes",
@@ -808,7 +817,7 @@ SERVE = Product("serve", (
     Setting("allowed_host", list, None, "a host name the REST API and dashboard answer to, "
             "besides IP addresses, localhost and --host (a request naming another Host is "
             "refused: DNS rebinding); repeatable", metavar="NAME"),
-    MAX_ROBOTS_BYTES_SETTING,
+    MAX_ROBOTS_BYTES_SETTING, ROBOTS_MEMORY_SETTING,
     Setting("intercept_tls", bool, False, "read inside CONNECT tunnels, so https requests get "
             "per-URL robots.txt, delays and the cache: clients must trust the local CA "
             "(polite ca export); needs polite-web[tls]"),

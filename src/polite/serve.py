@@ -24,6 +24,7 @@ from polite.clock import WallClock
 from polite.config import (
     DELAY,
     FLAGS,
+    ROBOTS_MEMORY_MB,
     SERVE,
     check_float,
     check_int,
@@ -88,6 +89,7 @@ class Settings:
     # (a name pointed at this machine by someone else's DNS is refused: DNS rebinding).
     allowed_host: list[str] = field(default_factory=list)
     max_robots_bytes: int = MAX_ROBOTS_BYTES  # robots.txt is read up to this size
+    robots_memory_mb: float = ROBOTS_MEMORY_MB  # parsed robots.txt files kept in memory
     intercept_tls: bool = False  # read inside CONNECT tunnels (the local CA's certificates)
     ca_dir: str | None = None  # the local CA's folder; None: default_ca_dir()
     upstream_ca: str | None = None  # a CA file origins are also trusted by
@@ -357,7 +359,8 @@ def run_server(settings: Settings, out: TextIO) -> int:
     policy = FetchPolicy(unauthorized=UnauthorizedMeans(settings.on_401_403))
     fetcher = RobotsFetcher(client, store, clock, agent=settings.agent, policy=policy,
                             allow_private=settings.allow_private,
-                            max_bytes=settings.max_robots_bytes, public_hosts=hosts)
+                            max_bytes=settings.max_robots_bytes, public_hosts=hosts,
+                            max_memory_bytes=int(settings.robots_memory_mb * 1024 * 1024))
     politeness = Politeness(fetcher, store, clock, agent=settings.agent,
                             default_delay_s=settings.default_delay_s,
                             max_crawl_delay_s=settings.max_crawl_delay_s,

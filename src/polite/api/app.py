@@ -42,7 +42,8 @@ from polite.core.access import (
 )
 from polite.core.politeness.values import Allowed, Decision, Disallowed, Refused, WaitUntil
 from polite.core.robots.lifecycle import Parsed
-from polite.core.robots.usage import Preferences, from_robots, purpose_json
+from polite.core.robots.robotstxt import RobotsTxt
+from polite.core.robots.usage import Preferences, purpose_json
 from polite.core.sitemaps.model import MAX_SITEMAP_URLS
 from polite.core.urls import host_name_problem, split_origin
 from polite.core.usage.vocab import PURPOSES
@@ -50,6 +51,7 @@ from polite.errors import ConfigError, InvalidURL, MalformedDocument
 from polite.fetch.activity import Activity
 from polite.fetch.cache import PageCache
 from polite.fetch.politeness import Answer, Politeness, message, warning
+from polite.fetch.robots import robots_usage
 from polite.fetch.sitemaps import SitemapWalker, WalkSummary
 from polite.storage.base import Store, store_failed
 
@@ -423,12 +425,19 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
                 shown["decision"] = _decision_json(given.decision)
         if purpose is not None:  # the robots.txt preferences beside the access decision
             agent = request.query_params.get("agent") or politeness.agent
-            for given, shown in zip(answers, found, strict=True):
-                prefs = Preferences()
+            # By file, so that a large file's lookups go to a worker thread together.
+            by_file: dict[int, tuple[RobotsTxt, list[int]]] = {}
+            for i, given in enumerate(answers):
                 if given.cause != "invalid":
                     state = await politeness.robots_state(given.url)
                     if isinstance(state, Parsed):
-                        prefs = from_robots(state.robots, given.url, agent)
+                        by_file.setdefault(id(state.robots), (state.robots, []))[1].append(i)
+            usage = [Preferences()] * len(answers)
+            for robots, places in by_file.values():
+                got = await robots_usage(robots, [answers[i].url for i in places], agent)
+                for i, prefs in zip(places, got, strict=True):
+                    usage[i] = prefs
+            for prefs, shown in zip(usage, found, strict=True):
                 shown["usage"] = purpose_json(prefs, purpose)
         return JSONResponse(found)
 

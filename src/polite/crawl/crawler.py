@@ -47,10 +47,12 @@ from polite.core.robots.usage import (
     MAX_TDMREP_BYTES,
     TDMREP_PATH,
     Preferences,
+    TdmRep,
     from_headers,
     from_html,
     from_robots,
     from_tdmrep,
+    read_tdmrep,
 )
 from polite.core.robots.usage import (
     combine as combine_usage,
@@ -317,7 +319,8 @@ class Crawler:
         self._host_states: dict[str, str] = {}
         self._host_rules: dict[str, AgentRules] = {}
         self._sites_recorded: set[str] = set()  # hosts with their line in sites.jsonl
-        self._tdmrep: dict[str, bytes] = {}  # a host's /.well-known/tdmrep.json, when read
+        # a host's /.well-known/tdmrep.json, read once (None: refused, absent or empty)
+        self._tdmrep: dict[str, TdmRep | None] = {}
         self._host_fetched: Counter[str] = Counter()
         self._wake = asyncio.Event()
         self._slots = asyncio.Semaphore(max(1, self.settings.concurrency))
@@ -744,12 +747,13 @@ class Crawler:
             wait_s = found.wait_s
             if wait_s is not None:
                 return self._clock() + wait_s + _margin_s(wait_s)
-            self._tdmrep[host] = b""  # refused (robots.txt): the file is not read
+            self._tdmrep[host] = None  # refused (robots.txt): the file is not read
             return None
         got = await self._pages.get(target, self._request_headers(host),
                                     max_bytes=MAX_TDMREP_BYTES + 1,
                                     deadline_s=self.settings.fetch_deadline_s)
-        self._tdmrep[host] = got.body if got.status == 200 else b""
+        # compiled once here, not for each page of the host
+        self._tdmrep[host] = read_tdmrep(got.body) if got.status == 200 and got.body else None
         if got.status is not None:
             await self._politeness.note_response(target, got.status,
                                                  elapsed_s=got.answered_s)
@@ -770,7 +774,7 @@ class Crawler:
         if text is not None and ("noai" in text or "tdm-" in text):
             parts.append(from_html(text, agent))  # most pages say neither: no second parse
         tdmrep = self._tdmrep.get(item.host)
-        if tdmrep:
+        if tdmrep is not None:
             parts.append(from_tdmrep(tdmrep, item.url))
         return combine_usage(*parts)
 

@@ -217,7 +217,7 @@ class Politeness:
         self._robots_slots = asyncio.Semaphore(robots_concurrency)
         # what this node sees, for the dashboard (the proxy and the API count into it too)
         self.activity = activity if activity is not None else Activity()
-        self._noted_states: dict[str, RobotsState] = {}
+        self._noted_states: dict[str, tuple[type, float, str]] = {}
         self.grants = grants if grants is not None else Grants()
 
     @property
@@ -310,8 +310,11 @@ class Politeness:
         noted = self._noted_states
         cut: set[str] = set()
         for origin, state in states.items():
-            if noted.get(origin) is not state:  # told once per robots.txt state
-                noted[origin] = state
+            # Told once per robots.txt state; what tells the states apart is kept, not the
+            # state (a parsed file would stay in memory past the fetcher's byte budget).
+            token = (type(state), state.fetched_at, robots_code(state))
+            if noted.get(origin) != token:
+                noted[origin] = token
                 if len(noted) > 100_000:
                     del noted[next(iter(noted))]
                 activity.note(split_origin(origin)[1], origin=origin,

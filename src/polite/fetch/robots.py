@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from polite.clock import Clock
+from polite.config import ROBOTS_MEMORY_MB
 from polite.core.robots import MAX_ROBOTS_BYTES, parse
 from polite.core.robots.lifecycle import (
     AllowAll,
@@ -28,6 +29,8 @@ from polite.core.robots.lifecycle import (
     Unreachable,
     robots_state,
 )
+from polite.core.robots.robotstxt import RobotsTxt
+from polite.core.robots.usage import Preferences, from_robots
 from polite.core.urls import normal_url, origin_of, split_origin
 from polite.errors import ConfigError, PrivateAddress
 from polite.fetch.http import HttpClient, PageFetcher, RequestHeaders, Sign
@@ -36,7 +39,8 @@ from polite.fetch.resolve import system_addresses
 from polite.storage.base import RobotsRecord, RobotsStore, SharedRobotsStore
 
 __all__ = ["PublicHosts", "RobotsAnswer", "RobotsFetcher", "create_client", "fetch_robots_txt",
-           "is_public_host", "normal_url", "origin_of", "private_refusal", "split_origin"]
+           "is_public_host", "normal_url", "origin_of", "private_refusal", "robots_usage",
+           "split_origin"]
 
 # robots.txt: no byte for this long is a timeout, and one request (each redirect's hop
 # apart) takes this long at most, however slowly its bytes drip.
@@ -47,6 +51,16 @@ ROBOTS_DEADLINE_S = 20.0
 # runs out), and the others look for its record this often.
 SHARED_FETCH_HOLD_S = 30.0
 SHARED_FETCH_POLL_S = 0.05
+# A parsed file is kept with its matchers for the fetcher's own agent built, so that what it
+# holds is counted when it comes (RobotsFetcher's byte budget; the matchers of other agents
+# are counted when the file is next used). A body this large is parsed, and they built, on a
+# worker thread: a 500 KiB file of wildcard rules takes a second or more, which the event
+# loop (every other request) must not wait for. Smaller ones take under a millisecond.
+THREAD_PARSE_BYTES = 32 * 1024
+# Parsed robots.txt files kept in memory hold at most this many bytes (RobotsFetcher).
+ROBOTS_MEMORY_BYTES = int(ROBOTS_MEMORY_MB * 1024 * 1024)
+# What a state costs besides its body and its parsed file (the record, the tuple, the key).
+_STATE_BYTES = 1024
 
 
 def create_client(*, verify: ssl.SSLContext | bool = True, guard: PublicHosts | None = None,
@@ -301,6 +315,31 @@ def _record(origin: str, state: RobotsState, body: bytes) -> RobotsRecord:
                                 state.retry_at, state.failures, state.reason)
 
 
+def _cost(state: RobotsState, body: bytes) -> int:
+    """The bytes a state kept in memory holds at most (:attr:`RobotsTxt.footprint`)."""
+    parsed = state.robots.footprint if isinstance(state, Parsed) else 0
+    return _STATE_BYTES + len(body) + parsed
+
+
+def _prepared(state: RobotsState, agent: str) -> RobotsState:
+    """``state`` with what ``agent`` asks of a parsed file built now (its matcher, its
+    AI-usage rules), so that the first check finds it ready and its bytes are counted."""
+    if isinstance(state, Parsed):
+        state.robots.checker(agent)
+        from_robots(state.robots, "http://prepared/", agent)
+    return state
+
+
+async def robots_usage(robots: RobotsTxt, urls: Sequence[str], agent: str
+                       ) -> list[Preferences]:
+    """:func:`from_robots` for each of ``urls``, on a worker thread when the file is large:
+    its AI-usage rules may have to be compiled for ``agent``, and a lookup among thousands
+    of wildcard patterns takes milliseconds, which the event loop must not spend."""
+    if robots.size < THREAD_PARSE_BYTES:
+        return [from_robots(robots, url, agent) for url in urls]
+    return await asyncio.to_thread(lambda: [from_robots(robots, url, agent) for url in urls])
+
+
 def _state(record: RobotsRecord, dialect: str, max_bytes: int) -> RobotsState:
     if record.kind == "parsed":
         robots = parse(record.body, dialect, url=record.origin + "/robots.txt",
@@ -338,6 +377,7 @@ class RobotsFetcher:
         dialect: str = "auto",
         timeout: float = DEFAULT_TIMEOUT,
         max_in_memory: int = 100_000,
+        max_memory_bytes: int = ROBOTS_MEMORY_BYTES,
         public_hosts: PublicHosts | None = None,
     ) -> None:
         self._client = client
@@ -350,33 +390,62 @@ class RobotsFetcher:
         self._allow_private = allow_private
         self._dialect = dialect
         self._timeout = timeout
-        self._states: dict[str, tuple[RobotsState, bytes]] = {}
+        # origin -> (state, body, bytes charged), least recently used first
+        self._states: dict[str, tuple[RobotsState, bytes, int]] = {}
         self._max_in_memory = max(1, max_in_memory)
+        self._max_memory_bytes = max_memory_bytes
+        self.memory_bytes = 0  # what the states in memory hold at most, in all
         self._in_flight: dict[str, asyncio.Future[RobotsState]] = {}
         self.fetches = 0  # how many requests went out: for /metrics and tests
 
     def _remember(self, origin: str, known: tuple[RobotsState, bytes]) -> None:
-        # The store has every state; memory keeps the most recently learned ones.
-        self._states.pop(origin, None)
-        while len(self._states) >= self._max_in_memory:
-            del self._states[next(iter(self._states))]
-        self._states[origin] = known
+        # The store has every state; memory keeps the most recently used ones, within a
+        # count and a byte budget (the one just used is always kept).
+        state, body = known
+        old = self._states.pop(origin, None)
+        if old is not None:
+            self.memory_bytes -= old[2]
+        cost = _cost(state, body)
+        while self._states and (len(self._states) >= self._max_in_memory
+                                or self.memory_bytes + cost > self._max_memory_bytes):
+            self.memory_bytes -= self._states.pop(next(iter(self._states)))[2]
+        self._states[origin] = (state, body, cost)
+        self.memory_bytes += cost
+
+    def _used(self, origin: str) -> tuple[RobotsState, bytes] | None:
+        """The state of ``origin`` in memory, made the most recently used, its bytes counted
+        again (matchers built since it came may have grown it)."""
+        known = self._states.get(origin)
+        if known is None:
+            return None
+        state, body, cost = known
+        if next(reversed(self._states)) != origin or _cost(state, body) != cost:
+            self._remember(origin, (state, body))
+        return state, body
 
     def fresh(self, origin: str) -> RobotsState | None:
         """The state of ``origin`` when it is in memory and still in force (no I/O)."""
-        known = self._states.get(origin)
+        known = self._used(origin)
         if known is not None and _expires_at(known[0]) > self._clock():
             return known[0]
         return None
 
+    async def _read(self, record: RobotsRecord) -> RobotsState:
+        """The state of a stored record, a large body parsed on a worker thread."""
+        def read() -> RobotsState:
+            return _prepared(_state(record, self._dialect, self._max_bytes), self._agent)
+
+        return read() if len(record.body) < THREAD_PARSE_BYTES else \
+            await asyncio.to_thread(read)
+
     async def known(self, origin: str) -> tuple[RobotsState, bytes] | None:
         """What is known of ``origin``'s robots.txt (memory, else the store), fresh or not,
         and its body; never fetches."""
-        known = self._states.get(origin)
+        known = self._used(origin)
         if known is None:
             record = await self._store.load_robots(origin)
             if record is not None:
-                known = (_state(record, self._dialect, self._max_bytes), record.body)
+                known = (await self._read(record), record.body)
                 self._remember(origin, known)
         return known
 
@@ -428,7 +497,7 @@ class RobotsFetcher:
         record = await self._store.load_robots(origin)
         if record is None:
             return None
-        known = (_state(record, self._dialect, self._max_bytes), record.body)
+        known = (await self._read(record), record.body)
         if _expires_at(known[0]) <= self._clock():
             return None
         self._remember(origin, known)
@@ -438,9 +507,15 @@ class RobotsFetcher:
                               ) -> RobotsState:
         outcome = await self._fetch(origin + "/robots.txt")
         now = self._clock()
-        state = robots_state(outcome, now, previous=known[0] if known else None,
-                             policy=self._policy, agent_dialect=self._dialect,
-                             max_bytes=self._max_bytes)
+        large = isinstance(outcome, Received) and len(outcome.body) >= THREAD_PARSE_BYTES
+
+        def read() -> RobotsState:
+            state = robots_state(outcome, now, previous=known[0] if known else None,
+                                 policy=self._policy, agent_dialect=self._dialect,
+                                 max_bytes=self._max_bytes)
+            return _prepared(state, self._agent)
+
+        state = await asyncio.to_thread(read) if large else read()
         body = outcome.body if isinstance(outcome, Received) else b""
         if isinstance(state, Parsed) and state.stale and known is not None:
             body = known[1]

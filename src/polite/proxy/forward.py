@@ -14,10 +14,10 @@ from typing import Any
 
 from polite.core.cache.policy import Stored, not_modified
 from polite.core.robots.lifecycle import Parsed
-from polite.core.robots.usage import from_robots
 from polite.core.usage.statement import Pref
 from polite.core.usage.vocab import PURPOSES
 from polite.fetch.cache import PageCache
+from polite.fetch.robots import robots_usage
 from polite.fetch.wire import (
     END,
     EOF,
@@ -142,7 +142,8 @@ class Forwarding(ProxyBase):
         state = await self._politeness.robots_state(url)
         if not isinstance(state, Parsed):
             return None
-        answer = from_robots(state.robots, url, agent).answer(purpose)
+        (prefs,) = await robots_usage(state.robots, [url], agent)
+        answer = prefs.answer(purpose)
         if answer.pref is not Pref.DISALLOW:
             return None
         return 403, f"AI-usage preferences refuse {purpose}: {answer.reason}"

@@ -18,9 +18,10 @@ import dataclasses
 
 from polite.core.cache.policy import Stored
 from polite.core.robots.lifecycle import Parsed
-from polite.core.robots.usage import combine, from_headers, from_robots, purpose_field
+from polite.core.robots.usage import combine, from_headers, purpose_field
 from polite.core.usage.vocab import PURPOSES
 from polite.fetch.politeness import Politeness
+from polite.fetch.robots import robots_usage
 from polite.fetch.wire import Head, Headers
 
 __all__ = ["FIELD", "asked_purpose", "stored_with_usage", "with_usage"]
@@ -51,7 +52,7 @@ async def with_usage(politeness: Politeness, default: str | None, request: Head,
     parts = [from_headers(fields, agent)]
     state = await politeness.robots_state(url)  # already loaded for the access decision
     if isinstance(state, Parsed):
-        parts.append(from_robots(state.robots, url, agent))
+        parts.extend(await robots_usage(state.robots, [url], agent))
     value = purpose_field(combine(*parts), purpose)
     return [(k, v) for k, v in response if k != FIELD] + [(FIELD, value.encode("ascii"))]
 

@@ -21,7 +21,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
-__all__ = ["PathIndex", "is_plain", "wildcard_regex"]
+__all__ = ["PathIndex", "is_plain", "matches", "wildcard_regex"]
 
 NO_MATCH = -(1 << 62)
 
@@ -74,15 +74,18 @@ class _Member:
 
     __slots__ = ("anchored", "head", "last", "middle", "needed", "payload", "rank", "starred")
 
-    def __init__(self, rank: int, payload: int, pattern: str, needed: str = "") -> None:
+    def __init__(self, rank: int, payload: int, pattern: str, needed: str = "",
+                 head: str = "") -> None:
         self.rank, self.payload = rank, payload
-        self.needed = needed  # a literal every matching path contains: a cheap first test
         self.anchored = pattern.endswith("$")
         pieces = (pattern[:-1] if self.anchored else pattern).split("*")
-        self.head = pieces[0]
+        # the group's head, when it is this one: one string held, not two
+        self.head = head if head == pieces[0] else pieces[0]
         self.starred = len(pieces) > 1
         self.middle = tuple(p for p in pieces[1:-1] if p)
         self.last = pieces[-1] if self.starred else ""
+        # a literal every matching path contains (a cheap first test), held once
+        self.needed = next((p for p in (self.last, *self.middle) if p == needed), needed)
 
     def matches(self, path: str) -> bool:
         if not path.startswith(self.head):
@@ -98,6 +101,14 @@ class _Member:
         if self.anchored:
             return path.endswith(self.last) and len(path) - len(self.last) >= at
         return not self.last or path.find(self.last, at) >= 0
+
+
+def matches(pattern: str, path: str, *, wildcards: bool = True) -> bool:
+    """Whether one pattern matches ``path``, as :class:`PathIndex` matches it (without
+    ``wildcards``, a plain prefix): for the few patterns an index leaves to compare."""
+    if not wildcards or is_plain(pattern):
+        return path.startswith(pattern)
+    return _Member(0, 0, pattern).matches(path)
 
 
 def _needed_literal(rest: str) -> str:
@@ -133,9 +144,11 @@ _PLAIN, _WILD, _EXACT = 0, 1, 2
 def _merge(chain: Chain, members: list[_Member]) -> Chain:
     """Wildcard members best first: by rank, then the longer head (the deeper group), then
     the later rule."""
-    merged = [m for _, _, _, m in chain] + members
-    merged.sort(key=lambda m: (m.rank, len(m.head), m.payload), reverse=True)
-    return tuple((m.rank, m.needed, _found_by_needed(m), m) for m in merged)
+    # The enclosing chain's entries are reused, not built again: nested heads would
+    # otherwise cost a new entry per member per level.
+    merged = [*chain, *((m.rank, m.needed, _found_by_needed(m), m) for m in members)]
+    merged.sort(key=lambda e: (e[0], len(e[3].head), e[3].payload), reverse=True)
+    return tuple(merged)
 
 
 def _found_by_needed(member: _Member) -> bool:
@@ -152,7 +165,7 @@ class PathIndex:
     ``$`` no meaning).
     """
 
-    __slots__ = ("_bounds", "_segments")
+    __slots__ = ("_bounds", "_segments", "links")
 
     def __init__(self, entries: Sequence[tuple[str, int, int]], *, wildcards: bool = True) -> None:
         plain: dict[str, tuple[int, int]] = {}
@@ -179,7 +192,7 @@ class PathIndex:
                       default=len(pattern))
             head = pattern[:cut]
             groups.setdefault(head, []).append(
-                _Member(rank, payload, pattern, _needed_literal(pattern[cut:])))
+                _Member(rank, payload, pattern, _needed_literal(pattern[cut:]), head))
 
         # Every interval as (start, kind, end, rank, payload), listed kind by kind and sorted
         # by start alone: the sort is stable, so that kinds stay in order where starts tie.
@@ -194,6 +207,7 @@ class PathIndex:
         marks: dict[str, Segment] = {}
         inside: list[tuple[str, Segment]] = []  # open intervals: (end, segment inside)
         current = _NOTHING
+        links = 0  # wildcard entries in all chains: what nested heads cost
         for start, kind, end, rank, payload in opens:
             while inside and inside[-1][0] <= start:
                 closed_at = inside.pop()[0]
@@ -208,6 +222,7 @@ class PathIndex:
                     best, best_rank = payload, rank
             else:
                 chain = _merge(chain, groups[start])
+                links += len(chain)
             current = (best, best_rank, chain)
             inside.append((end, current))
             marks[start] = current
@@ -217,6 +232,7 @@ class PathIndex:
                 marks[closed_at] = inside[-1][1] if inside else _NOTHING
         self._bounds = list(marks)
         self._segments = [_NOTHING, *marks.values()]
+        self.links = links
 
     def lookup(self, path: str) -> int:
         """The payload of the best matching entry, or -1 when none matches."""

@@ -40,14 +40,32 @@ from polite.core.urls import (
     to_octets,
 )
 
-__all__ = ["RobotsTxt", "agent_matches", "request_path"]
+__all__ = ["RobotsTxt", "agent_matches", "request_path", "view_bytes"]
 
 _WS = " \t\n\v\f\r"
 _GOOGLE_TOKEN = re.compile(r"[A-Za-z_-]*")
 _PRODUCT_TOKEN = re.compile(r"[^\s/]*")
 # Answers are cached per (agent, ip); a crawler uses a handful of agents, so this bound
-# only matters against a caller that sends a new agent every time.
+# only matters against a caller that sends a new agent every time (an entry is small: the
+# matcher it points to is shared by every agent that selects the same groups).
 _MAX_CACHED_AGENTS = 64
+
+# What a parsed file and the matchers built from it hold, in bytes, as tracemalloc measured
+# them on CPython 3.11 (tests/core/robots/test_compiled_once.py keeps these upper bounds
+# true): a rule, field or issue line as parsed, a Content-Usage or Content-Signal line's
+# statement on top of that, a rule in a compiled matcher, a character of a pattern (each
+# stored once or twice) and an entry of a wildcard chain.
+_PARSED_BYTES_PER_LINE = 240
+_VIEW_BYTES_PER_RULE = 720
+_PARSED_BYTES_PER_USAGE = 512
+_BYTES_PER_CHAR = 2
+_BYTES_PER_LINK = 8
+_BASE_BYTES = 4096
+# The matchers of one file (one per distinct group selection, per kind) may hold this many
+# times what matchers over all of the file's rules cost (agents whose groups overlap, as
+# merged groups do, each have their own), least recently built going first.
+_VIEWS_PER_FILE = 2
+_USAGE_KEYS = ("content-usage", "content-signal")
 
 
 def request_path(dialect: Dialect, url: str) -> str:
@@ -160,6 +178,14 @@ _REQUEST_PATHS: dict[Dialect, Callable[[str], str]] = {
     dialect: partial(request_path, dialect) for dialect in Dialect}
 
 
+def view_bytes(rules: int, chars: int, links: int = 0) -> int:
+    """An upper bound of the bytes a matcher (a view, see :meth:`RobotsTxt.view`) over
+    ``rules`` rules of ``chars`` characters in all holds; ``links``: the entries of its
+    wildcard chains (:attr:`PathIndex.links`)."""
+    return (_BASE_BYTES + rules * _VIEW_BYTES_PER_RULE + chars * _BYTES_PER_CHAR
+            + links * _BYTES_PER_LINK)
+
+
 def _always_allowed(url: str) -> bool:
     return True
 
@@ -251,11 +277,17 @@ class RobotsTxt:
     first use and kept, so repeated checks cost one lookup whatever the number of rules.
     """
 
-    __slots__ = ("_body", "_cache", "_checks", "_fields", "_last", "_path_of")
+    __slots__ = ("_body", "_cache", "_checks", "_fields", "_last", "_path_of", "_sizes",
+                 "_views", "_views_bytes")
 
     def __init__(self, body: ParsedBody) -> None:
         self._body = body
         self._cache: dict[tuple[str, str | None], _Compiled] = {}
+        # Matchers (and other views: AI-usage rules) by the groups an agent selects, so that
+        # agents selecting the same groups share one; their bytes are bounded (see view()).
+        self._views: dict[tuple[object, ...], tuple[object, int]] = {}
+        self._views_bytes = 0
+        self._sizes: tuple[int, int] | None = None  # (parsed bytes, views' allowance)
         # agent_rules for agents whose groups have no brace blocks (the same for every URL)
         self._fields: dict[tuple[str, str | None], AgentRules] = {}
         self._checks: dict[str, Callable[[str], bool]] = {}  # the same, for ip None
@@ -312,6 +344,79 @@ class RobotsTxt:
     @property
     def size(self) -> int:
         return self._body.size
+
+    @property
+    def footprint(self) -> int:
+        """An upper bound, in bytes, of the memory this file holds now: itself as parsed and
+        the matchers built from it so far (at most :meth:`view`'s allowance for the file, or
+        its newest one alone). A cache charges a file this much, again as it grows."""
+        return self._footprints()[0] + self._views_bytes
+
+    def _footprints(self) -> tuple[int, int]:
+        """(the parsed file's bytes, the allowance of its views), both estimated from what
+        it holds (tracemalloc's measurements, see the constants above)."""
+        if self._sizes is None:
+            body = self._body
+            lines = rules = usage = 0
+            for group in body.groups:
+                lines += len(group.directives) + len(group.agents)
+                rules += len(group.raw_rules)
+                usage += sum(d.key in _USAGE_KEYS for d in group.directives)
+                for block in _walk(group.blocks):
+                    lines += len(block.directives)
+                    rules += len(block.raw_rules) + len(block.raw_scope)
+            for block in _walk(body.global_blocks):
+                lines += len(block.directives)
+                rules += len(block.raw_rules) + len(block.raw_scope)
+            lines += len(body.global_directives) + len(body.raw_issues) + len(body.sitemaps)
+            parsed = (_BASE_BYTES + (lines + rules) * _PARSED_BYTES_PER_LINE
+                      + usage * _PARSED_BYTES_PER_USAGE + body.size * _BYTES_PER_CHAR)
+            # A matcher over every rule, and the AI-usage lines' (two indexes: see
+            # polite.core.robots.usage); the characters of either are at most the file's.
+            whole = view_bytes(rules, body.size) + 2 * view_bytes(usage, body.size)
+            self._sizes = (parsed, _VIEWS_PER_FILE * whole)
+        return self._sizes
+
+    def view(self, kind: str, agent: str, build: Callable[[list[Group]], tuple[object, int]],
+             *, ip: str | None = None) -> object:
+        """What ``build`` makes of the groups ``agent`` selects, built once and shared by
+        every agent that selects the same groups. ``build`` gives the view and its bytes (as
+        :attr:`footprint` estimates them); the views of a file are bounded together, the
+        least recently built dropped first, the newest always kept."""
+        groups, key = self._selection(agent, ip)
+        key = (kind, *key)
+        known = self._views.get(key)
+        if known is not None:
+            return known[0]
+        value, cost = build(groups)
+        known = self._views.get(key)  # built meanwhile on another thread: one is kept
+        if known is not None:
+            return known[0]
+        allowance = self._footprints()[1]
+        while self._views and self._views_bytes + cost > allowance:
+            self._views_bytes -= self._views.pop(next(iter(self._views)))[1]
+            self._forget_agents()
+        self._views[key] = (value, cost)
+        self._views_bytes += cost
+        return value
+
+    def _forget_agents(self) -> None:
+        """Drop what points at matchers by agent (cheap to find again), so that a dropped
+        matcher is freed."""
+        self._cache.clear()
+        self._checks.clear()
+        self._last = _NO_AGENT
+
+    def _selection(self, agent: str, ip: str | None) -> tuple[list[Group], tuple[object, ...]]:
+        """The groups ``agent`` selects and a key for what follows from them alone: their
+        places in the file; REGP adds the egress IP (Ip-allow, Ip-disallow) and, when brace
+        blocks apply, the agent (their targets name agents of their own)."""
+        groups = self._select_groups(agent)
+        places = tuple(g.line for g in groups)
+        if self._body.dialect is not Dialect.REGP:
+            return groups, places
+        blocks = bool(self._body.global_blocks) or any(g.blocks for g in groups)
+        return groups, (places, ip, agent if blocks else None)
 
     @property
     def host(self) -> str | None:
@@ -463,8 +568,10 @@ class RobotsTxt:
             return chosen[:1]
         return specific or general
 
-    def _select_rules(self, agent: str, ip: str | None) -> list[RawRule]:
-        groups = self._select_groups(agent)
+    def _select_rules(self, agent: str, ip: str | None, groups: list[Group] | None = None
+                      ) -> list[RawRule]:
+        if groups is None:
+            groups = self._select_groups(agent)
         rules = [rule for group in groups for rule in group.raw_rules]
         if self._body.dialect is Dialect.REGP:
             blocks = [b for g in groups for b in g.blocks] + list(self._body.global_blocks)
@@ -504,12 +611,23 @@ class RobotsTxt:
             yield from self._scoped_directives(block.blocks, agent, ip, path)
 
     def _compile(self, agent: str, ip: str | None) -> _Compiled:
+        compiled = self.view("access", agent, partial(self._build, agent, ip), ip=ip)
+        assert isinstance(compiled, _Compiled)
+        if len(self._cache) >= _MAX_CACHED_AGENTS:
+            self._forget_agents()
+        self._cache[(agent, ip)] = compiled
+        if ip is None:
+            self._checks[agent] = compiled.check
+        return compiled
+
+    def _build(self, agent: str, ip: str | None, groups: list[Group]) -> tuple[_Compiled, int]:
+        """The matcher of ``groups`` (selected by ``agent``, asking from ``ip``) and its
+        bytes."""
         dialect = self._body.dialect
-        groups = self._select_groups(agent)
         denied_by = None
         if dialect is Dialect.REGP and groups:
             denied_by = _ip_decision(groups[0].ip_rules, ip)
-        rules = self._select_rules(agent, ip)
+        rules = self._select_rules(agent, ip, groups)
         entries: list[tuple[str, int, int]] = []
         allow: list[bool] = []
         for i, (rule_allow, line, value) in enumerate(rules):
@@ -545,14 +663,8 @@ class RobotsTxt:
 
         compiled = _Compiled(index, tuple(rules), tuple(allow), denied_by, self._path_of,
                              always, check)
-        if len(self._cache) >= _MAX_CACHED_AGENTS:
-            self._cache.clear()
-            self._checks.clear()
-            self._last = _NO_AGENT
-        self._cache[(agent, ip)] = compiled
-        if ip is None:
-            self._checks[agent] = check
-        return compiled
+        return compiled, view_bytes(len(entries), sum(len(e[0]) for e in entries),
+                                    index.links)
 
 
 

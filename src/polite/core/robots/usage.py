@@ -15,17 +15,17 @@ tdmrep.json) before they meet the others.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from urllib.parse import urlsplit
 
 from polite.core._documents import read_json
-from polite.core.robots.matcher import wildcard_regex
+from polite.core.robots.matcher import PathIndex, matches
 from polite.core.robots.meta import meta_contents, x_robots_values
-from polite.core.robots.model import Dialect, Directive
+from polite.core.robots.model import Dialect, Directive, Group
 from polite.core.robots.parser import pattern_path
-from polite.core.robots.robotstxt import RobotsTxt, product_token, request_path
+from polite.core.robots.robotstxt import RobotsTxt, product_token, request_path, view_bytes
 from polite.core.usage.sf import MAX_FIELD_CHARS, serialize_string
 from polite.core.usage.statement import Pref, RuleValue, Statement, parse_statement
 from polite.core.usage.vocab import (
@@ -44,6 +44,7 @@ __all__ = [
     "Answer",
     "Preferences",
     "Source",
+    "TdmRep",
     "combine",
     "from_headers",
     "from_html",
@@ -51,6 +52,7 @@ __all__ = [
     "from_tdmrep",
     "purpose_field",
     "purpose_json",
+    "read_tdmrep",
     "robots_rules",
     "rsl_licenses",
 ]
@@ -266,12 +268,67 @@ def robots_rules(directives: Iterable[Directive]) -> list[tuple[Directive, RuleV
             if d.key in _RULE_KEYS and isinstance(d.value, RuleValue)]
 
 
-def _matches(dialect: Dialect, pattern: str, path: str) -> bool:
-    if not pattern:
-        return True
-    if dialect is Dialect.KOSTER1996:
-        return path.startswith(pattern)
-    return re.match(wildcard_regex(pattern), path, re.DOTALL) is not None
+class _Patterns:
+    """Lines whose path patterns are matched as Allow and Disallow are, compiled once: the
+    patterns that match a path longest, every one of them where several tie (the tie is
+    rare; two indexes that break ties in opposite orders find whether there is one).
+
+    ``ranks`` orders patterns of equal length: the index of the first answers the highest,
+    ``reverse`` (kept only when some length repeats) the lowest; where they agree, only one
+    pattern matches that long."""
+
+    __slots__ = ("by_length", "bytes", "index", "lines", "patterns", "reverse", "wildcards")
+
+    def __init__(self, patterns: list[str],
+                 lines: list[tuple[tuple[Directive, RuleValue], ...]], *,
+                 wildcards: bool) -> None:
+        self.patterns = tuple(patterns)
+        self.lines = tuple(lines)
+        self.wildcards = wildcards
+        n = len(patterns)
+        by_length: dict[int, list[int]] = {}
+        for i, pattern in enumerate(patterns):
+            by_length.setdefault(len(pattern), []).append(i)
+        self.by_length = {k: tuple(v) for k, v in by_length.items() if len(v) > 1}
+        self.index = PathIndex([(p, len(p) * n + i, i) for i, p in enumerate(patterns)],
+                               wildcards=wildcards)
+        self.reverse = None if not self.by_length else PathIndex(
+            [(p, len(p) * n + n - 1 - i, i) for i, p in enumerate(patterns)],
+            wildcards=wildcards)
+        chars = sum(map(len, patterns))
+        self.bytes = view_bytes(n, chars, self.index.links) * (1 if self.reverse is None else 2)
+
+    def longest(self, path: str) -> list[int]:
+        """The patterns that match ``path`` longest, in order."""
+        first = self.index.lookup(path)
+        if first < 0:
+            return []
+        if self.reverse is None:
+            return [first]
+        last = self.reverse.lookup(path)
+        if last == first:
+            return [first]
+        return [i for i in self.by_length[len(self.patterns[first])]
+                if i in (first, last) or matches(self.patterns[i], path,
+                                                 wildcards=self.wildcards)]
+
+
+def _patterns_of(dialect: Dialect, found: list[tuple[Directive, RuleValue]]) -> _Patterns:
+    """``found`` grouped by pattern (the path as the dialect reads it), in file order."""
+    by_pattern: dict[str, list[tuple[Directive, RuleValue]]] = {}
+    for d, rule in found:
+        pattern = pattern_path(dialect, rule.path.encode("utf-8").decode("latin-1"))
+        by_pattern.setdefault(pattern, []).append((d, rule))
+    return _Patterns(list(by_pattern), [tuple(v) for v in by_pattern.values()],
+                     wildcards=dialect is not Dialect.KOSTER1996)
+
+
+def _usage_view(dialect: Dialect, groups: list[Group]) -> tuple[dict[str, _Patterns], int]:
+    """The Content-Usage and Content-Signal lines of ``groups``, by field, compiled."""
+    rules = robots_rules(d for g in groups for d in g.directives)
+    view = {key: _patterns_of(dialect, [(d, r) for d, r in rules if d.key == key])
+            for key in _RULE_KEYS if any(d.key == key for d, _ in rules)}
+    return view, view_bytes(0, 0) + sum(p.bytes for p in view.values())
 
 
 def states_preferences(robots: RobotsTxt) -> bool:
@@ -288,36 +345,40 @@ def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURR
     rules of the agent's group whose path matches longest (ties all apply). None for a URL
     the group disallows (attach-05, 3.1)."""
     vocab = _revision(revision)
-    groups = robots.groups_for(agent)
-    directives = [d for g in groups for d in g.directives]
-    licenses, issues = rsl_licenses(robots)
-    if not any(d.key in _RULE_KEYS for d in directives):
+    dialect = robots.dialect
+    # Compiled once per file and group selection (and kept within the file's byte bound):
+    # a check is then an index lookup, not a pass over every line.
+    view = robots.view("usage", agent, partial(_usage_view, dialect))
+    licensing = robots.view("licenses", agent, partial(_licenses_view, robots))
+    assert isinstance(view, dict) and isinstance(licensing, tuple)
+    licenses, issues = licensing
+    if not view:
         return Preferences(issues=issues, licenses=licenses)  # most files: no such line
     if not robots.allowed(url, agent):
         return Preferences(issues=issues, licenses=licenses, unapplied=(
             f"none applies: robots.txt disallows this URL for {agent}, and its usage "
             "preferences attach only to the URLs it allows (draft-ietf-aipref-attach, 3.1)"))
-    dialect = robots.dialect
     path = request_path(dialect, url)
     sources: list[Source] = []
     for key, label in _RULE_KEYS.items():
-        best = -1
-        chosen: list[tuple[Directive, RuleValue]] = []
-        for d, rule in robots_rules(directives):
-            if d.key != key:
-                continue
-            pattern = pattern_path(dialect, rule.path.encode("utf-8").decode("latin-1"))
-            if not _matches(dialect, pattern, path):
-                continue
-            if len(pattern) > best:
-                best, chosen = len(pattern), [(d, rule)]
-            elif len(pattern) == best:
-                chosen.append((d, rule))
+        patterns = view.get(key)
+        if patterns is None:
+            continue
+        chosen = sorted((line for i in patterns.longest(path) for line in patterns.lines[i]),
+                        key=lambda found: found[0].line)
         used = vocab if key == "content-usage" else CONTENT_SIGNALS
         for d, rule in chosen:
             sources.append(Source(f"robots.txt {label}", f"line {d.line}", d.text, used.name,
                                   _stated(rule.statement, used), d.line))
     return Preferences(tuple(sources), issues, licenses)
+
+
+def _licenses_view(robots: RobotsTxt, groups: list[Group]
+                   ) -> tuple[tuple[tuple[str, ...], tuple[str, ...]], int]:
+    """:func:`rsl_licenses` as a view (the same for every agent: License is global)."""
+    found = rsl_licenses(robots)
+    return found, view_bytes(len(found[0]) + len(found[1]),
+                             sum(map(len, (*found[0], *found[1]))))
 
 
 def rsl_licenses(robots: RobotsTxt) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -459,35 +520,43 @@ def from_html(html: str | bytes, agent: str) -> Preferences:
 # -- TDMRep's well-known file -------------------------------------------------------------
 
 
-def from_tdmrep(body: str | bytes, url: str) -> Preferences:
-    """``/.well-known/tdmrep.json`` read for ``url``: the first entry whose ``location``
-    pattern (robots.txt wildcards) matches the URL's path decides, even when its
-    ``tdm-reservation`` is bad (then unset). A file that is not a JSON array, and entries
-    that are not readable, are reported, never raised."""
-    where = TDMREP_PATH
-    try:
-        data = read_json(body, max_bytes=MAX_TDMREP_BYTES)
-    except MalformedDocument as exc:
-        return Preferences(issues=(f"{where}: {exc}; ignored",))
-    if not isinstance(data, list):
-        return Preferences(issues=(f"{where}: not a JSON array; ignored",))
-    # A location writes a literal "$" or "*" percent-encoded (the report's "/path/foo-%24"
-    # matches ".../path/foo-$"), so the URL's own are encoded to compare with it.
-    path = request_path(Dialect.RFC9309, url).replace("$", "%24").replace("*", "%2A")
-    issues: list[str] = []
-    for i, entry in enumerate(data, 1):
-        if not isinstance(entry, dict) or not isinstance(entry.get("location"), str):
-            issues.append(f"{where} entry {i}: no location; skipped")
-            continue
-        location = entry["location"]
-        if not location.startswith("/"):
-            location = "/" + location
-        pattern = pattern_path(Dialect.RFC9309, location.encode("utf-8").decode("latin-1"))
-        if not _matches(Dialect.RFC9309, pattern, path):
-            continue
-        reservation = entry.get("tdm-reservation")
-        policy = entry.get("tdm-policy")
-        text = f"location {entry['location']}: tdm-reservation={reservation}"
+class TdmRep:
+    """A ``/.well-known/tdmrep.json`` read once, its locations compiled: a URL is then one
+    index lookup, however many entries the file lists (:func:`read_tdmrep`)."""
+
+    __slots__ = ("_entries", "_index", "_problem", "_skipped")
+
+    def __init__(self, entries: list[tuple[int, str, object, object]], skipped: list[int],
+                 problem: str | None = None) -> None:
+        self._entries = tuple(entries)  # (entry number, location, reservation, policy)
+        self._skipped = tuple(skipped)  # entry numbers without a location
+        self._problem = problem
+        patterns = []
+        for _, location, _, _ in entries:
+            if not location.startswith("/"):
+                location = "/" + location
+            patterns.append(pattern_path(Dialect.RFC9309,
+                                         location.encode("utf-8").decode("latin-1")))
+        # The first entry that matches decides: the earlier, the higher its rank.
+        n = len(patterns)
+        self._index = PathIndex([(p, n - k, k) for k, p in enumerate(patterns)])
+
+    def preferences(self, url: str) -> Preferences:
+        """The preferences the file states for ``url`` (see :func:`from_tdmrep`)."""
+        where = TDMREP_PATH
+        if self._problem is not None:
+            return Preferences(issues=(self._problem,))
+        # A location writes a literal "$" or "*" percent-encoded (the report's
+        # "/path/foo-%24" matches ".../path/foo-$"), so the URL's own are encoded to
+        # compare with it.
+        path = request_path(Dialect.RFC9309, url).replace("$", "%24").replace("*", "%2A")
+        k = self._index.lookup(path)
+        i, location, reservation, policy = self._entries[k] if k >= 0 else (0, "", None, None)
+        issues = [f"{where} entry {j}: no location; skipped" for j in self._skipped
+                  if k < 0 or j < i]
+        if k < 0:
+            return Preferences(issues=tuple(issues))
+        text = f"location {location}: tdm-reservation={reservation}"
         if isinstance(reservation, bool):
             reservation = None  # true/false is not the 0 or 1 the report asks for
         if reservation == 1:
@@ -503,4 +572,35 @@ def from_tdmrep(body: str | bytes, url: str) -> Preferences:
             return Preferences(issues=tuple(issues))
         source = Source("tdmrep.json", f"{where} entry {i}", text, TDMREP, prefs)
         return Preferences((source,), tuple(issues), licenses)
-    return Preferences(issues=tuple(issues))
+
+
+def read_tdmrep(body: str | bytes) -> TdmRep:
+    """``/.well-known/tdmrep.json`` read and compiled, for :func:`from_tdmrep` to answer
+    many URLs. A file that is not a JSON array, and entries that are not readable, are
+    reported (for every URL asked about), never raised."""
+    where = TDMREP_PATH
+    try:
+        data = read_json(body, max_bytes=MAX_TDMREP_BYTES)
+    except MalformedDocument as exc:
+        return TdmRep([], [], f"{where}: {exc}; ignored")
+    if not isinstance(data, list):
+        return TdmRep([], [], f"{where}: not a JSON array; ignored")
+    entries: list[tuple[int, str, object, object]] = []
+    skipped: list[int] = []
+    for i, entry in enumerate(data, 1):
+        if not isinstance(entry, dict) or not isinstance(entry.get("location"), str):
+            skipped.append(i)
+        else:
+            entries.append((i, entry["location"], entry.get("tdm-reservation"),
+                            entry.get("tdm-policy")))
+    return TdmRep(entries, skipped)
+
+
+def from_tdmrep(body: str | bytes | TdmRep, url: str) -> Preferences:
+    """``/.well-known/tdmrep.json`` read for ``url``: the first entry whose ``location``
+    pattern (robots.txt wildcards) matches the URL's path decides, even when its
+    ``tdm-reservation`` is bad (then unset). A file that is not a JSON array, and entries
+    that are not readable, are reported, never raised. Give the file as
+    :func:`read_tdmrep` read it to ask about many URLs: it is compiled once."""
+    tdmrep = body if isinstance(body, TdmRep) else read_tdmrep(body)
+    return tdmrep.preferences(url)

@@ -1,0 +1,78 @@
+"""A hostile robots.txt must not hold ``polite serve``: other requests are answered while
+its work is done.
+
+The file is the one a probe served, at full size: ``User-agent: *``, ``Allow: /`` and 14,000
+lines ``Content-Usage: /*x{n}*y train-ai=n`` (507 KB, under the 500 KiB cap). One
+``POST /politeness/verbose?purpose=train-ai`` with 50 URLs of that host took 21 s, and
+``GET /health`` waited as long. The test asks for ``/health`` once the service has read the
+whole file (the origin sees it close the connection) and asserts the answer comes before the
+verbose call's: an order of events, not a duration.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from contextlib import suppress
+
+import httpx
+
+from tests.serving import polite_serve
+from tests.sites import tcp_origin
+
+HOST = "127.74.12.2"
+HOSTILE = ("User-agent: *\nAllow: /\n" + "".join(f"Content-Usage: /*x{n}*y train-ai=n\n"
+                                                  for n in range(14_000))).encode()
+
+
+def test_health_is_answered_while_a_hostile_file_is_worked_on() -> None:
+    consumed = threading.Event()
+
+    def origin(conn: socket.socket, stop: threading.Event) -> None:
+        with conn:
+            conn.settimeout(30)
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                head += chunk
+            if not head.startswith(b"GET /robots.txt "):
+                conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                return
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "
+                         + str(len(HOSTILE)).encode() + b"\r\nConnection: close\r\n\r\n"
+                         + HOSTILE)
+            with suppress(OSError):  # until the service has read it all and closed
+                while conn.recv(4096):
+                    pass
+            consumed.set()
+
+    with tcp_origin(HOST, origin) as port, \
+            polite_serve("--store", "memory://", "--allow-private") as api:
+        # 50 URLs, each matched by one of the patterns (and by shorter ones)
+        urls = [f"http://{HOST}:{port}/page{n}x{n}y" for n in range(0, 14_000, 280)]
+        verbose: list[httpx.Response] = []
+        done = threading.Event()
+
+        def ask() -> None:
+            with httpx.Client(base_url=str(api.base_url), trust_env=False,
+                              timeout=600) as client:
+                verbose.append(client.post("/politeness/verbose", json=urls,
+                                           params={"purpose": "train-ai"}))
+            done.set()
+
+        asking = threading.Thread(target=ask, daemon=True)
+        asking.start()
+        assert consumed.wait(120), "the service never read robots.txt"
+        health = api.get("/health")
+        answered_first = not done.is_set()
+        asking.join(600)
+        assert health.status_code == 200
+        assert answered_first, "/health waited for the verbose call"
+        (answer,) = verbose
+        assert answer.status_code == 200, answer.text
+        for url, found in zip(urls, answer.json(), strict=True):  # (one a turn: allowed or not)
+            n = url.rsplit("/page", 1)[1].split("x")[0]
+            assert found["usage"]["pref"] == "disallow", url
+            assert f": /*x{n}*y train-ai=n" in found["usage"]["reason"], (url, found)

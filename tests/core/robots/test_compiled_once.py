@@ -1,0 +1,156 @@
+"""What a robots.txt (or a tdmrep.json) implies is compiled once per file, and what it holds
+is bounded in bytes.
+
+The hostile files are the ones a probe served: AI-usage lines with wildcard paths (14,000 in a
+500 KB file, each check recompiling every one) and wildcard Disallow lines (30,000 in a
+500 KB file, 16.8 MiB held per origin, 13 MB more per agent). They are scaled down here
+(2,000 and 3,000 lines): what is counted (Python calls per check, bytes per line) does not
+depend on the size, and the code before this change takes about a second per check of the
+full-size file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import tracemalloc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from polite.core.robots.matcher import wildcard_regex
+from polite.core.robots.usage import from_robots, from_tdmrep
+from polite.robots import parse
+
+
+def usage_file(lines: int) -> bytes:
+    head = "User-agent: *\nAllow: /\n"
+    return (head + "".join(f"Content-Usage: /*x{n}*y train-ai=n\n"
+                           for n in range(lines))).encode()
+
+
+def disallow_file(lines: int) -> bytes:
+    return ("User-agent: *\n" + "".join(f"Disallow: /p{i}/*x{i}$\n"
+                                        for i in range(lines))).encode()
+
+
+@contextmanager
+def counted_calls() -> Iterator[list[int]]:
+    """How many Python functions are called inside the block (every frame, however deep)."""
+    count = [0]
+
+    def profile(frame: object, event: str, arg: object) -> None:
+        if event == "call":
+            count[0] += 1
+
+    sys.setprofile(profile)
+    try:
+        yield count
+    finally:
+        sys.setprofile(None)
+
+
+def per_call(check: Callable[[str], object], urls: list[str]) -> float:
+    with counted_calls() as count:
+        for url in urls:
+            check(url)
+    return count[0] / len(urls)
+
+
+def test_usage_lines_are_compiled_once_per_file() -> None:
+    robots = parse(usage_file(2000))
+    urls = [f"http://h/page{n}x{n}y" for n in range(0, 2000, 40)] + ["http://h/nothing"]
+    from_robots(robots, urls[0], "bot")  # the first check compiles
+    # Before, each check read every line again (a regex built for each of 2,000 patterns,
+    # some 10,000 calls); now it is an index lookup whatever the number of lines.
+    assert per_call(lambda url: from_robots(robots, url, "bot"), urls) < 300
+    # Another agent selecting the same group shares what was compiled.
+    assert per_call(lambda url: from_robots(robots, url, "otherbot"), urls[:5]) < 300
+    answer = from_robots(robots, "http://h/page120x120y", "bot").answer("train-ai")
+    assert answer.pref.value == "disallow"
+    assert [s.line for s in answer.decided_by] == [123]  # /*x120*y, the longest that matches
+
+
+def longest_by_regex(patterns: list[str], path: str) -> list[int]:
+    """The reference: every pattern matched by its regex, the longest ones kept."""
+    found = [i for i, p in enumerate(patterns)
+             if re.match(wildcard_regex(p), path, re.DOTALL) is not None]
+    best = max((len(patterns[i]) for i in found), default=-1)
+    return [i for i in found if len(patterns[i]) == best]
+
+
+def test_usage_answers_are_those_of_matching_each_line() -> None:
+    # Ties of equal length (all of them apply), a pattern "**" shortens, an anchored one, a
+    # literal "$" inside, the empty path, repeated patterns.
+    patterns = ["", "/a", "/a*", "/a**", "/ab", "/*b", "/a*c$", "/a$b", "/a$b", "/*x*y",
+                "/ab*", "/*c", "/abc", "/a/b/", "/a/*/c"]
+    body = "User-agent: *\n" + "".join(f"Content-Usage: {p} train-ai=n\n" for p in patterns)
+    robots = parse(body)
+    paths = ["/", "/a", "/ab", "/abc", "/a$b", "/a$bc", "/xb", "/axcy", "/ac", "/a/b/c",
+             "/zzz", "/a/x/c", "/abcc"]
+    for path in paths:
+        sources = from_robots(robots, "http://h" + path, "bot").sources
+        expected = [i + 2 for i in longest_by_regex(patterns, path)]  # line numbers
+        assert [s.line for s in sources] == expected, path
+
+
+def test_tdmrep_is_compiled_once() -> None:
+    from polite.core.robots.usage import read_tdmrep  # new: imported here, not for the module
+
+    entries = [{"location": f"/*x{n}*y", "tdm-reservation": 1} for n in range(2000)]
+    entries.insert(3, {"no": "location"})
+    body = json.dumps(entries)
+    tdmrep = read_tdmrep(body)
+    urls = [f"http://h/page{n}x{n}y" for n in range(0, 2000, 40)] + ["http://h/nothing"]
+    for url in urls:  # the same answers as the file read for each URL
+        assert from_tdmrep(tdmrep, url) == from_tdmrep(body, url)
+    assert per_call(lambda url: from_tdmrep(tdmrep, url), urls) < 100
+    skipped = ("/.well-known/tdmrep.json entry 4: no location; skipped",)
+    first = from_tdmrep(tdmrep, "http://h/page40x40y")
+    assert first.sources[0].where.endswith("entry 6")  # /*x4*y, the first that matches
+    assert first.issues == skipped  # an entry before it had no location
+    early = from_tdmrep(tdmrep, "http://h/page1x1y")
+    assert early.sources[0].where.endswith("entry 2") and early.issues == ()
+    assert from_tdmrep(tdmrep, "http://h/nothing").issues == skipped
+
+
+def test_agents_selecting_one_group_share_one_matcher() -> None:
+    body = disallow_file(3000)
+    robots = parse(body)
+    assert not robots.allowed("http://h/p7/ax7", "firstbot")
+    tracemalloc.start()
+    try:
+        for n in range(40):  # the probe's 40 ?agent= values: 13 MB each at full size before
+            assert not robots.allowed("http://h/p7/ax7", f"bot{n}")
+        added = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert added < len(body) // 4  # an entry per agent, no matcher (one is 20 times that)
+
+
+def test_a_parsed_file_holds_what_its_footprint_says() -> None:
+    """The cache charges a file its footprint: that must be an upper bound of what the
+    file and its matchers hold (measured), and a small multiple of its size."""
+    for body in (disallow_file(3000), usage_file(3000)):
+        tracemalloc.start()
+        try:
+            robots = parse(body, max_bytes=len(body))
+            robots.allowed("http://h/p7/ax7", "bot")
+            from_robots(robots, "http://h/x1y", "bot")
+            held = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        assert held <= robots.footprint <= 70 * len(body)
+
+
+def test_matchers_of_one_file_are_bounded_in_bytes() -> None:
+    # One group per agent: each agent's matcher is its own; the file keeps them within its
+    # allowance, the least recently built dropped, and answers stay right.
+    body = "".join(f"User-agent: bot{n}\nDisallow: /p{n}/*x$\n" for n in range(400))
+    robots = parse(body)
+    for n in range(400):
+        assert not robots.allowed(f"http://h/p{n}/ax", f"bot{n}")
+        assert robots.allowed(f"http://h/p{n + 1}/ax", f"bot{n}")
+    parsed_only = parse(body).footprint
+    allowance = robots._footprints()[1]
+    assert robots.footprint - parsed_only <= allowance

@@ -1,0 +1,102 @@
+"""Parsed robots.txt files in memory are bounded in bytes, not only by count.
+
+A probe served a 500 KB file of 30,000 lines like ``Disallow: /p{i}/*x{i}$`` from 120
+origins (a wildcard DNS name is enough): the service grew from 47 MiB to 2 GiB and kept it.
+Here the file is scaled down to 600 lines (14 KB; a test of the whole size would take
+minutes) and the budget to 2 MiB, so that the same 120 origins overflow it many times over.
+"""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+
+import httpx
+import pytest
+
+from polite.clock import WallClock
+from polite.core.robots.lifecycle import Parsed
+from polite.fetch import RobotsFetcher
+from polite.fetch.politeness import Politeness
+from polite.storage import MemoryStore
+from polite.storage.base import RobotsRecord
+from tests.sites import Reply, Site, serve
+
+pytestmark = pytest.mark.anyio
+
+HOSTILE = ("User-agent: *\n" + "".join(f"Disallow: /p{i}/*x{i}$\n"
+                                       for i in range(600))).encode()
+BUDGET = 2 * 1024 * 1024
+# A file large enough to be parsed on a worker thread (fetch.robots.THREAD_PARSE_BYTES).
+LARGE = ("User-agent: *\n" + "".join(f"Disallow: /p{i}/*x{i}$\n"
+                                     for i in range(3000))).encode()
+
+
+async def test_120_hostile_files_stay_within_the_byte_budget(client: httpx.AsyncClient
+                                                             ) -> None:
+    clock = WallClock()
+    store = MemoryStore(clock)
+    origins = [f"http://h{i}.example" for i in range(120)]
+    # Fetched before by another node sharing the store: read and parsed from there.
+    for origin in origins:
+        await store.save_robots(RobotsRecord(origin, "parsed", 200, HOSTILE, clock(),
+                                             clock() + 3600))
+    robots = RobotsFetcher(client, store, clock, agent="politetest",
+                           max_memory_bytes=BUDGET)
+    tracemalloc.start()
+    try:
+        for n, origin in enumerate(origins):
+            state = await robots.state(origin + "/p7/ax7")
+            assert isinstance(state, Parsed)
+            assert not state.robots.allowed(origin + "/p7/ax7", "otherbot")
+            assert state.robots.allowed(origin + "/p7/ax8", "otherbot")
+            assert robots.memory_bytes <= BUDGET, n
+            # the first origin, used after each other one, stays (least recently used go)
+            assert robots.fresh(origins[0]) is not None
+            del state
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    # The count is an upper bound of what is held (the bodies are the store's).
+    assert held <= robots.memory_bytes <= BUDGET
+    assert robots.fresh(origins[1]) is None  # long since dropped: read again when asked
+    again = await robots.state(origins[1] + "/p7/ax7")
+    assert isinstance(again, Parsed) and not again.robots.allowed(origins[1] + "/p7/ax7", "x")
+
+
+async def test_decisions_keep_no_file_past_the_budget(client: httpx.AsyncClient) -> None:
+    """The politeness driver, deciding for 120 origins, holds no parsed file of its own (it
+    kept each origin's last state to tell the dashboard of changes: every file, for ever)."""
+    clock = WallClock()
+    store = MemoryStore(clock)
+    origins = [f"http://h{i}.example" for i in range(120)]
+    for origin in origins:
+        await store.save_robots(RobotsRecord(origin, "parsed", 200, HOSTILE, clock(),
+                                             clock() + 3600))
+    robots = RobotsFetcher(client, store, clock, agent="politetest",
+                           max_memory_bytes=BUDGET)
+    politeness = Politeness(robots, store, clock, agent="politetest", allow_private=True)
+    await politeness.check([origins[0] + "/"])  # what every check allocates once
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for origin in origins:
+            (answer,) = await politeness.check([origin + "/p7/ax7"])
+            assert not answer.allowed
+        del answer
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    # The files in memory, and the store's facts of 120 hosts (a few KiB each at most).
+    assert held <= robots.memory_bytes + 120 * 4096
+
+
+async def test_a_fetched_file_counts_toward_the_budget(client: httpx.AsyncClient) -> None:
+    with serve(Site("127.74.12.1", {"/robots.txt": Reply(200, LARGE)})) as site:
+        robots = RobotsFetcher(client, MemoryStore(WallClock()), WallClock(),
+                               agent="politetest", allow_private=True)
+        state = await robots.state(site.origin + "/p7/ax7")
+        assert isinstance(state, Parsed) and robots.memory_bytes >= state.robots.footprint
+        assert state.robots.footprint > len(LARGE)

@@ -150,7 +150,7 @@ def test_survey_runs_from_its_config_file(tmp_path: Path,
     config = tmp_path / "survey.toml"
     config.write_text(f'robots_dir = "{robots}"\nout = "{tmp_path / "out"}"\n')
     assert main(["survey", "--config", str(config)]) == 0
-    assert "1 sites recorded" in capsys.readouterr().out
+    assert "1 site recorded" in capsys.readouterr().out
     assert (tmp_path / "out" / "survey.sqlite").is_file()
     args = build_parser().parse_args(["survey", "--config", str(config), "--n0", "5"])
     resolve(SURVEY, args)

@@ -65,8 +65,8 @@ ALLOWED = {
     # fetch sees the storage protocols only; concrete backends are chosen at the edges
     "fetch": ("polite.core", "polite.errors", "polite.config", "polite.storage.base",
               "polite.clock", "polite.fetch"),
-    "api": ("polite.core", "polite.errors", "polite.storage.base", "polite.clock",
-            "polite.fetch", "polite.api"),
+    "api": ("polite.core", "polite.errors", "polite.config", "polite.storage.base",
+            "polite.clock", "polite.fetch", "polite.api"),
     # api and proxy are siblings: the edge (polite.serve) puts them on one port
     "proxy": ("polite.core", "polite.errors", "polite.storage.base", "polite.clock",
               "polite.fetch", "polite.proxy"),

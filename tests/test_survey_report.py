@@ -224,7 +224,8 @@ def test_without_the_extra_the_report_names_it(monkeypatch: pytest.MonkeyPatch) 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "pyarrow" else real(name, *a))
-    with pytest.raises(ConfigError, match=r"pyarrow: install the survey extra .*polite-web\[survey\]"):
+    with pytest.raises(ConfigError,
+                       match=r"pyarrow: install the survey extra .*polite-web\[survey\]"):
         report.require_extra()
 
 

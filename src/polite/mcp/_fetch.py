@@ -122,10 +122,8 @@ def robots_words(state: RobotsState, url: str, agent: str) -> str:
                 else ""
             return f"{where} (HTTP {state.status}){stale} {verb} it for {agent}: " \
                    f"{decided.reason}"
-        case AllowAll():
-            return f"{where}: {state.reason}; everything is allowed"
-        case DisallowAll():
-            return f"{where}: {state.reason}; nothing may be fetched until it answers"
+        case AllowAll() | DisallowAll():
+            return f"{where}: {state.reason}"
 
 
 def _directives_words(directives: RobotsDirectives) -> str:

@@ -180,7 +180,7 @@ def render_refusal(fetcher: PoliteFetch, asked: str, refused: NotGiven) -> str:
 def create_server(fetcher: PoliteFetch, *, version: str = "") -> MCPServer:
     """The MCP server over ``fetcher``: tools ``fetch`` and ``may_fetch``, the resource
     ``robots://{scheme}/{host}`` and the prompt ``fetch``; ``version``: polite's."""
-    server = MCPServer("polite-mcp", version=version,
+    server = MCPServer("polite-mcp", version=version, log_level="WARNING",
                        instructions="Fetch web pages with the fetch tool: it obeys each "
                                     "site's robots.txt, delays and AI-usage preferences, "
                                     "and says why when it does not fetch.")

@@ -127,7 +127,8 @@ def test_crawl_delay_is_kept_at_the_site_by_two_servers_sharing_a_store(tmp_path
 
 def test_ai_usage_preferences_refuse_with_their_source() -> None:
     """A robots.txt Content-Signal ai-input=no refuses the default purpose; a response's
-    Content-Usage header refuses train-ai; each refusal names its source."""
+    Content-Usage header refuses train-ai, and so does a site's tdmrep.json; each refusal
+    names its source."""
     signal = Site("127.0.138.21", routes={
         "/robots.txt": Reply(200, b"User-agent: *\nContent-Signal: ai-input=no\nAllow: /\n"),
         "/page": PAGE})
@@ -135,7 +136,11 @@ def test_ai_usage_preferences_refuse_with_their_source() -> None:
         "/robots.txt": Reply(404),
         "/page": Reply(200, PAGE.body, {**HTML, "Content-Usage": "train-ai=n"}),
         "/free": PAGE})
-    with serve(signal), serve(usage):
+    tdm = Site("127.0.138.23", routes={
+        "/robots.txt": Reply(404), "/page": PAGE,
+        "/.well-known/tdmrep.json": Reply(200, b'[{"location": "/*", "tdm-reservation": 1}]',
+                                          {"content-type": "application/json"})})
+    with serve(signal), serve(usage), serve(tdm):
         async def run() -> list[tuple[bool, str]]:
             out = []
             async with stdio_session(*LOOPBACK) as client:
@@ -147,10 +152,12 @@ def test_ai_usage_preferences_refuse_with_their_source() -> None:
                 for path in ("/page", "/free"):
                     result = await client.call_tool("fetch", {"url": usage.origin + path})
                     out.append((bool(result.is_error), text(result)))
+                result = await client.call_tool("fetch", {"url": tdm.origin + "/page"})
+                out.append((bool(result.is_error), text(result)))
             return out
 
-        (error, said), (_, verdict), (usage_error, usage_said), (free_error, free_said) = \
-            asyncio.run(run())
+        (error, said), (_, verdict), (usage_error, usage_said), (free_error, free_said), \
+            (tdm_error, tdm_said) = asyncio.run(run())
     assert error and "refuse ai-input" in said
     assert "robots.txt Content-Signal line 2: ai-input=no" in said
     assert "/page" not in signal.requests  # refused before the page was asked for
@@ -159,6 +166,8 @@ def test_ai_usage_preferences_refuse_with_their_source() -> None:
     assert "Content-Usage header: train-ai=n" in usage_said
     assert not free_error and "AI-usage preferences for train-ai: train-ai: no preference" \
         in free_said
+    assert tdm_error and "tdmrep.json /.well-known/tdmrep.json entry 1" in tdm_said
+    assert tdm.requests == ["/robots.txt", "/.well-known/tdmrep.json"]  # not the page
 
 
 def test_internal_addresses_are_refused() -> None:

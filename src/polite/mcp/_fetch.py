@@ -21,11 +21,14 @@ from polite.core.robots.lifecycle import AllowAll, DisallowAll, Parsed, RobotsSt
 from polite.core.robots.meta import RobotsDirectives, parse_meta_tags, parse_x_robots_tag
 from polite.core.robots.meta import combine as combine_directives
 from polite.core.robots.usage import (
+    MAX_TDMREP_BYTES,
+    TDMREP_PATH,
     Preferences,
     combine,
     from_headers,
     from_html,
     from_robots,
+    from_tdmrep,
     purpose_json,
 )
 from polite.core.urls import split_origin
@@ -42,6 +45,10 @@ HTML_TYPES = ("text/html", "application/xhtml+xml")
 # A wait is slept a little past the slot the store gave (timer rounding): the store judges
 # the slot by its own clock.
 WAKE_MARGIN_S = 0.005
+# TDMRep states a reservation of text and data mining: train-ai alone (polite's vocabulary
+# table); for another purpose its well-known file is not asked for.
+TDMREP_PURPOSES = ("train-ai",)
+MAX_TDMREP_SITES = 10_000  # sites whose tdmrep.json is remembered (the oldest go first)
 PERSON = ("a person asked for this page themselves: robots.txt governs automatic fetches, "
           "not a person's own request, so it is fetched all the same")
 
@@ -154,6 +161,7 @@ class PoliteFetch:
         self._client = client
         self.settings = settings or FetchSettings()
         self._user_agent = user_agent or self.settings.agent
+        self._tdmrep: dict[str, bytes] = {}  # origin -> its tdmrep.json (b"": none)
 
     @property
     def agent(self) -> str:
@@ -272,6 +280,10 @@ class PoliteFetch:
                 isinstance(state, Parsed) and not state.robots.allowed(url, agent))):
             said += f"; {PERSON}"
         notes.append(said)
+        tdmrep = await self._tdmrep_prefs(url, started, notes)
+        if isinstance(tdmrep, NotGiven):
+            return tdmrep
+        robots_prefs = combine(robots_prefs, tdmrep)
         if robots_prefs.refuses(purpose):
             return NotGiven(url, _usage_refusal(robots_prefs, purpose), notes=tuple(notes))
         while True:
@@ -329,6 +341,38 @@ class PoliteFetch:
         if got.error is not None:
             notes.append(f"the body broke off: {got.error}")
         return self._given(url, status, text, html and not raw, content_type, notes)
+
+    async def _tdmrep_prefs(self, url: str, started: float, notes: list[str]
+                            ) -> Preferences | NotGiven:
+        """What the site's ``/.well-known/tdmrep.json`` says of ``url``, for a purpose it
+        speaks to: read once per site, in its turn like any request (robots.txt may refuse
+        it: then it is not read)."""
+        if self.settings.purpose not in TDMREP_PURPOSES:
+            return Preferences()
+        origin = split_origin(url)[0]
+        body = self._tdmrep.get(origin)
+        if body is None:
+            target = origin + TDMREP_PATH
+            body = b""
+            (first,) = await self._politeness.check([target], agent=self.agent)
+            if first.allowed or first.wait_s is not None:
+                granted = await self._slot(target, False, started, notes)
+                if isinstance(granted, NotGiven):
+                    return NotGiven(url, f"{TDMREP_PATH} (read before the page for "
+                                         f"{self.settings.purpose}): {granted.why}",
+                                    granted.retry_after_s, granted.notes)
+                got = await self._client.get(
+                    target, self._client.headers(split_origin(url)[1], self._user_agent),
+                    max_bytes=MAX_TDMREP_BYTES + 1, deadline_s=self.settings.fetch_deadline_s)
+                if got.status is not None:
+                    await self._politeness.note_response(target, got.status,
+                                                         elapsed_s=got.answered_s)
+                if got.status == 200:
+                    body = got.body
+            while len(self._tdmrep) >= MAX_TDMREP_SITES:
+                del self._tdmrep[next(iter(self._tdmrep))]
+            self._tdmrep[origin] = body
+        return from_tdmrep(body, url) if body else Preferences()
 
     def _given(self, url: str, status: int, text: str, simplify: bool, content_type: str,
                notes: list[str]) -> Given:

@@ -10,9 +10,11 @@ import itertools
 import socket
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import httpx
+import pytest
 
 from polite.cli import main
 from polite.cli.keys import directory_of
@@ -96,15 +98,18 @@ def test_robots_txt_by_status_and_redirects() -> None:
         assert "/page" not in sites[name].requests, name
 
 
-def test_crawl_delay_is_kept_at_the_site_by_two_servers_sharing_a_store(tmp_path: Path
-                                                                        ) -> None:
-    """Two server processes on one SQLite file, each asked for two pages of one site at
-    once: the four arrive at the site at least the Crawl-delay apart."""
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+def test_crawl_delay_is_kept_at_the_site_by_two_servers_sharing_a_store(
+        kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """Two server processes on one store (an SQLite file; a Redis, as a team of agents
+    would), each asked for two pages of one site at once: the four arrive at the site at
+    least the Crawl-delay apart."""
     delay_s = 1.0
-    site = Site("127.0.138.11", routes={
+    site = Site("127.0.138.11" if kind == "sqlite" else "127.0.138.12", routes={
         "/robots.txt": Reply(200, f"User-agent: *\nCrawl-delay: {delay_s:g}\n".encode()),
         **{f"/p{i}": PAGE for i in range(4)}})
-    store = f"sqlite:///{tmp_path / 'mcp.sqlite'}"
+    store = f"sqlite:///{tmp_path / 'mcp.sqlite'}" if kind == "sqlite" else \
+        f"{request.getfixturevalue('redis_url')}?prefix=mcp{uuid.uuid4().hex[:10]}:"
     options = ("--store", store, "--allow-private")
     with serve(site):
         async def one(paths: list[str]) -> list[str]:

@@ -98,6 +98,19 @@ def test_robots_txt_by_status_and_redirects() -> None:
         assert "/page" not in sites[name].requests, name
 
 
+def test_401_and_403_allow_everything_when_the_policy_says_so() -> None:
+    """--on-401-403 allow reads a robots.txt answered 401 or 403 as RFC 9309 does."""
+    site = Site("127.0.138.13", routes={"/robots.txt": Reply(403, b"no"), "/page": PAGE})
+    with serve(site):
+        async def run() -> tuple[bool, str]:
+            async with stdio_session(*LOOPBACK, "--on-401-403", "allow") as client:
+                result = await client.call_tool("fetch", {"url": site.origin + "/page"})
+                return bool(result.is_error), text(result)
+
+        error, said = asyncio.run(run())
+    assert not error and "HTTP 403" in said and "Readable words" in said
+
+
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
 def test_crawl_delay_is_kept_at_the_site_by_two_servers_sharing_a_store(
         kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
@@ -351,6 +364,11 @@ def test_http_off_loopback_needs_a_token_and_the_token_is_asked() -> None:
                            "--store", "memory://"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 2 and "give --admin-token" in done.stderr
+    done = subprocess.run([sys.executable, "-m", "polite", "mcp", "--http", "localhost",
+                           "--store", "memory://"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and "expected HOST:PORT" in done.stderr
+    assert "Traceback" not in done.stderr
     with http_server("--http", "127.0.0.1:0", "--admin-token", "s3cret", *LOOPBACK) \
             as (url, _):
         refused = httpx.post(url, json={}, trust_env=False)

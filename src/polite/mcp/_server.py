@@ -42,7 +42,8 @@ SHARED_SEND_SLACK_S = 0.1
 # rest of a page is not a new request to its site.
 KEPT_PAGES = 32
 KEPT_FOR_S = 300.0
-DOCS = "https://pypi.org/project/polite/ (polite mcp)"
+# Where a webmaster reads what the agent is (its documentation: the how-to of polite mcp).
+DOCS = "https://pypi.org/project/polite/"
 
 FETCH_DESCRIPTION = (
     "Fetches a URL from the internet and extracts its readable content as markdown, "
@@ -60,7 +61,7 @@ MAY_FETCH_DESCRIPTION = (
 def user_agent(agent: str, version: str) -> str:
     """The User-Agent every request carries: the product token, polite's version and
     where to read of it."""
-    return f"{agent}/{version} (+{DOCS})"
+    return f"{agent}/{version} (polite mcp, an AI agent's polite fetch; +{DOCS})"
 
 
 @dataclass(frozen=True, slots=True)

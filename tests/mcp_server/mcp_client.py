@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -49,6 +50,9 @@ def http_server(*options: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
             while True:
                 line = process.stderr.readline()
                 if "listening on " in line:
+                    # the rest of its standard error is read, so that it never fills the
+                    # pipe and stops the server
+                    threading.Thread(target=process.stderr.read, daemon=True).start()
                     yield line.split("listening on ", 1)[1].strip(), process
                     break
                 if not line and process.poll() is not None:

@@ -217,18 +217,28 @@ def test_internal_addresses_are_refused() -> None:
     assert internal.requests == []  # nothing at all reached the internal site
 
 
-def test_payment_required_is_answered_with_the_price() -> None:
+def test_payment_required_and_a_pause_asked_for() -> None:
+    """A 402 is answered with the price asked; a 429 with Retry-After pauses the host, and
+    the next fetch of it is answered with the time left, not asked of the site."""
     site = Site("127.0.138.41", routes={
         "/robots.txt": Reply(404),
-        "/paid": Reply(402, b"pay", {"crawler-price": "USD 0.05"})})
+        "/paid": Reply(402, b"pay", {"crawler-price": "USD 0.05"}),
+        "/busy": Reply(429, b"slow down", {"retry-after": "120"}), "/page": PAGE})
     with serve(site):
-        async def run() -> tuple[bool, str]:
+        async def run() -> list[tuple[bool, str]]:
+            out = []
             async with stdio_session(*LOOPBACK) as client:
-                result = await client.call_tool("fetch", {"url": site.origin + "/paid"})
-                return bool(result.is_error), text(result)
+                for path in ("/paid", "/busy", "/page"):
+                    result = await client.call_tool("fetch", {"url": site.origin + path})
+                    out.append((bool(result.is_error), text(result)))
+            return out
 
-        error, said = asyncio.run(run())
+        (error, said), (busy, busy_said), (paused, paused_said) = asyncio.run(run())
     assert error and "HTTP 402" in said and "crawler-price USD 0.05" in said
+    assert busy and "answered 429" in busy_said and "Retry-After: 120" in busy_said
+    assert "Retry after 120" in busy_said or "Retry after 119" in busy_said
+    assert paused and "back-off" in paused_said and "Retry after" in paused_said
+    assert "/page" not in site.requests
 
 
 def test_a_long_page_is_read_in_parts_from_one_request() -> None:

@@ -26,7 +26,8 @@ _UNREACHABLE = ("No matching distribution found", "Could not find a version",
                 "Failed to establish a new connection", "Network is unreachable",
                 "Temporary failure in name resolution")
 _EXTRA_MODULES = ("selectolax", "fastwarc", "aiohttp", "pandas", "pyarrow", "matplotlib",
-                  "cryptography", "uvicorn", "jinja2", "scrapy", "requests", "warcio")
+                  "cryptography", "uvicorn", "jinja2", "scrapy", "requests", "warcio", "mcp",
+                  "readability", "markdownify")
 
 
 DISTRIBUTION = "polite-web"  # "polite" on the package index is another project
@@ -150,6 +151,7 @@ def test_commands_that_need_an_extra_name_it(bare: Path, tmp_path: Path) -> None
                    "127.0.0.1:9"],
         "tls": ["serve", "--intercept-tls", "--port", "0", "--store", "memory://"],
         "site": ["site", "serve", "--db", str(tmp_path / "site.sqlite"), "--port", "0"],
+        "mcp": ["mcp", "--store", "memory://"],
     }
     needs_too = {"survey": ["report", str(tmp_path / "s")], "tls": ["ca", "export",
                  "--ca-dir", str(tmp_path / "ca")],

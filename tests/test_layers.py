@@ -87,6 +87,10 @@ ALLOWED = {
     "integrations": ("polite.core", "polite.errors", "polite.config", "polite.storage",
                      "polite.clock", "polite.fetch", "polite.identity",
                      "polite.integrations"),
+    # the MCP server for AI agents: a product beside the service and the crawler, which
+    # chooses its own store
+    "mcp": ("polite.core", "polite.errors", "polite.config", "polite.storage", "polite.clock",
+            "polite.fetch", "polite.identity", "polite.mcp"),
     # the demonstration sites stand alone: a crawler may be pointed at them, not built in
     "demo": ("polite.core", "polite.errors", "polite.demo"),
 }

@@ -35,6 +35,7 @@ __all__ = [
     "KEYS_DIRECTORY",
     "KEYS_NEW",
     "KEYWORDS",
+    "MCP",
     "PORT",
     "PRODUCTS",
     "REPORT",
@@ -858,6 +859,40 @@ DROPINS = Product("drop-ins", (
             "disallow the purpose for", scrapy="POLITE_REFUSE_BY_PURPOSE", keyword=True),
     SIGN_WITH, SIGNATURE_AGENT), library="polite.integrations.PoliteGate")
 
+MCP = Product("mcp", (
+    Setting("http", str, None, "serve streamable HTTP at http://HOST:PORT/mcp rather than "
+            "stdio (a loopback address unless --admin-token is given)", metavar="HOST:PORT"),
+    _with(AGENT, default="polite-mcp", help="the product token robots.txt is read for, and "
+          "the User-Agent's name", **_CLI_ONLY),
+    _with(USER_AGENT, help="the User-Agent header (default: the agent, polite's version and "
+          "where to read of it)", keyword=False),
+    _with(STORE, help="where politeness state is kept, shared by every server and process "
+          "that opens it: sqlite:///PATH (default: mcp.sqlite in $XDG_DATA_HOME/polite or "
+          "~/.local/share/polite), redis://HOST:PORT/DB for a team of agents, or memory://",
+          **_CLI_ONLY),
+    _with(PURPOSE, default="ai-input", help="what the pages are for: a page whose AI-usage "
+          "preferences (robots.txt Content-Usage / Content-Signal, headers, META, TDMRep) "
+          "refuse it is not given to the agent", **_CLI_ONLY),
+    Setting("max_wait_s", float, 20.0, "a fetch that would wait longer for its host's turn "
+            "answers with the time to retry instead", unit="s", bounds=DELAY),
+    _with(DEFAULT_DELAY, old=(), old_keys=(), **_CLI_ONLY),
+    _with(MAX_CRAWL_DELAY, **_CLI_ONLY),
+    SERVE["on_401_403"],
+    _with(ALLOW_PRIVATE, help="also fetch from private, loopback and link-local addresses "
+          "(a page can lead an agent to ask for an internal URL)", **_CLI_ONLY),
+    ALLOW_NETWORK,
+    Setting("max_body_bytes", int, 5 * 1024 * 1024, "a page body's cap, counted decoded",
+            unit="bytes", bounds=SIZE),
+    Setting("fetch_deadline_s", float, 30.0, "one request, however slowly its bytes come",
+            unit="s", bounds=TIMEOUT),
+    _with(CONNECT_TIMEOUT, old=()), _with(READ_TIMEOUT, old=()),
+    Setting("admin_token", str, None, "with --http: required of every request (Authorization: "
+            "Bearer TOKEN); mandatory when HOST is not a loopback address", metavar="TOKEN",
+            env="POLITE_MCP_TOKEN"),
+    _with(SIGN_WITH, **_CLI_ONLY),
+    _with(SIGNATURE_AGENT, **_CLI_ONLY),
+    ), command=("mcp",))
+
 # -- the commands that keep to the command line: no config file, no library keyword ----------
 
 _DB = Setting("db", str, None, "the site's SQLite file", metavar="FILE", required=True)
@@ -963,7 +998,7 @@ SERVE_NUMBERS: dict[str, IntFlag | FloatFlag] = {
 
 PRODUCTS = (ROBOTS_CHECK, ROBOTS_LINT, ROBOTS_EXPLAIN, ROBOTS_DIFF, SITEMAP_PARSE,
             SITEMAP_TREE, ULINKS, SITE_RANGES_UPDATE, SITE_SERVE, SITE_IMPORT, SITE_PRUNE,
-            CRAWL, CRAWL_STATUS, CRAWL_MERGE, SURVEY, REPORT, SERVE, CA_EXPORT, KEYS_NEW,
+            CRAWL, CRAWL_STATUS, CRAWL_MERGE, SURVEY, REPORT, SERVE, MCP, CA_EXPORT, KEYS_NEW,
             KEYS_DIRECTORY, DEMO, DEMO_REGP_SITE, COMPLETION, DROPINS)
 
 

@@ -257,7 +257,8 @@ class Politeness:
         return state
 
     async def check(self, urls: Sequence[str], *, reserve: bool = False,
-                    agent: str | None = None, ip: str | None = None) -> list[Answer]:
+                    agent: str | None = None, ip: str | None = None,
+                    obey_rules: bool = True) -> list[Answer]:
         """An answer per URL, in order; at most one URL per host is allowed per call.
 
         What the decisions need is gathered first: the private-address guard, the robots.txt
@@ -265,11 +266,14 @@ class Politeness:
         what it knows of the hosts; then each URL is decided once
         (:func:`~polite.core.politeness.decision.decide`) and the slots of those allowed
         are claimed (``reserve``) or looked at, in one more step of the store.
+        ``obey_rules`` off: robots.txt's rules, or its being unavailable, refuse nothing (a
+        person's own request); its delays are kept all the same.
         """
-        return await self._answer(urls, reserve, agent or self.agent, ip, {})
+        return await self._answer(urls, reserve, agent or self.agent, ip, {}, obey_rules)
 
     async def _answer(self, urls: Sequence[str], reserve: bool, agent: str, ip: str | None,
-                      states: dict[str, RobotsState]) -> list[Answer]:
+                      states: dict[str, RobotsState], obey_rules: bool = True
+                      ) -> list[Answer]:
         """:meth:`check`, with the robots.txt ``states`` already known (by origin)."""
         answers: list[Answer | None] = [None] * len(urls)
         hosts: list[tuple[int, str, str, str]] = []
@@ -330,7 +334,7 @@ class Politeness:
                 await asyncio.sleep(0)
                 slice_ends = time.perf_counter() + MATCH_SLICE_S
             decision = decide(url, states[origin], facts[host], policy, now, agent=agent,
-                              ip=ip)
+                              ip=ip, obey_rules=obey_rules)
             if type(decision) is not Allowed:
                 answers[index] = Answer(url, decision, now, origin in cut)
                 if type(decision) is WaitUntil:  # a Visit-time window not yet open

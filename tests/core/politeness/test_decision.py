@@ -145,3 +145,18 @@ def test_a_brace_block_s_delay_is_named_with_its_field() -> None:
                                           ("crawl-delay", 6, True))))
     assert claimed(in_block, HostClaim(-1, (101.0,), 100.5)) == WaitUntil(
         101.0, WaitSource.BRACE_BLOCK, 6, 1.0, field=WaitSource.CRAWL_DELAY)
+
+
+@pytest.mark.parametrize("state", [
+    robots("User-agent: *\nDisallow: /private/\nCrawl-delay: 4\n"),
+    DisallowAll("HTTP 503 for robots.txt: everything disallowed until it answers", NOON - 5,
+                NOON + 60),
+], ids=["a rule disallows the path", "robots.txt unavailable"])
+def test_a_persons_own_request_is_not_refused_by_robots_txt_but_spaced(
+        state: RobotsState) -> None:
+    """``obey_rules=False`` (polite mcp's prompt): neither a rule nor an unavailable file
+    refuses the URL; the file's delay still spaces it."""
+    found = decide("http://e.com/private/a", state, NO_FACTS, POLICY, NOON, agent="bot",
+                   obey_rules=False)
+    assert isinstance(found, Allowed)
+    assert found.interval_s == (4.0 if isinstance(state, Parsed) else 1.0)

@@ -63,23 +63,27 @@ class Policy:
 
 
 def decide(url: str, robots: RobotsState, facts: HostFacts, policy: Policy, now: float, *,
-           agent: str, ip: str | None = None) -> Decision:
+           agent: str, ip: str | None = None, obey_rules: bool = True) -> Decision:
     """The decision for ``url`` asked by ``agent`` (from egress ``ip``) at ``now``: refused
     while its robots.txt is unavailable, disallowed by its rules, held until a Visit-time
     window opens, else allowed to claim the host's slot at the spacing worked out.
 
     Example: ``User-agent: *`` / ``Disallow: /private/`` and ``http://e.com/private/a`` ->
     ``Disallowed(Rule(False, "/private/", 2), 2, Dialect.RFC9309, ...)``.
+
+    ``obey_rules`` off: neither the file's rules nor its being unavailable refuse the URL
+    (a person's own request, which robots.txt does not govern); its delays and Visit-time
+    still space it.
     """
     rules = NO_RULES
     if isinstance(robots, Parsed):
         body = robots.robots
-        if not body.allowed(url, agent, ip=ip):
+        if obey_rules and not body.allowed(url, agent, ip=ip):
             # The fast match says only yes or no; a refusal is matched again for its rule.
             found = body.decide(url, agent, ip=ip)
             return Disallowed(found.rule, found.line, body.dialect, found.reason)
         rules = body.agent_rules(agent, ip=ip, url=url)
-    elif isinstance(robots, DisallowAll):
+    elif isinstance(robots, DisallowAll) and obey_rules:
         return Refused(RefusalReason.ROBOTS_UNAVAILABLE, robots.reason, robots.retry_at)
     delays = delays_for(rules, configured_s=facts[0], default_s=policy.default_delay_s,
                         max_crawl_delay_s=policy.max_crawl_delay_s,

@@ -1,0 +1,72 @@
+"""``polite mcp`` as a real process, driven by the MCP SDK's own client: over stdio (the
+server launched by the client) or over streamable HTTP (the server launched here)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from tests.serving import ROOT
+
+# A loopback site is reached only with --allow-private (or --allow-network); no delay unless
+# a test asks for one, so that tests wait only for what they test.
+LOOPBACK = ("--store", "memory://", "--allow-private", "--default-delay-s", "0")
+
+
+def _environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env["PYTHONPATH"] = str(ROOT / "src")
+    return env
+
+
+@asynccontextmanager
+async def stdio_session(*options: str) -> AsyncIterator[Client]:
+    """A client of ``polite mcp OPTIONS`` over stdio (no response caching: every call
+    reaches the server)."""
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "polite", "mcp", *options], env=_environment())
+    async with Client(params, cache=None, read_timeout_seconds=120) as client:
+        yield client
+
+
+@contextmanager
+def http_server(*options: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``polite mcp --http 127.0.0.1:0 OPTIONS`` running; its URL once it listens."""
+    with subprocess.Popen([sys.executable, "-m", "polite", "mcp", *options],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=_environment()) as process:
+        try:
+            assert process.stderr is not None
+            deadline = time.monotonic() + 60
+            while True:
+                line = process.stderr.readline()
+                if "listening on " in line:
+                    # the rest of its standard error is read, so that it never fills the
+                    # pipe and stops the server
+                    threading.Thread(target=process.stderr.read, daemon=True).start()
+                    yield line.split("listening on ", 1)[1].strip(), process
+                    break
+                if not line and process.poll() is not None:
+                    pytest.fail(f"polite mcp exited: {process.stderr.read()}")
+                assert time.monotonic() < deadline, "polite mcp did not start"
+        finally:
+            process.terminate()
+            process.wait(10)
+
+
+def text(result: Any) -> str:
+    """The text of a tool's result, a prompt's or a resource's."""
+    if hasattr(result, "contents"):
+        return "".join(c.text for c in result.contents)
+    if hasattr(result, "messages"):
+        return "".join(m.content.text for m in result.messages)
+    return "".join(c.text for c in result.content)

@@ -1,0 +1,141 @@
+"""``polite mcp`` beside its peers: the reference fetch server from the package index run on
+the same loopback sites (its differences recorded), and the MCP Inspector's command-line
+mode from npm, an independent client, listing the tools and calling ``fetch``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from tests.mcp_server.mcp_client import LOOPBACK, stdio_session, text
+from tests.sites import Reply, Site, serve
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("mcp-peers")]
+
+REFERENCE = "mcp-server-fetch==2026.10.24"  # the version the comparison was written on
+INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
+PAGE = Reply(200, b"<html><body><article><h1>Hello</h1><p>" + b"Readable words. " * 30
+             + b"</p></article></body></html>", {"content-type": "text/html"})
+# What the package index or npm answer when they cannot be reached
+_UNREACHABLE = ("No matching distribution found", "Could not find a version",
+                "Failed to establish a new connection", "Network is unreachable",
+                "Temporary failure in name resolution", "ENOTFOUND", "EAI_AGAIN",
+                "ETIMEDOUT", "ECONNREFUSED", "E404", "network")
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The reference server's command, installed from the package index in a venv of its
+    own (its dependencies are not polite's)."""
+    venv = tmp_path_factory.mktemp("reference") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    installed = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
+         "--disable-pip-version-check", REFERENCE], capture_output=True, text=True,
+        timeout=600, env=env, check=False)
+    if installed.returncode != 0:
+        last = (installed.stderr.strip().splitlines() or ["no output"])[-1]
+        pytest.skip(f"{REFERENCE} cannot be installed from the package index: {last}")
+    yield venv / "bin" / "mcp-server-fetch"
+
+
+def _sites(base: int) -> dict[str, Site]:
+    """One site per case, on 127.0.139.BASE+n."""
+    return {
+        "robots.txt answers 503": Site(f"127.0.139.{base + 1}", routes={
+            "/robots.txt": Reply(503, b"busy"), "/page": PAGE}),
+        "robots.txt disallows the page": Site(f"127.0.139.{base + 2}", routes={
+            "/robots.txt": Reply(200, b"User-agent: *\nDisallow: /page\n"), "/page": PAGE}),
+        "Content-Signal: ai-input=no": Site(f"127.0.139.{base + 3}", routes={
+            "/robots.txt": Reply(200, b"User-agent: *\nContent-Signal: ai-input=no\n"),
+            "/page": PAGE}),
+        "Crawl-delay: 3, two pages in a row": Site(f"127.0.139.{base + 4}", routes={
+            "/robots.txt": Reply(200, b"User-agent: *\nCrawl-delay: 3\n"), "/page": PAGE,
+            "/next": PAGE}),
+    }
+
+
+async def _run(client: Client, sites: dict[str, Site]) -> dict[str, str]:
+    """Each case's outcome as the site saw it and the agent was told."""
+    found = {}
+    for case, site in sites.items():
+        results = [await client.call_tool("fetch", {"url": site.origin + "/page"})]
+        if "Crawl-delay" in case:
+            results.append(await client.call_tool("fetch", {"url": site.origin + "/next"}))
+        pages = [at for at, path in site.arrivals if path in ("/page", "/next")]
+        outcome = "fetched" if not results[0].is_error else "refused"
+        if len(pages) == 2:
+            gap = pages[1] - pages[0]
+            outcome += f", Crawl-delay {'kept' if gap >= 3 else 'not kept'} ({gap:.2f} s apart)"
+        assert all(text(r) for r in results)  # each call was answered
+        found[case] = outcome
+    return found
+
+
+def test_the_reference_server_beside_polite_mcp(reference: Path, tmp_path: Path) -> None:
+    ours, theirs = _sites(0), _sites(10)
+    with ExitStack() as stack:
+        for site in (*ours.values(), *theirs.values()):
+            stack.enter_context(serve(site))
+
+        async def polite() -> dict[str, str]:
+            async with stdio_session("--store", "memory://", "--allow-private") as client:
+                return await _run(client, ours)
+
+        async def peer() -> dict[str, str]:
+            params = StdioServerParameters(command=str(reference),
+                                           args=["--allow-private-ips"])
+            async with Client(params, cache=None, read_timeout_seconds=120) as client:
+                return await _run(client, theirs)
+
+        mine, peers = asyncio.run(polite()), asyncio.run(peer())
+    rows = [{"case": case, "polite mcp": mine[case], REFERENCE: peers[case],
+             "differ": mine[case].split(" (")[0] != peers[case].split(" (")[0]}
+            for case in mine]
+    (tmp_path / "differences.json").write_text(json.dumps(rows, indent=1), "utf-8")
+    print(json.dumps(rows, indent=1))
+    assert mine["robots.txt answers 503"] == "refused"
+    assert mine["robots.txt disallows the page"] == "refused"
+    assert mine["Content-Signal: ai-input=no"] == "refused"
+    assert mine["Crawl-delay: 3, two pages in a row"].startswith("fetched, Crawl-delay kept")
+    assert peers["robots.txt disallows the page"] == "refused"  # where the two agree
+    assert len(rows) == 4
+
+
+def test_the_inspector_cli_lists_the_tools_and_fetches() -> None:
+    npx = shutil.which("npx")
+    if npx is None:
+        pytest.skip("npx (npm) is not installed: the MCP Inspector cannot be run")
+    site = Site("127.0.139.31", routes={"/robots.txt": Reply(404), "/page": PAGE})
+    server = [sys.executable, "-m", "polite", "mcp", *LOOPBACK]
+
+    def inspect(*method: str) -> object:
+        done = subprocess.run([npx, "-y", INSPECTOR, "--cli", *server, *method],
+                              capture_output=True, text=True, timeout=600, check=False,
+                              stdin=subprocess.DEVNULL)
+        if done.returncode != 0 and any(sign in done.stderr for sign in _UNREACHABLE):
+            pytest.skip(f"{INSPECTOR} cannot be had from npm: "
+                        f"{done.stderr.strip().splitlines()[-1]}")
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    listed = inspect("--method", "tools/list")
+    assert isinstance(listed, dict)
+    assert [tool["name"] for tool in listed["tools"]] == ["fetch", "may_fetch"]
+    with serve(site):
+        called = inspect("--method", "tools/call", "--tool-name", "fetch", "--tool-arg",
+                         f"url={site.origin}/page")
+    assert isinstance(called, dict) and not called.get("isError")
+    assert "Readable words." in called["content"][0]["text"]
+    assert site.requests == ["/robots.txt", "/page"]

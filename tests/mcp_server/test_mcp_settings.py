@@ -1,0 +1,29 @@
+"""``polite mcp``'s settings are declared once (polite.config.MCP): the fetcher's and the
+server's defaults are the declared ones, and a value out of bounds is refused by its flag."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+from polite.config import MCP
+from polite.mcp._fetch import FetchSettings
+from polite.mcp._server import ServerOptions
+
+
+def test_the_fetchers_defaults_are_the_declared_ones() -> None:
+    fetch = {f.name for f in dataclasses.fields(FetchSettings)} - {"max_redirects"}
+    server = {f.name for f in dataclasses.fields(ServerOptions)} - {
+        "store", "allow_networks", "user_agent", "signer"}  # worked out by the command
+    for name in fetch:
+        assert getattr(FetchSettings(), name) == MCP[name].default, name
+    for name in server:
+        assert getattr(ServerOptions(), name) == MCP[name].default, name
+
+
+def test_a_bad_value_is_refused_by_its_flag() -> None:
+    done = subprocess.run([sys.executable, "-m", "polite", "mcp", "--max-wait-s", "nan"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--max-wait-s" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +23,35 @@ from tests.redis_server import redis_cluster, redis_server
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 
+PORT_80_LOCK = Path(tempfile.gettempdir()) / "polite-tests-port-80.lock"
+
+
+@contextmanager
+def exclusive(path: Path) -> Iterator[None]:
+    """Holds an exclusive lock on the file ``path`` (made if need be) for the block: one
+    process at a time, whichever test worker or test run it is."""
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@pytest.fixture
+def _port_80() -> Iterator[None]:
+    """The machine's port-80 farms, one test at a time: its addresses are fixed, and two
+    tests binding one of them at once would fail, on any worker of any run."""
+    with exclusive(PORT_80_LOCK):
+        yield
+
+
 # Tests whose sites listen on port 80 of fixed loopback addresses (the survey reads names
-# without a port): they need root, and they share one test worker so that two of them never
-# bind the same address at once when the suite runs on several workers (`make test`).
+# without a port): they need root, and they hold the port-80 lock while they run, so that
+# two of them never bind the same address at once, however many workers run the suite.
 ON_PORT_80 = [
     pytest.mark.skipif(os.geteuid() != 0, reason="the farm's sites listen on port 80 (root)"),
-    pytest.mark.xdist_group("port-80"),
+    pytest.mark.usefixtures("_port_80"),
 ]
 
 
@@ -42,22 +69,45 @@ def shared_path(*parts: str) -> Path:
     return path
 
 
-# The tests reading it carry this mark, so that one worker runs the survey once for them all.
-ON_CORPUS_SURVEY = pytest.mark.xdist_group("corpus-survey")
+def made_once(tmp_path_factory: pytest.TempPathFactory, name: str,
+              make: Callable[[Path], None]) -> Path:
+    """A folder ``make`` fills once per test run, whichever worker asks first; the others
+    wait for it and share it (read it, do not change it). For what is costly to make: a
+    survey of the corpus, the manual, a wheel and a venv."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's, above each worker's own
+    folder = root / f"once-{name}"
+    with exclusive(root / f"once-{name}.lock"):
+        done = folder / ".made"
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            done.touch()
+    return folder
+
+
+# The survey of the corpus is made once a run (made_once); the mark is kept as the tests'
+# label of what they read.
+ON_CORPUS_SURVEY = pytest.mark.corpus_survey
 
 
 @pytest.fixture(scope="session")
 def corpus_survey(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``polite survey`` and ``polite report`` over the shared robots.txt corpus, once for
-    the tests that read its tables (about half a minute each time)."""
+    """``polite survey`` and ``polite report`` over the shared robots.txt corpus, once a
+    run for the tests that read its tables (about half a minute each time)."""
     corpus = shared_path("corpus", "robots")
-    out = tmp_path_factory.mktemp("corpus-survey") / "corpus"
-    for args in (["survey", "--robots-dir", str(corpus), "--out", str(out)],
-                 ["report", str(out)]):
-        done = subprocess.run([sys.executable, "-m", "polite", *args], capture_output=True,
-                              text=True, timeout=300, check=False)
-        assert done.returncode == 0, done.stderr
-    return out
+
+    def survey(folder: Path) -> None:
+        out = folder / "corpus"
+        for args in (["survey", "--robots-dir", str(corpus), "--out", str(out)],
+                     ["report", str(out)]):
+            done = subprocess.run([sys.executable, "-m", "polite", *args],
+                                  capture_output=True, text=True, timeout=300, check=False)
+            assert done.returncode == 0, done.stderr
+
+    return made_once(tmp_path_factory, "corpus-survey", survey) / "corpus"
 
 
 DURATIONS = Path(__file__).resolve().parents[1] / "test-artifacts" / "durations.txt"

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import made_once
 from tests.serving import ROOT
 
 # One worker installs the bare package once for both tests (a module fixture is per worker).
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("bare-install")]
+pytestmark = pytest.mark.slow
 
 # What the package index may answer when it cannot be reached (no network, no local index).
 _UNREACHABLE = ("No matching distribution found", "Could not find a version",
@@ -41,15 +42,18 @@ def _unreachable(stderr: str) -> None:
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The sdist and the wheel of the tree, as ``python -m build`` makes them (once)."""
-    out = tmp_path_factory.mktemp("dist")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    built = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
-                           capture_output=True, text=True, timeout=600, env=env, check=False)
-    if built.returncode != 0:
-        _unreachable(built.stderr + built.stdout)
-        pytest.fail(f"python -m build failed: {built.stderr}{built.stdout[-2000:]}")
-    return out
+    """The sdist and the wheel of the tree, as ``python -m build`` makes them (once a run)."""
+
+    def build(out: Path) -> None:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        built = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out),
+                                str(ROOT)], capture_output=True, text=True, timeout=600,
+                               env=env, check=False)
+        if built.returncode != 0:
+            _unreachable(built.stderr + built.stdout)
+            pytest.fail(f"python -m build failed: {built.stderr}{built.stdout[-2000:]}")
+
+    return made_once(tmp_path_factory, "dist", build)
 
 
 def _wheel(dist: Path) -> Path:
@@ -91,18 +95,22 @@ def test_the_sdist_and_the_wheel_carry_the_licence_and_pass_twine(dist: Path) ->
 @pytest.fixture(scope="module")
 def bare(tmp_path_factory: pytest.TempPathFactory, dist: Path) -> Iterator[Path]:
     """The bin folder of a fresh venv holding polite, installed from its wheel, and its
-    core dependencies only."""
-    venv = tmp_path_factory.mktemp("bare") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    python = venv / "bin" / "python"
+    core dependencies only (made once a run)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    installed = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         str(_wheel(dist))], capture_output=True, text=True, timeout=600, env=env,
-        check=False)
-    if installed.returncode != 0:
-        _unreachable(installed.stderr)
-        pytest.fail(f"pip install failed: {installed.stderr}")
+
+    def install(folder: Path) -> None:
+        subprocess.run([sys.executable, "-m", "venv", str(folder / "venv")], check=True,
+                       timeout=120)
+        installed = subprocess.run(
+            [str(folder / "venv" / "bin" / "python"), "-m", "pip", "install", "--quiet",
+             "--disable-pip-version-check", str(_wheel(dist))], capture_output=True,
+            text=True, timeout=600, env=env, check=False)
+        if installed.returncode != 0:
+            _unreachable(installed.stderr)
+            pytest.fail(f"pip install failed: {installed.stderr}")
+
+    venv = made_once(tmp_path_factory, "bare", install) / "venv"
+    python = venv / "bin" / "python"
     shown = subprocess.run([str(python), "-m", "pip", "show", DISTRIBUTION],
                            capture_output=True, text=True, timeout=60, env=env, check=False)
     assert shown.returncode == 0 and f"Name: {DISTRIBUTION}" in shown.stdout, shown.stderr

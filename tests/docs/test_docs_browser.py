@@ -13,16 +13,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pytest
-
 from tests.browser import screenshot
 from tests.docs.conftest import BuiltSite
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
-
-# One worker builds the manual once for every test that reads it (make test runs on several).
-pytestmark = pytest.mark.xdist_group("docs-site")
 
 
 @contextmanager

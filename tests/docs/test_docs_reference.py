@@ -10,15 +10,10 @@ import pkgutil
 import re
 from html import escape
 
-import pytest
-
 import polite
 from tests.docs.conftest import BuiltSite
 from tests.docs.docsite import ids_of, reference_hook, text_of
 from tests.serving import polite_serve
-
-# One worker builds the manual once for every test that reads it (make test runs on several).
-pytestmark = pytest.mark.xdist_group("docs-site")
 
 
 def _sections(page: str, ids: list[str], *, markup: bool = False) -> dict[str, str]:

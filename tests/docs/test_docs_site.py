@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from tests.docs.conftest import BuiltSite
 from tests.docs.docsite import ROOT, pages, reference_hook, text_of
 
@@ -14,9 +12,6 @@ SEED = re.compile(r"\bseeds? 00[0-4]", re.IGNORECASE)
 # what a page loads by itself: scripts, stylesheets, icons, images, frames, fonts in CSS
 ASSET = re.compile(r"<(?:script|img|iframe|source|audio|video)\b[^>]*\bsrc=\"([^\"]+)\""
                    r"|<link\b[^>]*\bhref=\"([^\"]+)\"|url\(\s*['\"]?([^'\")]+)", re.IGNORECASE)
-
-# One worker builds the manual once for every test that reads it (make test runs on several).
-pytestmark = pytest.mark.xdist_group("docs-site")
 
 
 def test_the_manual_builds_strict_with_no_warning(docs_site: BuiltSite) -> None:

@@ -20,7 +20,7 @@ from mcp import Client, StdioServerParameters
 from tests.mcp_server.mcp_client import LOOPBACK, stdio_session, text
 from tests.sites import Reply, Site, serve
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("mcp-peers")]
+pytestmark = pytest.mark.slow
 
 REFERENCE = "mcp-server-fetch==2026.10.24"  # the version the comparison was written on
 INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"

@@ -346,10 +346,6 @@ def parse_body(
     )
 
 
-# One match per line: (key, ":", value); without a colon the line's text is in ``key``.
-# Possessive classes only (lazy ones cost ten times as much on long HTML lines): the key and
-# value keep trailing whitespace, and a comment ("#" on) is left out of the match.
-_LINE = re.compile(r"^[ \t\v\f]*+([^:#\n]*+)(:?)[ \t\v\f]*+([^#\n]*+)", re.MULTILINE)
 # Google reads "key value" without a colon only when the line is exactly two words.
 _TWO_WORDS = re.compile(r"([^ \t]+)[ \t]+([^ \t]+)")
 _VALUE_WS = " \t\v\f"
@@ -448,39 +444,48 @@ class _Reader:
                     and max(map(len, octets.split("\n"))) > MAX_LINE_OCTETS)):
             self.read_lines(octets.split("\n"))
         else:
-            self.read_matches(_LINE.findall(octets))
+            self.read_split(octets.split("\n"))
         if self.blocks:
             self.issue(self.blocks[-1].line, "unclosed-brace", "'{' block is never closed",
                        Severity.ERROR)
 
-    def read_matches(self, matches: list[tuple[str, str, str]]) -> None:
-        """The common case (no NUL, no over-long line, not REGP): every line pre-split."""
-        self.line_count = len(matches)
+    def read_split(self, lines: list[str]) -> None:
+        """The common case (no NUL, no over-long line, not REGP). Each line is cut by string
+        methods, a third less time than a regular expression matching every line: a comment
+        ("#" on) off, then (key, ":", value) at the first colon, the key and value without
+        leading white space and keeping their trailing one; without a colon the line's text
+        is the key."""
+        self.line_count = len(lines)
         cache = _KEY_CACHE
         group = self.group
         issues = self.issues
-        for lineno, (key, colon, value) in enumerate(matches, 1):
+        ws = _VALUE_WS
+        for lineno, line in enumerate(lines, 1):
+            if "#" in line:
+                line = line[:line.index("#")]
+            key, colon, value = line.partition(":")
             if not colon:
+                key = key.strip(ws)
                 if key:
-                    key = key.rstrip(_VALUE_WS)
                     if key[:1].isalpha():
                         self.missing_colon(lineno, key)
                         group = self.group
-                    elif key:  # no field starts with anything but a letter: "<div>" lines
+                    else:  # no field starts with anything but a letter: "<div>" lines
                         issues.append((lineno, "no-separator", "error", None, key))
                 continue  # else a blank or comment line
+            key = key.lstrip(ws)
             known = cache.get(key)
             if known is None:
                 known = self.classify_new(lineno, key)
                 if known is None:
                     continue
             if known[3] and group is not None:  # the bulk of every file: a rule in a group
-                group.raw_rules.append((known[4], lineno, value.rstrip(_VALUE_WS)))
+                group.raw_rules.append((known[4], lineno, value.strip(ws)))
                 continue
             name = known[1]
             if known[2]:
                 self.issue(lineno, "typo", f"{_text(key.strip(_WS))!r} read as {name!r}")
-            self.field(lineno, known[0], name, key.rstrip(_WS), value.rstrip(_VALUE_WS))
+            self.field(lineno, known[0], name, key.rstrip(_WS), value.strip(ws))
             group = self.group
 
     def classify_new(self, lineno: int, key: str) -> _Known | None:

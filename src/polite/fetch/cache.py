@@ -34,6 +34,11 @@ DEFAULT_MAX_TOTAL_BYTES = 256 * 1024 * 1024
 DEFAULT_MAX_OBJECT_BYTES = 8 * 1024 * 1024
 # Variants kept per URL (Vary): more than this and the oldest go.
 MAX_VARIANTS = 8
+# Stored blobs whose decoded variants are kept, in bytes (the variants hold as much again),
+# the least recently used forgotten first; larger blobs are decoded each time. A hit then
+# costs no decoding: an eighth of a hit's CPU on a 1 KB page.
+DECODED_MAX_BYTES = 16 * 1024 * 1024
+DECODED_MAX_BLOB_BYTES = 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -65,10 +70,27 @@ class PageCache:
         self.max_object_bytes = max_object_bytes
         self.keep_no_store_s = keep_no_store_s
         self.stats = CacheStats()
+        # blob -> its variants: keyed by the bytes themselves, so that a blob another node
+        # changed in a shared store is never answered with what was decoded before
+        self._decoded: dict[bytes, tuple[Stored, ...]] = {}
+        self._decoded_bytes = 0
 
     async def _variants(self, key: str) -> list[Stored]:
         blob = await self._store.page_get(key)
-        return codec.decode(blob) if blob else []
+        if not blob:
+            return []
+        decoded = self._decoded.pop(blob, None)
+        if decoded is None:
+            decoded = tuple(codec.decode(blob))
+            if len(blob) > DECODED_MAX_BLOB_BYTES:
+                return list(decoded)
+            self._decoded_bytes += len(blob)
+            while self._decoded_bytes > DECODED_MAX_BYTES:
+                oldest = next(iter(self._decoded))
+                del self._decoded[oldest]
+                self._decoded_bytes -= len(oldest)
+        self._decoded[blob] = decoded  # the most recently used last
+        return list(decoded)
 
     async def lookup(self, method: bytes, url: str, headers: Headers, *,
                      key: str | None = None) -> Choice:

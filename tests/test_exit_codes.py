@@ -77,6 +77,25 @@ def test_check_answers_0_for_yes_and_1_for_no(tmp_path: Path) -> None:
     assert main(["robots", "check", str(robots), "-a", "X", "/public", "/private/x"]) == 1
 
 
+def _reading_a_pipe(pid: int, timeout_s: float = 60.0) -> None:
+    """Returns once the process is blocked reading a pipe, as the kernel says (however long
+    a loaded machine takes to start Python): a signal sent before then would find no
+    handler yet."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            waiting_in = Path(f"/proc/{pid}/wchan").read_text().strip()
+        except OSError:
+            waiting_in = ""
+        if waiting_in in ("", "0"):  # a kernel that does not say: the time it used to take
+            time.sleep(1.5)
+            return
+        if "pipe_read" in waiting_in:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"process {pid} never came to read its standard input")
+
+
 def test_an_interrupted_command_is_130() -> None:
     """A command waiting on its input, stopped by Ctrl-C: 130, as shells report it, and no
     traceback."""
@@ -84,7 +103,7 @@ def test_an_interrupted_command_is_130() -> None:
                                 "X", "/"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(1.5)  # started and reading standard input (none comes)
+        _reading_a_pipe(process.pid)  # started and reading standard input (none comes)
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=30)
     finally:

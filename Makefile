@@ -12,12 +12,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,all,docs]'
 	touch $(STAMP)
 
-# The suite runs on TEST_WORKERS processes (pytest-xdist), more than the two cores of a
-# small machine: most tests wait on sites, delays, subprocesses and browsers. Tests that
-# bind the fixed port-80 addresses hold one lock while they run (tests/conftest.py), and
-# what is costly to make (the corpus survey, the manual, the wheel and its venv) is made
-# once a run by the first worker that needs it, whatever the schedule.
-TEST_WORKERS ?= 4
+# The suite runs on TEST_WORKERS processes (pytest-xdist). Tests that bind the fixed port-80
+# addresses hold one lock while they run (tests/conftest.py), and what is costly to make (the
+# corpus survey, the manual, the wheel and its venv) is made once a run by the first worker
+# that needs it, whatever the schedule: any number of workers is safe. Most tests wait, so
+# TEST_WORKERS=4 is faster on two cores; the default stays 2 until two processes sharing a
+# store keep one request in flight per host (under that much load a 429's pause can be
+# crossed by the other process's request already granted).
+TEST_WORKERS ?= 2
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench docs/hooks

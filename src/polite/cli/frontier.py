@@ -57,7 +57,8 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     from polite.frontier._server import FrontierService, PolitenessOptions, open_politeness, serve
     from polite.frontier._store import URLStore
 
-    store = URLStore(str(where.path), default_delay_s=args.default_delay_s)
+    store = URLStore(str(where.path), default_delay_s=args.default_delay_s,
+                     spacing_from_return=args.robots == "on")
 
     def ready(port: int) -> None:
         print(f"polite frontier: listening on {args.host}:{port}", file=out, flush=True)

@@ -174,8 +174,9 @@ class FrontierService(pb_grpc.URLFrontierServicer):
         for head in self._store.heads(crawl, request.key, queues=request.max_queues, now=now):
             answer = (await self._politeness.check([head.url], reserve=True))[0]
             match answer.decision:
-                case Allowed():
-                    if self._store.lease(head.crawl, head.url, lease_s, self._clock()):
+                case Allowed(interval_s=interval_s):
+                    if self._store.lease(head.crawl, head.url, lease_s, self._clock(),
+                                         interval_s=interval_s):
                         self.counters.handed_out += 1
                         yield _info(head)
                 case WaitUntil():

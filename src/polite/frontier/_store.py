@@ -52,6 +52,7 @@ CREATE TABLE IF NOT EXISTS uf_queues (
     delay_s REAL,
     blocked_until REAL NOT NULL DEFAULT 0,
     served_at REAL NOT NULL DEFAULT 0,
+    interval_s REAL NOT NULL DEFAULT 0,
     crawl_limit INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (crawl, key)
 );
@@ -97,7 +98,12 @@ class QueueStats:
 class URLStore:
     """The frontier's URLs and queues in SQLite (``:memory:`` or a file path)."""
 
-    def __init__(self, path: str, *, default_delay_s: float) -> None:
+    def __init__(self, path: str, *, default_delay_s: float,
+                 spacing_from_return: bool = False) -> None:
+        """``spacing_from_return``: a queue's delay runs from when its URL in flight came
+        back (an update, or its lease lapsing), and a queue has one URL in flight at most,
+        so that the spacing holds at the site whenever the crawler fetches what it got;
+        otherwise (the reference service's way) from when it last gave URLs."""
         if path != ":memory:":
             folder = Path(path).parent
             if not folder.is_dir():
@@ -111,6 +117,7 @@ class URLStore:
             raise ConfigError(f"--store sqlite:///{path}: {exc}") from exc
         self._lock = threading.Lock()
         self._default_delay_s = default_delay_s
+        self._from_return = spacing_from_return
 
     def close(self) -> None:
         with self._lock:
@@ -130,6 +137,12 @@ class URLStore:
                     meta = json.dumps(item.metadata, separators=(",", ":"))
                     if item.known:
                         due = item.refetch_at if item.refetch_at > 0 else None
+                        if self._from_return:  # the fetch is over: the spacing runs from now
+                            db.execute(
+                                "UPDATE uf_queues SET served_at = ? WHERE crawl = ? AND key IN"
+                                " (SELECT key FROM uf_urls WHERE crawl = ? AND url = ?"
+                                " AND lease_until > ?)",
+                                (now, item.crawl, item.crawl, item.url, now))
                         db.execute(
                             "INSERT INTO uf_urls (crawl, url, key, metadata, due, known,"
                             " created) VALUES (?, ?, ?, ?, ?, 1, ?)"
@@ -175,8 +188,11 @@ class URLStore:
         with self._lock:
             return self._take(crawl, key, 1, queues, 0.0, now, lease=False)
 
-    def lease(self, crawl: str, url: str, lease_s: float, now: float) -> bool:
-        """Lease one URL if it is still due and not leased; its queue has served now."""
+    def lease(self, crawl: str, url: str, lease_s: float, now: float, *,
+              interval_s: float = 0.0) -> bool:
+        """Lease one URL if it is still due and not leased; its queue has served now and
+        keeps ``interval_s`` (the host's spacing as politeness found it) as its delay's
+        floor."""
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
@@ -186,8 +202,8 @@ class URLStore:
                     " AND due IS NOT NULL AND due <= ? AND lease_until <= ? RETURNING key",
                     (now + lease_s, crawl, url, now, now)).fetchone()
                 if row is not None:
-                    db.execute("UPDATE uf_queues SET served_at = ? WHERE crawl = ? AND key = ?",
-                               (now, crawl, row[0]))
+                    db.execute("UPDATE uf_queues SET served_at = ?, interval_s = ?"
+                               " WHERE crawl = ? AND key = ?", (now, interval_s, crawl, row[0]))
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -220,19 +236,24 @@ class URLStore:
             where.append("q.key = ?")
             args.append(key)  # type: ignore[arg-type]
         rows = db.execute(
-            "SELECT q.crawl, q.key, q.served_at, q.delay_s, c.delay_s, q.crawl_limit"
+            "SELECT q.crawl, q.key, q.served_at, q.delay_s, c.delay_s, q.crawl_limit,"
+            " q.interval_s"
             " FROM uf_queues q LEFT JOIN uf_crawls c ON c.crawl = q.crawl"
             f" WHERE {' AND '.join(where)} ORDER BY q.served_at, q.crawl, q.key",
             args).fetchall()
         taken: list[StoredURL] = []
         served = 0
-        for q_crawl, q_key, served_at, q_delay, c_delay, limit in rows:
+        for q_crawl, q_key, served_at, q_delay, c_delay, limit, interval_s in rows:
             if queues and served >= queues:
                 break
             delay = q_delay if q_delay is not None else (
                 c_delay if c_delay is not None else self._default_delay_s)
-            if served_at and now < served_at + delay:
+            if served_at and now < served_at + max(delay, interval_s):
                 continue
+            if self._from_return and db.execute(
+                    "SELECT 1 FROM uf_urls WHERE crawl = ? AND key = ? AND lease_until > ?"
+                    " LIMIT 1", (q_crawl, q_key, now)).fetchone():
+                continue  # one URL in flight
             room = per_queue or -1
             if limit:
                 done = db.execute(

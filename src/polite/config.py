@@ -33,6 +33,7 @@ __all__ = [
     "FLAGS",
     "FRACTION",
     "FRONTIER_SERVE",
+    "FRONTIER_STATUS",
     "KEYS_DIRECTORY",
     "KEYS_NEW",
     "KEYWORDS",
@@ -916,7 +917,17 @@ FRONTIER_SERVE = Product("frontier serve", (
           "addresses, and read their robots.txt", **_CLI_ONLY),
     ALLOW_NETWORK,
     _with(CONNECT_TIMEOUT, old=()), _with(READ_TIMEOUT, old=()),
+    Setting("metrics_port", int, None, "also serve Prometheus's text format at "
+            "http://HOST:PORT/metrics (0: any free port)", bounds=PORT),
     ), command=("frontier", "serve"))
+
+FRONTIER_STATUS = Product("frontier status", (
+    _with(STORE, default="sqlite:///frontier.sqlite", help="the frontier's store, as "
+          "polite frontier serve was given it: sqlite:///PATH", **_CLI_ONLY),
+    Setting("max_queues", int, 20, "queues listed per crawl, those with the most URLs to "
+            "fetch first", bounds=Bounds(minimum=0, maximum=1_000_000)),
+    Setting("json", bool, False, "print JSON", config=False),
+    ), command=("frontier", "status"))
 
 # -- the commands that keep to the command line: no config file, no library keyword ----------
 
@@ -1024,6 +1035,7 @@ SERVE_NUMBERS: dict[str, IntFlag | FloatFlag] = {
 PRODUCTS = (ROBOTS_CHECK, ROBOTS_LINT, ROBOTS_EXPLAIN, ROBOTS_DIFF, SITEMAP_PARSE,
             SITEMAP_TREE, ULINKS, SITE_RANGES_UPDATE, SITE_SERVE, SITE_IMPORT, SITE_PRUNE,
             CRAWL, CRAWL_STATUS, CRAWL_MERGE, SURVEY, REPORT, SERVE, MCP, FRONTIER_SERVE,
+            FRONTIER_STATUS,
             CA_EXPORT, KEYS_NEW,
             KEYS_DIRECTORY, DEMO, DEMO_REGP_SITE, COMPLETION, DROPINS)
 

@@ -48,7 +48,10 @@ def stubs(folder: Path) -> tuple[ModuleType, ModuleType]:
     return _stubs
 
 
-def _environment() -> dict[str, str]:
+said: list[str] = []  # the metrics address of the last server started, if asked
+
+
+def environment() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
     env["PYTHONPATH"] = str(ROOT / "src")
     return env
@@ -56,13 +59,18 @@ def _environment() -> dict[str, str]:
 
 @contextmanager
 def frontier_process(*options: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """``python -m polite frontier serve --port 0 OPTIONS``; its address once it listens."""
+    """``python -m polite frontier serve --port 0 OPTIONS``; its address once it listens
+    (what it said before, such as where its metrics are, is in ``said``)."""
     command = [sys.executable, "-m", "polite", "frontier", "serve", "--port", "0", *options]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          env=_environment()) as process:
+                          env=environment()) as process:
         try:
             assert process.stdout is not None and process.stderr is not None
+            said.clear()
             line = process.stdout.readline()  # the server says where it listens, or exits
+            while line.startswith("polite frontier: metrics at"):
+                said.append(line.rsplit(" ", 1)[1].strip())
+                line = process.stdout.readline()
             if "listening on" not in line:
                 pytest.fail(f"polite frontier serve did not start: {line}"
                             f"{process.stderr.read()}")

@@ -6,7 +6,7 @@ import argparse
 from typing import TextIO
 
 from polite.cli.common import add_command, add_group, resolve
-from polite.config import FLAGS, FRONTIER_SERVE
+from polite.config import FLAGS, FRONTIER_SERVE, FRONTIER_STATUS
 from polite.errors import ConfigError
 
 __all__ = ["add_frontier_commands"]
@@ -28,6 +28,12 @@ def add_frontier_commands(commands: argparse._SubParsersAction[argparse.Argument
                     "SetDelay) allow it; a URL robots.txt disallows is never handed out and "
                     "its metadata says why (GetURLStatus, ListURLs). Needs "
                     "polite-web[frontier].")
+    add_command(
+        frontier_commands, FRONTIER_STATUS, _status,
+        help="a frontier's crawls, queues and counts",
+        description="Read the store of polite frontier serve (running or not) and print, "
+                    "per crawl, the URLs queued, in process and completed, and its largest "
+                    "queues.")
 
 
 def _require_extra() -> None:
@@ -39,15 +45,61 @@ def _require_extra() -> None:
                               "pip install 'polite-web[frontier]'")
 
 
+def _sqlite_path(store: str) -> str:
+    from polite.storage import read_store_url
+
+    where = read_store_url(store, FLAGS.store)
+    if where.kind != "sqlite" or where.path is None:
+        raise ConfigError(f"--store {store}: polite frontier keeps its frontier in SQLite "
+                          "(sqlite:///PATH)")
+    return str(where.path)
+
+
+def _status(args: argparse.Namespace, out: TextIO) -> int:
+    resolve(FRONTIER_STATUS, args)
+    path = _sqlite_path(args.store)
+    import json
+    import os
+    import time
+
+    if not os.path.exists(path):
+        raise ConfigError(f"--store {args.store}: no such file")
+    from polite.frontier._store import URLStore
+
+    store = URLStore(path, default_delay_s=0.0)
+    try:
+        now = time.time()
+        crawls = []
+        for crawl in store.crawls():
+            stats = store.stats(crawl, "", now)
+            queues = store.queue_counts(crawl, args.max_queues, now)
+            crawls.append({"crawl": crawl, "queued": stats.size,
+                           "in_process": stats.in_process, "completed": stats.completed,
+                           "queues": stats.queues, "active_queues": stats.active_queues,
+                           "largest_queues": [
+                               {"key": k, "queued": q, "in_process": p, "completed": c}
+                               for k, q, p, c in queues]})
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps({"crawls": crawls}, indent=2), file=out)
+        return 0
+    if not crawls:
+        print("no crawls", file=out)
+    for entry in crawls:
+        print(f"crawl {entry['crawl']}: {entry['queued']} queued, {entry['in_process']} in "
+              f"process, {entry['completed']} completed; {entry['queues']} queues "
+              f"({entry['active_queues']} active)", file=out)
+        for queue in entry["largest_queues"]:  # type: ignore[attr-defined]
+            print(f"  {queue['key']}: {queue['queued']} queued, {queue['in_process']} in "
+                  f"process, {queue['completed']} completed", file=out)
+    return 0
+
+
 def _serve(args: argparse.Namespace, out: TextIO) -> int:
     resolve(FRONTIER_SERVE, args)
     _require_extra()
-    from polite.storage import read_store_url
-
-    where = read_store_url(args.store, FLAGS.store)
-    if where.kind != "sqlite" or where.path is None:
-        raise ConfigError(f"--store {args.store}: polite frontier serve keeps its frontier "
-                          "in SQLite (sqlite:///PATH)")
+    path = _sqlite_path(args.store)
     from polite.fetch.robots import networks
 
     allowed = networks(args.allow_network)
@@ -57,10 +109,13 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     from polite.frontier._server import FrontierService, PolitenessOptions, open_politeness, serve
     from polite.frontier._store import URLStore
 
-    store = URLStore(str(where.path), default_delay_s=args.default_delay_s,
+    store = URLStore(path, default_delay_s=args.default_delay_s,
                      spacing_from_return=args.robots == "on")
 
-    def ready(port: int) -> None:
+    def ready(port: int, metrics_port: int | None) -> None:
+        if metrics_port is not None:
+            print(f"polite frontier: metrics at http://{args.host}:{metrics_port}/metrics",
+                  file=out, flush=True)
         print(f"polite frontier: listening on {args.host}:{port}", file=out, flush=True)
 
     async def run() -> None:
@@ -73,7 +128,8 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
         async with open_politeness(options if args.robots == "on" else None) as politeness:
             service = FrontierService(store, politeness=politeness,
                                       node=f"{args.host}:{args.port}")
-            await serve(service, args.host, args.port, ready)
+            await serve(service, store, args.host, args.port, ready,
+                        metrics_port=args.metrics_port)
 
     try:
         asyncio.run(run())

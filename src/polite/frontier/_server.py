@@ -11,6 +11,7 @@ as in the reference service.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import time
@@ -40,7 +41,7 @@ from polite.frontier._store import (
 from polite.storage import open_store
 
 __all__ = ["DEFAULT_CRAWL", "DEFAULT_LEASE_S", "Counters", "FrontierService",
-           "PolitenessOptions", "open_politeness", "serve"]
+           "PolitenessOptions", "metrics_text", "open_politeness", "serve"]
 
 # The reference service's spelling of the crawl of URLs sent without one (CrawlID.DEFAULT)
 DEFAULT_CRAWL = "DEFAULT"
@@ -129,6 +130,9 @@ class FrontierService(pb_grpc.URLFrontierServicer):
         self.node = node
         self.active = True
         self.counters = counters if counters is not None else Counters()
+
+    def now(self) -> float:
+        return self._clock()
 
     def _count(self, rpc: str) -> None:
         self.counters.by_rpc[rpc] = self.counters.by_rpc.get(rpc, 0) + 1
@@ -369,17 +373,87 @@ async def open_politeness(options: PolitenessOptions | None
         await store.close()
 
 
-async def serve(service: FrontierService, host: str, port: int,
-                ready: Callable[[int], None]) -> None:
-    """Serve until cancelled; ``ready`` is told the port once it listens."""
+def metrics_text(service: FrontierService, store: URLStore) -> str:
+    """The counters and the frontier's sizes in Prometheus's text format (0.0.4)."""
+    c = service.counters
+    lines = [
+        "# HELP polite_frontier_put_total URLs received by PutURLs and PutDiscovered",
+        "# TYPE polite_frontier_put_total counter",
+        f'polite_frontier_put_total{{status="ok"}} {c.put_ok}',
+        f'polite_frontier_put_total{{status="skipped"}} {c.put_skipped}',
+        f'polite_frontier_put_total{{status="fail"}} {c.put_failed}',
+        "# HELP polite_frontier_handed_out_total URLs handed out by GetURLs",
+        "# TYPE polite_frontier_handed_out_total counter",
+        f"polite_frontier_handed_out_total {c.handed_out}",
+        "# HELP polite_frontier_refused_total URLs completed unfetched: robots.txt or the "
+        "address refused them",
+        "# TYPE polite_frontier_refused_total counter",
+        f"polite_frontier_refused_total {c.refused}",
+        "# HELP polite_frontier_waits_total queues passed over by GetURLs: their host's "
+        "delay had not passed",
+        "# TYPE polite_frontier_waits_total counter",
+        f"polite_frontier_waits_total {c.waited}",
+        "# HELP polite_frontier_rpc_total calls per RPC",
+        "# TYPE polite_frontier_rpc_total counter",
+        *(f'polite_frontier_rpc_total{{rpc="{name}"}} {count}'
+          for name, count in sorted(c.by_rpc.items())),
+        "# HELP polite_frontier_urls URLs in the frontier by crawl and state",
+        "# TYPE polite_frontier_urls gauge",
+    ]
+    now = service.now()
+    for crawl in store.crawls():
+        stats = store.stats(crawl, "", now)
+        label = crawl.replace("\\", "\\\\").replace('"', '\\"')
+        lines += [f'polite_frontier_urls{{crawl="{label}",state="queued"}} {stats.size}',
+                  f'polite_frontier_urls{{crawl="{label}",state="in_process"}} '
+                  f"{stats.in_process}",
+                  f'polite_frontier_urls{{crawl="{label}",state="completed"}} '
+                  f"{stats.completed}"]
+    return "\n".join(lines) + "\n"
+
+
+async def _serve_metrics(service: FrontierService, store: URLStore, host: str, port: int
+                         ) -> asyncio.Server:
+    """GET /metrics on its own port: one short answer a connection, bounded request."""
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            path = head.split(b" ", 2)[1] if head.count(b" ") >= 2 else b""
+            if head.startswith(b"GET ") and path.split(b"?")[0] == b"/metrics":
+                body, status = metrics_text(service, store).encode(), b"200 OK"
+            else:
+                body, status = b"not found: GET /metrics\n", b"404 Not Found"
+            writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Type: text/plain; "
+                         b"version=0.0.4; charset=utf-8\r\nContent-Length: "
+                         + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n"
+                         + body)
+            await writer.drain()
+        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
+                ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    return await asyncio.start_server(answer, host, port, limit=16 * 1024)
+
+
+async def serve(service: FrontierService, store: URLStore, host: str, port: int,
+                ready: Callable[[int, int | None], None], *,
+                metrics_port: int | None = None) -> None:
+    """Serve until cancelled; ``ready`` is told the ports once they listen."""
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", 16 * 1024 * 1024)])
     pb_grpc.add_URLFrontierServicer_to_server(service, server)  # type: ignore[no-untyped-call]
     bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise OSError(f"cannot listen on {host}:{port}")
+    metrics = None
+    if metrics_port is not None:
+        metrics = await _serve_metrics(service, store, host, metrics_port)
     await server.start()
-    ready(bound)
+    ready(bound, None if metrics is None else metrics.sockets[0].getsockname()[1])
     try:
         await server.wait_for_termination()
     finally:
+        if metrics is not None:
+            metrics.close()
         await server.stop(grace=1.0)

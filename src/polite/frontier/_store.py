@@ -373,6 +373,21 @@ class URLStore:
                                 args).fetchone()[0]
         return QueueStats(int(size), int(in_process), int(completed), int(active), int(queues))
 
+    def queue_counts(self, crawl: str, limit: int, now: float
+                     ) -> list[tuple[str, int, int, int]]:
+        """(key, queued, in process, completed) of at most ``limit`` of the crawl's queues,
+        those with the most URLs not completed first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT q.key, coalesce(sum(u.due IS NOT NULL AND u.lease_until <= ?), 0),"
+                " coalesce(sum(u.due IS NOT NULL AND u.lease_until > ?), 0),"
+                " coalesce(sum(u.id IS NOT NULL AND u.due IS NULL), 0) AS done"
+                " FROM uf_queues q LEFT JOIN uf_urls u ON u.crawl = q.crawl AND u.key = q.key"
+                " WHERE q.crawl = ? GROUP BY q.key"
+                " ORDER BY count(u.id) - done DESC, q.key LIMIT ?",
+                (now, now, crawl, limit)).fetchall()
+        return [(str(k), int(a), int(b), int(c)) for k, a, b, c in rows]
+
     def status(self, crawl: str, url: str, key: str) -> StoredURL | None:
         sql, args = "SELECT * FROM uf_urls WHERE crawl = ? AND url = ?", [crawl, url]
         if key:

@@ -51,6 +51,9 @@ MAX_CRAWL_CHARS = 256
 # one page of ListQueues / ListURLs at most, whatever the client asks
 MAX_PAGE = 10_000
 MAX_BATCH = 10_000  # URLs of one DiscoveredBatch
+# Each node notes it is alive this often in the store; one silent for NODE_GONE_S is gone
+BEAT_S = 1.0
+NODE_GONE_S = 5.0
 # Metadata keys polite adds to a URL it will not hand out
 REFUSED_KEY = "polite.refused"
 RULE_KEY = "polite.robots_rule"
@@ -128,7 +131,6 @@ class FrontierService(pb_grpc.URLFrontierServicer):
         self._politeness = politeness
         self._clock = clock
         self.node = node
-        self.active = True
         self.counters = counters if counters is not None else Counters()
 
     def now(self) -> float:
@@ -139,7 +141,7 @@ class FrontierService(pb_grpc.URLFrontierServicer):
 
     async def ListNodes(self, request: pb.Empty, context: object) -> pb.StringList:
         self._count("ListNodes")
-        return pb.StringList(values=[self.node])
+        return pb.StringList(values=self._store.nodes(self._clock() - NODE_GONE_S))
 
     async def ListCrawls(self, request: pb.Local, context: object) -> pb.StringList:
         self._count("ListCrawls")
@@ -161,7 +163,7 @@ class FrontierService(pb_grpc.URLFrontierServicer):
     async def GetURLs(self, request: pb.GetParams, context: object
                       ) -> AsyncIterator[pb.URLInfo]:
         self._count("GetURLs")
-        if not self.active:
+        if not self._store.active(self.node, 0.0):
             return
         crawl = None if request.WhichOneof("item") == "anyCrawlID" else _crawl(request.crawlID)
         lease_s = float(request.delay_requestable) or DEFAULT_LEASE_S
@@ -268,12 +270,13 @@ class FrontierService(pb_grpc.URLFrontierServicer):
 
     async def SetActive(self, request: pb.Active, context: object) -> pb.Empty:
         self._count("SetActive")
-        self.active = request.state
+        self._store.set_active(self.node if request.local else None, request.state)
         return pb.Empty()
 
     async def GetActive(self, request: pb.Local, context: object) -> pb.Boolean:
         self._count("GetActive")
-        return pb.Boolean(state=self.active)
+        return pb.Boolean(state=self._store.active(
+            self.node if request.local else None, self._clock() - NODE_GONE_S))
 
     async def SetDelay(self, request: pb.QueueDelayParams, context: object) -> pb.Empty:
         self._count("SetDelay")
@@ -437,10 +440,17 @@ async def _serve_metrics(service: FrontierService, store: URLStore, host: str, p
     return await asyncio.start_server(answer, host, port, limit=16 * 1024)
 
 
+async def _beat(service: FrontierService, store: URLStore) -> None:
+    while True:
+        store.beat(service.node, service.now())
+        await asyncio.sleep(BEAT_S)
+
+
 async def serve(service: FrontierService, store: URLStore, host: str, port: int,
                 ready: Callable[[int, int | None], None], *,
                 metrics_port: int | None = None) -> None:
-    """Serve until cancelled; ``ready`` is told the ports once they listen."""
+    """Serve until cancelled; ``ready`` is told the ports once they listen. The node is
+    named HOST:PORT in the store while it runs (ListNodes)."""
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", 16 * 1024 * 1024)])
     pb_grpc.add_URLFrontierServicer_to_server(service, server)  # type: ignore[no-untyped-call]
     bound = server.add_insecure_port(f"{host}:{port}")
@@ -449,11 +459,16 @@ async def serve(service: FrontierService, store: URLStore, host: str, port: int,
     metrics = None
     if metrics_port is not None:
         metrics = await _serve_metrics(service, store, host, metrics_port)
+    service.node = f"{host}:{bound}"
+    store.beat(service.node, service.now())
+    beating = asyncio.create_task(_beat(service, store))
     await server.start()
     ready(bound, None if metrics is None else metrics.sockets[0].getsockname()[1])
     try:
         await server.wait_for_termination()
     finally:
+        beating.cancel()
         if metrics is not None:
             metrics.close()
         await server.stop(grace=1.0)
+        store.leave(service.node)

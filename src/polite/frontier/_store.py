@@ -60,6 +60,11 @@ CREATE TABLE IF NOT EXISTS uf_crawls (
     crawl TEXT PRIMARY KEY,
     delay_s REAL
 );
+CREATE TABLE IF NOT EXISTS uf_nodes (
+    node TEXT PRIMARY KEY,
+    seen REAL NOT NULL,
+    active INTEGER NOT NULL DEFAULT 1
+);
 """
 
 
@@ -333,6 +338,45 @@ class URLStore:
                 "INSERT INTO uf_queues (crawl, key, crawl_limit) VALUES (?, ?, ?)"
                 " ON CONFLICT DO UPDATE SET crawl_limit = excluded.crawl_limit",
                 (crawl, key, limit))
+
+    # -- the nodes sharing the file ----------------------------------------------------------
+
+    def beat(self, node: str, now: float) -> None:
+        """``node`` is alive at ``now`` (a node that stops beating drops out of :meth:`nodes`)."""
+        with self._lock:
+            self._db.execute("INSERT INTO uf_nodes (node, seen) VALUES (?, ?)"
+                             " ON CONFLICT DO UPDATE SET seen = excluded.seen", (node, now))
+
+    def leave(self, node: str) -> None:
+        with self._lock:
+            self._db.execute("DELETE FROM uf_nodes WHERE node = ?", (node,))
+
+    def nodes(self, since: float) -> list[str]:
+        """The nodes that beat at ``since`` or later."""
+        with self._lock:
+            rows = self._db.execute("SELECT node FROM uf_nodes WHERE seen >= ? ORDER BY node",
+                                    (since,))
+            return [row[0] for row in rows]
+
+    def set_active(self, node: str | None, active: bool) -> None:
+        """One node's state, or every node's (``None``)."""
+        with self._lock:
+            if node is None:
+                self._db.execute("UPDATE uf_nodes SET active = ?", (int(active),))
+            else:
+                self._db.execute("UPDATE uf_nodes SET active = ? WHERE node = ?",
+                                 (int(active), node))
+
+    def active(self, node: str | None, since: float) -> bool:
+        """Whether the node (or, ``None``, every node that beat since ``since``) is active."""
+        with self._lock:
+            if node is None:
+                row = self._db.execute("SELECT min(active) FROM uf_nodes WHERE seen >= ?",
+                                       (since,)).fetchone()
+            else:
+                row = self._db.execute("SELECT active FROM uf_nodes WHERE node = ?",
+                                       (node,)).fetchone()
+        return row is None or row[0] is None or bool(row[0])
 
     # -- reading ---------------------------------------------------------------------------
 

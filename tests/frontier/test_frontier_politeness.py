@@ -92,3 +92,36 @@ def test_a_crawl_keeps_robots_txt_and_the_crawl_delay_at_the_sites(tmp_path: Pat
     assert len(listed) == 2
     assert all(u.known.info.metadata["polite.refused"].values for u in listed)
     assert stats.counts["completed"] == 6
+
+
+def test_an_unreadable_robots_txt_holds_the_host_and_a_lapsed_lease_comes_back(
+        tmp_path: Path) -> None:
+    """robots.txt answered 503: nothing of the host is handed out, nor completed, and no
+    page is asked for. A URL of a readable site handed out and never sent back is handed out
+    again once its lease lapses."""
+    pb = stubs(tmp_path.parent / "stubs")[0]
+    down = Site("127.0.147.3", routes={"/robots.txt": Reply(503, b"busy"),
+                                       "/": Reply(200, b"page")})
+    up = Site("127.0.147.4", routes={"/robots.txt": Reply(200, b"User-agent: *\nAllow: /\n"),
+                                     "/": Reply(200, b"page")})
+    with serve(down), serve(up), frontier(
+            tmp_path, "--store", f"sqlite:///{tmp_path / 'f.sqlite'}", "--allow-private",
+            "--default-delay-s", "0") as client:
+        items = [pb.URLItem(discovered=pb.DiscoveredURLItem(info=pb.URLInfo(url=u)))
+                 for u in (down.origin + "/", up.origin + "/")]
+        assert len(list(client.PutURLs(iter(items)))) == 2
+        params = pb.GetParams(max_queues=10, delay_requestable=1)
+        first = [u.url for u in client.GetURLs(params)]
+        assert first == [up.origin + "/"]
+        again: list[str] = []
+        deadline = time.monotonic() + 60
+        while not again:  # the lease of one second lapses
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+            again = [u.url for u in client.GetURLs(params)]
+        assert again == [up.origin + "/"]
+        held = client.GetURLStatus(pb.URLStatusRequest(url=down.origin + "/"))
+    assert held.WhichOneof("item") == "discovered"
+    assert "polite.refused" not in held.discovered.info.metadata
+    assert [p for _, p in down.arrivals if p != "/robots.txt"] == []
+    assert "/robots.txt" in [p for _, p in down.arrivals]

@@ -39,8 +39,12 @@ def add_frontier_commands(commands: argparse._SubParsersAction[argparse.Argument
 def _require_extra() -> None:
     from importlib.util import find_spec
 
-    for name in ("grpc", "google"):
-        if find_spec(name) is None:
+    for name in ("grpc", "google.protobuf"):
+        try:
+            found = find_spec(name) is not None
+        except ModuleNotFoundError:  # no google package at all
+            found = False
+        if not found:
             raise ConfigError(f"polite frontier needs {name}: "
                               "pip install 'polite-web[frontier]'")
 

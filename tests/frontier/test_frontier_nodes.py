@@ -7,17 +7,22 @@ from __future__ import annotations
 import os
 import signal
 import time
+import uuid
 from pathlib import Path
 
 import grpc
+import pytest
 
 from tests.frontier.frontier_client import frontier_process, stubs
 
 
-def test_a_node_killed_loses_no_url(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+def test_a_node_killed_loses_no_url(kind: str, tmp_path: Path,
+                                    request: pytest.FixtureRequest) -> None:
     pb, pb_grpc = stubs(tmp_path.parent / "stubs")
-    options = ("--store", f"sqlite:///{tmp_path / 'f.sqlite'}", "--robots", "off",
-               "--default-delay-s", "0")
+    store = f"sqlite:///{tmp_path / 'f.sqlite'}" if kind == "sqlite" else \
+        f"{request.getfixturevalue('redis_url')}?prefix=n{uuid.uuid4().hex[:10]}:"
+    options = ("--store", store, "--robots", "off", "--default-delay-s", "0")
     urls = {f"http://h{h}.example/{i}" for h in range(5) for i in range(10)}
     with frontier_process(*options) as (address_a, node_a), \
             frontier_process(*options) as (address_b, _), \

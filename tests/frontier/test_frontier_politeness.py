@@ -8,10 +8,12 @@ from __future__ import annotations
 import itertools
 import re
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.frontier.frontier_client import frontier, stubs
 from tests.sites import Reply, Site, serve
@@ -65,17 +67,21 @@ def _crawl(client: Any, pb: Any, seeds: list[str]) -> int:
                 time.sleep(0.05)  # a crawler asks again a little later
 
 
-def test_a_crawl_keeps_robots_txt_and_the_crawl_delay_at_the_sites(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+def test_a_crawl_keeps_robots_txt_and_the_crawl_delay_at_the_sites(
+        kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     pb = stubs(tmp_path.parent / "stubs")[0]
-    sites = [_site("127.0.147.1"), _site("127.0.147.2")]
+    store = f"sqlite:///{tmp_path / 'f.sqlite'}" if kind == "sqlite" else \
+        f"{request.getfixturevalue('redis_url')}?prefix=p{uuid.uuid4().hex[:10]}:"
+    ip = 1 if kind == "sqlite" else 5
+    sites = [_site(f"127.0.147.{ip}"), _site(f"127.0.147.{ip + 1}")]
     with serve(sites[0]), serve(sites[1]), frontier(
-            tmp_path, "--store", f"sqlite:///{tmp_path / 'f.sqlite'}", "--allow-private",
-            "--default-delay-s", "0") as client:
+            tmp_path, "--store", store, "--allow-private", "--default-delay-s", "0") as client:
         fetched = _crawl(client, pb, [site.origin + "/" for site in sites])
         private = sites[0].origin + "/private/x"
         status = client.GetURLStatus(pb.URLStatusRequest(url=private))
-        listed = list(client.ListURLs(pb.ListUrlParams(key="127.0.147.2", filter="private")))
-        stats = client.GetStats(pb.QueueWithinCrawlParams(key="127.0.147.1"))
+        listed = list(client.ListURLs(pb.ListUrlParams(key=sites[1].host, filter="private")))
+        stats = client.GetStats(pb.QueueWithinCrawlParams(key=sites[0].host))
     assert fetched == 8
     for site in sites:
         paths = [path for _, path in site.arrivals]

@@ -6,6 +6,7 @@ refetched, right order, updates, queue names, crawl IDs) and the fields of each 
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,11 @@ def pb(tmp_path: Path) -> Any:
     return stubs(tmp_path.parent / "stubs")[0]
 
 
-@pytest.fixture
-def client(tmp_path: Path) -> Iterator[Any]:
-    with frontier(tmp_path, "--store", f"sqlite:///{tmp_path / 'f.sqlite'}",
-                  "--robots", "off") as stub:
+@pytest.fixture(params=["sqlite", "redis"])
+def client(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
+    store = f"sqlite:///{tmp_path / 'f.sqlite'}" if request.param == "sqlite" else \
+        f"{request.getfixturevalue('redis_url')}?prefix=t{uuid.uuid4().hex[:10]}:"
+    with frontier(tmp_path, "--store", store, "--robots", "off") as stub:
         yield stub
 
 

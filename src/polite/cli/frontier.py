@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from polite.cli.common import add_command, add_group, resolve
 from polite.config import FLAGS, FRONTIER_SERVE, FRONTIER_STATUS
 from polite.errors import ConfigError
+
+if TYPE_CHECKING:
+    from polite.frontier._store import URLs
 
 __all__ = ["add_frontier_commands"]
 
@@ -49,28 +52,45 @@ def _require_extra() -> None:
                               "pip install 'polite-web[frontier]'")
 
 
-def _sqlite_path(store: str) -> str:
+def _open(store: str, *, default_delay_s: float, spacing_from_return: bool) -> URLs:
+    """The frontier's store: an SQLite file, or a Redis database nodes on several machines
+    share."""
     from polite.storage import read_store_url
 
     where = read_store_url(store, FLAGS.store)
-    if where.kind != "sqlite" or where.path is None:
-        raise ConfigError(f"--store {store}: polite frontier keeps its frontier in SQLite "
-                          "(sqlite:///PATH)")
-    return str(where.path)
+    if where.kind == "sqlite" and where.path is not None:
+        from polite.frontier._store import URLStore
+
+        return URLStore(str(where.path), default_delay_s=default_delay_s,
+                        spacing_from_return=spacing_from_return)
+    if where.kind == "redis" and not where.cluster:
+        import redis
+
+        from polite.frontier._redis_store import RedisURLStore
+
+        client = redis.Redis.from_url(where.client_url)
+        try:
+            client.ping()
+        except redis.RedisError as exc:
+            raise ConfigError(f"--store {store}: {exc}") from exc
+        return RedisURLStore(client, where.prefix, default_delay_s=default_delay_s,
+                             spacing_from_return=spacing_from_return)
+    raise ConfigError(f"--store {store}: polite frontier keeps its frontier in SQLite "
+                      "(sqlite:///PATH) or one Redis (redis://HOST:PORT/DB)")
 
 
 def _status(args: argparse.Namespace, out: TextIO) -> int:
     resolve(FRONTIER_STATUS, args)
-    path = _sqlite_path(args.store)
     import json
     import os
     import time
 
-    if not os.path.exists(path):
-        raise ConfigError(f"--store {args.store}: no such file")
-    from polite.frontier._store import URLStore
+    from polite.storage import read_store_url
 
-    store = URLStore(path, default_delay_s=0.0)
+    where = read_store_url(args.store, FLAGS.store)
+    if where.kind == "sqlite" and where.path is not None and not os.path.exists(where.path):
+        raise ConfigError(f"--store {args.store}: no such file")
+    store = _open(args.store, default_delay_s=0.0, spacing_from_return=False)
     try:
         now = time.time()
         crawls = []
@@ -103,7 +123,6 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
 def _serve(args: argparse.Namespace, out: TextIO) -> int:
     resolve(FRONTIER_SERVE, args)
     _require_extra()
-    path = _sqlite_path(args.store)
     from polite.fetch.robots import networks
 
     allowed = networks(args.allow_network)
@@ -111,10 +130,8 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     import asyncio
 
     from polite.frontier._server import FrontierService, PolitenessOptions, open_politeness, serve
-    from polite.frontier._store import URLStore
-
-    store = URLStore(path, default_delay_s=args.default_delay_s,
-                     spacing_from_return=args.robots == "on")
+    store = _open(args.store, default_delay_s=args.default_delay_s,
+                  spacing_from_return=args.robots == "on")
 
     def ready(port: int, metrics_port: int | None) -> None:
         if metrics_port is not None:

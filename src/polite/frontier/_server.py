@@ -36,7 +36,7 @@ from polite.frontier._store import (
     MAX_URL_CHARS,
     Put,
     StoredURL,
-    URLStore,
+    URLs,
 )
 from polite.storage import open_store
 
@@ -124,7 +124,7 @@ def read_put(info: pb.URLInfo, *, known: bool, refetch_at: float) -> Put | str:
 
 
 class FrontierService(pb_grpc.URLFrontierServicer):
-    def __init__(self, store: URLStore, *, politeness: Politeness | None, node: str,
+    def __init__(self, store: URLs, *, politeness: Politeness | None, node: str,
                  clock: Callable[[], float] = time.time,
                  counters: Counters | None = None) -> None:
         self._store = store
@@ -376,7 +376,7 @@ async def open_politeness(options: PolitenessOptions | None
         await store.close()
 
 
-def metrics_text(service: FrontierService, store: URLStore) -> str:
+def metrics_text(service: FrontierService, store: URLs) -> str:
     """The counters and the frontier's sizes in Prometheus's text format (0.0.4)."""
     c = service.counters
     lines = [
@@ -415,7 +415,7 @@ def metrics_text(service: FrontierService, store: URLStore) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def _serve_metrics(service: FrontierService, store: URLStore, host: str, port: int
+async def _serve_metrics(service: FrontierService, store: URLs, host: str, port: int
                          ) -> asyncio.Server:
     """GET /metrics on its own port: one short answer a connection, bounded request."""
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -440,13 +440,13 @@ async def _serve_metrics(service: FrontierService, store: URLStore, host: str, p
     return await asyncio.start_server(answer, host, port, limit=16 * 1024)
 
 
-async def _beat(service: FrontierService, store: URLStore) -> None:
+async def _beat(service: FrontierService, store: URLs) -> None:
     while True:
         store.beat(service.node, service.now())
         await asyncio.sleep(BEAT_S)
 
 
-async def serve(service: FrontierService, store: URLStore, host: str, port: int,
+async def serve(service: FrontierService, store: URLs, host: str, port: int,
                 ready: Callable[[int, int | None], None], *,
                 metrics_port: int | None = None) -> None:
     """Serve until cancelled; ``ready`` is told the ports once they listen. The node is

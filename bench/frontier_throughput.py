@@ -9,7 +9,8 @@ wall time, with the server's CPU seconds (user + system, from /proc) beside it:
 * **PutDiscovered**: the same URLs again as new ones, in batches of 100 (a page's links);
 * **GetURLs**: every URL handed out, in calls of 100 queues x 100 URLs (no delay).
 
-Run: ``.venv/bin/python bench/frontier_throughput.py [--quick]``.
+Run: ``.venv/bin/python bench/frontier_throughput.py [--quick] [--store redis://...]``
+(a Redis for this run only: its keys are not removed).
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ def _urls(prefix: str, hosts: int, per_host: int) -> Iterator[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a tenth of the URLs")
+    parser.add_argument("--store", help="the frontier's store (default: an SQLite file in a "
+                        "temporary folder); redis://HOST:PORT/DB for Redis")
     args = parser.parse_args()
     hosts, per_host = (100, 20) if args.quick else (1000, 20)
     total = hosts * per_host
@@ -70,7 +73,7 @@ def main() -> None:
         server = subprocess.Popen(
             [*pin, sys.executable, "-m", "polite", "frontier", "serve", "--port", "0",
              "--robots", "off", "--default-delay-s", "0", "--store",
-             f"sqlite:///{Path(tmp) / 'f.sqlite'}"],
+             args.store or f"sqlite:///{Path(tmp) / 'f.sqlite'}"],
             stdout=subprocess.PIPE, text=True, env=env)
         try:
             assert server.stdout is not None
@@ -117,7 +120,8 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(10)
-    print(f"{total:,} URLs a run over {hosts:,} hosts; server on one core")
+    print(f"{total:,} URLs a run over {hosts:,} hosts; server on one core; "
+          f"store {args.store or 'SQLite'}")
     print("| operation | URLs | URLs/s | server CPU s |")
     print("|---|---|---|---|")
     for name, count, rate, used in rows:

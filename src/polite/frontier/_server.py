@@ -51,6 +51,8 @@ MAX_CRAWL_CHARS = 256
 # one page of ListQueues / ListURLs at most, whatever the client asks
 MAX_PAGE = 10_000
 MAX_BATCH = 10_000  # URLs of one DiscoveredBatch
+# With politeness on, the queues one GetURLs asks about at most (one URL each)
+MAX_POLITE_QUEUES = 1_000
 # Each node notes it is alive this often in the store; one silent for NODE_GONE_S is gone
 BEAT_S = 1.0
 NODE_GONE_S = 5.0
@@ -176,9 +178,14 @@ class FrontierService(pb_grpc.URLFrontierServicer):
                 yield _info(stored)
             return
         # One URL per queue and call: the host's slot is claimed for it, and the next is not
-        # due before the host's delay has passed.
-        for head in self._store.heads(crawl, request.key, queues=request.max_queues, now=now):
-            answer = (await self._politeness.check([head.url], reserve=True))[0]
+        # due before the host's delay has passed. The queues' next URLs are asked about in
+        # one batch, so that the robots.txt files they need are fetched concurrently.
+        queues = min(request.max_queues or MAX_POLITE_QUEUES, MAX_POLITE_QUEUES)
+        heads = self._store.heads(crawl, request.key, queues=queues, now=now)
+        if not heads:
+            return
+        answers = await self._politeness.check([head.url for head in heads], reserve=True)
+        for head, answer in zip(heads, answers, strict=True):
             match answer.decision:
                 case Allowed(interval_s=interval_s):
                     if self._store.lease(head.crawl, head.url, lease_s, self._clock(),

@@ -122,13 +122,14 @@ def test_acks_metadata_and_status(client: Any, pb: Any) -> None:
     items = [discovered(pb, "https://a.example/1", depth=["0"], source=["seed", "list"]),
              discovered(pb, "ftp://a.example/x"),
              discovered(pb, "https://a.example/" + "x" * 9000),
-             pb.URLItem(ID="empty")]
+             pb.URLItem(ID="empty"),
+             discovered(pb, "https://a.example/big", big=["x" * 70_000])]
     items[0].ID = "first"
     acks = put(client, items)
     assert [(a.ID, a.status) for a in acks] == [
         ("first", pb.AckMessage.OK), ("ftp://a.example/x", pb.AckMessage.SKIPPED),
         ("https://a.example/" + "x" * 9000, pb.AckMessage.SKIPPED),
-        ("empty", pb.AckMessage.SKIPPED)]
+        ("empty", pb.AckMessage.SKIPPED), ("https://a.example/big", pb.AckMessage.SKIPPED)]
     got = get(client, pb, max_urls_per_queue=5, anyCrawlID=pb.AnyCrawlID())
     assert [(u.url, u.key, u.crawlID) for u in got] == [
         ("https://a.example/1", "a.example", DEFAULT)]

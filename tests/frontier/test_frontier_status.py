@@ -6,16 +6,21 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.frontier.frontier_client import environment, frontier, said, stubs
 
 
-def test_status_and_metrics_tell_the_same_counts(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+def test_status_and_metrics_tell_the_same_counts(kind: str, tmp_path: Path,
+                                                 request: pytest.FixtureRequest) -> None:
     pb = stubs(tmp_path.parent / "stubs")[0]
-    store = f"sqlite:///{tmp_path / 'f.sqlite'}"
+    store = f"sqlite:///{tmp_path / 'f.sqlite'}" if kind == "sqlite" else \
+        f"{request.getfixturevalue('redis_url')}?prefix=s{uuid.uuid4().hex[:10]}:"
     items = [pb.URLItem(discovered=pb.DiscoveredURLItem(info=pb.URLInfo(url=url)))
              for url in ("http://a.example/1", "http://a.example/2", "http://b.example/",
                          "notaurl")]

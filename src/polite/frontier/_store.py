@@ -55,6 +55,7 @@ CREATE TABLE IF NOT EXISTS uf_queues (
     served_at REAL NOT NULL DEFAULT 0,
     interval_s REAL NOT NULL DEFAULT 0,
     crawl_limit INTEGER NOT NULL DEFAULT 0,
+    given INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (crawl, key)
 );
 CREATE TABLE IF NOT EXISTS uf_crawls (
@@ -245,8 +246,9 @@ class URLStore:
                     " AND due IS NOT NULL AND due <= ? AND lease_until <= ? RETURNING key",
                     (now + lease_s, crawl, url, now, now)).fetchone()
                 if row is not None:
-                    db.execute("UPDATE uf_queues SET served_at = ?, interval_s = ?"
-                               " WHERE crawl = ? AND key = ?", (now, interval_s, crawl, row[0]))
+                    db.execute("UPDATE uf_queues SET served_at = ?, interval_s = ?,"
+                               " given = given + 1 WHERE crawl = ? AND key = ?",
+                               (now, interval_s, crawl, row[0]))
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -280,13 +282,13 @@ class URLStore:
             args.append(key)  # type: ignore[arg-type]
         rows = db.execute(
             "SELECT q.crawl, q.key, q.served_at, q.delay_s, c.delay_s, q.crawl_limit,"
-            " q.interval_s"
+            " q.interval_s, q.given"
             " FROM uf_queues q LEFT JOIN uf_crawls c ON c.crawl = q.crawl"
             f" WHERE {' AND '.join(where)} ORDER BY q.served_at, q.crawl, q.key",
             args).fetchall()
         taken: list[StoredURL] = []
         served = 0
-        for q_crawl, q_key, served_at, q_delay, c_delay, limit, interval_s in rows:
+        for q_crawl, q_key, served_at, q_delay, c_delay, limit, interval_s, given in rows:
             if queues and served >= queues:
                 break
             delay = q_delay if q_delay is not None else (
@@ -298,14 +300,10 @@ class URLStore:
                     " LIMIT 1", (q_crawl, q_key, now)).fetchone():
                 continue  # one URL in flight
             room = per_queue or -1
-            if limit:
-                done = db.execute(
-                    "SELECT count(*) FROM uf_urls WHERE crawl = ? AND key = ?"
-                    " AND (due IS NULL OR lease_until > ? OR known = 1)",
-                    (q_crawl, q_key, now)).fetchone()[0]
-                if done >= limit:
+            if limit:  # the most URLs the queue hands out
+                if given >= limit:
                     continue
-                room = min(room, limit - done) if room > 0 else limit - done
+                room = min(room, limit - given) if room > 0 else limit - given
             found = db.execute(
                 "SELECT id, url, metadata, due, known, created FROM uf_urls"
                 " WHERE crawl = ? AND key = ? AND due IS NOT NULL AND due <= ?"
@@ -317,8 +315,8 @@ class URLStore:
             if lease:
                 db.executemany("UPDATE uf_urls SET lease_until = ? WHERE id = ?",
                                [(now + lease_s, row[0]) for row in found])
-                db.execute("UPDATE uf_queues SET served_at = ? WHERE crawl = ? AND key = ?",
-                           (now, q_crawl, q_key))
+                db.execute("UPDATE uf_queues SET served_at = ?, given = given + ?"
+                           " WHERE crawl = ? AND key = ?", (now, len(found), q_crawl, q_key))
             taken.extend(StoredURL(q_crawl, url, q_key, json.loads(meta), due, bool(known),
                                    created) for _, url, meta, due, known, created in found)
         return taken

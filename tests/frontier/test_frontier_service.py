@@ -197,3 +197,17 @@ def test_crawl_limit_purge_and_put_discovered(client: Any, pb: Any) -> None:
     assert client.PurgeURLs(pb.PurgeUrlParams(key="b.example", days=0)).value == 1
     counts = client.GetStats(pb.QueueWithinCrawlParams()).counts
     assert counts["active_queues"] == 1
+
+
+def test_one_call_hands_out_ten_thousand_urls_at_most(client: Any, pb: Any) -> None:
+    """GetURLs' limits of 0 mean no limit, but one answer is bounded: the rest comes from
+    the next call."""
+    urls = [f"http://many.example/{i}" for i in range(10_050)]
+    batches = (pb.DiscoveredBatch(ID=str(i), items=[pb.URLInfo(url=u) for u in urls[i:i + 1000]])
+               for i in range(0, len(urls), 1000))
+    assert sum(len(a.statuses) for a in client.PutDiscovered(batches)) == len(urls)
+    first = get(client, pb, key="many.example")
+    client.SetDelay(pb.QueueDelayParams(key="many.example", delay_requestable=0))
+    second = get(client, pb, key="many.example")
+    assert (len(first), len(second)) == (10_000, 50)
+    assert sorted(u.url for u in first + second) == sorted(urls)

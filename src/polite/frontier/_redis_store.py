@@ -21,7 +21,7 @@ from typing import Any
 
 import redis
 
-from polite.frontier._store import Put, QueueStats, StoredURL
+from polite.frontier._store import MAX_TAKE, Put, QueueStats, StoredURL
 
 __all__ = ["RedisURLStore"]
 
@@ -95,6 +95,7 @@ local crawl, any, key = ARGV[2], ARGV[3] == '1', ARGV[4]
 local per_queue, max_queues = tonumber(ARGV[5]), tonumber(ARGV[6])
 local lease_s, now, lease = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9] == '1'
 local from_return, default_delay = ARGV[10] == '1', tonumber(ARGV[11])
+local most = tonumber(ARGV[12])
 local crawls = {crawl}
 if any then crawls = redis.call('SMEMBERS', P .. 'crawls') end
 local cands = {}
@@ -114,7 +115,7 @@ table.sort(cands, function(a, b)
 end)
 local out, served = {}, 0
 for _, cand in ipairs(cands) do
-  if max_queues > 0 and served >= max_queues then break end
+  if (max_queues > 0 and served >= max_queues) or #out >= most then break end
   local c, k, s = cand[1], cand[2], cand[3]
   local qk = q(c, k)
   local urls = P .. 'urls\\0' .. c
@@ -137,19 +138,15 @@ for _, cand in ipairs(cands) do
     ok = false
   end
   if ok and from_return and redis.call('ZCARD', P .. 'lease\\0' .. qk) > 0 then ok = false end
-  local room = per_queue
+  local room = most - #out
+  if per_queue > 0 and per_queue < room then room = per_queue end
   if ok and (s.limit or 0) > 0 then
     local left = s.limit - (s.given or 0)
     if left <= 0 then ok = false
-    elseif room == 0 or left < room then room = left end
+    elseif left < room then room = left end
   end
   if ok then
-    local ms
-    if room > 0 then
-      ms = redis.call('ZRANGEBYSCORE', P .. 'due\\0' .. qk, '-inf', now, 'LIMIT', 0, room)
-    else
-      ms = redis.call('ZRANGEBYSCORE', P .. 'due\\0' .. qk, '-inf', now)
-    end
+    local ms = redis.call('ZRANGEBYSCORE', P .. 'due\\0' .. qk, '-inf', now, 'LIMIT', 0, room)
     if #ms > 0 then
       served = served + 1
       for _, m in ipairs(ms) do
@@ -292,7 +289,7 @@ class RedisURLStore:
         rows = self._take_script(args=[
             self._p, crawl or "", "1" if crawl is None else "0", key, per_queue, queues,
             repr(lease_s), repr(now), "1" if lease else "0",
-            "1" if self._from_return else "0", repr(self._default_delay_s)])
+            "1" if self._from_return else "0", repr(self._default_delay_s), MAX_TAKE])
         return [self._stored(_text(c), _text(url), json.loads(_text(record)))
                 for c, _, url, record in rows if record is not None]
 

@@ -23,7 +23,7 @@ from typing import Protocol
 
 from polite.errors import ConfigError
 
-__all__ = ["MAX_KEY_CHARS", "MAX_METADATA_BYTES", "MAX_URL_CHARS", "Put", "QueueStats",
+__all__ = ["MAX_KEY_CHARS", "MAX_METADATA_BYTES", "MAX_TAKE", "MAX_URL_CHARS", "Put", "QueueStats",
            "StoredURL", "URLStore", "URLs"]
 
 # A URL longer than this is refused (SKIPPED): browsers and sitemaps (sitemaps.org) stop
@@ -32,6 +32,9 @@ MAX_URL_CHARS = 8192
 # The metadata of one URL, as JSON: what a crawler keeps (status, source, depth) is small.
 MAX_METADATA_BYTES = 64 * 1024
 MAX_KEY_CHARS = 1024
+# The URLs one GetURLs hands out at most, whatever its limits of 0 ("no limit") say: the
+# client asks again for more.
+MAX_TAKE = 10_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS uf_urls (
@@ -289,7 +292,7 @@ class URLStore:
         taken: list[StoredURL] = []
         served = 0
         for q_crawl, q_key, served_at, q_delay, c_delay, limit, interval_s, given in rows:
-            if queues and served >= queues:
+            if (queues and served >= queues) or len(taken) >= MAX_TAKE:
                 break
             delay = q_delay if q_delay is not None else (
                 c_delay if c_delay is not None else self._default_delay_s)
@@ -299,11 +302,11 @@ class URLStore:
                     "SELECT 1 FROM uf_urls WHERE crawl = ? AND key = ? AND lease_until > ?"
                     " LIMIT 1", (q_crawl, q_key, now)).fetchone():
                 continue  # one URL in flight
-            room = per_queue or -1
+            room = min(per_queue or MAX_TAKE, MAX_TAKE - len(taken))
             if limit:  # the most URLs the queue hands out
                 if given >= limit:
                     continue
-                room = min(room, limit - given) if room > 0 else limit - given
+                room = min(room, limit - given)
             found = db.execute(
                 "SELECT id, url, metadata, due, known, created FROM uf_urls"
                 " WHERE crawl = ? AND key = ? AND due IS NOT NULL AND due <= ?"

@@ -62,3 +62,17 @@ def test_status_of_a_missing_store_is_an_error(tmp_path: Path) -> None:
         capture_output=True, text=True, env=environment(), timeout=60)
     assert result.returncode == 2
     assert "no such file" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(("store", "said"), [
+    ("memory://", "SQLite (sqlite:///PATH) or one Redis"),
+    ("redis://127.0.0.1:6379/0?cluster=1", "SQLite (sqlite:///PATH) or one Redis"),
+    ("ftp://x", "--store"),
+    ("redis://127.0.0.1:9/0", "--store redis://127.0.0.1:9/0: "),  # nothing listens
+])
+def test_a_store_it_cannot_use_is_said_without_a_traceback(store: str, said: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "polite", "frontier", "serve", "--port", "0", "--store", store],
+        capture_output=True, text=True, env=environment(), timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert said in result.stderr and "Traceback" not in result.stderr

@@ -910,8 +910,8 @@ FRONTIER_SERVE = Product("frontier serve", (
     _with(USER_AGENT, help="the User-Agent of the robots.txt requests (default: the agent)",
           keyword=False),
     _with(DEFAULT_DELAY, old=(), old_keys=(), help="spacing between two URLs of a host "
-          "handed out when robots.txt sets none; also each queue's delay (SetDelay changes "
-          "it)", **_CLI_ONLY),
+          "handed out when robots.txt sets none; with --robots off, each queue's delay until "
+          "SetDelay changes it", **_CLI_ONLY),
     _with(MAX_CRAWL_DELAY, **_CLI_ONLY),
     SERVE["on_401_403"],
     _with(ALLOW_PRIVATE, help="also hand out URLs of private, loopback and link-local "

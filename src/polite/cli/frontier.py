@@ -130,8 +130,11 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     import asyncio
 
     from polite.frontier._server import FrontierService, PolitenessOptions, open_politeness, serve
-    store = _open(args.store, default_delay_s=args.default_delay_s,
-                  spacing_from_return=args.robots == "on")
+    # With politeness on, the driver applies the default delay where robots.txt sets none
+    # (and only there); a queue's own delay is then what SetDelay gives it.
+    polite = args.robots == "on"
+    store = _open(args.store, default_delay_s=0.0 if polite else args.default_delay_s,
+                  spacing_from_return=polite)
 
     def ready(port: int, metrics_port: int | None) -> None:
         if metrics_port is not None:

@@ -28,7 +28,7 @@ _UNREACHABLE = ("No matching distribution found", "Could not find a version",
                 "Temporary failure in name resolution")
 _EXTRA_MODULES = ("selectolax", "fastwarc", "aiohttp", "pandas", "pyarrow", "matplotlib",
                   "cryptography", "uvicorn", "jinja2", "scrapy", "requests", "warcio", "mcp",
-                  "readability", "markdownify")
+                  "readability", "markdownify", "grpc", "grpc_tools")
 
 
 DISTRIBUTION = "polite-web"  # "polite" on the package index is another project
@@ -160,6 +160,7 @@ def test_commands_that_need_an_extra_name_it(bare: Path, tmp_path: Path) -> None
         "tls": ["serve", "--intercept-tls", "--port", "0", "--store", "memory://"],
         "site": ["site", "serve", "--db", str(tmp_path / "site.sqlite"), "--port", "0"],
         "mcp": ["mcp", "--store", "memory://"],
+        "frontier": ["frontier", "serve", "--store", f"sqlite:///{tmp_path / 'f.sqlite'}"],
     }
     needs_too = {"survey": ["report", str(tmp_path / "s")], "tls": ["ca", "export",
                  "--ca-dir", str(tmp_path / "ca")],

@@ -48,7 +48,8 @@ def test_config_is_a_leaf_with_the_standard_library_and_the_errors() -> None:
 
 def test_every_public_module_declares_its_all() -> None:
     for info in pkgutil.walk_packages([str(SRC)], prefix="polite."):
-        if info.name.split(".")[-1].startswith("_") or info.name == "polite.__main__":
+        # a module of a private package is private too (the generated gRPC modules)
+        if any(part.startswith("_") for part in info.name.split(".")[1:]):
             continue
         module = importlib.import_module(info.name)
         exported = getattr(module, "__all__", None)
@@ -91,6 +92,10 @@ ALLOWED = {
     # chooses its own store
     "mcp": ("polite.core", "polite.errors", "polite.config", "polite.storage", "polite.clock",
             "polite.fetch", "polite.identity", "polite.mcp"),
+    # the URL Frontier service for crawlers in other languages: a product beside the
+    # service, the crawler and the MCP server, which chooses its own store
+    "frontier": ("polite.core", "polite.errors", "polite.config", "polite.storage",
+                 "polite.clock", "polite.fetch", "polite.frontier"),
     # the demonstration sites stand alone: a crawler may be pointed at them, not built in
     "demo": ("polite.core", "polite.errors", "polite.demo"),
 }

@@ -5,7 +5,9 @@
 - ``reference/rest.md``: every path, method and parameter of the OpenAPI document that
   ``polite serve`` answers at ``/openapi.json``;
 - ``reference/python/*.md``: every name in ``__all__`` of the public modules, rendered by
-  mkdocstrings from its docstring.
+  mkdocstrings from its docstring;
+- ``reference/urlfrontier.md``: every RPC, message, field and enum of the URL Frontier
+  ``.proto`` that ``polite frontier serve`` implements, with its comments.
 
 MkDocs loads this file as a hook (``hooks:`` in mkdocs.yml); the tests import it too, to
 compare the pages with what they describe.
@@ -18,6 +20,7 @@ import importlib
 import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 # The modules a user imports, in the order the Python reference lists them. A test checks
@@ -257,10 +260,94 @@ def python_index() -> str:
     return "\n".join([*lines, ""])
 
 
+PROTO = (Path(__file__).resolve().parents[2] / "src" / "polite" / "frontier" / "_proto"
+         / "urlfrontier.proto")
+_RPC = re.compile(r"^\s*rpc\s+(\w+)\s*\((.+?)\)\s*returns\s*\((.+?)\)")
+_FIELD = re.compile(r"^\s*((?:optional |repeated )?[\w.]+(?:<[\w., ]+>)?)\s+(\w+)\s*=\s*(\d+)\s*;"
+                    r"\s*(?://\s*(.*))?$")
+_VALUE = re.compile(r"^\s*(\w+)\s*=\s*(\d+)\s*;")
+
+
+def _comment_text(lines: list[str]) -> str:
+    text = " ".join(line.strip().strip("/*").strip() for line in lines)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def proto_items(text: str) -> tuple[list[tuple[str, str, str, str]],
+                                    list[tuple[str, str, list[tuple[str, str, str, str]]]]]:
+    """The RPCs (name, request, response, comment) and the messages and enums (name,
+    comment, fields or values as (name, type, number, comment)) of a .proto's text."""
+    rpcs: list[tuple[str, str, str, str]] = []
+    blocks: list[tuple[str, str, list[tuple[str, str, str, str]]]] = []
+    comment: list[str] = []
+    in_block_comment = False
+    # one entry per open brace: the message or enum it opened, or None (service, oneof)
+    stack: list[tuple[str, str, list[tuple[str, str, str, str]]] | None] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if in_block_comment:
+            comment.append(stripped)
+            in_block_comment = "*/" not in stripped
+            continue
+        if stripped.startswith("/*"):
+            comment = [stripped]
+            in_block_comment = "*/" not in stripped
+            continue
+        if stripped.startswith("//"):
+            comment.append(stripped)
+            continue
+        said = _comment_text(comment)
+        opened = [block for block in stack if block is not None]
+        if match := _RPC.match(line):
+            rpcs.append((match[1], match[2], match[3], said))
+        elif match := re.match(r"^\s*(message|enum)\s+(\w+)\s*\{", line):
+            name = ".".join([*(block[0] for block in opened), match[2]])
+            blocks.append((name, said, []))
+            stack.append(blocks[-1])
+            stripped = stripped[stripped.index("{") + 1:]
+        elif opened and (match := _FIELD.match(line)):
+            opened[-1][2].append((match[2], match[1], match[3], match[4] or said))
+        elif opened and (match := _VALUE.match(line)):
+            opened[-1][2].append((match[1], "", match[2], said))
+        for char in stripped.split("//")[0]:
+            if char == "{":
+                stack.append(None)
+            elif char == "}" and stack:
+                stack.pop()
+        if line.strip():
+            comment = []
+    return rpcs, blocks
+
+
+def urlfrontier_page() -> str:
+    rpcs, blocks = proto_items(PROTO.read_text(encoding="utf-8"))
+    lines = ["# URL Frontier API", "",
+             "Generated from `urlfrontier.proto` (crawler-commons/url-frontier, vendored in "
+             "`src/polite/frontier/_proto` with its licence and the commit it came from): the "
+             "gRPC service `urlfrontier.URLFrontier` that `polite frontier serve` implements. "
+             "[polite as StormCrawler's frontier](../how-to/frontier.md) says what polite "
+             "does in each call.", "", "## Service `URLFrontier`", "",
+             "| RPC | request | response | what it does |", "|---|---|---|---|"]
+    lines += [f"| `{name}` | `{request}` | `{response}` | {_cell(said)} |"
+              for name, request, response, said in rpcs]
+    lines += ["", "## Messages and enums", ""]
+    for name, said, fields in blocks:
+        lines += [f"### `{name}`", ""]
+        if said:
+            lines += [_cell(said), ""]
+        if fields:
+            lines += ["| field | type | number | what it is |", "|---|---|---|---|"]
+            lines += [f"| `{field}` | {f'`{kind}`' if kind else 'value'} | {number} | "
+                      f"{_cell(text)} |" for field, kind, number, text in fields]
+            lines.append("")
+    return "\n".join(lines)
+
+
 def pages() -> dict[str, str]:
     """Every generated page by its path under docs/."""
     generated = {"reference/cli.md": cli_page(), "reference/rest.md": rest_page(),
-                 "reference/python/index.md": python_index()}
+                 "reference/python/index.md": python_index(),
+                 "reference/urlfrontier.md": urlfrontier_page()}
     for module, summary in PUBLIC_MODULES:
         generated[f"reference/python/{module}.md"] = python_page(module, summary)
     return generated

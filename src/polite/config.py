@@ -32,6 +32,8 @@ __all__ = [
     "FACTOR",
     "FLAGS",
     "FRACTION",
+    "FRONTIER_SERVE",
+    "FRONTIER_STATUS",
     "KEYS_DIRECTORY",
     "KEYS_NEW",
     "KEYWORDS",
@@ -893,6 +895,42 @@ MCP = Product("mcp", (
     _with(SIGNATURE_AGENT, **_CLI_ONLY),
     ), command=("mcp",))
 
+FRONTIER_SERVE = Product("frontier serve", (
+    Setting("host", str, "127.0.0.1", "address to listen on", metavar="HOST"),
+    Setting("port", int, 7071, "port to listen on (0: any free port; the reference service's "
+            "7071 by default)", bounds=PORT),
+    _with(STORE, default="sqlite:///frontier.sqlite", help="where the URLs, the queues and "
+          "the politeness state are kept: sqlite:///PATH, or redis://HOST:PORT/DB for nodes "
+          "on several machines", **_CLI_ONLY),
+    Setting("robots", str, "on", "on: GetURLs hands out only what robots.txt allows, when "
+            "each host's delays allow; off: the queues' own delays only, for a crawler that "
+            "keeps robots.txt itself", choices=("on", "off")),
+    _with(AGENT, default="polite-frontier", help="the product token robots.txt is read for "
+          "(the crawler's, as its fetcher sends it)", **_CLI_ONLY),
+    _with(USER_AGENT, help="the User-Agent of the robots.txt requests (default: the agent)",
+          keyword=False),
+    _with(DEFAULT_DELAY, old=(), old_keys=(), help="spacing between two URLs of a host "
+          "handed out when robots.txt sets none; with --robots off, each queue's delay until "
+          "SetDelay changes it", **_CLI_ONLY),
+    _with(MAX_CRAWL_DELAY, **_CLI_ONLY),
+    SERVE["on_401_403"],
+    _with(ALLOW_PRIVATE, help="also hand out URLs of private, loopback and link-local "
+          "addresses, and read their robots.txt", **_CLI_ONLY),
+    ALLOW_NETWORK,
+    _with(CONNECT_TIMEOUT, old=()), _with(READ_TIMEOUT, old=()),
+    Setting("metrics_port", int, None, "also serve Prometheus's text format at "
+            "http://HOST:PORT/metrics (0: any free port)", bounds=PORT),
+    ), command=("frontier", "serve"))
+
+FRONTIER_STATUS = Product("frontier status", (
+    _with(STORE, default="sqlite:///frontier.sqlite", help="the frontier's store, as "
+          "polite frontier serve was given it: sqlite:///PATH or redis://HOST:PORT/DB",
+          **_CLI_ONLY),
+    Setting("max_queues", int, 20, "queues listed per crawl, those with the most URLs to "
+            "fetch first", bounds=Bounds(minimum=0, maximum=1_000_000)),
+    Setting("json", bool, False, "print JSON", config=False),
+    ), command=("frontier", "status"))
+
 # -- the commands that keep to the command line: no config file, no library keyword ----------
 
 _DB = Setting("db", str, None, "the site's SQLite file", metavar="FILE", required=True)
@@ -998,7 +1036,9 @@ SERVE_NUMBERS: dict[str, IntFlag | FloatFlag] = {
 
 PRODUCTS = (ROBOTS_CHECK, ROBOTS_LINT, ROBOTS_EXPLAIN, ROBOTS_DIFF, SITEMAP_PARSE,
             SITEMAP_TREE, ULINKS, SITE_RANGES_UPDATE, SITE_SERVE, SITE_IMPORT, SITE_PRUNE,
-            CRAWL, CRAWL_STATUS, CRAWL_MERGE, SURVEY, REPORT, SERVE, MCP, CA_EXPORT, KEYS_NEW,
+            CRAWL, CRAWL_STATUS, CRAWL_MERGE, SURVEY, REPORT, SERVE, MCP, FRONTIER_SERVE,
+            FRONTIER_STATUS,
+            CA_EXPORT, KEYS_NEW,
             KEYS_DIRECTORY, DEMO, DEMO_REGP_SITE, COMPLETION, DROPINS)
 
 

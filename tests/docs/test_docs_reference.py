@@ -9,6 +9,9 @@ import importlib
 import pkgutil
 import re
 from html import escape
+from typing import Any
+
+import pytest
 
 import polite
 from tests.docs.conftest import BuiltSite
@@ -107,3 +110,34 @@ def test_every_package_with_public_names_is_documented_or_named_internal() -> No
         module = importlib.import_module(name)
         if module.__all__:
             assert name in documented, f"{name} exports names but has no reference page"
+
+
+def test_every_rpc_message_field_and_value_of_the_proto_is_on_its_page(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The URL Frontier page, against the descriptors protobuf's own compiler makes of the
+    vendored .proto (not the page's parser)."""
+    from tests.frontier.frontier_client import stubs
+
+    pb = stubs(tmp_path_factory.mktemp("stubs"))[0]
+    page = reference_hook().urlfrontier_page()
+    service = pb.DESCRIPTOR.services_by_name["URLFrontier"]
+    for method in service.methods:
+        assert (f"| `{method.name}` | `{'stream ' if method.client_streaming else ''}"
+                f"{method.input_type.name}` |") in page, method.name
+
+    def check(message: Any, prefix: str) -> None:
+        assert f"### `{prefix}{message.name}`" in page, message.full_name
+        for field in message.fields:
+            assert f"| `{field.name}` |" in page.split(f"### `{prefix}{message.name}`")[1], \
+                field.full_name
+        for enum in message.enum_types:
+            assert f"### `{prefix}{message.name}.{enum.name}`" in page, enum.full_name
+            for value in enum.values:
+                assert f"| `{value.name}` | value | {value.number} |" in page, value.name
+        for nested in message.nested_types:
+            if not nested.GetOptions().map_entry:
+                check(nested, f"{prefix}{message.name}.")
+
+    assert pb.DESCRIPTOR.message_types_by_name
+    for message in pb.DESCRIPTOR.message_types_by_name.values():
+        check(message, "")

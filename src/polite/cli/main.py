@@ -21,6 +21,7 @@ from polite.cli.common import (
 )
 from polite.cli.crawl import add_crawl_command
 from polite.cli.demo import add_demo_commands
+from polite.cli.frontier import add_frontier_commands
 from polite.cli.keys import add_keys_command
 from polite.cli.mcp import add_mcp_command
 from polite.cli.robots import add_robots_commands
@@ -129,6 +130,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     add_keys_command(commands)
     add_serve_commands(commands)
     add_mcp_command(commands)
+    add_frontier_commands(commands)
     add_demo_commands(commands)
     add_command(
         commands, COMPLETION, _completion,

@@ -1,0 +1,167 @@
+"""``polite frontier serve``: the options; the service is :mod:`polite.frontier`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, TextIO
+
+from polite.cli.common import add_command, add_group, resolve
+from polite.config import FLAGS, FRONTIER_SERVE, FRONTIER_STATUS
+from polite.errors import ConfigError
+
+if TYPE_CHECKING:
+    from polite.frontier._store import URLs
+
+__all__ = ["add_frontier_commands"]
+
+
+def add_frontier_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]
+                          ) -> None:
+    _, frontier_commands = add_group(
+        commands, "frontier",
+        help="the URL Frontier gRPC service, with polite's politeness inside",
+        description="A frontier for crawlers in other languages (StormCrawler first) through "
+                    "the URL Frontier API of crawler-commons.")
+    add_command(
+        frontier_commands, FRONTIER_SERVE, _serve,
+        help="serve the URL Frontier API (gRPC) on a SQLite frontier",
+        description="Serve the gRPC service urlfrontier.URLFrontier. GetURLs hands out a URL "
+                    "only when robots.txt allows it for --agent and the host's delays "
+                    "(Crawl-delay, Request-rate, Visit-time, --default-delay-s, the queue's "
+                    "SetDelay) allow it; a URL robots.txt disallows is never handed out and "
+                    "its metadata says why (GetURLStatus, ListURLs). Needs "
+                    "polite-web[frontier].")
+    add_command(
+        frontier_commands, FRONTIER_STATUS, _status,
+        help="a frontier's crawls, queues and counts",
+        description="Read the store of polite frontier serve (running or not) and print, "
+                    "per crawl, the URLs queued, in process and completed, and its largest "
+                    "queues.")
+
+
+def _require_extra() -> None:
+    from importlib.util import find_spec
+
+    for name in ("grpc", "google.protobuf"):
+        try:
+            found = find_spec(name) is not None
+        except ModuleNotFoundError:  # no google package at all
+            found = False
+        if not found:
+            raise ConfigError(f"polite frontier needs {name}: "
+                              "pip install 'polite-web[frontier]'")
+
+
+def _open(store: str, *, default_delay_s: float, spacing_from_return: bool) -> URLs:
+    """The frontier's store: an SQLite file, or a Redis database nodes on several machines
+    share."""
+    from polite.storage import read_store_url
+
+    where = read_store_url(store, FLAGS.store)
+    if where.kind == "sqlite" and where.path is not None:
+        from polite.frontier._store import URLStore
+
+        return URLStore(str(where.path), default_delay_s=default_delay_s,
+                        spacing_from_return=spacing_from_return)
+    if where.kind == "redis" and not where.cluster:
+        import redis
+
+        from polite.frontier._redis_store import RedisURLStore
+
+        client = redis.Redis.from_url(where.client_url)
+        try:
+            client.ping()
+        except redis.RedisError as exc:
+            raise ConfigError(f"--store {store}: {exc}") from exc
+        return RedisURLStore(client, where.prefix, default_delay_s=default_delay_s,
+                             spacing_from_return=spacing_from_return)
+    raise ConfigError(f"--store {store}: polite frontier keeps its frontier in SQLite "
+                      "(sqlite:///PATH) or one Redis (redis://HOST:PORT/DB)")
+
+
+def _status(args: argparse.Namespace, out: TextIO) -> int:
+    resolve(FRONTIER_STATUS, args)
+    import json
+    import os
+    import time
+
+    from polite.storage import read_store_url
+
+    where = read_store_url(args.store, FLAGS.store)
+    if where.kind == "sqlite" and where.path is not None and not os.path.exists(where.path):
+        raise ConfigError(f"--store {args.store}: no such file")
+    store = _open(args.store, default_delay_s=0.0, spacing_from_return=False)
+    try:
+        now = time.time()
+        crawls = []
+        for crawl in store.crawls():
+            stats = store.stats(crawl, "", now)
+            queues = store.queue_counts(crawl, args.max_queues, now)
+            crawls.append({"crawl": crawl, "queued": stats.size,
+                           "in_process": stats.in_process, "completed": stats.completed,
+                           "queues": stats.queues, "active_queues": stats.active_queues,
+                           "largest_queues": [
+                               {"key": k, "queued": q, "in_process": p, "completed": c}
+                               for k, q, p, c in queues]})
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps({"crawls": crawls}, indent=2), file=out)
+        return 0
+    if not crawls:
+        print("no crawls", file=out)
+    for entry in crawls:
+        print(f"crawl {entry['crawl']}: {entry['queued']} queued, {entry['in_process']} in "
+              f"process, {entry['completed']} completed; {entry['queues']} queues "
+              f"({entry['active_queues']} active)", file=out)
+        for queue in entry["largest_queues"]:  # type: ignore[attr-defined]
+            print(f"  {queue['key']}: {queue['queued']} queued, {queue['in_process']} in "
+                  f"process, {queue['completed']} completed", file=out)
+    return 0
+
+
+def _serve(args: argparse.Namespace, out: TextIO) -> int:
+    resolve(FRONTIER_SERVE, args)
+    _require_extra()
+    from polite.fetch.robots import networks
+
+    allowed = networks(args.allow_network)
+
+    import asyncio
+
+    from polite.frontier._server import FrontierService, PolitenessOptions, open_politeness, serve
+    # With politeness on, the driver applies the default delay where robots.txt sets none
+    # (and only there); a queue's own delay is then what SetDelay gives it.
+    polite = args.robots == "on"
+    store = _open(args.store, default_delay_s=0.0 if polite else args.default_delay_s,
+                  spacing_from_return=polite)
+
+    def ready(port: int, metrics_port: int | None) -> None:
+        if metrics_port is not None:
+            print(f"polite frontier: metrics at http://{args.host}:{metrics_port}/metrics",
+                  file=out, flush=True)
+        print(f"polite frontier: listening on {args.host}:{port}", file=out, flush=True)
+
+    async def run() -> None:
+        options = PolitenessOptions(
+            store=args.store, agent=args.agent, user_agent=args.user_agent or args.agent,
+            default_delay_s=args.default_delay_s, max_crawl_delay_s=args.max_crawl_delay_s,
+            on_401_403=args.on_401_403, allow_private=args.allow_private,
+            allow_networks=allowed, connect_timeout_s=args.connect_timeout_s,
+            read_timeout_s=args.read_timeout_s)
+        async with open_politeness(options if args.robots == "on" else None) as politeness:
+            service = FrontierService(store, politeness=politeness,
+                                      node=f"{args.host}:{args.port}")
+            await serve(service, store, args.host, args.port, ready,
+                        metrics_port=args.metrics_port)
+
+    try:
+        asyncio.run(run())
+    except KeyboardInterrupt:
+        pass
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {args.host}:{args.port}: "
+                          f"{exc.strerror or exc}") from exc
+    finally:
+        store.close()
+    return 0

@@ -1,0 +1,481 @@
+"""The URL Frontier gRPC service (``urlfrontier.URLFrontier``) on :mod:`polite.frontier._store`.
+
+Each RPC does what the comments of the vendored ``urlfrontier.proto`` say. Politeness sits in
+``GetURLs``: before a queue's next URL is handed out, the politeness driver
+(:class:`polite.fetch.politeness.Politeness`) is asked about it and claims the host's slot; a URL
+robots.txt disallows (or that points at a private address) is completed with the reason in its
+metadata and never handed out, and a host whose delay has not passed keeps its URL for a later
+call. With ``politeness`` ``None`` (``--robots off``) the queues' own delays are all there is,
+as in the reference service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import assert_never
+from urllib.parse import urlsplit
+
+import grpc
+
+from polite.clock import WallClock
+from polite.core.politeness.values import Allowed, Disallowed, Refused, WaitUntil
+from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
+from polite.fetch.http import RequestHeaders
+from polite.fetch.politeness import Politeness
+from polite.fetch.robots import Network, PublicHosts, RobotsFetcher, create_client
+from polite.frontier._proto import urlfrontier_pb2 as pb
+from polite.frontier._proto import urlfrontier_pb2_grpc as pb_grpc
+from polite.frontier._store import (
+    MAX_KEY_CHARS,
+    MAX_METADATA_BYTES,
+    MAX_URL_CHARS,
+    Put,
+    StoredURL,
+    URLs,
+)
+from polite.storage import open_store
+
+__all__ = ["DEFAULT_CRAWL", "DEFAULT_LEASE_S", "Counters", "FrontierService",
+           "PolitenessOptions", "metrics_text", "open_politeness", "serve"]
+
+# The reference service's spelling of the crawl of URLs sent without one (CrawlID.DEFAULT)
+DEFAULT_CRAWL = "DEFAULT"
+# GetURLs' delay_requestable of 0: the reference service's 30 seconds
+DEFAULT_LEASE_S = 30.0
+MAX_CRAWL_CHARS = 256
+# one page of ListQueues / ListURLs at most, whatever the client asks
+MAX_PAGE = 10_000
+MAX_BATCH = 10_000  # URLs of one DiscoveredBatch
+# With politeness on, the queues one GetURLs asks about at most (one URL each)
+MAX_POLITE_QUEUES = 1_000
+# Each node notes it is alive this often in the store; one silent for NODE_GONE_S is gone
+BEAT_S = 1.0
+NODE_GONE_S = 5.0
+# Metadata keys polite adds to a URL it will not hand out
+REFUSED_KEY = "polite.refused"
+RULE_KEY = "polite.robots_rule"
+
+_log = logging.getLogger("polite.frontier")
+
+
+@dataclass(slots=True)
+class Counters:
+    """What the server has done since it started, for --metrics-port."""
+
+    put_ok: int = 0
+    put_skipped: int = 0
+    put_failed: int = 0
+    handed_out: int = 0
+    refused: int = 0
+    waited: int = 0
+    by_rpc: dict[str, int] = field(default_factory=dict)
+
+
+def _crawl(text: str) -> str:
+    return text or DEFAULT_CRAWL
+
+
+def _metadata(info: pb.URLInfo) -> dict[str, list[str]]:
+    return {name: list(values.values) for name, values in info.metadata.items()}
+
+
+def _info(stored: StoredURL) -> pb.URLInfo:
+    info = pb.URLInfo(url=stored.url, key=stored.key, crawlID=stored.crawl)
+    for name, values in stored.metadata.items():
+        info.metadata[name].values.extend(values)
+    return info
+
+
+def _item(stored: StoredURL) -> pb.URLItem:
+    info = _info(stored)
+    if stored.known or stored.due is None:
+        known = pb.KnownURLItem(info=info, refetchable_from_date=int(stored.due or 0))
+        return pb.URLItem(known=known, ID=stored.url, creation_date=stored.created)
+    return pb.URLItem(discovered=pb.DiscoveredURLItem(info=info), ID=stored.url,
+                      creation_date=stored.created)
+
+
+def read_put(info: pb.URLInfo, *, known: bool, refetch_at: float) -> Put | str:
+    """The item to store, or why it is refused (SKIPPED: sending it again will not help)."""
+    url = info.url
+    if not url:
+        return "no URL"
+    if len(url) > MAX_URL_CHARS:
+        return f"URL longer than {MAX_URL_CHARS} characters"
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        return f"not a URL: {exc}"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "not an http(s) URL with a host"
+    key = info.key or parts.hostname
+    if len(key) > MAX_KEY_CHARS:
+        return f"key longer than {MAX_KEY_CHARS} characters"
+    crawl = _crawl(info.crawlID)
+    if len(crawl) > MAX_CRAWL_CHARS:
+        return f"crawl ID longer than {MAX_CRAWL_CHARS} characters"
+    meta = _metadata(info)
+    if sum(len(k) + sum(len(v) for v in vs) for k, vs in meta.items()) > MAX_METADATA_BYTES:
+        return f"metadata larger than {MAX_METADATA_BYTES} characters"
+    return Put(crawl, url, key, meta, known, refetch_at)
+
+
+class FrontierService(pb_grpc.URLFrontierServicer):
+    def __init__(self, store: URLs, *, politeness: Politeness | None, node: str,
+                 clock: Callable[[], float] = time.time,
+                 counters: Counters | None = None) -> None:
+        self._store = store
+        self._politeness = politeness
+        self._clock = clock
+        self.node = node
+        self.counters = counters if counters is not None else Counters()
+
+    def now(self) -> float:
+        return self._clock()
+
+    def _count(self, rpc: str) -> None:
+        self.counters.by_rpc[rpc] = self.counters.by_rpc.get(rpc, 0) + 1
+
+    async def ListNodes(self, request: pb.Empty, context: object) -> pb.StringList:
+        self._count("ListNodes")
+        return pb.StringList(values=self._store.nodes(self._clock() - NODE_GONE_S))
+
+    async def ListCrawls(self, request: pb.Local, context: object) -> pb.StringList:
+        self._count("ListCrawls")
+        return pb.StringList(values=self._store.crawls())
+
+    async def DeleteCrawl(self, request: pb.DeleteCrawlMessage, context: object) -> pb.Long:
+        self._count("DeleteCrawl")
+        return pb.Long(value=self._store.delete_crawl(_crawl(request.value)))
+
+    async def ListQueues(self, request: pb.Pagination, context: object) -> pb.QueueList:
+        self._count("ListQueues")
+        size = min(request.size or 100, MAX_PAGE)
+        crawl = _crawl(request.crawlID)
+        values = self._store.queues(crawl, include_inactive=request.include_inactive,
+                                    start=request.start, size=size, now=self._clock())
+        return pb.QueueList(values=values, start=request.start, size=len(values),
+                            crawlID=crawl)
+
+    async def GetURLs(self, request: pb.GetParams, context: object
+                      ) -> AsyncIterator[pb.URLInfo]:
+        self._count("GetURLs")
+        if not self._store.active(self.node, 0.0):
+            return
+        crawl = None if request.WhichOneof("item") == "anyCrawlID" else _crawl(request.crawlID)
+        lease_s = float(request.delay_requestable) or DEFAULT_LEASE_S
+        now = self._clock()
+        if self._politeness is None:
+            taken = self._store.take(crawl, request.key, per_queue=request.max_urls_per_queue,
+                                     queues=request.max_queues, lease_s=lease_s, now=now)
+            self.counters.handed_out += len(taken)
+            for stored in taken:
+                yield _info(stored)
+            return
+        # One URL per queue and call: the host's slot is claimed for it, and the next is not
+        # due before the host's delay has passed. The queues' next URLs are asked about in
+        # one batch, so that the robots.txt files they need are fetched concurrently.
+        queues = min(request.max_queues or MAX_POLITE_QUEUES, MAX_POLITE_QUEUES)
+        heads = self._store.heads(crawl, request.key, queues=queues, now=now)
+        if not heads:
+            return
+        answers = await self._politeness.check([head.url for head in heads], reserve=True)
+        for head, answer in zip(heads, answers, strict=True):
+            match answer.decision:
+                case Allowed(interval_s=interval_s):
+                    if self._store.lease(head.crawl, head.url, lease_s, self._clock(),
+                                         interval_s=interval_s):
+                        self.counters.handed_out += 1
+                        yield _info(head)
+                case WaitUntil():
+                    self.counters.waited += 1
+                case Disallowed() as no:
+                    self.counters.refused += 1
+                    self._store.refuse(head.crawl, head.url, {
+                        REFUSED_KEY: ["robots.txt disallows it"],
+                        RULE_KEY: [f"line {no.line}: {no.explanation}"]})
+                case Refused(retry_at=at) if at is not None:
+                    self.counters.waited += 1  # robots.txt unavailable: asked again later
+                case Refused() as no:
+                    self.counters.refused += 1
+                    self._store.refuse(head.crawl, head.url, {
+                        REFUSED_KEY: [f"{no.reason.value}: {no.detail}"]})
+                case _ as never:
+                    assert_never(never)
+
+    async def PutURLs(self, request_iterator: AsyncIterator[pb.URLItem], context: object
+                      ) -> AsyncIterator[pb.AckMessage]:
+        # One item read, stored and acknowledged at a time: gRPC's flow control holds a client
+        # that sends faster than the store writes, nothing is buffered here.
+        self._count("PutURLs")
+        async for item in request_iterator:
+            kind = item.WhichOneof("item")
+            if kind == "known":
+                info = item.known.info
+                found = read_put(info, known=True,
+                                 refetch_at=float(item.known.refetchable_from_date))
+            elif kind == "discovered":
+                info = item.discovered.info
+                found = read_put(info, known=False, refetch_at=0.0)
+            else:
+                info, found = pb.URLInfo(), "neither a discovered nor a known URL"
+            ident = item.ID or info.url
+            yield pb.AckMessage(ID=ident, status=self._put([found]))
+
+    def _put(self, found: Sequence[Put | str]) -> pb.AckMessage.Status:
+        puts = [f for f in found if isinstance(f, Put)]
+        skipped = len(found) - len(puts)
+        self.counters.put_skipped += skipped
+        if not puts:
+            return pb.AckMessage.SKIPPED
+        try:
+            self._store.put(puts, self._clock())
+        except Exception:
+            _log.exception("storing %d URLs failed", len(puts))
+            self.counters.put_failed += len(puts)
+            return pb.AckMessage.FAIL
+        self.counters.put_ok += len(puts)
+        return pb.AckMessage.OK
+
+    async def PutDiscovered(self, request_iterator: AsyncIterator[pb.DiscoveredBatch],
+                            context: object) -> AsyncIterator[pb.BatchAck]:
+        self._count("PutDiscovered")
+        async for batch in request_iterator:
+            if len(batch.items) > MAX_BATCH:
+                yield pb.BatchAck(ID=batch.ID, statuses=[pb.AckMessage.SKIPPED] * len(
+                    batch.items))
+                continue
+            found = [read_put(info, known=False, refetch_at=0.0) for info in batch.items]
+            puts = [f for f in found if isinstance(f, Put)]
+            status = self._put(puts) if puts else pb.AckMessage.OK
+            self.counters.put_skipped += len(found) - len(puts)
+            yield pb.BatchAck(ID=batch.ID, statuses=[
+                status if isinstance(f, Put) else pb.AckMessage.SKIPPED for f in found])
+
+    async def GetStats(self, request: pb.QueueWithinCrawlParams, context: object) -> pb.Stats:
+        self._count("GetStats")
+        crawl = _crawl(request.crawlID)
+        stats = self._store.stats(crawl, request.key, self._clock())
+        return pb.Stats(size=stats.size, inProcess=stats.in_process,
+                        counts={"completed": stats.completed,
+                                "active_queues": stats.active_queues},
+                        numberOfQueues=stats.queues, crawlID=crawl)
+
+    async def DeleteQueue(self, request: pb.QueueWithinCrawlParams, context: object) -> pb.Long:
+        self._count("DeleteQueue")
+        return pb.Long(value=self._store.delete_queue(_crawl(request.crawlID), request.key))
+
+    async def BlockQueueUntil(self, request: pb.BlockQueueParams, context: object) -> pb.Empty:
+        self._count("BlockQueueUntil")
+        self._store.block(_crawl(request.crawlID), request.key, float(request.time))
+        return pb.Empty()
+
+    async def SetActive(self, request: pb.Active, context: object) -> pb.Empty:
+        self._count("SetActive")
+        self._store.set_active(self.node if request.local else None, request.state)
+        return pb.Empty()
+
+    async def GetActive(self, request: pb.Local, context: object) -> pb.Boolean:
+        self._count("GetActive")
+        return pb.Boolean(state=self._store.active(
+            self.node if request.local else None, self._clock() - NODE_GONE_S))
+
+    async def SetDelay(self, request: pb.QueueDelayParams, context: object) -> pb.Empty:
+        self._count("SetDelay")
+        self._store.set_delay(_crawl(request.crawlID), request.key,
+                              float(request.delay_requestable))
+        return pb.Empty()
+
+    async def SetLogLevel(self, request: pb.LogLevelParams, context: object) -> pb.Empty:
+        self._count("SetLogLevel")
+        level = {pb.LogLevelParams.TRACE: logging.DEBUG, pb.LogLevelParams.DEBUG: logging.DEBUG,
+                 pb.LogLevelParams.INFO: logging.INFO, pb.LogLevelParams.WARN: logging.WARNING,
+                 pb.LogLevelParams.ERROR: logging.ERROR}.get(request.level, logging.INFO)
+        logging.getLogger(request.package or None).setLevel(level)
+        return pb.Empty()
+
+    async def SetCrawlLimit(self, request: pb.CrawlLimitParams, context: object) -> pb.Empty:
+        self._count("SetCrawlLimit")
+        self._store.set_limit(_crawl(request.crawlID), request.key, request.limit)
+        return pb.Empty()
+
+    async def GetURLStatus(self, request: pb.URLStatusRequest,
+                           context: grpc.aio.ServicerContext) -> pb.URLItem:
+        self._count("GetURLStatus")
+        stored = self._store.status(_crawl(request.crawlID), request.url, request.key)
+        if stored is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND,
+                                f"{request.url} is not in crawl {_crawl(request.crawlID)}")
+        assert stored is not None  # abort raises
+        return _item(stored)
+
+    async def ListURLs(self, request: pb.ListUrlParams, context: object
+                       ) -> AsyncIterator[pb.URLItem]:
+        self._count("ListURLs")
+        size = min(request.size or 100, MAX_PAGE)
+        found = self._store.urls(_crawl(request.crawlID), request.key, start=request.start,
+                                 size=size,
+                                 contains=request.filter if request.HasField("filter") else None,
+                                 ignore_case=request.ignoreCase)
+        for stored in found:
+            yield _item(stored)
+
+    async def CountURLs(self, request: pb.CountUrlParams, context: object) -> pb.Long:
+        self._count("CountURLs")
+        return pb.Long(value=self._store.count(
+            _crawl(request.crawlID), request.key,
+            contains=request.filter if request.HasField("filter") else None,
+            ignore_case=request.ignoreCase))
+
+    async def PurgeURLs(self, request: pb.PurgeUrlParams, context: object) -> pb.Long:
+        self._count("PurgeURLs")
+        before = self._clock() - request.days * 86_400.0
+        return pb.Long(value=self._store.purge(_crawl(request.crawlID), request.key, before))
+
+
+@dataclass(frozen=True, slots=True)
+class PolitenessOptions:
+    store: str
+    agent: str
+    user_agent: str
+    default_delay_s: float
+    max_crawl_delay_s: float
+    on_401_403: str
+    allow_private: bool
+    allow_networks: Sequence[Network]
+    connect_timeout_s: float
+    read_timeout_s: float
+
+
+@contextlib.asynccontextmanager
+async def open_politeness(options: PolitenessOptions | None
+                          ) -> AsyncIterator[Politeness | None]:
+    """The politeness driver on the frontier's store (robots.txt, slots, delays kept in
+    the same SQLite file as the URLs), or ``None`` (``--robots off``)."""
+    if options is None:
+        yield None
+        return
+    clock = WallClock()  # the API's times are seconds since the epoch
+    store = open_store(options.store, clock, knob="--store")
+    try:
+        hosts = PublicHosts(clock, allowed=options.allow_networks)
+        client = create_client(guard=None if options.allow_private else hosts,
+                               connect_timeout_s=options.connect_timeout_s,
+                               read_timeout_s=options.read_timeout_s,
+                               headers=RequestHeaders(options.user_agent))
+        try:
+            policy = FetchPolicy(unauthorized=UnauthorizedMeans(options.on_401_403))
+            robots = RobotsFetcher(client, store, clock, agent=options.agent, policy=policy,
+                                   allow_private=options.allow_private, public_hosts=hosts)
+            yield Politeness(robots, store, clock, agent=options.agent,
+                             default_delay_s=options.default_delay_s,
+                             max_crawl_delay_s=options.max_crawl_delay_s,
+                             allow_private=options.allow_private, public_hosts=hosts,
+                             private_hint="--allow-private or --allow-network")
+        finally:
+            await client.aclose()
+    finally:
+        await store.close()
+
+
+def metrics_text(service: FrontierService, store: URLs) -> str:
+    """The counters and the frontier's sizes in Prometheus's text format (0.0.4)."""
+    c = service.counters
+    lines = [
+        "# HELP polite_frontier_put_total URLs received by PutURLs and PutDiscovered",
+        "# TYPE polite_frontier_put_total counter",
+        f'polite_frontier_put_total{{status="ok"}} {c.put_ok}',
+        f'polite_frontier_put_total{{status="skipped"}} {c.put_skipped}',
+        f'polite_frontier_put_total{{status="fail"}} {c.put_failed}',
+        "# HELP polite_frontier_handed_out_total URLs handed out by GetURLs",
+        "# TYPE polite_frontier_handed_out_total counter",
+        f"polite_frontier_handed_out_total {c.handed_out}",
+        "# HELP polite_frontier_refused_total URLs completed unfetched: robots.txt or the "
+        "address refused them",
+        "# TYPE polite_frontier_refused_total counter",
+        f"polite_frontier_refused_total {c.refused}",
+        "# HELP polite_frontier_waits_total queues passed over by GetURLs: their host's "
+        "delay had not passed",
+        "# TYPE polite_frontier_waits_total counter",
+        f"polite_frontier_waits_total {c.waited}",
+        "# HELP polite_frontier_rpc_total calls per RPC",
+        "# TYPE polite_frontier_rpc_total counter",
+        *(f'polite_frontier_rpc_total{{rpc="{name}"}} {count}'
+          for name, count in sorted(c.by_rpc.items())),
+        "# HELP polite_frontier_urls URLs in the frontier by crawl and state",
+        "# TYPE polite_frontier_urls gauge",
+    ]
+    now = service.now()
+    for crawl in store.crawls():
+        stats = store.stats(crawl, "", now)
+        label = crawl.replace("\\", "\\\\").replace('"', '\\"')
+        lines += [f'polite_frontier_urls{{crawl="{label}",state="queued"}} {stats.size}',
+                  f'polite_frontier_urls{{crawl="{label}",state="in_process"}} '
+                  f"{stats.in_process}",
+                  f'polite_frontier_urls{{crawl="{label}",state="completed"}} '
+                  f"{stats.completed}"]
+    return "\n".join(lines) + "\n"
+
+
+async def _serve_metrics(service: FrontierService, store: URLs, host: str, port: int
+                         ) -> asyncio.Server:
+    """GET /metrics on its own port: one short answer a connection, bounded request."""
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            path = head.split(b" ", 2)[1] if head.count(b" ") >= 2 else b""
+            if head.startswith(b"GET ") and path.split(b"?")[0] == b"/metrics":
+                body, status = metrics_text(service, store).encode(), b"200 OK"
+            else:
+                body, status = b"not found: GET /metrics\n", b"404 Not Found"
+            writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Type: text/plain; "
+                         b"version=0.0.4; charset=utf-8\r\nContent-Length: "
+                         + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n"
+                         + body)
+            await writer.drain()
+        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
+                ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    return await asyncio.start_server(answer, host, port, limit=16 * 1024)
+
+
+async def _beat(service: FrontierService, store: URLs) -> None:
+    while True:
+        store.beat(service.node, service.now())
+        await asyncio.sleep(BEAT_S)
+
+
+async def serve(service: FrontierService, store: URLs, host: str, port: int,
+                ready: Callable[[int, int | None], None], *,
+                metrics_port: int | None = None) -> None:
+    """Serve until cancelled; ``ready`` is told the ports once they listen. The node is
+    named HOST:PORT in the store while it runs (ListNodes)."""
+    server = grpc.aio.server(options=[("grpc.max_receive_message_length", 16 * 1024 * 1024)])
+    pb_grpc.add_URLFrontierServicer_to_server(service, server)  # type: ignore[no-untyped-call]
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise OSError(f"cannot listen on {host}:{port}")
+    metrics = None
+    if metrics_port is not None:
+        metrics = await _serve_metrics(service, store, host, metrics_port)
+    service.node = f"{host}:{bound}"
+    store.beat(service.node, service.now())
+    beating = asyncio.create_task(_beat(service, store))
+    await server.start()
+    ready(bound, None if metrics is None else metrics.sockets[0].getsockname()[1])
+    try:
+        await server.wait_for_termination()
+    finally:
+        beating.cancel()
+        if metrics is not None:
+            metrics.close()
+        await server.stop(grace=1.0)
+        store.leave(service.node)

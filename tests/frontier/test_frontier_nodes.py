@@ -1,0 +1,66 @@
+"""Two ``polite frontier serve`` nodes on one store: ListNodes names both, and one killed
+with SIGKILL loses no URL: the URLs it had handed out come back to the other once their
+leases lapse."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+from pathlib import Path
+
+import grpc
+import pytest
+
+from tests.frontier.frontier_client import frontier_process, stubs
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+def test_a_node_killed_loses_no_url(kind: str, tmp_path: Path,
+                                    request: pytest.FixtureRequest) -> None:
+    pb, pb_grpc = stubs(tmp_path.parent / "stubs")
+    store = f"sqlite:///{tmp_path / 'f.sqlite'}" if kind == "sqlite" else \
+        f"{request.getfixturevalue('redis_url')}?prefix=n{uuid.uuid4().hex[:10]}:"
+    options = ("--store", store, "--robots", "off", "--default-delay-s", "0")
+    urls = {f"http://h{h}.example/{i}" for h in range(5) for i in range(10)}
+    with frontier_process(*options) as (address_a, node_a), \
+            frontier_process(*options) as (address_b, _), \
+            grpc.insecure_channel(address_a) as channel_a, \
+            grpc.insecure_channel(address_b) as channel_b:
+        a, b = pb_grpc.URLFrontierStub(channel_a), pb_grpc.URLFrontierStub(channel_b)
+        acks = list(a.PutURLs(iter(
+            pb.URLItem(discovered=pb.DiscoveredURLItem(info=pb.URLInfo(url=u)))
+            for u in sorted(urls))))
+        assert len(acks) == len(urls)
+        assert sorted(b.ListNodes(pb.Empty()).values) == sorted([address_a, address_b])
+        # the cluster's state: off everywhere, then on; local: this node's only
+        b.SetActive(pb.Active(state=False))
+        assert a.GetActive(pb.Local(local=True)).state is False
+        b.SetActive(pb.Active(state=True))
+        b.SetActive(pb.Active(state=False, local=True))
+        assert a.GetActive(pb.Local(local=True)).state is True
+        assert b.GetActive(pb.Local()).state is False
+        b.SetActive(pb.Active(state=True, local=True))
+        # A hands out half the URLs and dies before sending any back
+        taken_by_a = [u.url for u in a.GetURLs(pb.GetParams(
+            max_urls_per_queue=5, delay_requestable=2))]
+        assert len(taken_by_a) == 25
+        os.kill(node_a.pid, signal.SIGKILL)
+        node_a.wait(10)
+        handed: list[str] = []
+        deadline = time.monotonic() + 60
+        while len(handed) < len(urls):  # A's leases lapse two seconds on
+            assert time.monotonic() < deadline, (len(handed), sorted(urls - set(handed)))
+            got = [u.url for u in b.GetURLs(pb.GetParams(max_urls_per_queue=10,
+                                                         delay_requestable=60))]
+            handed += got
+            if not got:
+                time.sleep(0.1)
+        assert sorted(handed) == sorted(urls)  # each once, none lost
+        assert set(taken_by_a) <= set(handed)
+        while address_a in b.ListNodes(pb.Empty()).values:  # gone once it stops beating
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        assert list(b.ListNodes(pb.Empty()).values) == [address_b]
+        assert b.CountURLs(pb.CountUrlParams(key="h0.example")).value == 10

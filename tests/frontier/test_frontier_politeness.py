@@ -1,0 +1,133 @@
+"""``polite frontier serve`` with its politeness on: a crawler's loop (GetURLs, fetch,
+PutURLs with the page's links) crawls two loopback sites whose robots.txt disallows a path
+and asks a Crawl-delay. At the sites: nothing disallowed is requested, robots.txt once, and
+no two pages of a site come closer than its delay."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.frontier.frontier_client import frontier, stubs
+from tests.sites import Reply, Site, serve
+
+DELAY_S = 1.0
+ROBOTS = f"User-agent: *\nDisallow: /private\nCrawl-delay: {DELAY_S:g}\n".encode()
+LINKS = {"/": ["/a", "/b", "/private/x"], "/a": ["/c", "/private/y", "/"], "/b": ["/c"],
+         "/c": ["/a"]}
+
+
+def _site(host: str) -> Site:
+    def page(path: str) -> Reply:
+        links = "".join(f'<a href="{link}">{link}</a>' for link in LINKS[path])
+        return Reply(200, f"<html><body>{links}</body></html>".encode(),
+                     {"Content-Type": "text/html"})
+
+    routes: dict[str, Any] = {"/robots.txt": Reply(200, ROBOTS)}
+    routes.update({path: page(path) for path in LINKS})
+    routes.update({"/private/x": Reply(200, b"secret"), "/private/y": Reply(200, b"secret")})
+    return Site(host, routes=routes)
+
+
+def _crawl(client: Any, pb: Any, seeds: list[str]) -> int:
+    """The loop of a crawler on the URL Frontier; how many pages it fetched."""
+    def discovered(url: str) -> Any:
+        return pb.URLItem(discovered=pb.DiscoveredURLItem(info=pb.URLInfo(url=url)))
+
+    assert all(a.status == pb.AckMessage.OK
+               for a in client.PutURLs(iter([discovered(u) for u in seeds])))
+    fetched = 0
+    deadline = time.monotonic() + 120
+    with httpx.Client(trust_env=False, timeout=30) as http:
+        while True:
+            assert time.monotonic() < deadline, "the crawl did not end"
+            got = list(client.GetURLs(pb.GetParams(max_urls_per_queue=10, max_queues=10,
+                                                   delay_requestable=60,
+                                                   anyCrawlID=pb.AnyCrawlID())))
+            for info in got:
+                page = http.get(info.url)
+                fetched += 1
+                base = info.url.split("/", 3)
+                links = [f"{base[0]}//{base[2]}{href}"
+                         for href in re.findall(r'href="([^"]+)"', page.text)]
+                done = pb.URLItem(known=pb.KnownURLItem(info=info))
+                acks = list(client.PutURLs(iter([done, *map(discovered, links)])))
+                assert all(a.status == pb.AckMessage.OK for a in acks)
+            if not got:
+                stats = client.GetStats(pb.QueueWithinCrawlParams())
+                if stats.size == 0 and stats.inProcess == 0:
+                    return fetched
+                time.sleep(0.05)  # a crawler asks again a little later
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+def test_a_crawl_keeps_robots_txt_and_the_crawl_delay_at_the_sites(
+        kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    pb = stubs(tmp_path.parent / "stubs")[0]
+    store = f"sqlite:///{tmp_path / 'f.sqlite'}" if kind == "sqlite" else \
+        f"{request.getfixturevalue('redis_url')}?prefix=p{uuid.uuid4().hex[:10]}:"
+    ip = 1 if kind == "sqlite" else 5
+    sites = [_site(f"127.0.147.{ip}"), _site(f"127.0.147.{ip + 1}")]
+    with serve(sites[0]), serve(sites[1]), frontier(
+            tmp_path, "--store", store, "--allow-private", "--default-delay-s", "0") as client:
+        fetched = _crawl(client, pb, [site.origin + "/" for site in sites])
+        private = sites[0].origin + "/private/x"
+        status = client.GetURLStatus(pb.URLStatusRequest(url=private))
+        listed = list(client.ListURLs(pb.ListUrlParams(key=sites[1].host, filter="private")))
+        stats = client.GetStats(pb.QueueWithinCrawlParams(key=sites[0].host))
+    assert fetched == 8
+    for site in sites:
+        paths = [path for _, path in site.arrivals]
+        assert not [p for p in paths if p.startswith("/private")], paths
+        assert paths.count("/robots.txt") == 1, paths
+        assert sorted(p for p in paths if p != "/robots.txt") == sorted(LINKS), paths
+        pages = sorted(at for at, path in site.arrivals if path != "/robots.txt")
+        gaps = [b - a for a, b in itertools.pairwise(pages)]
+        assert min(gaps) >= DELAY_S, gaps
+    assert status.WhichOneof("item") == "known"  # completed, never to be handed out
+    assert list(status.known.info.metadata["polite.refused"].values) == [
+        "robots.txt disallows it"]
+    assert "Disallow: /private" in status.known.info.metadata["polite.robots_rule"].values[0]
+    assert len(listed) == 2
+    assert all(u.known.info.metadata["polite.refused"].values for u in listed)
+    assert stats.counts["completed"] == 6
+
+
+def test_an_unreadable_robots_txt_holds_the_host_and_a_lapsed_lease_comes_back(
+        tmp_path: Path) -> None:
+    """robots.txt answered 503: nothing of the host is handed out, nor completed, and no
+    page is asked for. A URL of a readable site handed out and never sent back is handed out
+    again once its lease lapses."""
+    pb = stubs(tmp_path.parent / "stubs")[0]
+    down = Site("127.0.147.3", routes={"/robots.txt": Reply(503, b"busy"),
+                                       "/": Reply(200, b"page")})
+    up = Site("127.0.147.4", routes={"/robots.txt": Reply(200, b"User-agent: *\nAllow: /\n"),
+                                     "/": Reply(200, b"page")})
+    with serve(down), serve(up), frontier(
+            tmp_path, "--store", f"sqlite:///{tmp_path / 'f.sqlite'}", "--allow-private",
+            "--default-delay-s", "0") as client:
+        items = [pb.URLItem(discovered=pb.DiscoveredURLItem(info=pb.URLInfo(url=u)))
+                 for u in (down.origin + "/", up.origin + "/")]
+        assert len(list(client.PutURLs(iter(items)))) == 2
+        params = pb.GetParams(max_queues=10, delay_requestable=1)
+        first = [u.url for u in client.GetURLs(params)]
+        assert first == [up.origin + "/"]
+        again: list[str] = []
+        deadline = time.monotonic() + 60
+        while not again:  # the lease of one second lapses
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+            again = [u.url for u in client.GetURLs(params)]
+        assert again == [up.origin + "/"]
+        held = client.GetURLStatus(pb.URLStatusRequest(url=down.origin + "/"))
+    assert held.WhichOneof("item") == "discovered"
+    assert "polite.refused" not in held.discovered.info.metadata
+    assert [p for _, p in down.arrivals if p != "/robots.txt"] == []
+    assert "/robots.txt" in [p for _, p in down.arrivals]

@@ -1,0 +1,78 @@
+"""``polite frontier status`` reads a frontier's store, and ``--metrics-port`` serves its
+counters in Prometheus's text format."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.frontier.frontier_client import environment, frontier, said, stubs
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+def test_status_and_metrics_tell_the_same_counts(kind: str, tmp_path: Path,
+                                                 request: pytest.FixtureRequest) -> None:
+    pb = stubs(tmp_path.parent / "stubs")[0]
+    store = f"sqlite:///{tmp_path / 'f.sqlite'}" if kind == "sqlite" else \
+        f"{request.getfixturevalue('redis_url')}?prefix=s{uuid.uuid4().hex[:10]}:"
+    items = [pb.URLItem(discovered=pb.DiscoveredURLItem(info=pb.URLInfo(url=url)))
+             for url in ("http://a.example/1", "http://a.example/2", "http://b.example/",
+                         "notaurl")]
+    with frontier(tmp_path, "--store", store, "--robots", "off", "--metrics-port",
+                  "0") as client:
+        acks = list(client.PutURLs(iter(items)))
+        assert len(acks) == 4
+        got = list(client.GetURLs(pb.GetParams(key="a.example", max_urls_per_queue=1)))
+        assert len(got) == 1
+        with httpx.Client(trust_env=False, timeout=30) as http:
+            metrics = http.get(said[0])
+            missing = http.get(said[0].replace("/metrics", "/other"))
+        status = subprocess.run(
+            [sys.executable, "-m", "polite", "frontier", "status", "--store", store, "--json"],
+            capture_output=True, text=True, env=environment(), timeout=60, check=True)
+        text = subprocess.run(
+            [sys.executable, "-m", "polite", "frontier", "status", "--store", store],
+            capture_output=True, text=True, env=environment(), timeout=60, check=True)
+    assert metrics.status_code == 200 and missing.status_code == 404
+    assert metrics.headers["content-type"].startswith("text/plain; version=0.0.4")
+    lines = set(metrics.text.splitlines())
+    assert {'polite_frontier_put_total{status="ok"} 3',
+            'polite_frontier_put_total{status="skipped"} 1',
+            "polite_frontier_handed_out_total 1",
+            'polite_frontier_rpc_total{rpc="GetURLs"} 1',
+            'polite_frontier_urls{crawl="DEFAULT",state="queued"} 2',
+            'polite_frontier_urls{crawl="DEFAULT",state="in_process"} 1'} <= lines
+    crawls = json.loads(status.stdout)["crawls"]
+    assert [(c["crawl"], c["queued"], c["in_process"], c["queues"]) for c in crawls] == [
+        ("DEFAULT", 2, 1, 2)]
+    assert [q["key"] for q in crawls[0]["largest_queues"]] == ["a.example", "b.example"]
+    assert "crawl DEFAULT: 2 queued, 1 in process, 0 completed; 2 queues" in text.stdout
+
+
+def test_status_of_a_missing_store_is_an_error(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "polite", "frontier", "status", "--store",
+         f"sqlite:///{tmp_path / 'none.sqlite'}"],
+        capture_output=True, text=True, env=environment(), timeout=60)
+    assert result.returncode == 2
+    assert "no such file" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(("store", "said"), [
+    ("memory://", "SQLite (sqlite:///PATH) or one Redis"),
+    ("redis://127.0.0.1:6379/0?cluster=1", "SQLite (sqlite:///PATH) or one Redis"),
+    ("ftp://x", "--store"),
+    ("redis://127.0.0.1:9/0", "--store redis://127.0.0.1:9/0: "),  # nothing listens
+])
+def test_a_store_it_cannot_use_is_said_without_a_traceback(store: str, said: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "polite", "frontier", "serve", "--port", "0", "--store", store],
+        capture_output=True, text=True, env=environment(), timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert said in result.stderr and "Traceback" not in result.stderr

@@ -76,3 +76,17 @@ def test_a_store_it_cannot_use_is_said_without_a_traceback(store: str, said: str
         capture_output=True, text=True, env=environment(), timeout=60)
     assert result.returncode == 2, result.stderr
     assert said in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.1", "::"])
+def test_beyond_loopback_the_service_refuses_to_start(host: str, tmp_path: Path) -> None:
+    """It asks its clients for nothing: offered beyond the machine, anyone could read and
+    change the crawl's frontier."""
+    result = subprocess.run(
+        [sys.executable, "-m", "polite", "frontier", "serve", "--host", host, "--port", "0",
+         "--store", f"sqlite:///{tmp_path / 'f.sqlite'}"],
+        capture_output=True, text=True, env=environment(), timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert f"--host {host} is not a loopback address" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "f.sqlite").exists()  # refused before anything was made

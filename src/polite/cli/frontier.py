@@ -122,6 +122,18 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
 
 def _serve(args: argparse.Namespace, out: TextIO) -> int:
     resolve(FRONTIER_SERVE, args)
+    from polite.serve import _is_loopback, listen_problem
+
+    problem = listen_problem("--host", args.host)
+    if problem is not None:
+        raise ConfigError(problem)
+    if not _is_loopback(args.host):
+        # Secure by default: the gRPC service asks its clients for nothing, so it is not
+        # offered beyond this machine.
+        raise ConfigError(f"--host {args.host} is not a loopback address: polite frontier "
+                          "serve does not authenticate its clients, so it listens on "
+                          "loopback only (reach it from elsewhere through a tunnel or a "
+                          "proxy that does)")
     _require_extra()
     from polite.fetch.robots import networks
 

@@ -259,7 +259,7 @@ class PathIndex:
         :meth:`lookup` written out inline.
         """
         bounds, segments = self._bounds, self._segments
-        verdicts = (*allow, True)  # payload -1 (no rule) allows
+        verdicts = bytes(allow) + b"\1"  # payload -1 (no rule) allows
         search = bisect_right
 
         def allowed(url: str) -> bool:

@@ -20,6 +20,7 @@ from polite.core.robots.model import (
     IpRule,
     ParseIssue,
     RawRule,
+    RawRules,
     Rule,
 )
 from polite.core.robots.parser import ParsedBody, pattern_path, read_issues
@@ -262,8 +263,8 @@ class _Compiled:
     """One agent's (and egress IP's) view of the file, ready to answer many URLs fast."""
 
     index: PathIndex
-    rules: tuple[RawRule, ...]
-    allow: tuple[bool, ...]
+    rules: Sequence[RawRule]
+    allow: bytes
     denied_by: IpRule | None
     path_of: Callable[[str], str]
     robots_always_allowed: bool
@@ -482,7 +483,7 @@ class RobotsTxt:
         allow, line, value = compiled.rules[i]
         rule = Rule(allow, from_octets(value), line)
         where = f"line {line}" if line else "implicit first rule"
-        return Decision(compiled.allow[i], rule, f"{rule} ({where})", line or None)
+        return Decision(compiled.allow[i] == 1, rule, f"{rule} ({where})", line or None)
 
     def names_agent(self, agent: str) -> bool:
         """Whether a group of the file names ``agent`` itself (not only through ``*``), as
@@ -569,9 +570,11 @@ class RobotsTxt:
         return specific or general
 
     def _select_rules(self, agent: str, ip: str | None, groups: list[Group] | None = None
-                      ) -> list[RawRule]:
+                      ) -> Sequence[RawRule]:
         if groups is None:
             groups = self._select_groups(agent)
+        if len(groups) == 1 and self._body.dialect is not Dialect.REGP:
+            return groups[0].raw_rules  # the usual case: one group, its packed rules shared
         rules = [rule for group in groups for rule in group.raw_rules]
         if self._body.dialect is Dialect.REGP:
             blocks = [b for g in groups for b in g.blocks] + list(self._body.global_blocks)
@@ -661,8 +664,9 @@ class RobotsTxt:
             def check(url: str) -> bool:
                 return always and _is_robots_txt(path_of(url))
 
-        compiled = _Compiled(index, tuple(rules), tuple(allow), denied_by, self._path_of,
-                             always, check)
+        packed = rules if isinstance(rules, RawRules) else RawRules(rules)
+        compiled = _Compiled(index, packed, bytes(allow), denied_by, self._path_of, always,
+                             check)
         return compiled, view_bytes(len(entries), sum(len(e[0]) for e in entries),
                                     index.links)
 

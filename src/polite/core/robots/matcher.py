@@ -4,22 +4,26 @@ Every dialect picks, among the rules that match a path, the one with the highest
 the longest pattern (RFC 9309, Google; Allow wins a tie), the first line (1996 draft) or the
 last line (REGP).
 
-The paths a plain prefix ``K`` matches are one interval of the string order: from ``K`` up
-to ``K`` with its last character incremented. An exact pattern (``K$``) matches the interval
-holding ``K`` alone, and the wildcard patterns whose literal head is ``K`` can only match in
-``K``'s interval. Any two such intervals are nested or apart, so one sweep over their ends
-cuts the string order into segments, each with a fixed answer: the best plain or exact rule
-and the wildcard rules that may still beat it, best first. A lookup is one bisection, then
-those wildcard rules, tried by string search: committing to the leftmost occurrence of each
-literal piece is exact for patterns whose only operator is ``*``, and it never backtracks,
-so matching is linear in the path length whatever the pattern (``/*a*a*a*a*b`` included).
+The paths a plain prefix ``K`` matches are the strings that start with ``K``, one interval
+of the string order. An exact pattern (``K$``) matches ``K`` alone, and the wildcard
+patterns whose literal head is ``K`` can only match in ``K``'s interval. Any two such
+intervals are nested or apart, so each key knows, once for all, the best plain rule in
+force inside it and the key enclosing it. A lookup is one bisection (the nearest key at or
+below the path; when that key does not hold the path, the walk to the key enclosing it
+ends at the one that does, in fewer steps than the path has characters), then the wildcard
+rules of the enclosing heads that may still beat the plain answer, best first, tried by
+string search: committing to the leftmost occurrence of each literal piece is exact for
+patterns whose only operator is ``*``, and it never backtracks, so matching is linear in the
+path length whatever the pattern (``/*a*a*a*a*b`` included).
 """
 
 from __future__ import annotations
 
 import re
+from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
+from itertools import accumulate
 
 __all__ = ["PathIndex", "is_plain", "matches", "wildcard_regex"]
 
@@ -117,40 +121,6 @@ def _needed_literal(rest: str) -> str:
     return max(rest.removesuffix("$").split("*"), key=len)
 
 
-# Sorts after every octet string (paths and patterns are octets, see polite.core.urls).
-_BEYOND = "\U0010ffff"
-
-
-def _end(prefix: str) -> str:
-    """The least string above every string that starts with ``prefix``."""
-    if not prefix:
-        return _BEYOND
-    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
-
-
-# What a segment of the string order answers: the best plain or exact entry's payload and
-# rank (-1 and NO_MATCH for none), and the wildcard members that may beat it, best first,
-# each as (rank, needed literal, whether finding it is the whole test, member) so that
-# trying one costs no attribute lookups. ``/*x`` (or ``*x``) with no other piece, x not
-# starting with "/", matches any path that holds x: no need to call the member.
-Chain = tuple[tuple[int, str, bool, _Member], ...]
-Segment = tuple[int, int, Chain]
-_NOTHING: Segment = (-1, NO_MATCH, ())
-# Where intervals start together, the outer ones come first: a prefix or a wildcard head
-# encloses the exact pattern on the same key (which holds that key alone).
-_PLAIN, _WILD, _EXACT = 0, 1, 2
-
-
-def _merge(chain: Chain, members: list[_Member]) -> Chain:
-    """Wildcard members best first: by rank, then the longer head (the deeper group), then
-    the later rule."""
-    # The enclosing chain's entries are reused, not built again: nested heads would
-    # otherwise cost a new entry per member per level.
-    merged = [*chain, *((m.rank, m.needed, _found_by_needed(m), m) for m in members)]
-    merged.sort(key=lambda e: (e[0], len(e[3].head), e[3].payload), reverse=True)
-    return tuple(merged)
-
-
 def _found_by_needed(member: _Member) -> bool:
     """Whether a path holding ``member.needed`` matches (see Chain)."""
     return (member.starred and not member.anchored and not member.middle
@@ -158,14 +128,29 @@ def _found_by_needed(member: _Member) -> bool:
             and (member.head == "" or (member.head == "/" and member.needed[0] != "/")))
 
 
+# Wildcard members built at once and kept per index: the rules a lookup tries are made
+# ready on first use (a hostile file lists tens of thousands, held as text until then).
+_KEPT_MEMBERS = 512
+
+
 class PathIndex:
     """The highest-ranked matching entry for a path; entries are ``(pattern, rank, payload)``.
 
     With ``wildcards`` false every pattern is a plain prefix (the 1996 draft gives ``*`` and
     ``$`` no meaning).
+
+    Every distinct key (a plain prefix, an exact pattern without its ``$``, a wildcard
+    group's head) is a node, sorted; a node's interval holds the strings that start with its
+    key (an exact-only node, its key alone), and intervals nest. The node a path falls in is
+    found by one bisection and, when the nearest key below the path does not hold it, a walk
+    to the enclosing nodes (at most as long as the path). Each node knows the best plain
+    entry in force there; a wildcard group's members are tried from the deepest group out.
+    Nodes and members are arrays and one string, not an object each: a file of 30,000
+    wildcard lines costs a few bytes per line beside its keys.
     """
 
-    __slots__ = ("_bounds", "_segments", "links")
+    __slots__ = ("_best", "_exact", "_kept", "_keys", "_members", "_prefix", "_rank",
+                 "_rest", "_rest_ends", "_up", "_whole", "_wild_next", "_wild_start")
 
     def __init__(self, entries: Sequence[tuple[str, int, int]], *, wildcards: bool = True) -> None:
         plain: dict[str, tuple[int, int]] = {}
@@ -186,63 +171,130 @@ class PathIndex:
 
         # Wildcard patterns grouped by their literal head (the text before the first "*" or
         # "$"): a group is tried only for paths that start with its head.
-        groups: dict[str, list[_Member]] = {}
+        groups: dict[str, list[tuple[int, int, str]]] = {}
         for pattern, (rank, payload) in wild.items():
             cut = min((i for i in (pattern.find("*"), pattern.find("$")) if i >= 0),
                       default=len(pattern))
-            head = pattern[:cut]
-            groups.setdefault(head, []).append(
-                _Member(rank, payload, pattern, _needed_literal(pattern[cut:]), head))
+            groups.setdefault(pattern[:cut], []).append((rank, payload, pattern[cut:]))
 
-        # Every interval as (start, kind, end, rank, payload), listed kind by kind and sorted
-        # by start alone: the sort is stable, so that kinds stay in order where starts tie.
-        opens = [(key, _PLAIN, _end(key), rank, payload) for key, (rank, payload) in plain.items()]
-        opens += [(head, _WILD, _end(head), 0, 0) for head in groups]
-        opens += [(key, _EXACT, key + "\0", rank, payload)  # key + "\0": the next string
-                  for key, (rank, payload) in exact.items()]
-        opens.sort(key=lambda o: o[0])
+        keys = sorted({*plain, *exact, *groups})
+        n = len(keys)
+        up = array("i", [-1]) * n  # the nearest enclosing prefix node
+        wild_next = array("i", [-1]) * n  # the nearest node at or above with a group
+        best = array("q", [-1]) * n  # the best plain entry in force inside the node
+        best_rank = array("q", [NO_MATCH]) * n
+        # per node: [exact payload, exact rank] (-1 when none) and, for a group, where its
+        # members start in the member arrays (each node's members are best first)
+        exact_at = array("q", [-1, NO_MATCH]) * n
+        wild_start = array("i", [0]) * (n + 1)
+        # per member: rank, payload, and where its needed literal is in the rests' text
+        member_fields = array("q")
+        whole = bytearray()  # whether finding the needed literal is the whole test
+        rests: list[str] = []
+        at_rest = 0
+        prefix = bytearray(n)  # whether a node holds every string starting with its key
+        inside: list[int] = []  # open prefix nodes, outermost first
+        for j, key in enumerate(keys):
+            while inside and not key.startswith(keys[inside[-1]]):
+                inside.pop()
+            parent = inside[-1] if inside else -1
+            up[j] = parent
+            if parent >= 0:
+                best[j], best_rank[j] = best[parent], best_rank[parent]
+                wild_next[j] = wild_next[parent]
+            found = plain.get(key)
+            if found is not None and not best_rank[j] > found[0]:  # a longer key wins ties
+                best[j], best_rank[j] = found[1], found[0]
+            found = exact.get(key)
+            if found is not None:
+                exact_at[2 * j], exact_at[2 * j + 1] = found[1], found[0]
+            members = groups.get(key)
+            if members is not None:
+                members.sort(reverse=True)  # by rank, then the later rule
+                for rank, payload, rest in members:
+                    # where the literal every match holds is, in the text of the rests
+                    found_by = _Member(rank, payload, key + rest, _needed_literal(rest), key)
+                    at = at_rest + rest.find(found_by.needed)
+                    member_fields.extend((rank, payload, at, at + len(found_by.needed)))
+                    whole.append(_found_by_needed(found_by))
+                    rests.append(rest)
+                    at_rest += len(rest)
+                wild_next[j] = j
+            wild_start[j + 1] = len(whole)
+            if key in plain or members is not None:
+                prefix[j] = 1
+                inside.append(j)
+        self._keys = keys
+        self._up = up
+        self._best = best
+        self._rank = best_rank
+        self._exact = exact_at
+        self._wild_next = wild_next
+        self._wild_start = wild_start
+        self._members = member_fields
+        self._whole = bytes(whole)
+        # every member's pattern after its group's head, in one string
+        self._rest = "".join(rests)
+        self._rest_ends = array("I" if len(self._rest) < 1 << 32 else "Q",
+                                accumulate(map(len, rests)))
+        self._prefix = bytes(prefix)
+        self._kept: dict[int, _Member] = {}
 
-        # Where each segment starts, and its answer; of several changes at one place (dicts
-        # keep the order of first insertion, and places only grow), the last holds.
-        marks: dict[str, Segment] = {}
-        inside: list[tuple[str, Segment]] = []  # open intervals: (end, segment inside)
-        current = _NOTHING
-        links = 0  # wildcard entries in all chains: what nested heads cost
-        for start, kind, end, rank, payload in opens:
-            while inside and inside[-1][0] <= start:
-                closed_at = inside.pop()[0]
-                current = inside[-1][1] if inside else _NOTHING
-                marks[closed_at] = current
-            best, best_rank, chain = current
-            if kind == _PLAIN:
-                if not best_rank > rank:  # a longer key wins a tie with its prefix
-                    best, best_rank = payload, rank
-            elif kind == _EXACT:
-                if rank > best_rank:
-                    best, best_rank = payload, rank
-            else:
-                chain = _merge(chain, groups[start])
-                links += len(chain)
-            current = (best, best_rank, chain)
-            inside.append((end, current))
-            marks[start] = current
-        while inside:
-            closed_at = inside.pop()[0]
-            if closed_at != _BEYOND:
-                marks[closed_at] = inside[-1][1] if inside else _NOTHING
-        self._bounds = list(marks)
-        self._segments = [_NOTHING, *marks.values()]
-        self.links = links
+    def _node_of(self, path: str) -> int:
+        """The deepest node whose interval holds ``path``, or -1."""
+        keys, up, prefix = self._keys, self._up, self._prefix
+        j = bisect_right(keys, path) - 1
+        while j >= 0:
+            key = keys[j]
+            if path.startswith(key) and (prefix[j] or len(path) == len(key)):
+                return j
+            j = up[j]
+        return -1
+
+    def _member(self, m: int, head: str) -> _Member:
+        """Member ``m`` (of the group whose head is ``head``) made ready to match."""
+        member = self._kept.get(m)
+        if member is None:
+            ends = self._rest_ends
+            rest = self._rest[ends[m - 1] if m else 0:ends[m]]
+            member = _Member(self._members[4 * m], self._members[4 * m + 1], head + rest,
+                             _needed_literal(rest), head)
+            if len(self._kept) >= _KEPT_MEMBERS:
+                self._kept.clear()
+            self._kept[m] = member
+        return member
+
+    def _wildcards(self, j: int, path: str, best: int, best_rank: int) -> int:
+        """``best`` or the payload of the best wildcard member that matches ``path`` and
+        outranks it, from the groups of node ``j`` and the nodes enclosing it."""
+        keys, members, starts, rest, whole = (self._keys, self._members, self._wild_start,
+                                              self._rest, self._whole)
+        w = self._wild_next[j]
+        while w >= 0:
+            for m in range(starts[w], starts[w + 1]):
+                rank = members[4 * m]
+                if rank <= best_rank:
+                    break
+                if rest[members[4 * m + 2]:members[4 * m + 3]] in path and (
+                        whole[m] or self._member(m, keys[w]).matches(path)):
+                    best, best_rank = members[4 * m + 1], rank
+                    break
+            parent = self._up[w]
+            w = self._wild_next[parent] if parent >= 0 else -1
+        return best
 
     def lookup(self, path: str) -> int:
         """The payload of the best matching entry, or -1 when none matches."""
-        best, best_rank, chain = self._segments[bisect_right(self._bounds, path)]
-        for rank, needed, whole, member in chain:
-            if rank <= best_rank:
-                break
-            if needed in path and (whole or member.matches(path)):
-                return member.payload
-        return best
+        j = self._node_of(path)
+        if j < 0:
+            return -1
+        best, best_rank = self._best[j], self._rank[j]
+        exact = self._exact
+        if exact[2 * j + 1] > best_rank and len(path) == len(self._keys[j]):
+            best, best_rank = exact[2 * j], exact[2 * j + 1]
+        if self._wild_next[j] < 0:
+            return best
+        return self._wildcards(j, path, best, best_rank)
 
     def checker(
         self,
@@ -258,21 +310,29 @@ class PathIndex:
         that path as group 1; other URLs go through ``path_of``. The lookup is
         :meth:`lookup` written out inline.
         """
-        bounds, segments = self._bounds, self._segments
+        keys, up, prefix = self._keys, self._up, self._prefix
+        best_of, rank_of, exact, wild_next = self._best, self._rank, self._exact, self._wild_next
+        wildcards = self._wildcards
         verdicts = bytes(allow) + b"\1"  # payload -1 (no rule) allows
         search = bisect_right
 
         def allowed(url: str) -> bool:
             m = fast_path(url)
             path = path_of(url) if m is None else m[1]
-            best, best_rank, chain = segments[search(bounds, path)]
-            if chain:  # most segments have no wildcard rule to try
-                for rank, needed, whole, member in chain:
-                    if rank <= best_rank:
-                        break
-                    if needed in path and (whole or member.matches(path)):
-                        best = member.payload
-                        break
+            j = search(keys, path) - 1
+            while j >= 0:
+                key = keys[j]
+                if path.startswith(key) and (prefix[j] or len(path) == len(key)):
+                    break
+                j = up[j]
+            if j < 0:
+                best = -1
+            else:
+                best, best_rank = best_of[j], rank_of[j]
+                if exact[2 * j + 1] > best_rank and len(path) == len(keys[j]):
+                    best, best_rank = exact[2 * j], exact[2 * j + 1]
+                if wild_next[j] >= 0:  # most nodes have no wildcard rule to try
+                    best = wildcards(j, path, best, best_rank)
             if verdicts[best]:
                 return True
             return robots_txt_allowed and (path == "/robots.txt"

@@ -667,8 +667,7 @@ class RobotsTxt:
         packed = rules if isinstance(rules, RawRules) else RawRules(rules)
         compiled = _Compiled(index, packed, bytes(allow), denied_by, self._path_of, always,
                              check)
-        return compiled, view_bytes(len(entries), sum(len(e[0]) for e in entries),
-                                    index.links)
+        return compiled, view_bytes(len(entries), sum(len(e[0]) for e in entries))
 
 
 

@@ -10,7 +10,7 @@ patterns whose literal head is ``K`` can only match in ``K``'s interval. Any two
 intervals are nested or apart, so each key knows, once for all, the best plain rule in
 force inside it and the key enclosing it. A lookup is one bisection (the nearest key at or
 below the path; when that key does not hold the path, the walk to the key enclosing it
-ends at the one that does, in fewer steps than the path has characters), then the wildcard
+ends at the one that does, in fewer steps than that key has characters), then the wildcard
 rules of the enclosing heads that may still beat the plain answer, best first, tried by
 string search: committing to the leftmost occurrence of each literal piece is exact for
 patterns whose only operator is ``*``, and it never backtracks, so matching is linear in the
@@ -25,7 +25,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from itertools import accumulate
 
-__all__ = ["PathIndex", "is_plain", "matches", "wildcard_regex"]
+__all__ = ["KEPT_MEMBERS", "PathIndex", "is_plain", "matches", "wildcard_regex"]
 
 NO_MATCH = -(1 << 62)
 
@@ -128,9 +128,15 @@ def _found_by_needed(member: _Member) -> bool:
             and (member.head == "" or (member.head == "/" and member.needed[0] != "/")))
 
 
-# Wildcard members built at once and kept per index: the rules a lookup tries are made
-# ready on first use (a hostile file lists tens of thousands, held as text until then).
-_KEPT_MEMBERS = 512
+# Wildcard members that may beat a node's plain answer, best first, each as (rank, needed
+# literal, whether finding it is the whole test, member) so that trying one costs no
+# attribute lookups. ``/*x`` (or ``*x``) with no other piece, x not starting with "/",
+# matches any path that holds x: no need to call the member.
+Chain = tuple[tuple[int, str, bool, _Member], ...]
+
+# Wildcard members made ready to match and kept per index (in chains, and one by one for
+# chains longer than this): a hostile file lists tens of thousands, held as text until tried.
+KEPT_MEMBERS = 512
 
 
 class PathIndex:
@@ -149,8 +155,9 @@ class PathIndex:
     wildcard lines costs a few bytes per line beside its keys.
     """
 
-    __slots__ = ("_best", "_exact", "_kept", "_keys", "_members", "_prefix", "_rank",
-                 "_rest", "_rest_ends", "_up", "_whole", "_wild_next", "_wild_start")
+    __slots__ = ("_best", "_chained", "_chains", "_exact", "_kept", "_keys", "_members",
+                 "_prefix", "_rank", "_rest", "_rest_ends", "_up", "_whole", "_wild_next",
+                 "_wild_start")
 
     def __init__(self, entries: Sequence[tuple[str, int, int]], *, wildcards: bool = True) -> None:
         plain: dict[str, tuple[int, int]] = {}
@@ -181,11 +188,13 @@ class PathIndex:
         n = len(keys)
         up = array("i", [-1]) * n  # the nearest enclosing prefix node
         wild_next = array("i", [-1]) * n  # the nearest node at or above with a group
-        best = array("q", [-1]) * n  # the best plain entry in force inside the node
-        best_rank = array("q", [NO_MATCH]) * n
+        # Lists, not arrays, where a lookup reads: their numbers are read without boxing,
+        # and most are the same few objects (-1, NO_MATCH, small ranks).
+        best = [-1] * n  # the best plain entry in force inside the node
+        best_rank = [NO_MATCH] * n
         # per node: [exact payload, exact rank] (-1 when none) and, for a group, where its
         # members start in the member arrays (each node's members are best first)
-        exact_at = array("q", [-1, NO_MATCH]) * n
+        exact_at = [-1, NO_MATCH] * n
         wild_start = array("i", [0]) * (n + 1)
         # per member: rank, payload, and where its needed literal is in the rests' text
         member_fields = array("q")
@@ -239,6 +248,8 @@ class PathIndex:
                                 accumulate(map(len, rests)))
         self._prefix = bytes(prefix)
         self._kept: dict[int, _Member] = {}
+        self._chains: dict[int, Chain] = {}  # by the deepest group's node
+        self._chained = 0  # members in the kept chains
 
     def _node_of(self, path: str) -> int:
         """The deepest node whose interval holds ``path``, or -1."""
@@ -251,43 +262,90 @@ class PathIndex:
             j = up[j]
         return -1
 
-    def _member(self, m: int, head: str) -> _Member:
-        """Member ``m`` (of the group whose head is ``head``) made ready to match."""
-        member = self._kept.get(m)
-        if member is None:
-            ends = self._rest_ends
-            rest = self._rest[ends[m - 1] if m else 0:ends[m]]
-            member = _Member(self._members[4 * m], self._members[4 * m + 1], head + rest,
-                             _needed_literal(rest), head)
-            if len(self._kept) >= _KEPT_MEMBERS:
-                self._kept.clear()
-            self._kept[m] = member
-        return member
+    def _chain(self, w: int) -> Chain | None:
+        """The wildcard members of node ``w``'s group and of the groups enclosing it, best
+        first, made ready to match; kept, a few hundred members in all (``None`` for a
+        chain longer than that: its members are then tried from the arrays)."""
+        chain = self._chains.get(w)
+        if chain is not None:
+            return chain
+        keys, members, starts, up, wild_next = (self._keys, self._members, self._wild_start,
+                                                self._up, self._wild_next)
+        nodes = []
+        g = w
+        while g >= 0:
+            nodes.append(g)
+            g = wild_next[up[g]] if up[g] >= 0 else -1
+        count = sum(starts[g + 1] - starts[g] for g in nodes)
+        if count > KEPT_MEMBERS:
+            return None
+        ends, text = self._rest_ends, self._rest
+        found: list[tuple[int, int, int, _Member]] = []
+        for g in nodes:
+            head = keys[g]
+            for m in range(starts[g], starts[g + 1]):
+                rest = text[ends[m - 1] if m else 0:ends[m]]
+                member = _Member(members[4 * m], members[4 * m + 1], head + rest,
+                                 _needed_literal(rest), head)
+                found.append((member.rank, len(head), member.payload, member))
+        # by rank, then the longer head (the deeper group), then the later rule
+        found.sort(key=lambda f: f[:3], reverse=True)
+        chain = tuple((m.rank, m.needed, _found_by_needed(m), m) for *_, m in found)
+        if self._chained + count > KEPT_MEMBERS:
+            self._chains.clear()
+            self._chained = 0
+        self._chains[w] = chain
+        self._chained += count
+        return chain
 
     def _wildcards(self, j: int, path: str, best: int, best_rank: int) -> int:
         """``best`` or the payload of the best wildcard member that matches ``path`` and
         outranks it, from the groups of node ``j`` and the nodes enclosing it."""
-        keys, members, starts, rest, whole = (self._keys, self._members, self._wild_start,
-                                              self._rest, self._whole)
         w = self._wild_next[j]
-        while w >= 0:
+        chain = self._chain(w)
+        if chain is not None:
+            for rank, needed, whole, member in chain:
+                if rank <= best_rank:
+                    break
+                if needed in path and (whole or member.matches(path)):
+                    return member.payload
+            return best
+        keys, members, starts, rest, whole_test = (self._keys, self._members,
+                                                   self._wild_start, self._rest, self._whole)
+        while w >= 0:  # a long chain: from the deepest group out, each best first
             for m in range(starts[w], starts[w + 1]):
                 rank = members[4 * m]
                 if rank <= best_rank:
                     break
                 if rest[members[4 * m + 2]:members[4 * m + 3]] in path and (
-                        whole[m] or self._member(m, keys[w]).matches(path)):
+                        whole_test[m] or self._member(m, keys[w]).matches(path)):
                     best, best_rank = members[4 * m + 1], rank
                     break
             parent = self._up[w]
             w = self._wild_next[parent] if parent >= 0 else -1
         return best
 
+    def _member(self, m: int, head: str) -> _Member:
+        """Member ``m`` (of the group whose head is ``head``) made ready to match, for
+        chains too long to keep; the last few hundred kept."""
+        member = self._kept.get(m)
+        if member is None:
+            ends = self._rest_ends
+            rest = self._rest[ends[m - 1] if m else 0:ends[m]]
+            member = _Member(self._members[4 * m], self._members[4 * m + 1], head + rest,
+                             _needed_literal(rest), head)
+            if len(self._kept) >= KEPT_MEMBERS:
+                self._kept.clear()
+            self._kept[m] = member
+        return member
+
     def lookup(self, path: str) -> int:
         """The payload of the best matching entry, or -1 when none matches."""
         j = self._node_of(path)
-        if j < 0:
-            return -1
+        return -1 if j < 0 else self._finish(j, path)
+
+    def _finish(self, j: int, path: str) -> int:
+        """The payload of the best entry matching ``path``, which node ``j`` holds."""
         best, best_rank = self._best[j], self._rank[j]
         exact = self._exact
         if exact[2 * j + 1] > best_rank and len(path) == len(self._keys[j]):
@@ -310,10 +368,17 @@ class PathIndex:
         that path as group 1; other URLs go through ``path_of``. The lookup is
         :meth:`lookup` written out inline.
         """
-        keys, up, prefix = self._keys, self._up, self._prefix
-        best_of, rank_of, exact, wild_next = self._best, self._rank, self._exact, self._wild_next
-        wildcards = self._wildcards
+        keys, up, exact, wild_next = self._keys, self._up, self._exact, self._wild_next
         verdicts = bytes(allow) + b"\1"  # payload -1 (no rule) allows
+        # Per node, its answer where only plain rules decide (bit 1), whether it holds more
+        # than its key (2) and whether an exact or wildcard rule may change the answer (4):
+        # most lookups read this byte alone.
+        state = bytes(verdicts[best] | (2 if holds else 0)
+                      | (4 if exact[2 * j] >= 0 or wild_next[j] >= 0 else 0)
+                      for j, (best, holds) in enumerate(zip(self._best, self._prefix,
+                                                           strict=True)))
+        best_of, rank_of, chains = self._best, self._rank, self._chains
+        chain_of, wildcards = self._chain, self._wildcards
         search = bisect_right
 
         def allowed(url: str) -> bool:
@@ -321,20 +386,32 @@ class PathIndex:
             path = path_of(url) if m is None else m[1]
             j = search(keys, path) - 1
             while j >= 0:
-                key = keys[j]
-                if path.startswith(key) and (prefix[j] or len(path) == len(key)):
-                    break
+                if path.startswith(keys[j]):
+                    node = state[j]
+                    if node & 2 or len(path) == len(keys[j]):
+                        if node & 4:  # an exact or a wildcard rule may change the answer
+                            best, best_rank = best_of[j], rank_of[j]
+                            if exact[2 * j + 1] > best_rank and len(path) == len(keys[j]):
+                                best, best_rank = exact[2 * j], exact[2 * j + 1]
+                            w = wild_next[j]
+                            if w >= 0:
+                                chain = chains.get(w) or chain_of(w)
+                                if chain is None:
+                                    best = wildcards(j, path, best, best_rank)
+                                else:
+                                    for rank, needed, whole, member in chain:
+                                        if rank <= best_rank:
+                                            break
+                                        if needed in path and (whole or member.matches(path)):
+                                            best = member.payload
+                                            break
+                            node = verdicts[best]
+                        if node & 1:
+                            return True
+                        break
                 j = up[j]
-            if j < 0:
-                best = -1
             else:
-                best, best_rank = best_of[j], rank_of[j]
-                if exact[2 * j + 1] > best_rank and len(path) == len(keys[j]):
-                    best, best_rank = exact[2 * j], exact[2 * j + 1]
-                if wild_next[j] >= 0:  # most nodes have no wildcard rule to try
-                    best = wildcards(j, path, best, best_rank)
-            if verdicts[best]:
-                return True
+                return True  # no rule matches
             return robots_txt_allowed and (path == "/robots.txt"
                                            or path.startswith("/robots.txt?"))
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from polite.core.robots.matcher import PathIndex, wildcard_regex
+from polite.core.robots.matcher import KEPT_MEMBERS, PathIndex, wildcard_regex
 from polite.core.robots.model import (
     AgentRules,
     Block,
@@ -53,14 +53,16 @@ _MAX_CACHED_AGENTS = 64
 
 # What a parsed file and the matchers built from it hold, in bytes, as tracemalloc measured
 # them on CPython 3.11 (tests/core/robots/test_compiled_once.py keeps these upper bounds
-# true): a rule, field or issue line as parsed, a Content-Usage or Content-Signal line's
-# statement on top of that, a rule in a compiled matcher, a character of a pattern (each
-# stored once or twice) and an entry of a wildcard chain.
+# true): a field or issue line as parsed, an Allow/Disallow line as parsed (packed, its
+# characters apart), a Content-Usage or Content-Signal line's statement on top of a field,
+# a rule in a compiled matcher, a character of a pattern (each stored once or twice), and a
+# wildcard rule a matcher keeps ready to match (a few hundred at most, see PathIndex).
 _PARSED_BYTES_PER_LINE = 240
-_VIEW_BYTES_PER_RULE = 720
+_PARSED_BYTES_PER_RULE = 24
+_VIEW_BYTES_PER_RULE = 192
 _PARSED_BYTES_PER_USAGE = 512
-_BYTES_PER_CHAR = 2
-_BYTES_PER_LINK = 8
+_BYTES_PER_CHAR = 3
+_BYTES_PER_KEPT_MEMBER = 256
 _BASE_BYTES = 4096
 # The matchers of one file (one per distinct group selection, per kind) may hold this many
 # times what matchers over all of the file's rules cost (agents whose groups overlap, as
@@ -179,12 +181,11 @@ _REQUEST_PATHS: dict[Dialect, Callable[[str], str]] = {
     dialect: partial(request_path, dialect) for dialect in Dialect}
 
 
-def view_bytes(rules: int, chars: int, links: int = 0) -> int:
+def view_bytes(rules: int, chars: int) -> int:
     """An upper bound of the bytes a matcher (a view, see :meth:`RobotsTxt.view`) over
-    ``rules`` rules of ``chars`` characters in all holds; ``links``: the entries of its
-    wildcard chains (:attr:`PathIndex.links`)."""
+    ``rules`` rules of ``chars`` characters in all holds."""
     return (_BASE_BYTES + rules * _VIEW_BYTES_PER_RULE + chars * _BYTES_PER_CHAR
-            + links * _BYTES_PER_LINK)
+            + min(rules, KEPT_MEMBERS) * _BYTES_PER_KEPT_MEMBER)
 
 
 def _always_allowed(url: str) -> bool:
@@ -370,7 +371,8 @@ class RobotsTxt:
                 lines += len(block.directives)
                 rules += len(block.raw_rules) + len(block.raw_scope)
             lines += len(body.global_directives) + len(body.raw_issues) + len(body.sitemaps)
-            parsed = (_BASE_BYTES + (lines + rules) * _PARSED_BYTES_PER_LINE
+            parsed = (_BASE_BYTES + lines * _PARSED_BYTES_PER_LINE
+                      + rules * _PARSED_BYTES_PER_RULE
                       + usage * _PARSED_BYTES_PER_USAGE + body.size * _BYTES_PER_CHAR)
             # A matcher over every rule, and the AI-usage lines' (two indexes: see
             # polite.core.robots.usage); the characters of either are at most the file's.

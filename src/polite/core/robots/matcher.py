@@ -156,8 +156,8 @@ class PathIndex:
     """
 
     __slots__ = ("_best", "_chained", "_chains", "_exact", "_kept", "_keys", "_members",
-                 "_prefix", "_rank", "_rest", "_rest_ends", "_up", "_whole", "_wild_next",
-                 "_wild_start")
+                 "_prefix", "_rank", "_rest", "_rest_ends", "_segments", "_up", "_whole",
+                 "_wild_next", "_wild_start")
 
     def __init__(self, entries: Sequence[tuple[str, int, int]], *, wildcards: bool = True) -> None:
         plain: dict[str, tuple[int, int]] = {}
@@ -250,6 +250,8 @@ class PathIndex:
         self._kept: dict[int, _Member] = {}
         self._chains: dict[int, Chain] = {}  # by the deepest group's node
         self._chained = 0  # members in the kept chains
+        # per node with a wildcard or exact rule: (plain answer, its rank, chain), as used
+        self._segments: dict[int, tuple[int, int, Chain]] = {}
 
     def _node_of(self, path: str) -> int:
         """The deepest node whose interval holds ``path``, or -1."""
@@ -293,10 +295,24 @@ class PathIndex:
         chain = tuple((m.rank, m.needed, _found_by_needed(m), m) for *_, m in found)
         if self._chained + count > KEPT_MEMBERS:
             self._chains.clear()
+            self._segments.clear()  # they hold chains
             self._chained = 0
         self._chains[w] = chain
         self._chained += count
         return chain
+
+    def _segment(self, j: int) -> tuple[int, int, Chain] | None:
+        """Node ``j``'s plain answer and the wildcard chain that may beat it, for paths
+        other than its key (``None`` for a chain too long to keep); kept per node."""
+        w = self._wild_next[j]
+        chain = () if w < 0 else self._chain(w)
+        if chain is None:
+            return None
+        segment = (self._best[j], self._rank[j], chain)
+        if len(self._segments) >= KEPT_MEMBERS:
+            self._segments.clear()
+        self._segments[j] = segment
+        return segment
 
     def _wildcards(self, j: int, path: str, best: int, best_rank: int) -> int:
         """``best`` or the payload of the best wildcard member that matches ``path`` and
@@ -371,14 +387,14 @@ class PathIndex:
         keys, up, exact, wild_next = self._keys, self._up, self._exact, self._wild_next
         verdicts = bytes(allow) + b"\1"  # payload -1 (no rule) allows
         # Per node, its answer where only plain rules decide (bit 1), whether it holds more
-        # than its key (2) and whether an exact or wildcard rule may change the answer (4):
-        # most lookups read this byte alone.
+        # than its key (2), whether an exact or wildcard rule may change the answer (4) and
+        # whether an exact one does (8): most lookups read this byte alone.
         state = bytes(verdicts[best] | (2 if holds else 0)
                       | (4 if exact[2 * j] >= 0 or wild_next[j] >= 0 else 0)
+                      | (8 if exact[2 * j] >= 0 else 0)
                       for j, (best, holds) in enumerate(zip(self._best, self._prefix,
                                                            strict=True)))
-        best_of, rank_of, chains = self._best, self._rank, self._chains
-        chain_of, wildcards = self._chain, self._wildcards
+        segments, segment_of, finish = self._segments, self._segment, self._finish
         search = bisect_right
 
         def allowed(url: str) -> bool:
@@ -390,22 +406,18 @@ class PathIndex:
                     node = state[j]
                     if node & 2 or len(path) == len(keys[j]):
                         if node & 4:  # an exact or a wildcard rule may change the answer
-                            best, best_rank = best_of[j], rank_of[j]
-                            if exact[2 * j + 1] > best_rank and len(path) == len(keys[j]):
-                                best, best_rank = exact[2 * j], exact[2 * j + 1]
-                            w = wild_next[j]
-                            if w >= 0:
-                                chain = chains.get(w) or chain_of(w)
-                                if chain is None:
-                                    best = wildcards(j, path, best, best_rank)
-                                else:
-                                    for rank, needed, whole, member in chain:
-                                        if rank <= best_rank:
-                                            break
-                                        if needed in path and (whole or member.matches(path)):
-                                            best = member.payload
-                                            break
-                            node = verdicts[best]
+                            segment = segments.get(j) or segment_of(j)
+                            if segment is None or (node & 8 and len(path) == len(keys[j])):
+                                node = verdicts[finish(j, path)]
+                            else:
+                                best, best_rank, chain = segment
+                                for rank, needed, whole, member in chain:
+                                    if rank <= best_rank:
+                                        break
+                                    if needed in path and (whole or member.matches(path)):
+                                        best = member.payload
+                                        break
+                                node = verdicts[best]
                         if node & 1:
                             return True
                         break

@@ -21,6 +21,18 @@ def _rules(raw: Iterable[RawRule]) -> list[Rule]:
     return [Rule(allow, from_octets(value), line) for allow, line, value in raw]
 
 
+# Groups with fewer rules keep them as a tuple: packing costs a few microseconds a group,
+# which most files (a few short groups) would pay for nothing.
+PACKED_FROM = 16
+
+
+def packed(rules: Sequence[RawRule]) -> Sequence[RawRule]:
+    """``rules`` as a group keeps them: a tuple when they are few, else :class:`RawRules`."""
+    if len(rules) < PACKED_FROM:
+        return rules if isinstance(rules, tuple) else tuple(rules)
+    return rules if isinstance(rules, RawRules) else RawRules(rules)
+
+
 class RawRules(Sequence[RawRule]):
     """A group's Allow/Disallow lines packed into four objects, whatever their number: the
     values in one string, their ends and line numbers in arrays, the verdicts in bytes.
@@ -35,13 +47,13 @@ class RawRules(Sequence[RawRule]):
 
     def __init__(self, rules: Iterable[RawRule] = ()) -> None:
         rules = rules if isinstance(rules, list | tuple) else list(rules)
-        values = [value for _, _, value in rules]
+        allow, lines, values = zip(*rules, strict=True) if rules else ((), (), ())
         self._text = "".join(values)
-        big = len(self._text) >= 1 << 32 or any(line >= 1 << 32 for _, line, _ in rules)
+        big = len(self._text) >= 1 << 32 or (lines and max(lines) >= 1 << 32)
         code = "Q" if big else "I"
         self._ends = array(code, accumulate(map(len, values)))
-        self._lines = array(code, [line for _, line, _ in rules])
-        self._allow = bytes([allow for allow, _, _ in rules])
+        self._lines = array(code, lines)
+        self._allow = bytes(allow)
 
     def __len__(self) -> int:
         return len(self._lines)
@@ -95,6 +107,7 @@ __all__ = [
     "Rule",
     "Severity",
     "fold_issues",
+    "packed",
 ]
 
 

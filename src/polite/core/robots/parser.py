@@ -24,9 +24,9 @@ from polite.core.robots.model import (
     IpRule,
     ParseIssue,
     RawRule,
-    RawRules,
     Severity,
     fold_issues,
+    packed,
 )
 from polite.core.robots.values import (
     parse_clean_param,
@@ -414,7 +414,7 @@ class _OpenGroup:
         self.blocks: list[Block] = []
 
     def close(self) -> Group:
-        return Group(self.line, tuple(self.agents), RawRules(self.raw_rules),
+        return Group(self.line, tuple(self.agents), packed(self.raw_rules),
                      tuple(self.directives), tuple(self.ip_rules), tuple(self.blocks))
 
 

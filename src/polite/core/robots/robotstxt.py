@@ -22,6 +22,7 @@ from polite.core.robots.model import (
     RawRule,
     RawRules,
     Rule,
+    packed,
 )
 from polite.core.robots.parser import ParsedBody, pattern_path, read_issues
 from polite.core.robots.values import (
@@ -363,13 +364,17 @@ class RobotsTxt:
             for group in body.groups:
                 lines += len(group.directives) + len(group.agents)
                 rules += len(group.raw_rules)
+                if not isinstance(group.raw_rules, RawRules):
+                    lines += len(group.raw_rules)  # a tuple a rule: counted as a line
                 usage += sum(d.key in _USAGE_KEYS for d in group.directives)
                 for block in _walk(group.blocks):
-                    lines += len(block.directives)
-                    rules += len(block.raw_rules) + len(block.raw_scope)
+                    in_block = len(block.raw_rules) + len(block.raw_scope)  # tuples, as lines
+                    lines += len(block.directives) + in_block
+                    rules += in_block
             for block in _walk(body.global_blocks):
-                lines += len(block.directives)
-                rules += len(block.raw_rules) + len(block.raw_scope)
+                in_block = len(block.raw_rules) + len(block.raw_scope)  # tuples, as lines
+                lines += len(block.directives) + in_block
+                rules += in_block
             lines += len(body.global_directives) + len(body.raw_issues) + len(body.sitemaps)
             parsed = (_BASE_BYTES + lines * _PARSED_BYTES_PER_LINE
                       + rules * _PARSED_BYTES_PER_RULE
@@ -666,8 +671,7 @@ class RobotsTxt:
             def check(url: str) -> bool:
                 return always and _is_robots_txt(path_of(url))
 
-        packed = rules if isinstance(rules, RawRules) else RawRules(rules)
-        compiled = _Compiled(index, packed, bytes(allow), denied_by, self._path_of, always,
+        compiled = _Compiled(index, packed(rules), bytes(allow), denied_by, self._path_of, always,
                              check)
         return compiled, view_bytes(len(entries), sum(len(e[0]) for e in entries))
 

@@ -513,7 +513,7 @@ MAX_ROBOTS_BYTES_SETTING = Setting(
     "max_robots_bytes", int, _ROBOTS_BYTES,
     "read robots.txt up to this many bytes; what lies beyond is ignored, and said so",
     unit="bytes", bounds=SIZE, old=("--max-bytes",), old_keys=("max_bytes",))
-# A parsed file is charged what it can hold at most (its matchers included), about twice
+# A parsed file is charged what it can hold at most (its matchers included), 1.2 to 3 times
 # what it holds: 512 MiB so charged keeps the service well inside a 2 GiB machine.
 ROBOTS_MEMORY_MB = 512.0
 ROBOTS_MEMORY_SETTING = Setting(

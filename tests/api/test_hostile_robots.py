@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import socket
 import threading
-from contextlib import suppress
+from collections.abc import Callable
+from contextlib import ExitStack, suppress
 
 import httpx
 
@@ -21,6 +22,7 @@ from tests.serving import polite_serve
 from tests.sites import tcp_origin
 
 HOST = "127.74.12.2"
+EVICTING_HOST = "127.74.12.3"
 HOSTILE = ("User-agent: *\nAllow: /\n" + "".join(f"Content-Usage: /*x{n}*y train-ai=n\n"
                                                   for n in range(14_000))).encode()
 
@@ -76,3 +78,77 @@ def test_health_is_answered_while_a_hostile_file_is_worked_on() -> None:
             n = url.rsplit("/page", 1)[1].split("x")[0]
             assert found["usage"]["pref"] == "disallow", url
             assert f": /*x{n}*y train-ai=n" in found["usage"]["reason"], (url, found)
+
+
+# 3,000 lines like the probe's 30,000 (``Disallow: /p{i}/*x{i}$``): 72 KB, charged about 1 MB
+# parsed with its matcher, so that a 1.5 MiB budget keeps one such file and each new origin
+# evicts the one before.
+WILDCARD_LINES = ("User-agent: *\n" + "".join(f"Disallow: /p{i}/*x{i}$\n"
+                                               for i in range(3000))).encode()
+
+
+def test_health_is_answered_while_parsed_files_are_evicted() -> None:
+    """Eight origins serve the hostile file to one decision call, each new file evicting
+    the last; the eighth holds its answer until ``/health`` has been answered, which must
+    therefore come while files are being evicted (the probe saw it stall a second as
+    evicted files were freed and the collector walked millions of their objects)."""
+    answered = threading.Event()
+    served: list[int] = []
+    seen = threading.Condition()
+    origins = 8
+
+    def origin(index: int) -> Callable[[socket.socket, threading.Event], None]:
+        def handle(conn: socket.socket, stop: threading.Event) -> None:
+            with conn:
+                conn.settimeout(30)
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    chunk = conn.recv(4096)
+                    if not chunk:
+                        return
+                    head += chunk
+                if not head.startswith(b"GET /robots.txt "):
+                    conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                    return
+                if index == origins - 1:
+                    answered.wait(120)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                             b"Content-Length: " + str(len(WILDCARD_LINES)).encode()
+                             + b"\r\nConnection: close\r\n\r\n" + WILDCARD_LINES)
+                with suppress(OSError):  # until the service has read it all and closed
+                    while conn.recv(4096):
+                        pass
+                with seen:
+                    served.append(index)
+                    seen.notify_all()
+
+        return handle
+
+    with ExitStack() as stack:
+        ports = [stack.enter_context(tcp_origin(EVICTING_HOST, origin(i)))
+                 for i in range(origins)]
+        api = stack.enter_context(polite_serve("--store", "memory://", "--allow-private",
+                                               "--robots-memory-mb", "1.5",
+                                               "--default-delay-ms", "0"))
+        urls = [f"http://{EVICTING_HOST}:{port}/p7/ax7" for port in ports]
+        decided: list[httpx.Response] = []
+
+        def ask() -> None:
+            with httpx.Client(base_url=str(api.base_url), trust_env=False,
+                              timeout=600) as client:
+                decided.append(client.post("/politeness", json=urls))
+
+        asking = threading.Thread(target=ask, daemon=True)
+        asking.start()
+        with seen:  # three files read: two evicted already, more to come
+            assert seen.wait_for(lambda: len(served) >= 3, 120), "robots.txt never read"
+        health = api.get("/health")
+        still_open = origins - 1 not in served
+        answered.set()
+        asking.join(600)
+        assert health.status_code == 200
+        assert still_open  # the eighth file was held until /health had answered
+        (answer,) = decided
+        assert answer.status_code == 200, answer.text
+        assert answer.json() == []  # every URL disallowed (the answer lists those allowed)
+        assert sorted(served) == list(range(origins))

@@ -11,6 +11,7 @@ full-size file.
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import sys
@@ -154,3 +155,58 @@ def test_matchers_of_one_file_are_bounded_in_bytes() -> None:
     parsed_only = parse(body).footprint
     allowance = robots._footprints()[1]
     assert robots.footprint - parsed_only <= allowance
+
+
+def test_a_hostile_file_and_its_matcher_hold_at_most_ten_times_its_size() -> None:
+    """The probe's worst shape, short wildcard lines (``Disallow: /p{i}/*x{i}$``): parsed
+    they held 8 times the file (a tuple, a string and a number per line), and one matcher
+    25 times more (an object, a tuple and three strings per rule). At 10,000 lines (the
+    ratio is per line; the probe's file had 30,000)."""
+    body = disallow_file(10_000)
+    tracemalloc.start()
+    try:
+        robots = parse(body, max_bytes=len(body))
+        assert not robots.allowed("http://h/p7/ax7", "bot")
+        assert robots.allowed("http://h/p7/ax8", "bot")
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert held <= 10 * len(body)
+    assert held <= robots.footprint <= 14 * len(body)  # what a cache charges it
+
+
+def test_a_hostile_file_gives_the_garbage_collector_a_few_objects() -> None:
+    """A full collection walks every object the collector tracks, on the thread that
+    triggers it (the service's event loop): with a tuple per line kept, 120 hostile files
+    were millions of objects and ``/health`` stalled a second. A parsed file and its
+    matcher are now a few containers whatever the number of lines."""
+    body = disallow_file(3000)
+    gc.collect()
+    gc.disable()  # counted while nothing is freed behind the count
+    try:
+        before = len(gc.get_objects())
+        robots = parse(body)
+        assert not robots.allowed("http://h/p7/ax7", "bot")
+        tracked = len(gc.get_objects()) - before
+    finally:
+        gc.enable()
+    assert tracked < 100  # 8,000 before (2.7 per line)
+
+
+def test_wildcard_rules_made_ready_stay_within_the_footprint() -> None:
+    # A matcher makes a wildcard rule ready to match when a lookup first tries it, and keeps
+    # a few hundred so; with every rule tried, long patterns, one group of 400 (kept whole)
+    # and one of 600 (kept one by one), what it holds stays under what the file is charged.
+    for count in (400, 600):
+        body = "User-agent: *\n" + "".join(f"Disallow: /*{'m' * 200}{i}*{'z' * 200}{i}*q\n"
+                                           for i in range(count))
+        tracemalloc.start()
+        try:
+            robots = parse(body)
+            for i in range(count):
+                assert not robots.allowed(f"http://h/{'m' * 200}{i}{'z' * 200}{i}q", "bot")
+            assert robots.allowed(f"http://h/{'m' * 200}{'z' * 200}q", "bot")
+            held = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        assert held <= robots.footprint, count

@@ -4,24 +4,28 @@ Every dialect picks, among the rules that match a path, the one with the highest
 the longest pattern (RFC 9309, Google; Allow wins a tie), the first line (1996 draft) or the
 last line (REGP).
 
-The paths a plain prefix ``K`` matches are one interval of the string order: from ``K`` up
-to ``K`` with its last character incremented. An exact pattern (``K$``) matches the interval
-holding ``K`` alone, and the wildcard patterns whose literal head is ``K`` can only match in
-``K``'s interval. Any two such intervals are nested or apart, so one sweep over their ends
-cuts the string order into segments, each with a fixed answer: the best plain or exact rule
-and the wildcard rules that may still beat it, best first. A lookup is one bisection, then
-those wildcard rules, tried by string search: committing to the leftmost occurrence of each
-literal piece is exact for patterns whose only operator is ``*``, and it never backtracks,
-so matching is linear in the path length whatever the pattern (``/*a*a*a*a*b`` included).
+The paths a plain prefix ``K`` matches are the strings that start with ``K``, one interval
+of the string order. An exact pattern (``K$``) matches ``K`` alone, and the wildcard
+patterns whose literal head is ``K`` can only match in ``K``'s interval. Any two such
+intervals are nested or apart, so each key knows, once for all, the best plain rule in
+force inside it and the key enclosing it. A lookup is one bisection (the nearest key at or
+below the path; when that key does not hold the path, the walk to the key enclosing it
+ends at the one that does, in fewer steps than that key has characters), then the wildcard
+rules of the enclosing heads that may still beat the plain answer, best first, tried by
+string search: committing to the leftmost occurrence of each literal piece is exact for
+patterns whose only operator is ``*``, and it never backtracks, so matching is linear in the
+path length whatever the pattern (``/*a*a*a*a*b`` included).
 """
 
 from __future__ import annotations
 
 import re
+from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
+from itertools import accumulate
 
-__all__ = ["PathIndex", "is_plain", "matches", "wildcard_regex"]
+__all__ = ["KEPT_MEMBERS", "PathIndex", "is_plain", "matches", "wildcard_regex"]
 
 NO_MATCH = -(1 << 62)
 
@@ -117,40 +121,6 @@ def _needed_literal(rest: str) -> str:
     return max(rest.removesuffix("$").split("*"), key=len)
 
 
-# Sorts after every octet string (paths and patterns are octets, see polite.core.urls).
-_BEYOND = "\U0010ffff"
-
-
-def _end(prefix: str) -> str:
-    """The least string above every string that starts with ``prefix``."""
-    if not prefix:
-        return _BEYOND
-    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
-
-
-# What a segment of the string order answers: the best plain or exact entry's payload and
-# rank (-1 and NO_MATCH for none), and the wildcard members that may beat it, best first,
-# each as (rank, needed literal, whether finding it is the whole test, member) so that
-# trying one costs no attribute lookups. ``/*x`` (or ``*x``) with no other piece, x not
-# starting with "/", matches any path that holds x: no need to call the member.
-Chain = tuple[tuple[int, str, bool, _Member], ...]
-Segment = tuple[int, int, Chain]
-_NOTHING: Segment = (-1, NO_MATCH, ())
-# Where intervals start together, the outer ones come first: a prefix or a wildcard head
-# encloses the exact pattern on the same key (which holds that key alone).
-_PLAIN, _WILD, _EXACT = 0, 1, 2
-
-
-def _merge(chain: Chain, members: list[_Member]) -> Chain:
-    """Wildcard members best first: by rank, then the longer head (the deeper group), then
-    the later rule."""
-    # The enclosing chain's entries are reused, not built again: nested heads would
-    # otherwise cost a new entry per member per level.
-    merged = [*chain, *((m.rank, m.needed, _found_by_needed(m), m) for m in members)]
-    merged.sort(key=lambda e: (e[0], len(e[3].head), e[3].payload), reverse=True)
-    return tuple(merged)
-
-
 def _found_by_needed(member: _Member) -> bool:
     """Whether a path holding ``member.needed`` matches (see Chain)."""
     return (member.starred and not member.anchored and not member.middle
@@ -158,14 +128,36 @@ def _found_by_needed(member: _Member) -> bool:
             and (member.head == "" or (member.head == "/" and member.needed[0] != "/")))
 
 
+# Wildcard members that may beat a node's plain answer, best first, each as (rank, needed
+# literal, whether finding it is the whole test, member) so that trying one costs no
+# attribute lookups. ``/*x`` (or ``*x``) with no other piece, x not starting with "/",
+# matches any path that holds x: no need to call the member.
+Chain = tuple[tuple[int, str, bool, _Member], ...]
+
+# Wildcard members made ready to match and kept per index (in chains, and one by one for
+# chains longer than this): a hostile file lists tens of thousands, held as text until tried.
+KEPT_MEMBERS = 512
+
+
 class PathIndex:
     """The highest-ranked matching entry for a path; entries are ``(pattern, rank, payload)``.
 
     With ``wildcards`` false every pattern is a plain prefix (the 1996 draft gives ``*`` and
     ``$`` no meaning).
+
+    Every distinct key (a plain prefix, an exact pattern without its ``$``, a wildcard
+    group's head) is a node, sorted; a node's interval holds the strings that start with its
+    key (an exact-only node, its key alone), and intervals nest. The node a path falls in is
+    found by one bisection and, when the nearest key below the path does not hold it, a walk
+    to the enclosing nodes (at most as long as the path). Each node knows the best plain
+    entry in force there; a wildcard group's members are tried from the deepest group out.
+    Nodes and members are arrays and one string, not an object each: a file of 30,000
+    wildcard lines costs a few bytes per line beside its keys.
     """
 
-    __slots__ = ("_bounds", "_segments", "links")
+    __slots__ = ("_best", "_chained", "_chains", "_exact", "_kept", "_keys", "_members",
+                 "_prefix", "_rank", "_rest", "_rest_ends", "_segments", "_up", "_whole",
+                 "_wild_next", "_wild_start")
 
     def __init__(self, entries: Sequence[tuple[str, int, int]], *, wildcards: bool = True) -> None:
         plain: dict[str, tuple[int, int]] = {}
@@ -186,63 +178,197 @@ class PathIndex:
 
         # Wildcard patterns grouped by their literal head (the text before the first "*" or
         # "$"): a group is tried only for paths that start with its head.
-        groups: dict[str, list[_Member]] = {}
+        groups: dict[str, list[tuple[int, int, str]]] = {}
         for pattern, (rank, payload) in wild.items():
             cut = min((i for i in (pattern.find("*"), pattern.find("$")) if i >= 0),
                       default=len(pattern))
-            head = pattern[:cut]
-            groups.setdefault(head, []).append(
-                _Member(rank, payload, pattern, _needed_literal(pattern[cut:]), head))
+            groups.setdefault(pattern[:cut], []).append((rank, payload, pattern[cut:]))
 
-        # Every interval as (start, kind, end, rank, payload), listed kind by kind and sorted
-        # by start alone: the sort is stable, so that kinds stay in order where starts tie.
-        opens = [(key, _PLAIN, _end(key), rank, payload) for key, (rank, payload) in plain.items()]
-        opens += [(head, _WILD, _end(head), 0, 0) for head in groups]
-        opens += [(key, _EXACT, key + "\0", rank, payload)  # key + "\0": the next string
-                  for key, (rank, payload) in exact.items()]
-        opens.sort(key=lambda o: o[0])
+        keys = sorted({*plain, *exact, *groups})
+        n = len(keys)
+        up = array("i", [-1]) * n  # the nearest enclosing prefix node
+        wild_next = array("i", [-1]) * n  # the nearest node at or above with a group
+        # Lists, not arrays, where a lookup reads: their numbers are read without boxing,
+        # and most are the same few objects (-1, NO_MATCH, small ranks).
+        best = [-1] * n  # the best plain entry in force inside the node
+        best_rank = [NO_MATCH] * n
+        # per node: [exact payload, exact rank] (-1 when none) and, for a group, where its
+        # members start in the member arrays (each node's members are best first)
+        exact_at = [-1, NO_MATCH] * n
+        wild_start = array("i", [0]) * (n + 1)
+        # per member: rank, payload, and where its needed literal is in the rests' text
+        member_fields = array("q")
+        whole = bytearray()  # whether finding the needed literal is the whole test
+        rests: list[str] = []
+        at_rest = 0
+        prefix = bytearray(n)  # whether a node holds every string starting with its key
+        inside: list[int] = []  # open prefix nodes, outermost first
+        for j, key in enumerate(keys):
+            while inside and not key.startswith(keys[inside[-1]]):
+                inside.pop()
+            parent = inside[-1] if inside else -1
+            up[j] = parent
+            if parent >= 0:
+                best[j], best_rank[j] = best[parent], best_rank[parent]
+                wild_next[j] = wild_next[parent]
+            found = plain.get(key)
+            if found is not None and not best_rank[j] > found[0]:  # a longer key wins ties
+                best[j], best_rank[j] = found[1], found[0]
+            found = exact.get(key)
+            if found is not None:
+                exact_at[2 * j], exact_at[2 * j + 1] = found[1], found[0]
+            members = groups.get(key)
+            if members is not None:
+                members.sort(reverse=True)  # by rank, then the later rule
+                for rank, payload, rest in members:
+                    # where the literal every match holds is, in the text of the rests
+                    found_by = _Member(rank, payload, key + rest, _needed_literal(rest), key)
+                    at = at_rest + rest.find(found_by.needed)
+                    member_fields.extend((rank, payload, at, at + len(found_by.needed)))
+                    whole.append(_found_by_needed(found_by))
+                    rests.append(rest)
+                    at_rest += len(rest)
+                wild_next[j] = j
+            wild_start[j + 1] = len(whole)
+            if key in plain or members is not None:
+                prefix[j] = 1
+                inside.append(j)
+        self._keys = keys
+        self._up = up
+        self._best = best
+        self._rank = best_rank
+        self._exact = exact_at
+        self._wild_next = wild_next
+        self._wild_start = wild_start
+        self._members = member_fields
+        self._whole = bytes(whole)
+        # every member's pattern after its group's head, in one string
+        self._rest = "".join(rests)
+        self._rest_ends = array("I" if len(self._rest) < 1 << 32 else "Q",
+                                accumulate(map(len, rests)))
+        self._prefix = bytes(prefix)
+        self._kept: dict[int, _Member] = {}
+        self._chains: dict[int, Chain] = {}  # by the deepest group's node
+        self._chained = 0  # members in the kept chains
+        # per node with a wildcard or exact rule: (plain answer, its rank, chain), as used
+        self._segments: dict[int, tuple[int, int, Chain]] = {}
 
-        # Where each segment starts, and its answer; of several changes at one place (dicts
-        # keep the order of first insertion, and places only grow), the last holds.
-        marks: dict[str, Segment] = {}
-        inside: list[tuple[str, Segment]] = []  # open intervals: (end, segment inside)
-        current = _NOTHING
-        links = 0  # wildcard entries in all chains: what nested heads cost
-        for start, kind, end, rank, payload in opens:
-            while inside and inside[-1][0] <= start:
-                closed_at = inside.pop()[0]
-                current = inside[-1][1] if inside else _NOTHING
-                marks[closed_at] = current
-            best, best_rank, chain = current
-            if kind == _PLAIN:
-                if not best_rank > rank:  # a longer key wins a tie with its prefix
-                    best, best_rank = payload, rank
-            elif kind == _EXACT:
-                if rank > best_rank:
-                    best, best_rank = payload, rank
-            else:
-                chain = _merge(chain, groups[start])
-                links += len(chain)
-            current = (best, best_rank, chain)
-            inside.append((end, current))
-            marks[start] = current
-        while inside:
-            closed_at = inside.pop()[0]
-            if closed_at != _BEYOND:
-                marks[closed_at] = inside[-1][1] if inside else _NOTHING
-        self._bounds = list(marks)
-        self._segments = [_NOTHING, *marks.values()]
-        self.links = links
+    def _node_of(self, path: str) -> int:
+        """The deepest node whose interval holds ``path``, or -1."""
+        keys, up, prefix = self._keys, self._up, self._prefix
+        j = bisect_right(keys, path) - 1
+        while j >= 0:
+            key = keys[j]
+            if path.startswith(key) and (prefix[j] or len(path) == len(key)):
+                return j
+            j = up[j]
+        return -1
+
+    def _chain(self, w: int) -> Chain | None:
+        """The wildcard members of node ``w``'s group and of the groups enclosing it, best
+        first, made ready to match; kept, a few hundred members in all (``None`` for a
+        chain longer than that: its members are then tried from the arrays)."""
+        chain = self._chains.get(w)
+        if chain is not None:
+            return chain
+        keys, members, starts, up, wild_next = (self._keys, self._members, self._wild_start,
+                                                self._up, self._wild_next)
+        nodes = []
+        g = w
+        while g >= 0:
+            nodes.append(g)
+            g = wild_next[up[g]] if up[g] >= 0 else -1
+        count = sum(starts[g + 1] - starts[g] for g in nodes)
+        if count > KEPT_MEMBERS:
+            return None
+        ends, text = self._rest_ends, self._rest
+        found: list[tuple[int, int, int, _Member]] = []
+        for g in nodes:
+            head = keys[g]
+            for m in range(starts[g], starts[g + 1]):
+                rest = text[ends[m - 1] if m else 0:ends[m]]
+                member = _Member(members[4 * m], members[4 * m + 1], head + rest,
+                                 _needed_literal(rest), head)
+                found.append((member.rank, len(head), member.payload, member))
+        # by rank, then the longer head (the deeper group), then the later rule
+        found.sort(key=lambda f: f[:3], reverse=True)
+        chain = tuple((m.rank, m.needed, _found_by_needed(m), m) for *_, m in found)
+        if self._chained + count > KEPT_MEMBERS:
+            self._chains.clear()
+            self._segments.clear()  # they hold chains
+            self._chained = 0
+        self._chains[w] = chain
+        self._chained += count
+        return chain
+
+    def _segment(self, j: int) -> tuple[int, int, Chain] | None:
+        """Node ``j``'s plain answer and the wildcard chain that may beat it, for paths
+        other than its key (``None`` for a chain too long to keep); kept per node."""
+        w = self._wild_next[j]
+        chain = () if w < 0 else self._chain(w)
+        if chain is None:
+            return None
+        segment = (self._best[j], self._rank[j], chain)
+        if len(self._segments) >= KEPT_MEMBERS:
+            self._segments.clear()
+        self._segments[j] = segment
+        return segment
+
+    def _wildcards(self, j: int, path: str, best: int, best_rank: int) -> int:
+        """``best`` or the payload of the best wildcard member that matches ``path`` and
+        outranks it, from the groups of node ``j`` and the nodes enclosing it."""
+        w = self._wild_next[j]
+        chain = self._chain(w)
+        if chain is not None:
+            for rank, needed, whole, member in chain:
+                if rank <= best_rank:
+                    break
+                if needed in path and (whole or member.matches(path)):
+                    return member.payload
+            return best
+        keys, members, starts, rest, whole_test = (self._keys, self._members,
+                                                   self._wild_start, self._rest, self._whole)
+        while w >= 0:  # a long chain: from the deepest group out, each best first
+            for m in range(starts[w], starts[w + 1]):
+                rank = members[4 * m]
+                if rank <= best_rank:
+                    break
+                if rest[members[4 * m + 2]:members[4 * m + 3]] in path and (
+                        whole_test[m] or self._member(m, keys[w]).matches(path)):
+                    best, best_rank = members[4 * m + 1], rank
+                    break
+            parent = self._up[w]
+            w = self._wild_next[parent] if parent >= 0 else -1
+        return best
+
+    def _member(self, m: int, head: str) -> _Member:
+        """Member ``m`` (of the group whose head is ``head``) made ready to match, for
+        chains too long to keep; the last few hundred kept."""
+        member = self._kept.get(m)
+        if member is None:
+            ends = self._rest_ends
+            rest = self._rest[ends[m - 1] if m else 0:ends[m]]
+            member = _Member(self._members[4 * m], self._members[4 * m + 1], head + rest,
+                             _needed_literal(rest), head)
+            if len(self._kept) >= KEPT_MEMBERS:
+                self._kept.clear()
+            self._kept[m] = member
+        return member
 
     def lookup(self, path: str) -> int:
         """The payload of the best matching entry, or -1 when none matches."""
-        best, best_rank, chain = self._segments[bisect_right(self._bounds, path)]
-        for rank, needed, whole, member in chain:
-            if rank <= best_rank:
-                break
-            if needed in path and (whole or member.matches(path)):
-                return member.payload
-        return best
+        j = self._node_of(path)
+        return -1 if j < 0 else self._finish(j, path)
+
+    def _finish(self, j: int, path: str) -> int:
+        """The payload of the best entry matching ``path``, which node ``j`` holds."""
+        best, best_rank = self._best[j], self._rank[j]
+        exact = self._exact
+        if exact[2 * j + 1] > best_rank and len(path) == len(self._keys[j]):
+            best, best_rank = exact[2 * j], exact[2 * j + 1]
+        if self._wild_next[j] < 0:
+            return best
+        return self._wildcards(j, path, best, best_rank)
 
     def checker(
         self,
@@ -258,23 +384,46 @@ class PathIndex:
         that path as group 1; other URLs go through ``path_of``. The lookup is
         :meth:`lookup` written out inline.
         """
-        bounds, segments = self._bounds, self._segments
-        verdicts = (*allow, True)  # payload -1 (no rule) allows
+        keys, up, exact, wild_next = self._keys, self._up, self._exact, self._wild_next
+        verdicts = bytes(allow) + b"\1"  # payload -1 (no rule) allows
+        # Per node, its answer where only plain rules decide (bit 1), whether it holds more
+        # than its key (2), whether an exact or wildcard rule may change the answer (4) and
+        # whether an exact one does (8): most lookups read this byte alone.
+        state = bytes(verdicts[best] | (2 if holds else 0)
+                      | (4 if exact[2 * j] >= 0 or wild_next[j] >= 0 else 0)
+                      | (8 if exact[2 * j] >= 0 else 0)
+                      for j, (best, holds) in enumerate(zip(self._best, self._prefix,
+                                                           strict=True)))
+        segments, segment_of, finish = self._segments, self._segment, self._finish
         search = bisect_right
 
         def allowed(url: str) -> bool:
             m = fast_path(url)
             path = path_of(url) if m is None else m[1]
-            best, best_rank, chain = segments[search(bounds, path)]
-            if chain:  # most segments have no wildcard rule to try
-                for rank, needed, whole, member in chain:
-                    if rank <= best_rank:
+            j = search(keys, path) - 1
+            while j >= 0:
+                if path.startswith(keys[j]):
+                    node = state[j]
+                    if node & 2 or len(path) == len(keys[j]):
+                        if node & 4:  # an exact or a wildcard rule may change the answer
+                            segment = segments.get(j) or segment_of(j)
+                            if segment is None or (node & 8 and len(path) == len(keys[j])):
+                                node = verdicts[finish(j, path)]
+                            else:
+                                best, best_rank, chain = segment
+                                for rank, needed, whole, member in chain:
+                                    if rank <= best_rank:
+                                        break
+                                    if needed in path and (whole or member.matches(path)):
+                                        best = member.payload
+                                        break
+                                node = verdicts[best]
+                        if node & 1:
+                            return True
                         break
-                    if needed in path and (whole or member.matches(path)):
-                        best = member.payload
-                        break
-            if verdicts[best]:
-                return True
+                j = up[j]
+            else:
+                return True  # no rule matches
             return robots_txt_allowed and (path == "/robots.txt"
                                            or path.startswith("/robots.txt?"))
 

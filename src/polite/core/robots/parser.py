@@ -26,6 +26,7 @@ from polite.core.robots.model import (
     RawRule,
     Severity,
     fold_issues,
+    packed,
 )
 from polite.core.robots.values import (
     parse_clean_param,
@@ -409,7 +410,7 @@ class _OpenGroup:
         self.blocks: list[Block] = []
 
     def close(self) -> Group:
-        return Group(self.line, tuple(self.agents), tuple(self.raw_rules),
+        return Group(self.line, tuple(self.agents), packed(self.raw_rules),
                      tuple(self.directives), tuple(self.ip_rules), tuple(self.blocks))
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from polite.core.robots.matcher import PathIndex, wildcard_regex
+from polite.core.robots.matcher import KEPT_MEMBERS, PathIndex, wildcard_regex
 from polite.core.robots.model import (
     AgentRules,
     Block,
@@ -20,7 +20,9 @@ from polite.core.robots.model import (
     IpRule,
     ParseIssue,
     RawRule,
+    RawRules,
     Rule,
+    packed,
 )
 from polite.core.robots.parser import ParsedBody, pattern_path, read_issues
 from polite.core.robots.values import (
@@ -52,14 +54,16 @@ _MAX_CACHED_AGENTS = 64
 
 # What a parsed file and the matchers built from it hold, in bytes, as tracemalloc measured
 # them on CPython 3.11 (tests/core/robots/test_compiled_once.py keeps these upper bounds
-# true): a rule, field or issue line as parsed, a Content-Usage or Content-Signal line's
-# statement on top of that, a rule in a compiled matcher, a character of a pattern (each
-# stored once or twice) and an entry of a wildcard chain.
+# true): a field or issue line as parsed, an Allow/Disallow line as parsed (packed, its
+# characters apart), a Content-Usage or Content-Signal line's statement on top of a field,
+# a rule in a compiled matcher, a character of a pattern (each stored once or twice), and a
+# wildcard rule a matcher keeps ready to match (a few hundred at most, see PathIndex).
 _PARSED_BYTES_PER_LINE = 240
-_VIEW_BYTES_PER_RULE = 720
+_PARSED_BYTES_PER_RULE = 24
+_VIEW_BYTES_PER_RULE = 192
 _PARSED_BYTES_PER_USAGE = 512
-_BYTES_PER_CHAR = 2
-_BYTES_PER_LINK = 8
+_BYTES_PER_CHAR = 3
+_BYTES_PER_KEPT_MEMBER = 256
 _BASE_BYTES = 4096
 # The matchers of one file (one per distinct group selection, per kind) may hold this many
 # times what matchers over all of the file's rules cost (agents whose groups overlap, as
@@ -178,12 +182,11 @@ _REQUEST_PATHS: dict[Dialect, Callable[[str], str]] = {
     dialect: partial(request_path, dialect) for dialect in Dialect}
 
 
-def view_bytes(rules: int, chars: int, links: int = 0) -> int:
+def view_bytes(rules: int, chars: int) -> int:
     """An upper bound of the bytes a matcher (a view, see :meth:`RobotsTxt.view`) over
-    ``rules`` rules of ``chars`` characters in all holds; ``links``: the entries of its
-    wildcard chains (:attr:`PathIndex.links`)."""
+    ``rules`` rules of ``chars`` characters in all holds."""
     return (_BASE_BYTES + rules * _VIEW_BYTES_PER_RULE + chars * _BYTES_PER_CHAR
-            + links * _BYTES_PER_LINK)
+            + min(rules, KEPT_MEMBERS) * _BYTES_PER_KEPT_MEMBER)
 
 
 def _always_allowed(url: str) -> bool:
@@ -262,8 +265,8 @@ class _Compiled:
     """One agent's (and egress IP's) view of the file, ready to answer many URLs fast."""
 
     index: PathIndex
-    rules: tuple[RawRule, ...]
-    allow: tuple[bool, ...]
+    rules: Sequence[RawRule]
+    allow: bytes
     denied_by: IpRule | None
     path_of: Callable[[str], str]
     robots_always_allowed: bool
@@ -361,15 +364,20 @@ class RobotsTxt:
             for group in body.groups:
                 lines += len(group.directives) + len(group.agents)
                 rules += len(group.raw_rules)
+                if not isinstance(group.raw_rules, RawRules):
+                    lines += len(group.raw_rules)  # a tuple a rule: counted as a line
                 usage += sum(d.key in _USAGE_KEYS for d in group.directives)
                 for block in _walk(group.blocks):
-                    lines += len(block.directives)
-                    rules += len(block.raw_rules) + len(block.raw_scope)
+                    in_block = len(block.raw_rules) + len(block.raw_scope)  # tuples, as lines
+                    lines += len(block.directives) + in_block
+                    rules += in_block
             for block in _walk(body.global_blocks):
-                lines += len(block.directives)
-                rules += len(block.raw_rules) + len(block.raw_scope)
+                in_block = len(block.raw_rules) + len(block.raw_scope)  # tuples, as lines
+                lines += len(block.directives) + in_block
+                rules += in_block
             lines += len(body.global_directives) + len(body.raw_issues) + len(body.sitemaps)
-            parsed = (_BASE_BYTES + (lines + rules) * _PARSED_BYTES_PER_LINE
+            parsed = (_BASE_BYTES + lines * _PARSED_BYTES_PER_LINE
+                      + rules * _PARSED_BYTES_PER_RULE
                       + usage * _PARSED_BYTES_PER_USAGE + body.size * _BYTES_PER_CHAR)
             # A matcher over every rule, and the AI-usage lines' (two indexes: see
             # polite.core.robots.usage); the characters of either are at most the file's.
@@ -482,7 +490,7 @@ class RobotsTxt:
         allow, line, value = compiled.rules[i]
         rule = Rule(allow, from_octets(value), line)
         where = f"line {line}" if line else "implicit first rule"
-        return Decision(compiled.allow[i], rule, f"{rule} ({where})", line or None)
+        return Decision(compiled.allow[i] == 1, rule, f"{rule} ({where})", line or None)
 
     def names_agent(self, agent: str) -> bool:
         """Whether a group of the file names ``agent`` itself (not only through ``*``), as
@@ -569,9 +577,11 @@ class RobotsTxt:
         return specific or general
 
     def _select_rules(self, agent: str, ip: str | None, groups: list[Group] | None = None
-                      ) -> list[RawRule]:
+                      ) -> Sequence[RawRule]:
         if groups is None:
             groups = self._select_groups(agent)
+        if len(groups) == 1 and self._body.dialect is not Dialect.REGP:
+            return groups[0].raw_rules  # the usual case: one group, its packed rules shared
         rules = [rule for group in groups for rule in group.raw_rules]
         if self._body.dialect is Dialect.REGP:
             blocks = [b for g in groups for b in g.blocks] + list(self._body.global_blocks)
@@ -661,10 +671,9 @@ class RobotsTxt:
             def check(url: str) -> bool:
                 return always and _is_robots_txt(path_of(url))
 
-        compiled = _Compiled(index, tuple(rules), tuple(allow), denied_by, self._path_of,
-                             always, check)
-        return compiled, view_bytes(len(entries), sum(len(e[0]) for e in entries),
-                                    index.links)
+        compiled = _Compiled(index, packed(rules), bytes(allow), denied_by, self._path_of, always,
+                             check)
+        return compiled, view_bytes(len(entries), sum(len(e[0]) for e in entries))
 
 
 

@@ -296,7 +296,7 @@ class _Patterns:
             [(p, len(p) * n + n - 1 - i, i) for i, p in enumerate(patterns)],
             wildcards=wildcards)
         chars = sum(map(len, patterns))
-        self.bytes = view_bytes(n, chars, self.index.links) * (1 if self.reverse is None else 2)
+        self.bytes = view_bytes(n, chars) * (1 if self.reverse is None else 2)
 
     def longest(self, path: str) -> list[int]:
         """The patterns that match ``path`` longest, in order."""

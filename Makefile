@@ -21,9 +21,15 @@ $(STAMP): pyproject.toml
 # crossed by the other process's request already granted).
 TEST_WORKERS ?= 2
 
+# Bytecode is written during the tests, whatever PYTHONDONTWRITEBYTECODE says: hundreds of
+# `python -m polite` processes would otherwise each compile polite anew, and each worker
+# rewrite every test module's asserts anew. The modules are collected once (their rewritten
+# bytecode kept) beside mypy, on the core mypy leaves idle, so the workers read it.
+test: export PYTHONDONTWRITEBYTECODE =
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench docs/hooks
-	$(BIN)/mypy
+	$(BIN)/pytest -q --collect-only >/dev/null & collected=$$!; \
+	  $(BIN)/mypy; typed=$$?; wait $$collected; test $$typed -eq 0
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --durations=25
 
 # The manual, from docs/ and the code's own parsers, OpenAPI document and docstrings, into

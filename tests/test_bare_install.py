@@ -56,6 +56,11 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return made_once(tmp_path_factory, "dist", build)
 
 
+def _pip(python: Path) -> list[str]:
+    """The pip of the tests' own environment, acting on the environment of ``python``."""
+    return [sys.executable, "-m", "pip", "--python", str(python)]
+
+
 def _wheel(dist: Path) -> Path:
     (wheel,) = dist.glob("*.whl")
     return wheel
@@ -99,10 +104,11 @@ def bare(tmp_path_factory: pytest.TempPathFactory, dist: Path) -> Iterator[Path]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
     def install(folder: Path) -> None:
-        subprocess.run([sys.executable, "-m", "venv", str(folder / "venv")], check=True,
-                       timeout=120)
+        # pip is not put in the venv (seconds of work a run): this one installs into it
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder / "venv")],
+                       check=True, timeout=120)
         installed = subprocess.run(
-            [str(folder / "venv" / "bin" / "python"), "-m", "pip", "install", "--quiet",
+            [*_pip(folder / "venv" / "bin" / "python"), "install", "--quiet",
              "--disable-pip-version-check", str(_wheel(dist))], capture_output=True,
             text=True, timeout=600, env=env, check=False)
         if installed.returncode != 0:
@@ -111,7 +117,7 @@ def bare(tmp_path_factory: pytest.TempPathFactory, dist: Path) -> Iterator[Path]
 
     venv = made_once(tmp_path_factory, "bare", install) / "venv"
     python = venv / "bin" / "python"
-    shown = subprocess.run([str(python), "-m", "pip", "show", DISTRIBUTION],
+    shown = subprocess.run([*_pip(python), "show", DISTRIBUTION],
                            capture_output=True, text=True, timeout=60, env=env, check=False)
     assert shown.returncode == 0 and f"Name: {DISTRIBUTION}" in shown.stdout, shown.stderr
     found = subprocess.run(

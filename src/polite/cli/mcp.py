@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 from pathlib import Path
 from typing import TextIO
@@ -49,15 +48,6 @@ def _require_extra() -> None:
             raise ConfigError(f"polite mcp needs {name}: pip install 'polite-web[mcp]'")
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _address(text: str) -> tuple[str, int]:
     host, sep, port_text = text.rpartition(":")
     host = host.strip("[]")
@@ -75,6 +65,8 @@ def _mcp(args: argparse.Namespace, out: TextIO) -> int:
     resolve(MCP, args)
     _require_extra()
     address = _address(args.http) if args.http else None
+    from polite.serve import _is_loopback  # the rule polite serve applies to its own --host
+
     if address is not None and not _is_loopback(address[0]) and not args.admin_token:
         raise ConfigError(f"--http {args.http}: {address[0]} is not a loopback address: give "
                           "--admin-token so that the server is not open to the network")

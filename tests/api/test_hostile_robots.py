@@ -27,18 +27,26 @@ HOSTILE = ("User-agent: *\nAllow: /\n" + "".join(f"Content-Usage: /*x{n}*y train
                                                   for n in range(14_000))).encode()
 
 
+def _request_head(conn: socket.socket) -> bytes | None:
+    """A request's head as the origin reads it, or None when the client closed first."""
+    conn.settimeout(30)
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = conn.recv(4096)
+        if not chunk:
+            return None
+        head += chunk
+    return head
+
+
 def test_health_is_answered_while_a_hostile_file_is_worked_on() -> None:
     consumed = threading.Event()
 
     def origin(conn: socket.socket, stop: threading.Event) -> None:
         with conn:
-            conn.settimeout(30)
-            head = b""
-            while b"\r\n\r\n" not in head:
-                chunk = conn.recv(4096)
-                if not chunk:
-                    return
-                head += chunk
+            head = _request_head(conn)
+            if head is None:
+                return
             if not head.startswith(b"GET /robots.txt "):
                 conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
                 return
@@ -100,13 +108,9 @@ def test_health_is_answered_while_parsed_files_are_evicted() -> None:
     def origin(index: int) -> Callable[[socket.socket, threading.Event], None]:
         def handle(conn: socket.socket, stop: threading.Event) -> None:
             with conn:
-                conn.settimeout(30)
-                head = b""
-                while b"\r\n\r\n" not in head:
-                    chunk = conn.recv(4096)
-                    if not chunk:
-                        return
-                    head += chunk
+                head = _request_head(conn)
+                if head is None:
+                    return
                 if not head.startswith(b"GET /robots.txt "):
                     conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
                     return

@@ -475,7 +475,12 @@ async def serve(service: FrontierService, store: URLs, host: str, port: int,
         await server.wait_for_termination()
     finally:
         beating.cancel()
+        # struck off first: the other nodes stop naming this one while its last calls end
+        try:
+            store.leave(service.node)
+        except Exception:  # the store gone too: the node drops out once it stops beating
+            _log.warning("could not strike %s off the store's nodes", service.node,
+                         exc_info=True)
         if metrics is not None:
             metrics.close()
         await server.stop(grace=1.0)
-        store.leave(service.node)

@@ -177,23 +177,31 @@ class FrontierService(pb_grpc.URLFrontierServicer):
             for stored in taken:
                 yield _info(stored)
             return
-        # One URL per queue and call: the host's slot is claimed for it, and the next is not
-        # due before the host's delay has passed. The queues' next URLs are asked about in
-        # one batch, so that the robots.txt files they need are fetched concurrently.
+        # A host with a spacing gives one URL per call: its slot is claimed for it, and the
+        # next is not due before the spacing has passed since that URL came back (two
+        # handed out together could be fetched closer than that). A host whose spacing is
+        # 0 (Crawl-delay: 0, nobody setting a delay) gives what is asked. The queues' next
+        # URLs are asked about in one batch, so that the robots.txt files they need are
+        # fetched concurrently.
         queues = min(request.max_queues or MAX_POLITE_QUEUES, MAX_POLITE_QUEUES)
-        heads = self._store.heads(crawl, request.key, queues=queues, now=now)
+        heads = self._store.heads(crawl, request.key, per_queue=request.max_urls_per_queue,
+                                  queues=queues, now=now)
         if not heads:
             return
         answers = await self._politeness.check([head.url for head in heads], reserve=True)
         for head, answer in zip(heads, answers, strict=True):
+            spacing: float | None = None  # handed out, its queue keeping this spacing
             match answer.decision:
                 case Allowed(interval_s=interval_s):
-                    if self._store.lease(head.crawl, head.url, lease_s, self._clock(),
-                                         interval_s=interval_s):
-                        self.counters.handed_out += 1
-                        yield _info(head)
-                case WaitUntil():
+                    spacing = interval_s
+                case WaitUntil(behind=True, interval_s=0.0, at=at) if at <= answer.now:
+                    # another URL of the host took its slot in this batch, and with no
+                    # spacing this one may go at the same moment
+                    spacing = 0.0
+                case WaitUntil(behind=False):
                     self.counters.waited += 1
+                case WaitUntil():
+                    pass  # behind another URL of its host, handed out now
                 case Disallowed() as no:
                     self.counters.refused += 1
                     self._store.refuse(head.crawl, head.url, {
@@ -207,6 +215,10 @@ class FrontierService(pb_grpc.URLFrontierServicer):
                         REFUSED_KEY: [f"{no.reason.value}: {no.detail}"]})
                 case _ as never:
                     assert_never(never)
+            if spacing is not None and self._store.lease(
+                    head.crawl, head.url, lease_s, self._clock(), interval_s=spacing):
+                self.counters.handed_out += 1
+                yield _info(head)
 
     async def PutURLs(self, request_iterator: AsyncIterator[pb.URLItem], context: object
                       ) -> AsyncIterator[pb.AckMessage]:

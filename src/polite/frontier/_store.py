@@ -113,7 +113,7 @@ class URLs(Protocol):
     def put(self, items: Sequence[Put], now: float) -> None: ...
     def take(self, crawl: str | None, key: str, *, per_queue: int, queues: int,
              lease_s: float, now: float) -> list[StoredURL]: ...
-    def heads(self, crawl: str | None, key: str, *, queues: int, now: float
+    def heads(self, crawl: str | None, key: str, *, per_queue: int, queues: int, now: float
               ) -> list[StoredURL]: ...
     def lease(self, crawl: str, url: str, lease_s: float, now: float, *,
               interval_s: float = 0.0) -> bool: ...
@@ -228,27 +228,41 @@ class URLStore:
                 raise
             return taken
 
-    def heads(self, crawl: str | None, key: str, *, queues: int, now: float
+    def heads(self, crawl: str | None, key: str, *, per_queue: int, queues: int, now: float
               ) -> list[StoredURL]:
-        """The next URL of each queue that :meth:`take` would give from, none leased: what
-        the politeness driver is asked about before :meth:`lease` takes it."""
+        """The next URLs of each queue that :meth:`take` would give from, none leased: what
+        the politeness driver is asked about before :meth:`lease` takes them. With
+        ``spacing_from_return``, one URL of a queue with a spacing (its delay, or the
+        host's interval as its last lease found it), up to ``per_queue`` of one without."""
         with self._lock:
-            return self._take(crawl, key, 1, queues, 0.0, now, lease=False)
+            return self._take(crawl, key, per_queue, queues, 0.0, now, lease=False)
 
     def lease(self, crawl: str, url: str, lease_s: float, now: float, *,
               interval_s: float = 0.0) -> bool:
         """Lease one URL if it is still due and not leased; its queue has served now and
         keeps ``interval_s`` (the host's spacing as politeness found it) as its delay's
-        floor."""
+        floor. With ``spacing_from_return``, a queue with a spacing (that floor or its
+        delay) has one URL in flight at most."""
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
                 row = db.execute(
-                    "UPDATE uf_urls SET lease_until = ? WHERE crawl = ? AND url = ?"
-                    " AND due IS NOT NULL AND due <= ? AND lease_until <= ? RETURNING key",
-                    (now + lease_s, crawl, url, now, now)).fetchone()
+                    "SELECT u.key, q.delay_s, c.delay_s, q.crawl_limit, q.given FROM uf_urls u"
+                    " JOIN uf_queues q ON q.crawl = u.crawl AND q.key = u.key"
+                    " LEFT JOIN uf_crawls c ON c.crawl = u.crawl"
+                    " WHERE u.crawl = ? AND u.url = ? AND u.due IS NOT NULL AND u.due <= ?"
+                    " AND u.lease_until <= ?", (crawl, url, now, now)).fetchone()
+                if row is not None and self._from_return and max(
+                        self._delay(row[1], row[2]), interval_s) > 0 and db.execute(
+                        "SELECT 1 FROM uf_urls WHERE crawl = ? AND key = ?"
+                        " AND lease_until > ? LIMIT 1", (crawl, row[0], now)).fetchone():
+                    row = None  # one in flight already
+                if row is not None and row[3] and row[4] >= row[3]:
+                    row = None  # the queue's crawl limit is reached
                 if row is not None:
+                    db.execute("UPDATE uf_urls SET lease_until = ? WHERE crawl = ? AND url = ?",
+                               (now + lease_s, crawl, url))
                     db.execute("UPDATE uf_queues SET served_at = ?, interval_s = ?,"
                                " given = given + 1 WHERE crawl = ? AND key = ?",
                                (now, interval_s, crawl, row[0]))
@@ -273,6 +287,12 @@ class URLStore:
                 " WHERE crawl = ? AND url = ?",
                 (json.dumps(meta, separators=(",", ":")), crawl, url))
 
+    def _delay(self, queue_s: float | None, crawl_s: float | None) -> float:
+        """A queue's delay: its own (SetDelay), else its crawl's, else the default."""
+        if queue_s is not None:
+            return queue_s
+        return crawl_s if crawl_s is not None else self._default_delay_s
+
     def _take(self, crawl: str | None, key: str, per_queue: int, queues: int, lease_s: float,
               now: float, *, lease: bool = True) -> list[StoredURL]:
         db = self._db
@@ -294,15 +314,16 @@ class URLStore:
         for q_crawl, q_key, served_at, q_delay, c_delay, limit, interval_s, given in rows:
             if (queues and served >= queues) or len(taken) >= MAX_TAKE:
                 break
-            delay = q_delay if q_delay is not None else (
-                c_delay if c_delay is not None else self._default_delay_s)
-            if served_at and now < served_at + max(delay, interval_s):
+            spacing = max(self._delay(q_delay, c_delay), interval_s)
+            if served_at and now < served_at + spacing:
                 continue
-            if self._from_return and db.execute(
+            if self._from_return and spacing > 0 and db.execute(
                     "SELECT 1 FROM uf_urls WHERE crawl = ? AND key = ? AND lease_until > ?"
                     " LIMIT 1", (q_crawl, q_key, now)).fetchone():
                 continue  # one URL in flight
             room = min(per_queue or MAX_TAKE, MAX_TAKE - len(taken))
+            if self._from_return and spacing > 0:
+                room = 1
             if limit:  # the most URLs the queue hands out
                 if given >= limit:
                     continue

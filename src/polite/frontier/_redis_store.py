@@ -41,6 +41,12 @@ end
 local function save_queue(crawl, key, s)
   redis.call('HSET', P .. 'queues\\0' .. crawl, key, cjson.encode(s))
 end
+-- what a queue's crawl limit leaves to hand out: the limit less its URLs completed and
+-- those in flight at ``now`` (the time as the client wrote it)
+local function left(qk, limit, now)
+  return limit - redis.call('SCARD', P .. 'done\\0' .. qk)
+    - redis.call('ZCOUNT', P .. 'lease\\0' .. qk, '(' .. now, '+inf')
+end
 """
 
 _PUT = _LIB + """
@@ -145,9 +151,9 @@ for _, cand in ipairs(cands) do
   if per_queue > 0 and per_queue < room then room = per_queue end
   if from_return and spacing > 0 then room = 1 end
   if ok and (s.limit or 0) > 0 then
-    local left = s.limit - (s.given or 0)
-    if left <= 0 then ok = false
-    elseif left < room then room = left end
+    local rest = left(qk, s.limit, ARGV[8])
+    if rest <= 0 then ok = false
+    elseif rest < room then room = rest end
   end
   if ok then
     local ms = redis.call('ZRANGEBYSCORE', P .. 'due\\0' .. qk, '-inf', now, 'LIMIT', 0, room)
@@ -163,7 +169,6 @@ for _, cand in ipairs(cands) do
       end
       if lease then
         s.served = now
-        s.given = (s.given or 0) + #ms
         save_queue(c, k, s)
       end
     end
@@ -192,10 +197,10 @@ if from_return and math.max(delay, interval) > 0
     and redis.call('ZCOUNT', P .. 'lease\\0' .. qk, '(' .. ARGV[5], '+inf') > 0 then
   return 0
 end
-if (s.limit or 0) > 0 and (s.given or 0) >= s.limit then return 0 end
+if (s.limit or 0) > 0 and left(qk, s.limit, ARGV[5]) <= 0 then return 0 end
 redis.call('ZREM', P .. 'due\\0' .. qk, m)
 redis.call('ZADD', P .. 'lease\\0' .. qk, now + lease_s, m)
-s.served, s.interval, s.given = now, interval, (s.given or 0) + 1
+s.served, s.interval = now, interval
 save_queue(crawl, rec.k, s)
 return 1
 """

@@ -273,7 +273,10 @@ class FrontierService(pb_grpc.URLFrontierServicer):
         self._count("GetStats")
         crawl = _crawl(request.crawlID)
         stats = self._store.stats(crawl, request.key, self._clock())
-        return pb.Stats(size=stats.size, inProcess=stats.in_process,
+        # size: the active URLs, those not completed, whether in flight or not (a queue is
+        # active while it holds URLs not completed, ListQueues' comment says; the reference
+        # counts them so); inProcess: those in flight
+        return pb.Stats(size=stats.size + stats.in_process, inProcess=stats.in_process,
                         counts={"completed": stats.completed,
                                 "active_queues": stats.active_queues},
                         numberOfQueues=stats.queues, crawlID=crawl)

@@ -58,7 +58,6 @@ CREATE TABLE IF NOT EXISTS uf_queues (
     served_at REAL NOT NULL DEFAULT 0,
     interval_s REAL NOT NULL DEFAULT 0,
     crawl_limit INTEGER NOT NULL DEFAULT 0,
-    given INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (crawl, key)
 );
 CREATE TABLE IF NOT EXISTS uf_crawls (
@@ -248,7 +247,7 @@ class URLStore:
             db.execute("BEGIN IMMEDIATE")
             try:
                 row = db.execute(
-                    "SELECT u.key, q.delay_s, c.delay_s, q.crawl_limit, q.given FROM uf_urls u"
+                    "SELECT u.key, q.delay_s, c.delay_s, q.crawl_limit FROM uf_urls u"
                     " JOIN uf_queues q ON q.crawl = u.crawl AND q.key = u.key"
                     " LEFT JOIN uf_crawls c ON c.crawl = u.crawl"
                     " WHERE u.crawl = ? AND u.url = ? AND u.due IS NOT NULL AND u.due <= ?"
@@ -258,13 +257,13 @@ class URLStore:
                         "SELECT 1 FROM uf_urls WHERE crawl = ? AND key = ?"
                         " AND lease_until > ? LIMIT 1", (crawl, row[0], now)).fetchone():
                     row = None  # one in flight already
-                if row is not None and row[3] and row[4] >= row[3]:
+                if row is not None and row[3] and self._left(crawl, row[0], row[3], now) <= 0:
                     row = None  # the queue's crawl limit is reached
                 if row is not None:
                     db.execute("UPDATE uf_urls SET lease_until = ? WHERE crawl = ? AND url = ?",
                                (now + lease_s, crawl, url))
-                    db.execute("UPDATE uf_queues SET served_at = ?, interval_s = ?,"
-                               " given = given + 1 WHERE crawl = ? AND key = ?",
+                    db.execute("UPDATE uf_queues SET served_at = ?, interval_s = ?"
+                               " WHERE crawl = ? AND key = ?",
                                (now, interval_s, crawl, row[0]))
                 db.execute("COMMIT")
             except BaseException:
@@ -293,6 +292,15 @@ class URLStore:
             return queue_s
         return crawl_s if crawl_s is not None else self._default_delay_s
 
+    def _left(self, crawl: str, key: str, limit: int, now: float) -> int:
+        """What a queue's crawl limit leaves to hand out: the limit less its URLs completed
+        and those in flight (a URL whose lease lapsed counts again only once it is back)."""
+        done, flying = self._db.execute(
+            "SELECT coalesce(sum(due IS NULL), 0),"
+            " coalesce(sum(due IS NOT NULL AND lease_until > ?), 0)"
+            " FROM uf_urls WHERE crawl = ? AND key = ?", (now, crawl, key)).fetchone()
+        return limit - int(done) - int(flying)
+
     def _take(self, crawl: str | None, key: str, per_queue: int, queues: int, lease_s: float,
               now: float, *, lease: bool = True) -> list[StoredURL]:
         db = self._db
@@ -305,13 +313,13 @@ class URLStore:
             args.append(key)  # type: ignore[arg-type]
         rows = db.execute(
             "SELECT q.crawl, q.key, q.served_at, q.delay_s, c.delay_s, q.crawl_limit,"
-            " q.interval_s, q.given"
+            " q.interval_s"
             " FROM uf_queues q LEFT JOIN uf_crawls c ON c.crawl = q.crawl"
             f" WHERE {' AND '.join(where)} ORDER BY q.served_at, q.crawl, q.key",
             args).fetchall()
         taken: list[StoredURL] = []
         served = 0
-        for q_crawl, q_key, served_at, q_delay, c_delay, limit, interval_s, given in rows:
+        for q_crawl, q_key, served_at, q_delay, c_delay, limit, interval_s in rows:
             if (queues and served >= queues) or len(taken) >= MAX_TAKE:
                 break
             spacing = max(self._delay(q_delay, c_delay), interval_s)
@@ -324,10 +332,11 @@ class URLStore:
             room = min(per_queue or MAX_TAKE, MAX_TAKE - len(taken))
             if self._from_return and spacing > 0:
                 room = 1
-            if limit:  # the most URLs the queue hands out
-                if given >= limit:
+            if limit:
+                left = self._left(q_crawl, q_key, limit, now)
+                if left <= 0:
                     continue
-                room = min(room, limit - given)
+                room = min(room, left)
             found = db.execute(
                 "SELECT id, url, metadata, due, known, created FROM uf_urls"
                 " WHERE crawl = ? AND key = ? AND due IS NOT NULL AND due <= ?"
@@ -339,8 +348,8 @@ class URLStore:
             if lease:
                 db.executemany("UPDATE uf_urls SET lease_until = ? WHERE id = ?",
                                [(now + lease_s, row[0]) for row in found])
-                db.execute("UPDATE uf_queues SET served_at = ?, given = given + ?"
-                           " WHERE crawl = ? AND key = ?", (now, len(found), q_crawl, q_key))
+                db.execute("UPDATE uf_queues SET served_at = ? WHERE crawl = ? AND key = ?",
+                           (now, q_crawl, q_key))
             taken.extend(StoredURL(q_crawl, url, q_key, json.loads(meta), due, bool(known),
                                    created) for _, url, meta, due, known, created in found)
         return taken

@@ -252,3 +252,27 @@ def test_set_delay_is_a_floor_under_the_site_s_own_delay(
     assert len(quick_gaps) == len(slow_gaps) == len(PAGES) - 1
     assert min(quick_gaps) >= 1.0, quick_gaps
     assert min(slow_gaps) >= 1.5, slow_gaps
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+def test_a_queue_that_must_wait_does_not_keep_the_others_out_of_get_urls(
+        kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """GetURLs with max_queues=1: the first queue in order belongs to a host whose robots.txt
+    answers 503 (nothing to hand out for a minute); it is passed over until then, and the
+    next call gives the other queue's URL, where it would take the one place in every call."""
+    pb = stubs(tmp_path.parent / "stubs")[0]
+    ip = 30 if kind == "sqlite" else 32
+    down = Site(f"127.0.147.{ip}", routes={"/robots.txt": Reply(503, b"busy")})
+    up = Site(f"127.0.147.{ip + 1}", routes={"/robots.txt": Reply(200, b"User-agent: *\n")})
+    with serve(down), serve(up), frontier(
+            tmp_path, "--store", _store(kind, tmp_path, request), "--allow-private",
+            "--default-delay-s", "0") as client:
+        urls = [down.origin + "/", up.origin + "/"]
+        assert len(list(client.PutURLs(iter([_discovered(pb, u) for u in urls])))) == 2
+        params = pb.GetParams(max_queues=1, delay_requestable=60)
+        calls = [[u.url for u in client.GetURLs(params)] for _ in range(3)]
+        stats = client.GetStats(pb.QueueWithinCrawlParams(key=down.host))
+    assert calls[0] == []  # the down host's queue came first: robots.txt asked, 503
+    assert [up.origin + "/"] in calls[1:], calls
+    assert (stats.size, stats.inProcess, stats.counts["completed"]) == (1, 0, 0)
+    assert [p for _, p in down.arrivals] == ["/robots.txt"]

@@ -134,7 +134,7 @@ for _, cand in ipairs(cands) do
       if rec.d >= 0 then redis.call('ZADD', P .. 'due\\0' .. qk, rec.d, m) end
     end
   end
-  local ok = (s.blocked or 0) <= now
+  local ok = (s.blocked or 0) <= now and (s.held or 0) <= now
   local delay = s.delay
   if delay == nil then
     delay = tonumber(redis.call('HGET', P .. 'crawl_delays', c) or default_delay)
@@ -362,6 +362,9 @@ class RedisURLStore:
 
     def set_limit(self, crawl: str, key: str, limit: int) -> None:
         self._set_queue(args=[self._p, crawl, key, "limit", str(limit), "0"])
+
+    def hold(self, crawl: str, key: str, until: float) -> None:
+        self._set_queue(args=[self._p, crawl, key, "held", repr(until), "1"])
 
     # -- the nodes sharing the database -----------------------------------------------------
 

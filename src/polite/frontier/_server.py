@@ -189,8 +189,10 @@ class FrontierService(pb_grpc.URLFrontierServicer):
         if not heads:
             return
         answers = await self._politeness.check([head.url for head in heads], reserve=True)
+        held: set[tuple[str, str]] = set()
         for head, answer in zip(heads, answers, strict=True):
             spacing: float | None = None  # handed out, its queue keeping this spacing
+            wait_until: float | None = None  # on the politeness clock
             match answer.decision:
                 case Allowed(interval_s=interval_s):
                     spacing = interval_s
@@ -198,10 +200,10 @@ class FrontierService(pb_grpc.URLFrontierServicer):
                     # another URL of the host took its slot in this batch, and with no
                     # spacing this one may go at the same moment
                     spacing = 0.0
-                case WaitUntil(behind=False):
-                    self.counters.waited += 1
-                case WaitUntil():
-                    pass  # behind another URL of its host, handed out now
+                case WaitUntil(behind=behind, at=at):
+                    if not behind:  # not only behind another URL of its host, handed out now
+                        self.counters.waited += 1
+                    wait_until = at
                 case Disallowed() as no:
                     self.counters.refused += 1
                     self._store.refuse(head.crawl, head.url, {
@@ -209,6 +211,7 @@ class FrontierService(pb_grpc.URLFrontierServicer):
                         RULE_KEY: [f"line {no.line}: {no.explanation}"]})
                 case Refused(retry_at=at) if at is not None:
                     self.counters.waited += 1  # robots.txt unavailable: asked again later
+                    wait_until = at
                 case Refused() as no:
                     self.counters.refused += 1
                     self._store.refuse(head.crawl, head.url, {
@@ -219,6 +222,13 @@ class FrontierService(pb_grpc.URLFrontierServicer):
                     head.crawl, head.url, lease_s, self._clock(), interval_s=spacing):
                 self.counters.handed_out += 1
                 yield _info(head)
+            elif wait_until is not None and (head.crawl, head.key) not in held:
+                # passed over until then, so that a queue that must wait (a host whose
+                # robots.txt does not answer, say) does not take the place of one that can
+                # give in every call
+                held.add((head.crawl, head.key))
+                self._store.hold(head.crawl, head.key,
+                                 self._clock() + wait_until - answer.now)
 
     async def PutURLs(self, request_iterator: AsyncIterator[pb.URLItem], context: object
                       ) -> AsyncIterator[pb.AckMessage]:

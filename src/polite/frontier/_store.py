@@ -58,6 +58,7 @@ CREATE TABLE IF NOT EXISTS uf_queues (
     served_at REAL NOT NULL DEFAULT 0,
     interval_s REAL NOT NULL DEFAULT 0,
     crawl_limit INTEGER NOT NULL DEFAULT 0,
+    held_until REAL NOT NULL DEFAULT 0,
     PRIMARY KEY (crawl, key)
 );
 CREATE TABLE IF NOT EXISTS uf_crawls (
@@ -123,6 +124,7 @@ class URLs(Protocol):
     def set_delay(self, crawl: str, key: str, delay_s: float) -> None: ...
     def block(self, crawl: str, key: str, until: float) -> None: ...
     def set_limit(self, crawl: str, key: str, limit: int) -> None: ...
+    def hold(self, crawl: str, key: str, until: float) -> None: ...
     def beat(self, node: str, now: float) -> None: ...
     def leave(self, node: str) -> None: ...
     def nodes(self, since: float) -> list[str]: ...
@@ -159,6 +161,10 @@ class URLStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(uf_queues)")}
+            if "held_until" not in columns:  # a file from before queues were held
+                self._db.execute("ALTER TABLE uf_queues ADD COLUMN held_until REAL NOT NULL"
+                                 " DEFAULT 0")
         except sqlite3.Error as exc:
             raise ConfigError(f"--store sqlite:///{path}: {exc}") from exc
         self._lock = threading.Lock()
@@ -304,7 +310,7 @@ class URLStore:
     def _take(self, crawl: str | None, key: str, per_queue: int, queues: int, lease_s: float,
               now: float, *, lease: bool = True) -> list[StoredURL]:
         db = self._db
-        where, args = ["q.blocked_until <= ?"], [now]
+        where, args = ["q.blocked_until <= ?", "q.held_until <= ?"], [now, now]
         if crawl is not None:
             where.append("q.crawl = ?")
             args.append(crawl)  # type: ignore[arg-type]
@@ -407,6 +413,14 @@ class URLStore:
                 "INSERT INTO uf_queues (crawl, key, crawl_limit) VALUES (?, ?, ?)"
                 " ON CONFLICT DO UPDATE SET crawl_limit = excluded.crawl_limit",
                 (crawl, key, limit))
+
+    def hold(self, crawl: str, key: str, until: float) -> None:
+        """Pass the queue over until ``until``: politeness said its next URL must wait (the
+        host's delay, a back-off, a Visit-time window, robots.txt to be asked again), so
+        that the queues which can give come first meanwhile."""
+        with self._lock:
+            self._db.execute("UPDATE uf_queues SET held_until = ? WHERE crawl = ? AND key = ?",
+                             (until, crawl, key))
 
     # -- the nodes sharing the file ----------------------------------------------------------
 

@@ -33,6 +33,7 @@ from polite.frontier._proto import urlfrontier_pb2_grpc as pb_grpc
 from polite.frontier._store import (
     MAX_KEY_CHARS,
     MAX_METADATA_BYTES,
+    MAX_TAKE,
     MAX_URL_CHARS,
     Put,
     StoredURL,
@@ -179,15 +180,35 @@ class FrontierService(pb_grpc.URLFrontierServicer):
             return
         # A host with a spacing gives one URL per call: its slot is claimed for it, and the
         # next is not due before the spacing has passed since that URL came back (two
-        # handed out together could be fetched closer than that). A host whose spacing is
-        # 0 (Crawl-delay: 0, nobody setting a delay) gives what is asked. The queues' next
-        # URLs are asked about in one batch, so that the robots.txt files they need are
-        # fetched concurrently.
+        # handed out together could be fetched closer than that). The queues' next URLs
+        # are asked about in one batch, so that the robots.txt files they need are fetched
+        # concurrently. A queue whose URL went with no spacing at all (Crawl-delay: 0,
+        # nobody setting a delay) then gives the rest of what is asked, in a second batch.
+        per_queue = request.max_urls_per_queue or MAX_TAKE
         queues = min(request.max_queues or MAX_POLITE_QUEUES, MAX_POLITE_QUEUES)
-        heads = self._store.heads(crawl, request.key, per_queue=request.max_urls_per_queue,
-                                  queues=queues, now=now)
+        heads = self._store.heads(crawl, request.key, per_queue=1, queues=queues, now=now)
+        unspaced: list[StoredURL] = []
+        async for head, spacing in self._hand_out(heads, lease_s):
+            yield _info(head)
+            if spacing == 0 and per_queue > 1:
+                unspaced.append(head)
+        more: list[StoredURL] = []
+        for head in unspaced:
+            if len(more) + len(heads) >= MAX_TAKE:
+                break
+            more += self._store.heads(head.crawl, head.key, per_queue=min(
+                per_queue - 1, MAX_TAKE - len(more) - len(heads)), queues=1, now=self._clock())
+        async for head, _ in self._hand_out(more, lease_s):
+            yield _info(head)
+
+    async def _hand_out(self, heads: Sequence[StoredURL], lease_s: float
+                        ) -> AsyncIterator[tuple[StoredURL, float]]:
+        """Ask the politeness driver about ``heads`` (claiming their hosts' slots) and lease
+        those it lets go: each with the spacing its queue keeps. A URL robots.txt disallows
+        is completed, a queue whose URL must wait is passed over until then."""
         if not heads:
             return
+        assert self._politeness is not None
         answers = await self._politeness.check([head.url for head in heads], reserve=True)
         held: set[tuple[str, str]] = set()
         for head, answer in zip(heads, answers, strict=True):
@@ -221,7 +242,7 @@ class FrontierService(pb_grpc.URLFrontierServicer):
             if spacing is not None and self._store.lease(
                     head.crawl, head.url, lease_s, self._clock(), interval_s=spacing):
                 self.counters.handed_out += 1
-                yield _info(head)
+                yield head, spacing
             elif wait_until is not None and (head.crawl, head.key) not in held:
                 # passed over until then, so that a queue that must wait (a host whose
                 # robots.txt does not answer, say) does not take the place of one that can

@@ -245,3 +245,16 @@ def test_a_crawl_limit_counts_urls_completed_and_in_flight(client: Any, pb: Any)
         pb.AckMessage.OK] * 2
     assert get(client, pb, **params) == []  # two completed: the limit is reached
     assert client.CountURLs(pb.CountUrlParams(key="cap.example")).value == 4
+
+
+def test_a_nul_in_a_key_or_a_crawl_id_is_skipped(client: Any, pb: Any) -> None:
+    """A NUL inside a key or a crawl ID is refused (SKIPPED): the Redis store joins the two
+    with one, so crawl "a" with key "b<NUL>c" and crawl "a<NUL>b" with key "c" would share
+    one queue's URLs."""
+    acks = put(client, [discovered(pb, "http://nul.example/1", key="b\0c", crawl="a"),
+                        discovered(pb, "http://nul.example/2", key="c", crawl="a\0b"),
+                        discovered(pb, "http://nul.example/3", key="c", crawl="a")])
+    assert [a.status for a in acks] == [pb.AckMessage.SKIPPED, pb.AckMessage.SKIPPED,
+                                        pb.AckMessage.OK]
+    assert list(client.ListCrawls(pb.Local()).values) == ["a"]
+    assert client.CountURLs(pb.CountUrlParams(crawlID="a")).value == 1

@@ -120,6 +120,10 @@ def read_put(info: pb.URLInfo, *, known: bool, refetch_at: float) -> Put | str:
     crawl = _crawl(info.crawlID)
     if len(crawl) > MAX_CRAWL_CHARS:
         return f"crawl ID longer than {MAX_CRAWL_CHARS} characters"
+    # The Redis store joins a crawl ID and a key with a NUL: one inside either would make
+    # two queues of different crawls one
+    if "\0" in key or "\0" in crawl:
+        return "a NUL character in the key or the crawl ID"
     meta = _metadata(info)
     if sum(len(k) + sum(len(v) for v in vs) for k, vs in meta.items()) > MAX_METADATA_BYTES:
         return f"metadata larger than {MAX_METADATA_BYTES} characters"

@@ -118,7 +118,7 @@ def test_a_frontier_file_of_the_first_release_is_served(tmp_path: Path) -> None:
         heads = store.heads("DEFAULT", "", per_queue=1, queues=1, now=101.0)
         assert [h.url for h in heads] == ["http://old.example/"]
         assert store.lease("DEFAULT", "http://old.example/", 30.0, 101.0, interval_s=1.0)
-        store.hold("DEFAULT", "old.example", 200.0)
+        store.hold([("DEFAULT", "old.example", 200.0)])
     finally:
         store.close()
     with sqlite3.connect(path) as db:

@@ -363,8 +363,11 @@ class RedisURLStore:
     def set_limit(self, crawl: str, key: str, limit: int) -> None:
         self._set_queue(args=[self._p, crawl, key, "limit", str(limit), "0"])
 
-    def hold(self, crawl: str, key: str, until: float) -> None:
-        self._set_queue(args=[self._p, crawl, key, "held", repr(until), "1"])
+    def hold(self, queues: Sequence[tuple[str, str, float]]) -> None:
+        pipe = self._r.pipeline(transaction=False)
+        for crawl, key, until in queues:
+            self._set_queue(args=[self._p, crawl, key, "held", repr(until), "1"], client=pipe)
+        pipe.execute()
 
     # -- the nodes sharing the database -----------------------------------------------------
 

@@ -26,7 +26,7 @@ from polite.clock import WallClock
 from polite.core.politeness.values import Allowed, Disallowed, Refused, WaitUntil
 from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
 from polite.fetch.http import RequestHeaders
-from polite.fetch.politeness import Politeness
+from polite.fetch.politeness import Answer, Politeness
 from polite.fetch.robots import Network, PublicHosts, RobotsFetcher, create_client
 from polite.frontier._proto import urlfrontier_pb2 as pb
 from polite.frontier._proto import urlfrontier_pb2_grpc as pb_grpc
@@ -214,7 +214,18 @@ class FrontierService(pb_grpc.URLFrontierServicer):
             return
         assert self._politeness is not None
         answers = await self._politeness.check([head.url for head in heads], reserve=True)
-        held: set[tuple[str, str]] = set()
+        held: dict[tuple[str, str], float] = {}  # queue -> until when it is passed over
+        try:
+            async for handed in self._decide(heads, answers, lease_s, held):
+                yield handed
+        finally:
+            if held:
+                self._store.hold([(crawl, key, until) for (crawl, key), until in held.items()])
+
+    async def _decide(self, heads: Sequence[StoredURL], answers: Sequence[Answer],
+                      lease_s: float, held: dict[tuple[str, str], float]
+                      ) -> AsyncIterator[tuple[StoredURL, float]]:
+        """What each answer does to its URL; the queues to pass over go into ``held``."""
         for head, answer in zip(heads, answers, strict=True):
             spacing: float | None = None  # handed out, its queue keeping this spacing
             wait_until: float | None = None  # on the politeness clock
@@ -247,13 +258,11 @@ class FrontierService(pb_grpc.URLFrontierServicer):
                     head.crawl, head.url, lease_s, self._clock(), interval_s=spacing):
                 self.counters.handed_out += 1
                 yield head, spacing
-            elif wait_until is not None and (head.crawl, head.key) not in held:
+            elif wait_until is not None:
                 # passed over until then, so that a queue that must wait (a host whose
                 # robots.txt does not answer, say) does not take the place of one that can
                 # give in every call
-                held.add((head.crawl, head.key))
-                self._store.hold(head.crawl, head.key,
-                                 self._clock() + wait_until - answer.now)
+                held.setdefault((head.crawl, head.key), self._clock() + wait_until - answer.now)
 
     async def PutURLs(self, request_iterator: AsyncIterator[pb.URLItem], context: object
                       ) -> AsyncIterator[pb.AckMessage]:

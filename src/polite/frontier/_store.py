@@ -124,7 +124,7 @@ class URLs(Protocol):
     def set_delay(self, crawl: str, key: str, delay_s: float) -> None: ...
     def block(self, crawl: str, key: str, until: float) -> None: ...
     def set_limit(self, crawl: str, key: str, limit: int) -> None: ...
-    def hold(self, crawl: str, key: str, until: float) -> None: ...
+    def hold(self, queues: Sequence[tuple[str, str, float]]) -> None: ...
     def beat(self, node: str, now: float) -> None: ...
     def leave(self, node: str) -> None: ...
     def nodes(self, since: float) -> list[str]: ...
@@ -414,13 +414,20 @@ class URLStore:
                 " ON CONFLICT DO UPDATE SET crawl_limit = excluded.crawl_limit",
                 (crawl, key, limit))
 
-    def hold(self, crawl: str, key: str, until: float) -> None:
-        """Pass the queue over until ``until``: politeness said its next URL must wait (the
-        host's delay, a back-off, a Visit-time window, robots.txt to be asked again), so
-        that the queues which can give come first meanwhile."""
+    def hold(self, queues: Sequence[tuple[str, str, float]]) -> None:
+        """Pass each queue (crawl, key, until) over until then: politeness said its next
+        URL must wait (the host's delay, a back-off, a Visit-time window, robots.txt to be
+        asked again), so that the queues which can give come first meanwhile."""
         with self._lock:
-            self._db.execute("UPDATE uf_queues SET held_until = ? WHERE crawl = ? AND key = ?",
-                             (until, crawl, key))
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.executemany("UPDATE uf_queues SET held_until = ? WHERE crawl = ? AND key = ?",
+                               [(until, crawl, key) for crawl, key, until in queues])
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
 
     # -- the nodes sharing the file ----------------------------------------------------------
 

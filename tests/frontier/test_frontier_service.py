@@ -258,3 +258,20 @@ def test_a_nul_in_a_key_or_a_crawl_id_is_skipped(client: Any, pb: Any) -> None:
                                         pb.AckMessage.OK]
     assert list(client.ListCrawls(pb.Local()).values) == ["a"]
     assert client.CountURLs(pb.CountUrlParams(crawlID="a")).value == 1
+
+
+def test_set_log_level_makes_a_bounded_number_of_loggers(client: Any, pb: Any) -> None:
+    """Each logger named is kept for the server's life: a hundred new names are taken, the
+    next is refused (RESOURCE_EXHAUSTED), a package that logs already is still set, and an
+    over-long name is an INVALID_ARGUMENT."""
+    debug = pb.LogLevelParams.DEBUG
+    for i in range(100):
+        client.SetLogLevel(pb.LogLevelParams(package=f"made.up.{i}", level=debug))
+    with pytest.raises(grpc.RpcError) as refused:
+        client.SetLogLevel(pb.LogLevelParams(package="made.up.100", level=debug))
+    assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    client.SetLogLevel(pb.LogLevelParams(package="made.up.7", level=debug))  # made already
+    client.SetLogLevel(pb.LogLevelParams(package="polite", level=debug))
+    with pytest.raises(grpc.RpcError) as too_long:
+        client.SetLogLevel(pb.LogLevelParams(package="x" * 257, level=debug))
+    assert too_long.value.code() == grpc.StatusCode.INVALID_ARGUMENT

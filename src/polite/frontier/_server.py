@@ -57,6 +57,10 @@ MAX_POLITE_QUEUES = 1_000
 # Each node notes it is alive this often in the store; one silent for NODE_GONE_S is gone
 BEAT_S = 1.0
 NODE_GONE_S = 5.0
+# SetLogLevel: a logger is kept for the process's life once named, so the names a client may
+# add are bounded (those of packages that log already are not counted)
+MAX_NEW_LOGGERS = 100
+MAX_LOGGER_CHARS = 256
 # Metadata keys polite adds to a URL it will not hand out
 REFUSED_KEY = "polite.refused"
 RULE_KEY = "polite.robots_rule"
@@ -139,6 +143,7 @@ class FrontierService(pb_grpc.URLFrontierServicer):
         self._clock = clock
         self.node = node
         self.counters = counters if counters is not None else Counters()
+        self._new_loggers = 0  # loggers SetLogLevel made, kept for the process's life
 
     def now(self) -> float:
         return self._clock()
@@ -350,12 +355,23 @@ class FrontierService(pb_grpc.URLFrontierServicer):
                               float(request.delay_requestable))
         return pb.Empty()
 
-    async def SetLogLevel(self, request: pb.LogLevelParams, context: object) -> pb.Empty:
+    async def SetLogLevel(self, request: pb.LogLevelParams,
+                          context: grpc.aio.ServicerContext) -> pb.Empty:
         self._count("SetLogLevel")
         level = {pb.LogLevelParams.TRACE: logging.DEBUG, pb.LogLevelParams.DEBUG: logging.DEBUG,
                  pb.LogLevelParams.INFO: logging.INFO, pb.LogLevelParams.WARN: logging.WARNING,
                  pb.LogLevelParams.ERROR: logging.ERROR}.get(request.level, logging.INFO)
-        logging.getLogger(request.package or None).setLevel(level)
+        name = request.package
+        if len(name) > MAX_LOGGER_CHARS:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                f"package longer than {MAX_LOGGER_CHARS} characters")
+        if name and name not in logging.root.manager.loggerDict:
+            if self._new_loggers >= MAX_NEW_LOGGERS:
+                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                    f"{MAX_NEW_LOGGERS} loggers made by SetLogLevel already; "
+                                    "name a package that logs")
+            self._new_loggers += 1
+        logging.getLogger(name or None).setLevel(level)
         return pb.Empty()
 
     async def SetCrawlLimit(self, request: pb.CrawlLimitParams, context: object) -> pb.Empty:

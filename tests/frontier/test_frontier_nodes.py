@@ -64,3 +64,22 @@ def test_a_node_killed_loses_no_url(kind: str, tmp_path: Path,
             time.sleep(0.2)
         assert list(b.ListNodes(pb.Empty()).values) == [address_b]
         assert b.CountURLs(pb.CountUrlParams(key="h0.example")).value == 10
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+def test_a_node_stopped_with_sigterm_leaves_list_nodes_at_once(
+        kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """A clean stop strikes the node off before the process ends: the other node no longer
+    names it, with no wait for its beats to lapse."""
+    pb, pb_grpc = stubs(tmp_path.parent / "stubs")
+    store = f"sqlite:///{tmp_path / 'f.sqlite'}" if kind == "sqlite" else \
+        f"{request.getfixturevalue('redis_url')}?prefix=t{uuid.uuid4().hex[:10]}:"
+    options = ("--store", store, "--robots", "off")
+    with frontier_process(*options) as (address_a, node_a), \
+            frontier_process(*options) as (address_b, _), \
+            grpc.insecure_channel(address_b) as channel_b:
+        b = pb_grpc.URLFrontierStub(channel_b)
+        assert sorted(b.ListNodes(pb.Empty()).values) == sorted([address_a, address_b])
+        node_a.send_signal(signal.SIGTERM)
+        assert node_a.wait(30) == 0
+        assert list(b.ListNodes(pb.Empty()).values) == [address_b]

@@ -211,3 +211,67 @@ def test_one_call_hands_out_ten_thousand_urls_at_most(client: Any, pb: Any) -> N
     second = get(client, pb, key="many.example")
     assert (len(first), len(second)) == (10_000, 50)
     assert sorted(u.url for u in first + second) == sorted(urls)
+
+
+def test_stats_size_counts_the_urls_in_flight_too(client: Any, pb: Any) -> None:
+    """Stats.size: the active URLs, those not completed, in flight or not (a queue is active
+    while it holds URLs not completed, as ListQueues' comment says); inProcess: those in
+    flight."""
+    put(client, [discovered(pb, "http://size.example/a"), discovered(pb, "http://size.example/b"),
+                 known(pb, "http://size.example/c")])
+    assert len(get(client, pb, key="size.example", max_urls_per_queue=1)) == 1
+    stats = client.GetStats(pb.QueueWithinCrawlParams(key="size.example"))
+    assert (stats.size, stats.inProcess, stats.counts["completed"]) == (2, 1, 1)
+
+
+def test_a_crawl_limit_counts_urls_completed_and_in_flight(client: Any, pb: Any) -> None:
+    """SetCrawlLimit: a queue hands out URLs while those completed and those in flight are
+    fewer than its limit (the reference's limit counts completed URLs); a URL whose lease
+    lapsed is handed out again, not lost to the limit."""
+    client.SetCrawlLimit(pb.CrawlLimitParams(key="cap.example", limit=2))
+    client.SetDelay(pb.QueueDelayParams(key="cap.example", delay_requestable=0))
+    put(client, [discovered(pb, f"http://cap.example/{i}") for i in range(4)])
+    params = {"key": "cap.example", "max_urls_per_queue": 10, "delay_requestable": 1}
+    first = [u.url for u in get(client, pb, **params)]
+    assert first == ["http://cap.example/0", "http://cap.example/1"]
+    assert get(client, pb, **params) == []  # two in flight
+    deadline = time.monotonic() + 60  # the leases lapse a second on (waited for, not slept)
+    while client.GetStats(pb.QueueWithinCrawlParams(key="cap.example")).inProcess:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    again = [u.url for u in get(client, pb, **params)]
+    assert again == first
+    assert [a.status for a in put(client, [known(pb, u) for u in again])] == [
+        pb.AckMessage.OK] * 2
+    assert get(client, pb, **params) == []  # two completed: the limit is reached
+    assert client.CountURLs(pb.CountUrlParams(key="cap.example")).value == 4
+
+
+def test_a_nul_in_a_key_or_a_crawl_id_is_skipped(client: Any, pb: Any) -> None:
+    """A NUL inside a key or a crawl ID is refused (SKIPPED): the Redis store joins the two
+    with one, so crawl "a" with key "b<NUL>c" and crawl "a<NUL>b" with key "c" would share
+    one queue's URLs."""
+    acks = put(client, [discovered(pb, "http://nul.example/1", key="b\0c", crawl="a"),
+                        discovered(pb, "http://nul.example/2", key="c", crawl="a\0b"),
+                        discovered(pb, "http://nul.example/3", key="c", crawl="a")])
+    assert [a.status for a in acks] == [pb.AckMessage.SKIPPED, pb.AckMessage.SKIPPED,
+                                        pb.AckMessage.OK]
+    assert list(client.ListCrawls(pb.Local()).values) == ["a"]
+    assert client.CountURLs(pb.CountUrlParams(crawlID="a")).value == 1
+
+
+def test_set_log_level_makes_a_bounded_number_of_loggers(client: Any, pb: Any) -> None:
+    """Each logger named is kept for the server's life: a hundred new names are taken, the
+    next is refused (RESOURCE_EXHAUSTED), a package that logs already is still set, and an
+    over-long name is an INVALID_ARGUMENT."""
+    debug = pb.LogLevelParams.DEBUG
+    for i in range(100):
+        client.SetLogLevel(pb.LogLevelParams(package=f"made.up.{i}", level=debug))
+    with pytest.raises(grpc.RpcError) as refused:
+        client.SetLogLevel(pb.LogLevelParams(package="made.up.100", level=debug))
+    assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    client.SetLogLevel(pb.LogLevelParams(package="made.up.7", level=debug))  # made already
+    client.SetLogLevel(pb.LogLevelParams(package="polite", level=debug))
+    with pytest.raises(grpc.RpcError) as too_long:
+        client.SetLogLevel(pb.LogLevelParams(package="x" * 257, level=debug))
+    assert too_long.value.code() == grpc.StatusCode.INVALID_ARGUMENT

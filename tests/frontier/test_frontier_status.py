@@ -90,3 +90,36 @@ def test_beyond_loopback_the_service_refuses_to_start(host: str, tmp_path: Path)
     assert f"--host {host} is not a loopback address" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "f.sqlite").exists()  # refused before anything was made
+
+
+# uf_queues as the first release of polite frontier serve made it
+_FIRST_QUEUES = """
+CREATE TABLE uf_queues (crawl TEXT NOT NULL, key TEXT NOT NULL, delay_s REAL,
+    blocked_until REAL NOT NULL DEFAULT 0, served_at REAL NOT NULL DEFAULT 0,
+    interval_s REAL NOT NULL DEFAULT 0, crawl_limit INTEGER NOT NULL DEFAULT 0,
+    given INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (crawl, key));
+INSERT INTO uf_queues (crawl, key) VALUES ('DEFAULT', 'old.example');
+"""
+
+
+def test_a_frontier_file_of_the_first_release_is_served(tmp_path: Path) -> None:
+    """A file whose queues have no column for being held gets it when opened, and its URLs
+    are handed out."""
+    import sqlite3
+
+    from polite.frontier._store import Put, URLStore
+
+    path = tmp_path / "f.sqlite"
+    with sqlite3.connect(path) as db:
+        db.executescript(_FIRST_QUEUES)
+    store = URLStore(str(path), default_delay_s=0.0, spacing_from_return=True)
+    try:
+        store.put([Put("DEFAULT", "http://old.example/", "old.example", {}, False)], 100.0)
+        heads = store.heads("DEFAULT", "", per_queue=1, queues=1, now=101.0)
+        assert [h.url for h in heads] == ["http://old.example/"]
+        assert store.lease("DEFAULT", "http://old.example/", 30.0, 101.0, interval_s=1.0)
+        store.hold([("DEFAULT", "old.example", 200.0)])
+    finally:
+        store.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT held_until FROM uf_queues").fetchall() == [(200.0,)]

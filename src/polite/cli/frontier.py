@@ -140,6 +140,7 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     allowed = networks(args.allow_network)
 
     import asyncio
+    import signal
 
     from polite.frontier._server import FrontierService, PolitenessOptions, open_politeness, serve
     # With politeness on, the driver applies the default delay where robots.txt sets none
@@ -164,8 +165,21 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
         async with open_politeness(options if args.robots == "on" else None) as politeness:
             service = FrontierService(store, politeness=politeness,
                                       node=f"{args.host}:{args.port}")
-            await serve(service, store, args.host, args.port, ready,
-                        metrics_port=args.metrics_port)
+            serving = asyncio.ensure_future(serve(service, store, args.host, args.port, ready,
+                                                  metrics_port=args.metrics_port))
+            # Ctrl-C or SIGTERM: a clean stop, which strikes the node off at once (ListNodes);
+            # a node killed otherwise drops out when it has not beaten for a while.
+            loop = asyncio.get_running_loop()
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(signum, serving.cancel)
+            try:
+                await serving
+            except asyncio.CancelledError:
+                if not serving.cancelled():
+                    raise
+            finally:
+                for signum in (signal.SIGINT, signal.SIGTERM):
+                    loop.remove_signal_handler(signum)
 
     try:
         asyncio.run(run())

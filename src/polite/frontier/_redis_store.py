@@ -41,6 +41,12 @@ end
 local function save_queue(crawl, key, s)
   redis.call('HSET', P .. 'queues\\0' .. crawl, key, cjson.encode(s))
 end
+-- what a queue's crawl limit leaves to hand out: the limit less its URLs completed and
+-- those in flight at ``now`` (the time as the client wrote it)
+local function left(qk, limit, now)
+  return limit - redis.call('SCARD', P .. 'done\\0' .. qk)
+    - redis.call('ZCOUNT', P .. 'lease\\0' .. qk, '(' .. now, '+inf')
+end
 """
 
 _PUT = _LIB + """
@@ -128,22 +134,26 @@ for _, cand in ipairs(cands) do
       if rec.d >= 0 then redis.call('ZADD', P .. 'due\\0' .. qk, rec.d, m) end
     end
   end
-  local ok = (s.blocked or 0) <= now
+  local ok = (s.blocked or 0) <= now and (s.held or 0) <= now
   local delay = s.delay
   if delay == nil then
     delay = tonumber(redis.call('HGET', P .. 'crawl_delays', c) or default_delay)
   end
   local served_at = s.served or 0
-  if ok and served_at > 0 and now < served_at + math.max(delay, s.interval or 0) then
+  local spacing = math.max(delay, s.interval or 0)
+  if ok and served_at > 0 and now < served_at + spacing then ok = false end
+  -- with a spacing, one URL in flight (the lapsed leases were given back above)
+  if ok and from_return and spacing > 0
+      and redis.call('ZCARD', P .. 'lease\\0' .. qk) > 0 then
     ok = false
   end
-  if ok and from_return and redis.call('ZCARD', P .. 'lease\\0' .. qk) > 0 then ok = false end
   local room = most - #out
   if per_queue > 0 and per_queue < room then room = per_queue end
+  if from_return and spacing > 0 then room = 1 end
   if ok and (s.limit or 0) > 0 then
-    local left = s.limit - (s.given or 0)
-    if left <= 0 then ok = false
-    elseif left < room then room = left end
+    local rest = left(qk, s.limit, ARGV[8])
+    if rest <= 0 then ok = false
+    elseif rest < room then room = rest end
   end
   if ok then
     local ms = redis.call('ZRANGEBYSCORE', P .. 'due\\0' .. qk, '-inf', now, 'LIMIT', 0, room)
@@ -159,7 +169,6 @@ for _, cand in ipairs(cands) do
       end
       if lease then
         s.served = now
-        s.given = (s.given or 0) + #ms
         save_queue(c, k, s)
       end
     end
@@ -171,16 +180,27 @@ return out
 _LEASE = _LIB + """
 local crawl, url, lease_s = ARGV[2], ARGV[3], tonumber(ARGV[4])
 local now, interval = tonumber(ARGV[5]), tonumber(ARGV[6])
+local from_return, default_delay = ARGV[7] == '1', tonumber(ARGV[8])
 local js = redis.call('HGET', P .. 'urls\\0' .. crawl, url)
 if not js then return 0 end
 local rec = cjson.decode(js)
 local m, qk = member(rec.s, url), q(crawl, rec.k)
 local due = redis.call('ZSCORE', P .. 'due\\0' .. qk, m)
 if not due or tonumber(due) > now then return 0 end
+local s = queue(crawl, rec.k)
+local delay = s.delay
+if delay == nil then
+  delay = tonumber(redis.call('HGET', P .. 'crawl_delays', crawl) or default_delay)
+end
+-- with a spacing, one URL in flight; and never past the queue's crawl limit
+if from_return and math.max(delay, interval) > 0
+    and redis.call('ZCOUNT', P .. 'lease\\0' .. qk, '(' .. ARGV[5], '+inf') > 0 then
+  return 0
+end
+if (s.limit or 0) > 0 and left(qk, s.limit, ARGV[5]) <= 0 then return 0 end
 redis.call('ZREM', P .. 'due\\0' .. qk, m)
 redis.call('ZADD', P .. 'lease\\0' .. qk, now + lease_s, m)
-local s = queue(crawl, rec.k)
-s.served, s.interval, s.given = now, interval, (s.given or 0) + 1
+s.served, s.interval = now, interval
 save_queue(crawl, rec.k, s)
 return 1
 """
@@ -280,9 +300,9 @@ class RedisURLStore:
              lease_s: float, now: float) -> list[StoredURL]:
         return self._take(crawl, key, per_queue, queues, lease_s, now, lease=True)
 
-    def heads(self, crawl: str | None, key: str, *, queues: int, now: float
+    def heads(self, crawl: str | None, key: str, *, per_queue: int, queues: int, now: float
               ) -> list[StoredURL]:
-        return self._take(crawl, key, 1, queues, 0.0, now, lease=False)
+        return self._take(crawl, key, per_queue, queues, 0.0, now, lease=False)
 
     def _take(self, crawl: str | None, key: str, per_queue: int, queues: int,
               lease_s: float, now: float, *, lease: bool) -> list[StoredURL]:
@@ -302,7 +322,8 @@ class RedisURLStore:
     def lease(self, crawl: str, url: str, lease_s: float, now: float, *,
               interval_s: float = 0.0) -> bool:
         return bool(self._lease(args=[self._p, crawl, url, repr(lease_s), repr(now),
-                                      repr(interval_s)]))
+                                      repr(interval_s), "1" if self._from_return else "0",
+                                      repr(self._default_delay_s)]))
 
     def refuse(self, crawl: str, url: str, why: dict[str, list[str]]) -> None:
         found = self.status(crawl, url, "")
@@ -341,6 +362,12 @@ class RedisURLStore:
 
     def set_limit(self, crawl: str, key: str, limit: int) -> None:
         self._set_queue(args=[self._p, crawl, key, "limit", str(limit), "0"])
+
+    def hold(self, queues: Sequence[tuple[str, str, float]]) -> None:
+        pipe = self._r.pipeline(transaction=False)
+        for crawl, key, until in queues:
+            self._set_queue(args=[self._p, crawl, key, "held", repr(until), "1"], client=pipe)
+        pipe.execute()
 
     # -- the nodes sharing the database -----------------------------------------------------
 

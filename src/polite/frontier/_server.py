@@ -26,13 +26,14 @@ from polite.clock import WallClock
 from polite.core.politeness.values import Allowed, Disallowed, Refused, WaitUntil
 from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
 from polite.fetch.http import RequestHeaders
-from polite.fetch.politeness import Politeness
+from polite.fetch.politeness import Answer, Politeness
 from polite.fetch.robots import Network, PublicHosts, RobotsFetcher, create_client
 from polite.frontier._proto import urlfrontier_pb2 as pb
 from polite.frontier._proto import urlfrontier_pb2_grpc as pb_grpc
 from polite.frontier._store import (
     MAX_KEY_CHARS,
     MAX_METADATA_BYTES,
+    MAX_TAKE,
     MAX_URL_CHARS,
     Put,
     StoredURL,
@@ -56,6 +57,10 @@ MAX_POLITE_QUEUES = 1_000
 # Each node notes it is alive this often in the store; one silent for NODE_GONE_S is gone
 BEAT_S = 1.0
 NODE_GONE_S = 5.0
+# SetLogLevel: a logger is kept for the process's life once named, so the names a client may
+# add are bounded (those of packages that log already are not counted)
+MAX_NEW_LOGGERS = 100
+MAX_LOGGER_CHARS = 256
 # Metadata keys polite adds to a URL it will not hand out
 REFUSED_KEY = "polite.refused"
 RULE_KEY = "polite.robots_rule"
@@ -119,6 +124,10 @@ def read_put(info: pb.URLInfo, *, known: bool, refetch_at: float) -> Put | str:
     crawl = _crawl(info.crawlID)
     if len(crawl) > MAX_CRAWL_CHARS:
         return f"crawl ID longer than {MAX_CRAWL_CHARS} characters"
+    # The Redis store joins a crawl ID and a key with a NUL: one inside either would make
+    # two queues of different crawls one
+    if "\0" in key or "\0" in crawl:
+        return "a NUL character in the key or the crawl ID"
     meta = _metadata(info)
     if sum(len(k) + sum(len(v) for v in vs) for k, vs in meta.items()) > MAX_METADATA_BYTES:
         return f"metadata larger than {MAX_METADATA_BYTES} characters"
@@ -134,6 +143,7 @@ class FrontierService(pb_grpc.URLFrontierServicer):
         self._clock = clock
         self.node = node
         self.counters = counters if counters is not None else Counters()
+        self._new_loggers = 0  # loggers SetLogLevel made, kept for the process's life
 
     def now(self) -> float:
         return self._clock()
@@ -177,23 +187,64 @@ class FrontierService(pb_grpc.URLFrontierServicer):
             for stored in taken:
                 yield _info(stored)
             return
-        # One URL per queue and call: the host's slot is claimed for it, and the next is not
-        # due before the host's delay has passed. The queues' next URLs are asked about in
-        # one batch, so that the robots.txt files they need are fetched concurrently.
+        # A host with a spacing gives one URL per call: its slot is claimed for it, and the
+        # next is not due before the spacing has passed since that URL came back (two
+        # handed out together could be fetched closer than that). The queues' next URLs
+        # are asked about in one batch, so that the robots.txt files they need are fetched
+        # concurrently. A queue whose URL went with no spacing at all (Crawl-delay: 0,
+        # nobody setting a delay) then gives the rest of what is asked, in a second batch.
+        per_queue = request.max_urls_per_queue or MAX_TAKE
         queues = min(request.max_queues or MAX_POLITE_QUEUES, MAX_POLITE_QUEUES)
-        heads = self._store.heads(crawl, request.key, queues=queues, now=now)
+        heads = self._store.heads(crawl, request.key, per_queue=1, queues=queues, now=now)
+        unspaced: list[StoredURL] = []
+        async for head, spacing in self._hand_out(heads, lease_s):
+            yield _info(head)
+            if spacing == 0 and per_queue > 1:
+                unspaced.append(head)
+        more: list[StoredURL] = []
+        for head in unspaced:
+            if len(more) + len(heads) >= MAX_TAKE:
+                break
+            more += self._store.heads(head.crawl, head.key, per_queue=min(
+                per_queue - 1, MAX_TAKE - len(more) - len(heads)), queues=1, now=self._clock())
+        async for head, _ in self._hand_out(more, lease_s):
+            yield _info(head)
+
+    async def _hand_out(self, heads: Sequence[StoredURL], lease_s: float
+                        ) -> AsyncIterator[tuple[StoredURL, float]]:
+        """Ask the politeness driver about ``heads`` (claiming their hosts' slots) and lease
+        those it lets go: each with the spacing its queue keeps. A URL robots.txt disallows
+        is completed, a queue whose URL must wait is passed over until then."""
         if not heads:
             return
+        assert self._politeness is not None
         answers = await self._politeness.check([head.url for head in heads], reserve=True)
+        held: dict[tuple[str, str], float] = {}  # queue -> until when it is passed over
+        try:
+            async for handed in self._decide(heads, answers, lease_s, held):
+                yield handed
+        finally:
+            if held:
+                self._store.hold([(crawl, key, until) for (crawl, key), until in held.items()])
+
+    async def _decide(self, heads: Sequence[StoredURL], answers: Sequence[Answer],
+                      lease_s: float, held: dict[tuple[str, str], float]
+                      ) -> AsyncIterator[tuple[StoredURL, float]]:
+        """What each answer does to its URL; the queues to pass over go into ``held``."""
         for head, answer in zip(heads, answers, strict=True):
+            spacing: float | None = None  # handed out, its queue keeping this spacing
+            wait_until: float | None = None  # on the politeness clock
             match answer.decision:
                 case Allowed(interval_s=interval_s):
-                    if self._store.lease(head.crawl, head.url, lease_s, self._clock(),
-                                         interval_s=interval_s):
-                        self.counters.handed_out += 1
-                        yield _info(head)
-                case WaitUntil():
-                    self.counters.waited += 1
+                    spacing = interval_s
+                case WaitUntil(behind=True, interval_s=0.0, at=at) if at <= answer.now:
+                    # another URL of the host took its slot in this batch, and with no
+                    # spacing this one may go at the same moment
+                    spacing = 0.0
+                case WaitUntil(behind=behind, at=at):
+                    if not behind:  # not only behind another URL of its host, handed out now
+                        self.counters.waited += 1
+                    wait_until = at
                 case Disallowed() as no:
                     self.counters.refused += 1
                     self._store.refuse(head.crawl, head.url, {
@@ -201,12 +252,22 @@ class FrontierService(pb_grpc.URLFrontierServicer):
                         RULE_KEY: [f"line {no.line}: {no.explanation}"]})
                 case Refused(retry_at=at) if at is not None:
                     self.counters.waited += 1  # robots.txt unavailable: asked again later
+                    wait_until = at
                 case Refused() as no:
                     self.counters.refused += 1
                     self._store.refuse(head.crawl, head.url, {
                         REFUSED_KEY: [f"{no.reason.value}: {no.detail}"]})
                 case _ as never:
                     assert_never(never)
+            if spacing is not None and self._store.lease(
+                    head.crawl, head.url, lease_s, self._clock(), interval_s=spacing):
+                self.counters.handed_out += 1
+                yield head, spacing
+            elif wait_until is not None:
+                # passed over until then, so that a queue that must wait (a host whose
+                # robots.txt does not answer, say) does not take the place of one that can
+                # give in every call
+                held.setdefault((head.crawl, head.key), self._clock() + wait_until - answer.now)
 
     async def PutURLs(self, request_iterator: AsyncIterator[pb.URLItem], context: object
                       ) -> AsyncIterator[pb.AckMessage]:
@@ -261,7 +322,10 @@ class FrontierService(pb_grpc.URLFrontierServicer):
         self._count("GetStats")
         crawl = _crawl(request.crawlID)
         stats = self._store.stats(crawl, request.key, self._clock())
-        return pb.Stats(size=stats.size, inProcess=stats.in_process,
+        # size: the active URLs, those not completed, whether in flight or not (a queue is
+        # active while it holds URLs not completed, ListQueues' comment says; the reference
+        # counts them so); inProcess: those in flight
+        return pb.Stats(size=stats.size + stats.in_process, inProcess=stats.in_process,
                         counts={"completed": stats.completed,
                                 "active_queues": stats.active_queues},
                         numberOfQueues=stats.queues, crawlID=crawl)
@@ -291,12 +355,23 @@ class FrontierService(pb_grpc.URLFrontierServicer):
                               float(request.delay_requestable))
         return pb.Empty()
 
-    async def SetLogLevel(self, request: pb.LogLevelParams, context: object) -> pb.Empty:
+    async def SetLogLevel(self, request: pb.LogLevelParams,
+                          context: grpc.aio.ServicerContext) -> pb.Empty:
         self._count("SetLogLevel")
         level = {pb.LogLevelParams.TRACE: logging.DEBUG, pb.LogLevelParams.DEBUG: logging.DEBUG,
                  pb.LogLevelParams.INFO: logging.INFO, pb.LogLevelParams.WARN: logging.WARNING,
                  pb.LogLevelParams.ERROR: logging.ERROR}.get(request.level, logging.INFO)
-        logging.getLogger(request.package or None).setLevel(level)
+        name = request.package
+        if len(name) > MAX_LOGGER_CHARS:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                f"package longer than {MAX_LOGGER_CHARS} characters")
+        if name and name not in logging.root.manager.loggerDict:
+            if self._new_loggers >= MAX_NEW_LOGGERS:
+                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                    f"{MAX_NEW_LOGGERS} loggers made by SetLogLevel already; "
+                                    "name a package that logs")
+            self._new_loggers += 1
+        logging.getLogger(name or None).setLevel(level)
         return pb.Empty()
 
     async def SetCrawlLimit(self, request: pb.CrawlLimitParams, context: object) -> pb.Empty:
@@ -475,7 +550,12 @@ async def serve(service: FrontierService, store: URLs, host: str, port: int,
         await server.wait_for_termination()
     finally:
         beating.cancel()
+        # struck off first: the other nodes stop naming this one while its last calls end
+        try:
+            store.leave(service.node)
+        except Exception:  # the store gone too: the node drops out once it stops beating
+            _log.warning("could not strike %s off the store's nodes", service.node,
+                         exc_info=True)
         if metrics is not None:
             metrics.close()
         await server.stop(grace=1.0)
-        store.leave(service.node)

@@ -58,7 +58,7 @@ CREATE TABLE IF NOT EXISTS uf_queues (
     served_at REAL NOT NULL DEFAULT 0,
     interval_s REAL NOT NULL DEFAULT 0,
     crawl_limit INTEGER NOT NULL DEFAULT 0,
-    given INTEGER NOT NULL DEFAULT 0,
+    held_until REAL NOT NULL DEFAULT 0,
     PRIMARY KEY (crawl, key)
 );
 CREATE TABLE IF NOT EXISTS uf_crawls (
@@ -113,7 +113,7 @@ class URLs(Protocol):
     def put(self, items: Sequence[Put], now: float) -> None: ...
     def take(self, crawl: str | None, key: str, *, per_queue: int, queues: int,
              lease_s: float, now: float) -> list[StoredURL]: ...
-    def heads(self, crawl: str | None, key: str, *, queues: int, now: float
+    def heads(self, crawl: str | None, key: str, *, per_queue: int, queues: int, now: float
               ) -> list[StoredURL]: ...
     def lease(self, crawl: str, url: str, lease_s: float, now: float, *,
               interval_s: float = 0.0) -> bool: ...
@@ -124,6 +124,7 @@ class URLs(Protocol):
     def set_delay(self, crawl: str, key: str, delay_s: float) -> None: ...
     def block(self, crawl: str, key: str, until: float) -> None: ...
     def set_limit(self, crawl: str, key: str, limit: int) -> None: ...
+    def hold(self, queues: Sequence[tuple[str, str, float]]) -> None: ...
     def beat(self, node: str, now: float) -> None: ...
     def leave(self, node: str) -> None: ...
     def nodes(self, since: float) -> list[str]: ...
@@ -160,6 +161,10 @@ class URLStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(uf_queues)")}
+            if "held_until" not in columns:  # a file from before queues were held
+                self._db.execute("ALTER TABLE uf_queues ADD COLUMN held_until REAL NOT NULL"
+                                 " DEFAULT 0")
         except sqlite3.Error as exc:
             raise ConfigError(f"--store sqlite:///{path}: {exc}") from exc
         self._lock = threading.Lock()
@@ -228,29 +233,43 @@ class URLStore:
                 raise
             return taken
 
-    def heads(self, crawl: str | None, key: str, *, queues: int, now: float
+    def heads(self, crawl: str | None, key: str, *, per_queue: int, queues: int, now: float
               ) -> list[StoredURL]:
-        """The next URL of each queue that :meth:`take` would give from, none leased: what
-        the politeness driver is asked about before :meth:`lease` takes it."""
+        """The next URLs of each queue that :meth:`take` would give from, none leased: what
+        the politeness driver is asked about before :meth:`lease` takes them. With
+        ``spacing_from_return``, one URL of a queue with a spacing (its delay, or the
+        host's interval as its last lease found it), up to ``per_queue`` of one without."""
         with self._lock:
-            return self._take(crawl, key, 1, queues, 0.0, now, lease=False)
+            return self._take(crawl, key, per_queue, queues, 0.0, now, lease=False)
 
     def lease(self, crawl: str, url: str, lease_s: float, now: float, *,
               interval_s: float = 0.0) -> bool:
         """Lease one URL if it is still due and not leased; its queue has served now and
         keeps ``interval_s`` (the host's spacing as politeness found it) as its delay's
-        floor."""
+        floor. With ``spacing_from_return``, a queue with a spacing (that floor or its
+        delay) has one URL in flight at most."""
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
                 row = db.execute(
-                    "UPDATE uf_urls SET lease_until = ? WHERE crawl = ? AND url = ?"
-                    " AND due IS NOT NULL AND due <= ? AND lease_until <= ? RETURNING key",
-                    (now + lease_s, crawl, url, now, now)).fetchone()
+                    "SELECT u.key, q.delay_s, c.delay_s, q.crawl_limit FROM uf_urls u"
+                    " JOIN uf_queues q ON q.crawl = u.crawl AND q.key = u.key"
+                    " LEFT JOIN uf_crawls c ON c.crawl = u.crawl"
+                    " WHERE u.crawl = ? AND u.url = ? AND u.due IS NOT NULL AND u.due <= ?"
+                    " AND u.lease_until <= ?", (crawl, url, now, now)).fetchone()
+                if row is not None and self._from_return and max(
+                        self._delay(row[1], row[2]), interval_s) > 0 and db.execute(
+                        "SELECT 1 FROM uf_urls WHERE crawl = ? AND key = ?"
+                        " AND lease_until > ? LIMIT 1", (crawl, row[0], now)).fetchone():
+                    row = None  # one in flight already
+                if row is not None and row[3] and self._left(crawl, row[0], row[3], now) <= 0:
+                    row = None  # the queue's crawl limit is reached
                 if row is not None:
-                    db.execute("UPDATE uf_queues SET served_at = ?, interval_s = ?,"
-                               " given = given + 1 WHERE crawl = ? AND key = ?",
+                    db.execute("UPDATE uf_urls SET lease_until = ? WHERE crawl = ? AND url = ?",
+                               (now + lease_s, crawl, url))
+                    db.execute("UPDATE uf_queues SET served_at = ?, interval_s = ?"
+                               " WHERE crawl = ? AND key = ?",
                                (now, interval_s, crawl, row[0]))
                 db.execute("COMMIT")
             except BaseException:
@@ -273,10 +292,25 @@ class URLStore:
                 " WHERE crawl = ? AND url = ?",
                 (json.dumps(meta, separators=(",", ":")), crawl, url))
 
+    def _delay(self, queue_s: float | None, crawl_s: float | None) -> float:
+        """A queue's delay: its own (SetDelay), else its crawl's, else the default."""
+        if queue_s is not None:
+            return queue_s
+        return crawl_s if crawl_s is not None else self._default_delay_s
+
+    def _left(self, crawl: str, key: str, limit: int, now: float) -> int:
+        """What a queue's crawl limit leaves to hand out: the limit less its URLs completed
+        and those in flight (a URL whose lease lapsed counts again only once it is back)."""
+        done, flying = self._db.execute(
+            "SELECT coalesce(sum(due IS NULL), 0),"
+            " coalesce(sum(due IS NOT NULL AND lease_until > ?), 0)"
+            " FROM uf_urls WHERE crawl = ? AND key = ?", (now, crawl, key)).fetchone()
+        return limit - int(done) - int(flying)
+
     def _take(self, crawl: str | None, key: str, per_queue: int, queues: int, lease_s: float,
               now: float, *, lease: bool = True) -> list[StoredURL]:
         db = self._db
-        where, args = ["q.blocked_until <= ?"], [now]
+        where, args = ["q.blocked_until <= ?", "q.held_until <= ?"], [now, now]
         if crawl is not None:
             where.append("q.crawl = ?")
             args.append(crawl)  # type: ignore[arg-type]
@@ -285,28 +319,30 @@ class URLStore:
             args.append(key)  # type: ignore[arg-type]
         rows = db.execute(
             "SELECT q.crawl, q.key, q.served_at, q.delay_s, c.delay_s, q.crawl_limit,"
-            " q.interval_s, q.given"
+            " q.interval_s"
             " FROM uf_queues q LEFT JOIN uf_crawls c ON c.crawl = q.crawl"
             f" WHERE {' AND '.join(where)} ORDER BY q.served_at, q.crawl, q.key",
             args).fetchall()
         taken: list[StoredURL] = []
         served = 0
-        for q_crawl, q_key, served_at, q_delay, c_delay, limit, interval_s, given in rows:
+        for q_crawl, q_key, served_at, q_delay, c_delay, limit, interval_s in rows:
             if (queues and served >= queues) or len(taken) >= MAX_TAKE:
                 break
-            delay = q_delay if q_delay is not None else (
-                c_delay if c_delay is not None else self._default_delay_s)
-            if served_at and now < served_at + max(delay, interval_s):
+            spacing = max(self._delay(q_delay, c_delay), interval_s)
+            if served_at and now < served_at + spacing:
                 continue
-            if self._from_return and db.execute(
+            if self._from_return and spacing > 0 and db.execute(
                     "SELECT 1 FROM uf_urls WHERE crawl = ? AND key = ? AND lease_until > ?"
                     " LIMIT 1", (q_crawl, q_key, now)).fetchone():
                 continue  # one URL in flight
             room = min(per_queue or MAX_TAKE, MAX_TAKE - len(taken))
-            if limit:  # the most URLs the queue hands out
-                if given >= limit:
+            if self._from_return and spacing > 0:
+                room = 1
+            if limit:
+                left = self._left(q_crawl, q_key, limit, now)
+                if left <= 0:
                     continue
-                room = min(room, limit - given)
+                room = min(room, left)
             found = db.execute(
                 "SELECT id, url, metadata, due, known, created FROM uf_urls"
                 " WHERE crawl = ? AND key = ? AND due IS NOT NULL AND due <= ?"
@@ -318,8 +354,8 @@ class URLStore:
             if lease:
                 db.executemany("UPDATE uf_urls SET lease_until = ? WHERE id = ?",
                                [(now + lease_s, row[0]) for row in found])
-                db.execute("UPDATE uf_queues SET served_at = ?, given = given + ?"
-                           " WHERE crawl = ? AND key = ?", (now, len(found), q_crawl, q_key))
+                db.execute("UPDATE uf_queues SET served_at = ? WHERE crawl = ? AND key = ?",
+                           (now, q_crawl, q_key))
             taken.extend(StoredURL(q_crawl, url, q_key, json.loads(meta), due, bool(known),
                                    created) for _, url, meta, due, known, created in found)
         return taken
@@ -377,6 +413,21 @@ class URLStore:
                 "INSERT INTO uf_queues (crawl, key, crawl_limit) VALUES (?, ?, ?)"
                 " ON CONFLICT DO UPDATE SET crawl_limit = excluded.crawl_limit",
                 (crawl, key, limit))
+
+    def hold(self, queues: Sequence[tuple[str, str, float]]) -> None:
+        """Pass each queue (crawl, key, until) over until then: politeness said its next
+        URL must wait (the host's delay, a back-off, a Visit-time window, robots.txt to be
+        asked again), so that the queues which can give come first meanwhile."""
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.executemany("UPDATE uf_queues SET held_until = ? WHERE crawl = ? AND key = ?",
+                               [(until, crawl, key) for crawl, key, until in queues])
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
 
     # -- the nodes sharing the file ----------------------------------------------------------
 

@@ -7,10 +7,13 @@ each crawler's own (its process's user + system time, from ``wait4``), and the f
 given beside it. Where ``taskset`` exists, the farm runs on the first core and each crawler
 on the second, so that a crawler's figure is one core's.
 
-* **No delay**: sites whose robots.txt sets none, both crawlers with no delay of their own
+* **No delay**: 100 sites of 120 pages (about 5 KB, 10-20 links each, one link in twenty to
+  a path robots.txt disallows, a sitemap robots.txt names); robots.txt sets no delay, both
+  crawlers with no delay of their own
   (``--default-delay-s 0``; Scrapy's ``DOWNLOAD_DELAY = 0``), one request in flight per
   site (``--per-host 1``; ``CONCURRENT_REQUESTS_PER_DOMAIN = 1``), ``ROBOTSTXT_OBEY``, links
-  followed alike (every ``<a href>`` of the site), the same number of pages.
+  followed alike (every ``<a href>`` of the site; polite reads the sitemaps too), every
+  page of every site. A request for a disallowed path stops the bench.
 * **1 s delay**: 200 sites whose robots.txt says ``Crawl-delay: 1``; the ideal is 200 pages
   a second with no gap under a second at any site. Scrapy runs as its users run it
   (``DOWNLOAD_DELAY = 0``: it does not read Crawl-delay) and configured by hand
@@ -41,26 +44,40 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-FARM = r'''
+FARM = r"""
 import asyncio, json, random, signal, sys, time
 hosts, port, pages, links, delay, log = sys.argv[1:7]
-hosts, port, pages, links = int(hosts), int(port), int(pages), int(links)
-robots = b"User-agent: *\nDisallow: /private/\n" + (
-    b"Crawl-delay: %s\n" % delay.encode() if delay != "0" else b"")
-filler = b"<p>" + b"lorem ipsum dolor sit amet, consectetur adipiscing elit " * 120 + b"</p>"
+hosts, port, pages = int(hosts), int(port), int(pages)
+low, _, high = links.partition("-")
+low, high = int(low), int(high or low)
+# about 5 KB a page with its links
+filler = b"<p>" + b"lorem ipsum dolor sit amet, consectetur adipiscing elit " * 70 + b"</p>"
+
+def robots(host):
+    return (b"User-agent: *\nDisallow: /private/\nDisallow: /search\n"
+            + (b"Crawl-delay: %s\n" % delay.encode() if delay != "0" else b"")
+            + b"Sitemap: http://%s:%d/sitemap.xml\n" % (host.encode(), port))
+
+def sitemap(host):
+    urls = "".join(f"<url><loc>http://{host}:{port}/p{n}</loc></url>"
+                   for n in range(min(pages, 50000)))
+    return ('<?xml version="1.0" encoding="UTF-8"?><urlset xmlns='
+            '"http://www.sitemaps.org/schemas/sitemap/0.9">' + urls + "</urlset>").encode()
 
 def page(n):
     rng = random.Random(n)
-    if links > 50:  # the memory run: every link a page of its own, never met twice
-        hrefs = [f"/p{n * links + k + 1}" for k in range(links)]
-    else:
-        hrefs = [f"/p{rng.randrange(pages)}" for _ in range(links)]
+    if low > 50:  # the memory run: every link a page of its own, never met twice
+        hrefs = [f"/p{n * low + k + 1}" for k in range(low)]
+    else:  # 10-20 links, one in twenty to a path robots.txt disallows
+        hrefs = [f"/private/p{rng.randrange(pages)}" if rng.random() < 0.05
+                 else f"/p{rng.randrange(pages)}" for _ in range(rng.randint(low, high))]
     body = "".join(f'<li><a href="{h}">{h}</a></li>' for h in hrefs).encode()
     return (b"<!DOCTYPE html><html><head><title>page</title></head><body><ul>" + body
             + b"</ul>" + filler + b"</body></html>")
 
 cache = {}
 arrivals = {}
+disallowed = [0]
 
 async def handle(reader, writer):
     host = writer.get_extra_info("sockname")[0]
@@ -70,10 +87,13 @@ async def handle(reader, writer):
             head = await reader.readuntil(b"\r\n\r\n")
             times.append(time.monotonic())
             path = head.split(b" ", 2)[1]
-            if path == b"/robots.txt":
+            if path == b"/robots.txt" or path == b"/sitemap.xml":
                 times.pop()
-                body, kind = robots, b"text/plain"
+                body, kind = ((robots(host), b"text/plain") if path == b"/robots.txt"
+                              else (sitemap(host), b"application/xml"))
             else:
+                if path.startswith((b"/private/", b"/search")):
+                    disallowed[0] += 1
                 try:
                     n = int(path[2:]) if path.startswith(b"/p") else 0
                 except ValueError:
@@ -99,14 +119,14 @@ async def main():
     print("ready", flush=True)
     await stop.wait()
     with open(log, "w") as out:
-        json.dump(arrivals, out)
+        json.dump({"arrivals": arrivals, "disallowed": disallowed[0]}, out)
 
 try:
     import uvloop
     uvloop.run(main())
 except ImportError:
     asyncio.run(main())
-'''
+"""
 
 SPIDER = r'''
 import sys
@@ -152,15 +172,18 @@ def free_port() -> int:
 
 
 @contextmanager
-def farm(folder: Path, hosts: int, pages: int, links: int, delay: str
+def farm(folder: Path, hosts: int, pages: int, links: str, delay: str
          ) -> Iterator[tuple[list[str], Path, subprocess.Popen[str]]]:
-    """The farm, running; yields the seeds, the file its arrivals go to, the process."""
+    """The farm, running; yields the seeds, the file its arrivals go to, the process. Each
+    site has ``pages`` pages of about 5 KB, each linking to ``links`` (``"10-20"``: a number
+    drawn in that range) of them, one link in twenty to a path its robots.txt disallows,
+    and a sitemap its robots.txt names listing every page."""
     port = free_port()
     log = folder / f"arrivals-{time.monotonic_ns()}.json"
     script = folder / "farm.py"
     script.write_text(FARM)
     process = subprocess.Popen([*pinned(0), sys.executable, str(script), str(hosts), str(port),
-                                str(pages), str(links), delay, str(log)],
+                                str(pages), links, delay, str(log)],
                                stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None and process.stdout.readline().strip() == "ready"
     seeds = [f"http://127.3.{i // 250}.{i % 250 + 1}:{port}/" for i in range(hosts)]
@@ -199,8 +222,12 @@ def run_crawler(command: list[str], timeout_s: float) -> tuple[float, float]:
 def site_figures(log: Path, limit_gap_s: float | None) -> tuple[int, float, int, float]:
     """(pages, pages per second at the farm, gaps under the limit, shortest gap). The rate
     counts the pages after each site's first over the time from the first page to the
-    last: with a delay of d, n pages of one site take (n - 1) * d."""
-    arrivals = json.loads(log.read_text())
+    last: with a delay of d, n pages of one site take (n - 1) * d. A request for a path
+    robots.txt disallows is an error: the crawlers obey it."""
+    record = json.loads(log.read_text())
+    if record["disallowed"]:
+        raise RuntimeError(f"{record['disallowed']} requests for disallowed paths")
+    arrivals = record["arrivals"]
     times = sorted(t for ts in arrivals.values() for t in ts)
     span = times[-1] - times[0] if len(times) > 1 else 1.0
     if limit_gap_s is not None:
@@ -229,18 +256,21 @@ def scrapy_command(folder: Path, seeds: list[str], pages: int, delay: float) -> 
     return [sys.executable, str(script), ",".join(seeds), str(pages), str(delay)]
 
 
-def no_delay(folder: Path, rounds: int, sites: int, pages: int, *, peer: bool = True
+def no_delay(folder: Path, rounds: int, sites: int, per_site: int, *, peer: bool = True
              ) -> dict[str, float]:
-    """Prints the table and returns polite's medians: pages/s at the farm and CPU ms per
-    page (``peer=False``: polite alone, for bench/quick.py)."""
-    print(f"\n## No delay: {sites} sites, {pages:,} pages a crawl, one request in flight per "
-          f"site, {rounds} interleaved rounds\n")
-    rows: dict[str, list[tuple[float, float, float]]] = {"polite crawl": []}
+    """Every page of ``sites`` sites of ``per_site`` pages; prints the table and returns
+    polite's medians: pages/s at the farm and CPU ms per page (``peer=False``: polite
+    alone, for bench/quick.py)."""
+    pages = sites * per_site
+    print(f"\n## No delay: {sites} sites x {per_site} pages (~5 KB, 10-20 links, robots.txt "
+          f"Disallow lines, a sitemap), one request in flight per site, {rounds} interleaved "
+          f"rounds\n")
+    rows: dict[str, list[tuple[float, float, float, int]]] = {"polite crawl": []}
     if peer:
         rows["Scrapy"] = []
     for round_ in range(rounds):
         for name in rows:
-            with farm(folder, sites, 2000, 10, "0") as (seeds, log, process):
+            with farm(folder, sites, per_site, "10-20", "0") as (seeds, log, process):
                 if name == "Scrapy":
                     command = scrapy_command(folder, seeds, pages, 0.0)
                 else:
@@ -249,11 +279,13 @@ def no_delay(folder: Path, rounds: int, sites: int, pages: int, *, peer: bool = 
                 _, cpu = run_crawler(command, 600)
                 farm_cpu = farm_cpu_s(process) - before
             fetched, rate, _, _ = site_figures(log, None)
-            rows[name].append((rate, cpu / fetched * 1000, farm_cpu / fetched * 1000))
-    print("| crawler | pages/s at the farm | CPU ms per page | farm CPU ms per page |")
-    print("|---|---:|---:|---:|")
+            rows[name].append((rate, cpu / fetched * 1000, farm_cpu / fetched * 1000, fetched))
+    print("| crawler | pages fetched | pages/s at the farm | CPU ms per page "
+          "| farm CPU ms per page |")
+    print("|---|---:|---:|---:|---:|")
     for name, runs in rows.items():
-        print(f"| {name} | {statistics.median(r[0] for r in runs):,.0f} | "
+        print(f"| {name} | {statistics.median(r[3] for r in runs):,.0f} | "
+              f"{statistics.median(r[0] for r in runs):,.0f} | "
               f"{statistics.median(r[1] for r in runs):.2f} | "
               f"{statistics.median(r[2] for r in runs):.2f} |")
     figures = {"crawl pages/s": statistics.median(r[0] for r in rows["polite crawl"]),
@@ -261,10 +293,10 @@ def no_delay(folder: Path, rounds: int, sites: int, pages: int, *, peer: bool = 
     if not peer:
         return figures
     ratios = [p[0] / s[0] for p, s in zip(rows["polite crawl"], rows["Scrapy"], strict=True)]
-    cpu = [s[1] / p[1] for p, s in zip(rows["polite crawl"], rows["Scrapy"], strict=True)]
+    cpu_ratios = [s[1] / p[1] for p, s in zip(rows["polite crawl"], rows["Scrapy"], strict=True)]
     print(f"\npolite / Scrapy, pages/s per round: {', '.join(f'{r:.2f}' for r in ratios)} "
           f"(median {statistics.median(ratios):.2f}); Scrapy's CPU per page / polite's: "
-          f"median {statistics.median(cpu):.2f}")
+          f"median {statistics.median(cpu_ratios):.2f}")
     figures["crawl pages/s vs Scrapy"] = statistics.median(ratios)
     return figures
 
@@ -277,7 +309,7 @@ def with_delay(folder: Path, sites: int, seconds: float) -> None:
     print("|---|---:|---:|---:|---:|")
     for name, delay in (("polite crawl", None), ("Scrapy (DOWNLOAD_DELAY 0)", 0.0),
                         ("Scrapy (DOWNLOAD_DELAY 1)", 1.0)):
-        with farm(folder, sites, 2000, 10, "1") as (seeds, log, _):
+        with farm(folder, sites, 2000, "10", "1") as (seeds, log, _):
             if delay is None:
                 command = polite_command(folder / f"out-delay-{sites}", seeds, pages,
                                          "--concurrency", str(sites))
@@ -300,7 +332,7 @@ def rss_kib(pid: int) -> int:
 def memory(folder: Path, target: int) -> None:
     print(f"\n## Memory while the frontier grows to {target:,} queued URLs\n")
     links = 500
-    with farm(folder, 20, 10**9, links, "0") as (seeds, _, _):
+    with farm(folder, 20, 10**9, str(links), "0") as (seeds, _, _):
         out = folder / "out-memory"
         command = polite_command(out, seeds, target // links + 40, "--no-warc")
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
@@ -339,13 +371,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         if args.guard:
-            figures = no_delay(folder, 1, 50, 1500, peer=False)
+            figures = no_delay(folder, 1, 50, 30, peer=False)
         elif args.quick:
-            figures = no_delay(folder, 1, 50, 1500)
+            figures = no_delay(folder, 1, 50, 30)
             with_delay(folder, 50, 8)
             memory(folder, 100_000)
         else:
-            figures = no_delay(folder, 3, 100, 6000)
+            figures = no_delay(folder, 3, 100, 120)
             with_delay(folder, 200, 20)
             memory(folder, 1_000_000)
     if args.json:

@@ -6,10 +6,17 @@ STAMP := $(VENV)/.installed
 
 .PHONY: test check serve lint typecheck unit bench bench-quick docs clean
 
+# The venv keeps the pip it is made with (tests install into venvs of their own with it).
+# Its packages are installed by uv, from the package index, in a fraction of pip's time;
+# where uv cannot be had, by pip, as before.
+EXTRAS := .[test,all,docs]
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,all,docs]'
+	{ $(BIN)/python -m pip install --quiet --disable-pip-version-check uv \
+	    && $(BIN)/uv pip install --quiet --python $(BIN)/python -e '$(EXTRAS)'; } \
+	  || { echo 'uv could not install the packages: pip installs them'; \
+	       $(BIN)/python -m pip install --quiet --upgrade pip \
+	       && $(BIN)/python -m pip install --quiet -e '$(EXTRAS)'; }
 	touch $(STAMP)
 
 # The suite runs on TEST_WORKERS processes (pytest-xdist). Tests that bind the fixed port-80

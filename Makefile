@@ -31,13 +31,20 @@ TEST_WORKERS ?= 2
 # Bytecode is written during the tests, whatever PYTHONDONTWRITEBYTECODE says: hundreds of
 # `python -m polite` processes would otherwise each compile polite anew, and each worker
 # rewrite every test module's asserts anew. The modules are collected once (their rewritten
-# bytecode kept) beside mypy, on the core mypy leaves idle, so the workers read it.
+# bytecode kept) before the workers start, so they read it. mypy runs beside the suite,
+# which mostly waits, its findings shown at the end; either failing fails the target. Each
+# module goes whole to one worker (--dist loadfile), the longest first (RUN_FIRST in
+# tests/conftest.py), so that their waiting overlaps the rest.
 test: export PYTHONDONTWRITEBYTECODE =
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench docs/hooks
-	$(BIN)/pytest -q --collect-only >/dev/null & collected=$$!; \
-	  $(BIN)/mypy; typed=$$?; wait $$collected; test $$typed -eq 0
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --durations=25
+	@mkdir -p test-artifacts
+	$(BIN)/mypy >test-artifacts/mypy.txt 2>&1 & typing=$$!; \
+	  $(BIN)/pytest -q --collect-only >/dev/null \
+	  && $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
+	       --durations=25; tested=$$?; \
+	  wait $$typing; typed=$$?; echo "mypy:"; cat test-artifacts/mypy.txt; \
+	  test $$tested -eq 0 && test $$typed -eq 0
 
 # The manual, from docs/ and the code's own parsers, OpenAPI document and docstrings, into
 # site/ (open site/index.html, or serve it: python -m http.server -d site). Strict: a broken

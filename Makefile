@@ -22,11 +22,10 @@ $(STAMP): pyproject.toml
 # The suite runs on TEST_WORKERS processes (pytest-xdist). Tests that bind the fixed port-80
 # addresses hold one lock while they run (tests/conftest.py), and what is costly to make (the
 # corpus survey, the manual, the wheel and its venv) is made once a run by the first worker
-# that needs it, whatever the schedule: any number of workers is safe. Most tests wait, so
-# TEST_WORKERS=4 is faster on two cores; the default stays 2 until two processes sharing a
-# store keep one request in flight per host (under that much load a 429's pause can be
-# crossed by the other process's request already granted).
-TEST_WORKERS ?= 2
+# that needs it, whatever the schedule: any number of workers is safe. Most tests wait
+# (sites with delays, worker processes, browsers), so four workers on two cores keep both
+# busy where two leave one idle much of the time.
+TEST_WORKERS ?= 4
 
 # Bytecode is written during the tests, whatever PYTHONDONTWRITEBYTECODE says: hundreds of
 # `python -m polite` processes would otherwise each compile polite anew, and each worker

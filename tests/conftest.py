@@ -110,6 +110,50 @@ def corpus_survey(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return made_once(tmp_path_factory, "corpus-survey", survey) / "corpus"
 
 
+# The modules that take longest, most of it waiting (sites with delays, worker processes,
+# browsers, a venv, the corpus survey), longest first, as a full run measured them (each
+# run's slowest tests are in test-artifacts/durations.txt). They run before the rest, so
+# that their waiting overlaps the many short tests instead of ending the run: `make test`
+# hands each module whole to one worker (--dist loadfile), in this order.
+RUN_FIRST = (
+    "tests/integrations/test_scrapy_crawl.py",
+    "tests/test_survey_report.py",
+    "tests/mcp_server/test_mcp_peers.py",
+    "tests/mcp_server/test_mcp_fetch.py",
+    "tests/docs/test_docs_examples.py",
+    "tests/fetch/test_robots_memory.py",
+    "tests/test_bare_install.py",
+    "tests/frontier/test_frontier_service.py",
+    "tests/storage/test_store_url.py",
+    "tests/test_cli_survey.py",
+    "tests/test_cli_settings.py",
+    "tests/test_network_options.py",
+    "tests/test_survey_shared.py",
+    "tests/frontier/test_frontier_status.py",
+    "tests/test_settings_table.py",
+    "tests/test_survey_warc.py",
+    "tests/test_survey_harvest.py",
+    "tests/docs/test_docs_browser.py",
+    "tests/storage/test_contract.py",
+    "tests/storage/test_frontier.py",
+    "tests/integrations/test_clients.py",
+    "tests/api/test_serve_e2e.py",
+    "tests/test_survey_resume.py",
+    "tests/crawl/test_crawl_workers.py",
+    "tests/test_survey_report_page.py",
+    "tests/identity/test_signed_crawl.py",
+    "tests/identity/test_ranges.py",
+    "tests/test_survey_sitemaps.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The modules of :data:`RUN_FIRST` first, in its order; the others after them, in
+    the order collected."""
+    rank = {module: place for place, module in enumerate(RUN_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
 DURATIONS = Path(__file__).resolve().parents[1] / "test-artifacts" / "durations.txt"
 
 

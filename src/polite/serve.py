@@ -44,7 +44,7 @@ from polite.fetch.robots import PublicHosts, RobotsFetcher, create_client, netwo
 from polite.fetch.sitemaps import SitemapWalker
 from polite.identity.options import require_identity_extra, signer_from
 from polite.proxy import Interception, Mode, ProxyServer, ProxySettings
-from polite.storage import RedisStore, open_store, read_store_url
+from polite.storage import open_store, read_store_url
 
 if TYPE_CHECKING:
     from starlette.routing import Route
@@ -202,6 +202,8 @@ def masked_env(settings: Settings) -> dict[str, object]:
 
 
 async def _check_redis(url: str) -> None:
+    from polite.storage.redis import RedisStore
+
     store = RedisStore.from_url(url, knob=FLAGS.store)
     try:
         await store.ping()

@@ -20,7 +20,7 @@ from polite.fetch.politeness import LATE_UNNOTED_S, Politeness
 from polite.fetch.resolve import first_address
 from polite.fetch.robots import Network, PublicHosts, RobotsFetcher, create_client
 from polite.fetch.sitemaps import SitemapWalker
-from polite.storage import RedisStore, open_frontier, open_store
+from polite.storage import is_redis_store, open_frontier, open_store
 
 if TYPE_CHECKING:  # the identity extra is needed only by a crawl that signs
     from polite.identity.signatures import RequestSigner
@@ -87,7 +87,7 @@ async def open_crawler(
     except BaseException:  # a store URL refused: the folder's lock is not kept
         lock.close()
         raise
-    if isinstance(politeness_store, RedisStore):
+    if is_redis_store(politeness_store):
         politeness_store.facts_ttl_s = SHARED_FACTS_TTL_S
     frontier = open_frontier(store_url, default_path=lambda: out / "crawl.sqlite",
                              store=politeness_store, worker=worker, knob=knobs.store)
@@ -113,7 +113,7 @@ async def open_crawler(
     walker = SitemapWalker(client, politeness, cross_host="host")
     output = CrawlOutput(out, warc=settings.warc)
     unreachable: tuple[type[BaseException], ...] = ()
-    if isinstance(politeness_store, RedisStore):
+    if is_redis_store(politeness_store):
         from polite.storage.redis import UNREACHABLE
 
         unreachable = UNREACHABLE

@@ -26,7 +26,7 @@ from polite.fetch.http import RequestHeaders
 from polite.fetch.politeness import Politeness
 from polite.fetch.robots import Network, PublicHosts, RobotsFetcher, create_client
 from polite.mcp._fetch import FetchSettings, Given, NotGiven, PoliteFetch
-from polite.storage import RedisStore, open_store
+from polite.storage import is_redis_store, open_store
 
 if TYPE_CHECKING:  # the identity extra is needed only to sign
     from polite.identity.signatures import RequestSigner
@@ -99,7 +99,7 @@ async def open_fetch(settings: FetchSettings, options: ServerOptions
         policy = FetchPolicy(unauthorized=UnauthorizedMeans(options.on_401_403))
         robots = RobotsFetcher(client, store, clock, agent=settings.agent, policy=policy,
                                allow_private=options.allow_private, public_hosts=hosts)
-        shared = isinstance(store, RedisStore) or options.store.startswith("sqlite:")
+        shared = is_redis_store(store) or options.store.startswith("sqlite:")
         politeness = Politeness(robots, store, clock, agent=settings.agent,
                                 default_delay_s=options.default_delay_s,
                                 max_crawl_delay_s=options.max_crawl_delay_s,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from polite.errors import SettingError, StoreURLError
 from polite.storage.base import (
@@ -42,6 +43,7 @@ __all__ = [
     "SlotStore",
     "Store",
     "StoreURL",
+    "is_redis_store",
     "open_frontier",
     "open_store",
     "parse_store_url",
@@ -60,6 +62,13 @@ def __getattr__(name: str) -> Any:
         from polite.storage.sqlite import SQLiteStore
         return SQLiteStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def is_redis_store(store: object) -> TypeGuard[RedisStore]:
+    """Whether ``store`` is a :class:`RedisStore`, without importing redis-py to ask: no
+    store is one unless its module was imported to make it."""
+    module = sys.modules.get("polite.storage.redis")
+    return module is not None and isinstance(store, module.RedisStore)
 
 
 def open_store(url: str, clock: Callable[[], float], *, knob: str = "store=") -> Store:

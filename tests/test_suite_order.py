@@ -1,0 +1,39 @@
+"""The suite's own order: the modules that take longest run first (RUN_FIRST in
+tests/conftest.py), so that their waiting overlaps the rest of the run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import RUN_FIRST, pytest_collection_modifyitems
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_run_first_names_test_modules_that_exist() -> None:
+    # A module renamed or removed would quietly lose its place at the front.
+    missing = [module for module in RUN_FIRST if not (ROOT / module).is_file()]
+    assert not missing
+    assert len(set(RUN_FIRST)) == len(RUN_FIRST)
+
+
+@dataclass
+class _Item:
+    nodeid: str
+
+
+def test_the_longest_modules_go_first_in_their_order_the_rest_as_collected(
+        pytestconfig: pytest.Config) -> None:
+    first, second = RUN_FIRST[0], RUN_FIRST[1]
+    collected = [_Item("tests/core/test_a.py::test_1"), _Item(f"{second}::test_x"),
+                 _Item("tests/core/test_a.py::test_2"), _Item(f"{first}::test_y[1]"),
+                 _Item("tests/api/test_b.py::test_3"), _Item(f"{first}::test_y[2]")]
+    items: list = list(collected)
+    pytest_collection_modifyitems(pytestconfig, items)
+    assert [item.nodeid for item in items] == [
+        f"{first}::test_y[1]", f"{first}::test_y[2]", f"{second}::test_x",
+        "tests/core/test_a.py::test_1", "tests/core/test_a.py::test_2",
+        "tests/api/test_b.py::test_3"]

@@ -212,6 +212,14 @@ class CrawlOutput:
         is kept): time to stop."""
         return self._reserve.why if self._reserve.path is None else ""
 
+    def free_bytes(self) -> int:
+        """The room left on the folder's disk, for this user (0 when it cannot be read)."""
+        try:
+            found = os.statvfs(self.folder)
+        except OSError:
+            return 0
+        return found.f_bavail * found.f_frsize
+
     def release_reserve(self, why: str) -> bool:
         """Give up the folder's reserve (``why``: a write elsewhere, the store's, found
         the disk full); False when it was given up before."""

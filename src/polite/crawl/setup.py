@@ -118,8 +118,10 @@ async def open_crawler(
 
         unreachable = UNREACHABLE
     try:
+        # the folder's own file, locked above, is written by no other process
         yield Crawler(politeness, frontier, client, output, clock, settings, walker=walker,
-                      on_page=on_page, unreachable=unreachable, on_store=on_store)
+                      on_page=on_page, unreachable=unreachable, on_store=on_store,
+                      group_commits=not store and not worker)
     finally:
         output.close()
         await client.aclose()

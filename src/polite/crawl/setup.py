@@ -7,7 +7,7 @@ import fcntl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from polite.clock import WallClock
 from polite.config import DELAY, KEYWORDS, Knobs, check_float
@@ -20,10 +20,12 @@ from polite.fetch.politeness import LATE_UNNOTED_S, Politeness
 from polite.fetch.resolve import first_address
 from polite.fetch.robots import Network, PublicHosts, RobotsFetcher, create_client
 from polite.fetch.sitemaps import SitemapWalker
-from polite.storage import RedisStore, open_frontier, open_store
+from polite.storage import open_frontier, open_store
+from polite.storage.url import read_store_url
 
 if TYPE_CHECKING:  # the identity extra is needed only by a crawl that signs
     from polite.identity.signatures import RequestSigner
+    from polite.storage.redis import RedisStore
 
 __all__ = ["SHARED_FACTS_TTL_S", "SHARED_SEND_SLACK_S", "open_crawler"]
 
@@ -87,8 +89,11 @@ async def open_crawler(
     except BaseException:  # a store URL refused: the folder's lock is not kept
         lock.close()
         raise
-    if isinstance(politeness_store, RedisStore):
-        politeness_store.facts_ttl_s = SHARED_FACTS_TTL_S
+    # Asked of the URL: redis-py is imported only by a crawl that uses it (about 65 ms of a
+    # crawl's start, and 10,000 objects that each full garbage collection walks).
+    shared = read_store_url(store_url, knobs.store).shared
+    if shared:
+        cast("RedisStore", politeness_store).facts_ttl_s = SHARED_FACTS_TTL_S
     frontier = open_frontier(store_url, default_path=lambda: out / "crawl.sqlite",
                              store=politeness_store, worker=worker, knob=knobs.store)
     # One guard for the checks and for every connection: robots.txt, sitemaps and pages go
@@ -113,7 +118,7 @@ async def open_crawler(
     walker = SitemapWalker(client, politeness, cross_host="host")
     output = CrawlOutput(out, warc=settings.warc)
     unreachable: tuple[type[BaseException], ...] = ()
-    if isinstance(politeness_store, RedisStore):
+    if shared:
         from polite.storage.redis import UNREACHABLE
 
         unreachable = UNREACHABLE

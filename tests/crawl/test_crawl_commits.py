@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,33 @@ def test_pages_are_committed_together_and_none_is_lost(
         {site.origin + "/", *(f"{site.origin}/p{i}" for i in range(PAGES))})
     paths = [path for _, path in site.arrivals if path != "/robots.txt"]
     assert len(paths) == len(set(paths)) == PAGES + 1
+
+
+def test_the_lines_and_records_of_a_group_are_written_at_once_before_its_commit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(crawler_module, "GROUP_COMMIT_S", 3600.0, raising=False)
+    writes: list[int] = []
+    write = os.write
+
+    def counted(fd: int, data: bytes) -> int:
+        writes.append(fd)
+        return write(fd, data)
+
+    monkeypatch.setattr(os, "write", counted)
+    site = chain_site("127.0.211.10")
+    with serve(site):
+        _, counts = crawl_counting_commits(tmp_path, site)
+    assert counts["fetched"] == PAGES + 1
+    # a write of pages.jsonl and one of the WARC file a page before
+    assert len(writes) <= 8, len(writes)
+    lines = (tmp_path / "pages.jsonl").read_text().splitlines()
+    assert len(lines) == PAGES + 1
+    (warc,) = (tmp_path / "warc").glob("*.warc.gz")
+    from fastwarc.warc import ArchiveIterator
+
+    with warc.open("rb") as stream:
+        kinds = [record.headers["WARC-Type"] for record in ArchiveIterator(stream)]
+    assert kinds.count("response") == kinds.count("request") == PAGES + 1
 
 
 def test_a_disk_short_of_room_commits_each_page_on_its_own(

@@ -417,6 +417,7 @@ class Crawler:
             if self._group_commits and isinstance(batch, Transaction) and self._has_room():
                 batch.hold(self._group_began)
                 self._group = batch
+                self._output.hold(True)
         self._seed_hosts.update(await self._frontier.seed_hosts())
         self._host_fetched.update(await self._frontier.host_fetched())
         # alone, every host is this worker's; sharing, those due soon (the others come up
@@ -536,15 +537,17 @@ class Crawler:
         self._group_pages = 0
 
     def _commit(self, *, hold: bool = True) -> None:
-        """Commit the held transaction (the pages' lines and records are on disk already);
-        with ``hold=False``, or when the folder's disk runs short of room, each page is
-        committed on its own from then on."""
+        """Write the pages' lines and records, then commit the held transaction that marks
+        them done; with ``hold=False``, or when the folder's disk runs short of room, each
+        page is written and committed on its own from then on."""
         group = self._group
         if group is None:
             return
         keep = hold and self._has_room()
+        self._output.flush()
         if group.commit(hold=keep) and not keep:
             self._group = None
+            self._output.hold(False)
 
     def _budget_left(self) -> bool:
         # max_pages is this run's budget: a flag given to a run (a resumed crawl fetches

@@ -188,6 +188,7 @@ class CrawlOutput:
         self._sites: _Appender | None = None
         self._warc_file: _Appender | None = None
         self._warc: GzipWriter | None = None
+        self._holding = False  # pages' lines and records written at flush(), not at once
         if warc:
             warcs = folder / "warc"
             warcs.mkdir(exist_ok=True)
@@ -225,10 +226,24 @@ class CrawlOutput:
         the disk full); False when it was given up before."""
         return self._reserve.release(why)
 
+    def hold(self, holding: bool) -> None:
+        """While ``holding``, the lines of pages.jsonl and the WARC records are written to
+        their files at :meth:`flush` (one write each for many pages), not each at once."""
+        self._holding = holding
+        if not holding:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what is held of pages.jsonl and the WARC file."""
+        self._pages.flush()
+        if self._warc_file is not None:
+            self._warc_file.flush()
+
     def page(self, record: dict[str, Any]) -> None:
         """One decided URL."""
         self._pages.write(_line(record).encode())
-        self._pages.flush()
+        if not self._holding:
+            self._pages.flush()
 
     def site(self, record: dict[str, Any]) -> None:
         """What one site's robots.txt said (``sites.jsonl``)."""
@@ -284,13 +299,15 @@ class CrawlOutput:
             meta.write(writer, checksum_data=True)
             writer.finish()
         assert self._warc_file is not None
-        self._warc_file.flush()
+        if not self._holding:
+            self._warc_file.flush()
 
     def close(self) -> None:
         """Close the files (what a full disk left unwritten stays so) and give the reserve
         back."""
-        if self._warc is not None:
-            with contextlib.suppress(WriteFailed):  # the crawl stopped for it already
+        with contextlib.suppress(WriteFailed):  # the crawl stopped for it already
+            self._pages.flush()
+            if self._warc is not None:
                 self._warc.flush()
         for stream in (self._pages, self._items, self._sites, self._warc_file):
             if stream is not None:

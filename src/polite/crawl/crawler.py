@@ -354,7 +354,8 @@ class Crawler:
         self._write_failed: BaseException | None = None  # the write that stopped the crawl
         self._group_commits = group_commits
         self._group: Transaction | None = None  # the transaction held between commits
-        self._group_due = 0.0  # when the held transaction is committed
+        self._group_ripe = False  # the held transaction is due to be committed
+        self._group_timer: asyncio.TimerHandle | None = None
         self._group_pages = 0  # pages settled in it
 
     # -- the frontier -----------------------------------------------------------------------
@@ -533,8 +534,16 @@ class Crawler:
         return self._output.free_bytes() >= GROUP_MIN_FREE_BYTES
 
     def _group_began(self) -> None:
-        self._group_due = self._clock() + GROUP_COMMIT_S
         self._group_pages = 0
+        self._group_ripe = False
+        # a timer of the loop's, armed once a group: the scheduler's waits stay untimed
+        self._group_timer = asyncio.get_running_loop().call_later(GROUP_COMMIT_S,
+                                                                  self._group_due)
+
+    def _group_due(self) -> None:
+        self._group_timer = None
+        self._group_ripe = True
+        self._wake.set()
 
     def _commit(self, *, hold: bool = True) -> None:
         """Write the pages' lines and records, then commit the held transaction that marks
@@ -545,7 +554,13 @@ class Crawler:
             return
         keep = hold and self._has_room()
         self._output.flush()
-        if group.commit(hold=keep) and not keep:
+        if not group.commit(hold=keep):
+            return
+        if self._group_timer is not None:
+            self._group_timer.cancel()
+            self._group_timer = None
+        self._group_ripe = False
+        if not keep:
             self._group = None
             self._output.hold(False)
 
@@ -590,8 +605,7 @@ class Crawler:
             self._store_settled()
             group = self._group
             if group is not None and group.holding and (
-                    self._group_pages >= GROUP_COMMIT_PAGES or
-                    self._clock() >= self._group_due):
+                    self._group_ripe or self._group_pages >= GROUP_COMMIT_PAGES):
                 try:
                     self._commit()
                 except Exception as exc:
@@ -617,10 +631,6 @@ class Crawler:
                 took = self._clock() - polled_at
                 next_poll = self._clock() + max(self._poll_s, POLL_COST_FACTOR * took)
             until_poll = next_poll - self._clock() if self._shared else None
-            if group is not None and group.holding:  # waking to commit the group
-                until_commit = self._group_due - self._clock()
-                until_poll = until_commit if until_poll is None else \
-                    min(until_poll, until_commit)
             budget = self._budget_left()
             if not self._heap or not budget:
                 if not self.stats.in_flight and (not self._shared or not budget):

@@ -59,7 +59,7 @@ from polite.core.robots.usage import (
 )
 from polite.core.urls import split_origin
 from polite.crawl.html import Link, extract_links, is_small
-from polite.crawl.output import CrawlOutput, Exchange, WriteFailed
+from polite.crawl.output import WARC_GZIP_LEVEL, CrawlOutput, Exchange, WriteFailed
 from polite.errors import InvalidURL, PoliteError
 from polite.fetch.http import FetchResult, HttpClient
 from polite.fetch.politeness import Answer, Politeness, message
@@ -143,6 +143,7 @@ class CrawlSettings:
     robots_attempts: int = 3  # robots.txt failures (5xx, 429, network) before a site's
     # URLs are given up; until then the site waits for the fetcher's back-off
     warc: bool = True
+    warc_gzip_level: int = WARC_GZIP_LEVEL  # zlib's, for the WARC records (1: fastest)
     # What the pages are for (search, train-ai, ...): pages whose AI-usage preferences
     # refuse it are fetched but not kept. None: preferences recorded, nothing refused.
     purpose: str | None = None

@@ -33,9 +33,11 @@ from fastwarc.warc import WarcRecord, WarcRecordType
 
 from polite.errors import PoliteError
 
-__all__ = ["RESERVE_BYTES", "CrawlOutput", "Exchange", "WriteFailed"]
+__all__ = ["RESERVE_BYTES", "WARC_GZIP_LEVEL", "CrawlOutput", "Exchange", "WriteFailed"]
 
-WARC_GZIP_LEVEL = 6  # zlib's default
+# zlib's fastest level: on the bench's farm (bench/crawl_vs_scrapy.py) it took a tenth less
+# of a crawled page's CPU than level 6, zlib's default, for files a sixth larger.
+WARC_GZIP_LEVEL = 1
 # Room kept for the writes in flight when the disk fills: a page's records and line, and a
 # commit of the store when it shares the disk, several times over.
 RESERVE_BYTES = 512 * 1024
@@ -177,7 +179,8 @@ def _line(record: object) -> str:
 class CrawlOutput:
     """The files of one crawl folder, opened for appending."""
 
-    def __init__(self, folder: Path, *, warc: bool = True, warc_prefix: str = "crawl") -> None:
+    def __init__(self, folder: Path, *, warc: bool = True, warc_prefix: str = "crawl",
+                 warc_gzip_level: int = WARC_GZIP_LEVEL) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
         for name in ("pages.jsonl", "items.jsonl", "sites.jsonl"):
@@ -199,10 +202,11 @@ class CrawlOutput:
                 path = warcs / f"{warc_prefix}-{number:05d}.warc.gz"
             self._warc_file = _Appender(path, self._reserve)
             # FastWARC builds the records (headers, record IDs, SHA-1 digests) and gzips each
-            # as a member of its own, as WARC readers expect, at zlib's default level (level
-            # 9 is several times the CPU for a few per cent of size). It takes half the CPU
-            # of warcio for a page's two records (100 against 190 us for an 8.5 KB page).
-            self._warc = GzipWriter(self._warc_file, compression_level=WARC_GZIP_LEVEL)
+            # as a member of its own, as WARC readers expect, at the level asked for (level
+            # 9 is several times the CPU of 6 for a few per cent of size). It takes half the
+            # CPU of warcio for a page's two records (100 against 190 us for an 8.5 KB page
+            # at level 6, 70 at level 1).
+            self._warc = GzipWriter(self._warc_file, compression_level=warc_gzip_level)
             self.warc_path: Path | None = path
         else:
             self.warc_path = None

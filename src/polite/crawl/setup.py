@@ -116,7 +116,7 @@ async def open_crawler(
                             private_hint=knobs.allow_private, public_hosts=hosts,
                             robots_uses_slot=True)  # seed 000: every request counts
     walker = SitemapWalker(client, politeness, cross_host="host")
-    output = CrawlOutput(out, warc=settings.warc)
+    output = CrawlOutput(out, warc=settings.warc, warc_gzip_level=settings.warc_gzip_level)
     unreachable: tuple[type[BaseException], ...] = ()
     if shared:
         from polite.storage.redis import UNREACHABLE

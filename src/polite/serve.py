@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 from urllib.parse import urlsplit
 
+from polite._loop import new_event_loop
 from polite.api import create_app
 from polite.api.app import MAX_BODY_BYTES
 from polite.clock import WallClock
@@ -233,21 +234,6 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def new_event_loop(kind: str) -> asyncio.AbstractEventLoop:
-    """uvloop when asked for or, with ``auto``, when installed: the proxy spends about a
-    sixth less CPU per request on it (bench/proxy_vs_peers.py)."""
-    if kind == "asyncio":
-        return asyncio.new_event_loop()
-    try:
-        import uvloop
-    except ImportError:
-        if kind == "uvloop":
-            raise ConfigError("--loop uvloop: uvloop is not installed "
-                              "(pip install uvloop)") from None
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
 
 
 def default_ca_dir() -> Path:

@@ -73,3 +73,23 @@ def test_no_warc_writes_no_file(tmp_path: Path) -> None:
     output.exchange(_exchange(0), 0.0)
     output.close()
     assert output.warc_path is None and not (tmp_path / "warc").exists()
+
+
+def test_the_gzip_level_is_the_one_asked_for_and_records_read_back(tmp_path: Path) -> None:
+    page = Exchange("http://127.0.12.1:8080/long", [("Host", "127.0.12.1:8080")], 200, "OK",
+                    "HTTP/1.1", [("Content-Type", "text/html")],
+                    b"<p>" + b"".join(b"row %d of a table, " % i for i in range(3000)) + b"</p>")
+    sizes = {}
+    for level in (1, 9):
+        output = CrawlOutput(tmp_path / str(level), warc_gzip_level=level)
+        assert output.warc_path is not None
+        output.exchange(page, 1_700_000_000.0)
+        output.close()
+        with output.warc_path.open("rb") as stream:
+            blocks = [record.content_stream().read()
+                      for record in ArchiveIterator(stream, check_digests=True)]
+        assert blocks[0].endswith(b"row 2999 of a table, </p>")
+        sizes[level] = output.warc_path.stat().st_size
+        # the first member's gzip header names the level: 4 for the fastest, 2 the smallest
+        assert output.warc_path.read_bytes()[8] == {1: 4, 9: 2}[level]
+    assert sizes[9] < sizes[1]

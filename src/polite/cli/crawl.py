@@ -114,9 +114,9 @@ def _crawl(args: argparse.Namespace, out: TextIO) -> int:
     settings = CrawlSettings(
         **{s.name: getattr(args, s.name) for s in CRAWL.on("keyword") if s.name in fields},
         languages=tuple(x.strip() for x in args.languages.split(",") if x.strip()))
+    from polite._loop import new_event_loop
     from polite.fetch.robots import networks
     from polite.identity.options import signer_from
-    from polite.serve import new_event_loop
 
     args.allow_networks = networks(args.allow_network)
     args.signer = signer_from(args.sign_with, args.signature_agent, knobs=FLAGS)

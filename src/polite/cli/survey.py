@@ -198,8 +198,8 @@ def _harvest(args: argparse.Namespace, target: Path, out: TextIO) -> int:
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)
 
+    from polite._loop import new_event_loop
     from polite.cli.common import EXIT_INTERRUPTED
-    from polite.serve import new_event_loop
 
     started = time.monotonic()
     loop = new_event_loop("auto")  # uvloop when installed: less CPU per request

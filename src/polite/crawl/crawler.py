@@ -59,13 +59,14 @@ from polite.core.robots.usage import (
 )
 from polite.core.urls import split_origin
 from polite.crawl.html import Link, extract_links, is_small
-from polite.crawl.output import CrawlOutput, Exchange, WriteFailed
+from polite.crawl.output import WARC_GZIP_LEVEL, CrawlOutput, Exchange, WriteFailed
 from polite.errors import InvalidURL, PoliteError
 from polite.fetch.http import FetchResult, HttpClient
 from polite.fetch.politeness import Answer, Politeness, message
 from polite.fetch.sitemaps import SitemapWalker
 from polite.storage.base import cannot_write, raise_if_cancelled
 from polite.storage.frontier import FrontierCounts, FrontierItem, FrontierStore, settle
+from polite.storage.sqlite import Transaction
 
 __all__ = ["CrawlSettings", "CrawlStats", "Crawler", "Page", "PageHook", "StoreUnreachable"]
 
@@ -98,6 +99,17 @@ STORE_RETRY_MAX_S = 8.0
 # requests after a restart may still meet a connection the restart closed, and that is
 # the same outage, not a new one to tell.
 STORE_SETTLE_S = 3.0
+# A crawl that owns its SQLite file commits what its pages changed together: after this
+# long, or this many pages, whichever comes first. One commit where there were a hundred
+# writes the pages every page changes (the queue's index, the counter, the slots) to the
+# log once. A kill loses what was not committed: those pages are fetched again (their
+# lines and records are on disk already, written before the commit).
+GROUP_COMMIT_S = 0.01
+GROUP_COMMIT_PAGES = 100
+# Below this much free space in the crawl's folder, each page is committed on its own again:
+# a full disk then undoes one page's changes, which the crawl writes again in its reserve,
+# not a group's.
+GROUP_MIN_FREE_BYTES = 64 << 20
 
 
 class StoreUnreachable(PoliteError):
@@ -131,6 +143,7 @@ class CrawlSettings:
     robots_attempts: int = 3  # robots.txt failures (5xx, 429, network) before a site's
     # URLs are given up; until then the site waits for the fetcher's back-off
     warc: bool = True
+    warc_gzip_level: int = WARC_GZIP_LEVEL  # zlib's, for the WARC records (1: fastest)
     # What the pages are for (search, train-ai, ...): pages whose AI-usage preferences
     # refuse it are fetched but not kept. None: preferences recorded, nothing refused.
     purpose: str | None = None
@@ -297,11 +310,14 @@ class Crawler:
         on_page: PageHook | None = None,
         unreachable: tuple[type[BaseException], ...] = (),
         on_store: Callable[[bool, str], None] | None = None,
+        group_commits: bool = False,
     ) -> None:
         """``unreachable``: the errors that say the store does not answer (its server is
         down or restarting); the crawl then waits for it, telling ``on_store(False,
         error)`` once and ``on_store(True, "")`` when it is back, and goes on with the URLs
-        it held."""
+        it held. ``group_commits``: no other process writes the SQLite file of the frontier
+        (and of the politeness store, when they share it), so pages may be committed
+        together (:data:`GROUP_COMMIT_S`) while :meth:`run` owns the store."""
         self.settings = settings or CrawlSettings()
         self._politeness = politeness
         self._frontier = frontier
@@ -337,6 +353,11 @@ class Crawler:
         self._store_back_at: float | None = None  # when to tell that it is back
         self._offered: dict[str, str] = {}  # URL -> the price it asked, to pay on the retry
         self._write_failed: BaseException | None = None  # the write that stopped the crawl
+        self._group_commits = group_commits
+        self._group: Transaction | None = None  # the transaction held between commits
+        self._group_ripe = False  # the held transaction is due to be committed
+        self._group_timer: asyncio.TimerHandle | None = None
+        self._group_pages = 0  # pages settled in it
 
     # -- the frontier -----------------------------------------------------------------------
 
@@ -394,6 +415,11 @@ class Crawler:
         self._poll_s = poll_s
         if owns_store:
             await self._frontier.requeue_leased()
+            batch = self._frontier.batch()
+            if self._group_commits and isinstance(batch, Transaction) and self._has_room():
+                batch.hold(self._group_began)
+                self._group = batch
+                self._output.hold(True)
         self._seed_hosts.update(await self._frontier.seed_hosts())
         self._host_fetched.update(await self._frontier.host_fetched())
         # alone, every host is this worker's; sharing, those due soon (the others come up
@@ -416,6 +442,12 @@ class Crawler:
                 # stopped while the store is away (or its disk is full): the leases come
                 # back when they run out, or when the next run begins
             self._pending.clear()
+            try:
+                self._commit(hold=False)
+            except Exception as exc:
+                if not cannot_write(exc):
+                    raise
+                self._write_failed = self._write_failed or exc
             if self._store_down_at is None:
                 self._store_settled(ended=True)
         failed = self._write_failed
@@ -497,6 +529,42 @@ class Crawler:
             self._store_hosts.clear()
             return
 
+    # -- group commits ----------------------------------------------------------------------
+
+    def _has_room(self) -> bool:
+        return self._output.free_bytes() >= GROUP_MIN_FREE_BYTES
+
+    def _group_began(self) -> None:
+        self._group_pages = 0
+        self._group_ripe = False
+        # a timer of the loop's, armed once a group: the scheduler's waits stay untimed
+        self._group_timer = asyncio.get_running_loop().call_later(GROUP_COMMIT_S,
+                                                                  self._group_due)
+
+    def _group_due(self) -> None:
+        self._group_timer = None
+        self._group_ripe = True
+        self._wake.set()
+
+    def _commit(self, *, hold: bool = True) -> None:
+        """Write the pages' lines and records, then commit the held transaction that marks
+        them done; with ``hold=False``, or when the folder's disk runs short of room, each
+        page is written and committed on its own from then on."""
+        group = self._group
+        if group is None:
+            return
+        keep = hold and self._has_room()
+        self._output.flush()
+        if not group.commit(hold=keep):
+            return
+        if self._group_timer is not None:
+            self._group_timer.cancel()
+            self._group_timer = None
+        self._group_ripe = False
+        if not keep:
+            self._group = None
+            self._output.hold(False)
+
     def _budget_left(self) -> bool:
         # max_pages is this run's budget: a flag given to a run (a resumed crawl fetches
         # that many more); max_pages_per_host, a trap's, counts over every run
@@ -536,6 +604,17 @@ class Crawler:
                 break
             self.stats.waiting_hosts = len(self._due)
             self._store_settled()
+            group = self._group
+            if group is not None and group.holding and (
+                    self._group_ripe or self._group_pages >= GROUP_COMMIT_PAGES):
+                try:
+                    self._commit()
+                except Exception as exc:
+                    if not cannot_write(exc):
+                        raise
+                    # the pages of the group are fetched again by the next run
+                    self._cannot_write(exc)
+                    break
             if self._store_down_at is not None:
                 await self._await_store()
                 next_poll = self._clock()
@@ -972,6 +1051,7 @@ class Crawler:
                     self._took(settled.added, settled.marked)
                     if settled.leased is not None:
                         self._pending[host] = settled.leased
+                self._group_pages += 1
                 return
             except Exception as exc:
                 # once, when the store's disk is full and the folder's reserve not yet given

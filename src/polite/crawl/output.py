@@ -33,9 +33,11 @@ from fastwarc.warc import WarcRecord, WarcRecordType
 
 from polite.errors import PoliteError
 
-__all__ = ["RESERVE_BYTES", "CrawlOutput", "Exchange", "WriteFailed"]
+__all__ = ["RESERVE_BYTES", "WARC_GZIP_LEVEL", "CrawlOutput", "Exchange", "WriteFailed"]
 
-WARC_GZIP_LEVEL = 6  # zlib's default
+# zlib's fastest level: on the bench's farm (bench/crawl_vs_scrapy.py) it took a tenth less
+# of a crawled page's CPU than level 6, zlib's default, for files a sixth larger.
+WARC_GZIP_LEVEL = 1
 # Room kept for the writes in flight when the disk fills: a page's records and line, and a
 # commit of the store when it shares the disk, several times over.
 RESERVE_BYTES = 512 * 1024
@@ -177,7 +179,8 @@ def _line(record: object) -> str:
 class CrawlOutput:
     """The files of one crawl folder, opened for appending."""
 
-    def __init__(self, folder: Path, *, warc: bool = True, warc_prefix: str = "crawl") -> None:
+    def __init__(self, folder: Path, *, warc: bool = True, warc_prefix: str = "crawl",
+                 warc_gzip_level: int = WARC_GZIP_LEVEL) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
         for name in ("pages.jsonl", "items.jsonl", "sites.jsonl"):
@@ -188,6 +191,7 @@ class CrawlOutput:
         self._sites: _Appender | None = None
         self._warc_file: _Appender | None = None
         self._warc: GzipWriter | None = None
+        self._holding = False  # pages' lines and records written at flush(), not at once
         if warc:
             warcs = folder / "warc"
             warcs.mkdir(exist_ok=True)
@@ -198,10 +202,11 @@ class CrawlOutput:
                 path = warcs / f"{warc_prefix}-{number:05d}.warc.gz"
             self._warc_file = _Appender(path, self._reserve)
             # FastWARC builds the records (headers, record IDs, SHA-1 digests) and gzips each
-            # as a member of its own, as WARC readers expect, at zlib's default level (level
-            # 9 is several times the CPU for a few per cent of size). It takes half the CPU
-            # of warcio for a page's two records (100 against 190 us for an 8.5 KB page).
-            self._warc = GzipWriter(self._warc_file, compression_level=WARC_GZIP_LEVEL)
+            # as a member of its own, as WARC readers expect, at the level asked for (level
+            # 9 is several times the CPU of 6 for a few per cent of size). It takes half the
+            # CPU of warcio for a page's two records (100 against 190 us for an 8.5 KB page
+            # at level 6), and level 1 about a quarter less again.
+            self._warc = GzipWriter(self._warc_file, compression_level=warc_gzip_level)
             self.warc_path: Path | None = path
         else:
             self.warc_path = None
@@ -212,15 +217,37 @@ class CrawlOutput:
         is kept): time to stop."""
         return self._reserve.why if self._reserve.path is None else ""
 
+    def free_bytes(self) -> int:
+        """The room left on the folder's disk, for this user (0 when it cannot be read)."""
+        try:
+            found = os.statvfs(self.folder)
+        except OSError:
+            return 0
+        return found.f_bavail * found.f_frsize
+
     def release_reserve(self, why: str) -> bool:
         """Give up the folder's reserve (``why``: a write elsewhere, the store's, found
         the disk full); False when it was given up before."""
         return self._reserve.release(why)
 
+    def hold(self, holding: bool) -> None:
+        """While ``holding``, the lines of pages.jsonl and the WARC records are written to
+        their files at :meth:`flush` (one write each for many pages), not each at once."""
+        self._holding = holding
+        if not holding:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what is held of pages.jsonl and the WARC file."""
+        self._pages.flush()
+        if self._warc_file is not None:
+            self._warc_file.flush()
+
     def page(self, record: dict[str, Any]) -> None:
         """One decided URL."""
         self._pages.write(_line(record).encode())
-        self._pages.flush()
+        if not self._holding:
+            self._pages.flush()
 
     def site(self, record: dict[str, Any]) -> None:
         """What one site's robots.txt said (``sites.jsonl``)."""
@@ -276,13 +303,15 @@ class CrawlOutput:
             meta.write(writer, checksum_data=True)
             writer.finish()
         assert self._warc_file is not None
-        self._warc_file.flush()
+        if not self._holding:
+            self._warc_file.flush()
 
     def close(self) -> None:
         """Close the files (what a full disk left unwritten stays so) and give the reserve
         back."""
-        if self._warc is not None:
-            with contextlib.suppress(WriteFailed):  # the crawl stopped for it already
+        with contextlib.suppress(WriteFailed):  # the crawl stopped for it already
+            self._pages.flush()
+            if self._warc is not None:
                 self._warc.flush()
         for stream in (self._pages, self._items, self._sites, self._warc_file):
             if stream is not None:

@@ -111,15 +111,17 @@ async def open_crawler(
                             private_hint=knobs.allow_private, public_hosts=hosts,
                             robots_uses_slot=True)  # seed 000: every request counts
     walker = SitemapWalker(client, politeness, cross_host="host")
-    output = CrawlOutput(out, warc=settings.warc)
+    output = CrawlOutput(out, warc=settings.warc, warc_gzip_level=settings.warc_gzip_level)
     unreachable: tuple[type[BaseException], ...] = ()
     if is_redis_store(politeness_store):
         from polite.storage.redis import UNREACHABLE
 
         unreachable = UNREACHABLE
     try:
+        # the folder's own file, locked above, is written by no other process
         yield Crawler(politeness, frontier, client, output, clock, settings, walker=walker,
-                      on_page=on_page, unreachable=unreachable, on_store=on_store)
+                      on_page=on_page, unreachable=unreachable, on_store=on_store,
+                      group_commits=not store and not worker)
     finally:
         output.close()
         await client.aclose()

@@ -131,24 +131,39 @@ class Transaction:
     """``BEGIN`` ... ``COMMIT`` (``ROLLBACK`` when the block raises) around the outermost of
     nested blocks on one connection: a write made inside an open transaction joins it. Used
     as ``with transaction:`` (a write transaction) or ``with transaction(write=False):``,
-    and as an async context manager (a frontier's batch)."""
+    and as an async context manager (a frontier's batch).
 
-    __slots__ = ("_begin", "_db", "_depth")
+    Held (:meth:`hold`), the outermost blocks are savepoints of one transaction that stays
+    open until :meth:`commit`: a block that raises is undone alone, and many blocks cost
+    one commit, the pages they all change (the queue's index, the seed counter, the slots)
+    written to the log once rather than once a block. Only for a connection whose file no
+    other process writes: the write lock is held between commits."""
+
+    __slots__ = ("_begin", "_db", "_depth", "_held", "_on_begin")
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self._db = db
         self._depth = 0
         self._begin = "BEGIN IMMEDIATE"
+        self._held = False
+        self._on_begin: Callable[[], object] | None = None
 
     def __call__(self, *, write: bool = True) -> Transaction:
-        if self._depth == 0 and not write:
+        if self._depth == 0 and not write and not self._held:
             self._begin = "BEGIN"  # a snapshot to read, taking no write lock
         return self
 
     def __enter__(self) -> None:
         if self._depth == 0:
-            begin, self._begin = self._begin, "BEGIN IMMEDIATE"
-            self._db.execute(begin)
+            if self._held:
+                if not self._db.in_transaction:
+                    self._db.execute("BEGIN IMMEDIATE")
+                    if self._on_begin is not None:
+                        self._on_begin()
+                self._db.execute("SAVEPOINT block")
+            else:
+                begin, self._begin = self._begin, "BEGIN IMMEDIATE"
+                self._db.execute(begin)
         self._depth += 1
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
@@ -156,18 +171,49 @@ class Transaction:
         self._depth -= 1
         if self._depth:
             return
+        if self._held:
+            if not self._db.in_transaction:  # an error (a full disk) ended it all
+                return
+            if kind is not None:
+                self._db.execute("ROLLBACK TO block")
+            self._db.execute("RELEASE block")
+            return
         if kind is None:
-            try:
-                self._db.execute("COMMIT")
-            except sqlite3.Error:
-                # a commit that failed (a full disk) may leave the transaction open: ended
-                # here, so that the next BEGIN starts afresh
-                if self._db.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):
-                        self._db.execute("ROLLBACK")
-                raise
+            self._end()
         elif self._db.in_transaction:  # an error may have ended it already
             self._db.execute("ROLLBACK")
+
+    def _end(self) -> None:
+        try:
+            self._db.execute("COMMIT")
+        except sqlite3.Error:
+            # a commit that failed (a full disk) may leave the transaction open: ended
+            # here, so that the next BEGIN starts afresh
+            if self._db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+            raise
+
+    def hold(self, on_begin: Callable[[], object] | None = None) -> None:
+        """From now on the outermost blocks join one transaction until :meth:`commit`;
+        ``on_begin`` is called when that transaction begins (to plan its commit)."""
+        self._held = True
+        self._on_begin = on_begin
+
+    @property
+    def holding(self) -> bool:
+        """Whether blocks made since the last :meth:`commit` are waiting for it."""
+        return self._held and self._db.in_transaction
+
+    def commit(self, *, hold: bool = True) -> bool:
+        """Commit what the held blocks wrote (nothing while a block is open: False); with
+        ``hold=False``, each block is its own transaction again from then on."""
+        if self._depth:
+            return False
+        self._held = hold
+        if self._db.in_transaction:
+            self._end()
+        return True
 
     async def __aenter__(self) -> None:
         self.__enter__()

@@ -201,6 +201,8 @@ class PoliteDownloaderMiddleware:
         return started if isinstance(started, Rest) else None
 
     async def _admit(self, request: Request) -> None:
+        # a retry carries its first try's meta: that grant is over (its response noted)
+        request.meta.pop(GRANT_KEY, None)
         try:
             grant = await self._acquire(request)
         except RobotsDisallowed as refusal:
@@ -257,6 +259,22 @@ class PoliteDownloaderMiddleware:
         self._reports.add(task)
         task.add_done_callback(self._reports.discard)
         task.add_done_callback(self._reported)
+
+    def process_exception(self, request: Request, exception: BaseException) -> None:
+        """A request granted its slot got no response (a download error, or a middleware
+        after this one dropped it): with a shared store its host's lease ends now."""
+        if request.meta.get(GRANT_KEY) is None:
+            return None
+        if isinstance(self._gate, PoliteGate):
+            self._gate.abandon(request.url).add_done_callback(self._reported)
+            return None
+        if self._gate.reports_at_once:
+            return None  # the store in memory takes no lease
+        task = asyncio.get_running_loop().create_task(self._gate.abandon(request.url))
+        self._reports.add(task)
+        task.add_done_callback(self._reports.discard)
+        task.add_done_callback(self._reported)
+        return None
 
     def _reported(self, done: asyncio.Future[None] | concurrent.futures.Future[None]) -> None:
         error = None if done.cancelled() else done.exception()

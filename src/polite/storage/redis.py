@@ -7,7 +7,8 @@ clocks disagree still hand each slot out once. The script is the twin of
 
 Keys (``PREFIX`` is ``polite:`` unless the URL says ``?prefix=``):
 
-- ``PREFIX slot:HOST`` hash ``last`` / ``backoff``; expires a day after it stops mattering;
+- ``PREFIX slot:HOST`` hash ``last`` / ``backoff`` / ``lease`` (when the lease of its request
+  in flight ends); expires a day after it stops mattering;
 - ``PREFIX delays`` hash DOMAIN -> seconds; ``PREFIX robots_delays`` hash HOST -> the
   seconds its robots.txt last asked for;
 - ``PREFIX response_times`` hash HOST -> running average of response times, seconds;
@@ -48,7 +49,12 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT, FieldT
 
-from polite.core.politeness.rules import RESPONSE_TIME_WEIGHT, HostClaim, SlotClaim
+from polite.core.politeness.rules import (
+    LEASE_RECHECK_S,
+    RESPONSE_TIME_WEIGHT,
+    HostClaim,
+    SlotClaim,
+)
 from polite.errors import ConfigError, SettingError
 from polite.storage.base import (
     COUNTERS,
@@ -114,20 +120,26 @@ return 1
 """
 
 # The batch twin of claim_first. KEYS: one slot hash per host. ARGV: now ("" for TIME),
-# "1" to take, how long (s) an idle key is kept, then per host: n, then its n intervals.
-# Returns now, then per host: the granted index (-1 none) and the n earliest starts.
+# "1" to take, how long (s) an idle key is kept, the lease a granted slot takes (s, "" for
+# none), how often (s) a leased host is asked about again, then per host: n, then its n
+# intervals. Returns now, then per host: the granted index (-1 none), the n earliest starts
+# and the end of a back-off in force ("" for none).
 _CLAIM_BATCH = _CLOCK + """
 local now = clock(ARGV[1])
 local take = ARGV[2] == '1'
 local keep = tonumber(ARGV[3])
+local lease = tonumber(ARGV[4])
+local recheck = tonumber(ARGV[5])
 local stamp = string.format('%.17g', now)
 local out = {stamp}
-local a = 4
+local a = 6
 for k = 1, #KEYS do
   local n = tonumber(ARGV[a])
-  local held = redis.call('HMGET', KEYS[k], 'last', 'backoff')
+  local held = redis.call('HMGET', KEYS[k], 'last', 'backoff', 'lease')
   local last = held[1] and tonumber(held[1])
   local backoff = held[2] and tonumber(held[2])
+  local leased = held[3] and tonumber(held[3])
+  if leased and leased <= now then leased = nil end
   local granted = -1
   local ats = {}
   for i = 1, n do
@@ -138,10 +150,17 @@ for k = 1, #KEYS do
     else
       if last then earliest = math.max(now, last + interval) end
       if backoff and backoff > earliest then earliest = backoff end
-      if earliest <= now then
+      if leased then
+        earliest = math.max(earliest, math.min(leased, now + recheck))
+      elseif earliest <= now then
         granted = i - 1
         if take then
           redis.call('HSET', KEYS[k], 'last', stamp)
+          if lease then
+            redis.call('HSET', KEYS[k], 'lease', string.format('%.17g', now + lease))
+          else
+            redis.call('HDEL', KEYS[k], 'lease')
+          end
           redis.call('EXPIRE', KEYS[k], math.ceil(interval + keep))
         end
       end
@@ -170,6 +189,23 @@ if redis.call('HEXISTS', KEYS[1], 'last') == 1 then
   redis.call('HSET', KEYS[1], 'last', string.format('%.17g', shifted))
 end
 return 0
+"""
+
+# KEYS[1] a host's slot hash. ARGV: a pause (s, "" for none) from now, now (s, or "" for
+# the server's TIME), how long the key is kept after a pause: the pause begins (never
+# shortening a longer one) and the host's lease ends, in one step.
+_END_LEASE = _CLOCK + """
+local now = clock(ARGV[2])
+if ARGV[1] ~= '' then
+  local until_ = now + tonumber(ARGV[1])
+  local held = tonumber(redis.call('HGET', KEYS[1], 'backoff') or '0')
+  if until_ > held then
+    redis.call('HSET', KEYS[1], 'backoff', string.format('%.17g', until_))
+    redis.call('EXPIRE', KEYS[1], math.ceil(until_ - now + tonumber(ARGV[3])))
+  end
+end
+redis.call('HDEL', KEYS[1], 'lease')
+return 1
 """
 
 # KEYS[1] the response-time hash; ARGV: host, the new sample (s), its weight.
@@ -422,6 +458,7 @@ class RedisStore:
         self._claim = _Lua(_CLAIM)
         self._back_off = client.register_script(_BACK_OFF)
         self._claim_batch = _Lua(_CLAIM_BATCH)
+        self._end_lease = _Lua(_END_LEASE)
         self._end_claim = client.register_script(_END_CLAIM)
         self._token = uuid.uuid4().hex  # this store's name on the claims it takes
         self._shift_start = client.register_script(_SHIFT_START)
@@ -493,11 +530,13 @@ class RedisStore:
                                     args=[repr(float(late_s)), now])
 
     async def claim_batch(self, requests: Sequence[tuple[str, tuple[float, ...]]], *,
-                          take: bool) -> list[HostClaim]:
+                          take: bool, lease_s: float | None = None) -> list[HostClaim]:
         if not requests:
             return []
         stamp = "" if self._clock is None else repr(float(self._clock()))
-        head: list[str | int] = [stamp, "1" if take else "0", repr(_KEEP_IDLE_S)]
+        head: list[str | int] = [stamp, "1" if take else "0", repr(_KEEP_IDLE_S),
+                                 "" if lease_s is None else repr(float(lease_s)),
+                                 repr(LEASE_RECHECK_S)]
         args = list(head)
         for _, intervals in requests:
             args.append(len(intervals))
@@ -565,7 +604,7 @@ class RedisStore:
             await self._with_samples([])
 
     async def note_response(self, host: str, elapsed_s: float | None,
-                            pause_s: float | None) -> None:
+                            pause_s: float | None, *, ends_lease: bool = False) -> None:
         if elapsed_s is not None:
             # a sample of a running average: sent with the next round trip, not one of its own
             self._samples.append((host, repr(float(elapsed_s))))
@@ -578,7 +617,13 @@ class RedisStore:
                 self._facts[host] = (at, HostFacts(configured, elapsed_s if average is None
                                                    else average + RESPONSE_TIME_WEIGHT
                                                    * (elapsed_s - average)))
-        if pause_s is not None:
+        if ends_lease:
+            # one round trip, with the samples held: the pause and the lease's end at once
+            await self._with_samples([_Call(self._end_lease, [self._slot_key(host)], [
+                "" if pause_s is None else repr(float(pause_s)),
+                "" if self._clock is None else repr(float(self._clock())),
+                repr(_KEEP_IDLE_S)])])
+        elif pause_s is not None:
             await self.back_off(host, await self.clock() + pause_s)
 
     async def get_delay(self, domain: str) -> float | None:

@@ -34,6 +34,7 @@ __all__ = ["SQLiteStore", "Transaction", "apply_schema", "open_database"]
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS slots (
     host TEXT PRIMARY KEY, last_start REAL, backoff_until REAL);
+CREATE TABLE IF NOT EXISTS leases (host TEXT PRIMARY KEY, until REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS response_times (
     host TEXT PRIMARY KEY, seconds REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS delays (
@@ -304,18 +305,27 @@ class SQLiteStore:
             self._kept()
 
     async def claim_batch(self, requests: Sequence[tuple[str, tuple[float, ...]]], *,
-                          take: bool) -> list[HostClaim]:
+                          take: bool, lease_s: float | None = None) -> list[HostClaim]:
         now = self._clock()
         db = self._db
         answers = []
         with self.transaction(write=take):
             for host, intervals in requests:
-                last_start, backoff_until = self._slot(host)
-                answer = claim_first(last_start, backoff_until, intervals, now)
+                row = db.execute(
+                    "SELECT s.last_start, s.backoff_until, (SELECT until FROM leases WHERE "
+                    "host = ?1) FROM (SELECT ?1 AS host) LEFT JOIN slots s USING (host)",
+                    (host,)).fetchone()
+                answer = claim_first(row[0], row[1], intervals, now, row[2])
                 if take and answer.granted >= 0:
                     db.execute("INSERT INTO slots (host, last_start) VALUES (?, ?) ON CONFLICT"
                                "(host) DO UPDATE SET last_start = excluded.last_start",
                                (host, now))
+                    if lease_s is not None:
+                        db.execute("INSERT INTO leases (host, until) VALUES (?, ?) ON CONFLICT"
+                                   "(host) DO UPDATE SET until = excluded.until",
+                                   (host, now + lease_s))
+                    elif row[2] is not None:  # lapsed
+                        db.execute("DELETE FROM leases WHERE host = ?", (host,))
                 answers.append(answer)
         if take:
             self._kept()
@@ -332,7 +342,16 @@ class SQLiteStore:
         return facts
 
     async def note_response(self, host: str, elapsed_s: float | None,
-                            pause_s: float | None) -> None:
+                            pause_s: float | None, *, ends_lease: bool = False) -> None:
+        if ends_lease:
+            # The pause and the lease's end in one transaction: another process granted
+            # the host once the lease is gone sees the pause already.
+            with self.transaction():
+                if pause_s is not None:
+                    await self.back_off(host, self._clock() + pause_s)
+                self._db.execute("DELETE FROM leases WHERE host = ?", (host,))
+            self._kept()
+            pause_s = None
         if elapsed_s is not None:
             # average_response_time, as one atomic statement (the Redis store has a Lua twin;
             # the contract suite holds all three to the same numbers).

@@ -132,6 +132,19 @@ def serve(site: Site) -> Iterator[Site]:
         server.server_close()
 
 
+def request_head(conn: socket.socket, timeout_s: float = 30.0) -> bytes | None:
+    """A request's head as a bare origin reads it (what came up to its blank line, and any
+    more that came with it), or None when the client closed first."""
+    conn.settimeout(timeout_s)
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = conn.recv(4096)
+        if not chunk:
+            return None
+        head += chunk
+    return head
+
+
 @contextmanager
 def tcp_origin(host: str, handle: Callable[[socket.socket, threading.Event], None]
                ) -> Iterator[int]:

@@ -194,6 +194,7 @@ async def test_a_lease_holds_its_host_until_the_response_or_its_end(
     (held,) = await store.claim_batch([("e.com", (0.0, 5.0))], take=True, lease_s=30.0)
     assert held == claim_first(100.0, None, (0.0, 5.0), 101.0, 130.0)
     assert held.granted == -1 and held.ats == (101.0 + LEASE_RECHECK_S, 105.0)
+    assert held.in_flight and held.held_until is None
     (peeked,) = await store.claim_batch([("e.com", (0.0,))], take=False)
     assert peeked.granted == -1  # a look sees the lease too
     (other,) = await store.claim_batch([("o.org", (0.0,))], take=True, lease_s=30.0)

@@ -148,6 +148,9 @@ def message(answer: Answer) -> str | None:
     match decision.source:
         case WaitSource.VISIT_TIME:
             return "robots.txt allows visits only at certain times (Visit-time / Time-forbidden)"
+        case WaitSource.IN_FLIGHT:
+            return (f"another request to {host} is in flight; one at a time (ask again in "
+                    f"{_ms(decision.at - answer.now)} milliseconds).")
         case WaitSource.BACKOFF:
             return (f"{host} asked for a pause (429 or 503, Retry-After honoured): no request "
                     f"before {_ms(decision.at - answer.now)} milliseconds from now (back-off).")

@@ -122,8 +122,8 @@ return 1
 # The batch twin of claim_first. KEYS: one slot hash per host. ARGV: now ("" for TIME),
 # "1" to take, how long (s) an idle key is kept, the lease a granted slot takes (s, "" for
 # none), how often (s) a leased host is asked about again, then per host: n, then its n
-# intervals. Returns now, then per host: the granted index (-1 none), the n earliest starts
-# and the end of a back-off in force ("" for none).
+# intervals. Returns now, then per host: the granted index (-1 none), the n earliest starts,
+# the end of a back-off in force ("" for none) and 1 when its lease is held (else 0).
 _CLAIM_BATCH = _CLOCK + """
 local now = clock(ARGV[1])
 local take = ARGV[2] == '1'
@@ -174,6 +174,7 @@ for k = 1, #KEYS do
   else
     out[#out + 1] = ''
   end
+  out[#out + 1] = leased and 1 or 0
   a = a + n + 1
 end
 return out
@@ -561,8 +562,9 @@ class RedisStore:
                 held = reply[at + 1 + n]
                 answers.append(HostClaim(int(reply[at]),
                                          tuple(float(x) for x in reply[at + 1:at + 1 + n]),
-                                         now, float(held) if held not in (b"", "") else None))
-                at += n + 2
+                                         now, float(held) if held not in (b"", "") else None,
+                                         bool(int(reply[at + 2 + n]))))
+                at += n + 3
         return answers
 
     async def host_facts(self, hosts: Sequence[str]) -> list[HostFacts]:

@@ -220,6 +220,8 @@ def claimed(allowed: Allowed, claim: HostClaim, position: int = 0) -> Allowed | 
     interval = allowed.interval_s
     if held is not None and (granted < 0 or granted > position) and at <= held:
         return WaitUntil(at, WaitSource.BACKOFF, interval_s=interval)
+    if claim.in_flight and at <= claim.now + LEASE_RECHECK_S:  # not the spacing's time
+        return WaitUntil(at, WaitSource.IN_FLIGHT, interval_s=interval)
     delays = allowed.delays
     source, line = delays.source()
     return WaitUntil(at, source, line, interval, 0 <= granted < position,
@@ -256,12 +258,14 @@ class HostClaim(NamedTuple):
     index of the one that may start now (-1: none), ``ats[i]`` the earliest start of
     candidate ``i``. A host gets at most one start per batch, so the candidates after the
     granted one wait their own interval from ``now``. ``held_until`` is the end of a
-    back-off (429/503) still in force at ``now``, so that a refusal can name it."""
+    back-off (429/503) still in force at ``now``, so that a refusal can name it;
+    ``in_flight``: a request of the host holds its lease (see :func:`claim_first`)."""
 
     granted: int
     ats: tuple[float, ...]
     now: float
     held_until: float | None = None
+    in_flight: bool = False
 
 
 def claim_first(last_start: float | None, backoff_until: float | None,
@@ -293,7 +297,7 @@ def claim_first(last_start: float | None, backoff_until: float | None,
         if answer.granted:
             granted = index
     held = backoff_until if backoff_until is not None and backoff_until > now else None
-    return HostClaim(granted, tuple(ats), now, held)
+    return HostClaim(granted, tuple(ats), now, held, leased)
 
 
 def shifted_start(last_start: float, late_s: float, now: float) -> float:

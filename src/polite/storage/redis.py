@@ -35,10 +35,12 @@ import time
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, NamedTuple, TypeAlias
+from typing import Any, NamedTuple, TypeAlias, TypeVar
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import (
     ClusterDownError,
     NoScriptError,
@@ -67,6 +69,8 @@ from polite.storage.base import (
 from polite.storage.url import Kind, StoreURL, read_store_url
 
 __all__ = ["UNREACHABLE", "AnyRedis", "RedisStore", "client_from_url"]
+
+_T = TypeVar("_T")
 
 # What says the server does not answer (down, restarting, loading its files, a Cluster
 # without a quorum) rather than that a request was wrong: a client may wait and ask again.
@@ -294,6 +298,29 @@ class _Cluster(RedisCluster):
 # when that fails: after a server restarts, the connections the pool held are dead, and a
 # crawl waiting out the restart would otherwise meet each of them as a new outage.
 HEALTH_CHECK_S = 1.0
+# "Made anew" needs a retry: redis-py's pooled connections have none by default, so a PING
+# that met a connection dead with the old server raised "Connection closed by server" to
+# the command behind it (a crawl told the store was unreachable again, after it was back).
+# One retry, on a new connection, for a connection that broke; never for a timeout, where
+# the server may have run the command and a second run would do it twice.
+
+
+class _Retry(Retry):
+    """redis-py's retry, never for a task being cancelled: a cancel that redis-py raised as
+    a ConnectionError (see :func:`pipeline`) is raised as the cancel it was, after the
+    broken connection is closed, rather than tried again."""
+
+    async def call_with_retry(self, do: Callable[[], Awaitable[_T]], fail: Callable[..., Any],
+                              is_retryable: Callable[[Exception], bool] | None = None,
+                              with_failure_count: bool = False) -> _T:
+        async def failed(*args: Any) -> None:
+            await fail(*args)
+            raise_if_cancelled()
+
+        return await super().call_with_retry(do, failed, is_retryable, with_failure_count)
+
+
+_RETRY = _Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,))
 _REDIS: frozenset[Kind] = frozenset({"redis"})
 
 
@@ -322,7 +349,7 @@ def client_from_url(url: str | StoreURL, *, knob: str = "store=") -> tuple[AnyRe
             pool = aioredis.BlockingConnectionPool.from_url(
                 where.client_url, max_connections=POOL_CONNECTIONS, timeout=POOL_WAIT_S,
                 socket_timeout=5.0, socket_connect_timeout=5.0,
-                health_check_interval=HEALTH_CHECK_S)
+                health_check_interval=HEALTH_CHECK_S, retry=_RETRY)
             client = aioredis.Redis.from_pool(pool)
     except (ValueError, RedisError) as exc:
         raise SettingError(knob, where.url, str(exc)) from exc

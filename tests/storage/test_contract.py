@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -472,3 +473,25 @@ async def test_redis_facts_kept_a_while_when_asked(redis_url: str, redis_prefix:
     finally:
         await worker.close()
         await operator.close()
+
+
+async def test_a_sqlite_file_from_before_leases_takes_them(tmp_path: Path) -> None:
+    """A store file whose slots have no lease column yet gets one as it is opened, and
+    what it held stays."""
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE slots (host TEXT PRIMARY KEY, last_start REAL, "
+                   "backoff_until REAL)")
+        db.execute("INSERT INTO slots VALUES ('e.com', 100.0, 200.0)")
+    clock = FakeClock(150.0)
+    store = SQLiteStore(path, clock)
+    try:
+        (held,) = await store.claim_batch([("e.com", (1.0,))], take=True, lease_s=30.0)
+        assert (held.granted, held.held_until) == (-1, 200.0)
+        clock.now = 200.0
+        assert (await store.claim_batch([("e.com", (1.0,))], take=True,
+                                        lease_s=30.0))[0].granted == 0
+        assert (await store.claim_batch([("e.com", (0.0,))], take=True))[0].in_flight
+    finally:
+        await store.close()
+    await SQLiteStore(path, clock).close()  # opened again: the column is there

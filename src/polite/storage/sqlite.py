@@ -33,8 +33,7 @@ __all__ = ["SQLiteStore", "Transaction", "apply_schema", "open_database"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS slots (
-    host TEXT PRIMARY KEY, last_start REAL, backoff_until REAL);
-CREATE TABLE IF NOT EXISTS leases (host TEXT PRIMARY KEY, until REAL NOT NULL);
+    host TEXT PRIMARY KEY, last_start REAL, backoff_until REAL, lease_until REAL);
 CREATE TABLE IF NOT EXISTS response_times (
     host TEXT PRIMARY KEY, seconds REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS delays (
@@ -58,6 +57,8 @@ CREATE TABLE IF NOT EXISTS activity (
 CREATE TABLE IF NOT EXISTS nodes (node TEXT PRIMARY KEY, info TEXT NOT NULL, until REAL);
 INSERT OR IGNORE INTO page_bytes (id, total) SELECT 0, COALESCE(SUM(size), 0) FROM pages;
 """
+
+_NO_SLOT = (None, None, None)  # a host never claimed
 
 # Counters add up; a fact given replaces the stored one, a NULL keeps it (nodes sharing the
 # file each report what they saw).
@@ -202,6 +203,12 @@ class SQLiteStore:
         self._db = open_database(path, _SCHEMA, "the SQLite store",
                                  busy_timeout_s=busy_timeout_s)
         self.transaction = Transaction(self._db)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(slots)")}
+        if "lease_until" not in columns:  # a file from before slots had leases
+            with self.transaction:
+                columns = {row[1] for row in self._db.execute("PRAGMA table_info(slots)")}
+                if "lease_until" not in columns:  # another process may have added it
+                    self._db.execute("ALTER TABLE slots ADD COLUMN lease_until REAL")
         # The file opened, and its device and inode (None: no file, ":memory:").
         self._fd: int | None = None
         self._file = (0, 0)
@@ -311,21 +318,15 @@ class SQLiteStore:
         answers = []
         with self.transaction(write=take):
             for host, intervals in requests:
-                row = db.execute(
-                    "SELECT s.last_start, s.backoff_until, (SELECT until FROM leases WHERE "
-                    "host = ?1) FROM (SELECT ?1 AS host) LEFT JOIN slots s USING (host)",
-                    (host,)).fetchone()
+                row = db.execute("SELECT last_start, backoff_until, lease_until FROM slots "
+                                 "WHERE host = ?", (host,)).fetchone() or _NO_SLOT
                 answer = claim_first(row[0], row[1], intervals, now, row[2])
                 if take and answer.granted >= 0:
-                    db.execute("INSERT INTO slots (host, last_start) VALUES (?, ?) ON CONFLICT"
-                               "(host) DO UPDATE SET last_start = excluded.last_start",
-                               (host, now))
-                    if lease_s is not None:
-                        db.execute("INSERT INTO leases (host, until) VALUES (?, ?) ON CONFLICT"
-                                   "(host) DO UPDATE SET until = excluded.until",
-                                   (host, now + lease_s))
-                    elif row[2] is not None:  # lapsed
-                        db.execute("DELETE FROM leases WHERE host = ?", (host,))
+                    # a lease lapsed before is gone with the new grant
+                    db.execute("INSERT INTO slots (host, last_start, lease_until) VALUES "
+                               "(?, ?, ?) ON CONFLICT(host) DO UPDATE SET last_start = "
+                               "excluded.last_start, lease_until = excluded.lease_until",
+                               (host, now, None if lease_s is None else now + lease_s))
                 answers.append(answer)
         if take:
             self._kept()
@@ -349,7 +350,8 @@ class SQLiteStore:
             with self.transaction():
                 if pause_s is not None:
                     await self.back_off(host, self._clock() + pause_s)
-                self._db.execute("DELETE FROM leases WHERE host = ?", (host,))
+                self._db.execute("UPDATE slots SET lease_until = NULL WHERE host = ?",
+                                 (host,))
             self._kept()
             pause_s = None
         if elapsed_s is not None:

@@ -376,8 +376,7 @@ class Politeness:
             landing = self.grants.landing(candidates)
             if landing:
                 await asyncio.wait(landing)
-        claims = await self._store.claim_batch(requests, take=reserve, lease_s=lease_s) \
-            if lease_s is not None else await self._store.claim_batch(requests, take=reserve)
+        claims = await self._store.claim_batch(requests, take=reserve, lease_s=lease_s)
         for (host, group), claim in zip(candidates.items(), claims, strict=True):
             first = group[0]
             held = claim.held_until
@@ -467,17 +466,13 @@ class Politeness:
         until = backoff_until(status, parse_retry_after(retry_after, now), now) \
             if self.backoff else None
         pause = None if until is None else until - now
-        if ends_lease:
-            await self._store.note_response(host, elapsed_s, pause, ends_lease=True)
-        else:
-            await self._store.note_response(host, elapsed_s, pause)
+        await self._store.note_response(host, elapsed_s, pause, ends_lease=ends_lease)
         if until is not None:
             told = f"Retry-After: {retry_after}" if retry_after else "no Retry-After"
             self.activity.note(host, backoff_until=until, next_at=until,
                                delay_source="back-off",
                                backoff_reason=f"the origin answered {status} ({told})")
         return pause
-
 
     async def end_lease(self, url: str) -> None:
         """The request that held the lease of ``url``'s host got no response (it failed, or

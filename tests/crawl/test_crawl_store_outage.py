@@ -36,7 +36,9 @@ def chain(host: str) -> Site:
     return site
 
 
-def wait_until(check: object, what: str, deadline_s: float = 30.0) -> None:
+def wait_until(check: object, what: str, deadline_s: float = 120.0) -> None:
+    """Wait for ``check`` to hold; a bound, not a measure (under load the crawl's start,
+    a Python process importing polite, took more than 30 s)."""
     end = time.monotonic() + deadline_s
     while not check():  # type: ignore[operator]
         assert time.monotonic() < end, what

@@ -38,6 +38,10 @@ class Site:
     tls: ssl.SSLContext | None = None  # an https site, with this server-side context
     # (client address, port) of every request: the connection it came on
     peers: list[tuple[str, int]] = field(default_factory=list)
+    # (arrival, reply, path) of every request, once answered: the reply's time taken as its
+    # head is about to be written (after Reply.delay_s), so a request that arrived before
+    # another's reply was surely sent while that one was in flight
+    exchanges: list[tuple[float, float, str]] = field(default_factory=list)
 
     @property
     def origin(self) -> str:
@@ -81,8 +85,8 @@ def serve(site: Site) -> Iterator[Site]:
         def do_GET(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = read_exactly(self.rfile, length)
-            site.arrivals.append((time.monotonic() if self.arrived_at is None
-                                  else self.arrived_at, self.path))
+            arrived = time.monotonic() if self.arrived_at is None else self.arrived_at
+            site.arrivals.append((arrived, self.path))
             site.seen.append((self.command, self.path, dict(self.headers.items()), body))
             site.requests.append(self.path)
             site.peers.append(self.client_address[:2])
@@ -90,6 +94,7 @@ def serve(site: Site) -> Iterator[Site]:
             reply = route() if callable(route) else route
             if reply.delay_s:
                 time.sleep(reply.delay_s)
+            site.exchanges.append((arrived, time.monotonic(), self.path))
             self.send_response(reply.status)
             for key, value in reply.headers.items():
                 self.send_header(key, value)
@@ -125,6 +130,19 @@ def serve(site: Site) -> Iterator[Site]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def request_head(conn: socket.socket, timeout_s: float = 30.0) -> bytes | None:
+    """A request's head as a bare origin reads it (what came up to its blank line, and any
+    more that came with it), or None when the client closed first."""
+    conn.settimeout(timeout_s)
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = conn.recv(4096)
+        if not chunk:
+            return None
+        head += chunk
+    return head
 
 
 @contextmanager

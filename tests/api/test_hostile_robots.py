@@ -19,7 +19,7 @@ from contextlib import ExitStack, suppress
 import httpx
 
 from tests.serving import polite_serve
-from tests.sites import tcp_origin
+from tests.sites import request_head, tcp_origin
 
 HOST = "127.74.12.2"
 EVICTING_HOST = "127.74.12.3"
@@ -27,24 +27,12 @@ HOSTILE = ("User-agent: *\nAllow: /\n" + "".join(f"Content-Usage: /*x{n}*y train
                                                   for n in range(14_000))).encode()
 
 
-def _request_head(conn: socket.socket) -> bytes | None:
-    """A request's head as the origin reads it, or None when the client closed first."""
-    conn.settimeout(30)
-    head = b""
-    while b"\r\n\r\n" not in head:
-        chunk = conn.recv(4096)
-        if not chunk:
-            return None
-        head += chunk
-    return head
-
-
 def test_health_is_answered_while_a_hostile_file_is_worked_on() -> None:
     consumed = threading.Event()
 
     def origin(conn: socket.socket, stop: threading.Event) -> None:
         with conn:
-            head = _request_head(conn)
+            head = request_head(conn)
             if head is None:
                 return
             if not head.startswith(b"GET /robots.txt "):
@@ -108,7 +96,7 @@ def test_health_is_answered_while_parsed_files_are_evicted() -> None:
     def origin(index: int) -> Callable[[socket.socket, threading.Event], None]:
         def handle(conn: socket.socket, stop: threading.Event) -> None:
             with conn:
-                head = _request_head(conn)
+                head = request_head(conn)
                 if head is None:
                     return
                 if not head.startswith(b"GET /robots.txt "):

@@ -191,7 +191,9 @@ def test_adaptive_delay_follows_response_times(api: httpx.Client) -> None:
     "body",
     [b"[{\"url\": \"http://e.com/\"}]", b"[{\"url\": \"nope\", \"status\": 200}]",
      b"[{\"url\": \"http://e.com/\", \"status\": 200, \"elapsedMs\": -1}]", b"{}",
-     b"[{\"url\": \"http://e.com/\", \"status\": 200, \"lateMs\": \"soon\"}]"],
+     b"[{\"url\": \"http://e.com/\", \"status\": 200, \"lateMs\": \"soon\"}]",
+     b"[{\"url\": \"http://e.com/\", \"status\": 200, \"lease\": \"yes\"}]",
+     b"[{\"url\": \"http://e.com/\", \"lease\": false}]"],
 )
 def test_feedback_bad_input(api: httpx.Client, body: bytes) -> None:
     answer = api.post("/politeness/feedback", content=body)
@@ -316,3 +318,27 @@ def test_allow_network_must_be_a_network() -> None:
     assert done.returncode == 2
     assert "--allow-network '10.1.0.0/33': not a network" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_lease_holds_the_host_until_the_feedback_ends_it(api: httpx.Client) -> None:
+    """reserve=true&lease=true: with no delay to keep, a slot taken still holds its host
+    until the feedback of its request says so; without a lease the next goes at once."""
+    with serve(robots_site("127.0.2.41", "User-agent: *\nAllow: /\n")) as site:
+        host = site.origin.removeprefix("http://").split(":")[0]
+        assert api.put(f"/delays/{host}", json={"delay": 0}).status_code == 200
+        url = f"{site.origin}/a"
+        assert verdict(api, url, reserve="true")["allowed"]
+        assert verdict(api, url, reserve="true")["allowed"]  # no lease: nothing held
+        assert verdict(api, url, reserve="true", lease="true")["allowed"]
+        held = verdict(api, url, reserve="true", lease="true")
+        assert not held["allowed"] and 0 <= int(str(held["retryAfter"])) <= 60, held
+        assert not verdict(api, url, reserve="true")["allowed"]  # held for every client
+        ended = api.post("/politeness/feedback",
+                         json=[{"url": url, "status": 200, "lease": True}])
+        assert ended.json() == [{"url": url, "pausedFor": None}]
+        assert verdict(api, url, reserve="true", lease="true")["allowed"]
+        api.post("/politeness/feedback", json=[{"url": url, "lease": True}])  # no answer
+        assert verdict(api, url, reserve="true", lease="true")["allowed"]
+        refused = api.post("/politeness/verbose", json=[url],
+                           params={"reserve": "true", "lease": "maybe"})
+        assert refused.status_code == 400

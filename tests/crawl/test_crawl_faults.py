@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from polite.crawl import CrawlSettings, open_crawler
-from tests.sites import Reply, Site, serve, tcp_origin
+from tests.sites import Reply, Site, request_head, serve, tcp_origin
 
 HTML = {"Content-Type": "text/html"}
 ROBOTS_404 = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
@@ -30,15 +30,11 @@ def misbehaving(after_robots: Callable[[socket.socket, threading.Event], None]
 
     def handle(conn: socket.socket, stop: threading.Event) -> None:
         with conn:
-            conn.settimeout(5)
             try:
                 while True:
-                    head = b""
-                    while b"\r\n\r\n" not in head:
-                        chunk = conn.recv(4096)
-                        if not chunk:
-                            return
-                        head += chunk
+                    head = request_head(conn, 5.0)
+                    if head is None:
+                        return
                     if head.startswith(b"GET /robots.txt "):
                         conn.sendall(ROBOTS_404)
                         continue

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from polite.crawl import CrawlSettings, StoreUnreachable, open_crawler
+from polite.storage import RedisStore
+from polite.storage.redis import HEALTH_CHECK_S
 from tests.redis_server import free_port, start_redis
 from tests.sites import Reply, Site, serve
 
@@ -34,7 +36,9 @@ def chain(host: str) -> Site:
     return site
 
 
-def wait_until(check: object, what: str, deadline_s: float = 30.0) -> None:
+def wait_until(check: object, what: str, deadline_s: float = 120.0) -> None:
+    """Wait for ``check`` to hold; a bound, not a measure (under load the crawl's start,
+    a Python process importing polite, took more than 30 s)."""
     end = time.monotonic() + deadline_s
     while not check():  # type: ignore[operator]
         assert time.monotonic() < end, what
@@ -81,6 +85,37 @@ def test_a_crawl_waits_for_redis_and_goes_on_when_it_is_back(tmp_path: Path) -> 
     assert took < 60
     summary = json.loads(out)
     assert summary["frontier"]["queued"] == 0 and summary["frontier"]["fetched"] == PAGES
+
+
+def test_connections_that_died_with_the_old_server_are_made_anew(tmp_path: Path) -> None:
+    """Once Redis is back, the connections the pool held to the server that died are made
+    anew as they are next used: no command fails on one (each had been an outage of its
+    own, told after the crawl had said the store was back)."""
+    data = tmp_path / "redis"
+    data.mkdir()
+    port = free_port()
+    server = start_redis(data, port)
+
+    async def run() -> list[BaseException | None]:
+        store = RedisStore.from_url(f"redis://127.0.0.1:{port}/0?prefix=anew:")
+        try:
+            await asyncio.gather(*(store.check() for _ in range(8)))  # 8 pooled
+            nonlocal server
+            server.send_signal(signal.SIGKILL)
+            await asyncio.to_thread(server.wait, 10)
+            server = start_redis(data, port)
+            await asyncio.sleep(HEALTH_CHECK_S * 1.5)  # idle: each is checked before use
+            return await asyncio.gather(*(store.check() for _ in range(8)),
+                                        return_exceptions=True)
+        finally:
+            await store.close()
+
+    try:
+        answers = asyncio.run(run())
+    finally:
+        server.terminate()
+        server.wait(10)
+    assert answers == [None] * 8, answers
 
 
 def test_sigterm_while_waiting_for_redis_stops_the_crawl_cleanly(tmp_path: Path) -> None:

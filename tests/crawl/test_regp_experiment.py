@@ -13,13 +13,15 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import socket
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from polite.crawl import CrawlSettings, Page, open_crawler
 from polite.demo import RegpSite, start_site, visit_time_value
-from polite.demo.regp_site import SEED_RESOURCES, resource_of
+from polite.demo.regp_site import SEED_RESOURCES, Request, resource_of
 
 LANGUAGES = ("zh", "en")  # the crawler reads Chinese and English, not French
 HOME, USELESS, LATEST, OLD = SEED_RESOURCES
@@ -153,3 +155,30 @@ def test_language_fr_no_page_and_the_reason_said(tmp_path: Path) -> None:
     assert record["url"] == site.origin + "/"
     assert record["outcome"] == "skipped"
     assert "Language (fr)" in record["reason"] and "zh, en" in record["reason"]
+
+
+def test_the_site_stamps_a_request_when_it_arrives_not_when_a_thread_gets_to_it() -> None:
+    """The site's thread is held (a loaded machine) while the next request of a kept-alive
+    connection arrives: the request is recorded at its arrival, before the thread was let
+    go, not when the thread read it."""
+    sent = threading.Event()
+    holding = threading.Event()
+
+    def hold(request: Request, status: int) -> None:
+        if request.path == "/":
+            holding.set()
+            sent.wait(10)  # the thread is busy until the next request has been sent
+
+    with start_site("127.0.151.1", robots="none", on_request=hold) as site, \
+            socket.create_connection(site._server.server_address[:2]) as client:
+        host = site.origin.removeprefix("http://")
+        client.sendall(f"GET / HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        assert holding.wait(10)
+        client.sendall(f"GET /news.do HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        released = time.monotonic()  # the bytes are in the site's socket by now
+        sent.set()
+        client.settimeout(10)
+        while b"/news.do" not in b"".join(r.path.encode() for r in site.requests):
+            assert client.recv(65536)
+    news = next(r for r in site.requests if r.path == "/news.do")
+    assert news.at <= released, news.at - released

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from polite.core.politeness.rules import claim_first
+from polite.core.politeness.rules import LEASE_RECHECK_S, claim_first
 from polite.errors import ConfigError
 from polite.storage import (
     HostActivity,
@@ -178,6 +179,47 @@ async def test_claim_batch_is_claim_first(make_store: Factory, last: float | Non
     assert again[1].granted == -1 and again[1].ats == (now + 9.0,)
     if expected.granted >= 0:
         assert (await store.peek("e.com", intervals[expected.granted], now)).granted is False
+
+
+async def test_a_lease_holds_its_host_until_the_response_or_its_end(
+        make_store: Factory) -> None:
+    """A slot taken with a lease: nobody else is granted the host, whatever its spacing,
+    until the response ends the lease (with its pause, in the same step) or the lease runs
+    out (its holder died); the asker is told to ask again soon, never later than the
+    spacing or a back-off would say."""
+    clock = FakeClock(100.0)
+    store = make_store(clock)
+    (taken,) = await store.claim_batch([("e.com", (0.0,))], take=True, lease_s=30.0)
+    assert taken.granted == 0
+    clock.now = 101.0
+    (held,) = await store.claim_batch([("e.com", (0.0, 5.0))], take=True, lease_s=30.0)
+    assert held == claim_first(100.0, None, (0.0, 5.0), 101.0, 130.0)
+    assert held.granted == -1 and held.ats == (101.0 + LEASE_RECHECK_S, 105.0)
+    assert held.in_flight and held.held_until is None
+    (peeked,) = await store.claim_batch([("e.com", (0.0,))], take=False)
+    assert peeked.granted == -1  # a look sees the lease too
+    (other,) = await store.claim_batch([("o.org", (0.0,))], take=True, lease_s=30.0)
+    assert other.granted == 0  # hosts are independent
+    # The response: a 429 with Retry-After: 10; its pause and the lease's end at once.
+    await store.note_response("e.com", 0.2, 10.0, ends_lease=True)
+    (paused,) = await store.claim_batch([("e.com", (0.0,))], take=True, lease_s=30.0)
+    assert (paused.granted, paused.ats, paused.held_until) == (-1, (111.0,), 111.0)
+    clock.now = 111.0
+    (again,) = await store.claim_batch([("e.com", (0.0,))], take=True, lease_s=30.0)
+    assert again.granted == 0
+    # Its holder died: nothing ends the lease but time.
+    clock.now = 140.0
+    (lapsing,) = await store.claim_batch([("e.com", (0.0,))], take=True, lease_s=30.0)
+    assert lapsing.granted == -1 and lapsing.ats == (140.0 + LEASE_RECHECK_S,)
+    clock.now = 141.0
+    (lapsed,) = await store.claim_batch([("e.com", (0.0,))], take=True)
+    assert lapsed.granted == 0  # taken without a lease: none is left behind
+    (free,) = await store.claim_batch([("e.com", (0.0,))], take=True)
+    assert free.granted == 0
+    # A request that got no response ends its lease with neither a time nor a pause.
+    await store.claim_batch([("e.com", (0.0,))], take=True, lease_s=30.0)
+    await store.note_response("e.com", None, None, ends_lease=True)
+    assert (await store.claim_batch([("e.com", (0.0,))], take=True))[0].granted == 0
 
 
 async def test_host_facts_and_responses(make_store: Factory) -> None:
@@ -431,3 +473,25 @@ async def test_redis_facts_kept_a_while_when_asked(redis_url: str, redis_prefix:
     finally:
         await worker.close()
         await operator.close()
+
+
+async def test_a_sqlite_file_from_before_leases_takes_them(tmp_path: Path) -> None:
+    """A store file whose slots have no lease column yet gets one as it is opened, and
+    what it held stays."""
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE slots (host TEXT PRIMARY KEY, last_start REAL, "
+                   "backoff_until REAL)")
+        db.execute("INSERT INTO slots VALUES ('e.com', 100.0, 200.0)")
+    clock = FakeClock(150.0)
+    store = SQLiteStore(path, clock)
+    try:
+        (held,) = await store.claim_batch([("e.com", (1.0,))], take=True, lease_s=30.0)
+        assert (held.granted, held.held_until) == (-1, 200.0)
+        clock.now = 200.0
+        assert (await store.claim_batch([("e.com", (1.0,))], take=True,
+                                        lease_s=30.0))[0].granted == 0
+        assert (await store.claim_batch([("e.com", (0.0,))], take=True))[0].in_flight
+    finally:
+        await store.close()
+    await SQLiteStore(path, clock).close()  # opened again: the column is there

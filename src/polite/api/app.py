@@ -50,7 +50,7 @@ from polite.core.usage.vocab import PURPOSES
 from polite.errors import ConfigError, InvalidURL, MalformedDocument
 from polite.fetch.activity import Activity
 from polite.fetch.cache import PageCache
-from polite.fetch.politeness import Answer, Politeness, message, warning
+from polite.fetch.politeness import LEASE_S, Answer, Politeness, message, warning
 from polite.fetch.robots import robots_usage
 from polite.fetch.sitemaps import SitemapWalker, WalkSummary
 from polite.storage.base import Store, store_failed
@@ -197,14 +197,20 @@ def _url_list(value: Any) -> list[str]:
 
 
 def _feedback(item: Any, n: int
-              ) -> tuple[str, int | None, float | None, str | None, float | None]:
+              ) -> tuple[str, int | None, float | None, str | None, float | None, bool]:
     """One report of what a fetch got: ``{"url", "status", "elapsedMs"?, "retryAfter"?,
-    "lateMs"?}``; ``lateMs``: how long after its grant the request's slot should count
-    from (it went out late, or the client counts from the answer). ``{"url", "lateMs"}``
-    alone says a request is leaving late, before any answer."""
+    "lateMs"?, "lease"?}``; ``lateMs``: how long after its grant the request's slot should
+    count from (it went out late, or the client counts from the answer); ``lease``: the
+    request held its host's lease (``reserve=true&lease=true``), which ends here.
+    ``{"url", "lateMs"}`` alone says a request is leaving late, before any answer;
+    ``{"url", "lease": true}`` alone, that it got none (it failed)."""
     if not isinstance(item, dict):
         raise _Problem(400, f"item {n}: expected an object")
-    _keys(item, ("url", "status", "elapsedMs", "retryAfter", "lateMs"), f"item {n}: ")
+    _keys(item, ("url", "status", "elapsedMs", "retryAfter", "lateMs", "lease"),
+          f"item {n}: ")
+    lease = item.get("lease", False)
+    if not isinstance(lease, bool):
+        raise _Problem(400, f"item {n}: 'lease' must be true or false")
     url, status = item.get("url"), item.get("status")
     elapsed, retry_after = item.get("elapsedMs"), item.get("retryAfter")
     if isinstance(url, str) and len(url) > MAX_URL_CHARS:
@@ -212,7 +218,7 @@ def _feedback(item: Any, n: int
                        f"{MAX_URL_CHARS}")
     if not isinstance(url, str) or _host_of(url) is None:
         raise _Problem(400, f"item {n}: 'url' must be an absolute http(s) URL")
-    departure = status is None and item.get("lateMs") is not None
+    departure = status is None and (item.get("lateMs") is not None or lease)
     if not departure and (isinstance(status, bool) or not isinstance(status, int)
                           or not 100 <= status <= 599):
         raise _Problem(400, f"item {n}: 'status' must be an HTTP status code")
@@ -229,7 +235,7 @@ def _feedback(item: Any, n: int
                              or not 0 <= late <= 3_600_000):
         raise _Problem(400, f"item {n}: 'lateMs' must be milliseconds (0 to 3600000)")
     return (url, status, None if elapsed is None else elapsed / 1000, retry_after,
-            None if late is None else late / 1000)
+            None if late is None else late / 1000, lease)
 
 
 def _ms(seconds: float) -> int:
@@ -371,7 +377,11 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
                 ip = str(ipaddress.ip_address(ip))
             except ValueError:
                 raise _Problem(400, f"'ip' must be an IP address, not {ip[:60]!r}") from None
-        answers = await politeness.check(urls, reserve=reserve, agent=agent, ip=ip)
+        # lease: each slot taken holds its host until the feedback of its request says
+        # "lease" (or LEASE_S passes): one request of a host in flight among the clients
+        lease_s = LEASE_S if reserve and _flag(request, "lease") else None
+        answers = await politeness.check(urls, reserve=reserve, agent=agent, ip=ip,
+                                         lease_s=lease_s)
         for found in answers:
             decisions.labels("allowed" if found.allowed else "refused").inc()
             cause = found.cause
@@ -523,14 +533,16 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
                            "\"retryAfter\", \"lateMs\"}")
         reports = [_feedback(item, n) for n, item in enumerate(body)]
         paused: list[int | None] = []
-        for url, status, elapsed_s, retry_after, late_s in reports:
+        for url, status, elapsed_s, retry_after, late_s, lease in reports:
             if late_s:
                 await politeness.note_late_start(url, late_s)
-            if status is None:  # a departure: no answer yet
+            if status is None:  # a departure (no answer yet), or a request that got none
+                if lease:
+                    await politeness.end_lease(url)
                 paused.append(None)
                 continue
             pause = await politeness.note_response(url, status, elapsed_s=elapsed_s,
-                                                   retry_after=retry_after)
+                                                   retry_after=retry_after, ends_lease=lease)
             paused.append(None if pause is None else _ms(pause))
         return JSONResponse([{"url": r[0], "pausedFor": p}
                              for r, p in zip(reports, paused, strict=True)])
@@ -634,7 +646,7 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         if on_shutdown is not None:
             await on_shutdown()
 
-    decide = ("reserve", "agent", "ip")
+    decide = ("reserve", "lease", "agent", "ip")
     host_query = ("sort", "order", "q", "state", "offset", "limit")
     routes = [
         Route("/politeness", guarded(private(post_politeness), *decide), methods=["POST"]),
@@ -676,6 +688,10 @@ _VERDICT = {"type": "object", "properties": {
     "retryAfter": {"type": "integer", "description": "ms; -1 when waiting will not help"}}}
 _QUERY = [{"name": "reserve", "in": "query", "schema": {"type": "boolean"},
            "description": "also take the host's slot for each allowed URL"},
+          {"name": "lease", "in": "query", "schema": {"type": "boolean"},
+           "description": "with reserve: a slot taken also holds its host until the "
+                          "feedback of its request says \"lease\": true (or a minute "
+                          "passes): one request of a host in flight among the clients"},
           {"name": "ip", "in": "query", "schema": {"type": "string"},
            "description": "the crawler's egress IP (REGP Ip-allow / Ip-delay / Ip-rate)"},
           {"name": "agent", "in": "query", "schema": {"type": "string"},
@@ -736,7 +752,11 @@ OPENAPI: dict[str, Any] = {
                          "type": "object", "required": ["url", "status"], "properties": {
                              "url": {"type": "string"}, "status": {"type": "integer"},
                              "elapsedMs": {"type": "number"},
-                             "retryAfter": {"type": ["string", "integer"]}}}}),
+                             "retryAfter": {"type": ["string", "integer"]},
+                             "lateMs": {"type": "number"},
+                             "lease": {"type": "boolean",
+                                       "description": "the request held its host's lease "
+                                                      "(reserve with lease): it ends"}}}}),
                      "responses": {"200": _json({"type": "array"})}}},
         "/delays": {"get": {"summary": "delays per domain, in ms",
                             "responses": {"200": _json({"type": "array"})}}},

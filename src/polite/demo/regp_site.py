@@ -8,7 +8,9 @@ a crawler that runs no script never sees); the snapshots ``html/newsN.html`` wit
 comments inline; ``sitemap.xml`` naming every snapshot in ``<loc>`` and its page in
 ``<srcloc>`` (section 5's sample); and one of section 5's robots.txt files: none, the old REP
 one, or the REGP one. Every request's arrival is recorded (monotonic and wall time, path,
-headers), so that what a crawler did is measured where it lands: at the site.
+headers), so that what a crawler did is measured where it lands: at the site, by the
+kernel's stamp of the request's first bytes (:mod:`polite.demo._arrival`), not by when a
+thread of a busy machine got round to it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Literal
 from urllib.parse import parse_qs, urlsplit
 
 from polite.core.robots.values import parse_time_window
+from polite.demo._arrival import next_arrival, stamp_arrivals, wall_time
 from polite.errors import ConfigError
 
 __all__ = [
@@ -223,6 +226,7 @@ class RegpSite:
             raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}"
                               ) from exc
         self._server.daemon_threads = True
+        stamp_arrivals(self._server.socket)
         self._thread: threading.Thread | None = None
 
     @property
@@ -413,6 +417,17 @@ def _handler(site: RegpSite) -> type[BaseHTTPRequestHandler]:
         # Headers and body go in two writes; without this, the body waits for the client's
         # delayed ACK (40 ms on Linux) and the site looks slow.
         disable_nagle_algorithm = True
+        # Unbuffered, so that the next request's first bytes wait in the socket, where the
+        # kernel's stamp of their arrival can be read.
+        rbufsize = 0
+        arrived_at: float | None = None
+
+        def handle_one_request(self) -> None:
+            self.arrived_at = next_arrival(self.connection)
+            if self.arrived_at is None:  # the client closed the connection
+                self.close_connection = True
+                return
+            super().handle_one_request()
 
         def do_GET(self) -> None:
             self._serve()
@@ -424,7 +439,8 @@ def _handler(site: RegpSite) -> type[BaseHTTPRequestHandler]:
             self._serve()
 
         def _serve(self) -> None:
-            request = Request(time.monotonic(), time.time(), self.command, self.path,
+            at = time.monotonic() if self.arrived_at is None else self.arrived_at
+            request = Request(at, wall_time(at), self.command, self.path,
                               {k.lower(): v for k, v in self.headers.items()})
             site._record(request)
             status, content_type, body = site.answer(self.command, self.path)

@@ -46,7 +46,8 @@ from polite.fetch.robots import PublicHosts, RobotsFetcher, split_origin
 from polite.storage.base import Store
 
 NO_RULES = AgentRules()  # no robots.txt in force: no fields from the site
-__all__ = ["Answer", "Grants", "LateStart", "Politeness", "Standing", "message", "warning"]
+__all__ = ["LEASE_S", "Answer", "Grants", "LateStart", "Politeness", "Standing", "message",
+           "warning"]
 
 # Matching costs rules x URL length (12,000 wildcard rules against a 5,000-character URL:
 # 23 ms); a batch gives the event loop back after this much of it, so that the proxy and
@@ -59,6 +60,10 @@ MATCH_SLICE_S = 0.01
 # the delay at the site, a process that notes lateness claims every slot this much longer
 # (``send_slack_s``, at least this).
 LATE_UNNOTED_S = 0.001
+# How long a slot's lease (``check``'s ``lease_s``) holds its host when its holder never
+# says the request is over (it died): a minute, longer than most requests take, and short
+# enough that a killed process does not stop a crawl sharing its store for long.
+LEASE_S = 60.0
 # Hosts whose latest slot given is remembered (the oldest forgotten past it): a request
 # leaves at most the host's delay after its slot unless the process is swamped, so only the
 # last few thousand matter.
@@ -143,6 +148,9 @@ def message(answer: Answer) -> str | None:
     match decision.source:
         case WaitSource.VISIT_TIME:
             return "robots.txt allows visits only at certain times (Visit-time / Time-forbidden)"
+        case WaitSource.IN_FLIGHT:
+            return (f"another request to {host} is in flight; one at a time (ask again in "
+                    f"{_ms(decision.at - answer.now)} milliseconds).")
         case WaitSource.BACKOFF:
             return (f"{host} asked for a pause (429 or 503, Retry-After honoured): no request "
                     f"before {_ms(decision.at - answer.now)} milliseconds from now (back-off).")
@@ -258,7 +266,7 @@ class Politeness:
 
     async def check(self, urls: Sequence[str], *, reserve: bool = False,
                     agent: str | None = None, ip: str | None = None,
-                    obey_rules: bool = True) -> list[Answer]:
+                    obey_rules: bool = True, lease_s: float | None = None) -> list[Answer]:
         """An answer per URL, in order; at most one URL per host is allowed per call.
 
         What the decisions need is gathered first: the private-address guard, the robots.txt
@@ -267,13 +275,18 @@ class Politeness:
         (:func:`~polite.core.politeness.decision.decide`) and the slots of those allowed
         are claimed (``reserve``) or looked at, in one more step of the store.
         ``obey_rules`` off: robots.txt's rules, or its being unavailable, refuse nothing (a
-        person's own request); its delays are kept all the same.
+        person's own request); its delays are kept all the same. ``lease_s`` (with
+        ``reserve``): a slot granted also holds its host until the response is noted
+        (:meth:`note_response` with ``ends_lease``, or :meth:`end_lease`) or ``lease_s``
+        has passed: no other request of the host is granted meanwhile, in any process
+        sharing the store (:meth:`~polite.storage.base.SlotStore.claim_batch`).
         """
-        return await self._answer(urls, reserve, agent or self.agent, ip, {}, obey_rules)
+        return await self._answer(urls, reserve, agent or self.agent, ip, {}, obey_rules,
+                                  lease_s if reserve else None)
 
     async def _answer(self, urls: Sequence[str], reserve: bool, agent: str, ip: str | None,
-                      states: dict[str, RobotsState], obey_rules: bool = True
-                      ) -> list[Answer]:
+                      states: dict[str, RobotsState], obey_rules: bool = True,
+                      lease_s: float | None = None) -> list[Answer]:
         """:meth:`check`, with the robots.txt ``states`` already known (by origin)."""
         answers: list[Answer | None] = [None] * len(urls)
         hosts: list[tuple[int, str, str, str]] = []
@@ -363,7 +376,7 @@ class Politeness:
             landing = self.grants.landing(candidates)
             if landing:
                 await asyncio.wait(landing)
-        claims = await self._store.claim_batch(requests, take=reserve)
+        claims = await self._store.claim_batch(requests, take=reserve, lease_s=lease_s)
         for (host, group), claim in zip(candidates.items(), claims, strict=True):
             first = group[0]
             held = claim.held_until
@@ -442,21 +455,29 @@ class Politeness:
         return noting
 
     async def note_response(self, url: str, status: int, *, elapsed_s: float | None = None,
-                            retry_after: str | None = None) -> float | None:
+                            retry_after: str | None = None, ends_lease: bool = False
+                            ) -> float | None:
         """What a fetch of ``url`` got: its time feeds the adaptive delay, a 429 or 503 holds
-        the host (``Retry-After`` honoured). Returns the pause in seconds, if any."""
+        the host (``Retry-After`` honoured). Returns the pause in seconds, if any.
+        ``ends_lease``: the request held its host's lease (``check``'s ``lease_s``), which
+        ends as the pause begins."""
         host = split_origin(url)[1]
         now = self._clock()
         until = backoff_until(status, parse_retry_after(retry_after, now), now) \
             if self.backoff else None
         pause = None if until is None else until - now
-        await self._store.note_response(host, elapsed_s, pause)
+        await self._store.note_response(host, elapsed_s, pause, ends_lease=ends_lease)
         if until is not None:
             told = f"Retry-After: {retry_after}" if retry_after else "no Retry-After"
             self.activity.note(host, backoff_until=until, next_at=until,
                                delay_source="back-off",
                                backoff_reason=f"the origin answered {status} ({told})")
         return pause
+
+    async def end_lease(self, url: str) -> None:
+        """The request that held the lease of ``url``'s host got no response (it failed, or
+        never left): the host is free for the next request."""
+        await self._store.note_response(split_origin(url)[1], None, None, ends_lease=True)
 
 
 class Grants:

@@ -58,7 +58,7 @@ from polite.errors import (
     SlotNotReady,
 )
 from polite.fetch.http import Sign
-from polite.fetch.politeness import Politeness, message
+from polite.fetch.politeness import LEASE_S, Politeness, message
 from polite.fetch.robots import (
     PublicHosts,
     RobotsFetcher,
@@ -206,6 +206,8 @@ class _Backend(Protocol):
 
     async def depart(self, url: str, late_s: float) -> None: ...
 
+    async def abandon(self, url: str) -> None: ...
+
     async def given_up(self, url: str) -> str | None: ...
 
     async def close(self) -> None: ...
@@ -230,6 +232,10 @@ class _Local:
         # A store in memory answers without waiting: a report may be done on its caller's
         # stack (run_now) rather than in a task of its own.
         self.immediate = isinstance(self._store, MemoryStore)
+        # A store other processes may share: a request granted holds its host until its
+        # response is noted (a lease), so that they have one request of a host in flight
+        # at a time and a 429's pause reaches the next request of any of them.
+        self._lease_s = None if self.immediate else LEASE_S
         fetcher = RobotsFetcher(self._client, self._store, clock, agent=agent,
                                 allow_private=everything, dialect=dialect, public_hosts=hosts)
         self._politeness = Politeness(fetcher, self._store, clock, agent=agent,
@@ -243,7 +249,8 @@ class _Local:
         if user_agent:
             with contextlib.suppress(InvalidURL):  # the check refuses it
                 self._client.headers.identify(split_origin(url)[1], user_agent)
-        (found,) = await self._politeness.check([url], reserve=True, agent=agent)
+        (found,) = await self._politeness.check([url], reserve=True, agent=agent,
+                                                lease_s=self._lease_s)
         return Ruling(found.decision, found.wait_s, message(found))
 
     async def note(self, url: str, status: int, elapsed_s: float | None,
@@ -251,10 +258,15 @@ class _Local:
         if late_s is not None and late_s > 0:
             await self._politeness.note_late_start(url, late_s)
         await self._politeness.note_response(url, status, elapsed_s=elapsed_s,
-                                             retry_after=retry_after)
+                                             retry_after=retry_after,
+                                             ends_lease=self._lease_s is not None)
 
     async def depart(self, url: str, late_s: float) -> None:
         await self._politeness.note_late_start(url, late_s)
+
+    async def abandon(self, url: str) -> None:
+        if self._lease_s is not None:
+            await self._politeness.end_lease(url)
 
     async def usage(self, url: str, agent: str, purpose: str) -> dict[str, object]:
         state = await self._politeness.robots_state(url)
@@ -325,7 +337,8 @@ class _Service:
     async def check(self, url: str, agent: str, user_agent: str) -> Ruling:
         # robots.txt is the service's request, under its own --agent and --sign-with
         answer = await self._post("/politeness/verbose",
-                                  {"reserve": "true", "agent": agent, "decision": "true"},
+                                  {"reserve": "true", "lease": "true", "agent": agent,
+                                   "decision": "true"},
                                   [url])
         try:
             item = answer[0]
@@ -348,7 +361,7 @@ class _Service:
 
     async def note(self, url: str, status: int, elapsed_s: float | None,
                    retry_after: str | None, late_s: float | None) -> None:
-        report: dict[str, object] = {"url": url, "status": status}
+        report: dict[str, object] = {"url": url, "status": status, "lease": True}
         if elapsed_s is not None:
             report["elapsedMs"] = min(3_600_000, round(elapsed_s * 1000, 3))
         if retry_after is not None:
@@ -360,6 +373,9 @@ class _Service:
     async def depart(self, url: str, late_s: float) -> None:
         await self._post("/politeness/feedback", {},
                          [{"url": url, "lateMs": min(3_600_000, round(late_s * 1000, 3))}])
+
+    async def abandon(self, url: str) -> None:
+        await self._post("/politeness/feedback", {}, [{"url": url, "lease": True}])
 
     async def given_up(self, url: str) -> str | None:
         return None  # the service's own robots.txt policy; a long wait ends at max_wait_s
@@ -538,6 +554,12 @@ class LoopGate:
             (time.monotonic() if at is None else at) - grant.granted_at
         await self._backend.note(url, status, elapsed_s, retry_after, late_s)
 
+    async def abandon(self, url: str) -> None:
+        """The request granted a slot for ``url`` got no response (it failed, or was
+        dropped before it left): its host is free for the next request at once, rather
+        than when its lease runs out."""
+        await self._backend.abandon(url)
+
     async def depart(self, url: str, grant: Grant, *, at: float | None = None) -> Grant:
         """The request given ``grant`` leaves now, or ``at`` (see :meth:`PoliteGate.depart`);
         the grant to :meth:`report` with."""
@@ -674,6 +696,12 @@ class PoliteGate:
             on_time.set_result(grant)
             return on_time
         return self._submit(self._gate.depart(url, grant, at=now))
+
+    def abandon(self, url: str) -> concurrent.futures.Future[None]:
+        """The request granted a slot for ``url`` got no response (it failed, or was
+        dropped before it left): with a shared store or a service, its host is free for
+        the next request at once, rather than when the request's lease runs out."""
+        return self._submit(self._gate.abandon(url))
 
     async def report_async(self, url: str, status: int, *, elapsed_s: float | None = None,
                            retry_after: str | None = None, grant: Grant | None = None

@@ -169,7 +169,11 @@ class PoliteTransport(_Gated[httpx.BaseTransport], httpx.BaseTransport):
         grant = self.gate.depart(str(request.url), grant).result()
         self._sign(request)
         started = time.monotonic()
-        response = self._transport.handle_request(request)
+        try:
+            response = self._transport.handle_request(request)
+        except BaseException:
+            self.gate.abandon(str(request.url))  # no response: the host's lease ends
+            raise
         self._report(request, response, time.monotonic() - started, grant)
         if grant.usage is not None:
             response.extensions["polite_usage"] = grant.usage
@@ -203,7 +207,11 @@ class AsyncPoliteTransport(_Gated[httpx.AsyncBaseTransport], httpx.AsyncBaseTran
         grant = await asyncio.wrap_future(self.gate.depart(str(request.url), grant))
         self._sign(request)
         started = time.monotonic()
-        response = await self._transport.handle_async_request(request)
+        try:
+            response = await self._transport.handle_async_request(request)
+        except BaseException:
+            self.gate.abandon(str(request.url))  # no response: the host's lease ends
+            raise
         elapsed_s = time.monotonic() - started
         await self.gate.report_async(str(request.url), response.status_code,
                                      elapsed_s=elapsed_s,

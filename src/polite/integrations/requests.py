@@ -127,8 +127,12 @@ class PoliteAdapter(HTTPAdapter):
         grant = self.gate.depart(url, grant).result()
         if self._signer is not None:  # as it leaves: its created time is now
             request.headers.update(self._signer.headers(request.method or "GET", url))
-        response = super().send(request, stream=stream, timeout=timeout, verify=verify,
-                                cert=cert, proxies=proxies)
+        try:
+            response = super().send(request, stream=stream, timeout=timeout, verify=verify,
+                                    cert=cert, proxies=proxies)
+        except BaseException:
+            self.gate.abandon(url)  # no response: the host's lease ends
+            raise
         self.gate.report(url, response.status_code,
                          elapsed_s=response.elapsed.total_seconds(),
                          retry_after=response.headers.get("Retry-After"), grant=grant).result()

@@ -72,6 +72,7 @@ __all__ = ["PoliteDownloaderMiddleware", "RobotParser"]
 
 logger = logging.getLogger(__name__)
 GRANT_KEY = "polite_grant"  # request.meta: the slot the request went out in
+_REPORTED = "polite_reported"  # request.meta: its download's response was reported
 
 
 def _text(value: str | bytes) -> str:
@@ -201,6 +202,9 @@ class PoliteDownloaderMiddleware:
         return started if isinstance(started, Rest) else None
 
     async def _admit(self, request: Request) -> None:
+        # a retry carries its first try's meta: that grant is over (its response noted)
+        request.meta.pop(GRANT_KEY, None)
+        request.meta.pop(_REPORTED, None)
         try:
             grant = await self._acquire(request)
         except RobotsDisallowed as refusal:
@@ -234,6 +238,7 @@ class PoliteDownloaderMiddleware:
         elapsed_s = float(latency) if isinstance(latency, int | float) else None
         told = None if retry_after is None else _text(retry_after)
         grant = request.meta.get(GRANT_KEY)
+        request.meta[_REPORTED] = True
         if response.status in (429, 503):
             self._stats.inc_value(f"polite/backoff/{response.status}")
         if isinstance(self._gate, PoliteGate):
@@ -254,6 +259,31 @@ class PoliteDownloaderMiddleware:
                 return
             report = _rest(started)  # not expected: finished in a task all the same
         task = asyncio.get_running_loop().create_task(report)
+        self._reports.add(task)
+        task.add_done_callback(self._reports.discard)
+        task.add_done_callback(self._reported)
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        """A response that was not downloaded (a middleware after this one answered from
+        its cache): the request granted its slot never went, and its lease ends now."""
+        if GRANT_KEY in request.meta and _REPORTED not in request.meta:
+            self._abandon(request)
+        return response
+
+    def process_exception(self, request: Request, exception: BaseException) -> None:
+        """A request granted its slot got no response (a download error, or a middleware
+        after this one dropped it): with a shared store its host's lease ends now."""
+        if GRANT_KEY in request.meta and _REPORTED not in request.meta:
+            self._abandon(request)
+
+    def _abandon(self, request: Request) -> None:
+        request.meta[_REPORTED] = True
+        if isinstance(self._gate, PoliteGate):
+            self._gate.abandon(request.url).add_done_callback(self._reported)
+            return
+        if self._gate.reports_at_once:
+            return  # the store in memory takes no lease
+        task = asyncio.get_running_loop().create_task(self._gate.abandon(request.url))
         self._reports.add(task)
         task.add_done_callback(self._reports.discard)
         task.add_done_callback(self._reported)

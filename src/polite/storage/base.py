@@ -165,10 +165,14 @@ class SlotStore(Protocol):
         ...
 
     async def claim_batch(self, requests: Sequence[tuple[str, tuple[float, ...]]], *,
-                          take: bool) -> list[HostClaim]:
+                          take: bool, lease_s: float | None = None) -> list[HostClaim]:
         """For each (host, candidate intervals): :func:`~polite.core.politeness.rules.
         claim_first` at the store's time, taking the granted slot when ``take``; all hosts
-        in one step (one round trip where the store is remote)."""
+        in one step (one round trip where the store is remote). A host whose lease is held
+        is granted nothing. ``lease_s`` (with ``take``): a granted slot also takes the
+        host's lease, held until :meth:`note_response` ends it or ``lease_s`` runs out (its
+        holder died), so that processes sharing the store have one request of a host in
+        flight at a time and a 429's pause reaches the next request of any of them."""
         ...
 
     async def host_facts(self, hosts: Sequence[str]) -> list[HostFacts]:
@@ -176,9 +180,11 @@ class SlotStore(Protocol):
         ...
 
     async def note_response(self, host: str, elapsed_s: float | None,
-                            pause_s: float | None) -> None:
+                            pause_s: float | None, *, ends_lease: bool = False) -> None:
         """A response from ``host`` took ``elapsed_s``; ``pause_s`` (429/503) holds the host
-        that long from the store's now (never shortening a longer back-off)."""
+        that long from the store's now (never shortening a longer back-off);
+        ``ends_lease``: the host's lease ends, in the same step as the pause begins (a
+        request that got no response ends it with neither)."""
         ...
 
     async def clock(self) -> float:

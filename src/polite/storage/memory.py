@@ -26,6 +26,7 @@ class MemoryStore:
         self._clock = clock
         self._last_start: dict[str, float] = {}
         self._backoff: dict[str, float] = {}
+        self._leases: dict[str, float] = {}  # host -> when its request in flight's lease ends
         self._delays: dict[str, float] = {}
         self._robots_delays: dict[str, float] = {}
         self._robots: dict[str, RobotsRecord] = {}
@@ -61,14 +62,19 @@ class MemoryStore:
                                                    self._clock())
 
     async def claim_batch(self, requests: Sequence[tuple[str, tuple[float, ...]]], *,
-                          take: bool) -> list[HostClaim]:
+                          take: bool, lease_s: float | None = None) -> list[HostClaim]:
         now = self._clock()
         answers = []
+        leases = self._leases
         for host, intervals in requests:
             answer = claim_first(self._last_start.get(host), self._backoff.get(host),
-                                 intervals, now)
+                                 intervals, now, leases.get(host))
             if take and answer.granted >= 0:
                 self._last_start[host] = now
+                if lease_s is not None:
+                    leases[host] = now + lease_s
+                elif host in leases:
+                    del leases[host]  # lapsed
             answers.append(answer)
         return answers
 
@@ -76,12 +82,14 @@ class MemoryStore:
         return [HostFacts(self._delays.get(h), self._response_s.get(h)) for h in hosts]
 
     async def note_response(self, host: str, elapsed_s: float | None,
-                            pause_s: float | None) -> None:
+                            pause_s: float | None, *, ends_lease: bool = False) -> None:
         if elapsed_s is not None:
             self._response_s[host] = average_response_time(self._response_s.get(host),
                                                             elapsed_s)
         if pause_s is not None:
             await self.back_off(host, self._clock() + pause_s)
+        if ends_lease:
+            self._leases.pop(host, None)
 
     async def get_delay(self, domain: str) -> float | None:
         return self._delays.get(domain)

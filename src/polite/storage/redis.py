@@ -7,7 +7,8 @@ clocks disagree still hand each slot out once. The script is the twin of
 
 Keys (``PREFIX`` is ``polite:`` unless the URL says ``?prefix=``):
 
-- ``PREFIX slot:HOST`` hash ``last`` / ``backoff``; expires a day after it stops mattering;
+- ``PREFIX slot:HOST`` hash ``last`` / ``backoff`` / ``lease`` (when the lease of its request
+  in flight ends); expires a day after it stops mattering;
 - ``PREFIX delays`` hash DOMAIN -> seconds; ``PREFIX robots_delays`` hash HOST -> the
   seconds its robots.txt last asked for;
 - ``PREFIX response_times`` hash HOST -> running average of response times, seconds;
@@ -34,10 +35,12 @@ import time
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, NamedTuple, TypeAlias
+from typing import Any, NamedTuple, TypeAlias, TypeVar
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import (
     ClusterDownError,
     NoScriptError,
@@ -48,7 +51,12 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT, FieldT
 
-from polite.core.politeness.rules import RESPONSE_TIME_WEIGHT, HostClaim, SlotClaim
+from polite.core.politeness.rules import (
+    LEASE_RECHECK_S,
+    RESPONSE_TIME_WEIGHT,
+    HostClaim,
+    SlotClaim,
+)
 from polite.errors import ConfigError, SettingError
 from polite.storage.base import (
     COUNTERS,
@@ -61,6 +69,8 @@ from polite.storage.base import (
 from polite.storage.url import Kind, StoreURL, read_store_url
 
 __all__ = ["UNREACHABLE", "AnyRedis", "RedisStore", "client_from_url"]
+
+_T = TypeVar("_T")
 
 # What says the server does not answer (down, restarting, loading its files, a Cluster
 # without a quorum) rather than that a request was wrong: a client may wait and ask again.
@@ -114,20 +124,26 @@ return 1
 """
 
 # The batch twin of claim_first. KEYS: one slot hash per host. ARGV: now ("" for TIME),
-# "1" to take, how long (s) an idle key is kept, then per host: n, then its n intervals.
-# Returns now, then per host: the granted index (-1 none) and the n earliest starts.
+# "1" to take, how long (s) an idle key is kept, the lease a granted slot takes (s, "" for
+# none), how often (s) a leased host is asked about again, then per host: n, then its n
+# intervals. Returns now, then per host: the granted index (-1 none), the n earliest starts,
+# the end of a back-off in force ("" for none) and 1 when its lease is held (else 0).
 _CLAIM_BATCH = _CLOCK + """
 local now = clock(ARGV[1])
 local take = ARGV[2] == '1'
 local keep = tonumber(ARGV[3])
+local lease = tonumber(ARGV[4])
+local recheck = tonumber(ARGV[5])
 local stamp = string.format('%.17g', now)
 local out = {stamp}
-local a = 4
+local a = 6
 for k = 1, #KEYS do
   local n = tonumber(ARGV[a])
-  local held = redis.call('HMGET', KEYS[k], 'last', 'backoff')
+  local held = redis.call('HMGET', KEYS[k], 'last', 'backoff', 'lease')
   local last = held[1] and tonumber(held[1])
   local backoff = held[2] and tonumber(held[2])
+  local leased = held[3] and tonumber(held[3])
+  if leased and leased <= now then leased = nil end
   local granted = -1
   local ats = {}
   for i = 1, n do
@@ -138,10 +154,17 @@ for k = 1, #KEYS do
     else
       if last then earliest = math.max(now, last + interval) end
       if backoff and backoff > earliest then earliest = backoff end
-      if earliest <= now then
+      if leased then
+        earliest = math.max(earliest, math.min(leased, now + recheck))
+      elseif earliest <= now then
         granted = i - 1
         if take then
           redis.call('HSET', KEYS[k], 'last', stamp)
+          if lease then
+            redis.call('HSET', KEYS[k], 'lease', string.format('%.17g', now + lease))
+          else
+            redis.call('HDEL', KEYS[k], 'lease')
+          end
           redis.call('EXPIRE', KEYS[k], math.ceil(interval + keep))
         end
       end
@@ -155,6 +178,7 @@ for k = 1, #KEYS do
   else
     out[#out + 1] = ''
   end
+  out[#out + 1] = leased and 1 or 0
   a = a + n + 1
 end
 return out
@@ -170,6 +194,23 @@ if redis.call('HEXISTS', KEYS[1], 'last') == 1 then
   redis.call('HSET', KEYS[1], 'last', string.format('%.17g', shifted))
 end
 return 0
+"""
+
+# KEYS[1] a host's slot hash. ARGV: a pause (s, "" for none) from now, now (s, or "" for
+# the server's TIME), how long the key is kept after a pause: the pause begins (never
+# shortening a longer one) and the host's lease ends, in one step.
+_END_LEASE = _CLOCK + """
+local now = clock(ARGV[2])
+if ARGV[1] ~= '' then
+  local until_ = now + tonumber(ARGV[1])
+  local held = tonumber(redis.call('HGET', KEYS[1], 'backoff') or '0')
+  if until_ > held then
+    redis.call('HSET', KEYS[1], 'backoff', string.format('%.17g', until_))
+    redis.call('EXPIRE', KEYS[1], math.ceil(until_ - now + tonumber(ARGV[3])))
+  end
+end
+redis.call('HDEL', KEYS[1], 'lease')
+return 1
 """
 
 # KEYS[1] the response-time hash; ARGV: host, the new sample (s), its weight.
@@ -257,6 +298,29 @@ class _Cluster(RedisCluster):
 # when that fails: after a server restarts, the connections the pool held are dead, and a
 # crawl waiting out the restart would otherwise meet each of them as a new outage.
 HEALTH_CHECK_S = 1.0
+# "Made anew" needs a retry: redis-py's pooled connections have none by default, so a PING
+# that met a connection dead with the old server raised "Connection closed by server" to
+# the command behind it (a crawl told the store was unreachable again, after it was back).
+# One retry, on a new connection, for a connection that broke; never for a timeout, where
+# the server may have run the command and a second run would do it twice.
+
+
+class _Retry(Retry):
+    """redis-py's retry, never for a task being cancelled: a cancel that redis-py raised as
+    a ConnectionError (see :func:`pipeline`) is raised as the cancel it was, after the
+    broken connection is closed, rather than tried again."""
+
+    async def call_with_retry(self, do: Callable[[], Awaitable[_T]], fail: Callable[..., Any],
+                              is_retryable: Callable[[Exception], bool] | None = None,
+                              with_failure_count: bool = False) -> _T:
+        async def failed(*args: Any) -> None:
+            await fail(*args)
+            raise_if_cancelled()
+
+        return await super().call_with_retry(do, failed, is_retryable, with_failure_count)
+
+
+_RETRY = _Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,))
 _REDIS: frozenset[Kind] = frozenset({"redis"})
 
 
@@ -285,7 +349,7 @@ def client_from_url(url: str | StoreURL, *, knob: str = "store=") -> tuple[AnyRe
             pool = aioredis.BlockingConnectionPool.from_url(
                 where.client_url, max_connections=POOL_CONNECTIONS, timeout=POOL_WAIT_S,
                 socket_timeout=5.0, socket_connect_timeout=5.0,
-                health_check_interval=HEALTH_CHECK_S)
+                health_check_interval=HEALTH_CHECK_S, retry=_RETRY)
             client = aioredis.Redis.from_pool(pool)
     except (ValueError, RedisError) as exc:
         raise SettingError(knob, where.url, str(exc)) from exc
@@ -422,6 +486,7 @@ class RedisStore:
         self._claim = _Lua(_CLAIM)
         self._back_off = client.register_script(_BACK_OFF)
         self._claim_batch = _Lua(_CLAIM_BATCH)
+        self._end_lease = _Lua(_END_LEASE)
         self._end_claim = client.register_script(_END_CLAIM)
         self._token = uuid.uuid4().hex  # this store's name on the claims it takes
         self._shift_start = client.register_script(_SHIFT_START)
@@ -493,11 +558,13 @@ class RedisStore:
                                     args=[repr(float(late_s)), now])
 
     async def claim_batch(self, requests: Sequence[tuple[str, tuple[float, ...]]], *,
-                          take: bool) -> list[HostClaim]:
+                          take: bool, lease_s: float | None = None) -> list[HostClaim]:
         if not requests:
             return []
         stamp = "" if self._clock is None else repr(float(self._clock()))
-        head: list[str | int] = [stamp, "1" if take else "0", repr(_KEEP_IDLE_S)]
+        head: list[str | int] = [stamp, "1" if take else "0", repr(_KEEP_IDLE_S),
+                                 "" if lease_s is None else repr(float(lease_s)),
+                                 repr(LEASE_RECHECK_S)]
         args = list(head)
         for _, intervals in requests:
             args.append(len(intervals))
@@ -522,8 +589,9 @@ class RedisStore:
                 held = reply[at + 1 + n]
                 answers.append(HostClaim(int(reply[at]),
                                          tuple(float(x) for x in reply[at + 1:at + 1 + n]),
-                                         now, float(held) if held not in (b"", "") else None))
-                at += n + 2
+                                         now, float(held) if held not in (b"", "") else None,
+                                         bool(int(reply[at + 2 + n]))))
+                at += n + 3
         return answers
 
     async def host_facts(self, hosts: Sequence[str]) -> list[HostFacts]:
@@ -565,7 +633,7 @@ class RedisStore:
             await self._with_samples([])
 
     async def note_response(self, host: str, elapsed_s: float | None,
-                            pause_s: float | None) -> None:
+                            pause_s: float | None, *, ends_lease: bool = False) -> None:
         if elapsed_s is not None:
             # a sample of a running average: sent with the next round trip, not one of its own
             self._samples.append((host, repr(float(elapsed_s))))
@@ -578,7 +646,13 @@ class RedisStore:
                 self._facts[host] = (at, HostFacts(configured, elapsed_s if average is None
                                                    else average + RESPONSE_TIME_WEIGHT
                                                    * (elapsed_s - average)))
-        if pause_s is not None:
+        if ends_lease:
+            # one round trip, with the samples held: the pause and the lease's end at once
+            await self._with_samples([_Call(self._end_lease, [self._slot_key(host)], [
+                "" if pause_s is None else repr(float(pause_s)),
+                "" if self._clock is None else repr(float(self._clock())),
+                repr(_KEEP_IDLE_S)])])
+        elif pause_s is not None:
             await self.back_off(host, await self.clock() + pause_s)
 
     async def get_delay(self, domain: str) -> float | None:

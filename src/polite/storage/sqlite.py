@@ -33,7 +33,7 @@ __all__ = ["SQLiteStore", "Transaction", "apply_schema", "open_database"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS slots (
-    host TEXT PRIMARY KEY, last_start REAL, backoff_until REAL);
+    host TEXT PRIMARY KEY, last_start REAL, backoff_until REAL, lease_until REAL);
 CREATE TABLE IF NOT EXISTS response_times (
     host TEXT PRIMARY KEY, seconds REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS delays (
@@ -57,6 +57,8 @@ CREATE TABLE IF NOT EXISTS activity (
 CREATE TABLE IF NOT EXISTS nodes (node TEXT PRIMARY KEY, info TEXT NOT NULL, until REAL);
 INSERT OR IGNORE INTO page_bytes (id, total) SELECT 0, COALESCE(SUM(size), 0) FROM pages;
 """
+
+_NO_SLOT = (None, None, None)  # a host never claimed
 
 # Counters add up; a fact given replaces the stored one, a NULL keeps it (nodes sharing the
 # file each report what they saw).
@@ -247,6 +249,12 @@ class SQLiteStore:
         self._db = open_database(path, _SCHEMA, "the SQLite store",
                                  busy_timeout_s=busy_timeout_s)
         self.transaction = Transaction(self._db)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(slots)")}
+        if "lease_until" not in columns:  # a file from before slots had leases
+            with self.transaction:
+                columns = {row[1] for row in self._db.execute("PRAGMA table_info(slots)")}
+                if "lease_until" not in columns:  # another process may have added it
+                    self._db.execute("ALTER TABLE slots ADD COLUMN lease_until REAL")
         # The file opened, and its device and inode (None: no file, ":memory:").
         self._fd: int | None = None
         self._file = (0, 0)
@@ -350,18 +358,21 @@ class SQLiteStore:
             self._kept()
 
     async def claim_batch(self, requests: Sequence[tuple[str, tuple[float, ...]]], *,
-                          take: bool) -> list[HostClaim]:
+                          take: bool, lease_s: float | None = None) -> list[HostClaim]:
         now = self._clock()
         db = self._db
         answers = []
         with self.transaction(write=take):
             for host, intervals in requests:
-                last_start, backoff_until = self._slot(host)
-                answer = claim_first(last_start, backoff_until, intervals, now)
+                row = db.execute("SELECT last_start, backoff_until, lease_until FROM slots "
+                                 "WHERE host = ?", (host,)).fetchone() or _NO_SLOT
+                answer = claim_first(row[0], row[1], intervals, now, row[2])
                 if take and answer.granted >= 0:
-                    db.execute("INSERT INTO slots (host, last_start) VALUES (?, ?) ON CONFLICT"
-                               "(host) DO UPDATE SET last_start = excluded.last_start",
-                               (host, now))
+                    # a lease lapsed before is gone with the new grant
+                    db.execute("INSERT INTO slots (host, last_start, lease_until) VALUES "
+                               "(?, ?, ?) ON CONFLICT(host) DO UPDATE SET last_start = "
+                               "excluded.last_start, lease_until = excluded.lease_until",
+                               (host, now, None if lease_s is None else now + lease_s))
                 answers.append(answer)
         if take:
             self._kept()
@@ -378,7 +389,17 @@ class SQLiteStore:
         return facts
 
     async def note_response(self, host: str, elapsed_s: float | None,
-                            pause_s: float | None) -> None:
+                            pause_s: float | None, *, ends_lease: bool = False) -> None:
+        if ends_lease:
+            # The pause and the lease's end in one transaction: another process granted
+            # the host once the lease is gone sees the pause already.
+            with self.transaction():
+                if pause_s is not None:
+                    await self.back_off(host, self._clock() + pause_s)
+                self._db.execute("UPDATE slots SET lease_until = NULL WHERE host = ?",
+                                 (host,))
+            self._kept()
+            pause_s = None
         if elapsed_s is not None:
             # average_response_time, as one atomic statement (the Redis store has a Lua twin;
             # the contract suite holds all three to the same numbers).

@@ -133,6 +133,12 @@ SPACING = Allowed(5.0, Delays(crawl_delay_s=5.0, lines=(("crawl-delay", 2, False
         # a back-off ending before the spacing does: the spacing holds it
         (HostClaim(-1, (105.0,), 103.0, 104.0), 0,
          WaitUntil(105.0, WaitSource.CRAWL_DELAY, 2, 5.0)),
+        # a request of the host in flight holds it: asked again soon
+        (HostClaim(-1, (103.05,), 103.0, None, True), 0,
+         WaitUntil(103.05, WaitSource.IN_FLIGHT, interval_s=5.0)),
+        # ... unless the spacing holds it longer anyway
+        (HostClaim(-1, (105.0,), 103.0, None, True), 0,
+         WaitUntil(105.0, WaitSource.CRAWL_DELAY, 2, 5.0)),
     ],
 )
 def test_claimed(claim: HostClaim, position: int, expected: Decision) -> None:

@@ -19,6 +19,7 @@ from polite.core.robots.values import DailyWindow, TimeRange, TimeWindow
 
 __all__ = [
     "DEFAULT_DELAY_S",
+    "LEASE_RECHECK_S",
     "MAX_CRAWL_DELAY_S",
     "Delays",
     "HostClaim",
@@ -44,6 +45,10 @@ RESPONSE_TIME_WEIGHT = 0.3
 # honoured up to a day.
 DEFAULT_BACKOFF_S = 60.0
 MAX_BACKOFF_S = 86_400.0
+# A host whose request is in flight (its lease held, see claim_first) is asked about again
+# this often at the most: when the response ends the lease is not known in advance, and
+# the store of another process cannot wake the asker.
+LEASE_RECHECK_S = 0.05
 
 
 class Delays(NamedTuple):
@@ -215,6 +220,8 @@ def claimed(allowed: Allowed, claim: HostClaim, position: int = 0) -> Allowed | 
     interval = allowed.interval_s
     if held is not None and (granted < 0 or granted > position) and at <= held:
         return WaitUntil(at, WaitSource.BACKOFF, interval_s=interval)
+    if claim.in_flight and at <= claim.now + LEASE_RECHECK_S:  # not the spacing's time
+        return WaitUntil(at, WaitSource.IN_FLIGHT, interval_s=interval)
     delays = allowed.delays
     source, line = delays.source()
     return WaitUntil(at, source, line, interval, 0 <= granted < position,
@@ -251,33 +258,46 @@ class HostClaim(NamedTuple):
     index of the one that may start now (-1: none), ``ats[i]`` the earliest start of
     candidate ``i``. A host gets at most one start per batch, so the candidates after the
     granted one wait their own interval from ``now``. ``held_until`` is the end of a
-    back-off (429/503) still in force at ``now``, so that a refusal can name it."""
+    back-off (429/503) still in force at ``now``, so that a refusal can name it;
+    ``in_flight``: a request of the host holds its lease (see :func:`claim_first`)."""
 
     granted: int
     ats: tuple[float, ...]
     now: float
     held_until: float | None = None
+    in_flight: bool = False
 
 
 def claim_first(last_start: float | None, backoff_until: float | None,
-                intervals: tuple[float, ...], now: float) -> HostClaim:
+                intervals: tuple[float, ...], now: float,
+                leased_until: float | None = None) -> HostClaim:
     """:func:`claim_slot` over a host's candidates, each with its own interval (a brace
     block gives a path its own delay); the first that fits wins (a Lua twin runs in Redis).
+    ``leased_until``: a request of the host is in flight, granted with a lease that ends
+    when its response is noted or at this time (its holder died): nothing is granted before
+    then, and the candidates are told to ask again :data:`LEASE_RECHECK_S` from ``now``
+    (or at the lease's end, or their own time, whichever is later than the first two).
 
-    Example: last start 100.0, intervals (5.0, 1.0), asked at 103.0 -> the second wins.
+    Example: last start 100.0, intervals (5.0, 1.0), asked at 103.0 -> the second wins;
+    the same with a lease until 130.0 -> none, at (105.0, 103.05).
     """
     ats = []
     granted = -1
+    leased = leased_until is not None and leased_until > now
     for index, interval in enumerate(intervals):
         if granted >= 0:
             ats.append(now + interval)
             continue
         answer = claim_slot(last_start, backoff_until, interval, now)
+        if leased:
+            assert leased_until is not None
+            ats.append(max(answer.at, min(leased_until, now + LEASE_RECHECK_S)))
+            continue
         ats.append(answer.at)
         if answer.granted:
             granted = index
     held = backoff_until if backoff_until is not None and backoff_until > now else None
-    return HostClaim(granted, tuple(ats), now, held)
+    return HostClaim(granted, tuple(ats), now, held, leased)
 
 
 def shifted_start(last_start: float, late_s: float, now: float) -> float:

@@ -35,6 +35,7 @@ class WaitSource(enum.StrEnum):
     # words name the field, WaitUntil.field)
     VISIT_TIME = "robots.txt Visit-time / Time-forbidden"
     BACKOFF = "back-off after 429/503"
+    IN_FLIGHT = "request in flight"  # another request of the host holds its lease
     ADAPTIVE = "adaptive delay"
     DEFAULT = "default delay"
 

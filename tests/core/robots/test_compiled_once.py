@@ -19,6 +19,8 @@ import tracemalloc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import pytest
+
 from polite.core.robots.matcher import wildcard_regex
 from polite.core.robots.usage import from_robots, from_tdmrep
 from polite.robots import parse
@@ -33,6 +35,15 @@ def usage_file(lines: int) -> bytes:
 def disallow_file(lines: int) -> bytes:
     return ("User-agent: *\n" + "".join(f"Disallow: /p{i}/*x{i}$\n"
                                         for i in range(lines))).encode()
+
+
+def small_groups(groups: int, rules: int, *, wildcards: bool) -> bytes:
+    """``groups`` groups of ``User-agent: *`` and ``rules`` short Disallow lines each: every
+    group's own objects weigh against few characters (RFC 9309 merges them all)."""
+    pattern = "/g{g}/p{i}/*x{i}$" if wildcards else "/g{g}/p{i}/"
+    return "".join("User-agent: *\n" + "".join(f"Disallow: {pattern.format(g=g, i=i)}\n"
+                                               for i in range(rules)) + "\n"
+                   for g in range(groups)).encode()
 
 
 @contextmanager
@@ -132,7 +143,8 @@ def test_agents_selecting_one_group_share_one_matcher() -> None:
 def test_a_parsed_file_holds_what_its_footprint_says() -> None:
     """The cache charges a file its footprint: that must be an upper bound of what the
     file and its matchers hold (measured), and a small multiple of its size."""
-    for body in (disallow_file(3000), usage_file(3000)):
+    for body in (disallow_file(3000), usage_file(3000), small_groups(800, 3, wildcards=False),
+                 small_groups(150, 15, wildcards=True)):
         tracemalloc.start()
         try:
             robots = parse(body, max_bytes=len(body))
@@ -173,6 +185,33 @@ def test_a_hostile_file_and_its_matcher_hold_at_most_ten_times_its_size() -> Non
         tracemalloc.stop()
     assert held <= 10 * len(body)
     assert held <= robots.footprint <= 14 * len(body)  # what a cache charges it
+
+
+@pytest.mark.parametrize(("body", "before"), [
+    (usage_file(3000), 26.8),
+    (small_groups(800, 3, wildcards=False), 13.3),
+    (small_groups(150, 15, wildcards=True), 14.2),
+], ids=["content-usage lines", "groups of 3 rules", "groups of 15 wildcard rules"])
+def test_a_file_and_its_matchers_hold_at_most_eight_times_its_size(body: bytes,
+                                                                   before: float) -> None:
+    """The AI-usage lines are packed as the Allow/Disallow lines are (they held 18 times the
+    file, a field and a parsed statement per line, and their index 9 times more), and so
+    are the rules of many small groups (a tuple per rule below 16 in a group), their groups
+    sharing one packing (``before``: what each shape held, times its size)."""
+    parse(usage_file(3)).allowed("http://h/", "bot")  # the reader's own caches, once
+    gc.collect()
+    tracemalloc.start()
+    try:
+        robots = parse(body)
+        assert robots.allowed("http://h/p7/ax7", "bot")
+        assert robots.allowed("http://h/g7/p1/x1", "bot") is (b"Disallow" not in body)
+        from_robots(robots, "http://h/page7x7y", "bot")
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert held <= 8 * len(body), (held / len(body), before)
+    assert held <= robots.footprint
 
 
 def test_a_hostile_file_gives_the_garbage_collector_a_few_objects() -> None:

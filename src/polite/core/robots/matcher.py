@@ -188,13 +188,14 @@ class PathIndex:
         n = len(keys)
         up = array("i", [-1]) * n  # the nearest enclosing prefix node
         wild_next = array("i", [-1]) * n  # the nearest node at or above with a group
-        # Lists, not arrays, where a lookup reads: their numbers are read without boxing,
-        # and most are the same few objects (-1, NO_MATCH, small ranks).
+        # Lists while built (numbers read without boxing), kept as arrays: a payload is a
+        # number object of its own in a list, four times the bytes (a check of a plain rule
+        # reads neither; see checker).
         best = [-1] * n  # the best plain entry in force inside the node
         best_rank = [NO_MATCH] * n
-        # per node: [exact payload, exact rank] (-1 when none) and, for a group, where its
+        # per node with an exact rule: (its payload, its rank); and, for a group, where its
         # members start in the member arrays (each node's members are best first)
-        exact_at = [-1, NO_MATCH] * n
+        exact_at: dict[int, tuple[int, int]] = {}
         wild_start = array("i", [0]) * (n + 1)
         # per member: rank, payload, and where its needed literal is in the rests' text
         member_fields = array("q")
@@ -216,7 +217,7 @@ class PathIndex:
                 best[j], best_rank[j] = found[1], found[0]
             found = exact.get(key)
             if found is not None:
-                exact_at[2 * j], exact_at[2 * j + 1] = found[1], found[0]
+                exact_at[j] = (found[1], found[0])
             members = groups.get(key)
             if members is not None:
                 members.sort(reverse=True)  # by rank, then the later rule
@@ -235,8 +236,8 @@ class PathIndex:
                 inside.append(j)
         self._keys = keys
         self._up = up
-        self._best = best
-        self._rank = best_rank
+        self._best = array("i", best)
+        self._rank = array("q", best_rank)
         self._exact = exact_at
         self._wild_next = wild_next
         self._wild_start = wild_start
@@ -363,9 +364,9 @@ class PathIndex:
     def _finish(self, j: int, path: str) -> int:
         """The payload of the best entry matching ``path``, which node ``j`` holds."""
         best, best_rank = self._best[j], self._rank[j]
-        exact = self._exact
-        if exact[2 * j + 1] > best_rank and len(path) == len(self._keys[j]):
-            best, best_rank = exact[2 * j], exact[2 * j + 1]
+        exact = self._exact.get(j)
+        if exact is not None and exact[1] > best_rank and len(path) == len(self._keys[j]):
+            best, best_rank = exact
         if self._wild_next[j] < 0:
             return best
         return self._wildcards(j, path, best, best_rank)
@@ -390,8 +391,8 @@ class PathIndex:
         # than its key (2), whether an exact or wildcard rule may change the answer (4) and
         # whether an exact one does (8): most lookups read this byte alone.
         state = bytes(verdicts[best] | (2 if holds else 0)
-                      | (4 if exact[2 * j] >= 0 or wild_next[j] >= 0 else 0)
-                      | (8 if exact[2 * j] >= 0 else 0)
+                      | (4 if j in exact or wild_next[j] >= 0 else 0)
+                      | (8 if j in exact else 0)
                       for j, (best, holds) in enumerate(zip(self._best, self._prefix,
                                                            strict=True)))
         segments, segment_of, finish = self._segments, self._segment, self._finish

@@ -10,23 +10,26 @@ fields are decoded as UTF-8 when stored.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 from urllib.parse import urljoin
 
 from polite.core.robots.model import (
     MAX_LISTED_LINES,
+    PACKED_FROM,
     Block,
     Dialect,
     Directive,
+    Directives,
     Group,
     IpRule,
+    Packed,
     ParseIssue,
     RawRule,
+    RawRules,
     Severity,
     fold_issues,
-    packed,
 )
 from polite.core.robots.values import (
     parse_clean_param,
@@ -329,11 +332,19 @@ def parse_body(
             1, "html", "error", "the body looks like an HTML page, not a robots.txt file",
             ""))
     reader.read(octets)
+    rules: Sequence[RawRule] = reader.rules
+    fields: Sequence[Directive] = reader.fields
+    if len(rules) >= PACKED_FROM:
+        rules = RawRules(rules)
+    if len(fields) >= PACKED_FROM:
+        fields = Directives(fields, _read_value)
+    groups = reader.groups
     if utf16:  # said once above, not as a NUL on every line and line 1's bytes as junk
         reader.issues = [issue for issue in reader.issues if issue[1] in ("utf-16", "truncated")]
     return ParsedBody(
         dialect=dialect,
-        groups=tuple(group.close() for group in reader.groups),
+        groups=tuple(group.close(rules, fields, groups[i + 1] if i + 1 < len(groups) else None)
+                     for i, group in enumerate(groups)),
         global_directives=tuple(reader.global_directives),
         global_blocks=tuple(reader.global_blocks),
         sitemaps=tuple(reader.sitemaps),
@@ -396,22 +407,53 @@ def read_issues(body: ParsedBody) -> list[ParseIssue]:
     return issues
 
 
+def _read_value(name: str, text: str) -> object:
+    """The typed value of a field the reader kept (see :class:`Directives`)."""
+    reader = _READERS.get(name)
+    return None if reader is None else reader(text)
+
+
 class _OpenGroup:
-    """A group while it is read, its fields in lists; :meth:`close` makes the :class:`Group`."""
+    """A group while it is read: its rules and fields are the file's from ``rules`` and
+    ``fields`` on (a group's lines are read before the next group's); :meth:`close` makes
+    the :class:`Group`."""
 
-    __slots__ = ("agents", "blocks", "directives", "ip_rules", "line", "raw_rules")
+    __slots__ = ("agents", "blocks", "fields", "ip_rules", "line", "rules")
 
-    def __init__(self, line: int) -> None:
+    def __init__(self, line: int, rules: int, fields: int) -> None:
         self.line = line
         self.agents: list[str] = []
-        self.raw_rules: list[RawRule] = []
-        self.directives: list[Directive] = []
+        self.rules = rules
+        self.fields = fields
         self.ip_rules: list[IpRule] = []
         self.blocks: list[Block] = []
 
-    def close(self) -> Group:
-        return Group(self.line, tuple(self.agents), packed(self.raw_rules),
-                     tuple(self.directives), tuple(self.ip_rules), tuple(self.blocks))
+    def close(self, rules: Sequence[RawRule], fields: Sequence[Directive], end: _OpenGroup | None
+              ) -> Group:
+        """The group, its rules and fields parts of the file's (up to ``end``'s)."""
+        stop_rules, stop_fields = (len(rules), len(fields)) if end is None else \
+            (end.rules, end.fields)
+        agents = tuple(self.agents)
+        # one tuple for the groups that name the same agents (thousands of "*" groups)
+        agents = _AGENTS.setdefault(agents, agents) if len(_AGENTS) < _AGENTS_SIZE else agents
+        return Group(self.line, agents, _part(rules, self.rules, stop_rules),
+                     _part(fields, self.fields, stop_fields), tuple(self.ip_rules),
+                     tuple(self.blocks))
+
+
+# Agent lists seen before, shared; bounded so hostile input cannot grow it.
+_AGENTS: dict[tuple[str, ...], tuple[str, ...]] = {}
+_AGENTS_SIZE = 4096
+
+_Line = TypeVar("_Line")
+
+
+def _part(lines: Sequence[_Line], start: int, stop: int) -> Sequence[_Line]:
+    if start == stop:
+        return ()
+    if isinstance(lines, Packed):
+        return lines.part(start, stop)
+    return tuple(lines[start:stop])
 
 
 class _Reader:
@@ -423,6 +465,9 @@ class _Reader:
         self.regp = dialect is Dialect.REGP
         self.group: _OpenGroup | None = None
         self.groups: list[_OpenGroup] = []
+        # the rules and fields of every group, in file order (see _OpenGroup)
+        self.rules: list[RawRule] = []
+        self.fields: list[Directive] = []
         self.global_directives: list[Directive] = []
         self.global_blocks: list[Block] = []
         self.sitemaps: list[str] = []
@@ -459,6 +504,7 @@ class _Reader:
         self.line_count = len(lines)
         cache = _KEY_CACHE
         group = self.group
+        rules = self.rules
         issues = self.issues
         ws = _VALUE_WS
         for lineno, line in enumerate(lines, 1):
@@ -481,7 +527,7 @@ class _Reader:
                 if known is None:
                     continue
             if known[3] and group is not None:  # the bulk of every file: a rule in a group
-                group.raw_rules.append((known[4], lineno, value.strip(ws)))
+                rules.append((known[4], lineno, value.strip(ws)))
                 continue
             name = known[1]
             if known[2]:
@@ -585,12 +631,16 @@ class _Reader:
                 self.issue(lineno, "misplaced-user-agent",
                            "User-agent after the commands of a '{' block; ignored", Severity.ERROR)
             return
-        if self.group is None or self.group.raw_rules or self.group.blocks:
-            self.group = _OpenGroup(lineno)  # a User-agent after rules starts a new group
-            self.groups.append(self.group)
+        if self.group is None or len(self.rules) > self.group.rules or self.group.blocks:
+            self.new_group(lineno)  # a User-agent after rules starts a new group
+        assert self.group is not None
         if not value:
             self.issue(lineno, "empty-user-agent", "User-agent with no value")
         self.group.agents.append(agent)
+
+    def new_group(self, lineno: int) -> None:
+        self.group = _OpenGroup(lineno, len(self.rules), len(self.fields))
+        self.groups.append(self.group)
 
     def rule(self, lineno: int, allow: bool, value: str) -> None:
         raw = (allow, lineno, value)
@@ -603,7 +653,7 @@ class _Reader:
             self.issue(lineno, "rule-outside-group",
                        f"{what} comes before any User-agent line; ignored", Severity.ERROR)
             return
-        self.group.raw_rules.append(raw)
+        self.rules.append(raw)
 
     def sitemap(self, lineno: int, value: str) -> None:
         location = _text(value).strip()
@@ -633,9 +683,9 @@ class _Reader:
                 self.issue(lineno, "misplaced-ip", "Ip rule after the commands of a '{' block; "
                            "ignored", Severity.ERROR)
             return
-        if self.group is None or self.group.raw_rules or self.group.blocks:
-            self.group = _OpenGroup(lineno)  # a User-agent after rules starts a new group
-            self.groups.append(self.group)
+        if self.group is None or len(self.rules) > self.group.rules or self.group.blocks:
+            self.new_group(lineno)  # a User-agent after rules starts a new group
+        assert self.group is not None
         self.group.ip_rules.append(rule)
 
     def readable(self, lineno: int, field: str, value: str,
@@ -687,7 +737,7 @@ class _Reader:
             self.block_targeting = False
             self.blocks[-1].directives.append(entry)
         elif self.group is not None:
-            self.group.directives.append(entry)
+            self.fields.append(entry)
         else:
             self.global_directives.append(entry)
 

@@ -21,9 +21,9 @@ def _rules(raw: Iterable[RawRule]) -> list[Rule]:
     return [Rule(allow, from_octets(value), line) for allow, line, value in raw]
 
 
-# Files with fewer rules (or fields) keep them as tuples: packing costs a few microseconds
-# a file, which most files (a few short groups) would pay for nothing.
-PACKED_FROM = 16
+# Files with fewer rules (or fields) keep them as tuples: packing costs some ten
+# microseconds a file, which most files (a few short groups) would pay for little.
+PACKED_FROM = 128
 
 _Item = TypeVar("_Item")
 

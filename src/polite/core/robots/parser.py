@@ -194,12 +194,22 @@ def known_field(name: str) -> bool:
 
 
 # A classified key: (kind, canonical name, read as a typo, is a plain rule, is Allow).
-_Known = tuple[str, str, bool, bool, bool]
+# A classified key: (kind, canonical name, read as a typo, is a plain rule, is Allow, and
+# for a field no dialect reads that is kept as an extension: its name and the key as the
+# issue shows it).
+_Known = tuple[str, str, bool, bool, bool, tuple[str, str] | None]
 
 
-def _known(classified: tuple[str, str, bool]) -> _Known:
+def _known(classified: tuple[str, str, bool], key: str) -> _Known:
+    """``classified`` for the key ``key`` (as written, white space stripped)."""
     kind, name, typo = classified
-    return (kind, name, typo, (kind is ALLOW or kind is DISALLOW) and not typo, kind is ALLOW)
+    unknown = None
+    if kind is OTHER and name not in _READERS and _FIELD_NAME.fullmatch(key) is not None:
+        lowered = _text(key).lower()
+        if lowered not in ("http", "https"):  # maybe a bare sitemap URL: see directive()
+            unknown = (lowered, key)
+    return (kind, name, typo, (kind is ALLOW or kind is DISALLOW) and not typo, kind is ALLOW,
+            unknown)
 
 
 # Keys seen before (as written) skip the classification; bounded so hostile input cannot
@@ -435,25 +445,25 @@ class _OpenGroup:
             (end.rules, end.fields)
         agents = tuple(self.agents)
         # one tuple for the groups that name the same agents (thousands of "*" groups)
-        agents = _AGENTS.setdefault(agents, agents) if len(_AGENTS) < _AGENTS_SIZE else agents
-        return Group(self.line, agents, _part(rules, self.rules, stop_rules),
-                     _part(fields, self.fields, stop_fields), tuple(self.ip_rules),
-                     tuple(self.blocks))
+        agents = _AGENTS.get(agents) or (
+            _AGENTS.setdefault(agents, agents) if len(_AGENTS) < _AGENTS_SIZE else agents)
+        start = self.rules
+        own_rules = () if start == stop_rules else (
+            rules.part(start, stop_rules) if isinstance(rules, Packed)
+            else tuple(rules[start:stop_rules]))
+        start = self.fields
+        own_fields = () if start == stop_fields else (
+            fields.part(start, stop_fields) if isinstance(fields, Packed)
+            else tuple(fields[start:stop_fields]))
+        return Group(self.line, agents, own_rules, own_fields,
+                     tuple(self.ip_rules) if self.ip_rules else (),
+                     tuple(self.blocks) if self.blocks else ())
 
 
 # Agent lists seen before, shared; bounded so hostile input cannot grow it.
 _AGENTS: dict[tuple[str, ...], tuple[str, ...]] = {}
 _AGENTS_SIZE = 4096
 
-_Line = TypeVar("_Line")
-
-
-def _part(lines: Sequence[_Line], start: int, stop: int) -> Sequence[_Line]:
-    if start == stop:
-        return ()
-    if isinstance(lines, Packed):
-        return lines.part(start, stop)
-    return tuple(lines[start:stop])
 
 
 class _Reader:
@@ -485,12 +495,12 @@ class _Reader:
     def read(self, octets: str) -> None:
         if "\r" in octets:
             octets = octets.replace("\r\n", "\n").replace("\r", "\n")
+        lines = octets.split("\n")
         if (self.regp or "\x00" in octets
-                or (len(octets) > MAX_LINE_OCTETS
-                    and max(map(len, octets.split("\n"))) > MAX_LINE_OCTETS)):
-            self.read_lines(octets.split("\n"))
+                or (len(octets) > MAX_LINE_OCTETS and max(map(len, lines)) > MAX_LINE_OCTETS)):
+            self.read_lines(lines)
         else:
-            self.read_split(octets.split("\n"))
+            self.read_split(lines)
         if self.blocks:
             self.issue(self.blocks[-1].line, "unclosed-brace", "'{' block is never closed",
                        Severity.ERROR)
@@ -505,8 +515,11 @@ class _Reader:
         cache = _KEY_CACHE
         group = self.group
         rules = self.rules
+        fields = self.fields
+        global_fields = self.global_directives
         issues = self.issues
         ws = _VALUE_WS
+        new_tuple = tuple.__new__
         for lineno, line in enumerate(lines, 1):
             if "#" in line:
                 line = line[:line.index("#")]
@@ -520,8 +533,7 @@ class _Reader:
                     else:  # no field starts with anything but a letter: "<div>" lines
                         issues.append((lineno, "no-separator", "error", None, key))
                 continue  # else a blank or comment line
-            key = key.lstrip(ws)
-            known = cache.get(key)
+            known = cache.get(key)  # the key as written, white space and all
             if known is None:
                 known = self.classify_new(lineno, key)
                 if known is None:
@@ -529,16 +541,24 @@ class _Reader:
             if known[3] and group is not None:  # the bulk of every file: a rule in a group
                 rules.append((known[4], lineno, value.strip(ws)))
                 continue
+            unknown = known[5]
+            if unknown is not None:  # a field no dialect reads: in HTML, CSS and markup
+                issues.append((lineno, "unknown-field", "info", None, unknown[1]))
+                text = value.strip(ws)
+                entry = new_tuple(Directive, (unknown[0], text if text.isascii()
+                                              else _text(text), lineno, None))
+                (global_fields if group is None else fields).append(entry)
+                continue
             name = known[1]
             if known[2]:
                 self.issue(lineno, "typo", f"{_text(key.strip(_WS))!r} read as {name!r}")
-            self.field(lineno, known[0], name, key.rstrip(_WS), value.strip(ws))
+            self.field(lineno, known[0], name, key.strip(_WS), value.strip(ws))
             group = self.group
 
     def classify_new(self, lineno: int, key: str) -> _Known | None:
         """Classify a key not seen before and remember it; ``None`` (and an issue) for a key
         that cannot be a field name."""
-        stripped = key.rstrip(_WS)
+        stripped = key.strip(_WS)
         if not stripped:
             self.issue(lineno, "no-key", "line starts with ':'; skipped", Severity.ERROR)
             return None
@@ -546,7 +566,7 @@ class _Reader:
             # "<p>Note: ..." in HTML served as robots.txt; every field name starts with a letter
             self.issues.append((lineno, "not-a-field", "error", None, stripped))
             return None
-        known = _known(_classify(stripped.lower()))
+        known = _known(_classify(stripped.lower()), stripped)
         if len(_KEY_CACHE) < _KEY_CACHE_SIZE:
             _KEY_CACHE[key] = known
         return known

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import NamedTuple, Self, TypeVar, overload
@@ -183,6 +183,11 @@ class Directives(Packed["Directive"]):
         extra = self._store.extra
         assert isinstance(extra, tuple)
         return extra
+
+    def count_named(self, names: Container[str]) -> int:
+        """How many of the fields are named one of ``names``."""
+        flags = self._store.flags[self._start:self._stop]
+        return sum(flags.count(i) for i, key in enumerate(self._reading()[0]) if key in names)
 
     def fields(self) -> Iterator[tuple[str, int, str]]:
         """Every field as (name, line, text), its value not read."""
@@ -445,6 +450,8 @@ class AgentRules:
     index_pages: tuple[str, ...] = ()
     change_frequency: tuple[tuple[str, str], ...] = ()
     clean_params: tuple[CleanParam, ...] = ()
+    # Every other field, but the AI-usage rules (Content-Usage, Content-Signal): they apply
+    # per path (polite.core.robots.usage).
     extensions: tuple[Directive, ...] = ()
     group_line: int | None = None
     # Where each delay field in force was read: (key, line, inside a brace block), so that

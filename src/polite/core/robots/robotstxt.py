@@ -16,6 +16,7 @@ from polite.core.robots.model import (
     Decision,
     Dialect,
     Directive,
+    Directives,
     Group,
     IpRule,
     Packed,
@@ -368,7 +369,10 @@ class RobotsTxt:
                 rules += len(group.raw_rules)
                 if not isinstance(group.raw_rules, Packed):
                     lines += len(group.raw_rules)  # a tuple a rule: counted as a line
-                found = sum(key in _USAGE_KEYS for key, _, _ in fields_of(group.directives))
+                if isinstance(group.directives, Directives):
+                    found = group.directives.count_named(_USAGE_KEYS)
+                else:
+                    found = sum(d.key in _USAGE_KEYS for d in group.directives)
                 if isinstance(group.directives, Packed):
                     rules += len(group.directives)  # packed as rules are
                     packed_usage += found
@@ -540,8 +544,9 @@ class RobotsTxt:
         groups = self._select_groups(agent)
         directives: list[Directive] = []
         for group in groups:
-            directives.extend(group.directives)
-        layers = [self._body.global_directives, directives]
+            directives.extend(_agent_fields(group.directives))
+        layers: list[Sequence[Directive]] = [_agent_fields(self._body.global_directives),
+                                             directives]
         blocks = [b for g in groups for b in g.blocks] + list(self._body.global_blocks)
         if url is not None and blocks:
             path = self._path_of(url)
@@ -703,6 +708,15 @@ def _walk(blocks: Iterable[Block]) -> Iterator[Block]:
     for block in blocks:
         yield block
         yield from _walk(block.blocks)
+
+
+def _agent_fields(directives: Sequence[Directive]) -> list[Directive]:
+    """``directives`` but the AI-usage rules, which apply per path, not per agent (see
+    :mod:`polite.core.robots.usage`): a file may hold thousands, packed, read only there."""
+    if isinstance(directives, Directives):
+        return [directives[i] for i, (key, _, _) in enumerate(directives.fields())
+                if key not in _USAGE_KEYS]
+    return [d for d in directives if d.key not in _USAGE_KEYS]
 
 
 def _assemble(layers: list[Sequence[Directive]], group_line: int | None) -> AgentRules:

@@ -496,21 +496,36 @@ class _Reader:
         if "\r" in octets:
             octets = octets.replace("\r\n", "\n").replace("\r", "\n")
         lines = octets.split("\n")
-        if (self.regp or "\x00" in octets
-                or (len(octets) > MAX_LINE_OCTETS and max(map(len, lines)) > MAX_LINE_OCTETS)):
+        if self.regp:
             self.read_lines(lines)
         else:
+            if "\x00" in octets or (len(octets) > MAX_LINE_OCTETS
+                                    and max(map(len, lines)) > MAX_LINE_OCTETS):
+                self.cut(lines)
             self.read_split(lines)
         if self.blocks:
             self.issue(self.blocks[-1].line, "unclosed-brace", "'{' block is never closed",
                        Severity.ERROR)
 
+    def cut(self, lines: list[str]) -> None:
+        """Over-long lines cut to :data:`MAX_LINE_OCTETS`, and lines at a NUL byte, in
+        place (each said), so that :meth:`read_split` reads the rest (one long line in an
+        HTML page is enough to have them)."""
+        for i, line in enumerate(lines):
+            if len(line) > MAX_LINE_OCTETS:
+                self.issue(i + 1, "line-too-long", f"line is {len(line)} octets; only the "
+                           f"first {MAX_LINE_OCTETS} were read")
+                line = lines[i] = line[:MAX_LINE_OCTETS]
+            if "\x00" in line:
+                self.issue(i + 1, "nul", "NUL byte: the rest of the line is ignored")
+                lines[i] = line[: line.index("\x00")]
+
     def read_split(self, lines: list[str]) -> None:
-        """The common case (no NUL, no over-long line, not REGP). Each line is cut by string
-        methods, a third less time than a regular expression matching every line: a comment
-        ("#" on) off, then (key, ":", value) at the first colon, the key and value without
-        leading white space and keeping their trailing one; without a colon the line's text
-        is the key."""
+        """Every dialect but REGP (NUL bytes and over-long lines cut first: see
+        :meth:`cut`). Each line is cut by string methods, a third less time than a regular
+        expression matching every line: a comment ("#" on) off, then (key, ":", value) at
+        the first colon, the key and value without leading white space and keeping their
+        trailing one; without a colon the line's text is the key."""
         self.line_count = len(lines)
         cache = _KEY_CACHE
         group = self.group
@@ -572,7 +587,8 @@ class _Reader:
         return known
 
     def read_lines(self, lines: list[str]) -> None:
-        """Any body: line by line, for NUL bytes, over-long lines and REGP's rules."""
+        """REGP's rules, line by line (braces, ``##`` comments, NUL bytes, over-long
+        lines)."""
         self.line_count = len(lines)
         comment = "##" if self.regp else "#"
         for lineno, line in enumerate(lines, 1):

@@ -7,6 +7,7 @@ from array import array
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
+from operator import itemgetter
 from typing import NamedTuple, Self, TypeVar, overload
 
 from polite.core.robots.values import CleanParam, RequestRate, TimeWindow
@@ -169,10 +170,11 @@ class Directives(Packed["Directive"]):
     __slots__ = ()
 
     def __init__(self, directives: Sequence[Directive], read: _Read) -> None:
-        keys: dict[str, int] = {}
-        flags = [keys.setdefault(d.key, len(keys)) for d in directives]
-        self._pack(flags, [d.line for d in directives], [d.text for d in directives],
-                   (tuple(keys), read))
+        names = list(map(itemgetter(0), directives))  # C loops: a file may hold thousands
+        keys = tuple(dict.fromkeys(names))
+        flags = list(map({key: i for i, key in enumerate(keys)}.__getitem__, names))
+        self._pack(flags, list(map(itemgetter(2), directives)),
+                   list(map(itemgetter(1), directives)), (keys, read))
 
     def _item(self, flag: int, line: int, text: str) -> Directive:
         keys, read = self._reading()

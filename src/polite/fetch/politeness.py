@@ -42,17 +42,12 @@ from polite.core.robots.lifecycle import Parsed, RobotsState, parse_retry_after
 from polite.core.robots.model import AgentRules
 from polite.errors import InvalidURL
 from polite.fetch.activity import Activity, robots_code
-from polite.fetch.robots import PublicHosts, RobotsFetcher, split_origin
+from polite.fetch.robots import MATCH_SLICE_S, PublicHosts, RobotsFetcher, split_origin
 from polite.storage.base import Store
 
 NO_RULES = AgentRules()  # no robots.txt in force: no fields from the site
 __all__ = ["LEASE_S", "Answer", "Grants", "LateStart", "Politeness", "Standing", "message",
            "warning"]
-
-# Matching costs rules x URL length (12,000 wildcard rules against a 5,000-character URL:
-# 23 ms); a batch gives the event loop back after this much of it, so that the proxy and
-# /health go on being answered while a long one is decided.
-MATCH_SLICE_S = 0.01
 
 
 # A request that leaves this little after its slot is not noted (noting is a store write, and

@@ -19,6 +19,8 @@ import tracemalloc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import pytest
+
 from polite.core.robots.matcher import wildcard_regex
 from polite.core.robots.usage import from_robots, from_tdmrep
 from polite.robots import parse
@@ -35,6 +37,15 @@ def disallow_file(lines: int) -> bytes:
                                         for i in range(lines))).encode()
 
 
+def small_groups(groups: int, rules: int, *, wildcards: bool) -> bytes:
+    """``groups`` groups of ``User-agent: *`` and ``rules`` short Disallow lines each: every
+    group's own objects weigh against few characters (RFC 9309 merges them all)."""
+    pattern = "/g{g}/p{i}/*x{i}$" if wildcards else "/g{g}/p{i}/"
+    return "".join("User-agent: *\n" + "".join(f"Disallow: {pattern.format(g=g, i=i)}\n"
+                                               for i in range(rules)) + "\n"
+                   for g in range(groups)).encode()
+
+
 @contextmanager
 def counted_calls() -> Iterator[list[int]]:
     """How many Python functions are called inside the block (every frame, however deep)."""
@@ -49,6 +60,23 @@ def counted_calls() -> Iterator[list[int]]:
         yield count
     finally:
         sys.setprofile(None)
+
+
+@contextmanager
+def counted_lines() -> Iterator[list[int]]:
+    """How many lines of Python run inside the block (every frame, however deep)."""
+    count = [0]
+
+    def trace(frame: object, event: str, arg: object) -> Callable[..., object]:
+        if event == "line":
+            count[0] += 1
+        return trace
+
+    sys.settrace(trace)
+    try:
+        yield count
+    finally:
+        sys.settrace(None)
 
 
 def per_call(check: Callable[[str], object], urls: list[str]) -> float:
@@ -70,6 +98,25 @@ def test_usage_lines_are_compiled_once_per_file() -> None:
     answer = from_robots(robots, "http://h/page120x120y", "bot").answer("train-ai")
     assert answer.pref.value == "disallow"
     assert [s.line for s in answer.decided_by] == [123]  # /*x120*y, the longest that matches
+
+
+def test_a_usage_lookup_tries_a_few_of_thousands_of_patterns() -> None:
+    """The work of one lookup is bounded well below the file's size: among the 14,000
+    ``/*x{n}*y`` patterns of the full-size file, a path is tried against the patterns whose
+    literal it may hold (found by their first characters), not against each in turn (some
+    140,000 lines of Python, 4 ms, per lookup before: the event loop can run between two
+    lookups of one call, and a lookup is short)."""
+    robots = parse(usage_file(14_000))
+    urls = [f"http://h/page{n}x{n}y" for n in range(0, 14_000, 700)]
+    from_robots(robots, urls[0], "bot")  # compiled, and searched once
+    with counted_lines() as count:
+        answers = [from_robots(robots, url, "bot").answer("train-ai") for url in urls]
+    # About 3,000 to 5,000 (the buckets patterns share vary with the interpreter's string
+    # hashing, one seed a process)
+    assert count[0] / len(urls) < 15_000, count[0] / len(urls)
+    for url, answer in zip(urls, answers, strict=True):
+        n = url.rsplit("/page", 1)[1].split("x")[0]
+        assert [s.text for s in answer.decided_by] == [f"/*x{n}*y train-ai=n"], url
 
 
 def longest_by_regex(patterns: list[str], path: str) -> list[int]:
@@ -132,7 +179,8 @@ def test_agents_selecting_one_group_share_one_matcher() -> None:
 def test_a_parsed_file_holds_what_its_footprint_says() -> None:
     """The cache charges a file its footprint: that must be an upper bound of what the
     file and its matchers hold (measured), and a small multiple of its size."""
-    for body in (disallow_file(3000), usage_file(3000)):
+    for body in (disallow_file(3000), usage_file(3000), small_groups(800, 3, wildcards=False),
+                 small_groups(150, 15, wildcards=True)):
         tracemalloc.start()
         try:
             robots = parse(body, max_bytes=len(body))
@@ -173,6 +221,33 @@ def test_a_hostile_file_and_its_matcher_hold_at_most_ten_times_its_size() -> Non
         tracemalloc.stop()
     assert held <= 10 * len(body)
     assert held <= robots.footprint <= 14 * len(body)  # what a cache charges it
+
+
+@pytest.mark.parametrize(("body", "before"), [
+    (usage_file(3000), 26.8),
+    (small_groups(800, 3, wildcards=False), 13.3),
+    (small_groups(150, 15, wildcards=True), 14.2),
+], ids=["content-usage lines", "groups of 3 rules", "groups of 15 wildcard rules"])
+def test_a_file_and_its_matchers_hold_at_most_eight_times_its_size(body: bytes,
+                                                                   before: float) -> None:
+    """The AI-usage lines are packed as the Allow/Disallow lines are (they held 18 times the
+    file, a field and a parsed statement per line, and their index 9 times more), and so
+    are the rules of many small groups (a tuple per rule below 16 in a group), their groups
+    sharing one packing (``before``: what each shape held, times its size)."""
+    parse(usage_file(3)).allowed("http://h/", "bot")  # the reader's own caches, once
+    gc.collect()
+    tracemalloc.start()
+    try:
+        robots = parse(body)
+        assert robots.allowed("http://h/p7/ax7", "bot")
+        assert robots.allowed("http://h/g7/p1/x1", "bot") is (b"Disallow" not in body)
+        from_robots(robots, "http://h/page7x7y", "bot")
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert held <= 8 * len(body), (held / len(body), before)
+    assert held <= robots.footprint
 
 
 def test_a_hostile_file_gives_the_garbage_collector_a_few_objects() -> None:

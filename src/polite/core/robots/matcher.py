@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate
 
 __all__ = ["KEPT_MEMBERS", "PathIndex", "is_plain", "matches", "wildcard_regex"]
@@ -134,6 +134,14 @@ def _found_by_needed(member: _Member) -> bool:
 # matches any path that holds x: no need to call the member.
 Chain = tuple[tuple[int, str, bool, _Member], ...]
 
+# A group of this many wildcard members or more is searched, for a path much shorter than
+# its count, by what its members' needed literals start with (a run of _GRAM characters,
+# hashed into _BUCKETS buckets): 14,000 patterns like "/*x{n}*y" took 4 ms a lookup tried
+# one by one, a few dozen tried this way.
+SEARCHED_FROM = 256
+_GRAM = 3
+_BUCKETS = 256
+
 # Wildcard members made ready to match and kept per index (in chains, and one by one for
 # chains longer than this): a hostile file lists tens of thousands, held as text until tried.
 KEPT_MEMBERS = 512
@@ -155,9 +163,9 @@ class PathIndex:
     wildcard lines costs a few bytes per line beside its keys.
     """
 
-    __slots__ = ("_best", "_chained", "_chains", "_exact", "_kept", "_keys", "_members",
-                 "_prefix", "_rank", "_rest", "_rest_ends", "_segments", "_up", "_whole",
-                 "_wild_next", "_wild_start")
+    __slots__ = ("_best", "_chained", "_chains", "_exact", "_gram_index", "_kept", "_keys",
+                 "_members", "_prefix", "_rank", "_rest", "_rest_ends", "_segments", "_up",
+                 "_whole", "_wild_next", "_wild_start")
 
     def __init__(self, entries: Sequence[tuple[str, int, int]], *, wildcards: bool = True) -> None:
         plain: dict[str, tuple[int, int]] = {}
@@ -188,13 +196,14 @@ class PathIndex:
         n = len(keys)
         up = array("i", [-1]) * n  # the nearest enclosing prefix node
         wild_next = array("i", [-1]) * n  # the nearest node at or above with a group
-        # Lists, not arrays, where a lookup reads: their numbers are read without boxing,
-        # and most are the same few objects (-1, NO_MATCH, small ranks).
+        # Lists while built (numbers read without boxing), kept as arrays: a payload is a
+        # number object of its own in a list, four times the bytes (a check of a plain rule
+        # reads neither; see checker).
         best = [-1] * n  # the best plain entry in force inside the node
         best_rank = [NO_MATCH] * n
-        # per node: [exact payload, exact rank] (-1 when none) and, for a group, where its
+        # per node with an exact rule: (its payload, its rank); and, for a group, where its
         # members start in the member arrays (each node's members are best first)
-        exact_at = [-1, NO_MATCH] * n
+        exact_at: dict[int, tuple[int, int]] = {}
         wild_start = array("i", [0]) * (n + 1)
         # per member: rank, payload, and where its needed literal is in the rests' text
         member_fields = array("q")
@@ -216,7 +225,7 @@ class PathIndex:
                 best[j], best_rank[j] = found[1], found[0]
             found = exact.get(key)
             if found is not None:
-                exact_at[2 * j], exact_at[2 * j + 1] = found[1], found[0]
+                exact_at[j] = (found[1], found[0])
             members = groups.get(key)
             if members is not None:
                 members.sort(reverse=True)  # by rank, then the later rule
@@ -235,8 +244,8 @@ class PathIndex:
                 inside.append(j)
         self._keys = keys
         self._up = up
-        self._best = best
-        self._rank = best_rank
+        self._best = array("i", best)
+        self._rank = array("q", best_rank)
         self._exact = exact_at
         self._wild_next = wild_next
         self._wild_start = wild_start
@@ -248,6 +257,7 @@ class PathIndex:
                                 accumulate(map(len, rests)))
         self._prefix = bytes(prefix)
         self._kept: dict[int, _Member] = {}
+        self._gram_index: dict[int, tuple[array[int], list[array[int]]]] = {}
         self._chains: dict[int, Chain] = {}  # by the deepest group's node
         self._chained = 0  # members in the kept chains
         # per node with a wildcard or exact rule: (plain answer, its rank, chain), as used
@@ -329,7 +339,11 @@ class PathIndex:
         keys, members, starts, rest, whole_test = (self._keys, self._members,
                                                    self._wild_start, self._rest, self._whole)
         while w >= 0:  # a long chain: from the deepest group out, each best first
-            for m in range(starts[w], starts[w + 1]):
+            count = starts[w + 1] - starts[w]
+            tried: Iterable[int] = range(starts[w], starts[w + 1])
+            if count >= SEARCHED_FROM and len(path) <= count // 8:
+                tried = self._candidates(w, path)
+            for m in tried:
                 rank = members[4 * m]
                 if rank <= best_rank:
                     break
@@ -340,6 +354,33 @@ class PathIndex:
             parent = self._up[w]
             w = self._wild_next[parent] if parent >= 0 else -1
         return best
+
+    def _candidates(self, w: int, path: str) -> list[int]:
+        """The members of node ``w``'s group whose needed literal ``path`` may hold, best
+        first: those whose literal starts with one of the path's runs of :data:`_GRAM`
+        characters (found through :meth:`_grams`), and those with shorter literals."""
+        short, buckets = self._grams(w)
+        hit = {hash(path[i:i + _GRAM]) % _BUCKETS for i in range(len(path) - _GRAM + 1)}
+        return sorted(set(short).union(*(buckets[h] for h in hit)))
+
+    def _grams(self, w: int) -> tuple[array[int], list[array[int]]]:
+        """Node ``w``'s members by the first :data:`_GRAM` characters of their needed
+        literals, hashed into :data:`_BUCKETS` buckets (those with shorter literals apart);
+        built when first used, a few bytes a member."""
+        found = self._gram_index.get(w)
+        if found is None:
+            members, rest = self._members, self._rest
+            short = array("I")
+            buckets = [array("I") for _ in range(_BUCKETS)]
+            for m in range(self._wild_start[w], self._wild_start[w + 1]):
+                at, end = members[4 * m + 2], members[4 * m + 3]
+                if end - at < _GRAM:
+                    short.append(m)
+                else:
+                    buckets[hash(rest[at:at + _GRAM]) % _BUCKETS].append(m)
+            found = (short, buckets)
+            self._gram_index[w] = found
+        return found
 
     def _member(self, m: int, head: str) -> _Member:
         """Member ``m`` (of the group whose head is ``head``) made ready to match, for
@@ -363,9 +404,9 @@ class PathIndex:
     def _finish(self, j: int, path: str) -> int:
         """The payload of the best entry matching ``path``, which node ``j`` holds."""
         best, best_rank = self._best[j], self._rank[j]
-        exact = self._exact
-        if exact[2 * j + 1] > best_rank and len(path) == len(self._keys[j]):
-            best, best_rank = exact[2 * j], exact[2 * j + 1]
+        exact = self._exact.get(j)
+        if exact is not None and exact[1] > best_rank and len(path) == len(self._keys[j]):
+            best, best_rank = exact
         if self._wild_next[j] < 0:
             return best
         return self._wildcards(j, path, best, best_rank)
@@ -390,8 +431,8 @@ class PathIndex:
         # than its key (2), whether an exact or wildcard rule may change the answer (4) and
         # whether an exact one does (8): most lookups read this byte alone.
         state = bytes(verdicts[best] | (2 if holds else 0)
-                      | (4 if exact[2 * j] >= 0 or wild_next[j] >= 0 else 0)
-                      | (8 if exact[2 * j] >= 0 else 0)
+                      | (4 if j in exact or wild_next[j] >= 0 else 0)
+                      | (8 if j in exact else 0)
                       for j, (best, holds) in enumerate(zip(self._best, self._prefix,
                                                            strict=True)))
         segments, segment_of, finish = self._segments, self._segment, self._finish

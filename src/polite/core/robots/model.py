@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import enum
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import NamedTuple, overload
+from operator import itemgetter
+from typing import NamedTuple, Self, TypeVar, overload
 
 from polite.core.robots.values import CleanParam, RequestRate, TimeWindow
 from polite.core.urls import from_octets
@@ -21,9 +22,133 @@ def _rules(raw: Iterable[RawRule]) -> list[Rule]:
     return [Rule(allow, from_octets(value), line) for allow, line, value in raw]
 
 
-# Groups with fewer rules keep them as a tuple: packing costs a few microseconds a group,
-# which most files (a few short groups) would pay for nothing.
-PACKED_FROM = 16
+# Files with fewer rules (or fields) keep them as tuples: packing costs some ten
+# microseconds a file, which most files (a few short groups) would pay for little.
+PACKED_FROM = 128
+
+_Item = TypeVar("_Item")
+
+
+class _Store:
+    """What parts of one packing share (see :class:`Packed`)."""
+
+    __slots__ = ("ends", "extra", "flags", "lines", "text")
+
+    def __init__(self, flags: Sequence[int], lines: Sequence[int], values: Sequence[str],
+                 extra: object = None) -> None:
+        self.text = "".join(values)
+        big = len(self.text) >= 1 << 32 or (len(lines) > 0 and max(lines) >= 1 << 32)
+        code = "Q" if big else "I"
+        self.ends = array(code, accumulate(map(len, values)))
+        self.lines = array(code, lines)
+        self.flags: bytes | array[int] = (bytes(flags) if not flags or max(flags) < 256
+                                          else array("I", flags))
+        self.extra = extra
+
+
+class Packed(Sequence[_Item]):
+    """Lines of one kind packed into four objects, whatever their number: their values in
+    one string, their ends and line numbers in arrays, a small number each (a verdict, a
+    field's name) in a third. Parts of one packing share it: the groups of a file are
+    slices of one packing, each a small object (:meth:`part`).
+
+    A tuple per line, its value and its line number cost seven times the line (a hostile
+    file of 30,000 short wildcard lines held 3.4 MB as tuples, 0.6 MB packed), and every
+    object is one more for the allocator to free when the file is dropped. An item is
+    rebuilt when read (:meth:`_item`).
+    """
+
+    __slots__ = ("_start", "_stop", "_store")
+
+    def _pack(self, flags: Sequence[int], lines: Sequence[int], values: Sequence[str],
+              extra: object = None) -> None:
+        self._store = _Store(flags, lines, values, extra)
+        self._start, self._stop = 0, len(lines)
+
+    def _item(self, flag: int, line: int, text: str) -> _Item:
+        raise NotImplementedError
+
+    def part(self, start: int, stop: int) -> Self:
+        """Items ``start`` to ``stop`` (of this sequence), sharing its packing."""
+        view = object.__new__(type(self))
+        view._store = self._store
+        if self._start:
+            start, stop = self._start + start, self._start + stop
+        # else the numbers given, not copies: a group's end is the next one's start, one
+        # number object for the two
+        view._start, view._stop = start, stop
+        return view
+
+    def joined(self, parts: Sequence[Sequence[_Item]]) -> Self | None:
+        """``self`` and ``parts`` as one part of their packing, when they follow each other
+        in it (the groups a crawler merges usually do); else ``None``."""
+        stop = self._stop
+        for part in parts:
+            if not (isinstance(part, Packed) and part._store is self._store
+                    and part._start == stop):
+                return None
+            stop = part._stop
+        return self.part(0, stop - self._start)
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    @overload
+    def __getitem__(self, i: int) -> _Item: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[_Item, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> _Item | tuple[_Item, ...]:
+        if isinstance(i, slice):
+            return tuple(self[k] for k in range(*i.indices(len(self))))
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("index out of range")
+        i += self._start
+        store = self._store
+        return self._item(store.flags[i], store.lines[i],
+                          store.text[store.ends[i - 1] if i else 0:store.ends[i]])
+
+    def raw(self) -> Iterator[tuple[int, int, str]]:
+        """Every item as stored: (flag, line, text)."""
+        store, start, stop = self._store, self._start, self._stop
+        text = store.text
+        at = store.ends[start - 1] if start else 0
+        for flag, line, end in zip(store.flags[start:stop], store.lines[start:stop],
+                                   store.ends[start:stop], strict=True):
+            yield flag, line, text[at:end]
+            at = end
+
+    def __iter__(self) -> Iterator[_Item]:
+        item = self._item
+        for flag, line, text in self.raw():
+            yield item(flag, line, text)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Packed | tuple | list):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({tuple(self)!r})"
+
+
+class RawRules(Packed[RawRule]):
+    """Allow/Disallow lines packed (see :class:`Packed`), each read as a :data:`RawRule`."""
+
+    __slots__ = ()
+
+    def __init__(self, rules: Iterable[RawRule] = ()) -> None:
+        rules = rules if isinstance(rules, list | tuple) else list(rules)
+        allow, lines, values = zip(*rules, strict=True) if rules else ((), (), ())
+        self._pack(allow, lines, values)
+
+    def _item(self, flag: int, line: int, text: str) -> RawRule:
+        return flag == 1, line, text
 
 
 def packed(rules: Sequence[RawRule]) -> Sequence[RawRule]:
@@ -33,63 +158,52 @@ def packed(rules: Sequence[RawRule]) -> Sequence[RawRule]:
     return rules if isinstance(rules, RawRules) else RawRules(rules)
 
 
-class RawRules(Sequence[RawRule]):
-    """A group's Allow/Disallow lines packed into four objects, whatever their number: the
-    values in one string, their ends and line numbers in arrays, the verdicts in bytes.
+# How a Directives packing reads a field's value again: (name, text) -> value.
+_Read = Callable[[str, str], object]
 
-    A tuple per line, its value and its line number cost seven times the line (a hostile
-    file of 30,000 short wildcard lines held 3.4 MB as tuples, 0.6 MB packed), and every
-    object is one more for the allocator to free when the file is dropped. An item is
-    rebuilt as a :data:`RawRule` when read.
-    """
 
-    __slots__ = ("_allow", "_ends", "_lines", "_text")
+class Directives(Packed["Directive"]):
+    """Fields (:class:`Directive`) packed (see :class:`Packed`): the name an index into
+    the distinct names, the typed value read again from the text by ``read`` when an item
+    is read (the reader made it so when the file was parsed, and reads it the same way)."""
 
-    def __init__(self, rules: Iterable[RawRule] = ()) -> None:
-        rules = rules if isinstance(rules, list | tuple) else list(rules)
-        allow, lines, values = zip(*rules, strict=True) if rules else ((), (), ())
-        self._text = "".join(values)
-        big = len(self._text) >= 1 << 32 or (lines and max(lines) >= 1 << 32)
-        code = "Q" if big else "I"
-        self._ends = array(code, accumulate(map(len, values)))
-        self._lines = array(code, lines)
-        self._allow = bytes(allow)
+    __slots__ = ()
 
-    def __len__(self) -> int:
-        return len(self._lines)
+    def __init__(self, directives: Sequence[Directive], read: _Read) -> None:
+        names = list(map(itemgetter(0), directives))  # C loops: a file may hold thousands
+        keys = tuple(dict.fromkeys(names))
+        flags = list(map({key: i for i, key in enumerate(keys)}.__getitem__, names))
+        self._pack(flags, list(map(itemgetter(2), directives)),
+                   list(map(itemgetter(1), directives)), (keys, read))
 
-    @overload
-    def __getitem__(self, i: int) -> RawRule: ...
+    def _item(self, flag: int, line: int, text: str) -> Directive:
+        keys, read = self._reading()
+        key = keys[flag]
+        return Directive(key, text, line, read(key, text))
 
-    @overload
-    def __getitem__(self, i: slice) -> tuple[RawRule, ...]: ...
+    def _reading(self) -> tuple[tuple[str, ...], _Read]:
+        extra = self._store.extra
+        assert isinstance(extra, tuple)
+        return extra
 
-    def __getitem__(self, i: int | slice) -> RawRule | tuple[RawRule, ...]:
-        if isinstance(i, slice):
-            return tuple(self[k] for k in range(*i.indices(len(self))))
-        if i < 0:
-            i += len(self._lines)
-        if not 0 <= i < len(self._lines):
-            raise IndexError("rule index out of range")
-        end = self._ends[i]
-        return (self._allow[i] == 1, self._lines[i],
-                self._text[self._ends[i - 1] if i else 0:end])
+    def count_named(self, names: Container[str]) -> int:
+        """How many of the fields are named one of ``names``."""
+        flags = self._store.flags[self._start:self._stop]
+        return sum(flags.count(i) for i, key in enumerate(self._reading()[0]) if key in names)
 
-    def __iter__(self) -> Iterator[RawRule]:
-        text, start = self._text, 0
-        for allow, line, end in zip(self._allow, self._lines, self._ends, strict=True):
-            yield allow == 1, line, text[start:end]
-            start = end
+    def fields(self) -> Iterator[tuple[str, int, str]]:
+        """Every field as (name, line, text), its value not read."""
+        keys = self._reading()[0]
+        for flag, line, text in self.raw():
+            yield keys[flag], line, text
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, RawRules | tuple | list):
-            return tuple(self) == tuple(other)
-        return NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]
+def fields_of(directives: Sequence[Directive]) -> Iterator[tuple[str, int, str]]:
+    """(name, line, text) of each of ``directives``, packed or not, values not read."""
+    if isinstance(directives, Directives):
+        return directives.fields()
+    return ((d.key, d.line, d.text) for d in directives)
 
-    def __repr__(self) -> str:
-        return f"RawRules({tuple(self)!r})"
 
 __all__ = [
     "MAX_ISSUES_PER_CODE",
@@ -99,13 +213,16 @@ __all__ = [
     "Decision",
     "Dialect",
     "Directive",
+    "Directives",
     "Group",
     "IpRule",
+    "Packed",
     "ParseIssue",
     "RawRule",
     "RawRules",
     "Rule",
     "Severity",
+    "fields_of",
     "fold_issues",
     "packed",
 ]
@@ -284,7 +401,7 @@ class Group:
     line: int
     agents: tuple[str, ...] = ()
     raw_rules: Sequence[RawRule] = ()
-    directives: tuple[Directive, ...] = ()
+    directives: Sequence[Directive] = ()
     ip_rules: tuple[IpRule, ...] = ()
     blocks: tuple[Block, ...] = ()
 
@@ -335,6 +452,8 @@ class AgentRules:
     index_pages: tuple[str, ...] = ()
     change_frequency: tuple[tuple[str, str], ...] = ()
     clean_params: tuple[CleanParam, ...] = ()
+    # Every other field, but the AI-usage rules (Content-Usage, Content-Signal): they apply
+    # per path (polite.core.robots.usage).
     extensions: tuple[Directive, ...] = ()
     group_line: int | None = None
     # Where each delay field in force was read: (key, line, inside a brace block), so that

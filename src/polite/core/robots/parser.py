@@ -10,23 +10,26 @@ fields are decoded as UTF-8 when stored.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 from urllib.parse import urljoin
 
 from polite.core.robots.model import (
     MAX_LISTED_LINES,
+    PACKED_FROM,
     Block,
     Dialect,
     Directive,
+    Directives,
     Group,
     IpRule,
+    Packed,
     ParseIssue,
     RawRule,
+    RawRules,
     Severity,
     fold_issues,
-    packed,
 )
 from polite.core.robots.values import (
     parse_clean_param,
@@ -191,12 +194,22 @@ def known_field(name: str) -> bool:
 
 
 # A classified key: (kind, canonical name, read as a typo, is a plain rule, is Allow).
-_Known = tuple[str, str, bool, bool, bool]
+# A classified key: (kind, canonical name, read as a typo, is a plain rule, is Allow, and
+# for a field no dialect reads that is kept as an extension: its name and the key as the
+# issue shows it).
+_Known = tuple[str, str, bool, bool, bool, tuple[str, str] | None]
 
 
-def _known(classified: tuple[str, str, bool]) -> _Known:
+def _known(classified: tuple[str, str, bool], key: str) -> _Known:
+    """``classified`` for the key ``key`` (as written, white space stripped)."""
     kind, name, typo = classified
-    return (kind, name, typo, (kind is ALLOW or kind is DISALLOW) and not typo, kind is ALLOW)
+    unknown = None
+    if kind is OTHER and name not in _READERS and _FIELD_NAME.fullmatch(key) is not None:
+        lowered = _text(key).lower()
+        if lowered not in ("http", "https"):  # maybe a bare sitemap URL: see directive()
+            unknown = (lowered, key)
+    return (kind, name, typo, (kind is ALLOW or kind is DISALLOW) and not typo, kind is ALLOW,
+            unknown)
 
 
 # Keys seen before (as written) skip the classification; bounded so hostile input cannot
@@ -329,11 +342,19 @@ def parse_body(
             1, "html", "error", "the body looks like an HTML page, not a robots.txt file",
             ""))
     reader.read(octets)
+    rules: Sequence[RawRule] = reader.rules
+    fields: Sequence[Directive] = reader.fields
+    if len(rules) >= PACKED_FROM:
+        rules = RawRules(rules)
+    if len(fields) >= PACKED_FROM:
+        fields = Directives(fields, _read_value)
+    groups = reader.groups
     if utf16:  # said once above, not as a NUL on every line and line 1's bytes as junk
         reader.issues = [issue for issue in reader.issues if issue[1] in ("utf-16", "truncated")]
     return ParsedBody(
         dialect=dialect,
-        groups=tuple(group.close() for group in reader.groups),
+        groups=tuple(group.close(rules, fields, groups[i + 1] if i + 1 < len(groups) else None)
+                     for i, group in enumerate(groups)),
         global_directives=tuple(reader.global_directives),
         global_blocks=tuple(reader.global_blocks),
         sitemaps=tuple(reader.sitemaps),
@@ -396,22 +417,53 @@ def read_issues(body: ParsedBody) -> list[ParseIssue]:
     return issues
 
 
+def _read_value(name: str, text: str) -> object:
+    """The typed value of a field the reader kept (see :class:`Directives`)."""
+    reader = _READERS.get(name)
+    return None if reader is None else reader(text)
+
+
 class _OpenGroup:
-    """A group while it is read, its fields in lists; :meth:`close` makes the :class:`Group`."""
+    """A group while it is read: its rules and fields are the file's from ``rules`` and
+    ``fields`` on (a group's lines are read before the next group's); :meth:`close` makes
+    the :class:`Group`."""
 
-    __slots__ = ("agents", "blocks", "directives", "ip_rules", "line", "raw_rules")
+    __slots__ = ("agents", "blocks", "fields", "ip_rules", "line", "rules")
 
-    def __init__(self, line: int) -> None:
+    def __init__(self, line: int, rules: int, fields: int) -> None:
         self.line = line
         self.agents: list[str] = []
-        self.raw_rules: list[RawRule] = []
-        self.directives: list[Directive] = []
+        self.rules = rules
+        self.fields = fields
         self.ip_rules: list[IpRule] = []
         self.blocks: list[Block] = []
 
-    def close(self) -> Group:
-        return Group(self.line, tuple(self.agents), packed(self.raw_rules),
-                     tuple(self.directives), tuple(self.ip_rules), tuple(self.blocks))
+    def close(self, rules: Sequence[RawRule], fields: Sequence[Directive], end: _OpenGroup | None
+              ) -> Group:
+        """The group, its rules and fields parts of the file's (up to ``end``'s)."""
+        stop_rules, stop_fields = (len(rules), len(fields)) if end is None else \
+            (end.rules, end.fields)
+        agents = tuple(self.agents)
+        # one tuple for the groups that name the same agents (thousands of "*" groups)
+        agents = _AGENTS.get(agents) or (
+            _AGENTS.setdefault(agents, agents) if len(_AGENTS) < _AGENTS_SIZE else agents)
+        start = self.rules
+        own_rules = () if start == stop_rules else (
+            rules.part(start, stop_rules) if isinstance(rules, Packed)
+            else tuple(rules[start:stop_rules]))
+        start = self.fields
+        own_fields = () if start == stop_fields else (
+            fields.part(start, stop_fields) if isinstance(fields, Packed)
+            else tuple(fields[start:stop_fields]))
+        return Group(self.line, agents, own_rules, own_fields,
+                     tuple(self.ip_rules) if self.ip_rules else (),
+                     tuple(self.blocks) if self.blocks else ())
+
+
+# Agent lists seen before, shared; bounded so hostile input cannot grow it.
+_AGENTS: dict[tuple[str, ...], tuple[str, ...]] = {}
+_AGENTS_SIZE = 4096
+
 
 
 class _Reader:
@@ -423,6 +475,9 @@ class _Reader:
         self.regp = dialect is Dialect.REGP
         self.group: _OpenGroup | None = None
         self.groups: list[_OpenGroup] = []
+        # the rules and fields of every group, in file order (see _OpenGroup)
+        self.rules: list[RawRule] = []
+        self.fields: list[Directive] = []
         self.global_directives: list[Directive] = []
         self.global_blocks: list[Block] = []
         self.sitemaps: list[str] = []
@@ -440,27 +495,46 @@ class _Reader:
     def read(self, octets: str) -> None:
         if "\r" in octets:
             octets = octets.replace("\r\n", "\n").replace("\r", "\n")
-        if (self.regp or "\x00" in octets
-                or (len(octets) > MAX_LINE_OCTETS
-                    and max(map(len, octets.split("\n"))) > MAX_LINE_OCTETS)):
-            self.read_lines(octets.split("\n"))
+        lines = octets.split("\n")
+        if self.regp:
+            self.read_lines(lines)
         else:
-            self.read_split(octets.split("\n"))
+            if "\x00" in octets or (len(octets) > MAX_LINE_OCTETS
+                                    and max(map(len, lines)) > MAX_LINE_OCTETS):
+                self.cut(lines)
+            self.read_split(lines)
         if self.blocks:
             self.issue(self.blocks[-1].line, "unclosed-brace", "'{' block is never closed",
                        Severity.ERROR)
 
+    def cut(self, lines: list[str]) -> None:
+        """Over-long lines cut to :data:`MAX_LINE_OCTETS`, and lines at a NUL byte, in
+        place (each said), so that :meth:`read_split` reads the rest (one long line in an
+        HTML page is enough to have them)."""
+        for i, line in enumerate(lines):
+            if len(line) > MAX_LINE_OCTETS:
+                self.issue(i + 1, "line-too-long", f"line is {len(line)} octets; only the "
+                           f"first {MAX_LINE_OCTETS} were read")
+                line = lines[i] = line[:MAX_LINE_OCTETS]
+            if "\x00" in line:
+                self.issue(i + 1, "nul", "NUL byte: the rest of the line is ignored")
+                lines[i] = line[: line.index("\x00")]
+
     def read_split(self, lines: list[str]) -> None:
-        """The common case (no NUL, no over-long line, not REGP). Each line is cut by string
-        methods, a third less time than a regular expression matching every line: a comment
-        ("#" on) off, then (key, ":", value) at the first colon, the key and value without
-        leading white space and keeping their trailing one; without a colon the line's text
-        is the key."""
+        """Every dialect but REGP (NUL bytes and over-long lines cut first: see
+        :meth:`cut`). Each line is cut by string methods, a third less time than a regular
+        expression matching every line: a comment ("#" on) off, then (key, ":", value) at
+        the first colon, the key and value without leading white space and keeping their
+        trailing one; without a colon the line's text is the key."""
         self.line_count = len(lines)
         cache = _KEY_CACHE
         group = self.group
+        rules = self.rules
+        fields = self.fields
+        global_fields = self.global_directives
         issues = self.issues
         ws = _VALUE_WS
+        new_tuple = tuple.__new__
         for lineno, line in enumerate(lines, 1):
             if "#" in line:
                 line = line[:line.index("#")]
@@ -474,25 +548,32 @@ class _Reader:
                     else:  # no field starts with anything but a letter: "<div>" lines
                         issues.append((lineno, "no-separator", "error", None, key))
                 continue  # else a blank or comment line
-            key = key.lstrip(ws)
-            known = cache.get(key)
+            known = cache.get(key)  # the key as written, white space and all
             if known is None:
                 known = self.classify_new(lineno, key)
                 if known is None:
                     continue
             if known[3] and group is not None:  # the bulk of every file: a rule in a group
-                group.raw_rules.append((known[4], lineno, value.strip(ws)))
+                rules.append((known[4], lineno, value.strip(ws)))
+                continue
+            unknown = known[5]
+            if unknown is not None:  # a field no dialect reads: in HTML, CSS and markup
+                issues.append((lineno, "unknown-field", "info", None, unknown[1]))
+                text = value.strip(ws)
+                entry = new_tuple(Directive, (unknown[0], text if text.isascii()
+                                              else _text(text), lineno, None))
+                (global_fields if group is None else fields).append(entry)
                 continue
             name = known[1]
             if known[2]:
                 self.issue(lineno, "typo", f"{_text(key.strip(_WS))!r} read as {name!r}")
-            self.field(lineno, known[0], name, key.rstrip(_WS), value.strip(ws))
+            self.field(lineno, known[0], name, key.strip(_WS), value.strip(ws))
             group = self.group
 
     def classify_new(self, lineno: int, key: str) -> _Known | None:
         """Classify a key not seen before and remember it; ``None`` (and an issue) for a key
         that cannot be a field name."""
-        stripped = key.rstrip(_WS)
+        stripped = key.strip(_WS)
         if not stripped:
             self.issue(lineno, "no-key", "line starts with ':'; skipped", Severity.ERROR)
             return None
@@ -500,13 +581,14 @@ class _Reader:
             # "<p>Note: ..." in HTML served as robots.txt; every field name starts with a letter
             self.issues.append((lineno, "not-a-field", "error", None, stripped))
             return None
-        known = _known(_classify(stripped.lower()))
+        known = _known(_classify(stripped.lower()), stripped)
         if len(_KEY_CACHE) < _KEY_CACHE_SIZE:
             _KEY_CACHE[key] = known
         return known
 
     def read_lines(self, lines: list[str]) -> None:
-        """Any body: line by line, for NUL bytes, over-long lines and REGP's rules."""
+        """REGP's rules, line by line (braces, ``##`` comments, NUL bytes, over-long
+        lines)."""
         self.line_count = len(lines)
         comment = "##" if self.regp else "#"
         for lineno, line in enumerate(lines, 1):
@@ -585,12 +667,16 @@ class _Reader:
                 self.issue(lineno, "misplaced-user-agent",
                            "User-agent after the commands of a '{' block; ignored", Severity.ERROR)
             return
-        if self.group is None or self.group.raw_rules or self.group.blocks:
-            self.group = _OpenGroup(lineno)  # a User-agent after rules starts a new group
-            self.groups.append(self.group)
+        if self.group is None or len(self.rules) > self.group.rules or self.group.blocks:
+            self.new_group(lineno)  # a User-agent after rules starts a new group
+        assert self.group is not None
         if not value:
             self.issue(lineno, "empty-user-agent", "User-agent with no value")
         self.group.agents.append(agent)
+
+    def new_group(self, lineno: int) -> None:
+        self.group = _OpenGroup(lineno, len(self.rules), len(self.fields))
+        self.groups.append(self.group)
 
     def rule(self, lineno: int, allow: bool, value: str) -> None:
         raw = (allow, lineno, value)
@@ -603,7 +689,7 @@ class _Reader:
             self.issue(lineno, "rule-outside-group",
                        f"{what} comes before any User-agent line; ignored", Severity.ERROR)
             return
-        self.group.raw_rules.append(raw)
+        self.rules.append(raw)
 
     def sitemap(self, lineno: int, value: str) -> None:
         location = _text(value).strip()
@@ -633,9 +719,9 @@ class _Reader:
                 self.issue(lineno, "misplaced-ip", "Ip rule after the commands of a '{' block; "
                            "ignored", Severity.ERROR)
             return
-        if self.group is None or self.group.raw_rules or self.group.blocks:
-            self.group = _OpenGroup(lineno)  # a User-agent after rules starts a new group
-            self.groups.append(self.group)
+        if self.group is None or len(self.rules) > self.group.rules or self.group.blocks:
+            self.new_group(lineno)  # a User-agent after rules starts a new group
+        assert self.group is not None
         self.group.ip_rules.append(rule)
 
     def readable(self, lineno: int, field: str, value: str,
@@ -687,7 +773,7 @@ class _Reader:
             self.block_targeting = False
             self.blocks[-1].directives.append(entry)
         elif self.group is not None:
-            self.group.directives.append(entry)
+            self.fields.append(entry)
         else:
             self.global_directives.append(entry)
 

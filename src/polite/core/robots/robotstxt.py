@@ -16,12 +16,14 @@ from polite.core.robots.model import (
     Decision,
     Dialect,
     Directive,
+    Directives,
     Group,
     IpRule,
+    Packed,
     ParseIssue,
     RawRule,
-    RawRules,
     Rule,
+    fields_of,
     packed,
 )
 from polite.core.robots.parser import ParsedBody, pattern_path, read_issues
@@ -62,6 +64,7 @@ _PARSED_BYTES_PER_LINE = 240
 _PARSED_BYTES_PER_RULE = 24
 _VIEW_BYTES_PER_RULE = 192
 _PARSED_BYTES_PER_USAGE = 512
+_BYTES_PER_GROUP = 160
 _BYTES_PER_CHAR = 3
 _BYTES_PER_KEPT_MEMBER = 256
 _BASE_BYTES = 4096
@@ -360,13 +363,22 @@ class RobotsTxt:
         it holds (tracemalloc's measurements, see the constants above)."""
         if self._sizes is None:
             body = self._body
-            lines = rules = usage = 0
+            lines = rules = usage = packed_usage = 0
             for group in body.groups:
-                lines += len(group.directives) + len(group.agents)
+                lines += len(group.agents)
                 rules += len(group.raw_rules)
-                if not isinstance(group.raw_rules, RawRules):
+                if not isinstance(group.raw_rules, Packed):
                     lines += len(group.raw_rules)  # a tuple a rule: counted as a line
-                usage += sum(d.key in _USAGE_KEYS for d in group.directives)
+                if isinstance(group.directives, Directives):
+                    found = group.directives.count_named(_USAGE_KEYS)
+                else:
+                    found = sum(d.key in _USAGE_KEYS for d in group.directives)
+                if isinstance(group.directives, Packed):
+                    rules += len(group.directives)  # packed as rules are
+                    packed_usage += found
+                else:
+                    lines += len(group.directives)
+                    usage += found
                 for block in _walk(group.blocks):
                     in_block = len(block.raw_rules) + len(block.raw_scope)  # tuples, as lines
                     lines += len(block.directives) + in_block
@@ -377,10 +389,11 @@ class RobotsTxt:
                 rules += in_block
             lines += len(body.global_directives) + len(body.raw_issues) + len(body.sitemaps)
             parsed = (_BASE_BYTES + lines * _PARSED_BYTES_PER_LINE
-                      + rules * _PARSED_BYTES_PER_RULE
+                      + rules * _PARSED_BYTES_PER_RULE + len(body.groups) * _BYTES_PER_GROUP
                       + usage * _PARSED_BYTES_PER_USAGE + body.size * _BYTES_PER_CHAR)
             # A matcher over every rule, and the AI-usage lines' (two indexes: see
             # polite.core.robots.usage); the characters of either are at most the file's.
+            usage += packed_usage
             whole = view_bytes(rules, body.size) + 2 * view_bytes(usage, body.size)
             self._sizes = (parsed, _VIEWS_PER_FILE * whole)
         return self._sizes
@@ -429,9 +442,10 @@ class RobotsTxt:
     @property
     def host(self) -> str | None:
         """The first ``Host`` field anywhere in the file (Yandex, REGP 3.2.13)."""
-        for directive in self._all_directives():
-            if directive.key == "host":
-                return directive.text
+        for directives in self._all_directive_sequences():
+            for key, _, text in fields_of(directives):
+                if key == "host":
+                    return text
         return None
 
     @property
@@ -440,13 +454,17 @@ class RobotsTxt:
         return tuple(sorted(self._all_directives(), key=lambda d: d.line))
 
     def _all_directives(self) -> Iterator[Directive]:
-        yield from self._body.global_directives
+        for directives in self._all_directive_sequences():
+            yield from directives
+
+    def _all_directive_sequences(self) -> Iterator[Sequence[Directive]]:
+        yield self._body.global_directives
         for group in self._body.groups:
-            yield from group.directives
+            yield group.directives
             for block in _walk(group.blocks):
-                yield from block.directives
+                yield block.directives
         for block in _walk(self._body.global_blocks):
-            yield from block.directives
+            yield block.directives
 
     # -- questions -------------------------------------------------------------------
 
@@ -526,8 +544,9 @@ class RobotsTxt:
         groups = self._select_groups(agent)
         directives: list[Directive] = []
         for group in groups:
-            directives.extend(group.directives)
-        layers = [self._body.global_directives, directives]
+            directives.extend(_agent_fields(group.directives))
+        layers: list[Sequence[Directive]] = [_agent_fields(self._body.global_directives),
+                                             directives]
         blocks = [b for g in groups for b in g.blocks] + list(self._body.global_blocks)
         if url is not None and blocks:
             path = self._path_of(url)
@@ -580,8 +599,15 @@ class RobotsTxt:
                       ) -> Sequence[RawRule]:
         if groups is None:
             groups = self._select_groups(agent)
-        if len(groups) == 1 and self._body.dialect is not Dialect.REGP:
-            return groups[0].raw_rules  # the usual case: one group, its packed rules shared
+        if self._body.dialect is not Dialect.REGP:
+            first = groups[0].raw_rules if groups else ()
+            if len(groups) == 1:
+                return first  # the usual case: one group, its packed rules shared
+            if isinstance(first, Packed):
+                # merged groups that follow each other in the file share its packing too
+                joined = first.joined([g.raw_rules for g in groups[1:]])
+                if joined is not None:
+                    return joined
         rules = [rule for group in groups for rule in group.raw_rules]
         if self._body.dialect is Dialect.REGP:
             blocks = [b for g in groups for b in g.blocks] + list(self._body.global_blocks)
@@ -682,6 +708,15 @@ def _walk(blocks: Iterable[Block]) -> Iterator[Block]:
     for block in blocks:
         yield block
         yield from _walk(block.blocks)
+
+
+def _agent_fields(directives: Sequence[Directive]) -> list[Directive]:
+    """``directives`` but the AI-usage rules, which apply per path, not per agent (see
+    :mod:`polite.core.robots.usage`): a file may hold thousands, packed, read only there."""
+    if isinstance(directives, Directives):
+        return [directives[i] for i, (key, _, _) in enumerate(directives.fields())
+                if key not in _USAGE_KEYS]
+    return [d for d in directives if d.key not in _USAGE_KEYS]
 
 
 def _assemble(layers: list[Sequence[Directive]], group_line: int | None) -> AgentRules:

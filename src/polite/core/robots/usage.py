@@ -15,19 +15,22 @@ tdmrep.json) before they meet the others.
 
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import accumulate
 from urllib.parse import urlsplit
 
 from polite.core._documents import read_json
 from polite.core.robots.matcher import PathIndex, matches
 from polite.core.robots.meta import meta_contents, x_robots_values
-from polite.core.robots.model import Dialect, Directive, Group
+from polite.core.robots.model import Dialect, Directive, Group, fields_of
 from polite.core.robots.parser import pattern_path
 from polite.core.robots.robotstxt import RobotsTxt, product_token, request_path, view_bytes
 from polite.core.usage.sf import MAX_FIELD_CHARS, serialize_string
-from polite.core.usage.statement import Pref, RuleValue, Statement, parse_statement
+from polite.core.usage.statement import Pref, RuleValue, Statement, parse_statement, rule_path
 from polite.core.usage.vocab import (
     AIPREF_REVISIONS,
     CONTENT_SIGNALS,
@@ -275,68 +278,99 @@ class _Patterns:
 
     ``ranks`` orders patterns of equal length: the index of the first answers the highest,
     ``reverse`` (kept only when some length repeats) the lowest; where they agree, only one
-    pattern matches that long."""
+    pattern matches that long. The lines stay where the parsed file packs them: a pattern
+    knows their places (numbers), and only the lines of the patterns that apply are read.
+    """
 
-    __slots__ = ("by_length", "bytes", "index", "lines", "patterns", "reverse", "wildcards")
+    __slots__ = ("by_length", "bytes", "ends", "index", "places", "reverse", "starts", "text",
+                 "wildcards")
 
-    def __init__(self, patterns: list[str],
-                 lines: list[tuple[tuple[Directive, RuleValue], ...]], *,
+    def __init__(self, patterns: list[str], places: list[list[int]], *,
                  wildcards: bool) -> None:
-        self.patterns = tuple(patterns)
-        self.lines = tuple(lines)
         self.wildcards = wildcards
         n = len(patterns)
+        self.text = "".join(patterns)  # the patterns, in one string
+        self.ends = array("I", accumulate(map(len, patterns)))
+        # the places of pattern i's lines are places[starts[i]:starts[i + 1]]
+        self.places = array("I", (p for found in places for p in found))
+        self.starts = array("I", accumulate(map(len, places), initial=0))
         by_length: dict[int, list[int]] = {}
         for i, pattern in enumerate(patterns):
             by_length.setdefault(len(pattern), []).append(i)
-        self.by_length = {k: tuple(v) for k, v in by_length.items() if len(v) > 1}
+        self.by_length = {k: array("I", v) for k, v in by_length.items() if len(v) > 1}
         self.index = PathIndex([(p, len(p) * n + i, i) for i, p in enumerate(patterns)],
                                wildcards=wildcards)
         self.reverse = None if not self.by_length else PathIndex(
             [(p, len(p) * n + n - 1 - i, i) for i, p in enumerate(patterns)],
             wildcards=wildcards)
-        chars = sum(map(len, patterns))
+        chars = len(self.text)
         self.bytes = view_bytes(n, chars) * (1 if self.reverse is None else 2)
 
+    def pattern(self, i: int) -> str:
+        return self.text[self.ends[i - 1] if i else 0:self.ends[i]]
+
     def longest(self, path: str) -> list[int]:
-        """The patterns that match ``path`` longest, in order."""
+        """The places of the lines whose patterns match ``path`` longest."""
         first = self.index.lookup(path)
         if first < 0:
             return []
-        if self.reverse is None:
-            return [first]
-        last = self.reverse.lookup(path)
-        if last == first:
-            return [first]
-        return [i for i in self.by_length[len(self.patterns[first])]
-                if i in (first, last) or matches(self.patterns[i], path,
-                                                 wildcards=self.wildcards)]
+        chosen = [first]
+        if self.reverse is not None:
+            last = self.reverse.lookup(path)
+            if last != first:
+                length = self.ends[first] - (self.ends[first - 1] if first else 0)
+                chosen = [i for i in self.by_length[length]
+                          if i in (first, last) or matches(self.pattern(i), path,
+                                                           wildcards=self.wildcards)]
+        starts, places = self.starts, self.places
+        return [p for i in chosen for p in places[starts[i]:starts[i + 1]]]
 
 
-def _patterns_of(dialect: Dialect, found: list[tuple[Directive, RuleValue]]) -> _Patterns:
-    """``found`` grouped by pattern (the path as the dialect reads it), in file order."""
-    by_pattern: dict[str, list[tuple[Directive, RuleValue]]] = {}
-    for d, rule in found:
-        pattern = pattern_path(dialect, rule.path.encode("utf-8").decode("latin-1"))
-        by_pattern.setdefault(pattern, []).append((d, rule))
-    return _Patterns(list(by_pattern), [tuple(v) for v in by_pattern.values()],
-                     wildcards=dialect is not Dialect.KOSTER1996)
+class _UsageView:
+    """The Content-Usage and Content-Signal lines of a group selection, by field, compiled;
+    a line is found again from its place (its number among the groups' fields)."""
+
+    __slots__ = ("directives", "offsets", "patterns")
+
+    def __init__(self, groups: list[Group], patterns: dict[str, _Patterns]) -> None:
+        self.directives = tuple(g.directives for g in groups)
+        self.offsets = array("I", accumulate((len(d) for d in self.directives), initial=0))
+        self.patterns = patterns
+
+    def line(self, place: int) -> tuple[Directive, RuleValue]:
+        g = bisect_right(self.offsets, place) - 1
+        found = self.directives[g][place - self.offsets[g]]
+        assert isinstance(found.value, RuleValue)
+        return found, found.value
 
 
-def _usage_view(dialect: Dialect, groups: list[Group]) -> tuple[dict[str, _Patterns], int]:
+def _usage_view(dialect: Dialect, groups: list[Group]) -> tuple[_UsageView, int]:
     """The Content-Usage and Content-Signal lines of ``groups``, by field, compiled."""
-    rules = robots_rules(d for g in groups for d in g.directives)
-    view = {key: _patterns_of(dialect, [(d, r) for d, r in rules if d.key == key])
-            for key in _RULE_KEYS if any(d.key == key for d, _ in rules)}
-    return view, view_bytes(0, 0) + sum(p.bytes for p in view.values())
+    # field -> pattern (the path as the dialect reads it) -> places, in file order
+    found: dict[str, dict[str, list[int]]] = {}
+    place = 0
+    for group in groups:
+        for key, _, text in fields_of(group.directives):
+            if key in _RULE_KEYS:
+                pattern = pattern_path(dialect, rule_path(text).encode("utf-8")
+                                       .decode("latin-1"))
+                found.setdefault(key, {}).setdefault(pattern, []).append(place)
+            place += 1
+    wildcards = dialect is not Dialect.KOSTER1996
+    patterns = {key: _Patterns(list(by_pattern), list(by_pattern.values()),
+                               wildcards=wildcards)
+                for key in _RULE_KEYS if (by_pattern := found.get(key)) is not None}
+    view = _UsageView(groups, patterns)
+    return view, view_bytes(0, 0) + 8 * place + sum(p.bytes for p in patterns.values())
 
 
 def states_preferences(robots: RobotsTxt) -> bool:
     """Whether the file has any line that states a preference (Content-Usage,
     Content-Signal, License): most files have none, and then every answer is empty."""
-    return any(d.key in _RULE_KEYS or d.key == "license"
-               for d in (*robots.global_directives,
-                         *(d for g in robots.groups for d in g.directives)))
+    return any(key in _RULE_KEYS or key == "license"
+               for directives in (robots.global_directives,
+                                  *(g.directives for g in robots.groups))
+               for key, _, _ in fields_of(directives))
 
 
 def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURRENT
@@ -350,9 +384,9 @@ def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURR
     # a check is then an index lookup, not a pass over every line.
     view = robots.view("usage", agent, partial(_usage_view, dialect))
     licensing = robots.view("licenses", agent, partial(_licenses_view, robots))
-    assert isinstance(view, dict) and isinstance(licensing, tuple)
+    assert isinstance(view, _UsageView) and isinstance(licensing, tuple)
     licenses, issues = licensing
-    if not view:
+    if not view.patterns:
         return Preferences(issues=issues, licenses=licenses)  # most files: no such line
     if not robots.allowed(url, agent):
         return Preferences(issues=issues, licenses=licenses, unapplied=(
@@ -361,10 +395,10 @@ def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURR
     path = request_path(dialect, url)
     sources: list[Source] = []
     for key, label in _RULE_KEYS.items():
-        patterns = view.get(key)
+        patterns = view.patterns.get(key)
         if patterns is None:
             continue
-        chosen = sorted((line for i in patterns.longest(path) for line in patterns.lines[i]),
+        chosen = sorted(map(view.line, patterns.longest(path)),
                         key=lambda found: found[0].line)
         used = vocab if key == "content-usage" else CONTENT_SIGNALS
         for d, rule in chosen:
@@ -385,21 +419,21 @@ def rsl_licenses(robots: RobotsTxt) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """RSL ``License:`` links and the lines skipped. RSL makes the directive global, tied to
     no user agent, wherever it stands in the file, and its value a fully qualified URL
     (scheme and host); anything else is reported, not kept."""
-    lines = [d for d in (*robots.global_directives, *(d for g in robots.groups
-                                                      for d in g.directives))
-             if d.key == "license" and d.text]
+    lines = [(line, text) for directives in (robots.global_directives,
+                                             *(g.directives for g in robots.groups))
+             for key, line, text in fields_of(directives) if key == "license" and text]
     kept: list[str] = []
     issues: list[str] = []
-    for d in sorted(lines, key=lambda d: d.line):
+    for line, text in sorted(lines):
         try:
-            parts = urlsplit(d.text)
+            parts = urlsplit(text)
             absolute = parts.scheme in ("http", "https") and bool(parts.hostname)
         except ValueError:  # an unclosed "[" host, a bad port
             absolute = False
         if absolute:
-            kept.append(d.text)
+            kept.append(text)
         else:
-            issues.append(f"line {d.line}: License {d.text[:80]!r} is not an absolute URL; "
+            issues.append(f"line {line}: License {text[:80]!r} is not an absolute URL; "
                           "ignored")
     return tuple(dict.fromkeys(kept)), tuple(dict.fromkeys(issues))
 

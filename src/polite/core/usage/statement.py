@@ -10,14 +10,15 @@ aipref-attach-05, section 3.2) is an optional path, then the statement.
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 
-from polite.core.usage.sf import Item, Member, Token, parse_dictionary
+from polite.core.usage.sf import MAX_FIELD_CHARS, Item, Member, Token, parse_dictionary
 from polite.core.usage.vocab import Vocabulary
 from polite.errors import MalformedField
 
 __all__ = ["Pref", "RuleValue", "Statement", "parse_rule_value", "parse_statement",
-           "read_rule_value"]
+           "read_rule_value", "rule_path"]
 
 
 class Pref(enum.StrEnum):
@@ -76,23 +77,50 @@ def parse_statement(text: str) -> Statement:
 @dataclass(frozen=True, slots=True)
 class RuleValue:
     """A ``Content-Usage`` (or ``Content-Signal``) robots.txt value: ``path`` as written
-    (``""`` when absent, which matches every path) and the statement."""
+    (``""`` when absent, which matches every path) and the statement's text, read when
+    asked for (:attr:`statement`): a file may hold thousands of these, and most are never
+    the one that applies."""
 
     path: str
-    statement: Statement
+    text: str
+
+    @property
+    def statement(self) -> Statement:
+        """The statement, parsed (each time: it was found readable when the value was)."""
+        return parse_statement(self.text)
+
+
+# A statement of plain members (``key`` or ``key=token``, no parameters) is a dictionary
+# RFC 9651 reads whatever the keys: what nearly every line says, known readable without
+# the parser (a fifth of the time).
+_KEY = r"[a-z*][a-z0-9_.*-]*"
+_MEMBER = rf"{_KEY}(?:=[A-Za-z*][!#$%&'*+\-.^_`|~0-9A-Za-z:/]*)?"
+_PLAIN = re.compile(rf"{_MEMBER}(?:[ \t]*,[ \t]*{_MEMBER})*").fullmatch
+
+
+def rule_path(text: str) -> str:
+    """The path of a rule value (``""`` when it has none): from a leading ``/`` up to the
+    first SP or HTAB."""
+    text = text.lstrip(" \t")
+    if not text.startswith("/"):
+        return ""
+    cut = min((i for i in (text.find(" "), text.find("\t")) if i >= 0), default=len(text))
+    return text[:cut]
 
 
 def parse_rule_value(text: str) -> RuleValue:
     """Split a rule value into path and statement (attach-05, 3.2): a value starting with
-    ``/`` has a path up to the first SP or HTAB. Raises :class:`MalformedField`."""
+    ``/`` has a path up to the first SP or HTAB. Raises :class:`MalformedField` when the
+    statement is not readable."""
     text = text.strip(" \t")
-    path = ""
-    if text.startswith("/"):
-        cut = min((i for i in (text.find(" "), text.find("\t")) if i >= 0), default=-1)
-        if cut < 0:
+    path = rule_path(text)
+    if path:
+        if len(path) == len(text):
             raise MalformedField("a path with no statement after it", len(text))
-        path, text = text[:cut], text[cut:]
-    return RuleValue(path, parse_statement(text))
+        text = text[len(path):].strip(" \t")
+    if len(text) > MAX_FIELD_CHARS or _PLAIN(text) is None:
+        parse_statement(text)  # raises when it is not a dictionary
+    return RuleValue(path, text)
 
 
 def read_rule_value(text: str) -> object:

@@ -80,7 +80,7 @@ def test_health_is_answered_while_a_hostile_file_is_worked_on() -> None:
 
 def _serve_hostile(conn: socket.socket, stop: threading.Event) -> None:
     with conn:
-        head = _request_head(conn)
+        head = request_head(conn)
         if head is None:
             return
         if not head.startswith(b"GET /robots.txt "):

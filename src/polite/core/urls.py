@@ -148,15 +148,17 @@ def split_origin(url: str) -> tuple[str, str]:
     """``(origin, host)`` of an http(s) URL, as :func:`origin_of` and ``urlsplit``'s
     ``hostname`` give them; :class:`InvalidURL` else."""
     m = _PLAIN.match(url)
-    if m is not None and "@" not in url[:m.end()]:
-        scheme, host, port = m.groups()
+    if m is not None:  # no "@" in what it matched: no user name, nothing to strip
+        port = m[3]
         if port is None:
-            return f"{scheme}://{host}", host
+            return m[0], m[2]  # the match is the origin as written
         number = int(port)
         if number <= 65535:
-            if number == (80 if scheme == "http" else 443):
-                return f"{scheme}://{host}", host
-            return f"{scheme}://{host}:{number}", host
+            if number == (80 if m[1] == "http" else 443):
+                return f"{m[1]}://{m[2]}", m[2]
+            if port[0] != "0":
+                return m[0], m[2]
+            return f"{m[1]}://{m[2]}:{number}", m[2]
     try:
         parts = urlsplit(url)
         port = parts.port

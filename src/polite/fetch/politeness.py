@@ -314,7 +314,8 @@ class Politeness:
         if missing:
             loaded = await asyncio.gather(*(self.robots_state(u) for u in missing.values()))
             states.update(zip(missing, loaded, strict=True))
-        distinct = list(dict.fromkeys(host for _, _, _, host in hosts))
+        distinct = [hosts[0][3]] if len(hosts) == 1 else \
+            list(dict.fromkeys(host for _, _, _, host in hosts))
         facts = dict(zip(distinct, await self._store.host_facts(distinct), strict=True))
 
         now = self._clock()
@@ -336,9 +337,11 @@ class Politeness:
         policy = self.policy
         slack = self.send_slack_s
         candidates: dict[str, list[tuple[int, str, str, Allowed]]] = {}
-        slice_ends = time.perf_counter() + MATCH_SLICE_S
+        slice_ends = 0.0  # the first URL is decided at once: the slice starts with it
         for index, url, origin, host in hosts:
-            if time.perf_counter() > slice_ends:
+            if not slice_ends:
+                slice_ends = time.perf_counter() + MATCH_SLICE_S
+            elif time.perf_counter() > slice_ends:
                 await asyncio.sleep(0)
                 slice_ends = time.perf_counter() + MATCH_SLICE_S
             decision = decide(url, states[origin], facts[host], policy, now, agent=agent,
@@ -363,7 +366,8 @@ class Politeness:
                 decision = Allowed(decision.interval_s + slack, decision.delays)
             candidates.setdefault(host, []).append((index, url, origin, decision))
 
-        requests = [(host, tuple(c[3].interval_s for c in group))
+        requests = [(host, (group[0][3].interval_s,) if len(group) == 1
+                     else tuple([c[3].interval_s for c in group]))
                     for host, group in candidates.items()]
         if reserve:
             # A request of the host that left late is noted first: the slot then counts from
@@ -387,9 +391,9 @@ class Politeness:
                 grant = self.grants.give(host) if reserve and type(decision) is Allowed \
                     and decision.interval_s > 0 else 0
                 answers[index] = Answer(url, decision, claim.now, origin in cut, grant)
-        done = [a for a in answers if a is not None]
-        assert len(done) == len(urls)
-        return done
+        if None in answers:
+            raise AssertionError("a URL was left without an answer")
+        return answers  # type: ignore[return-value]
 
     async def _note_robots_delay(self, host: str, robots_s: float) -> None:
         if self.robots_delays_s.get(host) != robots_s:

@@ -17,6 +17,7 @@ from typing import Any, Literal, NamedTuple
 
 from polite.core.access import token_matches
 from polite.core.cache.policy import Choice
+from polite.core.politeness import Allowed
 from polite.errors import PrivateAddress
 from polite.fetch.activity import Watch
 from polite.fetch.politeness import Answer, Politeness, message
@@ -62,6 +63,8 @@ class Verdict(NamedTuple):
 
     @classmethod
     def of(cls, found: Answer) -> Verdict:
+        if type(found.decision) is Allowed:
+            return _GO  # what the general way below makes of every yes
         wait_s = found.wait_s
         return cls(found.allowed, found.cause,
                    -1 if wait_s is None else max(0, math.ceil(wait_s * 1000)), message(found))
@@ -69,6 +72,9 @@ class Verdict(NamedTuple):
     @property
     def status(self) -> int:
         return 403 if self.retry_ms < 0 else 429
+
+_GO = Verdict(True, "allowed", -1, None)
+
 
 class Mode(enum.StrEnum):
     """What happens to a request whose host's slot is taken."""
@@ -174,6 +180,11 @@ def _forwardable(headers: Headers) -> Headers:
     # the body still goes on would leave the next hop to frame the message by itself (a
     # request without its length is a request with no body, the body then a second request
     # the checks never saw; a response without it runs to the close).
+    for key, _ in headers:
+        if key == b"connection":
+            break
+    else:  # the usual message: no Connection field, nothing named
+        return [(k, v) for k, v in headers if k not in _HOP_BY_HOP]
     named = {n.strip().lower() for key, value in headers if key == b"connection"
              for n in value.split(b",")} - _FRAMING
     return [(k, v) for k, v in headers if k not in _HOP_BY_HOP and k not in named]

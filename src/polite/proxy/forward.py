@@ -89,8 +89,9 @@ class Forwarding(ProxyBase):
         activity = self._politeness.activity
         agent = _product_token(head.get(b"user-agent"))
         # Before the cache: a stored page is no more the purpose's to take than a fetched one.
-        refusal = await self._usage_refusal(exchange.url, agent or self._politeness.agent,
-                                            head)
+        purpose = asked_purpose(head, self.settings.purpose)
+        refusal = None if purpose is None else await self._usage_refusal(
+            exchange.url, agent or self._politeness.agent, purpose)
         if refusal is not None:
             exchange.status, message = refusal
             exchange.decision = "usage" if exchange.status == 403 else "invalid"
@@ -129,15 +130,14 @@ class Forwarding(ProxyBase):
             exchange.held_ms = math.ceil((time.monotonic() - asked) * 1000)
         return await self._forward(client, exchange)
 
-    async def _usage_refusal(self, url: str, agent: str, head: Head
+    async def _usage_refusal(self, url: str, agent: str, purpose: str
                              ) -> tuple[int, str] | None:
-        """(status, message) when the request is not to go: a purpose that is none of
-        polite's (400), or one the URL's robots.txt preferences disallow (403, when told to
-        refuse them)."""
-        purpose = asked_purpose(head, self.settings.purpose)
-        if purpose is not None and purpose not in PURPOSES:
+        """(status, message) when a request with ``purpose`` (:func:`asked_purpose`) is not
+        to go: a purpose that is none of polite's (400), or one the URL's robots.txt
+        preferences disallow (403, when told to refuse them)."""
+        if purpose not in PURPOSES:
             return 400, f"X-Polite-Purpose must be one of {', '.join(PURPOSES)}"
-        if purpose is None or not self.settings.refuse_usage:
+        if not self.settings.refuse_usage:
             return None
         state = await self._politeness.robots_state(url)
         if not isinstance(state, Parsed):
@@ -305,8 +305,9 @@ class Forwarding(ProxyBase):
             body = bytearray()
         out_headers = _forwardable(response.headers)
         out_headers.append((b"via", _VIA))
-        out_headers = await with_usage(self._politeness, self.settings.purpose, request,
-                                       exchange.url, out_headers)
+        if asked_purpose(request, self.settings.purpose) is not None:
+            out_headers = await with_usage(self._politeness, self.settings.purpose, request,
+                                           exchange.url, out_headers)
         keep = request.keep_alive and request.version == "1.1"
         chunked = False
         if response.framing in ("chunked", "close"):

@@ -67,6 +67,9 @@ from polite.storage.base import store_failed
 __all__ = ["ProxyServer"]
 
 _OTHER_SCHEME = re.compile(rb"([A-Za-z][A-Za-z0-9+.-]*)://")  # an absolute URL, not http(s)
+# The usual absolute target: a lower-case scheme, a host of letters, digits, dots and
+# hyphens, a port, a path of printable ASCII without a fragment ("#" is 0x23).
+_PLAIN_TARGET = re.compile(r"(https?)://([a-z0-9.-]+)(?::([0-9]{1,5}))?(/[!\"$-~]*)\Z")
 
 
 class _ClientChannel(Channel):
@@ -261,18 +264,42 @@ class ProxyServer(Tunnels, Ordered):
                              f"{other.group(1).decode('latin-1').lower()}")
             return await self._answered(client, head)
         url = target.decode("latin-1")
-        try:
-            origin, host = split_origin(url)
-        except InvalidURL as exc:
-            self._send_error(client, 400, str(exc), close=True)
-            return False
-        problem = _host_problem(host)
-        if problem is not None:
-            self._send_error(client, 400, problem)
-            return await self._answered(client, head)
-        parts = urlsplit(url)
-        scheme = parts.scheme.lower()
-        port = parts.port or (443 if scheme == "https" else 80)
+        plain = _PLAIN_TARGET.match(url)
+        if plain is not None and not url.endswith("?"):
+            # The common target (lower-case http(s), a plain host, a path, no fragment) read
+            # at once: what split_origin, the host check and urlsplit below make of it.
+            scheme, host, number, path = plain.groups()
+            default = 443 if scheme == "https" else 80
+            given = default if number is None else int(number)
+            # IDNA takes an ASCII name whose labels are 1 to 63 characters (the last may be
+            # empty): a short name without empty labels is one, others are asked.
+            short = len(host) <= 63 and host[0] != "." and ".." not in host
+            if given > 65535 or not (short or _host_problem(host) is None):
+                plain = None  # refused below, in the general way's words
+            else:
+                origin = f"{scheme}://{host}" if given == default \
+                    else f"{scheme}://{host}:{given}"
+                port = given or default  # a port 0 is read as urlsplit reads it
+                netloc = url[len(scheme) + 3:plain.start(4)].encode("latin-1")
+                path_bytes = path.encode("latin-1")
+        if plain is None:
+            try:
+                origin, host = split_origin(url)
+            except InvalidURL as exc:
+                self._send_error(client, 400, str(exc), close=True)
+                return False
+            problem = _host_problem(host)
+            if problem is not None:
+                self._send_error(client, 400, problem)
+                return await self._answered(client, head)
+            parts = urlsplit(url)
+            scheme = parts.scheme.lower()
+            port = parts.port or (443 if scheme == "https" else 80)
+            path = parts.path or "/"
+            if parts.query:
+                path += "?" + parts.query
+            path_bytes = path.encode("latin-1")
+            netloc = parts.netloc.rsplit("@", 1)[-1].encode("latin-1")
         if (host, port) in self._addresses or _VIA in (head.get(b"via") or b""):
             self._send_error(client, 508, "this request is addressed to the proxy itself: "
                              "refused, not looped", close=True)
@@ -282,14 +309,10 @@ class ProxyServer(Tunnels, Ordered):
         if not isinstance(asked, tuple):
             return bool(asked)
         mode, wait_s, address = asked
-        path = parts.path or "/"
-        if parts.query:
-            path += "?" + parts.query
         watch = self._politeness.activity.watch(head.method.decode("latin-1"), url, host,
                                                 held=mode is not Mode.REJECT)
-        exchange = _Exchange(head, url, origin, (scheme, host, port),
-                             path.encode("latin-1"),
-                             parts.netloc.rsplit("@", 1)[-1].encode("latin-1"), address, watch)
+        exchange = _Exchange(head, url, origin, (scheme, host, port), path_bytes, netloc,
+                             address, watch)
         return await self._proxied(client, exchange, mode, wait_s, peer)
 
     # -- the API ---------------------------------------------------------------------------

@@ -69,9 +69,12 @@ class Delays(NamedTuple):
     @property
     def robots_s(self) -> float | None:
         """The largest spacing the site itself asks for."""
+        crawl, rate = self.crawl_delay_s, self.request_rate_s
+        ip_delay, ip_rate = self.ip_delay_s, self.ip_rate_s
+        if crawl is None and rate is None and ip_delay is None and ip_rate is None:
+            return None  # most sites ask for none: said at once
         found = None
-        for value in (self.crawl_delay_s, self.request_rate_s, self.ip_delay_s,
-                      self.ip_rate_s):
+        for value in (crawl, rate, ip_delay, ip_rate):
             if value is not None and (found is None or value > found):
                 found = value
         return found

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import ssl
 import threading
@@ -72,11 +73,21 @@ def serve(site: Site) -> Iterator[Site]:
 
         def handle_one_request(self) -> None:
             self.arrived_at = None
-            if not isinstance(self.connection, ssl.SSLSocket):  # TLS hides the packets:
-                self.arrived_at = next_arrival(self.connection)  # noted once read, below
-                if self.arrived_at is None:  # the client closed the connection
-                    self.close_connection = True
-                    return
+            connection = self.connection
+            if not isinstance(connection, ssl.SSLSocket):
+                self.arrived_at = next_arrival(connection)
+            elif connection.pending() == 0:
+                # The next TLS record still waits in the socket: its packets' stamp is the
+                # request's arrival, peeked through a second handle on the same socket
+                # (bytes already decrypted are noted once read, below).
+                with socket.socket(fileno=os.dup(connection.fileno())) as raw:
+                    raw.settimeout(connection.gettimeout())
+                    self.arrived_at = next_arrival(raw)
+            else:
+                return super().handle_one_request()
+            if self.arrived_at is None:  # the client closed the connection
+                self.close_connection = True
+                return
             super().handle_one_request()
 
         def do_POST(self) -> None:

@@ -43,10 +43,15 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
                    timeout=120)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    installed = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
-         "--quiet", "--disable-pip-version-check", "--no-compile", REFERENCE],
-        capture_output=True, text=True, timeout=600, env=env, check=False)
+    python = str(venv / "bin" / "python")
+    # uv where `make test` installed it (a third of pip's time), the tests' own pip elsewhere
+    uv = Path(sys.executable).parent / "uv"
+    command = ([str(uv), "pip", "install", "--quiet", "--python", python, REFERENCE]
+               if uv.exists() else
+               [sys.executable, "-m", "pip", "--python", python, "install", "--quiet",
+                "--disable-pip-version-check", "--no-compile", REFERENCE])
+    installed = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env,
+                               check=False)
     if installed.returncode != 0:
         last = (installed.stderr.strip().splitlines() or ["no output"])[-1]
         pytest.skip(f"{REFERENCE} cannot be installed from the package index: {last}")

@@ -33,40 +33,16 @@ def test_health_is_answered_while_a_hostile_file_is_worked_on() -> None:
     consumed = threading.Event()
 
     def origin(conn: socket.socket, stop: threading.Event) -> None:
-        with conn:
-            head = request_head(conn)
-            if head is None:
-                return
-            if not head.startswith(b"GET /robots.txt "):
-                conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
-                return
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "
-                         + str(len(HOSTILE)).encode() + b"\r\nConnection: close\r\n\r\n"
-                         + HOSTILE)
-            with suppress(OSError):  # until the service has read it all and closed
-                while conn.recv(4096):
-                    pass
-            consumed.set()
+        _serve_robots(conn, HOSTILE, after=consumed.set)
 
     with tcp_origin(HOST, origin) as port, \
             polite_serve("--store", "memory://", "--allow-private") as api:
         # 50 URLs, each matched by one of the patterns (and by shorter ones)
         urls = [f"http://{HOST}:{port}/page{n}x{n}y" for n in range(0, 14_000, 280)]
-        verbose: list[httpx.Response] = []
-        done = threading.Event()
-
-        def ask() -> None:
-            with httpx.Client(base_url=str(api.base_url), trust_env=False,
-                              timeout=600) as client:
-                verbose.append(client.post("/politeness/verbose", json=urls,
-                                           params={"purpose": "train-ai"}))
-            done.set()
-
-        asking = threading.Thread(target=ask, daemon=True)
-        asking.start()
+        asking, verbose = _verbose_in_background(str(api.base_url), urls)
         assert consumed.wait(120), "the service never read robots.txt"
         health = api.get("/health")
-        answered_first = not done.is_set()
+        answered_first = asking.is_alive()
         asking.join(600)
         assert health.status_code == 200
         assert answered_first, "/health waited for the verbose call"
@@ -78,7 +54,30 @@ def test_health_is_answered_while_a_hostile_file_is_worked_on() -> None:
             assert f": /*x{n}*y train-ai=n" in found["usage"]["reason"], (url, found)
 
 
-def _serve_hostile(conn: socket.socket, stop: threading.Event) -> None:
+def _verbose_in_background(base_url: str, urls: list[str]
+                           ) -> tuple[threading.Thread, list[httpx.Response]]:
+    """``POST /politeness/verbose?purpose=train-ai`` of ``urls`` on a thread of its own,
+    begun (its client open) when this returns; the answer lands in the list."""
+    verbose: list[httpx.Response] = []
+    begun = threading.Event()
+
+    def ask() -> None:
+        with httpx.Client(base_url=base_url, trust_env=False, timeout=600) as client:
+            begun.set()
+            verbose.append(client.post("/politeness/verbose", json=urls,
+                                       params={"purpose": "train-ai"}))
+
+    asking = threading.Thread(target=ask, daemon=True)
+    asking.start()
+    begun.wait(30)
+    return asking, verbose
+
+
+def _serve_robots(conn: socket.socket, body: bytes, *,
+                  before: Callable[[], object] | None = None,
+                  after: Callable[[], None] | None = None) -> None:
+    """``body`` as robots.txt, 404 for anything else; ``before`` is called before the file
+    is sent, ``after`` once the service has read it all and closed the connection."""
     with conn:
         head = request_head(conn)
         if head is None:
@@ -86,9 +85,19 @@ def _serve_hostile(conn: socket.socket, stop: threading.Event) -> None:
         if not head.startswith(b"GET /robots.txt "):
             conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
             return
+        if before is not None:
+            before()
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "
-                     + str(len(HOSTILE)).encode() + b"\r\nConnection: close\r\n\r\n"
-                     + HOSTILE)
+                     + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+        if after is not None:
+            with suppress(OSError):  # until the service has read it all and closed
+                while conn.recv(4096):
+                    pass
+            after()
+
+
+def _serve_hostile(conn: socket.socket, stop: threading.Event) -> None:
+    _serve_robots(conn, HOSTILE)
 
 
 # What /health may take at worst while the call runs. Measured on two cores shared with a
@@ -107,19 +116,7 @@ def test_health_stays_quick_beside_a_verbose_call_on_the_hostile_file() -> None:
     with tcp_origin(LOOKUP_HOST, _serve_hostile) as port, \
             polite_serve("--store", "memory://", "--allow-private") as api:
         urls = [f"http://{LOOKUP_HOST}:{port}/page{n}x{n}y" for n in range(0, 14_000, 70)]
-        verbose: list[httpx.Response] = []
-        started = threading.Event()
-
-        def ask() -> None:
-            with httpx.Client(base_url=str(api.base_url), trust_env=False,
-                              timeout=600) as client:
-                started.set()
-                verbose.append(client.post("/politeness/verbose", json=urls,
-                                           params={"purpose": "train-ai"}))
-
-        asking = threading.Thread(target=ask, daemon=True)
-        asking.start()
-        started.wait(30)
+        asking, verbose = _verbose_in_background(str(api.base_url), urls)
         took: list[float] = []
         while asking.is_alive():
             begun = time.perf_counter()
@@ -151,25 +148,14 @@ def test_health_is_answered_while_parsed_files_are_evicted() -> None:
     origins = 8
 
     def origin(index: int) -> Callable[[socket.socket, threading.Event], None]:
+        def was_served() -> None:
+            with seen:
+                served.append(index)
+                seen.notify_all()
+
         def handle(conn: socket.socket, stop: threading.Event) -> None:
-            with conn:
-                head = request_head(conn)
-                if head is None:
-                    return
-                if not head.startswith(b"GET /robots.txt "):
-                    conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
-                    return
-                if index == origins - 1:
-                    answered.wait(120)
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
-                             b"Content-Length: " + str(len(WILDCARD_LINES)).encode()
-                             + b"\r\nConnection: close\r\n\r\n" + WILDCARD_LINES)
-                with suppress(OSError):  # until the service has read it all and closed
-                    while conn.recv(4096):
-                        pass
-                with seen:
-                    served.append(index)
-                    seen.notify_all()
+            _serve_robots(conn, WILDCARD_LINES, after=was_served,
+                          before=(lambda: answered.wait(120)) if index == origins - 1 else None)
 
         return handle
 

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from polite.errors import InvalidURL
 
 __all__ = [
+    "PLAIN_ORIGIN",
     "canonical_escapes",
     "canonical_koster",
     "canonical_rfc9309",
@@ -139,9 +140,11 @@ def origin_of(url: str) -> str:
     return split_origin(url)[0]
 
 
-# The common shape, lower-case scheme and host, read without urlsplit; anything else takes
-# the general path.
-_PLAIN = re.compile(r"(https?)://([a-z0-9.-]+)(?::([0-9]{1,5}))?(?=[/?#]|\Z)")
+# The common shape of an origin, lower-case scheme and host (groups: scheme, host, port),
+# read without urlsplit; anything else takes the general path. The proxy reads its usual
+# request target with it too.
+PLAIN_ORIGIN = r"(https?)://([a-z0-9.-]+)(?::([0-9]{1,5}))?"
+_PLAIN = re.compile(PLAIN_ORIGIN + r"(?=[/?#]|\Z)")
 
 
 def split_origin(url: str) -> tuple[str, str]:

@@ -32,6 +32,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from polite.clock import WallClock
+from polite.core.urls import PLAIN_ORIGIN
 from polite.errors import InvalidURL
 from polite.fetch.cache import PageCache
 from polite.fetch.politeness import Politeness
@@ -69,7 +70,29 @@ __all__ = ["ProxyServer"]
 _OTHER_SCHEME = re.compile(rb"([A-Za-z][A-Za-z0-9+.-]*)://")  # an absolute URL, not http(s)
 # The usual absolute target: a lower-case scheme, a host of letters, digits, dots and
 # hyphens, a port, a path of printable ASCII without a fragment ("#" is 0x23).
-_PLAIN_TARGET = re.compile(r"(https?)://([a-z0-9.-]+)(?::([0-9]{1,5}))?(/[!\"$-~]*)\Z")
+_PLAIN_TARGET = re.compile(PLAIN_ORIGIN + r"(/[!\"$-~]*)\Z")
+
+
+def _plain_target(url: str) -> tuple[str, str, str, int, bytes, bytes] | None:
+    """The common target (lower-case http(s), a plain host, a path, no fragment) read at
+    once: ``(origin, host, scheme, port, path, netloc)`` as split_origin, the host check and
+    urlsplit make of it; None for any other, which the general way reads (and refuses in
+    its own words)."""
+    m = _PLAIN_TARGET.match(url)
+    if m is None or url.endswith("?"):
+        return None
+    scheme, host, number, path = m.groups()
+    default = 443 if scheme == "https" else 80
+    given = default if number is None else int(number)
+    # IDNA takes an ASCII name whose labels are 1 to 63 characters (the last may be empty):
+    # a short name without empty labels is one, others are asked.
+    short = len(host) <= 63 and host[0] != "." and ".." not in host
+    if given > 65535 or not (short or _host_problem(host) is None):
+        return None
+    origin = f"{scheme}://{host}" if given == default else f"{scheme}://{host}:{given}"
+    netloc = url[len(scheme) + 3:m.start(4)].encode("latin-1")
+    # a port 0 is read as urlsplit reads it
+    return origin, host, scheme, given or default, path.encode("latin-1"), netloc
 
 
 class _ClientChannel(Channel):
@@ -264,25 +287,10 @@ class ProxyServer(Tunnels, Ordered):
                              f"{other.group(1).decode('latin-1').lower()}")
             return await self._answered(client, head)
         url = target.decode("latin-1")
-        plain = _PLAIN_TARGET.match(url)
-        if plain is not None and not url.endswith("?"):
-            # The common target (lower-case http(s), a plain host, a path, no fragment) read
-            # at once: what split_origin, the host check and urlsplit below make of it.
-            scheme, host, number, path = plain.groups()
-            default = 443 if scheme == "https" else 80
-            given = default if number is None else int(number)
-            # IDNA takes an ASCII name whose labels are 1 to 63 characters (the last may be
-            # empty): a short name without empty labels is one, others are asked.
-            short = len(host) <= 63 and host[0] != "." and ".." not in host
-            if given > 65535 or not (short or _host_problem(host) is None):
-                plain = None  # refused below, in the general way's words
-            else:
-                origin = f"{scheme}://{host}" if given == default \
-                    else f"{scheme}://{host}:{given}"
-                port = given or default  # a port 0 is read as urlsplit reads it
-                netloc = url[len(scheme) + 3:plain.start(4)].encode("latin-1")
-                path_bytes = path.encode("latin-1")
-        if plain is None:
+        plain = _plain_target(url)
+        if plain is not None:
+            origin, host, scheme, port, path_bytes, netloc = plain
+        else:
             try:
                 origin, host = split_origin(url)
             except InvalidURL as exc:

@@ -32,17 +32,24 @@ LARGE = ("User-agent: *\n" + "".join(f"Disallow: /p{i}/*x{i}$\n"
                                      for i in range(3000))).encode()
 
 
-async def test_120_hostile_files_stay_within_the_byte_budget(client: httpx.AsyncClient
-                                                             ) -> None:
+async def _hostile_origins(client: httpx.AsyncClient
+                           ) -> tuple[WallClock, MemoryStore, list[str], RobotsFetcher]:
+    """120 origins whose hostile robots.txt another node sharing the store fetched before
+    (read and parsed from there), and a fetcher held to the budget."""
     clock = WallClock()
     store = MemoryStore(clock)
     origins = [f"http://h{i}.example" for i in range(120)]
-    # Fetched before by another node sharing the store: read and parsed from there.
     for origin in origins:
         await store.save_robots(RobotsRecord(origin, "parsed", 200, HOSTILE, clock(),
                                              clock() + 3600))
     robots = RobotsFetcher(client, store, clock, agent="politetest",
                            max_memory_bytes=BUDGET)
+    return clock, store, origins, robots
+
+
+async def test_120_hostile_files_stay_within_the_byte_budget(client: httpx.AsyncClient
+                                                             ) -> None:
+    _, _, origins, robots = await _hostile_origins(client)
     tracemalloc.start()
     try:
         for n, origin in enumerate(origins):
@@ -68,14 +75,7 @@ async def test_120_hostile_files_stay_within_the_byte_budget(client: httpx.Async
 async def test_decisions_keep_no_file_past_the_budget(client: httpx.AsyncClient) -> None:
     """The politeness driver, deciding for 120 origins, holds no parsed file of its own (it
     kept each origin's last state to tell the dashboard of changes: every file, for ever)."""
-    clock = WallClock()
-    store = MemoryStore(clock)
-    origins = [f"http://h{i}.example" for i in range(120)]
-    for origin in origins:
-        await store.save_robots(RobotsRecord(origin, "parsed", 200, HOSTILE, clock(),
-                                             clock() + 3600))
-    robots = RobotsFetcher(client, store, clock, agent="politetest",
-                           max_memory_bytes=BUDGET)
+    clock, store, origins, robots = await _hostile_origins(client)
     politeness = Politeness(robots, store, clock, agent="politetest", allow_private=True)
     await politeness.check([origins[0] + "/"])  # what every check allocates once
     gc.collect()

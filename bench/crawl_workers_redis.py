@@ -82,7 +82,7 @@ def redis_use(servers: list[str]) -> tuple[float, int]:
 def one_round(folder: Path, peer: Peer, workers: int, hosts: int,
               pages: int) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": peer.src} if peer.src else None
-    with farm(folder, hosts, pages, 10, "0") as (seeds, log, process):
+    with farm(folder, hosts, pages, "10", "0") as (seeds, log, process):
         prefix = f"b{uuid.uuid4().hex[:8]}:"
         farm_before = farm_cpu_s(process)
         redis_before, reads_before = redis_use(peer.servers)
@@ -106,7 +106,7 @@ def one_round(folder: Path, peer: Peer, workers: int, hosts: int,
         redis_after, reads_after = redis_use(peer.servers)
         farm_cpu, redis_cpu = farm_cpu_s(process) - farm_before, redis_after - redis_before
         reads = reads_after - reads_before
-    times = sorted(t for ts in json.loads(log.read_text()).values() for t in ts)
+    times = sorted(t for ts in json.loads(log.read_text())["arrivals"].values() for t in ts)
     fetched = len(times)
     return {"pages": fetched, "pages_per_s": (fetched - 1) / (times[-1] - times[0]),
             "crawl_cpu_ms": 1000 * cpu / fetched, "farm_cpu_ms": 1000 * farm_cpu / fetched,

@@ -161,3 +161,17 @@ def send_staggered(api: httpx.Client, urls: list[str], headers: dict[str, str],
         sender.join(10)
         for sock in sockets:
             sock.close()
+
+
+def until_counted(api: httpx.Client, count: int, *, timeout_s: float = 30.0) -> bool:
+    """Whether the node comes to count ``count`` requests queued or in flight (its
+    dashboard's summary, asked until it does, ``timeout_s`` at most): a request counted has
+    reached the proxy and holds its place (a client's order, a host's slot)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        node = api.get("/dashboard/summary").json()["node"]
+        if node["queued"] + node["inFlight"] == count:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)

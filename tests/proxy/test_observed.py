@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.serving import polite_serve
+from tests.serving import polite_serve, until_counted
 from tests.sites import Reply, Site, serve
 
 PAGE = Reply(200, b"a page")
@@ -22,8 +22,10 @@ ROBOTS = Reply(200, b"User-agent: *\nDisallow: /private\n")
 
 @pytest.fixture
 def api() -> Iterator[httpx.Client]:
+    # No adaptive delay: the host's spacing is the delay the test sets, whatever time its
+    # answers took on a loaded machine (the tunnel after /b would otherwise wait for it).
     with polite_serve("--store", "memory://", "--allow-private", "--trace-size", "50",
-                      "--default-delay-ms", "0") as client:
+                      "--default-delay-ms", "0", "--adaptive-factor", "0") as client:
         yield client
 
 
@@ -41,7 +43,7 @@ def tunnel(api: httpx.Client, target: str) -> bytes:
 def settled(api: httpx.Client, count: int) -> tuple[list[dict[str, object]], dict[str, object]]:
     """The trace once it holds ``count`` exchanges (a tunnel's end is traced when the
     proxy sees it closed), and the node's summary then."""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while True:
         exchanges = api.get("/trace").json()["exchanges"]
         if len(exchanges) >= count or time.monotonic() > deadline:
@@ -50,7 +52,13 @@ def settled(api: httpx.Client, count: int) -> tuple[list[dict[str, object]], dic
 
 
 def test_every_exchange_is_traced_once_and_leaves_no_count_behind(api: httpx.Client) -> None:
-    site = Site("127.0.46.1", {"/robots.txt": ROBOTS, "/a": PAGE, "/b": PAGE,
+    late_answered = threading.Event()
+
+    def after_late() -> Reply:  # /b is unanswered until the request behind it has its 504
+        late_answered.wait(30)
+        return PAGE
+
+    site = Site("127.0.46.1", {"/robots.txt": ROBOTS, "/a": PAGE, "/b": after_late,
                                "/private": PAGE})
     closed = Site("127.0.46.2", {"/robots.txt": Reply(200, b"User-agent: *\nDisallow: /\n")})
     with serve(site), serve(closed), \
@@ -63,10 +71,13 @@ def test_every_exchange_is_traced_once_and_leaves_no_count_behind(api: httpx.Cli
         held = threading.Thread(target=client.get, args=(f"{site.origin}/b",),
                                 kwargs={"headers": ordered})
         held.start()  # waits for the host's slot, two seconds after /private's check
-        time.sleep(0.3)
+        # in the client's order once the proxy counts it (queued, or sent once its slot
+        # came): the next request of the client waits for its answer, held at the site
+        assert until_counted(api, 1), "the held request did not reach the proxy"
         with httpx.Client(proxy=str(api.base_url).rstrip("/"), trust_env=False,
                           timeout=30) as other:
             late = other.get(f"{site.origin}/a", headers={**ordered, "X-Polite-Timeout": "0.3"})
+        late_answered.set()
         assert late.status_code == 504
         held.join(30)
         assert tunnel(api, f"127.0.46.2:{closed.port}").startswith(b"HTTP/1.1 403")

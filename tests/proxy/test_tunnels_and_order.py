@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.serving import polite_serve, polite_serve_process, send_staggered
+from tests.serving import polite_serve, polite_serve_process, send_staggered, until_counted
 from tests.sites import Reply, Site, greet_first, serve, tcp_origin
 
 PAGE = Reply(200, b"through the tunnel")
@@ -134,7 +134,14 @@ def test_ordered_mode_answers_one_clients_requests_in_arrival_order(proxy: httpx
 
 
 def test_ordered_mode_times_out_behind_a_long_wait(proxy: httpx.Client) -> None:
-    with serve(Site("127.0.5.4", {"/robots.txt": Reply(404), "/a": PAGE, "/b": PAGE})) as site:
+    late_answered = threading.Event()
+
+    def after_late() -> Reply:  # /b is unanswered until the request behind it has its 504
+        late_answered.wait(30)
+        return PAGE
+
+    with serve(Site("127.0.5.4", {"/robots.txt": Reply(404), "/a": PAGE,
+                                  "/b": after_late})) as site:
         assert proxy.put("/delays/127.0.5.4", json={"delay": 2000}).status_code == 200
         with httpx.Client(proxy=str(proxy.base_url).rstrip("/"), trust_env=False,
                           timeout=30) as client:
@@ -143,11 +150,13 @@ def test_ordered_mode_times_out_behind_a_long_wait(proxy: httpx.Client) -> None:
             held = threading.Thread(target=client.get, args=(f"{site.origin}/b",),
                                     kwargs={"headers": headers})
             held.start()
-            time.sleep(0.2)
+            # in the client's order once the proxy counts it (queued for its slot, or sent)
+            assert until_counted(proxy, 1), "the held request did not reach the proxy"
             with httpx.Client(proxy=str(proxy.base_url).rstrip("/"), trust_env=False,
                               timeout=30) as other:
                 late = other.get(f"{site.origin}/a", headers={**headers,
                                                               "X-Polite-Timeout": "0.3"})
+            late_answered.set()
             held.join(30)
             bad = client.get(f"{site.origin}/a", headers={"X-Polite-Timeout": "soon"})
     assert late.status_code == 504 and "c2" in late.text
@@ -219,7 +228,7 @@ def test_ordered_mode_a_client_name_claimed_from_another_address_holds_nothing(
         squatter = send("127.0.61.42", f"{slow.origin}/slow",
                         {**claim, "X-Polite-Timeout": "15"})
         try:
-            time.sleep(0.3)  # it is in the queue
+            assert until_counted(proxy, 1), "the squatter did not reach the proxy"  # queued
             crawler = send("127.0.61.43", f"{fast.origin}/page",
                            {**claim, "X-Polite-Timeout": "3"})
             with crawler:

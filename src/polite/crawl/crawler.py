@@ -20,7 +20,7 @@ import inspect
 import time
 import warnings
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import InitVar, dataclass, field, fields
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -62,7 +62,7 @@ from polite.crawl.html import Link, extract_links, is_small
 from polite.crawl.output import WARC_GZIP_LEVEL, CrawlOutput, Exchange, WriteFailed
 from polite.errors import InvalidURL, PoliteError
 from polite.fetch.http import FetchResult, HttpClient
-from polite.fetch.politeness import Answer, Politeness, message
+from polite.fetch.politeness import LEASE_S, Answer, Politeness, message
 from polite.fetch.sitemaps import SitemapWalker
 from polite.storage.base import cannot_write, raise_if_cancelled
 from polite.storage.frontier import FrontierCounts, FrontierItem, FrontierStore, settle
@@ -311,13 +311,16 @@ class Crawler:
         unreachable: tuple[type[BaseException], ...] = (),
         on_store: Callable[[bool, str], None] | None = None,
         group_commits: bool = False,
+        host_leases: bool = False,
     ) -> None:
         """``unreachable``: the errors that say the store does not answer (its server is
         down or restarting); the crawl then waits for it, telling ``on_store(False,
         error)`` once and ``on_store(True, "")`` when it is back, and goes on with the URLs
         it held. ``group_commits``: no other process writes the SQLite file of the frontier
         (and of the politeness store, when they share it), so pages may be committed
-        together (:data:`GROUP_COMMIT_S`) while :meth:`run` owns the store."""
+        together (:data:`GROUP_COMMIT_S`) while :meth:`run` owns the store.
+        ``host_leases``: other processes share the politeness store, so a request granted
+        holds its host's lease until it is over (:meth:`Politeness.check`'s ``lease_s``)."""
         self.settings = settings or CrawlSettings()
         self._politeness = politeness
         self._frontier = frontier
@@ -358,6 +361,13 @@ class Crawler:
         self._group_ripe = False  # the held transaction is due to be committed
         self._group_timer: asyncio.TimerHandle | None = None
         self._group_pages = 0  # pages settled in it
+        # Workers sharing a store: a request granted holds its host until its response is
+        # noted (the lease), so that they have one request of a host in flight at a time and
+        # the next slot is given only once this one's late start is in the store. It lasts
+        # longer than a fetch may (its deadline): it never lapses while the request is out.
+        # Alone, the crawler keeps one request of a host in flight itself (per_host).
+        self._lease_s = self.settings.fetch_deadline_s + LEASE_S if host_leases else None
+        self._leased: set[str] = set()  # the URLs whose requests hold their host's lease
 
     # -- the frontier -----------------------------------------------------------------------
 
@@ -751,7 +761,8 @@ class Crawler:
                                    "pages reached", "budget")
             return now
         (found,) = await self._politeness.check([item.url], reserve=True,
-                                                agent=self.settings.agent)
+                                                agent=self.settings.agent,
+                                                lease_s=self._lease_s)
         if not found.allowed:
             wait_s = found.wait_s
             if wait_s is None:
@@ -774,7 +785,39 @@ class Crawler:
             return self._clock() + wait_s + _margin_s(wait_s)
         if self._in_flight[host] < self.settings.per_host:
             self._schedule(host, self._clock())  # room for another fetch to this host
-        return await self._fetch(item, found.grant)
+        async with self._holding(item.url):
+            return await self._fetch(item, found.grant)
+
+    # -- the host's lease -------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def _holding(self, url: str) -> AsyncIterator[None]:
+        """The request of ``url`` was just granted its slot, and its host's lease with it
+        (none is taken alone): a way out that did not end the lease with the response
+        (:meth:`_note_response`) ends it here: no response, a request held back, a 402, a
+        URL given back for another try, an error, a cancel. Forgotten, it would keep the
+        host from every worker until it ran out."""
+        if self._lease_s is None:
+            yield
+            return
+        self._leased.add(url)
+        try:
+            yield
+        finally:
+            if url in self._leased:
+                self._leased.discard(url)
+                await self._politeness.end_lease(url)
+
+    async def _note_response(self, url: str, status: int, elapsed_s: float | None,
+                             retry_after: str | None = None) -> float | None:
+        """:meth:`Politeness.note_response`, ending the lease ``url``'s request holds in
+        the same step as a 429's pause begins."""
+        held = url in self._leased
+        pause = await self._politeness.note_response(url, status, elapsed_s=elapsed_s,
+                                                     retry_after=retry_after, ends_lease=held)
+        if held:
+            self._leased.discard(url)
+        return pause
 
     # -- a host's guidance ------------------------------------------------------------------
 
@@ -821,21 +864,28 @@ class Crawler:
         robots.txt of any other request; a due time when the slot is not yet free."""
         target = split_origin(url)[0] + TDMREP_PATH
         (found,) = await self._politeness.check([target], reserve=True,
-                                                agent=self.settings.agent)
+                                                agent=self.settings.agent,
+                                                lease_s=self._lease_s)
         if not found.allowed:
             wait_s = found.wait_s
             if wait_s is not None:
                 return self._clock() + wait_s + _margin_s(wait_s)
             self._tdmrep[host] = None  # refused (robots.txt): the file is not read
             return None
-        got = await self._pages.get(target, self._request_headers(host),
-                                    max_bytes=MAX_TDMREP_BYTES + 1,
-                                    deadline_s=self.settings.fetch_deadline_s)
+        async with self._holding(target):
+            # spaced from when it really went, as a page is (see _fetch)
+            late = self._politeness.late_start(target, grant=found.grant)
+            got = await self._pages.get(target, self._request_headers(host),
+                                        max_bytes=MAX_TDMREP_BYTES + 1,
+                                        deadline_s=self.settings.fetch_deadline_s,
+                                        leaving=late)
+            await late.noted()
+            if got.failure == "withheld":  # asked again, in a new turn of its host's
+                return self._clock()
+            if got.status is not None:
+                await self._note_response(target, got.status, got.answered_s)
         # compiled once here, not for each page of the host
         self._tdmrep[host] = read_tdmrep(got.body) if got.status == 200 and got.body else None
-        if got.status is not None:
-            await self._politeness.note_response(target, got.status,
-                                                 elapsed_s=got.answered_s)
         self._output.page({"url": target, "kind": "tdmrep", "status": got.status,
                            "outcome": "failed" if got.status is None else "fetched",
                            "bytes": len(got.body)})
@@ -955,9 +1005,8 @@ class Crawler:
         answered: tuple[int, float | None] | None = (status, got.answered_s)
         if status in RETRIED:  # the pause is written at once (other answers with the page)
             answered = None
-            pause = await self._politeness.note_response(
-                item.url, status, elapsed_s=got.answered_s,
-                retry_after=got.headers.get("retry-after"))
+            pause = await self._note_response(item.url, status, got.answered_s,
+                                              got.headers.get("retry-after"))
             if item.attempts + 1 < settings.max_attempts:
                 until = now + (pause or 0.0)
                 await self._frontier.release(item._replace(attempts=item.attempts + 1,
@@ -1024,8 +1073,11 @@ class Crawler:
             try:
                 async with self._frontier.batch():
                     if answered is not None:
-                        await self._politeness.note_response(item.url, answered[0],
-                                                             elapsed_s=answered[1])
+                        # the lease of its request ends as the URL is settled (forgotten
+                        # once the batch is written: one the store lost is ended again)
+                        await self._politeness.note_response(
+                            item.url, answered[0], elapsed_s=answered[1],
+                            ends_lease=item.url in self._leased)
                     links = found
                     if redirect:
                         # the line says whether the target was new: queued before the line
@@ -1051,6 +1103,8 @@ class Crawler:
                     self._took(settled.added, settled.marked)
                     if settled.leased is not None:
                         self._pending[host] = settled.leased
+                if answered is not None:
+                    self._leased.discard(item.url)
                 self._group_pages += 1
                 return
             except Exception as exc:

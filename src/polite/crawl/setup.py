@@ -110,7 +110,9 @@ async def open_crawler(
                             send_slack_s=SHARED_SEND_SLACK_S if worker else LATE_UNNOTED_S,
                             private_hint=knobs.allow_private, public_hosts=hosts,
                             robots_uses_slot=True)  # seed 000: every request counts
-    walker = SitemapWalker(client, politeness, cross_host="host")
+    # Workers sharing the store take each host's lease with its slot (see Crawler), for
+    # sitemaps too: one request of a host in flight among them all.
+    walker = SitemapWalker(client, politeness, cross_host="host", host_leases=bool(worker))
     output = CrawlOutput(out, warc=settings.warc, warc_gzip_level=settings.warc_gzip_level)
     unreachable: tuple[type[BaseException], ...] = ()
     if is_redis_store(politeness_store):
@@ -121,7 +123,7 @@ async def open_crawler(
         # the folder's own file, locked above, is written by no other process
         yield Crawler(politeness, frontier, client, output, clock, settings, walker=walker,
                       on_page=on_page, unreachable=unreachable, on_store=on_store,
-                      group_commits=not store and not worker)
+                      group_commits=not store and not worker, host_leases=bool(worker))
     finally:
         output.close()
         await client.aclose()

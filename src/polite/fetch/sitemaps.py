@@ -35,7 +35,7 @@ from polite.core.sitemaps import Entry, ParseIssue, SitemapParser
 from polite.core.sitemaps.model import MAX_SITEMAP_BYTES, MAX_SITEMAP_URLS
 from polite.errors import InvalidURL
 from polite.fetch.http import FetchResult, HttpClient, Sink
-from polite.fetch.politeness import Politeness, message
+from polite.fetch.politeness import LEASE_S, Politeness, message
 from polite.fetch.redirects import Check, follow, redirect_target
 from polite.fetch.robots import normal_url, split_origin
 
@@ -58,6 +58,7 @@ class Taken(NamedTuple):
 
     at: float
     grant: int = 0
+    leased: bool = False  # it holds its host's lease (polite_turn's lease_s)
 
 
 class Deferred(str):
@@ -87,15 +88,18 @@ MAX_REMEMBERED_URLS = 2_000_000
 
 
 async def polite_turn(politeness: Politeness, url: str,
-                      max_wait_s: float = MAX_POLITE_WAIT_S) -> Taken | str:
+                      max_wait_s: float = MAX_POLITE_WAIT_S, *,
+                      lease_s: float | None = None) -> Taken | str:
     """Wait for ``url``'s slot and take it (the walker's and the survey's turn for each
     file); the reason when it may not be fetched at all, or when its host asks to wait
-    longer than ``max_wait_s`` (a Visit-time window hours away: reported, not waited for)."""
+    longer than ``max_wait_s`` (a Visit-time window hours away: reported, not waited for).
+    ``lease_s``: the turn holds its host's lease too (:meth:`Politeness.check`), which the
+    caller ends once the request is over."""
     waited = 0.0
     while True:
-        (found,) = await politeness.check([url], reserve=True)
+        (found,) = await politeness.check([url], reserve=True, lease_s=lease_s)
         if found.allowed:
-            return Taken(time.monotonic(), found.grant)
+            return Taken(time.monotonic(), found.grant, lease_s is not None)
         pause = found.wait_s
         if pause is None:
             return message(found) or "not allowed"
@@ -287,6 +291,7 @@ class SitemapWalker:
         decode: bool = True,
         in_flight: asyncio.Semaphore | None = None,
         tell_answers: bool = True,
+        host_leases: bool = False,
     ) -> None:
         if cross_host not in ("host", "site", "any"):
             raise ValueError(f"cross_host must be host, site or any, not {cross_host!r}")
@@ -310,6 +315,10 @@ class SitemapWalker:
         # delay and no back-off has no use for them, and a survey meets too many hosts to
         # keep a time for each).
         self._tell_answers = tell_answers
+        # On: processes sharing the store have one request of a host in flight at a time;
+        # each turn of the walk's takes its host's lease, which its hop ends (lasting
+        # longer than a file may take, it never lapses while the request is out).
+        self._lease_s = file_deadline_s + LEASE_S if host_leases else None
 
     def with_limits(self, *, max_files: int, max_depth: int) -> SitemapWalker:
         """The same walker (client, politeness, policy) with other limits."""
@@ -469,7 +478,8 @@ class SitemapWalker:
     async def _polite_turn(self, url: str) -> Taken | str:
         """Wait for ``url``'s slot and take it; the reason when it may not be fetched at
         all."""
-        return await polite_turn(self._politeness, url, self.max_wait_s)
+        return await polite_turn(self._politeness, url, self.max_wait_s,
+                                 lease_s=self._lease_s)
 
     async def fetch(self, url: str, *, check: Check, turn: Turn | None = None,
                     taken: Taken | None = None, sink: Sink | None = None,
@@ -497,8 +507,22 @@ class SitemapWalker:
 
         first = taken
 
+        # A turn that holds its host's lease (Taken.leased) ends it once its request is
+        # over, whichever way: with the answer noted, or at once when there was none, when
+        # the request was held back, on an error or a cancel. (Hops follow one another.)
+        leased = False
+
         async def hop(target: str) -> str | None:
-            nonlocal status, failure, error, seconds, content_type, body, at, first
+            nonlocal leased
+            try:
+                return await exchange(target)
+            finally:
+                if leased:
+                    leased = False
+                    await self._politeness.end_lease(target)
+
+        async def exchange(target: str) -> str | None:
+            nonlocal status, failure, error, seconds, content_type, body, at, first, leased
             at = target
             while True:
                 given, first = first, None
@@ -508,6 +532,7 @@ class SitemapWalker:
                         failure, error = "refused", turned
                         return None
                     given = turned
+                leased = given is not None and given.leased
                 async with self._in_flight or contextlib.nullcontext():
                     # The request may leave later than its slot (a request in flight to
                     # wait for, a connection to open, a busy loop): the host's next slot
@@ -524,6 +549,9 @@ class SitemapWalker:
                 await late.noted()
                 if got.failure != "withheld" or turn is None:
                     break
+                if leased:  # not sent: the host is free until the next turn
+                    await self._politeness.end_lease(target)
+                    leased = False
             status, seconds = got.status, got.elapsed_s
             target_next: str | None = None
             if got.status is None or (got.error is not None and not got.truncated):
@@ -542,10 +570,16 @@ class SitemapWalker:
                 # body takes to stream and be parsed.
                 await self._politeness.note_response(target, got.status,
                                                      elapsed_s=got.answered_s,
-                                                     retry_after=got.headers.get("retry-after"))
+                                                     retry_after=got.headers.get("retry-after"),
+                                                     ends_lease=leased)
+                leased = False
             return target_next
 
-        stopped = await follow(url, hop, checked)
+        try:
+            stopped = await follow(url, hop, checked)
+        finally:
+            if first is not None and first.leased:  # the turn taken was never used
+                await self._politeness.end_lease(url)
         if stopped is not None:
             failure, error = ("refused" if refused else "redirects"), stopped
         return Fetched(at, status, failure, error, seconds, content_type, body)

@@ -33,8 +33,8 @@ from polite.core.robots.usage import (
 )
 from polite.core.urls import split_origin
 from polite.errors import InvalidURL
-from polite.fetch.http import HttpClient
-from polite.fetch.politeness import Answer, Politeness, message
+from polite.fetch.http import FetchResult, HttpClient
+from polite.fetch.politeness import LEASE_S, Answer, Politeness, message
 from polite.fetch.redirects import MAX_REDIRECTS, redirect_target
 from polite.fetch.robots import RobotsFetcher
 from polite.mcp._readable import readable_markdown
@@ -155,13 +155,20 @@ class PoliteFetch:
     """Pages for an agent, politely; one per server, shared by every session."""
 
     def __init__(self, politeness: Politeness, robots: RobotsFetcher, client: HttpClient,
-                 settings: FetchSettings | None = None, *, user_agent: str = "") -> None:
+                 settings: FetchSettings | None = None, *, user_agent: str = "",
+                 host_leases: bool = False) -> None:
+        """``host_leases``: other processes share the store, so a request granted holds its
+        host's lease until it is over (:meth:`Politeness.check`'s ``lease_s``)."""
         self._politeness = politeness
         self._robots = robots
         self._client = client
         self.settings = settings or FetchSettings()
         self._user_agent = user_agent or self.settings.agent
         self._tdmrep: dict[str, bytes] = {}  # origin -> its tdmrep.json (b"": none)
+        # One request of a host in flight among every process on the store: a slot granted
+        # holds the host until its request is over; longer than a fetch may take, it never
+        # lapses while the request is out.
+        self._lease_s = self.settings.fetch_deadline_s + LEASE_S if host_leases else None
 
     @property
     def agent(self) -> str:
@@ -286,25 +293,15 @@ class PoliteFetch:
         robots_prefs = combine(robots_prefs, tdmrep)
         if robots_prefs.refuses(purpose):
             return NotGiven(url, _usage_refusal(robots_prefs, purpose), notes=tuple(notes))
-        while True:
-            granted = await self._slot(url, person, started, notes)
-            if isinstance(granted, NotGiven):
-                return granted
-            headers = self._client.headers(split_origin(url)[1], self._user_agent)
-            late = politeness.late_start(url, grant=granted.grant)
-            got = await self._client.get(url, headers, max_bytes=self.settings.max_body_bytes,
-                                         deadline_s=self.settings.fetch_deadline_s,
-                                         leaving=late)
-            await late.noted()
-            if got.failure != "withheld":  # else its slot went to another: a new turn
-                break
+        asked = await self._request(url, person, started, notes, self.settings.max_body_bytes)
+        if isinstance(asked, NotGiven):
+            return asked
+        got, pause = asked
         if got.status is None:
             if got.failure == "private":
                 return NotGiven(url, got.error or "a private address", notes=tuple(notes))
             return NotGiven(url, f"Failed to fetch {url}: {got.error}", notes=tuple(notes))
         status = got.status
-        pause = await politeness.note_response(url, status, elapsed_s=got.answered_s,
-                                               retry_after=got.headers.get("retry-after"))
         target = redirect_target(url, status, got.headers.get("location"))
         if target is not None:
             return target
@@ -356,17 +353,13 @@ class PoliteFetch:
             body = b""
             (first,) = await self._politeness.check([target], agent=self.agent)
             if first.allowed or first.wait_s is not None:
-                granted = await self._slot(target, False, started, notes)
-                if isinstance(granted, NotGiven):
+                asked = await self._request(target, False, started, notes,
+                                            MAX_TDMREP_BYTES + 1)
+                if isinstance(asked, NotGiven):
                     return NotGiven(url, f"{TDMREP_PATH} (read before the page for "
-                                         f"{self.settings.purpose}): {granted.why}",
-                                    granted.retry_after_s, granted.notes)
-                got = await self._client.get(
-                    target, self._client.headers(split_origin(url)[1], self._user_agent),
-                    max_bytes=MAX_TDMREP_BYTES + 1, deadline_s=self.settings.fetch_deadline_s)
-                if got.status is not None:
-                    await self._politeness.note_response(target, got.status,
-                                                         elapsed_s=got.answered_s)
+                                         f"{self.settings.purpose}): {asked.why}",
+                                    asked.retry_after_s, asked.notes)
+                got = asked[0]
                 if got.status == 200:
                     body = got.body
             while len(self._tdmrep) >= MAX_TDMREP_SITES:
@@ -400,6 +393,39 @@ class PoliteFetch:
             return NotGiven(answer.url, why, answer.wait_s, tuple(notes))
         return None
 
+    async def _request(self, url: str, person: bool, started: float, notes: list[str],
+                       max_bytes: int) -> tuple[FetchResult, float | None] | NotGiven:
+        """``url`` fetched in its host's turn (a new turn when its request was held back
+        because its slot went to another), its answer noted with the driver: what came, and
+        the pause it asked for; a :class:`NotGiven` when the turn does not come in time."""
+        politeness = self._politeness
+        while True:
+            granted = await self._slot(url, person, started, notes)
+            if isinstance(granted, NotGiven):
+                return granted
+            # The host's lease, taken with the slot, ends with the request whichever way it
+            # ends: with its answer noted (and a 429's pause, in one step), or at once when
+            # there was none, when it was held back, on an error or a cancel.
+            leased = self._lease_s is not None
+            try:
+                headers = self._client.headers(split_origin(url)[1], self._user_agent)
+                late = politeness.late_start(url, grant=granted.grant)
+                got = await self._client.get(url, headers, max_bytes=max_bytes,
+                                             deadline_s=self.settings.fetch_deadline_s,
+                                             leaving=late)
+                await late.noted()
+                if got.status is not None:
+                    pause = await politeness.note_response(
+                        url, got.status, elapsed_s=got.answered_s,
+                        retry_after=got.headers.get("retry-after"), ends_lease=leased)
+                    leased = False
+                    return got, pause
+            finally:
+                if leased:
+                    await politeness.end_lease(url)
+            if got.failure != "withheld":  # else its slot went to another: a new turn
+                return got, None
+
     async def _slot(self, url: str, person: bool, started: float, notes: list[str]
                     ) -> Answer | NotGiven:
         """Wait for the host's slot and take it; a :class:`NotGiven` with the retry time
@@ -407,7 +433,8 @@ class PoliteFetch:
         why = ""
         while True:
             (answer,) = await self._politeness.check([url], reserve=True, agent=self.agent,
-                                                     obey_rules=not person)
+                                                     obey_rules=not person,
+                                                     lease_s=self._lease_s)
             if answer.allowed:
                 if why:
                     notes.append(f"waited {time.monotonic() - started:.1f} s for the host's "

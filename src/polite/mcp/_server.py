@@ -107,7 +107,8 @@ async def open_fetch(settings: FetchSettings, options: ServerOptions
                                 private_hint="--allow-private or --allow-network",
                                 send_slack_s=SHARED_SEND_SLACK_S if shared else 0.0)
         try:
-            yield PoliteFetch(politeness, robots, client, settings, user_agent=agent_header)
+            yield PoliteFetch(politeness, robots, client, settings, user_agent=agent_header,
+                              host_leases=shared)
         finally:
             await client.aclose()
     finally:

@@ -376,3 +376,28 @@ def test_a_request_held_back_as_it_leaves_is_never_sent_and_its_connection_is_ke
     assert [head.split()[1] for head in heads] == [b"/a", b"/b"]  # no held one came
     assert conns == [0, 0]  # the connection opened for the first, kept for every other
     assert len(told) == 4 and all(late >= 0 for late in told)
+
+
+def test_a_silence_on_a_kept_connection_is_a_timeout_not_a_request_sent_again() -> None:
+    # The server read the request on the kept-alive connection and says nothing for longer
+    # than the read timeout: it has the request (a slow page), so asking again on a new
+    # connection would send it twice without a slot of its own. Only a connection closed
+    # before any answer is asked again (see the dropped-connection test above).
+    def script(head: bytes, before: int) -> list[bytes | None]:
+        return [ok(head.split()[1])] if before == 0 else []
+
+    with origin("127.0.12.14", script) as (base, heads, conns):
+        async def run() -> list[FetchResult]:
+            fetcher = PageFetcher(connect_timeout_s=2.0, read_timeout_s=0.5)
+            try:
+                return [await fetcher.get(base + path, {"User-Agent": "testbot"},
+                                          max_bytes=1000, deadline_s=5.0)
+                        for path in ("/1", "/slow")]
+            finally:
+                await fetcher.close()
+
+        first, slow = asyncio.run(run())
+    assert (first.status, first.body) == (200, b"/1")
+    assert slow.status is None and slow.failure == "timeout"
+    assert [head.split()[1] for head in heads] == [b"/1", b"/slow"]  # sent once
+    assert conns == [0, 0]

@@ -461,7 +461,9 @@ class PageFetcher:
                                      read_timeout_s=read_timeout_s, sink=sink,
                                      leaving=leaving)
             if result.status is not None or connection.received != received \
-                    or result.failure == "withheld":
+                    or result.failure in ("withheld", "timeout"):
+                # (a silence past the read timeout: the server has the request, which is
+                # not sent twice)
                 self._keep(key, connection, keep_alive)
                 return result
             connection.close()

@@ -22,9 +22,11 @@ import contextlib
 import errno
 import hashlib
 import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +172,25 @@ class Exchange:
         self.metadata = metadata  # written as a metadata record beside the response
 
 
+@lru_cache(maxsize=4)
+def _second(whole: int) -> str:
+    return datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def iso_utc(at: float, *, micro: bool = False, zone: str = "+00:00") -> str:
+    """``at`` (seconds since the epoch) as an ISO 8601 UTC time, to the millisecond (the
+    microsecond with ``micro``), as ``datetime.isoformat`` writes it. The date and time of
+    the second are formatted once a second: a datetime built and formatted for each of a
+    page's times took 3 % of a crawled page's CPU."""
+    whole = math.floor(at)
+    micros = round((at - whole) * 1_000_000)
+    if micros >= 1_000_000:
+        whole, micros = whole + 1, micros - 1_000_000
+    if micro:
+        return f"{_second(whole)}.{micros:06d}{zone}"
+    return f"{_second(whole)}.{micros // 1000:03d}{zone}"
+
+
 def _line(record: object) -> str:
     """One JSON Lines record, the same compact form in every file of a crawl's folder (a
     value JSON has no form for, from a user's hook, written as its text)."""
@@ -272,7 +293,7 @@ class CrawlOutput:
         writer = self._warc
         if writer is None:
             return
-        date = datetime.fromtimestamp(fetched_at, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        date = iso_utc(fetched_at, micro=True, zone="Z")
         target = exchange.url
         body = exchange.body
         head = [f"{exchange.http_version} {exchange.status} {exchange.reason}".rstrip()]

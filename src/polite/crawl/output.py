@@ -18,6 +18,7 @@ the crawl all the same, its URL left queued.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import errno
 import hashlib
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from fastwarc import GzipWriter
-from fastwarc.warc import WarcRecord, WarcRecordType
+from fastwarc.warc import WarcHeader, WarcRecord, WarcRecordType
 
 from polite.errors import PoliteError
 
@@ -308,18 +309,21 @@ class CrawlOutput:
              *(f"{k}: {v}" for k, v in exchange.request_headers)], "utf-8"))
         request_id = response.record_id
         assert request_id is not None
-        request.headers["WARC-Concurrent-To"] = request_id
+        request.headers[WarcHeader.WARC_CONCURRENT_TO] = request_id
         response.write(writer, checksum_data=True, payload_digest=hashlib.sha1(body).digest())
         writer.finish()  # the end of a gzip member: each record is one
-        request.write(writer, checksum_data=True, payload_digest=_EMPTY_SHA1)
+        # a request has no payload: its digest is a constant, not encoded again each time
+        request.headers[WarcHeader.WARC_PAYLOAD_DIGEST] = _EMPTY_PAYLOAD_DIGEST
+        request.write(writer, checksum_data=True)
         writer.finish()
         if exchange.metadata:
             meta = WarcRecord()
             meta.init_headers(WarcRecordType.metadata)
-            meta.headers["WARC-Target-URI"] = target
-            meta.headers["WARC-Date"] = date
-            meta.headers["WARC-Concurrent-To"] = request_id
-            meta.headers["Content-Type"] = "application/json"
+            headers = meta.headers
+            headers[WarcHeader.WARC_TARGET_URI] = target
+            headers[WarcHeader.WARC_DATE] = date
+            headers[WarcHeader.WARC_CONCURRENT_TO] = request_id
+            headers[WarcHeader.CONTENT_TYPE] = "application/json"
             meta.set_bytes_content(json.dumps(exchange.metadata, ensure_ascii=False).encode())
             meta.write(writer, checksum_data=True)
             writer.finish()
@@ -340,14 +344,17 @@ class CrawlOutput:
         self._reserve.release()
 
 
-_EMPTY_SHA1 = hashlib.sha1(b"").digest()
+_EMPTY_PAYLOAD_DIGEST = "sha1:" + base64.b32encode(hashlib.sha1(b"").digest()).decode()
 
 
 def _record(kind: WarcRecordType, target: str, date: str, block: bytes) -> WarcRecord:
     record = WarcRecord()
     record.init_headers(kind)
-    record.headers["WARC-Target-URI"] = target
-    record.headers["WARC-Date"] = date
+    # named by FastWARC's own keys: a name as text costs it an error raised and caught
+    # inside (a few microseconds a header)
+    headers = record.headers
+    headers[WarcHeader.WARC_TARGET_URI] = target
+    headers[WarcHeader.WARC_DATE] = date
     record.is_http = True  # Content-Type: application/http; msgtype=...
     record.set_bytes_content(block)
     return record

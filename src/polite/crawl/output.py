@@ -181,8 +181,8 @@ def _second(whole: int) -> str:
 def iso_utc(at: float, *, micro: bool = False, zone: str = "+00:00") -> str:
     """``at`` (seconds since the epoch) as an ISO 8601 UTC time, to the millisecond (the
     microsecond with ``micro``), as ``datetime.isoformat`` writes it. The date and time of
-    the second are formatted once a second: a datetime built and formatted for each of a
-    page's times took 3 % of a crawled page's CPU."""
+    the second are formatted once a second: 0.8 us a time, where a datetime built and
+    formatted for each took 1.8 us (``isoformat``) and 2.4 us (``strftime``)."""
     whole = math.floor(at)
     micros = round((at - whole) * 1_000_000)
     if micros >= 1_000_000:

@@ -563,6 +563,7 @@ async def test_a_frontier_in_the_stores_file_shares_its_transactions(tmp_path: P
     await elsewhere.add([item("b.example", 1)])  # its own file, its own connection
     await elsewhere.close()
     await frontier.close()  # the store's connection stays open for the store
+    assert store.transaction._listeners == []  # and forgets the frontier's seen cache
     assert await store.host_facts(["a.example"]) == [HostFacts(None, 0.25)]
     await store.close()
     reopened = SQLiteFrontier(path)

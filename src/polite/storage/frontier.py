@@ -641,6 +641,8 @@ class SQLiteFrontier:
         return FrontierCounts(*tally)
 
     async def close(self) -> None:
+        self._transaction.forget(self._ended)  # the store's, when it shares its file
+        self._seen.clear()
         if self._owns_connection:
             self._db.close()
 

@@ -158,6 +158,11 @@ class Transaction:
         in what a transaction wrote once it is committed, and only then."""
         self._listeners.append(listener)
 
+    def forget(self, listener: Callable[[bool], object]) -> None:
+        """No longer call ``listener`` (its cache closed with its frontier)."""
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(listener)
+
     def _tell(self, committed: bool) -> None:
         for listener in self._listeners:
             listener(committed)

@@ -4,12 +4,13 @@ checked, each record a gzip member of its own, on disk when ``exchange`` returns
 from __future__ import annotations
 
 import zlib
+from datetime import UTC, datetime
 from pathlib import Path
 
 from fastwarc.warc import ArchiveIterator as FastIterator
 from warcio.archiveiterator import ArchiveIterator
 
-from polite.crawl.output import CrawlOutput, Exchange
+from polite.crawl.output import CrawlOutput, Exchange, iso_utc
 
 BODY = "<html><body><p>caf\u00e9</p></body></html>".encode()
 
@@ -93,3 +94,18 @@ def test_the_gzip_level_is_the_one_asked_for_and_records_read_back(tmp_path: Pat
         # the first member's gzip header names the level: 4 for the fastest, 2 the smallest
         assert output.warc_path.read_bytes()[8] == {1: 4, 9: 2}[level]
     assert sizes[9] < sizes[1]
+
+
+def test_times_are_written_as_datetime_writes_them() -> None:
+    # formatted once a second, the fraction each time: the same text as datetime's
+    times = [0.0, 0.0005, 0.9995, 0.9999996, 59.9999999, 1_700_000_000.25, 1_700_000_000.1235,
+             1_700_000_059.999_999_7, 1_764_273_599.000_4, 2_000_000_000.5]
+    for at in times:
+        moment = datetime.fromtimestamp(at, UTC)
+        assert iso_utc(at) == moment.isoformat(timespec="milliseconds"), at
+        assert iso_utc(at, micro=True, zone="Z") == moment.strftime(
+            "%Y-%m-%dT%H:%M:%S.%fZ"), at
+    # a second formatted before gives its text to the next time in it, not its own
+    assert iso_utc(1_700_000_000.0) == "2023-11-14T22:13:20.000+00:00"
+    assert iso_utc(1_700_000_000.75) == "2023-11-14T22:13:20.750+00:00"
+    assert iso_utc(1_700_000_001.0) == "2023-11-14T22:13:21.000+00:00"

@@ -26,7 +26,7 @@ from polite.storage.frontier import (
     settle,
 )
 from polite.storage.redis_frontier import RedisFrontier
-from polite.storage.sqlite import SQLiteStore
+from polite.storage.sqlite import SQLiteStore, Transaction
 from tests.threads import run_apart
 
 pytestmark = pytest.mark.anyio
@@ -471,6 +471,74 @@ async def test_an_sqlite_batch_that_raises_leaves_nothing(tmp_path: Path) -> Non
     await frontier.close()
 
 
+def _inserts(frontier: SQLiteFrontier) -> list[str]:
+    """The INSERT statements ``frontier`` sends its file from now on."""
+    sent: list[str] = []
+    frontier._db.set_trace_callback(
+        lambda sql: sent.append(sql) if sql.startswith("INSERT INTO frontier ") else None)
+    return sent
+
+
+async def test_a_url_the_file_holds_is_not_asked_of_it_again(tmp_path: Path) -> None:
+    frontier = SQLiteFrontier(tmp_path / "frontier.sqlite")
+    await frontier.add([item("a.example", 1), item("a.example", 2)])
+    await frontier.mark_seen([item("b.example", 1)])
+    sent = _inserts(frontier)
+    # a page's links: those met before answered from memory, the file asked for the new
+    assert await frontier.add([item("a.example", 2), item("b.example", 1)]) == []
+    assert sent == []
+    assert await frontier.add([item("a.example", 1), item("a.example", 3)]) == [
+        item("a.example", 3)]
+    assert len(sent) == 1 and sent[0].count("'http://") == 1
+    await frontier.close()
+    # and a new process knows nothing but the file
+    reopened = SQLiteFrontier(tmp_path / "frontier.sqlite")
+    assert await reopened.add([item("a.example", 3), item("a.example", 4)]) == [
+        item("a.example", 4)]
+    await reopened.close()
+
+
+async def test_a_url_whose_transaction_was_undone_is_added_again(tmp_path: Path) -> None:
+    frontier = SQLiteFrontier(tmp_path / "frontier.sqlite")
+    with pytest.raises(RuntimeError):
+        async with frontier.batch():
+            assert await frontier.add([item("a.example", 1)]) == [item("a.example", 1)]
+            raise RuntimeError("a page hook failed")
+    assert await frontier.add([item("a.example", 1)]) == [item("a.example", 1)]
+    # held: a block undone alone, and a group whose commit never came
+    transaction = frontier.batch()
+    assert isinstance(transaction, Transaction)
+    transaction.hold()
+    async with transaction:
+        await frontier.add([item("a.example", 2)])
+    with pytest.raises(RuntimeError):
+        async with transaction:
+            await frontier.add([item("a.example", 3)])
+            raise RuntimeError("a page hook failed")
+    assert await frontier.add([item("a.example", 3)]) == [item("a.example", 3)]
+    frontier._db.execute("ROLLBACK")  # what a commit that failed (a full disk) leaves
+    async with transaction:
+        assert await frontier.add([item("a.example", 2), item("a.example", 3)]) == [
+            item("a.example", 2), item("a.example", 3)]
+    assert transaction.commit()
+    assert await frontier.add([item("a.example", 2), item("a.example", 3)]) == []
+    await frontier.close()
+
+
+async def test_the_seen_cache_keeps_to_its_budget(tmp_path: Path) -> None:
+    frontier = SQLiteFrontier(tmp_path / "frontier.sqlite", seen_cache_bytes=1_000)
+    await frontier.add([item("a.example", n) for n in range(5)])  # about 600 bytes
+    sent = _inserts(frontier)
+    assert await frontier.add([item("a.example", n) for n in range(5)]) == []
+    assert sent == []
+    await frontier.add([item("a.example", n) for n in range(5, 10)])  # over: begun again
+    assert frontier._seen_bytes <= 1_000
+    assert await frontier.add([item("a.example", n) for n in range(12)]) == [
+        item("a.example", 10), item("a.example", 11)]
+    assert sent  # what it forgot was asked of the file, which knows
+    await frontier.close()
+
+
 async def test_a_frontier_in_the_stores_file_shares_its_transactions(tmp_path: Path) -> None:
     # A crawl's folder: one SQLite file for the politeness store and the frontier, so a
     # page's response time and its acknowledgement are one commit, or neither.
@@ -495,6 +563,7 @@ async def test_a_frontier_in_the_stores_file_shares_its_transactions(tmp_path: P
     await elsewhere.add([item("b.example", 1)])  # its own file, its own connection
     await elsewhere.close()
     await frontier.close()  # the store's connection stays open for the store
+    assert store.transaction._listeners == []  # and forgets the frontier's seen cache
     assert await store.host_facts(["a.example"]) == [HostFacts(None, 0.25)]
     await store.close()
     reopened = SQLiteFrontier(path)

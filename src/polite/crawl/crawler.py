@@ -59,7 +59,7 @@ from polite.core.robots.usage import (
 )
 from polite.core.urls import split_origin
 from polite.crawl.html import Link, extract_links, is_small
-from polite.crawl.output import WARC_GZIP_LEVEL, CrawlOutput, Exchange, WriteFailed
+from polite.crawl.output import WARC_GZIP_LEVEL, CrawlOutput, Exchange, WriteFailed, iso_utc
 from polite.errors import InvalidURL, PoliteError
 from polite.fetch.http import FetchResult, HttpClient
 from polite.fetch.politeness import LEASE_S, Answer, Politeness, message
@@ -245,10 +245,6 @@ def _unwritten(exc: BaseException) -> str:
     if isinstance(exc, WriteFailed):
         return str(exc)
     return f"cannot write to the crawl's store: {type(exc).__name__}: {exc}"
-
-
-def _iso(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds")
 
 
 # The summary's family of a URL refused before it was fetched (the others are counted where
@@ -981,7 +977,7 @@ class Crawler:
             return now
         record: dict[str, Any] = {
             "url": item.url, "via": item.via, "depth": item.depth,
-            "fetched_at": _iso(fetched_at), "elapsed_ms": round(got.elapsed_s * 1000, 1)}
+            "fetched_at": iso_utc(fetched_at), "elapsed_ms": round(got.elapsed_s * 1000, 1)}
         if item.srcloc:
             record["srcloc"] = item.srcloc
         status, body, error = got.status, got.body, got.error
@@ -1045,7 +1041,7 @@ class Crawler:
                     datetime.fromtimestamp(item.lastmod, UTC),
                     fetched_at=fetched_at)
                 if revisit_at is not None:
-                    record["next_visit"] = _iso(revisit_at)
+                    record["next_visit"] = iso_utc(revisit_at)
         if keep:
             self.stats.kept += 1
             self._output.exchange(Exchange(

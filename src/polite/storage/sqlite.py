@@ -141,7 +141,7 @@ class Transaction:
     written to the log once rather than once a block. Only for a connection whose file no
     other process writes: the write lock is held between commits."""
 
-    __slots__ = ("_begin", "_db", "_depth", "_held", "_on_begin")
+    __slots__ = ("_begin", "_db", "_depth", "_held", "_listeners", "_on_begin")
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self._db = db
@@ -149,6 +149,23 @@ class Transaction:
         self._begin = "BEGIN IMMEDIATE"
         self._held = False
         self._on_begin: Callable[[], object] | None = None
+        self._listeners: list[Callable[[bool], object]] = []
+
+    def listen(self, listener: Callable[[bool], object]) -> None:
+        """Call ``listener(True)`` after each commit, and ``listener(False)`` when what was
+        written since the last commit may be undone (a block rolled back, a transaction
+        ended by an error) or a transaction begins: a cache of what the file holds takes
+        in what a transaction wrote once it is committed, and only then."""
+        self._listeners.append(listener)
+
+    def forget(self, listener: Callable[[bool], object]) -> None:
+        """No longer call ``listener`` (its cache closed with its frontier)."""
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(listener)
+
+    def _tell(self, committed: bool) -> None:
+        for listener in self._listeners:
+            listener(committed)
 
     def __call__(self, *, write: bool = True) -> Transaction:
         if self._depth == 0 and not write and not self._held:
@@ -159,11 +176,13 @@ class Transaction:
         if self._depth == 0:
             if self._held:
                 if not self._db.in_transaction:
+                    self._tell(False)
                     self._db.execute("BEGIN IMMEDIATE")
                     if self._on_begin is not None:
                         self._on_begin()
                 self._db.execute("SAVEPOINT block")
             else:
+                self._tell(False)
                 begin, self._begin = self._begin, "BEGIN IMMEDIATE"
                 self._db.execute(begin)
         self._depth += 1
@@ -175,26 +194,32 @@ class Transaction:
             return
         if self._held:
             if not self._db.in_transaction:  # an error (a full disk) ended it all
+                self._tell(False)
                 return
             if kind is not None:
+                self._tell(False)
                 self._db.execute("ROLLBACK TO block")
             self._db.execute("RELEASE block")
             return
         if kind is None:
             self._end()
-        elif self._db.in_transaction:  # an error may have ended it already
+            return
+        self._tell(False)
+        if self._db.in_transaction:  # an error may have ended it already
             self._db.execute("ROLLBACK")
 
     def _end(self) -> None:
         try:
             self._db.execute("COMMIT")
         except sqlite3.Error:
+            self._tell(False)
             # a commit that failed (a full disk) may leave the transaction open: ended
             # here, so that the next BEGIN starts afresh
             if self._db.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
                     self._db.execute("ROLLBACK")
             raise
+        self._tell(True)
 
     def hold(self, on_begin: Callable[[], object] | None = None) -> None:
         """From now on the outermost blocks join one transaction until :meth:`commit`;

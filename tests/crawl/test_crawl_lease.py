@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, closing, contextmanager
@@ -241,3 +242,48 @@ def test_a_worker_ends_its_lease_when_a_page_hook_fails_and_when_it_is_cancelled
              (tmp_path / "out" / "pages.jsonl").read_text().splitlines()]
     assert [line["outcome"] for line in lines
             if line.get("url", "").endswith("/boom")] == ["failed"], lines
+
+
+@pytest.mark.parametrize(("lease_s", "most_s"), [(2.0, 2.0), (600.0, 60.0 + LEASE_S)])
+def test_a_worker_holds_a_host_no_longer_than_its_urls(
+        lease_s: float, most_s: float, tmp_path: Path) -> None:
+    """A worker killed mid-request keeps its host's lease until it runs out: no longer than
+    the worker's URLs are held (``--lease-s``), and, with the default, a fetch's deadline
+    and a minute more (it never lapses while the request is out)."""
+    path = tmp_path / "shared.sqlite"
+    site = Site("127.0.171.10")
+    site.routes["/robots.txt"] = Reply(200, b"User-agent: *\nAllow: /\n")
+    arrived, release = threading.Event(), threading.Event()
+    lease_left: list[float] = []
+
+    def hang() -> Reply:
+        with closing(sqlite3.connect(path, timeout=30)) as db:
+            (until,) = db.execute("SELECT lease_until FROM slots WHERE host = ?",
+                                  (site.host,)).fetchone()
+        lease_left.append(until - time.time())
+        arrived.set()
+        release.wait(60)
+        return Reply(200, b"late", HTML)
+
+    site.routes["/"] = hang
+
+    async def crawl() -> None:
+        settings = CrawlSettings(agent="LeaseBot", lease_s=lease_s)
+        async with open_crawler(tmp_path / "out", settings, store=f"sqlite:///{path}",
+                                worker="w1", allow_private=True,
+                                default_delay_s=0.0) as crawler:
+            await crawler.add_seeds([site.origin + "/"])
+            running = asyncio.create_task(crawler.run(owns_store=False))
+            assert await asyncio.to_thread(arrived.wait, 60), site.arrivals
+            while not running.done():
+                running.cancel()
+                await asyncio.wait([running], timeout=0.05)
+
+    try:
+        with serve(site):
+            asyncio.run(crawl())
+    finally:
+        release.set()
+    (left,) = lease_left
+    assert left <= most_s + 0.5, left  # (the wall clocks of two processes: a margin)
+    assert most_s < 30 or left > most_s - 30, left  # held for about that long

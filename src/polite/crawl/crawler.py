@@ -68,7 +68,8 @@ from polite.storage.base import cannot_write, raise_if_cancelled
 from polite.storage.frontier import FrontierCounts, FrontierItem, FrontierStore, settle
 from polite.storage.sqlite import Transaction
 
-__all__ = ["CrawlSettings", "CrawlStats", "Crawler", "Page", "PageHook", "StoreUnreachable"]
+__all__ = ["CrawlSettings", "CrawlStats", "Crawler", "Page", "PageHook", "StoreUnreachable",
+           "host_lease_s"]
 
 # Hosts whose state says their guidance is read; anything else is set up before a page.
 READY = "ready"
@@ -223,6 +224,13 @@ class CrawlStats:
                 "pagesPerSecond": round(self.pages_per_s(), 2)}
 
 
+def host_lease_s(settings: CrawlSettings, deadline_s: float) -> float:
+    """How long a worker's request to a host holds the host's lease at most: past the
+    request's ``deadline_s``, so that it never lapses while the request is out, but no
+    longer than the worker's URLs are held (``lease_s``) when that is shorter: a worker
+    killed mid-request keeps its host from the others no longer than its URLs."""
+    return min(settings.lease_s, deadline_s + LEASE_S)
+
 class _TurnFailed(Exception):
     """Something raised while ``item`` was decided (the cause is the error)."""
 
@@ -360,9 +368,11 @@ class Crawler:
         # Workers sharing a store: a request granted holds its host until its response is
         # noted (the lease), so that they have one request of a host in flight at a time and
         # the next slot is given only once this one's late start is in the store. It lasts
-        # longer than a fetch may (its deadline): it never lapses while the request is out.
-        # Alone, the crawler keeps one request of a host in flight itself (per_host).
-        self._lease_s = self.settings.fetch_deadline_s + LEASE_S if host_leases else None
+        # longer than a fetch may (its deadline): it never lapses while the request is out,
+        # unless the worker's URLs are held for less (see host_lease_s). Alone, the crawler
+        # keeps one request of a host in flight itself (per_host).
+        self._lease_s = (host_lease_s(self.settings, self.settings.fetch_deadline_s)
+                         if host_leases else None)
         self._leased: set[str] = set()  # the URLs whose requests hold their host's lease
 
     # -- the frontier -----------------------------------------------------------------------

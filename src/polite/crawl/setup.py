@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING
 from polite.clock import WallClock
 from polite.config import DELAY, KEYWORDS, Knobs, check_float
 from polite.core.politeness.rules import DEFAULT_DELAY_S, MAX_CRAWL_DELAY_S
-from polite.crawl.crawler import Crawler, CrawlSettings, PageHook
+from polite.crawl.crawler import Crawler, CrawlSettings, PageHook, host_lease_s
 from polite.crawl.output import CrawlOutput
 from polite.errors import ConfigError
 from polite.fetch.http import RequestHeaders
 from polite.fetch.politeness import LATE_UNNOTED_S, Politeness
 from polite.fetch.resolve import first_address
 from polite.fetch.robots import Network, PublicHosts, RobotsFetcher, create_client
-from polite.fetch.sitemaps import SitemapWalker
+from polite.fetch.sitemaps import FILE_DEADLINE_S, SitemapWalker
 from polite.storage import is_redis_store, open_frontier, open_store
 
 if TYPE_CHECKING:  # the identity extra is needed only by a crawl that signs
@@ -112,7 +112,9 @@ async def open_crawler(
                             robots_uses_slot=True)  # seed 000: every request counts
     # Workers sharing the store take each host's lease with its slot (see Crawler), for
     # sitemaps too: one request of a host in flight among them all.
-    walker = SitemapWalker(client, politeness, cross_host="host", host_leases=bool(worker))
+    walker = SitemapWalker(client, politeness, cross_host="host",
+                           host_lease_s=host_lease_s(settings, FILE_DEADLINE_S)
+                           if worker else None)
     output = CrawlOutput(out, warc=settings.warc, warc_gzip_level=settings.warc_gzip_level)
     unreachable: tuple[type[BaseException], ...] = ()
     if is_redis_store(politeness_store):

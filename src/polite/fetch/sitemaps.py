@@ -35,7 +35,7 @@ from polite.core.sitemaps import Entry, ParseIssue, SitemapParser
 from polite.core.sitemaps.model import MAX_SITEMAP_BYTES, MAX_SITEMAP_URLS
 from polite.errors import InvalidURL
 from polite.fetch.http import FetchResult, HttpClient, Sink
-from polite.fetch.politeness import LEASE_S, Politeness, message
+from polite.fetch.politeness import Politeness, message
 from polite.fetch.redirects import Check, follow, redirect_target
 from polite.fetch.robots import normal_url, split_origin
 
@@ -291,7 +291,7 @@ class SitemapWalker:
         decode: bool = True,
         in_flight: asyncio.Semaphore | None = None,
         tell_answers: bool = True,
-        host_leases: bool = False,
+        host_lease_s: float | None = None,
     ) -> None:
         if cross_host not in ("host", "site", "any"):
             raise ValueError(f"cross_host must be host, site or any, not {cross_host!r}")
@@ -315,10 +315,11 @@ class SitemapWalker:
         # delay and no back-off has no use for them, and a survey meets too many hosts to
         # keep a time for each).
         self._tell_answers = tell_answers
-        # On: processes sharing the store have one request of a host in flight at a time;
-        # each turn of the walk's takes its host's lease, which its hop ends (lasting
-        # longer than a file may take, it never lapses while the request is out).
-        self._lease_s = file_deadline_s + LEASE_S if host_leases else None
+        # Given: processes sharing the store have one request of a host in flight at a
+        # time; each turn of the walk's takes its host's lease for at most this long, which
+        # its hop ends (by default longer than a file may take: it never lapses while the
+        # request is out).
+        self._lease_s = host_lease_s
 
     def with_limits(self, *, max_files: int, max_depth: int) -> SitemapWalker:
         """The same walker (client, politeness, policy) with other limits."""

@@ -145,6 +145,17 @@ _BUCKETS = 256
 # Wildcard members made ready to match and kept per index (in chains, and one by one for
 # chains longer than this): a hostile file lists tens of thousands, held as text until tried.
 KEPT_MEMBERS = 512
+# What an index adds as it is used, in bytes, as sys.getsizeof measures it on CPython 3.11
+# (tests/core/robots/test_compiled_once.py keeps grown_bytes an upper bound): a
+# member made ready (the object, its tuple, its last piece) and each other piece besides
+# their characters, its entry in a chain or in the kept members, a node's kept segment, and
+# a searched group's buckets (_BUCKETS arrays, and a place per member).
+_MEMBER_BYTES = 200
+_PIECE_BYTES = 64
+_CHAINED_BYTES = 88
+_KEPT_BYTES = 96
+_SEGMENT_BYTES = 160
+_GRAMS_BYTES = _BUCKETS * 72 + 512
 
 
 class PathIndex:
@@ -163,9 +174,9 @@ class PathIndex:
     wildcard lines costs a few bytes per line beside its keys.
     """
 
-    __slots__ = ("_best", "_chained", "_chains", "_exact", "_gram_index", "_kept", "_keys",
-                 "_members", "_prefix", "_rank", "_rest", "_rest_ends", "_segments", "_up",
-                 "_whole", "_wild_next", "_wild_start")
+    __slots__ = ("_best", "_chained", "_chains", "_exact", "_gram_index", "_grams_bytes",
+                 "_kept", "_keys", "_member_bytes", "_members", "_prefix", "_rank", "_rest",
+                 "_rest_ends", "_segments", "_up", "_whole", "_wild_next", "_wild_start")
 
     def __init__(self, entries: Sequence[tuple[str, int, int]], *, wildcards: bool = True) -> None:
         plain: dict[str, tuple[int, int]] = {}
@@ -260,8 +271,22 @@ class PathIndex:
         self._gram_index: dict[int, tuple[array[int], list[array[int]]]] = {}
         self._chains: dict[int, Chain] = {}  # by the deepest group's node
         self._chained = 0  # members in the kept chains
+        # a member made ready: its object, and its pieces after its group's head (the head
+        # is the group's key), a string each
+        rest = self._rest
+        self._member_bytes = _MEMBER_BYTES + (len(rest) + _PIECE_BYTES * rest.count("*")
+                                              ) // max(1, len(whole))
+        self._grams_bytes = 0  # what the searched groups' buckets hold
         # per node with a wildcard or exact rule: (plain answer, its rank, chain), as used
         self._segments: dict[int, tuple[int, int, Chain]] = {}
+
+    def grown_bytes(self) -> int:
+        """The bytes lookups have added to what the index held when built (wildcard members
+        made ready and kept, see :data:`KEPT_MEMBERS`; searched groups' buckets), estimated
+        from their counts as an upper bound."""
+        member = self._member_bytes
+        return (self._chained * (member + _CHAINED_BYTES) + len(self._kept) * (member + _KEPT_BYTES)
+                + len(self._segments) * _SEGMENT_BYTES + self._grams_bytes)
 
     def _node_of(self, path: str) -> int:
         """The deepest node whose interval holds ``path``, or -1."""
@@ -380,6 +405,7 @@ class PathIndex:
                     buckets[hash(rest[at:at + _GRAM]) % _BUCKETS].append(m)
             found = (short, buckets)
             self._gram_index[w] = found
+            self._grams_bytes += _GRAMS_BYTES + 8 * (self._wild_start[w + 1] - self._wild_start[w])
         return found
 
     def _member(self, m: int, head: str) -> _Member:

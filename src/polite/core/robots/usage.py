@@ -28,7 +28,7 @@ from polite.core.robots.matcher import PathIndex, matches
 from polite.core.robots.meta import meta_contents, x_robots_values
 from polite.core.robots.model import Dialect, Directive, Group, fields_of
 from polite.core.robots.parser import pattern_path
-from polite.core.robots.robotstxt import RobotsTxt, product_token, request_path, view_bytes
+from polite.core.robots.robotstxt import RobotsTxt, product_token, request_path
 from polite.core.usage.sf import MAX_FIELD_CHARS, serialize_string
 from polite.core.usage.statement import Pref, RuleValue, Statement, parse_statement, rule_path
 from polite.core.usage.vocab import (
@@ -282,7 +282,7 @@ class _Patterns:
     knows their places (numbers), and only the lines of the patterns that apply are read.
     """
 
-    __slots__ = ("by_length", "bytes", "ends", "index", "places", "reverse", "starts", "text",
+    __slots__ = ("by_length", "ends", "index", "places", "reverse", "starts", "text",
                  "wildcards")
 
     def __init__(self, patterns: list[str], places: list[list[int]], *,
@@ -303,8 +303,6 @@ class _Patterns:
         self.reverse = None if not self.by_length else PathIndex(
             [(p, len(p) * n + n - 1 - i, i) for i, p in enumerate(patterns)],
             wildcards=wildcards)
-        chars = len(self.text)
-        self.bytes = view_bytes(n, chars) * (1 if self.reverse is None else 2)
 
     def pattern(self, i: int) -> str:
         return self.text[self.ends[i - 1] if i else 0:self.ends[i]]
@@ -344,8 +342,10 @@ class _UsageView:
         return found, found.value
 
 
-def _usage_view(dialect: Dialect, groups: list[Group]) -> tuple[_UsageView, int]:
-    """The Content-Usage and Content-Signal lines of ``groups``, by field, compiled."""
+def _usage_view(dialect: Dialect, groups: list[Group]
+                ) -> tuple[_UsageView, tuple[PathIndex, ...]]:
+    """The Content-Usage and Content-Signal lines of ``groups``, by field, compiled, and
+    their indexes."""
     # field -> pattern (the path as the dialect reads it) -> places, in file order
     found: dict[str, dict[str, list[int]]] = {}
     place = 0
@@ -361,7 +361,8 @@ def _usage_view(dialect: Dialect, groups: list[Group]) -> tuple[_UsageView, int]
                                wildcards=wildcards)
                 for key in _RULE_KEYS if (by_pattern := found.get(key)) is not None}
     view = _UsageView(groups, patterns)
-    return view, view_bytes(0, 0) + 8 * place + sum(p.bytes for p in patterns.values())
+    return view, tuple(index for p in patterns.values()
+                       for index in (p.index, p.reverse) if index is not None)
 
 
 def states_preferences(robots: RobotsTxt) -> bool:
@@ -408,11 +409,9 @@ def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURR
 
 
 def _licenses_view(robots: RobotsTxt, groups: list[Group]
-                   ) -> tuple[tuple[tuple[str, ...], tuple[str, ...]], int]:
+                   ) -> tuple[tuple[tuple[str, ...], tuple[str, ...]], tuple[PathIndex, ...]]:
     """:func:`rsl_licenses` as a view (the same for every agent: License is global)."""
-    found = rsl_licenses(robots)
-    return found, view_bytes(len(found[0]) + len(found[1]),
-                             sum(map(len, (*found[0], *found[1]))))
+    return rsl_licenses(robots), ()
 
 
 def rsl_licenses(robots: RobotsTxt) -> tuple[tuple[str, ...], tuple[str, ...]]:

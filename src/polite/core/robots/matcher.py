@@ -20,6 +20,7 @@ path length whatever the pattern (``/*a*a*a*a*b`` included).
 from __future__ import annotations
 
 import re
+import sys
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
@@ -151,6 +152,10 @@ KEPT_MEMBERS = 512
 # their characters, its entry in a chain or in the kept members, a node's kept segment, and
 # a searched group's buckets (_BUCKETS arrays, and a place per member).
 _MEMBER_BYTES = 200
+# An exact rule's entry (its numbers, their tuple), and a checker (the function, its
+# closure, its verdicts; besides a byte per key).
+_EXACT_BYTES = 160
+_CHECKER_BYTES = 1024
 _PIECE_BYTES = 64
 _CHAINED_BYTES = 88
 _KEPT_BYTES = 96
@@ -279,6 +284,19 @@ class PathIndex:
         self._grams_bytes = 0  # what the searched groups' buckets hold
         # per node with a wildcard or exact rule: (plain answer, its rank, chain), as used
         self._segments: dict[int, tuple[int, int, Chain]] = {}
+
+    def held_bytes(self) -> int:
+        """The bytes the index holds as built (:func:`sys.getsizeof` of its parts), with a
+        :meth:`checker` made of it; :meth:`grown_bytes` adds what lookups keep since."""
+        size = sys.getsizeof
+        keys = self._keys
+        return (size(self) + size(keys) + sum(map(size, keys)) + size(self._exact)
+                + len(self._exact) * _EXACT_BYTES
+                + sum(map(size, (self._up, self._best, self._rank, self._wild_next,
+                                 self._wild_start, self._members, self._whole, self._rest,
+                                 self._rest_ends, self._prefix, self._kept, self._gram_index,
+                                 self._chains, self._segments)))
+                + len(keys) + _CHECKER_BYTES)
 
     def grown_bytes(self) -> int:
         """The bytes lookups have added to what the index held when built (wildcard members

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 import string
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
+from itertools import chain
+from operator import attrgetter
 
-from polite.core.robots._held import held_bytes
+from polite.core.robots._held import distinct_bytes, held_bytes, rows_bytes
 from polite.core.robots.matcher import KEPT_MEMBERS, PathIndex, wildcard_regex
 from polite.core.robots.model import (
     AgentRules,
@@ -362,7 +365,7 @@ class RobotsTxt:
         this much, again as it grows; the first call measures the parsed file (a few
         milliseconds for a large one)."""
         if self._parsed_bytes is None:
-            self._parsed_bytes = held_bytes(self._body)
+            self._parsed_bytes = _parsed_held(self._body)
         grown = sum(index.grown_bytes() for index in self._growing)
         return _OWN_BYTES + self._parsed_bytes + self._views_bytes + grown
 
@@ -387,38 +390,25 @@ class RobotsTxt:
             self._allowance = _VIEWS_PER_FILE * whole
         return self._allowance
 
-    def _owned(self) -> list[object]:
-        """The parsed file's objects a view may point at: not the view's to count."""
-        owned: list[object] = []
-        for sequence in (self._body.global_directives,
-                         *(part for g in self._body.groups for part in (g.raw_rules,
-                                                                        g.directives))):
-            owned.append(sequence)
-            if isinstance(sequence, Packed):
-                owned.append(sequence._store)
-            else:
-                owned.extend(sequence)
-        owned.extend(self._body.groups)
-        owned.extend(g.line for g in self._body.groups)  # in the keys of views
-        return owned
-
     def view(self, kind: str, agent: str,
-             build: Callable[[list[Group]], tuple[object, tuple[PathIndex, ...]]],
+             build: Callable[[list[Group]], tuple[object, int, tuple[PathIndex, ...]]],
              *, ip: str | None = None) -> object:
         """What ``build`` makes of the groups ``agent`` selects, built once and shared by
-        every agent that selects the same groups. ``build`` gives the view and the indexes in
-        it that grow as they are used (see :attr:`footprint`); the views of a file are
-        bounded together, the least recently built dropped first, the newest always kept."""
+        every agent that selects the same groups. ``build`` gives the view, its bytes (what
+        it holds besides the parsed file, measured) and the indexes in it that grow as they
+        are used (see :attr:`footprint`); the views of a file are bounded together, the
+        least recently built dropped first, the newest always kept."""
         groups, key = self._selection(agent, ip)
         key = (kind, *key)
         known = self._views.get(key)
         if known is not None:
             return known[0]
-        value, indexes = build(groups)
+        value, cost, indexes = build(groups)
         known = self._views.get(key)  # built meanwhile on another thread: one is kept
         if known is not None:
             return known[0]
-        cost = held_bytes(value, key, skip=self._owned())
+        # the key's tuples (the numbers in them are the groups')
+        cost += sum(map(sys.getsizeof, (key, *(part for part in key if type(part) is tuple))))
         allowance = self._views_allowance()
         held = self._views_bytes + sum(index.grown_bytes() for index in self._growing)
         while self._views and held + cost > allowance:
@@ -667,9 +657,9 @@ class RobotsTxt:
         return compiled
 
     def _build(self, agent: str, ip: str | None, groups: list[Group]
-               ) -> tuple[_Compiled, tuple[PathIndex, ...]]:
-        """The matcher of ``groups`` (selected by ``agent``, asking from ``ip``), and its
-        index."""
+               ) -> tuple[_Compiled, int, tuple[PathIndex, ...]]:
+        """The matcher of ``groups`` (selected by ``agent``, asking from ``ip``), its bytes
+        and its index."""
         dialect = self._body.dialect
         denied_by = None
         if dialect is Dialect.REGP and groups:
@@ -710,9 +700,48 @@ class RobotsTxt:
 
         compiled = _Compiled(index, packed(rules), bytes(allow), denied_by, self._path_of, always,
                              check)
-        return compiled, (index,)
+        # its rules: a part of the file's packing, else a tuple of the file's own lines, or
+        # (merged groups apart in the file) a packing of their own
+        rules_bytes = sys.getsizeof(compiled.rules)
+        store = compiled.rules.store if isinstance(compiled.rules, Packed) else None
+        if store is not None and all(not isinstance(g.raw_rules, Packed)
+                                     or g.raw_rules.store is not store for g in groups):
+            rules_bytes += held_bytes(store)
+        held = (sys.getsizeof(compiled) + index.held_bytes() + rules_bytes
+                + 2 * sys.getsizeof(compiled.allow))
+        return compiled, held, (index,)
 
 
+
+
+_LINE, _AGENTS, _IP_RULES, _BLOCKS = map(attrgetter, ("line", "agents", "ip_rules", "blocks"))
+
+
+def _parsed_held(body: ParsedBody) -> int:
+    """:func:`held_bytes` of ``body``, its rules, fields and issues (thousands of tuples in
+    a file that packs none, or in an HTML page) counted a column at a time."""
+    size = sys.getsizeof
+    groups = body.groups
+    total = size(body) + size(groups) + size(body.raw_issues) + rows_bytes(body.raw_issues)
+    total += sum(map(size, groups)) + sum(map(size, map(_LINE, groups)))
+    # the agents' tuples (groups naming the same agents share one) and their strings
+    agents = list(map(_AGENTS, groups))
+    total += distinct_bytes(agents) + distinct_bytes(chain.from_iterable(agents))
+    others: list[object] = [body.sitemaps, body.global_blocks, body.version,
+                            *filter(None, map(_IP_RULES, groups)),
+                            *filter(None, map(_BLOCKS, groups))]
+    stores: dict[int, object] = {}
+    for sequences in ([g.raw_rules for g in groups],
+                      [body.global_directives, *(g.directives for g in groups)]):
+        rows = []
+        for sequence in sequences:
+            total += size(sequence)
+            if isinstance(sequence, Packed):  # a part of a packing, which others share
+                stores[id(sequence.store)] = sequence.store
+            else:
+                rows.append(sequence)
+        total += rows_bytes(tuple(chain.from_iterable(rows)))
+    return total + held_bytes(*others, *stores.values())
 
 
 def _walk(blocks: Iterable[Block]) -> Iterator[Block]:

@@ -15,6 +15,7 @@ tdmrep.json) before they meet the others.
 
 from __future__ import annotations
 
+import sys
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterable
@@ -24,6 +25,7 @@ from itertools import accumulate
 from urllib.parse import urlsplit
 
 from polite.core._documents import read_json
+from polite.core.robots._held import held_bytes
 from polite.core.robots.matcher import PathIndex, matches
 from polite.core.robots.meta import meta_contents, x_robots_values
 from polite.core.robots.model import Dialect, Directive, Group, fields_of
@@ -304,6 +306,14 @@ class _Patterns:
             [(p, len(p) * n + n - 1 - i, i) for i, p in enumerate(patterns)],
             wildcards=wildcards)
 
+    def held_bytes(self) -> int:
+        """The bytes the patterns hold with their indexes as built."""
+        size = sys.getsizeof
+        return (size(self) + sum(map(size, (self.text, self.ends, self.places, self.starts,
+                                             self.by_length)))
+                + sum(map(size, self.by_length.values())) + self.index.held_bytes()
+                + (0 if self.reverse is None else self.reverse.held_bytes()))
+
     def pattern(self, i: int) -> str:
         return self.text[self.ends[i - 1] if i else 0:self.ends[i]]
 
@@ -343,9 +353,9 @@ class _UsageView:
 
 
 def _usage_view(dialect: Dialect, groups: list[Group]
-                ) -> tuple[_UsageView, tuple[PathIndex, ...]]:
-    """The Content-Usage and Content-Signal lines of ``groups``, by field, compiled, and
-    their indexes."""
+                ) -> tuple[_UsageView, int, tuple[PathIndex, ...]]:
+    """The Content-Usage and Content-Signal lines of ``groups``, by field, compiled; its
+    bytes and its indexes (see :meth:`RobotsTxt.view`)."""
     # field -> pattern (the path as the dialect reads it) -> places, in file order
     found: dict[str, dict[str, list[int]]] = {}
     place = 0
@@ -361,8 +371,11 @@ def _usage_view(dialect: Dialect, groups: list[Group]
                                wildcards=wildcards)
                 for key in _RULE_KEYS if (by_pattern := found.get(key)) is not None}
     view = _UsageView(groups, patterns)
-    return view, tuple(index for p in patterns.values()
-                       for index in (p.index, p.reverse) if index is not None)
+    size = sys.getsizeof
+    held = (size(view) + size(view.directives) + size(view.offsets) + size(patterns)
+            + sum(p.held_bytes() for p in patterns.values()))
+    return view, held, tuple(index for p in patterns.values()
+                             for index in (p.index, p.reverse) if index is not None)
 
 
 def states_preferences(robots: RobotsTxt) -> bool:
@@ -409,9 +422,11 @@ def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURR
 
 
 def _licenses_view(robots: RobotsTxt, groups: list[Group]
-                   ) -> tuple[tuple[tuple[str, ...], tuple[str, ...]], tuple[PathIndex, ...]]:
+                   ) -> tuple[tuple[tuple[str, ...], tuple[str, ...]], int,
+                              tuple[PathIndex, ...]]:
     """:func:`rsl_licenses` as a view (the same for every agent: License is global)."""
-    return rsl_licenses(robots), ()
+    found = rsl_licenses(robots)
+    return found, held_bytes(found), ()
 
 
 def rsl_licenses(robots: RobotsTxt) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -227,11 +227,22 @@ def test_the_corpus_files_are_charged_what_they_hold() -> None:
 def test_matchers_of_one_file_are_bounded_in_bytes() -> None:
     # One group per agent: each agent's matcher is its own; the file keeps them within its
     # allowance, the least recently built dropped, and answers stay right.
+    # What the matchers kept hold, lookups' additions with them, is what the file is charged.
     body = "".join(f"User-agent: bot{n}\nDisallow: /p{n}/*x$\n" for n in range(400))
-    robots = parse(body)
-    for n in range(400):
-        assert not robots.allowed(f"http://h/p{n}/ax", f"bot{n}")
-        assert robots.allowed(f"http://h/p{n + 1}/ax", f"bot{n}")
+    parse(usage_file(3)).allowed("http://h/", "bot")
+    gc.collect()
+    tracemalloc.start()
+    try:
+        robots = parse(body)
+        for n in range(400):
+            assert not robots.allowed(f"http://h/p{n}/ax", f"bot{n}")
+            assert robots.allowed(f"http://h/p{n + 1}/ax", f"bot{n}")
+        robots._forget_agents()  # what points at matchers by agent: 64 agents' at most
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert held <= robots.footprint <= 1.25 * held, robots.footprint / held
     parsed_only = parse(body).footprint
     allowance = robots._views_allowance()
     assert robots.footprint - parsed_only <= allowance

@@ -152,10 +152,11 @@ KEPT_MEMBERS = 512
 # their characters, its entry in a chain or in the kept members, a node's kept segment, and
 # a searched group's buckets (_BUCKETS arrays, and a place per member).
 _MEMBER_BYTES = 200
-# An exact rule's entry (its numbers, their tuple), and a checker (the function, its
-# closure, its verdicts; besides a byte per key).
+# An exact rule's entry (its numbers, their tuple), and a checker with what a matcher holds
+# whatever its rules (the function, its closure, its verdicts, the matcher's own objects;
+# besides a byte per key).
 _EXACT_BYTES = 160
-_CHECKER_BYTES = 1024
+_CHECKER_BYTES = 2048
 _PIECE_BYTES = 64
 _CHAINED_BYTES = 88
 _KEPT_BYTES = 96

@@ -412,9 +412,9 @@ class RobotsTxt:
         allowance = self._views_allowance()
         held = self._views_bytes + sum(index.grown_bytes() for index in self._growing)
         while self._views and held + cost > allowance:
-            _, dropped, indexes = self._views.pop(next(iter(self._views)))
+            _, dropped, dropped_indexes = self._views.pop(next(iter(self._views)))
             self._views_bytes -= dropped
-            held -= dropped + sum(index.grown_bytes() for index in indexes)
+            held -= dropped + sum(index.grown_bytes() for index in dropped_indexes)
             self._forget_agents()
         self._views[key] = (value, cost, indexes)
         self._views_bytes += cost
@@ -710,8 +710,6 @@ class RobotsTxt:
         held = (sys.getsizeof(compiled) + index.held_bytes() + rules_bytes
                 + 2 * sys.getsizeof(compiled.allow))
         return compiled, held, (index,)
-
-
 
 
 _LINE, _AGENTS, _IP_RULES, _BLOCKS = map(attrgetter, ("line", "agents", "ip_rules", "blocks"))

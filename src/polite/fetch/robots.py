@@ -321,17 +321,18 @@ def _record(origin: str, state: RobotsState, body: bytes) -> RobotsRecord:
 
 
 def _cost(state: RobotsState, body: bytes) -> int:
-    """The bytes a state kept in memory holds at most (:attr:`RobotsTxt.footprint`)."""
+    """The bytes a state kept in memory holds (:attr:`RobotsTxt.footprint`)."""
     parsed = state.robots.footprint if isinstance(state, Parsed) else 0
     return _STATE_BYTES + len(body) + parsed
 
 
 def _prepared(state: RobotsState, agent: str) -> RobotsState:
     """``state`` with what ``agent`` asks of a parsed file built now (its matcher, its
-    AI-usage rules), so that the first check finds it ready and its bytes are counted."""
+    AI-usage rules), so that the first check finds it ready, and its bytes measured."""
     if isinstance(state, Parsed):
         state.robots.checker(agent)
         from_robots(state.robots, "http://prepared/", agent)
+        state.robots.footprint  # noqa: B018 (measured once, here: on a worker thread if large)
     return state
 
 
@@ -409,7 +410,7 @@ class RobotsFetcher:
         self._states: dict[str, tuple[RobotsState, bytes, int]] = {}
         self._max_in_memory = max(1, max_in_memory)
         self._max_memory_bytes = max_memory_bytes
-        self.memory_bytes = 0  # what the states in memory hold at most, in all
+        self.memory_bytes = 0  # what the states in memory hold (measured), in all
         self._in_flight: dict[str, asyncio.Future[RobotsState]] = {}
         self.fetches = 0  # how many requests went out: for /metrics and tests
 

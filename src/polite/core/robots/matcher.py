@@ -20,6 +20,7 @@ path length whatever the pattern (``/*a*a*a*a*b`` included).
 from __future__ import annotations
 
 import re
+import sys
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
@@ -145,6 +146,22 @@ _BUCKETS = 256
 # Wildcard members made ready to match and kept per index (in chains, and one by one for
 # chains longer than this): a hostile file lists tens of thousands, held as text until tried.
 KEPT_MEMBERS = 512
+# What an index adds as it is used, in bytes, as sys.getsizeof measures it on CPython 3.11
+# (tests/core/robots/test_compiled_once.py keeps grown_bytes an upper bound): a
+# member made ready (the object, its tuple, its last piece) and each other piece besides
+# their characters, its entry in a chain or in the kept members, a node's kept segment, and
+# a searched group's buckets (_BUCKETS arrays, and a place per member).
+_MEMBER_BYTES = 200
+# An exact rule's entry (its numbers, their tuple), and a checker with what a matcher holds
+# whatever its rules (the function, its closure, its verdicts, the matcher's own objects;
+# besides a byte per key).
+_EXACT_BYTES = 160
+_CHECKER_BYTES = 2048
+_PIECE_BYTES = 64
+_CHAINED_BYTES = 88
+_KEPT_BYTES = 96
+_SEGMENT_BYTES = 160
+_GRAMS_BYTES = _BUCKETS * 72 + 512
 
 
 class PathIndex:
@@ -163,9 +180,9 @@ class PathIndex:
     wildcard lines costs a few bytes per line beside its keys.
     """
 
-    __slots__ = ("_best", "_chained", "_chains", "_exact", "_gram_index", "_kept", "_keys",
-                 "_members", "_prefix", "_rank", "_rest", "_rest_ends", "_segments", "_up",
-                 "_whole", "_wild_next", "_wild_start")
+    __slots__ = ("_best", "_chained", "_chains", "_exact", "_gram_index", "_grams_bytes",
+                 "_kept", "_keys", "_member_bytes", "_members", "_prefix", "_rank", "_rest",
+                 "_rest_ends", "_segments", "_up", "_whole", "_wild_next", "_wild_start")
 
     def __init__(self, entries: Sequence[tuple[str, int, int]], *, wildcards: bool = True) -> None:
         plain: dict[str, tuple[int, int]] = {}
@@ -260,8 +277,35 @@ class PathIndex:
         self._gram_index: dict[int, tuple[array[int], list[array[int]]]] = {}
         self._chains: dict[int, Chain] = {}  # by the deepest group's node
         self._chained = 0  # members in the kept chains
+        # a member made ready: its object, and its pieces after its group's head (the head
+        # is the group's key), a string each
+        rest = self._rest
+        self._member_bytes = _MEMBER_BYTES + (len(rest) + _PIECE_BYTES * rest.count("*")
+                                              ) // max(1, len(whole))
+        self._grams_bytes = 0  # what the searched groups' buckets hold
         # per node with a wildcard or exact rule: (plain answer, its rank, chain), as used
         self._segments: dict[int, tuple[int, int, Chain]] = {}
+
+    def held_bytes(self) -> int:
+        """The bytes the index holds as built (:func:`sys.getsizeof` of its parts), with a
+        :meth:`checker` made of it; :meth:`grown_bytes` adds what lookups keep since."""
+        size = sys.getsizeof
+        keys = self._keys
+        return (size(self) + size(keys) + sum(map(size, keys)) + size(self._exact)
+                + len(self._exact) * _EXACT_BYTES
+                + sum(map(size, (self._up, self._best, self._rank, self._wild_next,
+                                 self._wild_start, self._members, self._whole, self._rest,
+                                 self._rest_ends, self._prefix, self._kept, self._gram_index,
+                                 self._chains, self._segments)))
+                + len(keys) + _CHECKER_BYTES)
+
+    def grown_bytes(self) -> int:
+        """The bytes lookups have added to what the index held when built (wildcard members
+        made ready and kept, see :data:`KEPT_MEMBERS`; searched groups' buckets), estimated
+        from their counts as an upper bound."""
+        member = self._member_bytes
+        return (self._chained * (member + _CHAINED_BYTES) + len(self._kept) * (member + _KEPT_BYTES)
+                + len(self._segments) * _SEGMENT_BYTES + self._grams_bytes)
 
     def _node_of(self, path: str) -> int:
         """The deepest node whose interval holds ``path``, or -1."""
@@ -380,6 +424,7 @@ class PathIndex:
                     buckets[hash(rest[at:at + _GRAM]) % _BUCKETS].append(m)
             found = (short, buckets)
             self._gram_index[w] = found
+            self._grams_bytes += _GRAMS_BYTES + 8 * (self._wild_start[w + 1] - self._wild_start[w])
         return found
 
     def _member(self, m: int, head: str) -> _Member:

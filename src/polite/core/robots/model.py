@@ -68,6 +68,11 @@ class Packed(Sequence[_Item]):
     def _item(self, flag: int, line: int, text: str) -> _Item:
         raise NotImplementedError
 
+    @property
+    def store(self) -> object:
+        """The packing this sequence is a part of (shared with the other parts)."""
+        return self._store
+
     def part(self, start: int, stop: int) -> Self:
         """Items ``start`` to ``stop`` (of this sequence), sharing its packing."""
         view = object.__new__(type(self))

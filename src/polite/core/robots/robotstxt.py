@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import re
 import string
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
+from itertools import chain
+from operator import attrgetter
 
+from polite.core.robots._held import distinct_bytes, held_bytes, rows_bytes
 from polite.core.robots.matcher import KEPT_MEMBERS, PathIndex, wildcard_regex
 from polite.core.robots.model import (
     AgentRules,
@@ -54,24 +58,20 @@ _PRODUCT_TOKEN = re.compile(r"[^\s/]*")
 # matcher it points to is shared by every agent that selects the same groups).
 _MAX_CACHED_AGENTS = 64
 
-# What a parsed file and the matchers built from it hold, in bytes, as tracemalloc measured
-# them on CPython 3.11 (tests/core/robots/test_compiled_once.py keeps these upper bounds
-# true): a field or issue line as parsed, an Allow/Disallow line as parsed (packed, its
-# characters apart), a Content-Usage or Content-Signal line's statement on top of a field,
-# a rule in a compiled matcher, a character of a pattern (each stored once or twice), and a
-# wildcard rule a matcher keeps ready to match (a few hundred at most, see PathIndex).
-_PARSED_BYTES_PER_LINE = 240
-_PARSED_BYTES_PER_RULE = 24
+# What the matchers built from a file (one per distinct group selection, per kind) may hold
+# together, at most, estimated from its counts (tracemalloc measured these bounds on
+# CPython 3.11): a rule in a compiled matcher, a character of a pattern, a wildcard rule it
+# keeps ready to match (a few hundred at most, see PathIndex) and what a matcher holds
+# whatever its rules. A file keeps this many times matchers over all of its rules (agents
+# whose groups overlap, as merged groups do, each have their own), least recently built
+# going first.
 _VIEW_BYTES_PER_RULE = 192
-_PARSED_BYTES_PER_USAGE = 512
-_BYTES_PER_GROUP = 160
 _BYTES_PER_CHAR = 3
 _BYTES_PER_KEPT_MEMBER = 256
 _BASE_BYTES = 4096
-# The matchers of one file (one per distinct group selection, per kind) may hold this many
-# times what matchers over all of the file's rules cost (agents whose groups overlap, as
-# merged groups do, each have their own), least recently built going first.
 _VIEWS_PER_FILE = 2
+# What a RobotsTxt holds itself: the object, its caches by agent with an agent or two.
+_OWN_BYTES = 2048
 _USAGE_KEYS = ("content-usage", "content-signal")
 
 
@@ -187,7 +187,8 @@ _REQUEST_PATHS: dict[Dialect, Callable[[str], str]] = {
 
 def view_bytes(rules: int, chars: int) -> int:
     """An upper bound of the bytes a matcher (a view, see :meth:`RobotsTxt.view`) over
-    ``rules`` rules of ``chars`` characters in all holds."""
+    ``rules`` rules of ``chars`` characters in all may hold (what a file's views are
+    bounded by; what they are charged is measured)."""
     return (_BASE_BYTES + rules * _VIEW_BYTES_PER_RULE + chars * _BYTES_PER_CHAR
             + min(rules, KEPT_MEMBERS) * _BYTES_PER_KEPT_MEMBER)
 
@@ -283,17 +284,21 @@ class RobotsTxt:
     first use and kept, so repeated checks cost one lookup whatever the number of rules.
     """
 
-    __slots__ = ("_body", "_cache", "_checks", "_fields", "_last", "_path_of", "_sizes",
-                 "_views", "_views_bytes")
+    __slots__ = ("_allowance", "_body", "_cache", "_checks", "_fields", "_growing", "_last",
+                 "_parsed_bytes", "_path_of", "_views", "_views_bytes")
 
     def __init__(self, body: ParsedBody) -> None:
         self._body = body
         self._cache: dict[tuple[str, str | None], _Compiled] = {}
         # Matchers (and other views: AI-usage rules) by the groups an agent selects, so that
         # agents selecting the same groups share one; their bytes are bounded (see view()).
-        self._views: dict[tuple[object, ...], tuple[object, int]] = {}
-        self._views_bytes = 0
-        self._sizes: tuple[int, int] | None = None  # (parsed bytes, views' allowance)
+        self._views: dict[tuple[object, ...], tuple[object, int, tuple[PathIndex, ...]]] = {}
+        self._views_bytes = 0  # what they held when built, measured
+        # their indexes, which grow as they are used (replaced whole, never changed: read
+        # from any thread)
+        self._growing: tuple[PathIndex, ...] = ()
+        self._parsed_bytes: int | None = None  # what the parsed file holds, measured
+        self._allowance: int | None = None  # what its views may hold together
         # agent_rules for agents whose groups have no brace blocks (the same for every URL)
         self._fields: dict[tuple[str, str | None], AgentRules] = {}
         self._checks: dict[str, Callable[[str], bool]] = {}  # the same, for ip None
@@ -353,72 +358,67 @@ class RobotsTxt:
 
     @property
     def footprint(self) -> int:
-        """An upper bound, in bytes, of the memory this file holds now: itself as parsed and
-        the matchers built from it so far (at most :meth:`view`'s allowance for the file, or
-        its newest one alone). A cache charges a file this much, again as it grows."""
-        return self._footprints()[0] + self._views_bytes
+        """The bytes this file holds in memory (besides its body): itself as parsed and the
+        matchers built from it so far (at most :meth:`view`'s allowance for the file, or its
+        newest one alone), as :func:`sys.getsizeof` measures them when built, and what
+        their lookups have added since (estimated from counts). A cache charges a file
+        this much, again as it grows; the first call measures the parsed file (a few
+        milliseconds for a large one)."""
+        if self._parsed_bytes is None:
+            self._parsed_bytes = _parsed_held(self._body)
+        grown = sum(index.grown_bytes() for index in self._growing)
+        return _OWN_BYTES + self._parsed_bytes + self._views_bytes + grown
 
-    def _footprints(self) -> tuple[int, int]:
-        """(the parsed file's bytes, the allowance of its views), both estimated from what
-        it holds (tracemalloc's measurements, see the constants above)."""
-        if self._sizes is None:
+    def _views_allowance(self) -> int:
+        """What the views of this file may hold together, estimated from its counts."""
+        if self._allowance is None:
             body = self._body
-            lines = rules = usage = packed_usage = 0
+            rules = usage = 0
             for group in body.groups:
-                lines += len(group.agents)
                 rules += len(group.raw_rules)
-                if not isinstance(group.raw_rules, Packed):
-                    lines += len(group.raw_rules)  # a tuple a rule: counted as a line
                 if isinstance(group.directives, Directives):
-                    found = group.directives.count_named(_USAGE_KEYS)
+                    usage += group.directives.count_named(_USAGE_KEYS)
                 else:
-                    found = sum(d.key in _USAGE_KEYS for d in group.directives)
-                if isinstance(group.directives, Packed):
-                    rules += len(group.directives)  # packed as rules are
-                    packed_usage += found
-                else:
-                    lines += len(group.directives)
-                    usage += found
+                    usage += sum(d.key in _USAGE_KEYS for d in group.directives)
                 for block in _walk(group.blocks):
-                    in_block = len(block.raw_rules) + len(block.raw_scope)  # tuples, as lines
-                    lines += len(block.directives) + in_block
-                    rules += in_block
+                    rules += len(block.raw_rules) + len(block.raw_scope)
             for block in _walk(body.global_blocks):
-                in_block = len(block.raw_rules) + len(block.raw_scope)  # tuples, as lines
-                lines += len(block.directives) + in_block
-                rules += in_block
-            lines += len(body.global_directives) + len(body.raw_issues) + len(body.sitemaps)
-            parsed = (_BASE_BYTES + lines * _PARSED_BYTES_PER_LINE
-                      + rules * _PARSED_BYTES_PER_RULE + len(body.groups) * _BYTES_PER_GROUP
-                      + usage * _PARSED_BYTES_PER_USAGE + body.size * _BYTES_PER_CHAR)
+                rules += len(block.raw_rules) + len(block.raw_scope)
             # A matcher over every rule, and the AI-usage lines' (two indexes: see
             # polite.core.robots.usage); the characters of either are at most the file's.
-            usage += packed_usage
             whole = view_bytes(rules, body.size) + 2 * view_bytes(usage, body.size)
-            self._sizes = (parsed, _VIEWS_PER_FILE * whole)
-        return self._sizes
+            self._allowance = _VIEWS_PER_FILE * whole
+        return self._allowance
 
-    def view(self, kind: str, agent: str, build: Callable[[list[Group]], tuple[object, int]],
+    def view(self, kind: str, agent: str,
+             build: Callable[[list[Group]], tuple[object, int, tuple[PathIndex, ...]]],
              *, ip: str | None = None) -> object:
         """What ``build`` makes of the groups ``agent`` selects, built once and shared by
-        every agent that selects the same groups. ``build`` gives the view and its bytes (as
-        :attr:`footprint` estimates them); the views of a file are bounded together, the
+        every agent that selects the same groups. ``build`` gives the view, its bytes (what
+        it holds besides the parsed file, measured) and the indexes in it that grow as they
+        are used (see :attr:`footprint`); the views of a file are bounded together, the
         least recently built dropped first, the newest always kept."""
         groups, key = self._selection(agent, ip)
         key = (kind, *key)
         known = self._views.get(key)
         if known is not None:
             return known[0]
-        value, cost = build(groups)
+        value, cost, indexes = build(groups)
         known = self._views.get(key)  # built meanwhile on another thread: one is kept
         if known is not None:
             return known[0]
-        allowance = self._footprints()[1]
-        while self._views and self._views_bytes + cost > allowance:
-            self._views_bytes -= self._views.pop(next(iter(self._views)))[1]
+        # the key's tuples (the numbers in them are the groups')
+        cost += sum(map(sys.getsizeof, (key, *(part for part in key if type(part) is tuple))))
+        allowance = self._views_allowance()
+        held = self._views_bytes + sum(index.grown_bytes() for index in self._growing)
+        while self._views and held + cost > allowance:
+            _, dropped, dropped_indexes = self._views.pop(next(iter(self._views)))
+            self._views_bytes -= dropped
+            held -= dropped + sum(index.grown_bytes() for index in dropped_indexes)
             self._forget_agents()
-        self._views[key] = (value, cost)
+        self._views[key] = (value, cost, indexes)
         self._views_bytes += cost
+        self._growing = tuple(index for _, _, found in self._views.values() for index in found)
         return value
 
     def _forget_agents(self) -> None:
@@ -656,9 +656,10 @@ class RobotsTxt:
             self._checks[agent] = compiled.check
         return compiled
 
-    def _build(self, agent: str, ip: str | None, groups: list[Group]) -> tuple[_Compiled, int]:
-        """The matcher of ``groups`` (selected by ``agent``, asking from ``ip``) and its
-        bytes."""
+    def _build(self, agent: str, ip: str | None, groups: list[Group]
+               ) -> tuple[_Compiled, int, tuple[PathIndex, ...]]:
+        """The matcher of ``groups`` (selected by ``agent``, asking from ``ip``), its bytes
+        and its index."""
         dialect = self._body.dialect
         denied_by = None
         if dialect is Dialect.REGP and groups:
@@ -699,9 +700,46 @@ class RobotsTxt:
 
         compiled = _Compiled(index, packed(rules), bytes(allow), denied_by, self._path_of, always,
                              check)
-        return compiled, view_bytes(len(entries), sum(len(e[0]) for e in entries))
+        # its rules: a part of the file's packing, else a tuple of the file's own lines, or
+        # (merged groups apart in the file) a packing of their own
+        rules_bytes = sys.getsizeof(compiled.rules)
+        store = compiled.rules.store if isinstance(compiled.rules, Packed) else None
+        if store is not None and all(not isinstance(g.raw_rules, Packed)
+                                     or g.raw_rules.store is not store for g in groups):
+            rules_bytes += held_bytes(store)
+        held = (sys.getsizeof(compiled) + index.held_bytes() + rules_bytes
+                + 2 * sys.getsizeof(compiled.allow))
+        return compiled, held, (index,)
 
 
+_LINE, _AGENTS, _IP_RULES, _BLOCKS = map(attrgetter, ("line", "agents", "ip_rules", "blocks"))
+
+
+def _parsed_held(body: ParsedBody) -> int:
+    """:func:`held_bytes` of ``body``, its rules, fields and issues (thousands of tuples in
+    a file that packs none, or in an HTML page) counted a column at a time."""
+    size = sys.getsizeof
+    groups = body.groups
+    total = size(body) + size(groups) + size(body.raw_issues) + rows_bytes(body.raw_issues)
+    total += sum(map(size, groups)) + sum(map(size, map(_LINE, groups)))
+    # the agents' tuples (groups naming the same agents share one) and their strings
+    agents = list(map(_AGENTS, groups))
+    total += distinct_bytes(agents) + distinct_bytes(chain.from_iterable(agents))
+    others: list[object] = [body.sitemaps, body.global_blocks, body.version,
+                            *filter(None, map(_IP_RULES, groups)),
+                            *filter(None, map(_BLOCKS, groups))]
+    stores: dict[int, object] = {}
+    for sequences in ([g.raw_rules for g in groups],
+                      [body.global_directives, *(g.directives for g in groups)]):
+        rows = []
+        for sequence in sequences:
+            total += size(sequence)
+            if isinstance(sequence, Packed):  # a part of a packing, which others share
+                stores[id(sequence.store)] = sequence.store
+            else:
+                rows.append(sequence)
+        total += rows_bytes(tuple(chain.from_iterable(rows)))
+    return total + held_bytes(*others, *stores.values())
 
 
 def _walk(blocks: Iterable[Block]) -> Iterator[Block]:

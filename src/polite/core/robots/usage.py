@@ -15,6 +15,7 @@ tdmrep.json) before they meet the others.
 
 from __future__ import annotations
 
+import sys
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterable
@@ -24,11 +25,12 @@ from itertools import accumulate
 from urllib.parse import urlsplit
 
 from polite.core._documents import read_json
+from polite.core.robots._held import held_bytes
 from polite.core.robots.matcher import PathIndex, matches
 from polite.core.robots.meta import meta_contents, x_robots_values
 from polite.core.robots.model import Dialect, Directive, Group, fields_of
 from polite.core.robots.parser import pattern_path
-from polite.core.robots.robotstxt import RobotsTxt, product_token, request_path, view_bytes
+from polite.core.robots.robotstxt import RobotsTxt, product_token, request_path
 from polite.core.usage.sf import MAX_FIELD_CHARS, serialize_string
 from polite.core.usage.statement import Pref, RuleValue, Statement, parse_statement, rule_path
 from polite.core.usage.vocab import (
@@ -282,7 +284,7 @@ class _Patterns:
     knows their places (numbers), and only the lines of the patterns that apply are read.
     """
 
-    __slots__ = ("by_length", "bytes", "ends", "index", "places", "reverse", "starts", "text",
+    __slots__ = ("by_length", "ends", "index", "places", "reverse", "starts", "text",
                  "wildcards")
 
     def __init__(self, patterns: list[str], places: list[list[int]], *,
@@ -303,8 +305,14 @@ class _Patterns:
         self.reverse = None if not self.by_length else PathIndex(
             [(p, len(p) * n + n - 1 - i, i) for i, p in enumerate(patterns)],
             wildcards=wildcards)
-        chars = len(self.text)
-        self.bytes = view_bytes(n, chars) * (1 if self.reverse is None else 2)
+
+    def held_bytes(self) -> int:
+        """The bytes the patterns hold with their indexes as built."""
+        size = sys.getsizeof
+        return (size(self) + sum(map(size, (self.text, self.ends, self.places, self.starts,
+                                             self.by_length)))
+                + sum(map(size, self.by_length.values())) + self.index.held_bytes()
+                + (0 if self.reverse is None else self.reverse.held_bytes()))
 
     def pattern(self, i: int) -> str:
         return self.text[self.ends[i - 1] if i else 0:self.ends[i]]
@@ -344,8 +352,10 @@ class _UsageView:
         return found, found.value
 
 
-def _usage_view(dialect: Dialect, groups: list[Group]) -> tuple[_UsageView, int]:
-    """The Content-Usage and Content-Signal lines of ``groups``, by field, compiled."""
+def _usage_view(dialect: Dialect, groups: list[Group]
+                ) -> tuple[_UsageView, int, tuple[PathIndex, ...]]:
+    """The Content-Usage and Content-Signal lines of ``groups``, by field, compiled; its
+    bytes and its indexes (see :meth:`RobotsTxt.view`)."""
     # field -> pattern (the path as the dialect reads it) -> places, in file order
     found: dict[str, dict[str, list[int]]] = {}
     place = 0
@@ -361,7 +371,11 @@ def _usage_view(dialect: Dialect, groups: list[Group]) -> tuple[_UsageView, int]
                                wildcards=wildcards)
                 for key in _RULE_KEYS if (by_pattern := found.get(key)) is not None}
     view = _UsageView(groups, patterns)
-    return view, view_bytes(0, 0) + 8 * place + sum(p.bytes for p in patterns.values())
+    size = sys.getsizeof
+    held = (size(view) + size(view.directives) + size(view.offsets) + size(patterns)
+            + sum(p.held_bytes() for p in patterns.values()))
+    return view, held, tuple(index for p in patterns.values()
+                             for index in (p.index, p.reverse) if index is not None)
 
 
 def states_preferences(robots: RobotsTxt) -> bool:
@@ -408,11 +422,11 @@ def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURR
 
 
 def _licenses_view(robots: RobotsTxt, groups: list[Group]
-                   ) -> tuple[tuple[tuple[str, ...], tuple[str, ...]], int]:
+                   ) -> tuple[tuple[tuple[str, ...], tuple[str, ...]], int,
+                              tuple[PathIndex, ...]]:
     """:func:`rsl_licenses` as a view (the same for every agent: License is global)."""
     found = rsl_licenses(robots)
-    return found, view_bytes(len(found[0]) + len(found[1]),
-                             sum(map(len, (*found[0], *found[1]))))
+    return found, held_bytes(found), ()
 
 
 def rsl_licenses(robots: RobotsTxt) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -107,6 +107,8 @@ def http_date(value: bytes | None) -> float | None:
 
 def _split_list(value: bytes) -> list[bytes]:
     """Comma-separated members, commas inside quoted strings kept."""
+    if b'"' not in value:  # the usual field: no quoted string, so every comma splits
+        return [member for member in (part.strip() for part in value.split(b",")) if member]
     out: list[bytes] = []
     current = bytearray()
     quoted = escaped = False
@@ -210,11 +212,13 @@ def storable(method: bytes, request_headers: Headers, status: int, response_head
             or keep_no_store_s > 0)
 
 
-def freshness_lifetime(stored: Stored) -> float:
-    """How long the response stays fresh, in seconds (4.2.1, 4.2.2)."""
+def freshness_lifetime(stored: Stored, control: CacheControl | None = None) -> float:
+    """How long the response stays fresh, in seconds (4.2.1, 4.2.2); ``control`` is its
+    Cache-Control, for a caller that has read it already."""
     if stored.stored_for_s is not None:
         return stored.stored_for_s
-    control = cache_control(stored.headers)
+    if control is None:
+        control = cache_control(stored.headers)
     for name in ("s-maxage", "max-age"):
         if name in control:
             seconds = control.seconds(name)
@@ -306,7 +310,7 @@ def choose(method: bytes, request_headers: Headers, variants: Iterable[Stored],
     stored = max(candidates, key=lambda s: s.response_time)  # the most recent (4.1)
     response = cache_control(stored.headers)
     age = age_of(stored, now)
-    lifetime = freshness_lifetime(stored)
+    lifetime = freshness_lifetime(stored, response)
     fresh = age < lifetime
     if "max-age" in request:
         limit = request.seconds("max-age")

@@ -99,7 +99,8 @@ class _ClientChannel(Channel):
     """The client side: each connection is served by its own task."""
 
     def __init__(self, server: ProxyServer) -> None:
-        super().__init__("request", max_head_bytes=server.settings.max_head_bytes)
+        super().__init__("request", max_head_bytes=server.settings.max_head_bytes,
+                         gather=True)
         self._server = server
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:

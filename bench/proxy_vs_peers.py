@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import socket
 import ssl
@@ -257,15 +258,35 @@ async def throughput(open_client: Callable[[], Awaitable[Client | Connection]],
     return done / elapsed
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of process ``pid`` and its children so far (Linux's
+    /proc; 0 elsewhere)."""
+    total = 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return 0.0
+    total = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total + sum(cpu_seconds(int(child)) for child in children)
+
+
 def measure(via: tuple[str, int] | None, origin: tuple[str, int], seconds: float,
-            path: str = "/page") -> tuple[float, float, float]:
+            path: str = "/page", server: int | None = None) -> tuple[float, ...]:
+    """The median latency, the rates at 1 and 32 connections and, with the ``server``'s
+    process id, its CPU microseconds a request at 32 connections (what a loaded machine
+    moves least: the share of the cores a process gets does not change it)."""
     def open_client() -> Awaitable[Connection]:
         return connect(via, origin, path)
 
     median = run(latency(open_client, 2000))
     one = run(throughput(open_client, 1, seconds))
+    before = cpu_seconds(server) if server is not None else 0.0
     many = run(throughput(open_client, 32, seconds))
-    return median, one, many
+    if server is None:
+        return median, one, many
+    cpu_us = (cpu_seconds(server) - before) / (many * seconds) * 1e6
+    return median, one, many, cpu_us
 
 
 def report(results: dict[str, list[tuple[float, ...]]], peer: str, rates: list[str]
@@ -312,12 +333,14 @@ def main() -> None:
     binary = shutil.which("proxy") or shutil.which("proxy", path=str(
         Path(sys.executable).parent))
     with ExitStack() as stack:
-        origin_port = stack.enter_context(started([sys.executable, "-c", ORIGIN]))
+        pids: list[int] = []  # the origin's, polite's, proxy.py's
+        origin_port = stack.enter_context(started([sys.executable, "-c", ORIGIN], pids=pids))
         origin = ("127.0.4.1", int(origin_port))
         port = free_port()
         stack.enter_context(started([sys.executable, "-m", "polite", "serve", "--port",
                                      str(port), "--store", "memory://", "--allow-private",
-                                     "--agent", "benchbot", "--adaptive-factor", "0"], port))
+                                     "--agent", "benchbot", "--adaptive-factor", "0"], port,
+                                    pids=pids))
         api = httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False)
         api.put(f"/delays/{origin[0]}", json={"delay": 0}).raise_for_status()
         paths: dict[str, tuple[tuple[str, int] | None, str]] = {
@@ -332,18 +355,24 @@ def main() -> None:
         else:
             peer_port = free_port()
             stack.enter_context(started([binary, "--hostname", "127.0.0.1", "--port",
-                                         str(peer_port), "--num-workers", "1"], peer_port))
+                                         str(peer_port), "--num-workers", "1"], peer_port,
+                                        pids=pids))
             paths["proxy.py"] = (("127.0.0.1", peer_port), "/page")
-        results: dict[str, list[tuple[float, float, float]]] = {name: [] for name in paths}
+        # whose CPU a path's requests cost: the server its client talks to
+        servers = dict(zip(["direct", "polite (miss)", "proxy.py"], [pids[0], pids[1],
+                                                                    pids[-1]], strict=True))
+        servers["polite (hit)"] = pids[1]
+        results: dict[str, list[tuple[float, ...]]] = {name: [] for name in paths}
         for round_ in range(args.rounds):
             for name, (via, path) in paths.items():
-                results[name].append(measure(via, origin, args.seconds, path))
+                results[name].append(measure(via, origin, args.seconds, path, servers[name]))
             print(f"round {round_ + 1} of {args.rounds}: " + ", ".join(
                 f"{name} {results[name][-1][2]:,.0f}/s" for name in paths) + " at 32",
                 file=sys.stderr)
 
     print(f"\nmedians of {args.rounds} rounds, the paths measured in turn in each round\n")
-    report(results, "proxy.py", ["req/s, 1 conn", "req/s, 32 conns"])
+    report(results, "proxy.py", ["req/s, 1 conn", "req/s, 32 conns",
+                                 "server CPU µs/req (32)"])
     if args.json:
         def median(name: str, column: int) -> float:
             return statistics.median(r[column] for r in results[name])

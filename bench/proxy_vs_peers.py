@@ -274,19 +274,25 @@ def cpu_seconds(pid: int) -> float:
 def measure(via: tuple[str, int] | None, origin: tuple[str, int], seconds: float,
             path: str = "/page", server: int | None = None) -> tuple[float, ...]:
     """The median latency, the rates at 1 and 32 connections and, with the ``server``'s
-    process id, its CPU microseconds a request at 32 connections (what a loaded machine
-    moves least: the share of the cores a process gets does not change it)."""
+    process id, its CPU microseconds a request at 1 and at 32 connections (what a loaded
+    machine moves least: the share of the cores a process gets does not change it)."""
     def open_client() -> Awaitable[Connection]:
         return connect(via, origin, path)
 
+    def cpu() -> float:
+        return cpu_seconds(server) if server is not None else 0.0
+
     median = run(latency(open_client, 2000))
+    before = cpu()
     one = run(throughput(open_client, 1, seconds))
-    before = cpu_seconds(server) if server is not None else 0.0
+    one_cpu = cpu() - before
+    before = cpu()
     many = run(throughput(open_client, 32, seconds))
     if server is None:
         return median, one, many
-    cpu_us = (cpu_seconds(server) - before) / (many * seconds) * 1e6
-    return median, one, many, cpu_us
+    per_request = 1e6 / seconds
+    return (median, one, many, one_cpu / one * per_request,
+            (cpu() - before) / many * per_request)
 
 
 def report(results: dict[str, list[tuple[float, ...]]], peer: str, rates: list[str]
@@ -372,7 +378,7 @@ def main() -> None:
 
     print(f"\nmedians of {args.rounds} rounds, the paths measured in turn in each round\n")
     report(results, "proxy.py", ["req/s, 1 conn", "req/s, 32 conns",
-                                 "server CPU µs/req (32)"])
+                                 "server CPU µs/req (1)", "server CPU µs/req (32)"])
     if args.json:
         def median(name: str, column: int) -> float:
             return statistics.median(r[column] for r in results[name])

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Final, Literal, cast
@@ -127,15 +128,16 @@ class Channel(asyncio.Protocol):
     passes it on); ``field_overhead``: bytes each field counts for besides its name and
     value, against ``max_head_bytes``.
 
-    ``gather``: what is written leaves at the end of the loop's turn, in one write (or once
-    :data:`_GATHER_BYTES` wait, at :meth:`drain`), not at once. A proxy serving many
-    connections then answers all the requests that came together before the peers it woke
-    take the core: they find their answers waiting, rather than being woken, and the
-    proxy preempted, once a request."""
+    ``gather``, asked as a write begins: whether what is written leaves at the end of the
+    loop's turn, in one write (or once :data:`_GATHER_BYTES` wait, at :meth:`drain`),
+    rather than at once (None: never). A proxy serving many connections then answers all
+    the requests that came together before the peers it woke take the core: they find
+    their answers waiting, rather than being woken, and the proxy preempted, once a
+    request. (Serving one, it writes at once: a turn more would cost it a poll.)"""
 
     def __init__(self, side: Literal["request", "response"], *, max_head_bytes: int,
                  fold_names: bool = True, field_overhead: int = 0,
-                 gather: bool = False) -> None:
+                 gather: Callable[[], bool] | None = None) -> None:
         self._loop = asyncio.get_running_loop()
         self._gather = gather
         self._gathered: list[bytes] = []  # written, to leave at the end of the turn
@@ -409,7 +411,7 @@ class Channel(asyncio.Protocol):
     def write(self, data: bytes | bytearray) -> None:
         if self.transport is not None and not self.closed:
             self.written += len(data)
-            if not self._gather:
+            if not self._gathered and (self._gather is None or not self._gather()):
                 self.transport.write(data)
                 return
             if not self._gathered:

@@ -165,7 +165,7 @@ class Forwarding(ProxyBase):
 
         def made() -> Channel:
             channel = Channel("response", max_head_bytes=self.settings.max_head_bytes,
-                              gather=True)
+                              gather=self._gathering)
             if raw:
                 channel.raw()
             return channel

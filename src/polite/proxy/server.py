@@ -100,7 +100,7 @@ class _ClientChannel(Channel):
 
     def __init__(self, server: ProxyServer) -> None:
         super().__init__("request", max_head_bytes=server.settings.max_head_bytes,
-                         gather=True)
+                         gather=server._gathering)
         self._server = server
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -140,6 +140,7 @@ class ProxyServer(Tunnels, Ordered):
         self._order_tail: dict[tuple[str, str], asyncio.Future[None]] = {}
         # host -> (the lock its waiters queue on, in order; how many hold or wait for it)
         self._host_turns: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._busy = 0  # requests being served, on every connection
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -247,6 +248,7 @@ class ProxyServer(Tunnels, Ordered):
                     if event.get(name) is None:
                         event.headers.append((name, value))
                 written = client.written
+                self._busy += 1
                 try:
                     keep = await self._request(client, event, peer, checked=bool(tunnel),
                                                address=address)
@@ -265,6 +267,8 @@ class ProxyServer(Tunnels, Ordered):
                     if not down:
                         raise  # a fault still shows, as the task's error
                     break
+                finally:
+                    self._busy -= 1
                 if not keep or not event.keep_alive or event.version != "1.1" or client.raw_mode:
                     break
         except ProtocolError as exc:

@@ -349,6 +349,7 @@ def main() -> None:
                                     pids=pids))
         api = httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False)
         api.put(f"/delays/{origin[0]}", json={"delay": 0}).raise_for_status()
+        api.close()  # no connection left open beside the ones measured
         paths: dict[str, tuple[tuple[str, int] | None, str]] = {
             "direct": (None, "/page"),
             "polite (miss)": (("127.0.0.1", port), "/page"),

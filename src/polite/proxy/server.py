@@ -140,7 +140,7 @@ class ProxyServer(Tunnels, Ordered):
         self._order_tail: dict[tuple[str, str], asyncio.Future[None]] = {}
         # host -> (the lock its waiters queue on, in order; how many hold or wait for it)
         self._host_turns: dict[str, tuple[asyncio.Lock, int]] = {}
-        self._busy = 0  # requests being served, on every connection
+        self._connections = 0  # client connections open
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -219,9 +219,11 @@ class ProxyServer(Tunnels, Ordered):
     async def _client(self, client: Channel) -> None:
         assert client.transport is not None
         peer = client.transport.get_extra_info("peername") or ("", 0)
+        self._connections += 1
         try:
             await self._requests(client, peer)
         finally:
+            self._connections -= 1
             client.close()
 
     async def _requests(self, client: Channel, peer: tuple[Any, ...],
@@ -248,7 +250,6 @@ class ProxyServer(Tunnels, Ordered):
                     if event.get(name) is None:
                         event.headers.append((name, value))
                 written = client.written
-                self._busy += 1
                 try:
                     keep = await self._request(client, event, peer, checked=bool(tunnel),
                                                address=address)
@@ -267,8 +268,6 @@ class ProxyServer(Tunnels, Ordered):
                     if not down:
                         raise  # a fault still shows, as the task's error
                     break
-                finally:
-                    self._busy -= 1
                 if not keep or not event.keep_alive or event.version != "1.1" or client.raw_mode:
                     break
         except ProtocolError as exc:

@@ -6,8 +6,10 @@ A 1 KB origin (an asyncio server answering every request from memory, kept alive
 adaptive delay off, so that every request is forwarded (cache misses: each one reaches
 the origin; the page is not cacheable), and again on a page the origin marks
 ``max-age=3600`` (cache hits: answered from the page cache, the origin asked once); proxy.py
-(``proxy`` from PyPI) when installed. The clients are raw sockets, so that the figures are
-the servers' and not a client library's:
+(``proxy`` from PyPI) when installed. The origin and the clients are asyncio protocols on
+uvloop (when installed), parsing no more than they must, so that the figures are the
+servers' and not a client library's, and the load generator leaves the machine's cores to
+the servers measured:
 
 * added latency: the median of sequential requests over one kept-alive connection, minus the
   direct median;
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import socket
 import ssl
@@ -34,12 +37,18 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 
 BODY = b"x" * 1024
+T = TypeVar("T")
 ORIGIN = r"""
 import asyncio, ssl, sys
+try:
+    import uvloop
+except ImportError:
+    uvloop = None
 RESPONSE = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1024\r\n\r\n"
             + b"x" * 1024)
 CACHED = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1024\r\n"
@@ -48,18 +57,22 @@ ROBOTS = (b"User-agent: *\nDisallow: /private/\nDisallow: /tmp/\nAllow: /private
           b"User-agent: otherbot\nDisallow: /\n\nSitemap: http://127.0.4.1/sitemap.xml\n")
 ROBOTS_TXT = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n"
               % len(ROBOTS) + ROBOTS)
-async def handle(reader, writer):
-    try:
-        while True:
-            head = await reader.readuntil(b"\r\n\r\n")
-            line = head.split(b"\r\n", 1)[0]
-            writer.write(ROBOTS_TXT if b"/robots.txt" in line else
-                         CACHED if b"/cached" in line else RESPONSE)
-            await writer.drain()
-    except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
-        pass
-    finally:
-        writer.close()
+class Origin(asyncio.Protocol):
+    # Requests without a body, answered from memory as their heads arrive.
+    def connection_made(self, transport):
+        self.transport, self.buffer = transport, b""
+    def data_received(self, data):
+        buffer, answers = self.buffer + data, []
+        while (end := buffer.find(b"\r\n\r\n")) >= 0:
+            line = buffer[:buffer.find(b"\r\n")]
+            answers.append(ROBOTS_TXT if b"/robots.txt" in line else
+                           CACHED if b"/cached" in line else RESPONSE)
+            buffer = buffer[end + 4:]
+        if len(buffer) > 65536:
+            self.transport.close()
+        self.buffer = buffer
+        if answers:
+            self.transport.write(b"".join(answers))
 async def main():
     context = None  # https with a key and certificate chain (PEM) as the second argument
     if len(sys.argv) > 2:
@@ -67,10 +80,10 @@ async def main():
         context.load_cert_chain(sys.argv[2])
         context.set_alpn_protocols(["http/1.1"])
     host = sys.argv[1] if len(sys.argv) > 1 else "127.0.4.1"
-    server = await asyncio.start_server(handle, host, 0, ssl=context)
+    server = await asyncio.get_running_loop().create_server(Origin, host, 0, ssl=context)
     print(server.sockets[0].getsockname()[1], flush=True)
     await server.serve_forever()
-asyncio.run(main())
+(uvloop.run if uvloop else asyncio.run)(main())
 """
 
 
@@ -130,17 +143,85 @@ class Client:
             await self.writer.wait_closed()
 
 
+class Connection(asyncio.Protocol):
+    """:class:`Client` as a protocol on the loop's own transport: no stream objects between
+    the socket and the parse, so that the load generator takes as little of the machine
+    as it can and the servers measured get the rest."""
+
+    def __init__(self, request: bytes) -> None:
+        self.request = request
+        self.buffer = bytearray()
+        self.transport: asyncio.Transport | None = None
+        self.waiter: asyncio.Future[None] | None = None
+        self.need = 0  # bytes of the answer in the buffer (its head and body); 0: unknown
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        self._answered()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(ConnectionError("the server closed the connection"))
+
+    def _answered(self) -> None:
+        waiter = self.waiter
+        if waiter is None or waiter.done():
+            return
+        if not self.need:
+            end = self.buffer.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head = bytes(self.buffer[:end])
+            if not head.startswith(b"HTTP/1.1 200"):
+                waiter.set_exception(RuntimeError(head.decode("latin-1").split("\r\n")[0]))
+                return
+            length = 0
+            for line in head.split(b"\r\n"):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            self.need = end + 4 + length
+        if len(self.buffer) >= self.need:
+            del self.buffer[:self.need]
+            self.need = 0
+            waiter.set_result(None)
+
+    async def get(self) -> None:
+        assert self.transport is not None
+        self.waiter = asyncio.get_running_loop().create_future()
+        self.transport.write(self.request)
+        await self.waiter
+
+    async def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
 async def connect(via: tuple[str, int] | None, origin: tuple[str, int],
-                  path: str = "/page") -> Client:
+                  path: str = "/page") -> Connection:
     host, port = via or origin
-    reader, writer = await asyncio.open_connection(host, port)
     target = (f"http://{origin[0]}:{origin[1]}{path}" if via else path).encode()
     request = (b"GET " + target + b" HTTP/1.1\r\nHost: " + f"{origin[0]}:{origin[1]}".encode()
                + b"\r\nUser-Agent: benchbot/1.0\r\n\r\n")
-    return Client(reader, writer, request)
+    _, connection = await asyncio.get_running_loop().create_connection(
+        lambda: Connection(request), host, port)
+    return connection
 
 
-async def latency(open_client: Callable[[], Awaitable[Client]], count: int) -> float:
+def run(coroutine: Awaitable[T]) -> T:
+    """``asyncio.run`` on uvloop when it is installed (the loop polite serve runs on, and
+    the cheaper one for the load generator)."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coroutine)  # type: ignore[arg-type]
+    return uvloop.run(coroutine)  # type: ignore[arg-type]
+
+
+async def latency(open_client: Callable[[], Awaitable[Client | Connection]], count: int
+                  ) -> float:
     """The median time of ``count`` sequential requests on one kept-alive connection."""
     client = await open_client()
     for _ in range(50):
@@ -154,8 +235,8 @@ async def latency(open_client: Callable[[], Awaitable[Client]], count: int) -> f
     return statistics.median(times)
 
 
-async def throughput(open_client: Callable[[], Awaitable[Client]], connections: int,
-                     seconds: float) -> float:
+async def throughput(open_client: Callable[[], Awaitable[Client | Connection]],
+                     connections: int, seconds: float) -> float:
     """Requests per second over ``connections`` connections, each sending its next request
     when the last answer arrived."""
     clients = await asyncio.gather(*(open_client() for _ in range(connections)))
@@ -164,7 +245,7 @@ async def throughput(open_client: Callable[[], Awaitable[Client]], connections: 
     done = 0
     stop_at = time.perf_counter() + seconds
 
-    async def run(client: Client) -> None:
+    async def run(client: Client | Connection) -> None:
         nonlocal done
         while time.perf_counter() < stop_at:
             await client.get()
@@ -177,15 +258,41 @@ async def throughput(open_client: Callable[[], Awaitable[Client]], connections: 
     return done / elapsed
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of process ``pid`` and its children so far (Linux's
+    /proc; 0 elsewhere)."""
+    total = 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return 0.0
+    total = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total + sum(cpu_seconds(int(child)) for child in children)
+
+
 def measure(via: tuple[str, int] | None, origin: tuple[str, int], seconds: float,
-            path: str = "/page") -> tuple[float, float, float]:
-    def open_client() -> Awaitable[Client]:
+            path: str = "/page", server: int | None = None) -> tuple[float, ...]:
+    """The median latency, the rates at 1 and 32 connections and, with the ``server``'s
+    process id, its CPU microseconds a request at 1 and at 32 connections (what a loaded
+    machine moves least: the share of the cores a process gets does not change it)."""
+    def open_client() -> Awaitable[Connection]:
         return connect(via, origin, path)
 
-    median = asyncio.run(latency(open_client, 2000))
-    one = asyncio.run(throughput(open_client, 1, seconds))
-    many = asyncio.run(throughput(open_client, 32, seconds))
-    return median, one, many
+    def cpu() -> float:
+        return cpu_seconds(server) if server is not None else 0.0
+
+    median = run(latency(open_client, 2000))
+    before = cpu()
+    one = run(throughput(open_client, 1, seconds))
+    one_cpu = cpu() - before
+    before = cpu()
+    many = run(throughput(open_client, 32, seconds))
+    if server is None:
+        return median, one, many
+    per_request = 1e6 / seconds
+    return (median, one, many, one_cpu / one * per_request,
+            (cpu() - before) / many * per_request)
 
 
 def report(results: dict[str, list[tuple[float, ...]]], peer: str, rates: list[str]
@@ -232,14 +339,17 @@ def main() -> None:
     binary = shutil.which("proxy") or shutil.which("proxy", path=str(
         Path(sys.executable).parent))
     with ExitStack() as stack:
-        origin_port = stack.enter_context(started([sys.executable, "-c", ORIGIN]))
+        pids: list[int] = []  # the origin's, polite's, proxy.py's
+        origin_port = stack.enter_context(started([sys.executable, "-c", ORIGIN], pids=pids))
         origin = ("127.0.4.1", int(origin_port))
         port = free_port()
         stack.enter_context(started([sys.executable, "-m", "polite", "serve", "--port",
                                      str(port), "--store", "memory://", "--allow-private",
-                                     "--agent", "benchbot", "--adaptive-factor", "0"], port))
+                                     "--agent", "benchbot", "--adaptive-factor", "0"], port,
+                                    pids=pids))
         api = httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False)
         api.put(f"/delays/{origin[0]}", json={"delay": 0}).raise_for_status()
+        api.close()  # no connection left open beside the ones measured
         paths: dict[str, tuple[tuple[str, int] | None, str]] = {
             "direct": (None, "/page"),
             "polite (miss)": (("127.0.0.1", port), "/page"),
@@ -252,18 +362,24 @@ def main() -> None:
         else:
             peer_port = free_port()
             stack.enter_context(started([binary, "--hostname", "127.0.0.1", "--port",
-                                         str(peer_port), "--num-workers", "1"], peer_port))
+                                         str(peer_port), "--num-workers", "1"], peer_port,
+                                        pids=pids))
             paths["proxy.py"] = (("127.0.0.1", peer_port), "/page")
-        results: dict[str, list[tuple[float, float, float]]] = {name: [] for name in paths}
+        # whose CPU a path's requests cost: the server its client talks to
+        servers = dict(zip(["direct", "polite (miss)", "proxy.py"], [pids[0], pids[1],
+                                                                    pids[-1]], strict=True))
+        servers["polite (hit)"] = pids[1]
+        results: dict[str, list[tuple[float, ...]]] = {name: [] for name in paths}
         for round_ in range(args.rounds):
             for name, (via, path) in paths.items():
-                results[name].append(measure(via, origin, args.seconds, path))
+                results[name].append(measure(via, origin, args.seconds, path, servers[name]))
             print(f"round {round_ + 1} of {args.rounds}: " + ", ".join(
                 f"{name} {results[name][-1][2]:,.0f}/s" for name in paths) + " at 32",
                 file=sys.stderr)
 
     print(f"\nmedians of {args.rounds} rounds, the paths measured in turn in each round\n")
-    report(results, "proxy.py", ["req/s, 1 conn", "req/s, 32 conns"])
+    report(results, "proxy.py", ["req/s, 1 conn", "req/s, 32 conns",
+                                 "server CPU µs/req (1)", "server CPU µs/req (32)"])
     if args.json:
         def median(name: str, column: int) -> float:
             return statistics.median(r[column] for r in results[name])

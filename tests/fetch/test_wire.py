@@ -24,23 +24,24 @@ def anyio_backend() -> str:
 
 
 @asynccontextmanager
-async def pair(side: str = "request", max_head_bytes: int = 4096, *, fold_names: bool = True
-               ) -> AsyncIterator[tuple[Channel, asyncio.StreamWriter]]:
+async def pair(side: str = "request", max_head_bytes: int = 4096, *, fold_names: bool = True,
+               gather: bool = False) -> AsyncIterator[tuple[Channel, asyncio.StreamWriter]]:
     """A channel on the accepting end of a loopback connection, and the other end."""
     loop = asyncio.get_running_loop()
     accepted: asyncio.Future[Channel] = loop.create_future()
 
     def factory() -> Channel:
         channel = Channel(side, max_head_bytes=max_head_bytes,  # type: ignore[arg-type]
-                          fold_names=fold_names)
+                          fold_names=fold_names, gather=(lambda: True) if gather else None)
         if not accepted.done():
             accepted.set_result(channel)
         return channel
 
     server = await loop.create_server(factory, "127.0.7.1", 0)
     port = server.sockets[0].getsockname()[1]
-    _, writer = await asyncio.open_connection("127.0.7.1", port)
+    reader, writer = await asyncio.open_connection("127.0.7.1", port)
     channel = await accepted
+    writer.reader = reader  # type: ignore[attr-defined]  # what the channel wrote, to read
     try:
         yield channel, writer
     finally:
@@ -172,6 +173,41 @@ async def test_reading_stops_while_too_much_waits_unread() -> None:
             queued += isinstance(event, Head)
         assert queued * len(request) < 1024 * 1024  # it stopped at its bound, not at 20 MB
         assert stalled()
+
+
+async def test_a_gathering_channel_writes_at_the_end_of_the_turn_and_on_close() -> None:
+    async with pair(gather=True) as (channel, peer):
+        reader: asyncio.StreamReader = peer.reader  # type: ignore[attr-defined]
+        channel.write(b"HTTP/1.1 200 OK\r\n")
+        channel.write(bytearray(b"Content-Length: 2\r\n\r\nok"))
+        assert channel.written == 40
+        assert channel.transport is not None
+        assert await reader.readexactly(40) == b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+        channel.write(b"bye")
+        channel.close()  # what was gathered goes first
+        assert await reader.read() == b"bye"
+
+
+async def test_a_gathering_channel_still_waits_for_a_peer_that_does_not_read() -> None:
+    """drain hands on what was gathered past a bound, so the transport's own buffer stops a
+    writer whose peer reads nothing: nothing piles up in the process."""
+    async with pair(gather=True) as (channel, _):
+        piece = b"x" * 65_536
+        limit = 64 * 1024 * 1024  # far more than the sockets' buffers hold
+
+        async def write() -> None:
+            while channel.written < limit:
+                channel.write(piece)
+                await channel.drain()
+
+        writing = asyncio.ensure_future(write())
+        for _ in range(100):  # a writer that is never held runs to its end in one go
+            await asyncio.sleep(0)
+        assert not writing.done()
+        assert channel.written < limit
+        assert channel.transport is not None
+        assert channel.transport.get_write_buffer_size() > 0  # handed on, held there
+        writing.cancel()
 
 
 async def test_an_answer_to_head_ends_at_its_head() -> None:

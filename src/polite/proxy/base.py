@@ -223,6 +223,13 @@ class ProxyBase(abc.ABC):
     stats: dict[str, int]
     _addresses: set[tuple[str, int]]
     _host_turns: dict[str, tuple[asyncio.Lock, int]]
+    _connections: int  # client connections open
+
+    def _gathering(self) -> bool:
+        """Whether a connection's writes wait for the end of the loop's turn (see
+        :class:`~polite.fetch.wire.Channel`): while other clients are connected, whose
+        requests may come in the same turn."""
+        return self._connections > 1
 
     @abc.abstractmethod
     async def _requests(self, client: Channel, peer: tuple[Any, ...],

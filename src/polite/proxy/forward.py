@@ -164,7 +164,8 @@ class Forwarding(ProxyBase):
                                      f"{exc.strerror or exc}") from None
 
         def made() -> Channel:
-            channel = Channel("response", max_head_bytes=self.settings.max_head_bytes)
+            channel = Channel("response", max_head_bytes=self.settings.max_head_bytes,
+                              gather=self._gathering)
             if raw:
                 channel.raw()
             return channel

@@ -99,7 +99,8 @@ class _ClientChannel(Channel):
     """The client side: each connection is served by its own task."""
 
     def __init__(self, server: ProxyServer) -> None:
-        super().__init__("request", max_head_bytes=server.settings.max_head_bytes)
+        super().__init__("request", max_head_bytes=server.settings.max_head_bytes,
+                         gather=server._gathering)
         self._server = server
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -139,6 +140,7 @@ class ProxyServer(Tunnels, Ordered):
         self._order_tail: dict[tuple[str, str], asyncio.Future[None]] = {}
         # host -> (the lock its waiters queue on, in order; how many hold or wait for it)
         self._host_turns: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._connections = 0  # client connections open
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -217,9 +219,11 @@ class ProxyServer(Tunnels, Ordered):
     async def _client(self, client: Channel) -> None:
         assert client.transport is not None
         peer = client.transport.get_extra_info("peername") or ("", 0)
+        self._connections += 1
         try:
             await self._requests(client, peer)
         finally:
+            self._connections -= 1
             client.close()
 
     async def _requests(self, client: Channel, peer: tuple[Any, ...],

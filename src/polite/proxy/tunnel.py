@@ -178,6 +178,7 @@ class Tunnels(Forwarding):
         # as soon as it reads the 200, and they are the TLS layer's.
         client.transport.pause_reading()
         client.write(response_head(200, b"Connection Established", [(b"via", _VIA)]))
+        client.flush()  # in the clear, before the TLS layer takes the transport
         inside = _InsideChannel("request", max_head_bytes=self.settings.max_head_bytes)
         try:
             transport = await asyncio.get_running_loop().start_tls(

@@ -61,5 +61,7 @@ async def stored_with_usage(politeness: Politeness, default: str | None, request
                             url: str, stored: Stored) -> Stored:
     """A stored response about to be served from the cache, its fields as
     :func:`with_usage` makes them (the copy in the cache stays as the origin sent it)."""
+    if asked_purpose(request, default) is None:
+        return stored  # no purpose: served as stored
     fields = await with_usage(politeness, default, request, url, list(stored.headers))
     return dataclasses.replace(stored, headers=tuple(fields))

@@ -96,6 +96,26 @@ def test_freshness_lifetime(headers: dict[str, str], lifetime: float) -> None:
     assert freshness_lifetime(stored(H(**headers))) == lifetime
 
 
+def test_a_stored_response_reads_its_fields_once_and_keeps_them_through_a_304() -> None:
+    """What serving a stored response needs is read when it is made, decoded or freshened,
+    and is what the functions that read the fields give."""
+    first = stored(H(cache_control='max-age=60, community="a, b"', age="5", date=DATE.decode()),
+                   at=NOW + 2)
+    assert first.control.seconds("max-age") == 60
+    assert first.control.directives["community"] == "a, b"
+    assert first.lifetime == freshness_lifetime(first) == 60.0
+    assert first.initial_age == 5.0  # the origin's Age beats the 2 s the Date tells
+    assert age_of(first, NOW + 12) == 15.0
+    (decoded,) = codec.decode(codec.encode([first]))
+    assert (decoded.control, decoded.lifetime, decoded.initial_age) == (
+        first.control, 60.0, 5.0)
+    fresh = updated(first, H(cache_control="max-age=600", date=DATE.decode()), NOW + 100,
+                    NOW + 100)
+    assert (fresh.lifetime, fresh.initial_age) == (600.0, 100.0)
+    assert fresh == updated(first, H(cache_control="max-age=600", date=DATE.decode()),
+                            NOW + 100, NOW + 100)
+
+
 def test_age_counts_the_origins_age_and_the_time_resident() -> None:
     entry = stored(H(date=DATE.decode(), age="30", cache_control="max-age=100"))
     assert age_of(entry, NOW + 10) == 40.0

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 __all__ = [
@@ -107,6 +107,8 @@ def http_date(value: bytes | None) -> float | None:
 
 def _split_list(value: bytes) -> list[bytes]:
     """Comma-separated members, commas inside quoted strings kept."""
+    if b'"' not in value:  # the usual field: no quoted string, so every comma splits
+        return [member for member in (part.strip() for part in value.split(b",")) if member]
     out: list[bytes] = []
     current = bytearray()
     quoted = escaped = False
@@ -179,6 +181,18 @@ class Stored:
     response_time: float  # when its response arrived
     vary: tuple[tuple[bytes, bytes | None], ...] = ()  # the request's values of Vary's fields
     stored_for_s: float | None = None  # a no-store response kept by the operator's option
+    # Read from the fields once, as the response is made (stored, freshened or decoded), so
+    # that serving it parses nothing: its Cache-Control, its freshness lifetime and its age
+    # when it arrived (4.2.3's corrected_initial_age).
+    control: CacheControl = field(init=False, repr=False, compare=False)
+    lifetime: float = field(init=False, repr=False, compare=False)
+    initial_age: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        control = cache_control(self.headers)
+        object.__setattr__(self, "control", control)
+        object.__setattr__(self, "lifetime", freshness_lifetime(self, control))
+        object.__setattr__(self, "initial_age", _initial_age(self))
 
 
 def storable(method: bytes, request_headers: Headers, status: int, response_headers: Headers,
@@ -210,11 +224,13 @@ def storable(method: bytes, request_headers: Headers, status: int, response_head
             or keep_no_store_s > 0)
 
 
-def freshness_lifetime(stored: Stored) -> float:
-    """How long the response stays fresh, in seconds (4.2.1, 4.2.2)."""
+def freshness_lifetime(stored: Stored, control: CacheControl | None = None) -> float:
+    """How long the response stays fresh, in seconds (4.2.1, 4.2.2); ``control`` is its
+    Cache-Control, for a caller that has read it already."""
     if stored.stored_for_s is not None:
         return stored.stored_for_s
-    control = cache_control(stored.headers)
+    if control is None:
+        control = cache_control(stored.headers)
     for name in ("s-maxage", "max-age"):
         if name in control:
             seconds = control.seconds(name)
@@ -235,6 +251,11 @@ def freshness_lifetime(stored: Stored) -> float:
 
 def age_of(stored: Stored, now: float) -> float:
     """The response's current age (4.2.3)."""
+    return stored.initial_age + max(0.0, now - stored.response_time)
+
+
+def _initial_age(stored: Stored) -> float:
+    """The response's age when it arrived: corrected_initial_age (4.2.3)."""
     date = http_date(header(stored.headers, b"date"))
     apparent = max(0.0, stored.response_time - date) if date is not None else 0.0
     age_value = 0.0
@@ -242,8 +263,7 @@ def age_of(stored: Stored, now: float) -> float:
     if raw_age is not None and raw_age.strip().isdigit():
         age_value = float(min(int(raw_age.strip()), MAX_DELTA_SECONDS))
     response_delay = stored.response_time - stored.request_time
-    corrected_initial = max(apparent, age_value + response_delay)
-    return corrected_initial + max(0.0, now - stored.response_time)
+    return max(apparent, age_value + response_delay)
 
 
 def vary_key(response_headers: Headers, request_headers: Headers
@@ -304,9 +324,9 @@ def choose(method: bytes, request_headers: Headers, variants: Iterable[Stored],
             return Choice("gateway_timeout")
         return Choice("fetch")
     stored = max(candidates, key=lambda s: s.response_time)  # the most recent (4.1)
-    response = cache_control(stored.headers)
+    response = stored.control
     age = age_of(stored, now)
-    lifetime = freshness_lifetime(stored)
+    lifetime = stored.lifetime
     fresh = age < lifetime
     if "max-age" in request:
         limit = request.seconds("max-age")
@@ -364,8 +384,10 @@ def not_modified(request_headers: Headers, stored: Stored) -> bool:
             return False
         return any(_weak_equal(tag, etag) for tag in _split_list(if_none_match))
     since = http_date(header(request_headers, b"if-modified-since"))
+    if since is None:
+        return False
     last_modified = http_date(header(stored.headers, b"last-modified"))
-    return since is not None and last_modified is not None and last_modified <= since
+    return last_modified is not None and last_modified <= since
 
 
 def updated(stored: Stored, response_headers: Headers, request_time: float,

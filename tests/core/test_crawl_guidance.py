@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Literal
 
 import pytest
 from hypothesis import given
@@ -15,6 +16,8 @@ from polite.core.crawl import (
     next_visit_s,
     page_plan,
     resolve_link,
+    resolve_links,
+    scope_test,
 )
 from polite.core.robots.meta import RobotsDirectives
 from polite.core.robots.model import AgentRules
@@ -50,6 +53,44 @@ def test_scope() -> None:
     assert in_scope("site", seeds, "www.example.com")
     assert not in_scope("site", seeds, "other.com")
     assert in_scope("any", seeds, "other.com")
+
+
+_HREFS = ["/p1", "c", "/x#frag", "HTTP://E.COM:80", "//o.org:443/p?q=1 2", "/caf\u00e9",
+          "/%zz%", " \t/spaced\n", "javascript:void(0)", "", "/p1", "/a/../p1", "/" + "a" * 3000,
+          "http://b\u00fccher.de/", "/q?x=1"]
+
+
+@pytest.mark.parametrize("base", ["http://e.com/a/b", "https://E.com:443/", "http://e.com:8080/",
+                                  "ftp://e.com/", "not a url"])
+def test_a_pages_links_resolve_as_each_alone(base: str) -> None:
+    expected: dict[str, None] = {}
+    for href in _HREFS:
+        try:
+            expected[resolve_link(base, href)] = None
+        except InvalidURL:
+            continue
+    assert resolve_links(base, _HREFS) == list(expected)
+
+
+@given(st.lists(st.text(alphabet="/.:?#%@ab9 \u00e9", max_size=12), max_size=8))
+def test_resolved_links_match_resolve_link(hrefs: list[str]) -> None:
+    expected: dict[str, None] = {}
+    for href in hrefs:
+        try:
+            expected[resolve_link("http://e.com/d/", href)] = None
+        except InvalidURL:
+            continue
+    assert resolve_links("http://e.com/d/", hrefs) == list(expected)
+
+
+@pytest.mark.parametrize("scope", ["host", "site", "any"])
+def test_a_scope_test_answers_as_in_scope(scope: Literal["host", "site", "any"]) -> None:
+    seeds = frozenset({"example.com", "www.shop.org", "a.net"})
+    hosts = ["example.com", "www.example.com", "shop.org", "www.shop.org", "www.www.shop.org",
+             "a.net", "b.net", "www.a.net", "other.com", ""]
+    allowed = scope_test(scope, seeds)
+    assert [allowed(h) for h in hosts] == [in_scope(scope, seeds, h) for h in hosts]
+    assert allowed("shop.org") is (scope != "host")
 
 
 @pytest.mark.parametrize(("noindex", "nofollow", "page_type", "keep", "follow"), [

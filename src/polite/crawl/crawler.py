@@ -31,12 +31,13 @@ from polite.config import CRAWL
 from polite.core.crawl import (
     PagePlan,
     Scope,
-    in_scope,
     language_refusal,
     link_key,
     next_visit_s,
     page_plan,
     resolve_link,
+    resolve_links,
+    scope_test,
 )
 from polite.core.identity import parse_price
 from polite.core.politeness.values import Disallowed, RefusalReason, Refused
@@ -335,6 +336,8 @@ class Crawler:
         self._on_page = on_page
         self.stats = CrawlStats()
         self._seed_hosts: set[str] = set()
+        # in_scope for the seed hosts as they are (None: worked out again at its next use)
+        self._in_scope: Callable[[str], bool] | None = None
         self._heap: list[tuple[float, str]] = []
         self._due: dict[str, float] = {}
         self._in_flight: Counter[str] = Counter()
@@ -389,6 +392,7 @@ class Crawler:
                 bad.append(url)
                 continue
             self._seed_hosts.add(host)
+            self._in_scope = None
             items.append(FrontierItem(normal, host, 0, "seed"))
         await self._frontier.add_seed_hosts(sorted({item.host for item in items}))
         added = await self._frontier.add(items)
@@ -437,6 +441,7 @@ class Crawler:
                 self._group = batch
                 self._output.hold(True)
         self._seed_hosts.update(await self._frontier.seed_hosts())
+        self._in_scope = None
         self._host_fetched.update(await self._frontier.host_fetched())
         # alone, every host is this worker's; sharing, those due soon (the others come up
         # at the polls)
@@ -595,6 +600,7 @@ class Crawler:
         if counts.queued + counts.leased == 0:
             return True
         self._seed_hosts.update(await self._frontier.seed_hosts())
+        self._in_scope = None
         # a bounded read: the hosts due before the next poll, not every host of the crawl
         for host, due in await self._frontier.due_hosts(self._clock() + self._poll_s,
                                                         DUE_HOSTS_READ):
@@ -1193,23 +1199,21 @@ class Crawler:
         max_depth = self.settings.max_depth
         if max_depth is not None and item.depth + 1 > max_depth:
             return []
-        urls: dict[str, None] = {}
-        for link in links:
-            if link.nofollow:
-                continue  # rel=nofollow: not followed from here (it may be from elsewhere)
-            try:
-                urls[resolve_link(base, link.href)] = None
-            except InvalidURL:
-                continue
-        return list(urls)
+        # rel=nofollow: not followed from here (it may be from elsewhere)
+        return resolve_links(base, (link.href for link in links if not link.nofollow))
 
     def _by_scope(self, items: Sequence[FrontierItem]
                   ) -> tuple[list[FrontierItem], list[FrontierItem]]:
         """The items in scope (to queue) and the others (to mark seen)."""
-        inside, outside = [], []
-        seeds = frozenset(self._seed_hosts)
+        inside: list[FrontierItem] = []
+        outside: list[FrontierItem] = []
+        if not items:
+            return inside, outside
+        if self._in_scope is None:
+            self._in_scope = scope_test(self.settings.scope, self._seed_hosts)
+        allowed = self._in_scope
         for item in items:
-            if in_scope(self.settings.scope, seeds, item.host):
+            if allowed(item.host):
                 inside.append(item)
             else:
                 outside.append(item)

@@ -11,7 +11,7 @@ last word on what is kept and followed.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -36,6 +36,8 @@ __all__ = [
     "next_visit_s",
     "page_plan",
     "resolve_link",
+    "resolve_links",
+    "scope_test",
 ]
 
 Scope = Literal["host", "site", "any"]
@@ -118,6 +120,29 @@ def resolve_link(base: str, href: str) -> str:
     return url
 
 
+def resolve_links(base: str, hrefs: Iterable[str]) -> list[str]:
+    """The ``hrefs`` that :func:`resolve_link` resolves against ``base``, resolved, each
+    once, in their order; the others left out. The base's origin is worked out once for the
+    page's links relative to its root, which most are."""
+    urls: dict[str, None] = {}
+    origin: str | None = None
+    for href in hrefs:
+        if "/." not in href and len(href) < MAX_URL_CHARS // 2 and _PLAIN_ROOTED.match(href):
+            if origin is None:
+                try:
+                    origin = split_origin(base)[0]
+                except InvalidURL:
+                    origin = ""  # no origin: each link is refused by resolve_link below
+            if origin:
+                urls[origin + href] = None
+                continue
+        try:
+            urls[resolve_link(base, href)] = None
+        except InvalidURL:
+            continue
+    return list(urls)
+
+
 def link_key(url: str) -> str:
     """The key two spellings of one URL share in the frontier's seen set."""
     return resolve_link(url, url)
@@ -130,14 +155,19 @@ def _site_key(host: str) -> str:
 def in_scope(scope: Scope, seed_hosts: frozenset[str], host: str) -> bool:
     """Whether ``host`` may be crawled: a seed's own host (``host``), also the same name
     with or without ``www.`` (``site``), or any host (``any``)."""
+    return scope_test(scope, seed_hosts)(host)
+
+
+def scope_test(scope: Scope, seed_hosts: Iterable[str]) -> Callable[[str], bool]:
+    """:func:`in_scope` for one scope and one set of seed hosts, the seeds' site names
+    worked out once: a crawl asks it of every link of every page."""
     if scope == "any":
-        return True
-    if host in seed_hosts:
-        return True
-    if scope == "site":
-        key = _site_key(host)
-        return any(_site_key(seed) == key for seed in seed_hosts)
-    return False
+        return lambda host: True
+    hosts = frozenset(seed_hosts)
+    if scope != "site":
+        return hosts.__contains__
+    sites = frozenset(_site_key(seed) for seed in hosts)
+    return lambda host: host in hosts or _site_key(host) in sites
 
 
 @dataclass(frozen=True, slots=True)

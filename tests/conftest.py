@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import resource
 import shutil
 import socket
 import subprocess
@@ -166,6 +167,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     phases = [report for reports in terminalreporter.stats.values() for report in reports
               if isinstance(report, pytest.TestReport)]
+    _write_cpu(phases)
     phases.sort(key=lambda report: report.duration, reverse=True)
     total = sum(report.duration for report in phases)
     lines = [f"{report.duration:8.2f}s {report.when:<8} {report.nodeid}"
@@ -174,6 +176,64 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     DURATIONS.write_text(f"the {len(lines)} slowest of {len(phases)} test phases "
                          f"({total:,.0f} s in all, summed over the workers)\n"
                          + "\n".join(lines) + "\n")
+
+
+CPU = DURATIONS.with_name("cpu.txt")
+_CPU_KEY = pytest.StashKey[dict[str, float]]()
+
+
+def _cpu_s() -> float:
+    """CPU seconds (user + system) of this process and of its children waited for."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
+        resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _measured(item: pytest.Item, when: str) -> Iterator[None]:
+    start = _cpu_s()
+    yield
+    item.stash.setdefault(_CPU_KEY, {})[when] = _cpu_s() - start
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    return (yield from _measured(item, "setup"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    return (yield from _measured(item, "call"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    return (yield from _measured(item, "teardown"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Iterator[None]:
+    report = yield
+    cpu_s = item.stash.get(_CPU_KEY, {}).get(call.when)
+    if cpu_s is not None:
+        report.user_properties.append(("cpu_s", cpu_s))
+    return report
+
+
+def _write_cpu(phases: list[pytest.TestReport]) -> None:
+    """The CPU each test module took (its tests' phases, with the processes they waited
+    for), most first, into ``test-artifacts/cpu.txt``: where the suite's CPU goes."""
+    modules: dict[str, float] = {}
+    for report in phases:
+        cpu_s = dict(report.user_properties).get("cpu_s")
+        if isinstance(cpu_s, float):
+            module = report.nodeid.split("::", 1)[0]
+            modules[module] = modules.get(module, 0.0) + cpu_s
+    ranked = sorted(modules.items(), key=lambda pair: pair[1], reverse=True)
+    CPU.parent.mkdir(parents=True, exist_ok=True)
+    CPU.write_text(f"CPU (user + system, with the processes waited for) of {len(ranked)} "
+                   f"test modules: {sum(modules.values()):,.0f} s in all\n"
+                   + "".join(f"{cpu_s:8.1f}s {module}\n" for module, cpu_s in ranked))
 
 
 _real_connect = socket.socket.connect

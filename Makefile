@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test check serve lint typecheck unit bench bench-quick docs clean
+.PHONY: test test-shuffled check serve lint typecheck unit bench bench-quick docs clean
 
 # The venv keeps the pip it is made with (tests install into venvs of their own with it).
 # Its packages are installed by uv, from the package index, in a fraction of pip's time;
@@ -41,9 +41,14 @@ test: $(STAMP)
 	$(BIN)/mypy >test-artifacts/mypy.txt 2>&1 & typing=$$!; \
 	  $(BIN)/pytest -q --collect-only >/dev/null \
 	  && $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
-	       --durations=25; tested=$$?; \
+	       --durations=25 $(TEST_ORDER); tested=$$?; \
 	  wait $$typing; typed=$$?; echo "mypy:"; cat test-artifacts/mypy.txt; \
 	  test $$tested -eq 0 && test $$typed -eq 0
+
+# make test with the modules, and the tests in each, in a shuffled order (the seed is in the
+# header; SEED=N runs that order again): no test may depend on what ran before it.
+test-shuffled: TEST_ORDER = --shuffle $(if $(SEED),--shuffle-seed=$(SEED))
+test-shuffled: test
 
 # The manual, from docs/ and the code's own parsers, OpenAPI document and docstrings, into
 # site/ (open site/index.html, or serve it: python -m http.server -d site). Strict: a broken

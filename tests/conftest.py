@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import random
 import resource
 import shutil
 import socket
@@ -148,9 +149,62 @@ RUN_FIRST = (
 )
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--shuffle", action="store_true",
+        help="run the test modules, and the tests in each, in a shuffled order (its seed "
+             "shown in the header): no test may depend on what ran before it "
+             "(make test-shuffled)")
+    parser.addoption("--shuffle-seed", type=int, default=None, metavar="SEED",
+                     help="--shuffle, in the order drawn from SEED (the header's, to run "
+                          "a shuffled order again)")
+
+
+def _shuffle_seed(config: pytest.Config) -> int | None:
+    """The seed of ``--shuffle``: the one given, or one drawn once a run (a test worker
+    takes its controller's, so that every worker collects the same order)."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        return workerinput.get("shuffle_seed")
+    given = config.getoption("shuffle_seed")
+    if given is None and not config.getoption("shuffle"):
+        return None
+    if not hasattr(config, "_shuffle_seed"):
+        config._shuffle_seed = (  # type: ignore[attr-defined]
+            random.randrange(10**6) if given is None else given)
+    return config._shuffle_seed  # type: ignore[attr-defined,no-any-return]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    seed = _shuffle_seed(node.config)
+    if seed is not None:
+        node.workerinput["shuffle_seed"] = seed
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    seed = _shuffle_seed(config)
+    return None if seed is None else f"shuffled: --shuffle-seed={seed} runs this order again"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The modules of :data:`RUN_FIRST` first, in its order; the others after them, in
-    the order collected."""
+    the order collected. With ``--shuffle``, the modules and the tests in each in an order
+    drawn from its seed instead (each module's tests still together)."""
+    seed = _shuffle_seed(config)
+    if seed is not None:
+        draw = random.Random(seed)
+        modules: dict[str, list[pytest.Item]] = {}
+        for item in items:
+            modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+        order = sorted(modules)  # the same draw whatever order they were collected in
+        draw.shuffle(order)
+        items[:] = []
+        for module in order:
+            tests = sorted(modules[module], key=lambda item: item.nodeid)
+            draw.shuffle(tests)
+            items.extend(tests)
+        return
     rank = {module: place for place, module in enumerate(RUN_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 

@@ -37,3 +37,31 @@ def test_the_longest_modules_go_first_in_their_order_the_rest_as_collected(
         f"{first}::test_y[1]", f"{first}::test_y[2]", f"{second}::test_x",
         "tests/core/test_a.py::test_1", "tests/core/test_a.py::test_2",
         "tests/api/test_b.py::test_3"]
+
+
+@dataclass
+class _Worker:
+    """What a test worker's config gives the ordering: its controller's seed."""
+    workerinput: dict[str, int]
+
+
+def _shuffled(seed: int, collected: list[_Item]) -> list[str]:
+    items: list = list(collected)
+    pytest_collection_modifyitems(_Worker({"shuffle_seed": seed}), items)  # type: ignore[arg-type]
+    return [item.nodeid for item in items]
+
+
+def test_a_shuffled_order_keeps_each_module_together_and_comes_again_from_its_seed() -> None:
+    collected = [_Item(f"tests/test_{module}.py::test_{test}")
+                 for module in "abcdefgh" for test in range(8)]
+    orders = {seed: _shuffled(seed, collected) for seed in range(5)}
+    for order in orders.values():
+        assert sorted(order) == sorted(item.nodeid for item in collected)
+        modules = [nodeid.split("::")[0] for nodeid in order]
+        runs = [module for place, module in enumerate(modules)
+                if place == 0 or modules[place - 1] != module]
+        assert len(runs) == len(set(runs)) == 8  # each module's tests in one run
+    # the order depends on the seed only, not on the order the tests were collected in
+    assert _shuffled(3, collected[::-1]) == orders[3]
+    assert len({tuple(order) for order in orders.values()}) == 5
+    assert all(order != [item.nodeid for item in collected] for order in orders.values())

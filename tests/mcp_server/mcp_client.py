@@ -10,10 +10,12 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from mcp import Client, StdioServerParameters
+
+if TYPE_CHECKING:
+    from mcp import Client
 
 from tests.serving import ROOT
 
@@ -32,6 +34,8 @@ def _environment() -> dict[str, str]:
 async def stdio_session(*options: str) -> AsyncIterator[Client]:
     """A client of ``polite mcp OPTIONS`` over stdio (no response caching: every call
     reaches the server)."""
+    from mcp import Client, StdioServerParameters  # the SDK when used, not at collection
+
     params = StdioServerParameters(command=sys.executable,
                                    args=["-m", "polite", "mcp", *options], env=_environment())
     async with Client(params, cache=None, read_timeout_seconds=120) as client:

@@ -182,9 +182,15 @@ def pytest_configure_node(node: Any) -> None:
         node.workerinput["shuffle_seed"] = seed
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
+def _say_shuffled(config: pytest.Config) -> None:
     seed = _shuffle_seed(config)
-    return None if seed is None else f"shuffled: --shuffle-seed={seed} runs this order again"
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if seed is not None and reporter is not None and not hasattr(config, "workerinput"):
+        reporter.write_line(f"shuffled: --shuffle-seed={seed} runs this order again")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _say_shuffled(session.config)  # at the start, even with -q
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -216,6 +222,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                             ) -> None:
     """With ``--durations=N`` (as ``make test`` runs), the N slowest phases also go to
     ``test-artifacts/durations.txt``, so that every run leaves them to read."""
+    _say_shuffled(config)  # and at the end, beside the failures it may explain
     count = config.getoption("durations")
     if not count or hasattr(config, "workerinput"):
         return

@@ -228,7 +228,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     phases = [report for reports in terminalreporter.stats.values() for report in reports
               if isinstance(report, pytest.TestReport)]
-    _write_cpu(phases)
+    _write_cpu(phases, count)
     phases.sort(key=lambda report: report.duration, reverse=True)
     total = sum(report.duration for report in phases)
     lines = [f"{report.duration:8.2f}s {report.when:<8} {report.nodeid}"
@@ -281,20 +281,28 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     return report
 
 
-def _write_cpu(phases: list[pytest.TestReport]) -> None:
+def _write_cpu(phases: list[pytest.TestReport], count: int) -> None:
     """The CPU each test module took (its tests' phases, with the processes they waited
-    for), most first, into ``test-artifacts/cpu.txt``: where the suite's CPU goes."""
+    for), most first, then the ``count`` tests that took most, into
+    ``test-artifacts/cpu.txt``: where the suite's CPU goes."""
     modules: dict[str, float] = {}
+    tests: dict[str, float] = {}
     for report in phases:
         cpu_s = dict(report.user_properties).get("cpu_s")
         if isinstance(cpu_s, float):
             module = report.nodeid.split("::", 1)[0]
             modules[module] = modules.get(module, 0.0) + cpu_s
-    ranked = sorted(modules.items(), key=lambda pair: pair[1], reverse=True)
+            tests[report.nodeid] = tests.get(report.nodeid, 0.0) + cpu_s
+
+    def ranked(table: dict[str, float], most: int | None = None) -> str:
+        pairs = sorted(table.items(), key=lambda pair: pair[1], reverse=True)[:most]
+        return "".join(f"{cpu_s:8.1f}s {name}\n" for name, cpu_s in pairs)
+
     CPU.parent.mkdir(parents=True, exist_ok=True)
-    CPU.write_text(f"CPU (user + system, with the processes waited for) of {len(ranked)} "
+    CPU.write_text(f"CPU (user + system, with the processes waited for) of {len(modules)} "
                    f"test modules: {sum(modules.values()):,.0f} s in all\n"
-                   + "".join(f"{cpu_s:8.1f}s {module}\n" for module, cpu_s in ranked))
+                   + ranked(modules) + f"\nthe {count} tests that took most\n"
+                   + ranked(tests, count))
 
 
 _real_connect = socket.socket.connect

@@ -26,7 +26,9 @@ pytestmark = pytest.mark.slow
 # What the package index may answer when it cannot be reached (no network, no local index).
 _UNREACHABLE = ("No matching distribution found", "Could not find a version",
                 "Failed to establish a new connection", "Network is unreachable",
-                "Temporary failure in name resolution")
+                "Temporary failure in name resolution",
+                # and uv's words for it, where uv makes build's environments
+                "Failed to fetch", "dns error", "Could not connect")
 _EXTRA_MODULES = ("selectolax", "fastwarc", "aiohttp", "pandas", "pyarrow", "matplotlib",
                   "cryptography", "uvicorn", "jinja2", "scrapy", "requests", "warcio", "mcp",
                   "readability", "markdownify", "grpc", "grpc_tools")

@@ -134,7 +134,10 @@ def test_the_inspector_cli_lists_the_tools_and_fetches() -> None:
     server = [sys.executable, "-m", "polite", "mcp", *LOOPBACK]
 
     def inspect(*method: str) -> object:
-        done = subprocess.run([npx, "-y", INSPECTOR, "--cli", *server, *method],
+        # the Inspector waits 15 s for the server by default: a loaded machine took longer
+        # to start it, so two minutes, as a guard against a server that never answers
+        done = subprocess.run([npx, "-y", INSPECTOR, "--cli", "--connect-timeout", "120000",
+                               *server, *method],
                               capture_output=True, text=True, timeout=600, check=False,
                               stdin=subprocess.DEVNULL)
         if done.returncode != 0 and any(sign in done.stderr for sign in _UNREACHABLE):

@@ -4,18 +4,21 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test check serve lint typecheck unit bench bench-quick docs clean
+.PHONY: test test-shuffled check serve lint typecheck unit bench bench-quick docs clean
 
-# The venv keeps the pip it is made with (tests install into venvs of their own with it).
-# Its packages are installed by uv, from the package index, in a fraction of pip's time;
-# where uv cannot be had, by pip, as before.
+# The venv's packages are installed by uv, from the package index (through uv's cache), in
+# a fraction of pip's time: uv is put into the venv by the interpreter's own pip, and pip
+# by uv with the rest (tests install into venvs of their own with it), so that the venv is
+# made without pip (its ensurepip took 4 s of CPU). Where uv cannot be had, pip installs
+# everything, as before.
 EXTRAS := .[test,all,docs]
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	{ $(BIN)/python -m pip install --quiet --disable-pip-version-check uv \
-	    && $(BIN)/uv pip install --quiet --python $(BIN)/python -e '$(EXTRAS)'; } \
+	$(PYTHON) -m venv --without-pip $(VENV)
+	{ $(PYTHON) -m pip --python $(BIN)/python install --quiet --disable-pip-version-check uv \
+	    && $(BIN)/uv pip install --quiet --python $(BIN)/python pip -e '$(EXTRAS)'; } \
 	  || { echo 'uv could not install the packages: pip installs them'; \
-	       $(BIN)/python -m pip install --quiet --upgrade pip \
+	       $(BIN)/python -m ensurepip --upgrade --default-pip >/dev/null \
+	       && $(BIN)/python -m pip install --quiet --upgrade pip \
 	       && $(BIN)/python -m pip install --quiet -e '$(EXTRAS)'; }
 	touch $(STAMP)
 
@@ -41,9 +44,14 @@ test: $(STAMP)
 	$(BIN)/mypy >test-artifacts/mypy.txt 2>&1 & typing=$$!; \
 	  $(BIN)/pytest -q --collect-only >/dev/null \
 	  && $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
-	       --durations=25; tested=$$?; \
+	       --durations=25 $(TEST_ORDER); tested=$$?; \
 	  wait $$typing; typed=$$?; echo "mypy:"; cat test-artifacts/mypy.txt; \
 	  test $$tested -eq 0 && test $$typed -eq 0
+
+# make test with the modules, and the tests in each, in a shuffled order (the seed is in the
+# header; SEED=N runs that order again): no test may depend on what ran before it.
+test-shuffled: TEST_ORDER = --shuffle $(if $(SEED),--shuffle-seed=$(SEED))
+test-shuffled: test
 
 # The manual, from docs/ and the code's own parsers, OpenAPI document and docstrings, into
 # site/ (open site/index.html, or serve it: python -m http.server -d site). Strict: a broken

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import random
+import resource
 import shutil
 import socket
 import subprocess
@@ -147,9 +149,68 @@ RUN_FIRST = (
 )
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--shuffle", action="store_true",
+        help="run the test modules, and the tests in each, in a shuffled order (its seed "
+             "shown in the header): no test may depend on what ran before it "
+             "(make test-shuffled)")
+    parser.addoption("--shuffle-seed", type=int, default=None, metavar="SEED",
+                     help="--shuffle, in the order drawn from SEED (the header's, to run "
+                          "a shuffled order again)")
+
+
+def _shuffle_seed(config: pytest.Config) -> int | None:
+    """The seed of ``--shuffle``: the one given, or one drawn once a run (a test worker
+    takes its controller's, so that every worker collects the same order)."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        return workerinput.get("shuffle_seed")
+    given = config.getoption("shuffle_seed")
+    if given is None and not config.getoption("shuffle"):
+        return None
+    if not hasattr(config, "_shuffle_seed"):
+        config._shuffle_seed = (  # type: ignore[attr-defined]
+            random.randrange(10**6) if given is None else given)
+    return config._shuffle_seed  # type: ignore[attr-defined,no-any-return]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    seed = _shuffle_seed(node.config)
+    if seed is not None:
+        node.workerinput["shuffle_seed"] = seed
+
+
+def _say_shuffled(config: pytest.Config) -> None:
+    seed = _shuffle_seed(config)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if seed is not None and reporter is not None and not hasattr(config, "workerinput"):
+        reporter.write_line(f"shuffled: --shuffle-seed={seed} runs this order again")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _say_shuffled(session.config)  # at the start, even with -q
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The modules of :data:`RUN_FIRST` first, in its order; the others after them, in
-    the order collected."""
+    the order collected. With ``--shuffle``, the modules and the tests in each in an order
+    drawn from its seed instead (each module's tests still together)."""
+    seed = _shuffle_seed(config)
+    if seed is not None:
+        draw = random.Random(seed)
+        modules: dict[str, list[pytest.Item]] = {}
+        for item in items:
+            modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+        order = sorted(modules)  # the same draw whatever order they were collected in
+        draw.shuffle(order)
+        items[:] = []
+        for module in order:
+            tests = sorted(modules[module], key=lambda item: item.nodeid)
+            draw.shuffle(tests)
+            items.extend(tests)
+        return
     rank = {module: place for place, module in enumerate(RUN_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 
@@ -161,11 +222,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                             ) -> None:
     """With ``--durations=N`` (as ``make test`` runs), the N slowest phases also go to
     ``test-artifacts/durations.txt``, so that every run leaves them to read."""
+    _say_shuffled(config)  # and at the end, beside the failures it may explain
     count = config.getoption("durations")
     if not count or hasattr(config, "workerinput"):
         return
     phases = [report for reports in terminalreporter.stats.values() for report in reports
               if isinstance(report, pytest.TestReport)]
+    _write_cpu(phases, count)
     phases.sort(key=lambda report: report.duration, reverse=True)
     total = sum(report.duration for report in phases)
     lines = [f"{report.duration:8.2f}s {report.when:<8} {report.nodeid}"
@@ -174,6 +237,72 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     DURATIONS.write_text(f"the {len(lines)} slowest of {len(phases)} test phases "
                          f"({total:,.0f} s in all, summed over the workers)\n"
                          + "\n".join(lines) + "\n")
+
+
+CPU = DURATIONS.with_name("cpu.txt")
+_CPU_KEY = pytest.StashKey[dict[str, float]]()
+
+
+def _cpu_s() -> float:
+    """CPU seconds (user + system) of this process and of its children waited for."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
+        resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _measured(item: pytest.Item, when: str) -> Iterator[None]:
+    start = _cpu_s()
+    yield
+    item.stash.setdefault(_CPU_KEY, {})[when] = _cpu_s() - start
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    return (yield from _measured(item, "setup"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    return (yield from _measured(item, "call"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    return (yield from _measured(item, "teardown"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Iterator[None]:
+    report = yield
+    cpu_s = item.stash.get(_CPU_KEY, {}).get(call.when)
+    if cpu_s is not None:
+        report.user_properties.append(("cpu_s", cpu_s))
+    return report
+
+
+def _write_cpu(phases: list[pytest.TestReport], count: int) -> None:
+    """The CPU each test module took (its tests' phases, with the processes they waited
+    for), most first, then the ``count`` tests that took most, into
+    ``test-artifacts/cpu.txt``: where the suite's CPU goes."""
+    modules: dict[str, float] = {}
+    tests: dict[str, float] = {}
+    for report in phases:
+        cpu_s = dict(report.user_properties).get("cpu_s")
+        if isinstance(cpu_s, float):
+            module = report.nodeid.split("::", 1)[0]
+            modules[module] = modules.get(module, 0.0) + cpu_s
+            tests[report.nodeid] = tests.get(report.nodeid, 0.0) + cpu_s
+
+    def ranked(table: dict[str, float], most: int | None = None) -> str:
+        pairs = sorted(table.items(), key=lambda pair: pair[1], reverse=True)[:most]
+        return "".join(f"{cpu_s:8.1f}s {name}\n" for name, cpu_s in pairs)
+
+    CPU.parent.mkdir(parents=True, exist_ok=True)
+    CPU.write_text(f"CPU (user + system, with the processes waited for) of {len(modules)} "
+                   f"test modules: {sum(modules.values()):,.0f} s in all\n"
+                   + ranked(modules) + f"\nthe {count} tests that took most\n"
+                   + ranked(tests, count))
 
 
 _real_connect = socket.socket.connect

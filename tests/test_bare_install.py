@@ -12,6 +12,7 @@ import sys
 import tarfile
 import zipfile
 from collections.abc import Iterator
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,9 @@ pytestmark = pytest.mark.slow
 # What the package index may answer when it cannot be reached (no network, no local index).
 _UNREACHABLE = ("No matching distribution found", "Could not find a version",
                 "Failed to establish a new connection", "Network is unreachable",
-                "Temporary failure in name resolution")
+                "Temporary failure in name resolution",
+                # and uv's words for it, where uv makes build's environments
+                "Failed to fetch", "dns error", "Could not connect")
 _EXTRA_MODULES = ("selectolax", "fastwarc", "aiohttp", "pandas", "pyarrow", "matplotlib",
                   "cryptography", "uvicorn", "jinja2", "scrapy", "requests", "warcio", "mcp",
                   "readability", "markdownify", "grpc", "grpc_tools")
@@ -42,13 +45,16 @@ def _unreachable(stderr: str) -> None:
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The sdist and the wheel of the tree, as ``python -m build`` makes them (once a run)."""
+    """The sdist and the wheel of the tree, as ``python -m build`` makes them (once a run);
+    its isolated environments made by uv where make test installed it (half the CPU of pip
+    and a third of the time, the same wheel)."""
+    installer = ["--installer", "uv"] if find_spec("uv") is not None else []
 
     def build(out: Path) -> None:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        built = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out),
-                                str(ROOT)], capture_output=True, text=True, timeout=600,
-                               env=env, check=False)
+        built = subprocess.run([sys.executable, "-m", "build", *installer, "--outdir",
+                                str(out), str(ROOT)], capture_output=True, text=True,
+                               timeout=600, env=env, check=False)
         if built.returncode != 0:
             _unreachable(built.stderr + built.stdout)
             pytest.fail(f"python -m build failed: {built.stderr}{built.stdout[-2000:]}")

@@ -13,7 +13,9 @@ from tests.sites import Reply, Site, serve
 def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "polite", *args], input=stdin.decode() if stdin else None,
-        capture_output=True, text=True, timeout=60, check=False,
+        # a guard against a command that hangs, not a bound on its time: a loaded machine
+        # took more than a minute for polite report over a survey
+        capture_output=True, text=True, timeout=300, check=False,
     )
 
 

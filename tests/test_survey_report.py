@@ -8,7 +8,6 @@ import csv
 from collections import Counter
 from pathlib import Path
 
-import pandas
 import pytest
 
 from polite.core.survey import agent_key
@@ -181,6 +180,8 @@ def test_agents_access_by_polites_matcher(built: tuple[Path, Truth]) -> None:
 
 
 def test_parquet_and_dataframes_hold_the_csv_tables(built: tuple[Path, Truth]) -> None:
+    import pandas  # when used, not at collection (a second of CPU for every test worker)
+
     report, _ = built
     for name in ("domains", "fields", "sitemap_domains", "access", "ulinks"):
         frame = pandas.read_parquet(report / "data" / f"{name}.parquet")
@@ -307,6 +308,8 @@ def test_cells_a_spreadsheet_would_run_are_written_as_text(tmp_path: Path) -> No
     cells = {r["agent"] for r in rows(tmp_path / "s" / "report" / "tables" / "agents.csv")}
     assert {agent_key(cell) for cell in cells} == {"'" + agent_key(a) for a in hostile}
     # The Parquet file is data for programs, not a sheet: it keeps the values as they were.
+    import pandas
+
     data = pandas.read_parquet(tmp_path / "s" / "report" / "data" / "agents.parquet")
     assert {agent_key(agent) for agent in data["agent"]} == {agent_key(a) for a in hostile}
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import ipaddress
 import os
 import signal
 import socket
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 from urllib.parse import urlsplit
 
+from polite._listen import is_loopback, listen_problem
 from polite._loop import new_event_loop
 from polite.api import create_app
 from polite.api.app import MAX_BODY_BYTES
@@ -212,30 +212,6 @@ async def _check_redis(url: str) -> None:
         await store.close()
 
 
-def listen_problem(option: str, host: str) -> str | None:
-    """Why ``host`` is no address to listen on (``999.1.1.1``, ``my host``), naming
-    ``option``; None for an IP address or a host name."""
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-        return None
-    except ValueError:
-        pass
-    name = host.lower().rstrip(".")
-    if name and all(label.isdigit() for label in name.split(".")):
-        return f"{option} {host} is not an address (each number of an IPv4 address is 0 to 255)"
-    problem = host_name_problem(name)
-    return None if problem is None else f"{option} {host!r} is not an address: {problem}"
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def default_ca_dir() -> Path:
     """Where the local CA is kept: $XDG_STATE_HOME/polite/ca, else ~/.local/state/polite/ca
     (the XDG Base Directory specification's state folder)."""
@@ -295,7 +271,7 @@ def proxy_settings(settings: Settings) -> ProxySettings:
         origin_read_s=settings.read_timeout_s, connect_s=settings.connect_timeout_s,
         max_api_body_bytes=MAX_BODY_BYTES, purpose=settings.purpose,
         refuse_usage=settings.refuse_by_purpose,
-        token=None if _is_loopback(settings.host) else settings.admin_token)
+        token=None if is_loopback(settings.host) else settings.admin_token)
 
 
 def run_server(settings: Settings, out: TextIO) -> int:
@@ -303,7 +279,7 @@ def run_server(settings: Settings, out: TextIO) -> int:
     problem = listen_problem("--host", settings.host)
     if problem is not None:
         raise ConfigError(problem)
-    if not _is_loopback(settings.host) and not settings.admin_token:
+    if not is_loopback(settings.host) and not settings.admin_token:
         raise ConfigError(f"--host {settings.host} is not loopback: give --admin-token so "
                           "that writes are not open to the network")
     if read_store_url(settings.store, FLAGS.store).shared:
@@ -386,7 +362,7 @@ def run_server(settings: Settings, out: TextIO) -> int:
     app = create_app(politeness, store, admin_token=settings.admin_token, sitemaps=walker,
                      cache=cache, on_startup=startup, on_shutdown=shutdown, env=env,
                      allowed_hosts=[*settings.allowed_host, settings.host],
-                     private_reads=not _is_loopback(settings.host),
+                     private_reads=not is_loopback(settings.host),
                      key_directory=key_directory)
     proxy = ProxyServer(politeness, app, cache=cache, settings=proxy_settings(settings),
                         upstream_tls=upstream_context(settings.upstream_ca),

@@ -7,12 +7,11 @@ import json
 import os
 import subprocess
 import sys
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-pytest.importorskip("scrapy")
 
 from tests.integrations.farm import (
     DELAY_S,
@@ -23,6 +22,9 @@ from tests.integrations.farm import (
     paused,
 )
 from tests.serving import polite_serve
+
+# Scrapy runs in the crawls' own processes: the suite's are spared its import
+pytestmark = pytest.mark.skipif(find_spec("scrapy") is None, reason="scrapy is not installed")
 
 SPIDER = Path(__file__).with_name("farm_spider.py")
 REACTORS = {

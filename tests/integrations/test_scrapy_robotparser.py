@@ -3,22 +3,30 @@ stated again here and run against polite's parser; then the parser inside a real
 
 from __future__ import annotations
 
+from importlib.util import find_spec
+from typing import TYPE_CHECKING
+
 import pytest
 
-pytest.importorskip("scrapy")
+if TYPE_CHECKING:
+    from polite.integrations.scrapy import RobotParser
 
-from scrapy.robotstxt import RobotParser as ScrapyRobotParser
-
-from polite.integrations.scrapy import RobotParser
+# Scrapy is imported by the tests that run, not when the suite is collected (a second of
+# CPU for every test worker)
+pytestmark = pytest.mark.skipif(find_spec("scrapy") is None, reason="scrapy is not installed")
 
 
 def parser(body: bytes, dialect: str = "auto") -> RobotParser:
+    from polite.integrations.scrapy import RobotParser
+
     if dialect == "auto":
         return RobotParser.from_crawler(None, body)  # Scrapy's own call, crawler=None
     return RobotParser(body, dialect)
 
 
 def test_it_is_a_scrapy_robot_parser() -> None:
+    from scrapy.robotstxt import RobotParser as ScrapyRobotParser
+
     assert isinstance(parser(b""), ScrapyRobotParser)
 
 

@@ -3,17 +3,20 @@ server launched by the client) or over streamable HTTP (the server launched here
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
-from mcp import Client, StdioServerParameters
+
+if TYPE_CHECKING:
+    from mcp import Client
 
 from tests.serving import ROOT
 
@@ -32,10 +35,62 @@ def _environment() -> dict[str, str]:
 async def stdio_session(*options: str) -> AsyncIterator[Client]:
     """A client of ``polite mcp OPTIONS`` over stdio (no response caching: every call
     reaches the server)."""
+    from mcp import Client, StdioServerParameters  # the SDK when used, not at collection
+
     params = StdioServerParameters(command=sys.executable,
                                    args=["-m", "polite", "mcp", *options], env=_environment())
     async with Client(params, cache=None, read_timeout_seconds=120) as client:
         yield client
+
+
+_T = TypeVar("_T")
+
+
+@contextmanager
+def shared_session(*options: str) -> Iterator[Callable[[Callable[[Client], Awaitable[_T]]], _T]]:
+    """One ``polite mcp OPTIONS`` over stdio for several tests (each start imports the MCP
+    SDK, a second of CPU): a function that runs ``work(client)`` to its end and gives its
+    result. The session lives in a task of its own on a loop of its own, entered and left
+    there, and each work runs beside it on that loop."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    opened: asyncio.Future[Client] = loop.create_future()
+    stop = asyncio.Event()
+
+    async def hold() -> None:
+        try:
+            async with stdio_session(*options) as client:
+                opened.set_result(client)
+                await stop.wait()
+        except BaseException as exc:
+            if not opened.done():
+                opened.set_exception(exc)
+            raise
+
+    held = asyncio.run_coroutine_threadsafe(hold(), loop)
+
+    async def session() -> Client:
+        return await opened
+
+    client = asyncio.run_coroutine_threadsafe(session(), loop).result(timeout=120)
+
+    def run(work: Callable[[Client], Awaitable[_T]]) -> _T:
+        async def job() -> _T:
+            return await work(client)
+
+        return asyncio.run_coroutine_threadsafe(job(), loop).result(timeout=300)
+
+    try:
+        yield run
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        try:
+            held.result(timeout=60)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(10)
+            loop.close()
 
 
 @contextmanager

@@ -11,7 +11,9 @@ import socket
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -20,13 +22,31 @@ from polite.cli import main
 from polite.cli.keys import directory_of
 from polite.core.identity import SignatureOutcome, directory_keys
 from polite.identity.signatures import KeyDirectory, verify_signature
-from tests.mcp_server.mcp_client import LOOPBACK, http_server, stdio_session, text
+from tests.mcp_server.mcp_client import (
+    LOOPBACK,
+    http_server,
+    shared_session,
+    stdio_session,
+    text,
+)
 from tests.sites import Reply, Site, serve
+
+if TYPE_CHECKING:
+    from mcp import Client
 
 HTML = {"content-type": "text/html; charset=utf-8"}
 PAGE = Reply(200, b"<html><head><title>A page</title></head><body><article><h1>Hello</h1>"
              b"<p>" + b"Readable words of the page. " * 20 + b"</p></article></body></html>",
              HTML)
+
+
+@pytest.fixture(scope="module")
+def loopback() -> Iterator[Any]:
+    """The module's ``polite mcp`` with :data:`LOOPBACK`'s options, started once for the
+    tests that need no others (each start costs a second of CPU); ``loopback(work)`` runs
+    ``work(client)``. Each test asks sites of its own, on addresses no other test uses."""
+    with shared_session(*LOOPBACK) as run:
+        yield run
 
 
 def _closed_port(host: str) -> int:
@@ -36,7 +56,7 @@ def _closed_port(host: str) -> int:
         return int(s.getsockname()[1])
 
 
-def test_robots_txt_by_status_and_redirects() -> None:
+def test_robots_txt_by_status_and_redirects(loopback: Any) -> None:
     """Each site answers its robots.txt differently: 200 with a rule, 404, 401, 403, 500,
     503, nobody listening, and a redirect to a file on another path; the page is fetched
     or refused as polite's status table says, and each answer says why."""
@@ -61,19 +81,18 @@ def test_robots_txt_by_status_and_redirects() -> None:
                                                                    + "/page"})
         gone = f"http://127.0.138.9:{_closed_port('127.0.138.9')}"
 
-        async def run() -> dict[str, tuple[bool, str]]:
+        async def run(client: Client) -> dict[str, tuple[bool, str]]:
             found = {}
-            async with stdio_session(*LOOPBACK) as client:
-                for name, site in sites.items():
-                    result = await client.call_tool("fetch", {"url": site.origin + "/page"})
-                    found[name] = (bool(result.is_error), text(result))
-                result = await client.call_tool("fetch", {"url": gone + "/page"})
-                found["unreachable"] = (bool(result.is_error), text(result))
-                result = await client.call_tool("fetch", {"url": sites["404"].origin + "/hop"})
-                found["hop"] = (bool(result.is_error), text(result))
+            for name, site in sites.items():
+                result = await client.call_tool("fetch", {"url": site.origin + "/page"})
+                found[name] = (bool(result.is_error), text(result))
+            result = await client.call_tool("fetch", {"url": gone + "/page"})
+            found["unreachable"] = (bool(result.is_error), text(result))
+            result = await client.call_tool("fetch", {"url": sites["404"].origin + "/hop"})
+            found["hop"] = (bool(result.is_error), text(result))
             return found
 
-        found = asyncio.run(run())
+        found = loopback(run)
     error, said = found["rule"]
     assert error and "Disallow: /page (line 3)" in said
     error, said = found["404"]
@@ -143,7 +162,7 @@ def test_crawl_delay_is_kept_at_the_site_by_two_servers_sharing_a_store(
     assert any("robots.txt Crawl-delay" in s for answers in said for s in answers)
 
 
-def test_ai_usage_preferences_refuse_with_their_source() -> None:
+def test_ai_usage_preferences_refuse_with_their_source(loopback: Any) -> None:
     """A robots.txt Content-Signal ai-input=no refuses the default purpose; a response's
     Content-Usage header refuses train-ai, and so does a site's tdmrep.json; each refusal
     names its source."""
@@ -159,23 +178,22 @@ def test_ai_usage_preferences_refuse_with_their_source() -> None:
         "/.well-known/tdmrep.json": Reply(200, b'[{"location": "/*", "tdm-reservation": 1}]',
                                           {"content-type": "application/json"})})
     with serve(signal), serve(usage), serve(tdm):
-        async def run() -> list[tuple[bool, str]]:
+        async def run(client: Client) -> list[tuple[bool, str]]:
             out = []
-            async with stdio_session(*LOOPBACK) as client:
-                result = await client.call_tool("fetch", {"url": signal.origin + "/page"})
-                out.append((bool(result.is_error), text(result)))
-                verdict = await client.call_tool("may_fetch", {"url": signal.origin + "/page"})
-                out.append((False, str(verdict.structured_content)))
-            async with stdio_session(*LOOPBACK, "--purpose", "train-ai") as client:
+            result = await client.call_tool("fetch", {"url": signal.origin + "/page"})
+            out.append((bool(result.is_error), text(result)))
+            verdict = await client.call_tool("may_fetch", {"url": signal.origin + "/page"})
+            out.append((False, str(verdict.structured_content)))
+            async with stdio_session(*LOOPBACK, "--purpose", "train-ai") as trainer:
                 for path in ("/page", "/free"):
-                    result = await client.call_tool("fetch", {"url": usage.origin + path})
+                    result = await trainer.call_tool("fetch", {"url": usage.origin + path})
                     out.append((bool(result.is_error), text(result)))
-                result = await client.call_tool("fetch", {"url": tdm.origin + "/page"})
+                result = await trainer.call_tool("fetch", {"url": tdm.origin + "/page"})
                 out.append((bool(result.is_error), text(result)))
             return out
 
         (error, said), (_, verdict), (usage_error, usage_said), (free_error, free_said), \
-            (tdm_error, tdm_said) = asyncio.run(run())
+            (tdm_error, tdm_said) = loopback(run)
     assert error and "refuse ai-input" in said
     assert "robots.txt Content-Signal line 2: ai-input=no" in said
     assert "/page" not in signal.requests  # refused before the page was asked for
@@ -217,7 +235,7 @@ def test_internal_addresses_are_refused() -> None:
     assert internal.requests == []  # nothing at all reached the internal site
 
 
-def test_payment_required_and_a_pause_asked_for() -> None:
+def test_payment_required_and_a_pause_asked_for(loopback: Any) -> None:
     """A 402 is answered with the price asked; a 429 with Retry-After pauses the host, and
     the next fetch of it is answered with the time left, not asked of the site."""
     site = Site("127.0.138.41", routes={
@@ -225,15 +243,14 @@ def test_payment_required_and_a_pause_asked_for() -> None:
         "/paid": Reply(402, b"pay", {"crawler-price": "USD 0.05"}),
         "/busy": Reply(429, b"slow down", {"retry-after": "120"}), "/page": PAGE})
     with serve(site):
-        async def run() -> list[tuple[bool, str]]:
+        async def run(client: Client) -> list[tuple[bool, str]]:
             out = []
-            async with stdio_session(*LOOPBACK) as client:
-                for path in ("/paid", "/busy", "/page"):
-                    result = await client.call_tool("fetch", {"url": site.origin + path})
-                    out.append((bool(result.is_error), text(result)))
+            for path in ("/paid", "/busy", "/page"):
+                result = await client.call_tool("fetch", {"url": site.origin + path})
+                out.append((bool(result.is_error), text(result)))
             return out
 
-        (error, said), (busy, busy_said), (paused, paused_said) = asyncio.run(run())
+        (error, said), (busy, busy_said), (paused, paused_said) = loopback(run)
     assert error and "HTTP 402" in said and "crawler-price USD 0.05" in said
     assert busy and "answered 429" in busy_said and "Retry-After: 120" in busy_said
     assert "Retry after 120" in busy_said or "Retry after 119" in busy_said
@@ -241,7 +258,7 @@ def test_payment_required_and_a_pause_asked_for() -> None:
     assert "/page" not in site.requests
 
 
-def test_a_long_page_is_read_in_parts_from_one_request() -> None:
+def test_a_long_page_is_read_in_parts_from_one_request(loopback: Any) -> None:
     """The reference's pagination: max_length characters from start_index, the note saying
     where to go on; the parts make the whole and the site was asked for the page once."""
     words = " ".join(f"word{i}" for i in range(3000))
@@ -250,27 +267,26 @@ def test_a_long_page_is_read_in_parts_from_one_request() -> None:
         "/long": Reply(200, f"<html><body><article><p>{words}</p></article></body></html>"
                        .encode(), HTML)})
     with serve(site):
-        async def run() -> list[str]:
+        async def run(client: Client) -> list[str]:
             parts = []
-            async with stdio_session(*LOOPBACK) as client:
-                start = 0
-                while True:
-                    result = await client.call_tool("fetch", {
-                        "url": site.origin + "/long", "max_length": 5000,
-                        "start_index": start})
-                    assert not result.is_error, text(result)
-                    said = text(result)
-                    parts.append(said)
-                    if "start_index of" not in said:
-                        break
-                    start = int(said.split("start_index of ", 1)[1].split(" ", 1)[0])
-                    assert len(parts) < 20
-                end = await client.call_tool("fetch", {
-                    "url": site.origin + "/long", "start_index": 10**6})
-                parts.append(text(end))
+            start = 0
+            while True:
+                result = await client.call_tool("fetch", {
+                    "url": site.origin + "/long", "max_length": 5000,
+                    "start_index": start})
+                assert not result.is_error, text(result)
+                said = text(result)
+                parts.append(said)
+                if "start_index of" not in said:
+                    break
+                start = int(said.split("start_index of ", 1)[1].split(" ", 1)[0])
+                assert len(parts) < 20
+            end = await client.call_tool("fetch", {
+                "url": site.origin + "/long", "start_index": 10**6})
+            parts.append(text(end))
             return parts
 
-        parts = asyncio.run(run())
+        parts = loopback(run)
     assert len(parts) >= 4
     content = "".join(p.split(":\n", 1)[1].split("\n\n<error>Content truncated", 1)[0]
                       .split("\n\n<polite", 1)[0] for p in parts[:-1])
@@ -326,24 +342,23 @@ def test_a_long_wait_is_answered_with_the_time_to_retry() -> None:
     assert "/b" not in site.requests
 
 
-def test_may_fetch_the_robots_resource_and_a_persons_own_request() -> None:
+def test_may_fetch_the_robots_resource_and_a_persons_own_request(loopback: Any) -> None:
     site = Site("127.0.138.81", routes={
         "/robots.txt": Reply(200, b"User-agent: *\nDisallow: /private\nCrawl-delay: 0.2\n"
                              b"Sitemap: /sitemap.xml\n"),
         "/private": PAGE, "/open": PAGE})
     with serve(site):
-        async def run() -> tuple[object, object, str, str, list[str]]:
-            async with stdio_session(*LOOPBACK) as client:
-                tools = [t.name for t in (await client.list_tools()).tools]
-                no = await client.call_tool("may_fetch", {"url": site.origin + "/private"})
-                yes = await client.call_tool("may_fetch", {"url": site.origin + "/open"})
-                authority = site.origin.split("//", 1)[1]
-                robots = text(await client.read_resource(f"robots://http/{authority}"))
-                person = text(await client.get_prompt("fetch", {"url": site.origin
-                                                                 + "/private"}))
+        async def run(client: Client) -> tuple[object, object, str, str, list[str]]:
+            tools = [t.name for t in (await client.list_tools()).tools]
+            no = await client.call_tool("may_fetch", {"url": site.origin + "/private"})
+            yes = await client.call_tool("may_fetch", {"url": site.origin + "/open"})
+            authority = site.origin.split("//", 1)[1]
+            robots = text(await client.read_resource(f"robots://http/{authority}"))
+            person = text(await client.get_prompt("fetch", {"url": site.origin
+                                                             + "/private"}))
             return no.structured_content, yes.structured_content, robots, person, tools
 
-        no, yes, robots, person, tools = asyncio.run(run())
+        no, yes, robots, person, tools = loopback(run)
     assert tools == ["fetch", "may_fetch"]
     assert isinstance(no, dict) and no["verdict"] == "disallowed"
     assert "Disallow: /private (line 2)" in no["why"]

@@ -13,12 +13,15 @@ import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from mcp import Client, StdioServerParameters
 
 from tests.mcp_server.mcp_client import LOOPBACK, stdio_session, text
 from tests.sites import Reply, Site, serve
+
+if TYPE_CHECKING:
+    from mcp import Client
 
 pytestmark = pytest.mark.slow
 
@@ -102,6 +105,8 @@ def test_the_reference_server_beside_polite_mcp(reference: Path, tmp_path: Path)
                 return await _run(client, ours)
 
         async def peer() -> dict[str, str]:
+            from mcp import Client, StdioServerParameters
+
             params = StdioServerParameters(command=str(reference),
                                            args=["--allow-private-ips"])
             async with Client(params, cache=None, read_timeout_seconds=120) as client:
@@ -129,7 +134,10 @@ def test_the_inspector_cli_lists_the_tools_and_fetches() -> None:
     server = [sys.executable, "-m", "polite", "mcp", *LOOPBACK]
 
     def inspect(*method: str) -> object:
-        done = subprocess.run([npx, "-y", INSPECTOR, "--cli", *server, *method],
+        # the Inspector waits 15 s for the server by default: a loaded machine took longer
+        # to start it, so two minutes, as a guard against a server that never answers
+        done = subprocess.run([npx, "-y", INSPECTOR, "--cli", "--connect-timeout", "120000",
+                               *server, *method],
                               capture_output=True, text=True, timeout=600, check=False,
                               stdin=subprocess.DEVNULL)
         if done.returncode != 0 and any(sign in done.stderr for sign in _UNREACHABLE):

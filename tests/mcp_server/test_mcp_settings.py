@@ -8,11 +8,12 @@ import subprocess
 import sys
 
 from polite.config import MCP
-from polite.mcp._fetch import FetchSettings
-from polite.mcp._server import ServerOptions
 
 
 def test_the_fetchers_defaults_are_the_declared_ones() -> None:
+    from polite.mcp._fetch import FetchSettings  # the MCP SDK when used, not at collection
+    from polite.mcp._server import ServerOptions
+
     fetch = {f.name for f in dataclasses.fields(FetchSettings)} - {"max_redirects"}
     server = {f.name for f in dataclasses.fields(ServerOptions)} - {
         "store", "allow_networks", "user_agent", "signer"}  # worked out by the command

@@ -122,12 +122,12 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
 
 def _serve(args: argparse.Namespace, out: TextIO) -> int:
     resolve(FRONTIER_SERVE, args)
-    from polite.serve import _is_loopback, listen_problem
+    from polite._listen import is_loopback, listen_problem  # polite serve's own rules
 
     problem = listen_problem("--host", args.host)
     if problem is not None:
         raise ConfigError(problem)
-    if not _is_loopback(args.host):
+    if not is_loopback(args.host):
         # Secure by default: the gRPC service asks its clients for nothing, so it is not
         # offered beyond this machine.
         raise ConfigError(f"--host {args.host} is not a loopback address: polite frontier "

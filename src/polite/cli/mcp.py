@@ -65,9 +65,9 @@ def _mcp(args: argparse.Namespace, out: TextIO) -> int:
     resolve(MCP, args)
     _require_extra()
     address = _address(args.http) if args.http else None
-    from polite.serve import _is_loopback  # the rule polite serve applies to its own --host
+    from polite._listen import is_loopback  # the rule polite serve applies to its own --host
 
-    if address is not None and not _is_loopback(address[0]) and not args.admin_token:
+    if address is not None and not is_loopback(address[0]) and not args.admin_token:
         raise ConfigError(f"--http {args.http}: {address[0]} is not a loopback address: give "
                           "--admin-token so that the server is not open to the network")
     from polite.fetch.robots import networks

@@ -55,11 +55,8 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     except ImportError as exc:
         raise ConfigError("polite site serve needs the site extra: "
                           "pip install 'polite-web[site]'") from exc
+    from polite._listen import is_loopback, listen_problem  # polite serve's own rules
     from polite.core.urls import host_name_problem
-    from polite.serve import (
-        _is_loopback,  # the rule polite serve applies to its own --host
-        listen_problem,
-    )
     from polite.site import SiteStore
     from polite.site.page import create_site_app
 
@@ -71,7 +68,7 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
         if host_name_problem(name.strip().lower().rstrip(".")):
             raise ConfigError(f"--allowed-host {name!r} is not a host name")
     token = args.token or os.environ.get(TOKEN_ENV) or None
-    made_up = token is None and not _is_loopback(args.host)
+    made_up = token is None and not is_loopback(args.host)
     if made_up:
         token = secrets.token_urlsafe(24)
     # The port is taken before the page is announced: a busy one is one line and exit 2,

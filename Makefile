@@ -9,12 +9,16 @@ STAMP := $(VENV)/.installed
 # The venv's packages are installed by uv, from the package index (through uv's cache), in
 # a fraction of pip's time: uv is put into the venv by the interpreter's own pip, and pip
 # by uv with the rest (tests install into venvs of their own with it), so that the venv is
-# made without pip (its ensurepip took 4 s of CPU). Where uv cannot be had, pip installs
-# everything, as before.
+# made without pip (its ensurepip took 4 s of CPU); an interpreter without a pip that can
+# install into another environment (pip 22.3 or later) gets the venv's own pip for it. Where
+# uv cannot be had, pip installs everything, as before.
 EXTRAS := .[test,all,docs]
+UV_IN_VENV := --quiet --disable-pip-version-check uv
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv --without-pip $(VENV)
-	{ $(PYTHON) -m pip --python $(BIN)/python install --quiet --disable-pip-version-check uv \
+	{ { $(PYTHON) -m pip --python $(BIN)/python install $(UV_IN_VENV) 2>/dev/null \
+	      || { $(BIN)/python -m ensurepip --default-pip >/dev/null \
+	           && $(BIN)/python -m pip install $(UV_IN_VENV); }; } \
 	    && $(BIN)/uv pip install --quiet --python $(BIN)/python pip -e '$(EXTRAS)'; } \
 	  || { echo 'uv could not install the packages: pip installs them'; \
 	       $(BIN)/python -m ensurepip --upgrade --default-pip >/dev/null \

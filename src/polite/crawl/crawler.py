@@ -377,6 +377,9 @@ class Crawler:
         self._lease_s = (host_lease_s(self.settings, self.settings.fetch_deadline_s)
                          if host_leases else None)
         self._leased: set[str] = set()  # the URLs whose requests hold their host's lease
+        # Leases whose end the store could not take (it was unreachable): ended once it is
+        # back, rather than keeping their hosts from every worker until they run out
+        self._unended: set[str] = set()
 
     # -- the frontier -----------------------------------------------------------------------
 
@@ -533,6 +536,9 @@ class Crawler:
                 return
             try:
                 await self._frontier.counts()
+                for url in list(self._unended):
+                    await self._politeness.end_lease(url)
+                    self._unended.discard(url)
             except Exception as exc:
                 if not self.is_unreachable(exc):
                     raise
@@ -818,7 +824,12 @@ class Crawler:
         finally:
             if url in self._leased:
                 self._leased.discard(url)
-                await self._politeness.end_lease(url)
+                try:
+                    await self._politeness.end_lease(url)
+                except Exception as exc:
+                    if self.is_unreachable(exc):  # ended once the store is back
+                        self._unended.add(url)
+                    raise
 
     async def _note_response(self, url: str, status: int, elapsed_s: float | None,
                              retry_after: str | None = None) -> float | None:

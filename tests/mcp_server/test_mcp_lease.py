@@ -41,12 +41,12 @@ def test_a_shared_store_holds_the_host_while_each_request_is_out(tmp_path: Path)
     site.routes["/robots.txt"] = Reply(200, b"User-agent: *\nAllow: /\n")
     watched("/.well-known/tdmrep.json", Reply(404, b"none"))
     watched("/page")
-    watched("/slow", then=Reply(200, b"late", HTML, delay_s=3.0))
+    watched("/slow", then=Reply(200, b"late", HTML, delay_s=8.0))
     watched("/after-slow")
     watched("/busy", Reply(429, b"slow down", {"Retry-After": "1"}))
     watched("/after-busy")
     options = ("--store", f"sqlite:///{path}", "--allow-private", "--default-delay-s", "0",
-               "--read-timeout-s", "1", "--purpose", "train-ai", "--max-wait-s", "20")
+               "--read-timeout-s", "3", "--purpose", "train-ai", "--max-wait-s", "20")
 
     async def run() -> dict[str, tuple[bool, str]]:
         found = {}

@@ -100,11 +100,11 @@ def _serve_hostile(conn: socket.socket, stop: threading.Event) -> None:
     _serve_robots(conn, HOSTILE)
 
 
-# What /health may take at worst while the call runs. Measured on two cores shared with a
-# dozen busy processes (load average 15 to 16): 22 to 111 ms now, 118 to 360 ms before
-# (the lookups on a worker thread, 4 ms each, the file's lines held as objects); the
-# machine's own hiccups reach 100 ms at such a load, hence the margin.
-HEALTH_BOUND_S = 0.25
+# What /health may take at worst while the call runs, as a share of the call's own time:
+# a loop held for the lookups (or for the file's parse) makes one /health wait for most of
+# the call, whatever the machine's load; answered between two lookups, it waits for one.
+# (Quiet, /health took 21-31 ms of a call of 0.4 s; at load 15, up to 0.38 s of several.)
+HEALTH_SHARE = 0.25
 
 
 def test_health_stays_quick_beside_a_verbose_call_on_the_hostile_file() -> None:
@@ -116,6 +116,7 @@ def test_health_stays_quick_beside_a_verbose_call_on_the_hostile_file() -> None:
     with tcp_origin(LOOKUP_HOST, _serve_hostile) as port, \
             polite_serve("--store", "memory://", "--allow-private") as api:
         urls = [f"http://{LOOKUP_HOST}:{port}/page{n}x{n}y" for n in range(0, 14_000, 70)]
+        started = time.perf_counter()
         asking, verbose = _verbose_in_background(str(api.base_url), urls)
         took: list[float] = []
         while asking.is_alive():
@@ -123,11 +124,12 @@ def test_health_stays_quick_beside_a_verbose_call_on_the_hostile_file() -> None:
             assert api.get("/health").status_code == 200
             took.append(time.perf_counter() - begun)
         asking.join()
+        call_s = time.perf_counter() - started
         (answer,) = verbose
         assert answer.status_code == 200, answer.text
         assert [found["usage"]["pref"] for found in answer.json()] == ["disallow"] * len(urls)
         assert len(took) >= 5, took  # asked while the lookups ran
-        assert max(took) <= HEALTH_BOUND_S, sorted(took)[-5:]
+        assert max(took) <= HEALTH_SHARE * call_s, (sorted(took)[-5:], call_s)
 
 
 # 3,000 lines like the probe's 30,000 (``Disallow: /p{i}/*x{i}$``): 72 KB, charged about 1 MB

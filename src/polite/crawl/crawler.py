@@ -1042,12 +1042,12 @@ class Crawler:
         """Record a decided URL: its new links queued, its line written, the URL
         acknowledged, its host's next URL leased and the response (``answered``: status,
         time to the head, for the adaptive delay, and the lease it ends) noted, all in one
-        batch of the frontier's:
-        one commit where there were five, when the politeness store shares the frontier's
-        SQLite file, as in a crawl's folder, and one round trip to a Redis frontier. The
-        line is written before the URL is acknowledged, so every acknowledged URL is on disk
-        (resume after a kill). A batch the store could not write (its disk full) is written
-        again once, in the room the crawl's folder kept, the line not twice."""
+        batch of the frontier's: one commit where there were five, when the politeness
+        store shares the frontier's SQLite file, as in a crawl's folder, and one round trip
+        to a Redis frontier. The line is written before the URL is acknowledged, so every
+        acknowledged URL is on disk (resume after a kill). A batch the store could not write
+        (its disk full) is written again once, in the room the crawl's folder kept, the line
+        not twice."""
         written = False
         while True:
             try:

@@ -61,7 +61,8 @@ LATE_UNNOTED_S = 0.001
 LEASE_S = 60.0
 # An end of a host's lease the store could not take (it did not answer) is tried again this
 # long after, the pause doubling up to the second figure, until it is taken or the lease has
-# run out (the store's clock may be ahead of this one: given up this much before it does).
+# run out; given up this much before it does (the store began it a little before the driver
+# was told), so that a late end never ends a lease another process took since.
 KEPT_RETRY_S = 0.25
 KEPT_RETRY_MAX_S = 4.0
 KEPT_MARGIN_S = 5.0

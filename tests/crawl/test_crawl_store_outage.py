@@ -196,3 +196,52 @@ def test_a_store_that_does_not_answer_at_the_start_is_a_clear_error(tmp_path: Pa
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.startswith("polite: --store redis://127.0.0.1:")
     assert "cannot reach it" in done.stderr
+
+
+def test_a_sitemap_lease_redis_lost_is_ended_once_it_is_back(tmp_path: Path) -> None:
+    """The store dies while a sitemap is at the site: its request holds the host's lease
+    (three minutes), which the walker cannot end until the store is back; the crawl ends it
+    then, and goes on with the host at once."""
+    data = tmp_path / "redis"
+    data.mkdir()
+    port = free_port()
+    server = start_redis(data, port, appendonly=True)
+    store = f"redis://127.0.0.1:{port}/0?prefix=outage{uuid.uuid4().hex[:8]}:"
+    site = chain("127.0.6.55")
+    dying = server
+
+    def kill_the_store() -> Reply:
+        dying.send_signal(signal.SIGKILL)
+        dying.wait(10)
+        return Reply(200, b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+                     b"<url><loc>" + site.origin.encode() + b"/p5</loc></url></urlset>")
+
+    site.routes["/sitemap.xml"] = kill_the_store
+    with serve(site):
+        # the origin is known once serving: robots.txt names the sitemap there
+        site.routes["/robots.txt"] = Reply(
+            200, f"User-agent: *\nCrawl-delay: 0.1\nSitemap: {site.origin}/sitemap.xml\n"
+            .encode())
+        crawl = subprocess.Popen(
+            [sys.executable, "-m", "polite", "crawl", site.origin + "/", "--out",
+             str(tmp_path / "out"), "--store", store, "--worker", "w1", "--allow-private",
+             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+        try:
+            wait_until(lambda: server.poll() is not None, "the crawl did not get going")
+            time.sleep(3)
+            assert crawl.poll() is None, crawl.communicate()[1][-3000:]  # it waits
+            server = start_redis(data, port, appendonly=True)
+            back = time.monotonic()
+            out, err = crawl.communicate(timeout=150)
+            took = time.monotonic() - back
+        finally:
+            crawl.kill()
+            server.terminate()
+            server.wait(10)
+    assert crawl.returncode == 0, err[-3000:]
+    assert "Traceback" not in err
+    paths = {path for path in site.requests if path not in ("/robots.txt", "/sitemap.xml")}
+    assert paths == {"/", *(f"/p{i}" for i in range(1, PAGES))}
+    # not the sitemap's lease (three minutes) waited out: a bound, not a measure
+    assert took < 60, took
+    assert json.loads(out)["frontier"]["fetched"] == PAGES

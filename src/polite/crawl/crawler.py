@@ -20,7 +20,7 @@ import inspect
 import time
 import warnings
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import InitVar, dataclass, field, fields
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -63,14 +63,13 @@ from polite.crawl.html import Link, extract_links, is_small
 from polite.crawl.output import WARC_GZIP_LEVEL, CrawlOutput, Exchange, WriteFailed, iso_utc
 from polite.errors import InvalidURL, PoliteError
 from polite.fetch.http import FetchResult, HttpClient
-from polite.fetch.politeness import LEASE_S, Answer, Politeness, message
+from polite.fetch.politeness import Answer, HostLease, Politeness, lease_length_s, message
 from polite.fetch.sitemaps import SitemapWalker
 from polite.storage.base import cannot_write, raise_if_cancelled
 from polite.storage.frontier import FrontierCounts, FrontierItem, FrontierStore, settle
 from polite.storage.sqlite import Transaction
 
-__all__ = ["CrawlSettings", "CrawlStats", "Crawler", "Page", "PageHook", "StoreUnreachable",
-           "host_lease_s"]
+__all__ = ["CrawlSettings", "CrawlStats", "Crawler", "Page", "PageHook", "StoreUnreachable"]
 
 # Hosts whose state says their guidance is read; anything else is set up before a page.
 READY = "ready"
@@ -225,13 +224,6 @@ class CrawlStats:
                 "pagesPerSecond": round(self.pages_per_s(), 2)}
 
 
-def host_lease_s(settings: CrawlSettings, deadline_s: float) -> float:
-    """How long a worker's request to a host holds the host's lease at most: past the
-    request's ``deadline_s``, so that it never lapses while the request is out, but no
-    longer than the worker's URLs are held (``lease_s``) when that is shorter: a worker
-    killed mid-request keeps its host from the others no longer than its URLs."""
-    return min(settings.lease_s, deadline_s + LEASE_S)
-
 class _TurnFailed(Exception):
     """Something raised while ``item`` was decided (the cause is the error)."""
 
@@ -372,14 +364,10 @@ class Crawler:
         # noted (the lease), so that they have one request of a host in flight at a time and
         # the next slot is given only once this one's late start is in the store. It lasts
         # longer than a fetch may (its deadline): it never lapses while the request is out,
-        # unless the worker's URLs are held for less (see host_lease_s). Alone, the crawler
-        # keeps one request of a host in flight itself (per_host).
-        self._lease_s = (host_lease_s(self.settings, self.settings.fetch_deadline_s)
+        # unless the worker's URLs are held for less (see lease_length_s). Alone, the
+        # crawler keeps one request of a host in flight itself (per_host).
+        self._lease_s = (lease_length_s(self.settings.fetch_deadline_s, self.settings.lease_s)
                          if host_leases else None)
-        self._leased: set[str] = set()  # the URLs whose requests hold their host's lease
-        # Leases whose end the store could not take (it was unreachable): ended once it is
-        # back, rather than keeping their hosts from every worker until they run out
-        self._unended: set[str] = set()
 
     # -- the frontier -----------------------------------------------------------------------
 
@@ -536,9 +524,8 @@ class Crawler:
                 return
             try:
                 await self._frontier.counts()
-                for url in list(self._unended):
-                    await self._politeness.end_lease(url)
-                    self._unended.discard(url)
+                # the leases whose end the store could not take, ended now it is back
+                await self._politeness.end_kept()
             except Exception as exc:
                 if not self.is_unreachable(exc):
                     raise
@@ -803,44 +790,11 @@ class Crawler:
             return self._clock() + wait_s + _margin_s(wait_s)
         if self._in_flight[host] < self.settings.per_host:
             self._schedule(host, self._clock())  # room for another fetch to this host
-        async with self._holding(item.url):
-            return await self._fetch(item, found.grant)
-
-    # -- the host's lease -------------------------------------------------------------------
-
-    @contextlib.asynccontextmanager
-    async def _holding(self, url: str) -> AsyncIterator[None]:
-        """The request of ``url`` was just granted its slot, and its host's lease with it
-        (none is taken alone): a way out that did not end the lease with the response
-        (:meth:`_note_response`) ends it here: no response, a request held back, a 402, a
-        URL given back for another try, an error, a cancel. Forgotten, it would keep the
-        host from every worker until it ran out."""
-        if self._lease_s is None:
-            yield
-            return
-        self._leased.add(url)
-        try:
-            yield
-        finally:
-            if url in self._leased:
-                self._leased.discard(url)
-                try:
-                    await self._politeness.end_lease(url)
-                except Exception as exc:
-                    if self.is_unreachable(exc):  # ended once the store is back
-                        self._unended.add(url)
-                    raise
-
-    async def _note_response(self, url: str, status: int, elapsed_s: float | None,
-                             retry_after: str | None = None) -> float | None:
-        """:meth:`Politeness.note_response`, ending the lease ``url``'s request holds in
-        the same step as a 429's pause begins."""
-        held = url in self._leased
-        pause = await self._politeness.note_response(url, status, elapsed_s=elapsed_s,
-                                                     retry_after=retry_after, ends_lease=held)
-        if held:
-            self._leased.discard(url)
-        return pause
+        # The host's lease, taken with the slot (sharing the store), ends with the answer
+        # or however else the request ends: forgotten, it would keep the host from every
+        # worker until it ran out.
+        async with self._politeness.lease(found, self._lease_s) as lease:
+            return await self._fetch(item, lease, found.grant)
 
     # -- a host's guidance ------------------------------------------------------------------
 
@@ -895,7 +849,7 @@ class Crawler:
                 return self._clock() + wait_s + _margin_s(wait_s)
             self._tdmrep[host] = None  # refused (robots.txt): the file is not read
             return None
-        async with self._holding(target):
+        async with self._politeness.lease(found, self._lease_s) as lease:
             # spaced from when it really went, as a page is (see _fetch)
             late = self._politeness.late_start(target, grant=found.grant)
             got = await self._pages.get(target, self._request_headers(host),
@@ -906,7 +860,7 @@ class Crawler:
             if got.failure == "withheld":  # asked again, in a new turn of its host's
                 return self._clock()
             if got.status is not None:
-                await self._note_response(target, got.status, got.answered_s)
+                await lease.note_response(got.status, elapsed_s=got.answered_s)
         # compiled once here, not for each page of the host
         self._tdmrep[host] = read_tdmrep(got.body) if got.status == 200 and got.body else None
         self._output.page({"url": target, "kind": "tdmrep", "status": got.status,
@@ -982,7 +936,8 @@ class Crawler:
         and pages alike: the User-Agent and the site's REGP guidance."""
         return self._pages.headers(host, self._user_agent)
 
-    async def _fetch(self, item: FrontierItem, grant: int = 0) -> float | None:
+    async def _fetch(self, item: FrontierItem, lease: HostLease, grant: int = 0
+                     ) -> float | None:
         settings = self.settings
         headers = self._request_headers(item.host)
         fetched_at = self._clock()
@@ -1025,11 +980,11 @@ class Crawler:
             return now
         if offered is not None:
             record.update(price=offered, charged=got.headers.get("crawler-charged"))
-        answered: tuple[int, float | None] | None = (status, got.answered_s)
+        answered: tuple[int, float | None, HostLease] | None = (status, got.answered_s, lease)
         if status in RETRIED:  # the pause is written at once (other answers with the page)
             answered = None
-            pause = await self._note_response(item.url, status, got.answered_s,
-                                              got.headers.get("retry-after"))
+            pause = await lease.note_response(status, elapsed_s=got.answered_s,
+                                              retry_after=got.headers.get("retry-after"))
             if item.attempts + 1 < settings.max_attempts:
                 until = now + (pause or 0.0)
                 await self._frontier.release(item._replace(attempts=item.attempts + 1,
@@ -1082,25 +1037,26 @@ class Crawler:
     async def _settle(self, item: FrontierItem, record: dict[str, Any], *, fetched: bool,
                       revisit_at: float | None = None,
                       found: Sequence[FrontierItem] = (), redirect: bool = False,
-                      answered: tuple[int, float | None] | None = None) -> None:
+                      answered: tuple[int, float | None, HostLease] | None = None
+                      ) -> None:
         """Record a decided URL: its new links queued, its line written, the URL
-        acknowledged, its host's next URL leased and the response (``answered``: status and
-        time to the head, for the adaptive delay) noted, all in one batch of the frontier's:
-        one commit where there were five, when the politeness store shares the frontier's
-        SQLite file, as in a crawl's folder, and one round trip to a Redis frontier. The
-        line is written before the URL is acknowledged, so every acknowledged URL is on disk
-        (resume after a kill). A batch the store could not write (its disk full) is written
-        again once, in the room the crawl's folder kept, the line not twice."""
+        acknowledged, its host's next URL leased and the response (``answered``: status,
+        time to the head, for the adaptive delay, and the lease it ends) noted, all in one
+        batch of the frontier's: one commit where there were five, when the politeness
+        store shares the frontier's SQLite file, as in a crawl's folder, and one round trip
+        to a Redis frontier. The line is written before the URL is acknowledged, so every
+        acknowledged URL is on disk (resume after a kill). A batch the store could not write
+        (its disk full) is written again once, in the room the crawl's folder kept, the line
+        not twice."""
         written = False
         while True:
             try:
                 async with self._frontier.batch():
                     if answered is not None:
-                        # the lease of its request ends as the URL is settled (forgotten
-                        # once the batch is written: one the store lost is ended again)
-                        await self._politeness.note_response(
-                            item.url, answered[0], elapsed_s=answered[1],
-                            ends_lease=item.url in self._leased)
+                        # the lease of its request ends as the URL is settled (over once
+                        # the batch is written: one the store lost is ended again)
+                        await answered[2].note_response(answered[0], elapsed_s=answered[1],
+                                                        batch=True)
                     links = found
                     if redirect:
                         # the line says whether the target was new: queued before the line
@@ -1127,7 +1083,7 @@ class Crawler:
                     if settled.leased is not None:
                         self._pending[host] = settled.leased
                 if answered is not None:
-                    self._leased.discard(item.url)
+                    answered[2].written()
                 self._group_pages += 1
                 return
             except Exception as exc:

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 from polite.clock import WallClock
 from polite.config import DELAY, KEYWORDS, Knobs, check_float
 from polite.core.politeness.rules import DEFAULT_DELAY_S, MAX_CRAWL_DELAY_S
-from polite.crawl.crawler import Crawler, CrawlSettings, PageHook, host_lease_s
+from polite.crawl.crawler import Crawler, CrawlSettings, PageHook
 from polite.crawl.output import CrawlOutput
 from polite.errors import ConfigError
 from polite.fetch.http import RequestHeaders
-from polite.fetch.politeness import LATE_UNNOTED_S, Politeness
+from polite.fetch.politeness import LATE_UNNOTED_S, Politeness, lease_length_s
 from polite.fetch.resolve import first_address
 from polite.fetch.robots import Network, PublicHosts, RobotsFetcher, create_client
 from polite.fetch.sitemaps import FILE_DEADLINE_S, SitemapWalker
@@ -113,7 +113,7 @@ async def open_crawler(
     # Workers sharing the store take each host's lease with its slot (see Crawler), for
     # sitemaps too: one request of a host in flight among them all.
     walker = SitemapWalker(client, politeness, cross_host="host",
-                           host_lease_s=host_lease_s(settings, FILE_DEADLINE_S)
+                           host_lease_s=lease_length_s(FILE_DEADLINE_S, settings.lease_s)
                            if worker else None)
     output = CrawlOutput(out, warc=settings.warc, warc_gzip_level=settings.warc_gzip_level)
     unreachable: tuple[type[BaseException], ...] = ()

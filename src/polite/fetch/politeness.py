@@ -46,8 +46,8 @@ from polite.fetch.robots import MATCH_SLICE_S, PublicHosts, RobotsFetcher, split
 from polite.storage.base import Store
 
 NO_RULES = AgentRules()  # no robots.txt in force: no fields from the site
-__all__ = ["LEASE_S", "Answer", "Grants", "LateStart", "Politeness", "Standing", "message",
-           "warning"]
+__all__ = ["LEASE_S", "Answer", "Grants", "HostLease", "LateStart", "Politeness", "Standing",
+           "lease_length_s", "message", "warning"]
 
 
 # A request that leaves this little after its slot is not noted (noting is a store write, and
@@ -59,6 +59,13 @@ LATE_UNNOTED_S = 0.001
 # says the request is over (it died): a minute, longer than most requests take, and short
 # enough that a killed process does not stop a crawl sharing its store for long.
 LEASE_S = 60.0
+# An end of a host's lease the store could not take (it did not answer) is tried again this
+# long after, the pause doubling up to the second figure, until it is taken or the lease has
+# run out; given up this much before it does (the store began it a little before the driver
+# was told), so that a late end never ends a lease another process took since.
+KEPT_RETRY_S = 0.25
+KEPT_RETRY_MAX_S = 4.0
+KEPT_MARGIN_S = 5.0
 # Hosts whose latest slot given is remembered (the oldest forgotten past it): a request
 # leaves at most the host's delay after its slot unless the process is swamped, so only the
 # last few thousand matter.
@@ -110,6 +117,16 @@ class Answer(NamedTuple):
 
 
 _INVALID = (RefusalReason.INVALID_URL, RefusalReason.PRIVATE_ADDRESS)
+
+
+def lease_length_s(deadline_s: float, at_most: float | None = None) -> float:
+    """How long a request's lease of its host (:meth:`Politeness.check`'s ``lease_s``) holds
+    at most: :data:`LEASE_S` past the request's ``deadline_s``, so that it never lapses while
+    the request is out, but no longer than ``at_most`` when that is shorter (a crawl worker's
+    URLs are held that long: one killed mid-request keeps its host from the others no longer
+    than its URLs)."""
+    length = deadline_s + LEASE_S
+    return length if at_most is None or at_most >= length else at_most
 
 
 class Standing(NamedTuple):
@@ -222,6 +239,10 @@ class Politeness:
         self.activity = activity if activity is not None else Activity()
         self._noted_states: dict[str, tuple[type, float, str]] = {}
         self.grants = grants if grants is not None else Grants()
+        # host -> until when: ends of its lease the store could not take (HostLease), to be
+        # done once it answers again (end_kept), tried again meanwhile by one task
+        self._kept: dict[str, float] = {}
+        self._retrying: asyncio.Future[None] | None = None
 
     @property
     def default_delay_s(self) -> float:
@@ -477,6 +498,113 @@ class Politeness:
         """The request that held the lease of ``url``'s host got no response (it failed, or
         never left): the host is free for the next request."""
         await self._store.note_response(split_origin(url)[1], None, None, ends_lease=True)
+
+    def lease(self, answer: Answer, lease_s: float | None) -> HostLease:
+        """The lease of ``answer``'s host that :meth:`check` took with its slot (``reserve``
+        and ``lease_s``): held when the answer allows the request and ``lease_s`` is given,
+        a lease of nothing otherwise. It ends with the request's answer
+        (:meth:`HostLease.note_response`) or as the ``async with`` block it guards is left."""
+        if lease_s is None or type(answer.decision) is not Allowed:
+            return HostLease(self, answer.url)
+        host = split_origin(answer.url)[1]
+        if self._kept:  # an end kept of the host's last lease: that one is over
+            self._kept.pop(host, None)
+        return HostLease(self, answer.url, host,
+                         self._clock() + lease_s - min(KEPT_MARGIN_S, lease_s / 2))
+
+    def keep_end(self, host: str, until: float) -> None:
+        """The store could not take the end of ``host``'s lease (it did not answer): it is
+        done once the store answers again (:meth:`end_kept`, tried now and then meanwhile),
+        unless the lease has run out by then (``until``, this driver's clock)."""
+        self._kept[host] = until
+        if self._retrying is None or self._retrying.done():
+            self._retrying = asyncio.ensure_future(self._retry_kept())
+
+    async def end_kept(self) -> None:
+        """End the leases whose end the store could not take (:meth:`keep_end`); raises
+        what the store raised when it still does not answer (those not ended are kept)."""
+        kept = self._kept
+        if not kept:
+            return
+        now = self._clock()
+        for host, until in list(kept.items()):
+            if kept.get(host) != until:
+                continue  # a new lease of the host was taken meanwhile
+            del kept[host]
+            if until <= now:
+                continue  # run out: the host is free, and may be another's lease now
+            try:
+                await self._store.note_response(host, None, None, ends_lease=True)
+            except BaseException:
+                kept.setdefault(host, until)
+                raise
+
+    async def _retry_kept(self) -> None:
+        pause = KEPT_RETRY_S
+        while self._kept:
+            await asyncio.sleep(pause)
+            try:
+                await self.end_kept()
+            except Exception:  # the store does not answer yet: the ends are kept
+                pause = min(pause * 2, KEPT_RETRY_MAX_S)
+
+
+class HostLease:
+    """A host's lease, taken with a request's slot (:meth:`Politeness.lease`): no other
+    request of the host is granted, in any process sharing the store, until it ends. It
+    ends with the request's answer (:meth:`note_response`, in the same step of the store as
+    a 429's or 503's pause) or, whichever other way the request ends (no answer, held back,
+    a 402, an error, a cancel), as the ``async with`` block it guards is left. An end the
+    store could not take (it did not answer) is kept by the driver and done once it answers
+    again (:meth:`Politeness.keep_end`), rather than keeping the host from every process
+    until the lease runs out."""
+
+    __slots__ = ("_politeness", "held", "host", "until", "url")
+
+    def __init__(self, politeness: Politeness, url: str, host: str = "",
+                 until: float = 0.0) -> None:
+        self._politeness = politeness
+        self.url = url
+        self.host = host  # "": a lease of nothing (none was taken)
+        self.until = until  # when it has surely run out (the driver's clock)
+        self.held = bool(host)
+
+    async def __aenter__(self) -> HostLease:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self.held:
+            await self.end()
+
+    async def end(self) -> None:
+        """End the lease now, if it is held: the request got no answer, or never left."""
+        if not self.held:
+            return
+        self.held = False
+        try:
+            await self._politeness.end_lease(self.url)
+        except BaseException:
+            self._politeness.keep_end(self.host, self.until)
+            raise
+
+    async def note_response(self, status: int, *, elapsed_s: float | None = None,
+                            retry_after: str | None = None, batch: bool = False
+                            ) -> float | None:
+        """:meth:`Politeness.note_response` for the request's answer, ending the lease in
+        the same step. ``batch``: the step is part of a batch of the store's not yet
+        written (the crawler settles a page in one): the lease counts as ended once the
+        caller says it is written (:meth:`written`); until then, leaving the block ends it."""
+        pause = await self._politeness.note_response(self.url, status, elapsed_s=elapsed_s,
+                                                     retry_after=retry_after,
+                                                     ends_lease=self.held)
+        if not batch:
+            self.held = False
+        return pause
+
+    def written(self) -> None:
+        """The batch that noted the answer (:meth:`note_response`'s ``batch``) is written:
+        the lease is over."""
+        self.held = False
 
 
 class Grants:

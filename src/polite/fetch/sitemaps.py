@@ -35,7 +35,7 @@ from polite.core.sitemaps import Entry, ParseIssue, SitemapParser
 from polite.core.sitemaps.model import MAX_SITEMAP_BYTES, MAX_SITEMAP_URLS
 from polite.errors import InvalidURL
 from polite.fetch.http import FetchResult, HttpClient, Sink
-from polite.fetch.politeness import Politeness, message
+from polite.fetch.politeness import HostLease, Politeness, message
 from polite.fetch.redirects import Check, follow, redirect_target
 from polite.fetch.robots import normal_url, split_origin
 
@@ -58,7 +58,7 @@ class Taken(NamedTuple):
 
     at: float
     grant: int = 0
-    leased: bool = False  # it holds its host's lease (polite_turn's lease_s)
+    lease: HostLease | None = None  # the host's lease taken with it (polite_turn's lease_s)
 
 
 class Deferred(str):
@@ -93,13 +93,14 @@ async def polite_turn(politeness: Politeness, url: str,
     """Wait for ``url``'s slot and take it (the walker's and the survey's turn for each
     file); the reason when it may not be fetched at all, or when its host asks to wait
     longer than ``max_wait_s`` (a Visit-time window hours away: reported, not waited for).
-    ``lease_s``: the turn holds its host's lease too (:meth:`Politeness.check`), which the
+    ``lease_s``: the turn holds its host's lease too (:meth:`Politeness.lease`), which the
     caller ends once the request is over."""
     waited = 0.0
     while True:
         (found,) = await politeness.check([url], reserve=True, lease_s=lease_s)
         if found.allowed:
-            return Taken(time.monotonic(), found.grant, lease_s is not None)
+            return Taken(time.monotonic(), found.grant,
+                         None if lease_s is None else politeness.lease(found, lease_s))
         pause = found.wait_s
         if pause is None:
             return message(found) or "not allowed"
@@ -508,22 +509,8 @@ class SitemapWalker:
 
         first = taken
 
-        # A turn that holds its host's lease (Taken.leased) ends it once its request is
-        # over, whichever way: with the answer noted, or at once when there was none, when
-        # the request was held back, on an error or a cancel. (Hops follow one another.)
-        leased = False
-
         async def hop(target: str) -> str | None:
-            nonlocal leased
-            try:
-                return await exchange(target)
-            finally:
-                if leased:
-                    leased = False
-                    await self._politeness.end_lease(target)
-
-        async def exchange(target: str) -> str | None:
-            nonlocal status, failure, error, seconds, content_type, body, at, first, leased
+            nonlocal status, failure, error, seconds, content_type, body, at, first
             at = target
             while True:
                 given, first = first, None
@@ -533,54 +520,54 @@ class SitemapWalker:
                         failure, error = "refused", turned
                         return None
                     given = turned
-                leased = given is not None and given.leased
-                async with self._in_flight or contextlib.nullcontext():
-                    # The request may leave later than its slot (a request in flight to
-                    # wait for, a connection to open, a busy loop): the host's next slot
-                    # counts from when it really went, noted as it goes, and a request
-                    # whose slot was given again meanwhile does not go (LateStart).
-                    late = self._politeness.late_start(
-                        target, 0.0 if given is None else time.monotonic() - given.at,
-                        0 if given is None else given.grant)
-                    got = await self._client.get(
-                        target, headers(target), max_bytes=self.max_bytes + 1,
-                        deadline_s=self.file_deadline_s, read_timeout_s=self._timeout,
-                        agent=self._politeness.agent, sink=sink, decode=self._decode,
-                        leaving=late)
-                await late.noted()
-                if got.failure != "withheld" or turn is None:
-                    break
-                if leased:  # not sent: the host is free until the next turn
-                    await self._politeness.end_lease(target)
-                    leased = False
-            status, seconds = got.status, got.elapsed_s
-            target_next: str | None = None
-            if got.status is None or (got.error is not None and not got.truncated):
-                failure = cast(Failure, got.failure) if got.failure in _CLIENT_FAILURES \
-                    else "connection"
-                error = got.error or "no answer"
-            else:
-                target_next = redirect_target(target, got.status, got.headers.get("location"))
-                if target_next is None and got.status >= 300:
-                    failure, error = "status", f"HTTP {got.status}"
-                if target_next is None:  # the answer kept (a survey reads a 300's body)
-                    content_type = got.headers.get("content-type") or ""
-                    body = got.body
-            if got.status is not None and self._tell_answers:
-                # The host's response time is the wait for its answer, not the time the
-                # body takes to stream and be parsed.
-                await self._politeness.note_response(target, got.status,
-                                                     elapsed_s=got.answered_s,
-                                                     retry_after=got.headers.get("retry-after"),
-                                                     ends_lease=leased)
-                leased = False
-            return target_next
+                # A turn that holds its host's lease (Taken.lease) ends it once its request
+                # is over, whichever way: with the answer noted, or at once when there was
+                # none, when the request was held back, on an error or a cancel.
+                lease = None if given is None else given.lease
+                async with lease or contextlib.nullcontext():
+                    async with self._in_flight or contextlib.nullcontext():
+                        # The request may leave later than its slot (a request in flight to
+                        # wait for, a connection to open, a busy loop): the host's next slot
+                        # counts from when it really went, noted as it goes, and a request
+                        # whose slot was given again meanwhile does not go (LateStart).
+                        late = self._politeness.late_start(
+                            target, 0.0 if given is None else time.monotonic() - given.at,
+                            0 if given is None else given.grant)
+                        got = await self._client.get(
+                            target, headers(target), max_bytes=self.max_bytes + 1,
+                            deadline_s=self.file_deadline_s, read_timeout_s=self._timeout,
+                            agent=self._politeness.agent, sink=sink, decode=self._decode,
+                            leaving=late)
+                    await late.noted()
+                    if got.failure == "withheld" and turn is not None:
+                        continue  # not sent: the host is free until the next turn
+                    status, seconds = got.status, got.elapsed_s
+                    target_next: str | None = None
+                    if got.status is None or (got.error is not None and not got.truncated):
+                        failure = cast(Failure, got.failure) \
+                            if got.failure in _CLIENT_FAILURES else "connection"
+                        error = got.error or "no answer"
+                    else:
+                        target_next = redirect_target(target, got.status,
+                                                      got.headers.get("location"))
+                        if target_next is None and got.status >= 300:
+                            failure, error = "status", f"HTTP {got.status}"
+                        if target_next is None:  # the answer kept (a survey reads a 300's)
+                            content_type = got.headers.get("content-type") or ""
+                            body = got.body
+                    if got.status is not None and self._tell_answers:
+                        # The host's response time is the wait for its answer, not the
+                        # time the body takes to stream and be parsed.
+                        held = lease or HostLease(self._politeness, target)  # or none
+                        await held.note_response(got.status, elapsed_s=got.answered_s,
+                                                 retry_after=got.headers.get("retry-after"))
+                    return target_next
 
         try:
             stopped = await follow(url, hop, checked)
         finally:
-            if first is not None and first.leased:  # the turn taken was never used
-                await self._politeness.end_lease(url)
+            if first is not None and first.lease is not None:  # the turn was never used
+                await first.lease.end()
         if stopped is not None:
             failure, error = ("refused" if refused else "redirects"), stopped
         return Fetched(at, status, failure, error, seconds, content_type, body)

@@ -34,7 +34,7 @@ from polite.core.robots.usage import (
 from polite.core.urls import split_origin
 from polite.errors import InvalidURL
 from polite.fetch.http import FetchResult, HttpClient
-from polite.fetch.politeness import LEASE_S, Answer, Politeness, message
+from polite.fetch.politeness import Answer, Politeness, lease_length_s, message
 from polite.fetch.redirects import MAX_REDIRECTS, redirect_target
 from polite.fetch.robots import RobotsFetcher
 from polite.mcp._readable import readable_markdown
@@ -168,7 +168,7 @@ class PoliteFetch:
         # One request of a host in flight among every process on the store: a slot granted
         # holds the host until its request is over; longer than a fetch may take, it never
         # lapses while the request is out.
-        self._lease_s = self.settings.fetch_deadline_s + LEASE_S if host_leases else None
+        self._lease_s = lease_length_s(self.settings.fetch_deadline_s) if host_leases else None
 
     @property
     def agent(self) -> str:
@@ -406,8 +406,7 @@ class PoliteFetch:
             # The host's lease, taken with the slot, ends with the request whichever way it
             # ends: with its answer noted (and a 429's pause, in one step), or at once when
             # there was none, when it was held back, on an error or a cancel.
-            leased = self._lease_s is not None
-            try:
+            async with politeness.lease(granted, self._lease_s) as lease:
                 headers = self._client.headers(split_origin(url)[1], self._user_agent)
                 late = politeness.late_start(url, grant=granted.grant)
                 got = await self._client.get(url, headers, max_bytes=max_bytes,
@@ -415,14 +414,10 @@ class PoliteFetch:
                                              leaving=late)
                 await late.noted()
                 if got.status is not None:
-                    pause = await politeness.note_response(
-                        url, got.status, elapsed_s=got.answered_s,
-                        retry_after=got.headers.get("retry-after"), ends_lease=leased)
-                    leased = False
+                    pause = await lease.note_response(
+                        got.status, elapsed_s=got.answered_s,
+                        retry_after=got.headers.get("retry-after"))
                     return got, pause
-            finally:
-                if leased:
-                    await politeness.end_lease(url)
             if got.failure != "withheld":  # else its slot went to another: a new turn
                 return got, None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import itertools
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,6 +15,7 @@ import pytest
 
 from polite.clock import WallClock
 from polite.core.politeness import Allowed, Disallowed, WaitSource, WaitUntil
+from polite.core.robots.lifecycle import FetchPolicy
 from polite.core.robots.model import Dialect, Rule
 from polite.fetch.politeness import LATE_UNNOTED_S, Answer, Politeness, message
 from polite.fetch.robots import RobotsFetcher, create_client
@@ -182,3 +184,48 @@ async def test_a_request_held_up_between_its_slot_and_the_client_is_spaced_from_
                                   if arrival[1] != "/robots.txt")
     assert (a, b) == ("/a", "/b")
     assert b_at - a_at >= 0.5 - 0.01, b_at - a_at
+
+
+async def test_a_robots_txt_read_again_waits_for_the_slot_when_it_uses_the_slot(
+        tmp_path: Path) -> None:
+    """With ``robots_uses_slot`` (the crawler's: every request counts), robots.txt read
+    again once its copy is stale waits for the slot a page took, as any request: asked
+    about /b 0.3 s after /a went, the copy known stays in force until the slot is free,
+    and robots.txt then goes, /b the delay after it (it went at once, 0.3 s after /a)."""
+    robots = b"User-agent: *\nCrawl-delay: 0.5\n"
+    site = Site("127.0.83.6", {
+        "/robots.txt": Reply(200, robots, {"Cache-Control": "no-cache"}),
+        "/a": Reply(200, b"a"), "/b": Reply(200, b"b")})
+    clock = WallClock()
+    store = SQLiteStore(tmp_path / "p.sqlite", clock)
+    with serve(site):
+        async with create_client() as client:
+            # a copy of robots.txt stays fresh 0.7 s: stale by the time /b is asked about
+            fetcher = RobotsFetcher(client, store, clock, agent="politetest",
+                                    allow_private=True, policy=FetchPolicy(min_ttl_s=0.7))
+            politeness = Politeness(fetcher, store, clock, agent="politetest",
+                                    allow_private=True, send_slack_s=LATE_UNNOTED_S,
+                                    robots_uses_slot=True)
+
+            async def fetch(url: str) -> int | None:
+                while True:
+                    (found,) = await politeness.check([url], reserve=True)
+                    if found.allowed:
+                        break
+                    assert found.wait_s is not None, found
+                    await asyncio.sleep(found.wait_s)
+                late = politeness.late_start(url, grant=found.grant)
+                got = await client.get(url, max_bytes=1024, deadline_s=10, leaving=late)
+                await late.noted()
+                return got.status
+
+            try:
+                assert await fetch(f"{site.origin}/a") == 200
+                await asyncio.sleep(0.3)
+                assert await fetch(f"{site.origin}/b") == 200
+            finally:
+                await store.close()
+    arrivals = sorted(site.arrivals)
+    assert [path for _, path in arrivals] == ["/robots.txt", "/a", "/robots.txt", "/b"]
+    gaps = [later - earlier for (earlier, _), (later, _) in itertools.pairwise(arrivals)]
+    assert min(gaps) >= 0.5 - 0.01, arrivals

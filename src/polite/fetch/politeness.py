@@ -244,7 +244,8 @@ class Politeness:
         """The robots.txt state in force for ``url``'s origin (fetched when needed). With
         the policy's ``robots_uses_slot``, fetching it takes the host's slot, as a page
         would: the spacing runs from that request too, or the first page would follow it
-        at once (seed 000, 5)."""
+        at once (seed 000, 5); read again once stale, it waits for the slot as a page does
+        (the copy known meanwhile in force)."""
         if not self.policy.robots_uses_slot:
             async with self._robots_slots:
                 return await self._robots.state(url)
@@ -253,10 +254,25 @@ class Politeness:
         if before is not None:
             return before
         known = await self._robots.known(origin)  # memory or the store: never a request
+        target = origin + "/robots.txt"
+        if known is not None and self._robots.fresh(origin) is None:
+            # A copy read before and now stale: the host's slot may be running from a page
+            # that just went, so the file is asked for again in a slot of its own, as any
+            # request; until the slot is free, the copy known stays in force.
+            asked = time.monotonic()
+            (turn,) = await self._answer([target], True, self.agent, None,
+                                         {origin: known[0]}, obey_rules=False)
+            if not turn.allowed:
+                return known[0]
+            async with self._robots_slots:
+                state = await self._robots.state(url)
+            # the spacing runs from when its answer was in, as from a first read's
+            await self.note_late_start(target, time.monotonic() - asked)
+            return state
         async with self._robots_slots:
             state = await self._robots.state(url)
         if known is None or state is not known[0]:  # not what was known: it was asked for
-            await self._answer([origin + "/robots.txt"], True, self.agent, None, {origin: state})
+            await self._answer([target], True, self.agent, None, {origin: state})
         return state
 
     async def check(self, urls: Sequence[str], *, reserve: bool = False,

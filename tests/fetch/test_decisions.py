@@ -3,7 +3,10 @@ its robots.txt fetched over HTTP, the slots in a real store."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import itertools
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -12,8 +15,9 @@ import pytest
 
 from polite.clock import WallClock
 from polite.core.politeness import Allowed, Disallowed, WaitSource, WaitUntil
+from polite.core.robots.lifecycle import FetchPolicy
 from polite.core.robots.model import Dialect, Rule
-from polite.fetch.politeness import Politeness, message
+from polite.fetch.politeness import LATE_UNNOTED_S, Answer, Politeness, message
 from polite.fetch.robots import RobotsFetcher, create_client
 from polite.storage import SQLiteStore
 from tests.sites import Reply, Site, serve
@@ -117,3 +121,111 @@ async def test_a_brace_block_s_delay_is_a_value_of_its_own_and_worded_as_before(
                                       field=WaitSource.CRAWL_DELAY)
     assert message(held) == ("There must be a delay of 1000 milliseconds between requests "
                              "to 127.0.83.4 (robots.txt Crawl-delay).")
+
+
+class StallingClock:
+    """time.time(), whose read that is armed (``stall_s``) holds the thread that long right
+    after it: a store that read its clock for a slot, then a busy core or a garbage
+    collection before the request could go."""
+
+    def __init__(self) -> None:
+        self.stall_s = 0.0
+
+    def __call__(self) -> float:
+        now = time.time()
+        if self.stall_s:
+            stall, self.stall_s = self.stall_s, 0.0
+            time.sleep(stall)
+        return now
+
+
+async def test_a_request_held_up_between_its_slot_and_the_client_is_spaced_from_when_it_left(
+        tmp_path: Path) -> None:
+    """The store reads its clock for /a's slot, then the process is held up for 0.3 s
+    before the request is handed to the client (here: in the store's clock read, as a busy
+    core or a garbage collection would). Counted from the client's call, /a left on time,
+    and /b, given the slot 0.5 s after /a's, reached the site 0.2 s after it; counted from
+    the slot, /a's lateness is noted as it leaves and /b comes the delay after it."""
+    robots = b"User-agent: *\nCrawl-delay: 0.5\n"
+    site = Site("127.0.83.5", {"/robots.txt": Reply(200, robots), "/a": Reply(200, b"a"),
+                                "/b": Reply(200, b"b")})
+    stalling = StallingClock()
+    store = SQLiteStore(tmp_path / "p.sqlite", stalling)
+    clock = WallClock()
+    with serve(site):
+        async with create_client() as client:
+            fetcher = RobotsFetcher(client, store, clock, agent="politetest",
+                                    allow_private=True)
+            politeness = Politeness(fetcher, store, clock, agent="politetest",
+                                    allow_private=True, send_slack_s=LATE_UNNOTED_S)
+
+            async def fetch(url: str, found: Answer) -> int | None:
+                late = politeness.late_start(url, grant=found.grant)
+                got = await client.get(url, max_bytes=1024, deadline_s=10, leaving=late)
+                await late.noted()
+                return got.status
+
+            try:
+                await politeness.robots_state(f"{site.origin}/a")
+                stalling.stall_s = 0.3
+                (first,) = await politeness.check([f"{site.origin}/a"], reserve=True)
+                assert first.allowed and not stalling.stall_s
+                assert await fetch(f"{site.origin}/a", first) == 200
+                while True:
+                    (second,) = await politeness.check([f"{site.origin}/b"], reserve=True)
+                    if second.allowed:
+                        break
+                    assert second.wait_s is not None
+                    await asyncio.sleep(second.wait_s)
+                assert await fetch(f"{site.origin}/b", second) == 200
+            finally:
+                await store.close()
+    (a_at, a), (b_at, b) = sorted(arrival for arrival in site.arrivals
+                                  if arrival[1] != "/robots.txt")
+    assert (a, b) == ("/a", "/b")
+    assert b_at - a_at >= 0.5 - 0.01, b_at - a_at
+
+
+async def test_a_robots_txt_read_again_waits_for_the_slot_when_it_uses_the_slot(
+        tmp_path: Path) -> None:
+    """With ``robots_uses_slot`` (the crawler's: every request counts), robots.txt read
+    again once its copy is stale waits for the slot a page took, as any request: asked
+    about /b 0.3 s after /a went, the copy known stays in force until the slot is free,
+    and robots.txt then goes, /b the delay after it (it went at once, 0.3 s after /a)."""
+    robots = b"User-agent: *\nCrawl-delay: 0.5\n"
+    site = Site("127.0.83.6", {
+        "/robots.txt": Reply(200, robots, {"Cache-Control": "no-cache"}),
+        "/a": Reply(200, b"a"), "/b": Reply(200, b"b")})
+    clock = WallClock()
+    store = SQLiteStore(tmp_path / "p.sqlite", clock)
+    with serve(site):
+        async with create_client() as client:
+            # a copy of robots.txt stays fresh 0.7 s: stale by the time /b is asked about
+            fetcher = RobotsFetcher(client, store, clock, agent="politetest",
+                                    allow_private=True, policy=FetchPolicy(min_ttl_s=0.7))
+            politeness = Politeness(fetcher, store, clock, agent="politetest",
+                                    allow_private=True, send_slack_s=LATE_UNNOTED_S,
+                                    robots_uses_slot=True)
+
+            async def fetch(url: str) -> int | None:
+                while True:
+                    (found,) = await politeness.check([url], reserve=True)
+                    if found.allowed:
+                        break
+                    assert found.wait_s is not None, found
+                    await asyncio.sleep(found.wait_s)
+                late = politeness.late_start(url, grant=found.grant)
+                got = await client.get(url, max_bytes=1024, deadline_s=10, leaving=late)
+                await late.noted()
+                return got.status
+
+            try:
+                assert await fetch(f"{site.origin}/a") == 200
+                await asyncio.sleep(0.3)
+                assert await fetch(f"{site.origin}/b") == 200
+            finally:
+                await store.close()
+    arrivals = sorted(site.arrivals)
+    assert [path for _, path in arrivals] == ["/robots.txt", "/a", "/robots.txt", "/b"]
+    gaps = [later - earlier for (earlier, _), (later, _) in itertools.pairwise(arrivals)]
+    assert min(gaps) >= 0.5 - 0.01, arrivals

@@ -15,10 +15,11 @@ import pytest
 from polite.clock import WallClock
 from polite.core.politeness import WaitUntil
 from polite.fetch import RobotsFetcher
-from polite.fetch.politeness import Politeness
+from polite.fetch.politeness import LATE_UNNOTED_S, Politeness
 from polite.fetch.sitemaps import SitemapFile, SitemapWalker, Taken, WalkSummary, polite_turn
 from polite.sitemaps import Entry
 from polite.storage import MemoryStore
+from tests.fetch.test_decisions import StallingClock
 from tests.sites import Reply, Site, serve
 
 pytestmark = pytest.mark.anyio
@@ -411,6 +412,44 @@ async def test_a_request_that_leaves_late_moves_the_hosts_next_slot_as_it_leaves
     # The slot after the late one: its delay after the moment it really left (claimed +
     # 0.8 s), not after the moment its turn was given.
     assert decision.at - claimed > 1.0 + 0.8 - 0.1, decision.at - claimed
+
+
+async def test_a_file_held_up_between_its_slot_and_the_client_is_spaced_from_when_it_left(
+        client: httpx.AsyncClient) -> None:
+    """The survey's way (a turn, then the walker's exchange): the store reads its clock for
+    /a.xml's slot, then the process is held up for 0.3 s before the request reaches the
+    client. /b.xml, whose turn comes next, still reaches the site the host's delay after
+    /a.xml (counted from the turn's end, /a.xml looked on time, and /b.xml came 0.2 s after
+    it)."""
+    with serve(Site("127.0.84.1")) as site:
+        o = site.origin
+        site.routes["/robots.txt"] = Reply(200, b"User-agent: *\nCrawl-delay: 0.5\n")
+        site.routes["/a.xml"] = Reply(200, urlset(f"{o}/a"))
+        site.routes["/b.xml"] = Reply(200, urlset(f"{o}/b"))
+        stalling = StallingClock()
+        store = MemoryStore(stalling)
+        clock = WallClock()
+        robots = RobotsFetcher(client, store, clock, agent="politetest", allow_private=True)
+        politeness = Politeness(robots, store, clock, agent="politetest", allow_private=True,
+                                send_slack_s=LATE_UNNOTED_S)
+        walk = SitemapWalker(client, politeness)
+
+        async def allow(_: str) -> str | None:
+            return None
+
+        async def turn(url: str) -> Taken | str:
+            return await polite_turn(politeness, url)
+
+        await politeness.robots_state(f"{o}/a.xml")
+        stalling.stall_s = 0.3
+        first = await walk.fetch(f"{o}/a.xml", check=allow, turn=turn)
+        assert not stalling.stall_s
+        second = await walk.fetch(f"{o}/b.xml", check=allow, turn=turn)
+    assert first.status == second.status == 200
+    (a_at, a), (b_at, b) = sorted(arrival for arrival in site.arrivals
+                                  if arrival[1] != "/robots.txt")
+    assert (a, b) == ("/a.xml", "/b.xml")
+    assert b_at - a_at >= 0.5 - 0.01, b_at - a_at
 
 
 async def test_a_request_later_than_its_hosts_whole_delay_takes_a_new_turn(

@@ -265,7 +265,8 @@ class Politeness:
         """The robots.txt state in force for ``url``'s origin (fetched when needed). With
         the policy's ``robots_uses_slot``, fetching it takes the host's slot, as a page
         would: the spacing runs from that request too, or the first page would follow it
-        at once (seed 000, 5)."""
+        at once (seed 000, 5); read again once stale, it waits for the slot as a page does
+        (the copy known meanwhile in force)."""
         if not self.policy.robots_uses_slot:
             async with self._robots_slots:
                 return await self._robots.state(url)
@@ -274,10 +275,25 @@ class Politeness:
         if before is not None:
             return before
         known = await self._robots.known(origin)  # memory or the store: never a request
+        target = origin + "/robots.txt"
+        if known is not None and self._robots.fresh(origin) is None:
+            # A copy read before and now stale: the host's slot may be running from a page
+            # that just went, so the file is asked for again in a slot of its own, as any
+            # request; until the slot is free, the copy known stays in force.
+            asked = time.monotonic()
+            (turn,) = await self._answer([target], True, self.agent, None,
+                                         {origin: known[0]}, obey_rules=False)
+            if not turn.allowed:
+                return known[0]
+            async with self._robots_slots:
+                state = await self._robots.state(url)
+            # the spacing runs from when its answer was in, as from a first read's
+            await self.note_late_start(target, time.monotonic() - asked)
+            return state
         async with self._robots_slots:
             state = await self._robots.state(url)
         if known is None or state is not known[0]:  # not what was known: it was asked for
-            await self._answer([origin + "/robots.txt"], True, self.agent, None, {origin: state})
+            await self._answer([target], True, self.agent, None, {origin: state})
         return state
 
     async def check(self, urls: Sequence[str], *, reserve: bool = False,
@@ -390,12 +406,18 @@ class Politeness:
         requests = [(host, (group[0][3].interval_s,) if len(group) == 1
                      else tuple([c[3].interval_s for c in group]))
                     for host, group in candidates.items()]
+        asked = 0.0
         if reserve:
             # A request of the host that left late is noted first: the slot then counts from
             # when it really went.
             landing = self.grants.landing(candidates)
             if landing:
                 await asyncio.wait(landing)
+            # Read before the store reads its clock for the slot: a request's lateness
+            # counts from here (LateStart), never from later, whatever holds the answer up
+            # on its way to the client (a busy core, a garbage collection, the store's
+            # write).
+            asked = time.monotonic()
         claims = await self._store.claim_batch(requests, take=reserve, lease_s=lease_s)
         for (host, group), claim in zip(candidates.items(), claims, strict=True):
             first = group[0]
@@ -409,8 +431,8 @@ class Politeness:
                               next_at=claim.ats[0], backoff_until=held)
             for position, (index, url, origin, allowed) in enumerate(group):
                 decision = claimed(allowed, claim, position)
-                grant = self.grants.give(host) if reserve and type(decision) is Allowed \
-                    and decision.interval_s > 0 else 0
+                grant = self.grants.give(host, asked) if reserve \
+                    and type(decision) is Allowed and decision.interval_s > 0 else 0
                 answers[index] = Answer(url, decision, claim.now, origin in cut, grant)
         if None in answers:
             raise AssertionError("a URL was left without an answer")
@@ -614,16 +636,18 @@ class Grants:
     store within a process share one (the survey makes a new driver now and then)."""
 
     def __init__(self) -> None:
-        self._latest: dict[str, int] = {}  # host -> its latest slot's number
+        # host -> its latest slot's number, and when it was asked for (time.monotonic())
+        self._latest: dict[str, tuple[int, float]] = {}
         self._count = 0
         self._shifting: dict[str, asyncio.Future[None]] = {}
 
-    def give(self, host: str) -> int:
-        """Number the slot of ``host`` just given: its latest."""
+    def give(self, host: str, asked: float) -> int:
+        """Number the slot of ``host`` just given, asked for at ``asked`` (time.monotonic(),
+        no later than the slot's start): its latest."""
         self._count += 1
         latest = self._latest
         latest.pop(host, None)
-        latest[host] = self._count
+        latest[host] = (self._count, asked)
         if len(latest) > MAX_GRANTS:
             del latest[next(iter(latest))]
         return self._count
@@ -632,7 +656,13 @@ class Grants:
         """Whether ``host``'s slot was given again after slot ``grant``: a request of the
         earlier slot that left now could reach the site at the moment the later one does."""
         latest = self._latest.get(host)
-        return latest is not None and latest != grant
+        return latest is not None and latest[0] != grant
+
+    def asked_at(self, host: str, grant: int) -> float | None:
+        """When slot ``grant`` of ``host`` was asked for (time.monotonic()), while it is
+        the host's latest; None once it is not, or forgotten."""
+        latest = self._latest.get(host)
+        return latest[1] if latest is not None and latest[0] == grant else None
 
     def shifting(self, host: str, noting: asyncio.Future[None]) -> None:
         """``noting`` moves ``host``'s start in the store: no slot of the host is given
@@ -662,8 +692,11 @@ class LateStart:
     time: no note takes that back, so the late request is held back and takes a new turn.
     (Noted after the answer, a slow answer left the next request free to go at the slot
     counted from the late one's grant; under a busy loop two requests came 6 ms apart where
-    50 ms was asked.) Requests of other processes sharing the store are not seen here:
-    the slack of a shared store's slots covers them."""
+    50 ms was asked.) Lateness counts from the moment the slot was asked for, not from the
+    client's call: a process held up between the two (a busy core, a garbage collection)
+    went unnoted, and the next request came that much less than the delay after it.
+    Requests of other processes sharing the store are not seen here: the slack of a shared
+    store's slots covers them."""
 
     def __init__(self, politeness: Politeness, url: str, waited_s: float,
                  grant: int = 0) -> None:
@@ -675,10 +708,17 @@ class LateStart:
 
     def __call__(self, late_s: float) -> bool:
         politeness = self._politeness
-        if self._grant and politeness.grants.given_again(split_origin(self._url)[1],
-                                                         self._grant):
-            return False
         late_s += self._waited_s
+        if self._grant:
+            grants = politeness.grants
+            host = split_origin(self._url)[1]
+            if grants.given_again(host, self._grant):
+                return False
+            # From the slot itself: the time between the slot and the client's call (the
+            # store's answer on its way, a busy core, a garbage collection) counts too.
+            asked = grants.asked_at(host, self._grant)
+            if asked is not None:
+                late_s = max(late_s, time.monotonic() - asked)
         if politeness.is_late(late_s):
             # At once, before any other task asks for the host's slot.
             self._noting.append(politeness.note_leaving_late(self._url, late_s))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import itertools
+import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -563,11 +564,78 @@ async def test_a_frontier_in_the_stores_file_shares_its_transactions(tmp_path: P
     await elsewhere.add([item("b.example", 1)])  # its own file, its own connection
     await elsewhere.close()
     await frontier.close()  # the store's connection stays open for the store
-    assert store.transaction._listeners == []  # and forgets the frontier's seen cache
+    # and forgets the frontier's seen cache (the store's own listener stays)
+    assert store.transaction._listeners == [store._ended]
     assert await store.host_facts(["a.example"]) == [HostFacts(None, 0.25)]
     await store.close()
     reopened = SQLiteFrontier(path)
     assert await reopened.counts() == FrontierCounts(0, 0, 1, 0)
+    await reopened.close()
+
+
+async def test_a_held_store_keeps_its_hosts_in_memory_until_the_commit(tmp_path: Path) -> None:
+    # A crawl alone with its folder's file: the slots and response times of the pages of a
+    # group are changed in memory and written with its commit; a block undone takes its
+    # own back; a commit that failed leaves them for the next.
+    path = tmp_path / "crawl.sqlite"
+    now = [100.0]
+    store = SQLiteStore(path, lambda: now[0])
+    frontier = open_frontier(f"sqlite:///{path}", default_path=_no_default_path, store=store)
+    await frontier.add([item("a.example", 1)])
+    transaction = store.transaction
+    transaction.hold()
+    sent: list[str] = []
+    store.connection.set_trace_callback(sent.append)
+    (claim,) = await store.claim_batch([("a.example", (5.0,))], take=True)
+    assert claim.granted == 0
+    async with transaction:
+        await store.note_response("a.example", 1.0, None)
+    with pytest.raises(RuntimeError):
+        async with transaction:
+            await store.note_response("a.example", 3.0, 30.0)  # a 429 in a page undone
+            raise RuntimeError("a page hook failed")
+    now[0] = 102.0
+    (claim,) = await store.claim_batch([("a.example", (5.0,))], take=True)
+    assert claim.granted == -1 and claim.ats == (105.0,)  # from the claim at 100, no pause
+    assert await store.host_facts(["a.example"]) == [HostFacts(None, 1.0)]
+    # one read of the host, no write before the commit
+    (read,) = [s for s in sent if "slots" in s or "response_times" in s]
+    assert read.startswith("SELECT")
+    reader = sqlite3.connect(path)  # what another process would read meanwhile
+    assert reader.execute("SELECT count(*) FROM slots").fetchone() == (0,)
+    reader.close()
+    transaction.commit(hold=False)
+    await store.close()
+    reopened = SQLiteStore(path, lambda: 102.0)
+    assert await reopened.host_facts(["a.example"]) == [HostFacts(None, 1.0)]
+    (claim,) = await reopened.claim_batch([("a.example", (5.0,))], take=False)
+    assert claim.granted == -1 and claim.ats == (105.0,)
+    await reopened.close()
+
+
+async def test_a_held_store_whose_commit_failed_writes_its_hosts_with_the_next(
+        tmp_path: Path) -> None:
+    path = tmp_path / "crawl.sqlite"
+    store = SQLiteStore(path, lambda: 100.0)
+    transaction = store.transaction
+    transaction.hold()
+    await store.note_response("a.example", 2.0, None)
+    failing = [True]
+
+    def full_disk() -> None:
+        if failing[0]:
+            raise sqlite3.OperationalError("database or disk is full")
+
+    transaction.before_commit(full_disk)
+    with pytest.raises(sqlite3.OperationalError):
+        transaction.commit()
+    assert not store.connection.in_transaction
+    failing[0] = False
+    assert await store.host_facts(["a.example"]) == [HostFacts(None, 2.0)]
+    transaction.commit(hold=False)
+    await store.close()
+    reopened = SQLiteStore(path, lambda: 100.0)
+    assert await reopened.host_facts(["a.example"]) == [HostFacts(None, 2.0)]
     await reopened.close()
 
 

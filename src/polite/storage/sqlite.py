@@ -22,6 +22,7 @@ from polite.core.politeness.rules import (
     RESPONSE_TIME_WEIGHT,
     HostClaim,
     SlotClaim,
+    average_response_time,
     claim_first,
     claim_slot,
     shifted_start,
@@ -59,6 +60,24 @@ INSERT OR IGNORE INTO page_bytes (id, total) SELECT 0, COALESCE(SUM(size), 0) FR
 """
 
 _NO_SLOT = (None, None, None)  # a host never claimed
+
+# A host as a held store keeps it in memory (see SQLiteStore): its slot's three columns,
+# its response time and its configured delay, read from the file in one statement.
+_LAST, _BACKOFF, _LEASE, _SECONDS, _DELAY = range(5)
+_HOST_ROW = ("SELECT (SELECT last_start FROM slots WHERE host = ?1), "
+             "(SELECT backoff_until FROM slots WHERE host = ?1), "
+             "(SELECT lease_until FROM slots WHERE host = ?1), "
+             "(SELECT seconds FROM response_times WHERE host = ?1), "
+             "(SELECT delay_s FROM delays WHERE domain = ?1)")
+_WRITE_SLOT = ("INSERT INTO slots (host, last_start, backoff_until, lease_until) VALUES "
+               "(?, ?, ?, ?) ON CONFLICT(host) DO UPDATE SET last_start = "
+               "excluded.last_start, backoff_until = excluded.backoff_until, lease_until = "
+               "excluded.lease_until")
+_WRITE_SECONDS = ("INSERT INTO response_times (host, seconds) VALUES (?, ?) ON CONFLICT "
+                  "(host) DO UPDATE SET seconds = excluded.seconds")
+# Hosts a held store keeps in memory at most: past it, the longest kept half is forgotten
+# at a commit, all written by then (read again from the file when next asked).
+MAX_HELD_HOSTS = 100_000
 
 # Counters add up; a fact given replaces the stored one, a NULL keeps it (nodes sharing the
 # file each report what they saw).
@@ -141,7 +160,8 @@ class Transaction:
     written to the log once rather than once a block. Only for a connection whose file no
     other process writes: the write lock is held between commits."""
 
-    __slots__ = ("_begin", "_db", "_depth", "_held", "_listeners", "_on_begin")
+    __slots__ = ("_before_commit", "_begin", "_db", "_depth", "_held", "_listeners",
+                 "_on_begin", "_undo")
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self._db = db
@@ -150,6 +170,8 @@ class Transaction:
         self._held = False
         self._on_begin: Callable[[], object] | None = None
         self._listeners: list[Callable[[bool], object]] = []
+        self._before_commit: list[Callable[[], object]] = []
+        self._undo: list[Callable[[], object]] = []  # the open held block's, in order
 
     def listen(self, listener: Callable[[bool], object]) -> None:
         """Call ``listener(True)`` after each commit, and ``listener(False)`` when what was
@@ -163,6 +185,20 @@ class Transaction:
         with contextlib.suppress(ValueError):
             self._listeners.remove(listener)
 
+    def before_commit(self, write: Callable[[], object]) -> None:
+        """Call ``write`` as each :meth:`commit` begins, with no block open: what a store
+        keeps in memory while the transaction is held goes into the file with the group
+        (``write`` begins a transaction when none is open and it has something to write)."""
+        self._before_commit.append(write)
+
+    def on_undo(self, undo: Callable[[], object]) -> None:
+        """Inside a held block: call ``undo`` should the block be rolled back, so that what
+        the block changed in memory is taken back with what it wrote (later changes are
+        undone first). Outside one, or not held, nothing is kept: there is nothing to take
+        back but the file's own writes."""
+        if self._depth and self._held:
+            self._undo.append(undo)
+
     def _tell(self, committed: bool) -> None:
         for listener in self._listeners:
             listener(committed)
@@ -172,14 +208,19 @@ class Transaction:
             self._begin = "BEGIN"  # a snapshot to read, taking no write lock
         return self
 
+    def begin_held(self) -> None:
+        """Held, make sure the transaction is open: a change kept in memory for it is then
+        committed with the group, as soon as a write in the file would be."""
+        if self._held and not self._db.in_transaction:
+            self._tell(False)
+            self._db.execute("BEGIN IMMEDIATE")
+            if self._on_begin is not None:
+                self._on_begin()
+
     def __enter__(self) -> None:
         if self._depth == 0:
             if self._held:
-                if not self._db.in_transaction:
-                    self._tell(False)
-                    self._db.execute("BEGIN IMMEDIATE")
-                    if self._on_begin is not None:
-                        self._on_begin()
+                self.begin_held()
                 self._db.execute("SAVEPOINT block")
             else:
                 self._tell(False)
@@ -193,6 +234,10 @@ class Transaction:
         if self._depth:
             return
         if self._held:
+            undo, self._undo = self._undo, []
+            if kind is not None:
+                for step in reversed(undo):
+                    step()
             if not self._db.in_transaction:  # an error (a full disk) ended it all
                 self._tell(False)
                 return
@@ -228,15 +273,31 @@ class Transaction:
         self._on_begin = on_begin
 
     @property
+    def held(self) -> bool:
+        """Whether blocks join one transaction until :meth:`commit` (:meth:`hold`): the
+        file has no other writer, and what is kept of it in memory stays true."""
+        return self._held
+
+    @property
     def holding(self) -> bool:
         """Whether blocks made since the last :meth:`commit` are waiting for it."""
         return self._held and self._db.in_transaction
 
     def commit(self, *, hold: bool = True) -> bool:
-        """Commit what the held blocks wrote (nothing while a block is open: False); with
-        ``hold=False``, each block is its own transaction again from then on."""
+        """Commit what the held blocks wrote, and what :meth:`before_commit`'s writers add
+        (nothing while a block is open: False); with ``hold=False``, each block is its own
+        transaction again from then on."""
         if self._depth:
             return False
+        try:
+            for write in self._before_commit:
+                write()
+        except sqlite3.Error:
+            self._tell(False)
+            if self._db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+            raise
         self._held = hold
         if self._db.in_transaction:
             self._end()
@@ -265,7 +326,15 @@ class SQLiteStore:
     (3,000 writes answered 200 into a deleted file were gone after a restart). The look is
     an ``fstat`` of a descriptor kept open, a few microseconds beside a commit's tens; it
     is never closed before the connection, as closing any descriptor of the file would
-    drop the locks SQLite holds on it (POSIX advisory locks are per process)."""
+    drop the locks SQLite holds on it (POSIX advisory locks are per process).
+
+    While its transaction is held (:meth:`Transaction.hold`: a crawl alone with its
+    folder's file), no other process writes the file, so the hosts' slots, response times
+    and configured delays are kept in memory: read from the file once a host, changed
+    there, and written with the group's commit (:meth:`Transaction.before_commit`) rather
+    than in four statements a page. A held block that is rolled back takes its changes
+    back (:meth:`Transaction.on_undo`); a commit that fails leaves them to be written with
+    the next one. What a kill loses is what it loses held: the group not yet committed."""
 
     def __init__(self, path: str | Path, clock: Callable[[], float], *,
                  busy_timeout_s: float = 5.0) -> None:
@@ -292,6 +361,58 @@ class SQLiteStore:
                                   f"{exc.strerror}") from None
             found = os.fstat(self._fd)
             self._file = (found.st_dev, found.st_ino)
+        # host -> its row (_LAST ... _DELAY) while the transaction is held; the hosts
+        # changed since the last commit
+        self._rows: dict[str, list[float | None]] = {}
+        self._dirty: set[str] = set()
+        self.transaction.before_commit(self._write_held)
+        self.transaction.listen(self._ended)
+
+    def _held(self, host: str) -> list[float | None] | None:
+        """``host``'s row kept in memory, read from the file at its first use; ``None``
+        while the transaction is not held (the file is the truth, and what was kept is
+        forgotten: another process may write it from now on)."""
+        if not self.transaction.held:
+            if self._rows:
+                self._rows.clear()
+                self._dirty.clear()
+            return None
+        row = self._rows.get(host)
+        if row is None:
+            row = self._rows[host] = list(self._db.execute(_HOST_ROW, (host,)).fetchone())
+        return row
+
+    def _change(self, host: str, row: list[float | None]) -> None:
+        """``row`` (``host``'s, held) is about to change: written at the next commit, and
+        taken back with a held block that is rolled back."""
+        self.transaction.begin_held()
+        self._dirty.add(host)
+        before = row.copy()
+        self.transaction.on_undo(lambda: self._rows.__setitem__(host, before))
+
+    def _write_held(self) -> None:
+        """The rows changed since the last commit, into the transaction about to commit."""
+        if not self._dirty or not self.transaction.held:
+            return
+        rows = self._rows
+        slots = [(host, row[_LAST], row[_BACKOFF], row[_LEASE])
+                 for host in self._dirty if (row := rows[host])[:3] != [None, None, None]]
+        seconds = [(host, row[_SECONDS]) for host in self._dirty
+                   if (row := rows[host])[_SECONDS] is not None]
+        if not self._db.in_transaction:
+            self._db.execute("BEGIN IMMEDIATE")
+        self._db.executemany(_WRITE_SLOT, slots)
+        self._db.executemany(_WRITE_SECONDS, seconds)
+        self._kept()
+
+    def _ended(self, committed: bool) -> None:
+        if not committed:
+            return  # what was changed is still to be written (a block undone took its own)
+        self._dirty.clear()
+        rows = self._rows
+        if len(rows) > MAX_HELD_HOSTS:
+            for host in list(rows)[:len(rows) - MAX_HELD_HOSTS // 2]:
+                del rows[host]
 
     def _kept(self) -> None:
         """Raise ``sqlite3.DatabaseError`` when the file this store opened has no name left
@@ -350,6 +471,13 @@ class SQLiteStore:
 
     async def claim(self, host: str, interval_s: float, now: float | None = None) -> SlotClaim:
         now = self._clock() if now is None else now
+        row = self._held(host)
+        if row is not None:
+            answer = claim_slot(row[_LAST], row[_BACKOFF], interval_s, now)
+            if answer.granted:
+                self._change(host, row)
+                row[_LAST] = answer.at
+            return answer
         with self.transaction:
             last_start, backoff_until = self._slot(host)
             answer = claim_slot(last_start, backoff_until, interval_s, now)
@@ -363,10 +491,18 @@ class SQLiteStore:
 
     async def peek(self, host: str, interval_s: float, now: float | None = None) -> SlotClaim:
         now = self._clock() if now is None else now
+        row = self._held(host)
+        if row is not None:
+            return claim_slot(row[_LAST], row[_BACKOFF], interval_s, now)
         last_start, backoff_until = self._slot(host)
         return claim_slot(last_start, backoff_until, interval_s, now)
 
     async def back_off(self, host: str, until: float) -> None:
+        row = self._held(host)
+        if row is not None:
+            self._change(host, row)
+            row[_BACKOFF] = max(row[_BACKOFF] or 0.0, until)
+            return
         self._db.execute(
             "INSERT INTO slots (host, backoff_until) VALUES (?, ?) ON CONFLICT(host) DO UPDATE "
             "SET backoff_until = max(coalesce(backoff_until, 0), excluded.backoff_until)",
@@ -375,6 +511,13 @@ class SQLiteStore:
 
     async def shift_start(self, host: str, late_s: float) -> None:
         if late_s > 0:
+            row = self._held(host)
+            if row is not None:
+                last_start = row[_LAST]
+                if last_start is not None:
+                    self._change(host, row)
+                    row[_LAST] = shifted_start(last_start, late_s, self._clock())
+                return
             with self.transaction():
                 last_start, _ = self._slot(host)
                 if last_start is not None:
@@ -387,6 +530,17 @@ class SQLiteStore:
         now = self._clock()
         db = self._db
         answers = []
+        if self.transaction.held:
+            for host, intervals in requests:
+                kept = self._held(host)
+                assert kept is not None
+                answer = claim_first(kept[_LAST], kept[_BACKOFF], intervals, now, kept[_LEASE])
+                if take and answer.granted >= 0:
+                    self._change(host, kept)
+                    kept[_LAST] = now
+                    kept[_LEASE] = None if lease_s is None else now + lease_s
+                answers.append(answer)
+            return answers
         with self.transaction(write=take):
             for host, intervals in requests:
                 row = db.execute("SELECT last_start, backoff_until, lease_until FROM slots "
@@ -404,6 +558,9 @@ class SQLiteStore:
         return answers
 
     async def host_facts(self, hosts: Sequence[str]) -> list[HostFacts]:
+        if self.transaction.held:
+            rows = [self._held(host) for host in hosts]
+            return [HostFacts(row[_DELAY], row[_SECONDS]) for row in rows if row is not None]
         facts = []
         for host in hosts:  # one statement a host, both facts at once
             delay, seconds = self._db.execute(
@@ -415,6 +572,16 @@ class SQLiteStore:
 
     async def note_response(self, host: str, elapsed_s: float | None,
                             pause_s: float | None, *, ends_lease: bool = False) -> None:
+        row = self._held(host)
+        if row is not None:
+            self._change(host, row)
+            if pause_s is not None:
+                row[_BACKOFF] = max(row[_BACKOFF] or 0.0, self._clock() + pause_s)
+            if ends_lease:
+                row[_LEASE] = None
+            if elapsed_s is not None:
+                row[_SECONDS] = average_response_time(row[_SECONDS], elapsed_s)
+            return
         if ends_lease:
             # The pause and the lease's end in one transaction: another process granted
             # the host once the lease is gone sees the pause already.
@@ -445,10 +612,21 @@ class SQLiteStore:
         self._db.execute("INSERT INTO delays (domain, delay_s) VALUES (?, ?) ON CONFLICT(domain) "
                          "DO UPDATE SET delay_s = excluded.delay_s", (domain, delay_s))
         self._kept()
+        self._delay_held(domain, delay_s)
 
     async def delete_delay(self, domain: str) -> None:
         self._db.execute("DELETE FROM delays WHERE domain = ?", (domain,))
         self._kept()
+        self._delay_held(domain, None)
+
+    def _delay_held(self, domain: str, delay_s: float | None) -> None:
+        """A configured delay written to the file, in the host's row kept in memory too
+        (taken back with a held block that is rolled back, as the file's write is)."""
+        row = self._rows.get(domain) if self.transaction.held else None
+        if row is not None:
+            before = row.copy()
+            self.transaction.on_undo(lambda: self._rows.__setitem__(domain, before))
+            row[_DELAY] = delay_s
 
     async def all_delays(self) -> dict[str, float]:
         rows = self._db.execute("SELECT domain, delay_s FROM delays ORDER BY domain")

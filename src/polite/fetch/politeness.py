@@ -557,13 +557,14 @@ class Politeness:
         return noting
 
     async def note_response(self, url: str, status: int, *, elapsed_s: float | None = None,
-                            retry_after: str | None = None, ends_lease: bool = False
-                            ) -> float | None:
+                            retry_after: str | None = None, ends_lease: bool = False,
+                            host: str | None = None) -> float | None:
         """What a fetch of ``url`` got: its time feeds the adaptive delay, a 429 or 503 holds
         the host (``Retry-After`` honoured). Returns the pause in seconds, if any.
         ``ends_lease``: the request held its host's lease (``check``'s ``lease_s``), which
-        ends as the pause begins."""
-        host = split_origin(url)[1]
+        ends as the pause begins. ``host``: ``url``'s, when the caller has it already."""
+        if host is None:
+            host = split_origin(url)[1]
         now = self._clock()
         until = backoff_until(status, parse_retry_after(retry_after, now), now) \
             if self.backoff else None

@@ -26,6 +26,8 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate
 
+from polite.core._steps import STEP, Steps, finish
+
 __all__ = ["KEPT_MEMBERS", "PathIndex", "is_plain", "matches", "wildcard_regex"]
 
 NO_MATCH = -(1 << 62)
@@ -185,10 +187,23 @@ class PathIndex:
                  "_rest_ends", "_segments", "_up", "_whole", "_wild_next", "_wild_start")
 
     def __init__(self, entries: Sequence[tuple[str, int, int]], *, wildcards: bool = True) -> None:
+        finish(self._fill(entries, wildcards))
+
+    @classmethod
+    def built(cls, entries: Sequence[tuple[str, int, int]], *, wildcards: bool = True
+              ) -> Steps[PathIndex]:
+        """The index of ``entries``, built in steps (see :mod:`polite.core._steps`)."""
+        index = cls.__new__(cls)
+        yield from index._fill(entries, wildcards)
+        return index
+
+    def _fill(self, entries: Sequence[tuple[str, int, int]], wildcards: bool) -> Steps[None]:
         plain: dict[str, tuple[int, int]] = {}
         exact: dict[str, tuple[int, int]] = {}
         wild: dict[str, tuple[int, int]] = {}
-        for pattern, rank, payload in entries:
+        for count, (pattern, rank, payload) in enumerate(entries, 1):
+            if not count % STEP:
+                yield
             if wildcards and "*" in pattern:
                 pattern = _simplify(pattern)
             if not wildcards or is_plain(pattern):
@@ -204,7 +219,9 @@ class PathIndex:
         # Wildcard patterns grouped by their literal head (the text before the first "*" or
         # "$"): a group is tried only for paths that start with its head.
         groups: dict[str, list[tuple[int, int, str]]] = {}
-        for pattern, (rank, payload) in wild.items():
+        for count, (pattern, (rank, payload)) in enumerate(wild.items(), 1):
+            if not count % STEP:
+                yield
             cut = min((i for i in (pattern.find("*"), pattern.find("$")) if i >= 0),
                       default=len(pattern))
             groups.setdefault(pattern[:cut], []).append((rank, payload, pattern[cut:]))
@@ -229,7 +246,12 @@ class PathIndex:
         at_rest = 0
         prefix = bytearray(n)  # whether a node holds every string starting with its key
         inside: list[int] = []  # open prefix nodes, outermost first
+        done = 0  # keys and members placed, for the pauses
         for j, key in enumerate(keys):
+            done += 1
+            if done >= STEP:
+                done = 0
+                yield
             while inside and not key.startswith(keys[inside[-1]]):
                 inside.pop()
             parent = inside[-1] if inside else -1
@@ -247,6 +269,10 @@ class PathIndex:
             if members is not None:
                 members.sort(reverse=True)  # by rank, then the later rule
                 for rank, payload, rest in members:
+                    done += 1
+                    if done >= STEP:
+                        done = 0
+                        yield
                     # where the literal every match holds is, in the text of the rests
                     found_by = _Member(rank, payload, key + rest, _needed_literal(rest), key)
                     at = at_rest + rest.find(found_by.needed)

@@ -25,6 +25,7 @@ from itertools import accumulate
 from urllib.parse import urlsplit
 
 from polite.core._documents import read_json
+from polite.core._steps import STEP, Steps, now
 from polite.core.robots._held import held_bytes
 from polite.core.robots.matcher import PathIndex, matches
 from polite.core.robots.meta import meta_contents, x_robots_values
@@ -287,8 +288,20 @@ class _Patterns:
     __slots__ = ("by_length", "ends", "index", "places", "reverse", "starts", "text",
                  "wildcards")
 
-    def __init__(self, patterns: list[str], places: list[list[int]], *,
-                 wildcards: bool) -> None:
+    by_length: dict[int, array[int]]
+    ends: array[int]
+    index: PathIndex
+    places: array[int]
+    reverse: PathIndex | None
+    starts: array[int]
+    text: str
+    wildcards: bool
+
+    @classmethod
+    def built(cls, patterns: list[str], places: list[list[int]], *,
+              wildcards: bool) -> Steps[_Patterns]:
+        """The patterns compiled, in steps (see :mod:`polite.core._steps`)."""
+        self = cls.__new__(cls)
         self.wildcards = wildcards
         n = len(patterns)
         self.text = "".join(patterns)  # the patterns, in one string
@@ -300,11 +313,13 @@ class _Patterns:
         for i, pattern in enumerate(patterns):
             by_length.setdefault(len(pattern), []).append(i)
         self.by_length = {k: array("I", v) for k, v in by_length.items() if len(v) > 1}
-        self.index = PathIndex([(p, len(p) * n + i, i) for i, p in enumerate(patterns)],
-                               wildcards=wildcards)
-        self.reverse = None if not self.by_length else PathIndex(
+        yield
+        self.index = yield from PathIndex.built(
+            [(p, len(p) * n + i, i) for i, p in enumerate(patterns)], wildcards=wildcards)
+        self.reverse = None if not self.by_length else (yield from PathIndex.built(
             [(p, len(p) * n + n - 1 - i, i) for i, p in enumerate(patterns)],
-            wildcards=wildcards)
+            wildcards=wildcards))
+        return self
 
     def held_bytes(self) -> int:
         """The bytes the patterns hold with their indexes as built."""
@@ -353,23 +368,29 @@ class _UsageView:
 
 
 def _usage_view(dialect: Dialect, groups: list[Group]
-                ) -> tuple[_UsageView, int, tuple[PathIndex, ...]]:
+                ) -> Steps[tuple[_UsageView, int, tuple[PathIndex, ...]]]:
     """The Content-Usage and Content-Signal lines of ``groups``, by field, compiled; its
-    bytes and its indexes (see :meth:`RobotsTxt.view`)."""
+    bytes and its indexes (see :meth:`RobotsTxt.view`), in steps."""
     # field -> pattern (the path as the dialect reads it) -> places, in file order
     found: dict[str, dict[str, list[int]]] = {}
     place = 0
     for group in groups:
         for key, _, text in fields_of(group.directives):
+            if not place % STEP:
+                yield
             if key in _RULE_KEYS:
                 pattern = pattern_path(dialect, rule_path(text).encode("utf-8")
                                        .decode("latin-1"))
                 found.setdefault(key, {}).setdefault(pattern, []).append(place)
             place += 1
     wildcards = dialect is not Dialect.KOSTER1996
-    patterns = {key: _Patterns(list(by_pattern), list(by_pattern.values()),
-                               wildcards=wildcards)
-                for key in _RULE_KEYS if (by_pattern := found.get(key)) is not None}
+    patterns: dict[str, _Patterns] = {}
+    for key in _RULE_KEYS:
+        by_pattern = found.get(key)
+        if by_pattern is not None:
+            patterns[key] = yield from _Patterns.built(list(by_pattern),
+                                                       list(by_pattern.values()),
+                                                       wildcards=wildcards)
     view = _UsageView(groups, patterns)
     size = sys.getsizeof
     held = (size(view) + size(view.directives) + size(view.offsets) + size(patterns)
@@ -385,6 +406,15 @@ def states_preferences(robots: RobotsTxt) -> bool:
                for directives in (robots.global_directives,
                                   *(g.directives for g in robots.groups))
                for key, _, _ in fields_of(directives))
+
+
+def prepare_usage(robots: RobotsTxt, agent: str) -> Steps[None]:
+    """What :func:`from_robots` reads for ``agent`` (its access matcher, its AI-usage
+    lines compiled) built, in steps (see :mod:`polite.core._steps`): for a caller that must
+    not wait for a large file's."""
+    yield from robots.prepare(agent)
+    yield from robots.view_steps("usage", agent, partial(_usage_view, robots.dialect))
+    yield from robots.view_steps("licenses", agent, partial(_licenses_view, robots))
 
 
 def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURRENT
@@ -422,11 +452,11 @@ def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURR
 
 
 def _licenses_view(robots: RobotsTxt, groups: list[Group]
-                   ) -> tuple[tuple[tuple[str, ...], tuple[str, ...]], int,
-                              tuple[PathIndex, ...]]:
+                   ) -> Steps[tuple[tuple[tuple[str, ...], tuple[str, ...]], int,
+                                    tuple[PathIndex, ...]]]:
     """:func:`rsl_licenses` as a view (the same for every agent: License is global)."""
     found = rsl_licenses(robots)
-    return found, held_bytes(found), ()
+    return now((found, held_bytes(found), ()))
 
 
 def rsl_licenses(robots: RobotsTxt) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -1,0 +1,118 @@
+"""A large robots.txt is worked on a step at a time on the event loop, never in one hold.
+
+The probe's file (``User-agent: *``, ``Allow: /`` and 14,000 lines ``Content-Usage:
+/*x{n}*y train-ai=n``, 507 KB) was parsed and its AI-usage rules compiled on a worker
+thread: the event loop then waited for the interpreter's lock at each of its system calls,
+the switch interval (5 ms) each time and longer on a loaded machine, so that ``GET
+/health`` took 23 to 65 ms quiet and up to a quarter of a second at a load of 12.
+
+What is asserted is a count, not a duration: how many times a task beside the work was
+run, against how much work there was. The interpreter is told to let a thread keep the lock
+for 30 s (as a loaded machine, keeping the other thread off a core, makes it keep it), so
+that work on another thread holds the loop for all of its time whatever the machine does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+import httpx
+import pytest
+
+from polite.clock import WallClock
+from polite.core._steps import STEP
+from polite.core.robots.lifecycle import Parsed
+from polite.fetch import RobotsFetcher
+from polite.fetch.robots import robots_usage
+from polite.storage import MemoryStore
+from polite.storage.base import RobotsRecord
+
+pytestmark = pytest.mark.anyio
+
+T = TypeVar("T")
+
+ORIGIN = "http://hostile.example"
+LINES = 14_000
+HOSTILE = ("User-agent: *\nAllow: /\n" + "".join(f"Content-Usage: /*x{n}*y train-ai=n\n"
+                                                  for n in range(LINES))).encode()
+
+
+@contextmanager
+def lock_held_long() -> Iterator[None]:
+    """A thread that takes the interpreter's lock keeps it until it waits on something."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(30.0)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(interval)
+
+
+async def turns_beside(work: Awaitable[T]) -> tuple[T, int]:
+    """``work``'s result, and how many times a task beside it ran while it was done (each
+    time the event loop was given back)."""
+    turns = 0
+    done = False
+
+    async def beside() -> None:
+        nonlocal turns
+        while not done:
+            turns += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(beside())
+    await asyncio.sleep(0)  # it has begun
+    begun = turns
+    try:
+        result = await work
+    finally:
+        done = True
+        await task
+    return result, turns - begun
+
+
+async def test_a_large_file_is_read_and_prepared_a_few_hundred_lines_a_turn(
+        client: httpx.AsyncClient) -> None:
+    """Read from the store (another node fetched it), parsed, its matcher and AI-usage
+    rules built: the loop is given back at least once every :data:`STEP` lines (the work
+    is more than the lines: each is read, then its pattern indexed twice)."""
+    clock = WallClock()
+    store = MemoryStore(clock)
+    await store.save_robots(RobotsRecord(ORIGIN, "parsed", 200, HOSTILE, clock(),
+                                         clock() + 3600))
+    robots = RobotsFetcher(client, store, clock, agent="politetest")
+    with lock_held_long():
+        known, turns = await turns_beside(robots.known(ORIGIN))
+    assert known is not None
+    state = known[0]
+    assert isinstance(state, Parsed)
+    assert turns >= 3 * LINES // STEP, turns
+    # what was built in steps is what the lookups use: nothing left to build
+    usage, turns = await turns_beside(robots_usage(state.robots, [ORIGIN + "/page7x7y"],
+                                                   "politetest"))
+    assert turns == 0
+    assert usage[0].pref("train-ai").value == "disallow"
+
+
+async def test_lookups_in_a_large_file_are_one_a_turn(client: httpx.AsyncClient) -> None:
+    """A verbose call's 50 URLs: one lookup among the 14,000 patterns a turn of the loop
+    (each may take milliseconds)."""
+    clock = WallClock()
+    store = MemoryStore(clock)
+    await store.save_robots(RobotsRecord(ORIGIN, "parsed", 200, HOSTILE, clock(),
+                                         clock() + 3600))
+    robots = RobotsFetcher(client, store, clock, agent="politetest")
+    known = await robots.known(ORIGIN)
+    assert known is not None and isinstance(known[0], Parsed)
+    urls = [f"{ORIGIN}/page{n}x{n}y" for n in range(0, LINES, 280)]
+    with lock_held_long():
+        found, turns = await turns_beside(robots_usage(known[0].robots, urls, "politetest"))
+    assert turns >= len(urls) - 1, turns
+    for url, prefs in zip(urls, found, strict=True):
+        n = url.rsplit("/page", 1)[1].split("x")[0]
+        assert prefs.pref("train-ai").value == "disallow", url
+        assert f": /*x{n}*y train-ai=n" in prefs.answer("train-ai").reason, url

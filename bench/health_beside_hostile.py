@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import socket
 import statistics
@@ -145,6 +146,60 @@ def one_round(src: Path, proxied: int) -> dict[str, float]:
             "proxied_status": min(statuses, default=0)}
 
 
+# Run in a process of its own with a tree's src: the file read from a store (as when another
+# node fetched it) and prepared, then 50 lookups, with a task beside them noting, at each
+# of its turns, the wall-clock time and the process's CPU time (both threads) since its
+# last turn. The CPU time between two turns is the work the loop waited for, whatever
+# else the machine ran meanwhile.
+PROBE = r"""
+import asyncio, json, sys, time
+from polite.clock import WallClock
+from polite.fetch import RobotsFetcher, create_client
+from polite.fetch.robots import robots_usage
+from polite.storage import MemoryStore
+from polite.storage.base import RobotsRecord
+body = sys.stdin.buffer.read()
+ORIGIN = "http://hostile.example"
+async def main():
+    clock = WallClock()
+    store = MemoryStore(clock)
+    await store.save_robots(RobotsRecord(ORIGIN, "parsed", 200, body, clock(), clock() + 3600))
+    gaps = []
+    done = False
+    async def beside():
+        last = (time.perf_counter(), time.process_time())
+        while not done:
+            await asyncio.sleep(0)
+            now = (time.perf_counter(), time.process_time())
+            gaps.append((now[0] - last[0], now[1] - last[1]))
+            last = now
+    async with create_client() as client:
+        robots = RobotsFetcher(client, store, clock, agent="politetest")
+        task = asyncio.create_task(beside())
+        started = time.process_time()
+        state, _ = await robots.known(ORIGIN)
+        urls = [f"{ORIGIN}/page{n}x{n}y" for n in range(0, 14_000, 280)]
+        await robots_usage(state.robots, urls, "politetest")
+        cpu = time.process_time() - started
+        done = True
+        await task
+    wall = sorted(g[0] for g in gaps)
+    held = sorted(g[1] for g in gaps)
+    print(json.dumps({"turns": len(gaps), "cpu_s": cpu, "wall_worst_ms": wall[-1] * 1000,
+                      "cpu_worst_ms": held[-1] * 1000,
+                      "cpu_p99_ms": held[int(len(held) * 0.99)] * 1000}))
+asyncio.run(main())
+"""
+
+
+def probe_round(src: Path) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    out = subprocess.run([sys.executable, "-c", PROBE], input=HOSTILE, env=env,
+                         capture_output=True, check=True).stdout
+    found: dict[str, float] = json.loads(out)
+    return found
+
+
 def main() -> int:
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     options.add_argument("--rounds", type=int, default=3)
@@ -160,10 +215,12 @@ def main() -> int:
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
             for _ in range(args.busy)]
     found: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
+    probed: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
     try:
         for _ in range(args.rounds):
             for name, src in trees.items():
                 found[name].append(one_round(src, args.proxied))
+                probed[name].append(probe_round(src))
     finally:
         for spinner in busy:
             spinner.kill()
@@ -179,6 +236,15 @@ def main() -> int:
               f"{col('health_median_ms', 1)} | {col('health_worst_ms', 0)} | "
               f"{col('proxied_median_ms', 1)} | {col('proxied_cpu_ms', 1)} | "
               f"{col('proxied_status', 0)}")
+    print("\nin one process: the file read from a store and prepared, then 50 lookups, "
+          "a task beside them")
+    print("tree | its turns | CPU s in all | most CPU ms between two turns | 99th "
+          "percentile | most wall-clock ms between two turns")
+    for name, rounds in probed.items():
+        def cell(key: str, digits: int, rounds: list[dict[str, float]] = rounds) -> str:
+            return ", ".join(f"{r[key]:.{digits}f}" for r in rounds)
+        print(f"{name} | {cell('turns', 0)} | {cell('cpu_s', 2)} | {cell('cpu_worst_ms', 1)} | "
+              f"{cell('cpu_p99_ms', 1)} | {cell('wall_worst_ms', 0)}")
     return 0
 
 

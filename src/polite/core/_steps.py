@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import TypeVar
 
-__all__ = ["STEP", "Steps", "finish", "now"]
+__all__ = ["STEP", "Steps", "finish"]
 
 T = TypeVar("T")
 
@@ -30,8 +30,3 @@ def finish(steps: Steps[T]) -> T:
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
 
-
-def now(value: T) -> Steps[T]:
-    """``value`` as steps that need no pause (for work that has none to do)."""
-    return value
-    yield  # (never reached: it makes the function a generator)

@@ -354,12 +354,15 @@ def parse_body_steps(
             1, "html", "error", "the body looks like an HTML page, not a robots.txt file",
             ""))
     yield from reader.read(octets)
+    yield
     rules: Sequence[RawRule] = reader.rules
     fields: Sequence[Directive] = reader.fields
     if len(rules) >= PACKED_FROM:
         rules = RawRules(rules)
+        yield
     if len(fields) >= PACKED_FROM:
         fields = Directives(fields, _read_value)
+        yield
     groups = reader.groups
     if utf16:  # said once above, not as a NUL on every line and line 1's bytes as junk
         reader.issues = [issue for issue in reader.issues if issue[1] in ("utf-16", "truncated")]

@@ -684,6 +684,7 @@ class RobotsTxt:
         if dialect is Dialect.REGP and groups:
             denied_by = _ip_decision(groups[0].ip_rules, ip)
         rules = self._select_rules(agent, ip, groups)
+        yield
         entries: list[tuple[str, int, int]] = []
         allow: list[bool] = []
         for i, (rule_allow, line, value) in enumerate(rules):
@@ -720,8 +721,10 @@ class RobotsTxt:
             def check(url: str) -> bool:
                 return always and _is_robots_txt(path_of(url))
 
+        yield
         compiled = _Compiled(index, packed(rules), bytes(allow), denied_by, self._path_of, always,
                              check)
+        yield
         # its rules: a part of the file's packing, else a tuple of the file's own lines, or
         # (merged groups apart in the file) a packing of their own
         rules_bytes = sys.getsizeof(compiled.rules)

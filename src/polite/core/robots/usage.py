@@ -25,7 +25,7 @@ from itertools import accumulate
 from urllib.parse import urlsplit
 
 from polite.core._documents import read_json
-from polite.core._steps import STEP, Steps, now
+from polite.core._steps import STEP, Steps
 from polite.core.robots._held import held_bytes
 from polite.core.robots.matcher import PathIndex, matches
 from polite.core.robots.meta import meta_contents, x_robots_values
@@ -309,16 +309,21 @@ class _Patterns:
         # the places of pattern i's lines are places[starts[i]:starts[i + 1]]
         self.places = array("I", (p for found in places for p in found))
         self.starts = array("I", accumulate(map(len, places), initial=0))
+        yield
         by_length: dict[int, list[int]] = {}
         for i, pattern in enumerate(patterns):
             by_length.setdefault(len(pattern), []).append(i)
         self.by_length = {k: array("I", v) for k, v in by_length.items() if len(v) > 1}
         yield
-        self.index = yield from PathIndex.built(
-            [(p, len(p) * n + i, i) for i, p in enumerate(patterns)], wildcards=wildcards)
-        self.reverse = None if not self.by_length else (yield from PathIndex.built(
-            [(p, len(p) * n + n - 1 - i, i) for i, p in enumerate(patterns)],
-            wildcards=wildcards))
+        entries = [(p, len(p) * n + i, i) for i, p in enumerate(patterns)]
+        yield
+        self.index = yield from PathIndex.built(entries, wildcards=wildcards)
+        self.reverse = None
+        if self.by_length:
+            yield
+            entries = [(p, len(p) * n + n - 1 - i, i) for i, p in enumerate(patterns)]
+            yield
+            self.reverse = yield from PathIndex.built(entries, wildcards=wildcards)
         return self
 
     def held_bytes(self) -> int:
@@ -391,6 +396,7 @@ def _usage_view(dialect: Dialect, groups: list[Group]
             patterns[key] = yield from _Patterns.built(list(by_pattern),
                                                        list(by_pattern.values()),
                                                        wildcards=wildcards)
+    yield
     view = _UsageView(groups, patterns)
     size = sys.getsizeof
     held = (size(view) + size(view.directives) + size(view.offsets) + size(patterns)
@@ -454,9 +460,11 @@ def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURR
 def _licenses_view(robots: RobotsTxt, groups: list[Group]
                    ) -> Steps[tuple[tuple[tuple[str, ...], tuple[str, ...]], int,
                                     tuple[PathIndex, ...]]]:
-    """:func:`rsl_licenses` as a view (the same for every agent: License is global)."""
+    """:func:`rsl_licenses` as a view (the same for every agent: License is global), a
+    step of its own (it reads every field of the file)."""
+    yield
     found = rsl_licenses(robots)
-    return now((found, held_bytes(found), ()))
+    return found, held_bytes(found), ()
 
 
 def rsl_licenses(robots: RobotsTxt) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -15,6 +15,7 @@ that work on another thread holds the loop for all of its time whatever the mach
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
@@ -26,7 +27,9 @@ import pytest
 from polite.clock import WallClock
 from polite.core._steps import STEP
 from polite.core.robots.lifecycle import Parsed
+from polite.core.robots.usage import MAX_TDMREP_BYTES, read_tdmrep, read_tdmrep_steps
 from polite.fetch import RobotsFetcher
+from polite.fetch._steps import stepped
 from polite.fetch.robots import robots_usage
 from polite.storage import MemoryStore
 from polite.storage.base import RobotsRecord
@@ -116,3 +119,30 @@ async def test_lookups_in_a_large_file_are_one_a_turn(client: httpx.AsyncClient)
         n = url.rsplit("/page", 1)[1].split("x")[0]
         assert prefs.pref("train-ai").value == "disallow", url
         assert f": /*x{n}*y train-ai=n" in prefs.answer("train-ai").reason, url
+
+
+# issue 34's other file: a tdmrep.json of 9,571 wildcard locations (468 KB, under the
+# 512 KiB cap), every tenth with a policy
+ENTRIES = 9_571
+TDMREP = json.dumps([{"location": f"/*x{n}*y", "tdm-reservation": 1}
+                     | ({"tdm-policy": f"https://example.com/p{n}"} if not n % 10 else {})
+                     for n in range(ENTRIES)]).encode()
+
+
+async def test_a_large_tdmrep_file_is_compiled_a_few_hundred_entries_a_turn() -> None:
+    """As the crawler and the MCP server read a site's tdmrep.json: in steps on the event
+    loop, the same answers as read at once."""
+    with lock_held_long():
+        tdmrep, turns = await turns_beside(stepped(read_tdmrep_steps(TDMREP)))
+    assert turns >= 2 * ENTRIES // STEP, turns
+    at_once = read_tdmrep(TDMREP)
+    assert len(TDMREP) <= MAX_TDMREP_BYTES
+    for n in (0, 7, 4_780, ENTRIES - 1):
+        url = f"{ORIGIN}/page{n}x{n}y"
+        found = tdmrep.preferences(url)
+        assert found == at_once.preferences(url)
+        # the first location that matches decides: /*x{first digit}*y
+        first = int(str(n)[0])
+        assert f"entry {first + 1}: location /*x{first}*y" in found.answer("train-ai").reason
+        assert found.licenses == (("https://example.com/p0",) if first == 0 else ())
+    assert tdmrep.preferences(ORIGIN + "/page7x").stated() == ()

@@ -30,6 +30,7 @@ from polite.core.robots.lifecycle import Parsed
 from polite.core.robots.usage import MAX_TDMREP_BYTES, read_tdmrep, read_tdmrep_steps
 from polite.fetch import RobotsFetcher
 from polite.fetch._steps import stepped
+from polite.fetch.politeness import Politeness
 from polite.fetch.robots import robots_usage
 from polite.storage import MemoryStore
 from polite.storage.base import RobotsRecord
@@ -146,3 +147,32 @@ async def test_a_large_tdmrep_file_is_compiled_a_few_hundred_entries_a_turn() ->
         assert f"entry {first + 1}: location /*x{first}*y" in found.answer("train-ai").reason
         assert found.licenses == (("https://example.com/p0",) if first == 0 else ())
     assert tdmrep.preferences(ORIGIN + "/page7x").stated() == ()
+
+
+# the other hostile file of the probe: wildcard rules, to the 500 KiB cap, for every
+# agent but the fetcher's own (whose matcher the fetcher builds when the file comes)
+RULES = 30_000
+WILDCARDS = ("User-agent: politetest\nDisallow: /own/\n\nUser-agent: *\n"
+             + "".join(f"Disallow: /p{i}/*x{i}$\n" for i in range(RULES))).encode()
+
+
+async def test_another_agents_matcher_of_a_large_file_is_built_in_steps(
+        client: httpx.AsyncClient) -> None:
+    """A decision for an agent other than the fetcher's own (``?agent=``, a proxied
+    request's User-Agent) needs a matcher of its own group's rules: built in steps before
+    the decisions, not by the first of them."""
+    clock = WallClock()
+    store = MemoryStore(clock)
+    await store.save_robots(RobotsRecord(ORIGIN, "parsed", 200, WILDCARDS, clock(),
+                                         clock() + 3600))
+    robots = RobotsFetcher(client, store, clock, agent="politetest")
+    politeness = Politeness(robots, store, clock, agent="politetest", allow_private=True)
+    await robots.known(ORIGIN)
+    lines = 500 * 1024 // len(b"Disallow: /p10000/*x10000$\n")  # read to the cap
+    with lock_held_long():
+        answers, turns = await turns_beside(politeness.check(
+            [ORIGIN + "/p7/ax7"], agent="otherbot"))
+    assert turns >= lines // STEP, turns
+    assert not answers[0].allowed
+    (again,) = await politeness.check([ORIGIN + "/p7/ax8"], agent="otherbot")
+    assert again.allowed

@@ -41,8 +41,15 @@ from polite.core.politeness.rules import ADAPTIVE_FACTOR
 from polite.core.robots.lifecycle import Parsed, RobotsState, parse_retry_after
 from polite.core.robots.model import AgentRules
 from polite.errors import InvalidURL
+from polite.fetch._steps import stepped
 from polite.fetch.activity import Activity, robots_code
-from polite.fetch.robots import MATCH_SLICE_S, PublicHosts, RobotsFetcher, split_origin
+from polite.fetch.robots import (
+    MATCH_SLICE_S,
+    STEPPED_BYTES,
+    PublicHosts,
+    RobotsFetcher,
+    split_origin,
+)
 from polite.storage.base import Store
 
 NO_RULES = AgentRules()  # no robots.txt in force: no fields from the site
@@ -334,6 +341,10 @@ class Politeness:
                               robots_status=robots_code(state))
             if isinstance(state, Parsed) and state.robots.truncated:
                 cut.add(origin)
+            if isinstance(state, Parsed) and state.robots.size >= STEPPED_BYTES:
+                # another agent's matcher of a large file: built in steps (the fetcher
+                # built its own agent's), not in the first decision's one hold
+                await stepped(state.robots.prepare(agent, ip=ip))
         policy = self.policy
         slack = self.send_slack_s
         candidates: dict[str, list[tuple[int, str, str, Allowed]]] = {}

@@ -357,7 +357,12 @@ async def robots_usage(robots: RobotsTxt, urls: Sequence[str], agent: str
     return found
 
 
-def _state(record: RobotsRecord, dialect: str, max_bytes: int) -> Steps[RobotsState]:
+def _state(record: RobotsRecord, dialect: str, max_bytes: int) -> RobotsState:
+    """The state a stored record says."""
+    return finish(_state_steps(record, dialect, max_bytes))
+
+
+def _state_steps(record: RobotsRecord, dialect: str, max_bytes: int) -> Steps[RobotsState]:
     if record.kind == "parsed":
         robots = yield from parse_steps(record.body, dialect,
                                         url=record.origin + "/robots.txt",
@@ -451,7 +456,7 @@ class RobotsFetcher:
     async def _read(self, record: RobotsRecord) -> RobotsState:
         """The state of a stored record, a large body parsed in steps."""
         def read() -> Steps[RobotsState]:
-            state = yield from _state(record, self._dialect, self._max_bytes)
+            state = yield from _state_steps(record, self._dialect, self._max_bytes)
             return (yield from _prepared(state, self._agent))
 
         return finish(read()) if len(record.body) < STEPPED_BYTES else await stepped(read())

@@ -443,13 +443,27 @@ class PathIndex:
     def _grams(self, w: int) -> tuple[array[int], list[array[int]]]:
         """Node ``w``'s members by the first :data:`_GRAM` characters of their needed
         literals, hashed into :data:`_BUCKETS` buckets (those with shorter literals apart);
-        built when first used, a few bytes a member."""
+        built when first used (or by :meth:`searched`), a few bytes a member."""
+        return finish(self._grams_steps(w))
+
+    def searched(self) -> Steps[None]:
+        """The buckets of every group large enough to be searched by them built, in steps:
+        for a caller that must not wait for them in a first lookup (two indexes of 14,000
+        wildcard patterns: 8 ms)."""
+        starts = self._wild_start
+        for w in range(len(self._keys)):
+            if starts[w + 1] - starts[w] >= SEARCHED_FROM:
+                yield from self._grams_steps(w)
+
+    def _grams_steps(self, w: int) -> Steps[tuple[array[int], list[array[int]]]]:
         found = self._gram_index.get(w)
         if found is None:
             members, rest = self._members, self._rest
             short = array("I")
             buckets = [array("I") for _ in range(_BUCKETS)]
             for m in range(self._wild_start[w], self._wild_start[w + 1]):
+                if not m % STEP:
+                    yield
                 at, end = members[4 * m + 2], members[4 * m + 3]
                 if end - at < _GRAM:
                     short.append(m)

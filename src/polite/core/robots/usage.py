@@ -421,7 +421,12 @@ def prepare_usage(robots: RobotsTxt, agent: str) -> Steps[None]:
     lines compiled) built, in steps (see :mod:`polite.core._steps`): for a caller that must
     not wait for a large file's."""
     yield from robots.prepare(agent)
-    yield from robots.view_steps("usage", agent, partial(_usage_view, robots.dialect))
+    view = yield from robots.view_steps("usage", agent, partial(_usage_view, robots.dialect))
+    assert isinstance(view, _UsageView)
+    for patterns in view.patterns.values():  # what a first lookup would build
+        yield from patterns.index.searched()
+        if patterns.reverse is not None:
+            yield from patterns.reverse.searched()
     yield from robots.view_steps("licenses", agent, partial(_licenses_view, robots))
 
 

@@ -334,7 +334,8 @@ def _prepared(state: RobotsState, agent: str) -> Steps[RobotsState]:
     steps."""
     if isinstance(state, Parsed):
         yield from prepare_usage(state.robots, agent)
-        yield
+        if state.robots.size >= STEPPED_BYTES:
+            yield
         state.robots.footprint  # noqa: B018 (measured once, here)
     return state
 

@@ -205,20 +205,21 @@ class PathIndex:
         plain: dict[str, tuple[int, int]] = {}
         exact: dict[str, tuple[int, int]] = {}
         wild: dict[str, tuple[int, int]] = {}
-        for count, (pattern, rank, payload) in enumerate(entries, 1):
-            if not count % STEP:
+        for start in range(0, len(entries), STEP):  # a pause between two steps
+            if start:
                 yield
-            if wildcards and "*" in pattern:
-                pattern = _simplify(pattern)
-            if not wildcards or is_plain(pattern):
-                table, key = plain, pattern
-            elif "*" not in pattern and pattern.find("$") == len(pattern) - 1:
-                table, key = exact, pattern[:-1]
-            else:
-                table, key = wild, pattern
-            known = table.get(key)
-            if known is None or rank > known[0]:
-                table[key] = (rank, payload)
+            for pattern, rank, payload in entries[start:start + STEP]:
+                if wildcards and "*" in pattern:
+                    pattern = _simplify(pattern)
+                if not wildcards or is_plain(pattern):
+                    table, key = plain, pattern
+                elif "*" not in pattern and pattern.find("$") == len(pattern) - 1:
+                    table, key = exact, pattern[:-1]
+                else:
+                    table, key = wild, pattern
+                known = table.get(key)
+                if known is None or rank > known[0]:
+                    table[key] = (rank, payload)
 
         # Wildcard patterns grouped by their literal head (the text before the first "*" or
         # "$"): a group is tried only for paths that start with its head.
@@ -230,9 +231,12 @@ class PathIndex:
                       default=len(pattern))
             groups.setdefault(pattern[:cut], []).append((rank, payload, pattern[cut:]))
 
-        yield
+        large = len(entries) > STEP  # a pause before and after the sort, and the arrays
+        if large:
+            yield
         keys = sorted({*plain, *exact, *groups})
-        yield
+        if large:
+            yield
         n = len(keys)
         up = array("i", [-1]) * n  # the nearest enclosing prefix node
         wild_next = array("i", [-1]) * n  # the nearest node at or above with a group
@@ -291,7 +295,8 @@ class PathIndex:
             if key in plain or members is not None:
                 prefix[j] = 1
                 inside.append(j)
-        yield
+        if large:
+            yield
         self._keys = keys
         self._up = up
         self._best = array("i", best)

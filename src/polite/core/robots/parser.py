@@ -354,7 +354,8 @@ def parse_body_steps(
             1, "html", "error", "the body looks like an HTML page, not a robots.txt file",
             ""))
     yield from reader.read(octets)
-    yield
+    if reader.line_count > STEP:
+        yield
     rules: Sequence[RawRule] = reader.rules
     fields: Sequence[Directive] = reader.fields
     if len(rules) >= PACKED_FROM:
@@ -551,42 +552,43 @@ class _Reader:
         issues = self.issues
         ws = _VALUE_WS
         new_tuple = tuple.__new__
-        for lineno, line in enumerate(lines, 1):
-            if not lineno % STEP:
+        for start in range(0, len(lines), STEP):  # a pause between two steps of lines
+            if start:
                 yield
-            if "#" in line:
-                line = line[:line.index("#")]
-            key, colon, value = line.partition(":")
-            if not colon:
-                key = key.strip(ws)
-                if key:
-                    if key[:1].isalpha():
-                        self.missing_colon(lineno, key)
-                        group = self.group
-                    else:  # no field starts with anything but a letter: "<div>" lines
-                        issues.append((lineno, "no-separator", "error", None, key))
-                continue  # else a blank or comment line
-            known = cache.get(key)  # the key as written, white space and all
-            if known is None:
-                known = self.classify_new(lineno, key)
+            for lineno, line in enumerate(lines[start:start + STEP], start + 1):
+                if "#" in line:
+                    line = line[:line.index("#")]
+                key, colon, value = line.partition(":")
+                if not colon:
+                    key = key.strip(ws)
+                    if key:
+                        if key[:1].isalpha():
+                            self.missing_colon(lineno, key)
+                            group = self.group
+                        else:  # no field starts with anything but a letter: "<div>" lines
+                            issues.append((lineno, "no-separator", "error", None, key))
+                    continue  # else a blank or comment line
+                known = cache.get(key)  # the key as written, white space and all
                 if known is None:
+                    known = self.classify_new(lineno, key)
+                    if known is None:
+                        continue
+                if known[3] and group is not None:  # the bulk of every file: a rule in a group
+                    rules.append((known[4], lineno, value.strip(ws)))
                     continue
-            if known[3] and group is not None:  # the bulk of every file: a rule in a group
-                rules.append((known[4], lineno, value.strip(ws)))
-                continue
-            unknown = known[5]
-            if unknown is not None:  # a field no dialect reads: in HTML, CSS and markup
-                issues.append((lineno, "unknown-field", "info", None, unknown[1]))
-                text = value.strip(ws)
-                entry = new_tuple(Directive, (unknown[0], text if text.isascii()
-                                              else _text(text), lineno, None))
-                (global_fields if group is None else fields).append(entry)
-                continue
-            name = known[1]
-            if known[2]:
-                self.issue(lineno, "typo", f"{_text(key.strip(_WS))!r} read as {name!r}")
-            self.field(lineno, known[0], name, key.strip(_WS), value.strip(ws))
-            group = self.group
+                unknown = known[5]
+                if unknown is not None:  # a field no dialect reads: in HTML, CSS and markup
+                    issues.append((lineno, "unknown-field", "info", None, unknown[1]))
+                    text = value.strip(ws)
+                    entry = new_tuple(Directive, (unknown[0], text if text.isascii()
+                                                  else _text(text), lineno, None))
+                    (global_fields if group is None else fields).append(entry)
+                    continue
+                name = known[1]
+                if known[2]:
+                    self.issue(lineno, "typo", f"{_text(key.strip(_WS))!r} read as {name!r}")
+                self.field(lineno, known[0], name, key.strip(_WS), value.strip(ws))
+                group = self.group
 
     def classify_new(self, lineno: int, key: str) -> _Known | None:
         """Classify a key not seen before and remember it; ``None`` (and an issue) for a key
@@ -609,39 +611,40 @@ class _Reader:
         lines)."""
         self.line_count = len(lines)
         comment = "##" if self.regp else "#"
-        for lineno, line in enumerate(lines, 1):
-            if not lineno % STEP:
+        for start in range(0, len(lines), STEP):  # a pause between two steps of lines
+            if start:
                 yield
-            if len(line) > MAX_LINE_OCTETS:
-                self.issue(lineno, "line-too-long", f"line is {len(line)} octets; only the "
-                           f"first {MAX_LINE_OCTETS} were read")
-                line = line[:MAX_LINE_OCTETS]
-            if "\x00" in line:
-                self.issue(lineno, "nul", "NUL byte: the rest of the line is ignored")
-                line = line[: line.index("\x00")]
-            cut = line.find(comment)
-            if cut >= 0:
-                line = line[:cut]
-            line = line.strip(_WS)
-            if not line:
-                if self.regp and not self.blocks:
-                    self.group = None  # a blank line ends a REGP command sequence
-                continue
-            if self.regp and line[0] in "{}":
-                self.brace(lineno, line)
-                continue
-            sep = line.find(":")
-            if sep < 0:
-                self.missing_colon(lineno, line)
-                continue
-            key = line[:sep].rstrip(_WS)
-            if not key:
-                self.issue(lineno, "no-key", "line starts with ':'; skipped", Severity.ERROR)
-                continue
-            known = _classify(key.lower())
-            if known[2]:
-                self.issue(lineno, "typo", f"{_text(key)!r} read as {known[1]!r}")
-            self.field(lineno, known[0], known[1], key, line[sep + 1 :].lstrip(_WS))
+            for lineno, line in enumerate(lines[start:start + STEP], start + 1):
+                if len(line) > MAX_LINE_OCTETS:
+                    self.issue(lineno, "line-too-long", f"line is {len(line)} octets; only the "
+                               f"first {MAX_LINE_OCTETS} were read")
+                    line = line[:MAX_LINE_OCTETS]
+                if "\x00" in line:
+                    self.issue(lineno, "nul", "NUL byte: the rest of the line is ignored")
+                    line = line[: line.index("\x00")]
+                cut = line.find(comment)
+                if cut >= 0:
+                    line = line[:cut]
+                line = line.strip(_WS)
+                if not line:
+                    if self.regp and not self.blocks:
+                        self.group = None  # a blank line ends a REGP command sequence
+                    continue
+                if self.regp and line[0] in "{}":
+                    self.brace(lineno, line)
+                    continue
+                sep = line.find(":")
+                if sep < 0:
+                    self.missing_colon(lineno, line)
+                    continue
+                key = line[:sep].rstrip(_WS)
+                if not key:
+                    self.issue(lineno, "no-key", "line starts with ':'; skipped", Severity.ERROR)
+                    continue
+                known = _classify(key.lower())
+                if known[2]:
+                    self.issue(lineno, "typo", f"{_text(key)!r} read as {known[1]!r}")
+                self.field(lineno, known[0], known[1], key, line[sep + 1 :].lstrip(_WS))
 
     def missing_colon(self, lineno: int, line: str) -> None:
         """Google accepts whitespace for a missing colon when the line has exactly two words."""

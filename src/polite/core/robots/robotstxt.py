@@ -684,7 +684,9 @@ class RobotsTxt:
         if dialect is Dialect.REGP and groups:
             denied_by = _ip_decision(groups[0].ip_rules, ip)
         rules = self._select_rules(agent, ip, groups)
-        yield
+        large = len(rules) > STEP  # a pause between the parts of a large matcher's work
+        if large:
+            yield
         entries: list[tuple[str, int, int]] = []
         allow: list[bool] = []
         for i, (rule_allow, line, value) in enumerate(rules):
@@ -707,7 +709,8 @@ class RobotsTxt:
                         short = path[: slash + 1] + "$"
                         entries.append((short, 2 * len(short) + 1, i))
         index = yield from PathIndex.built(entries, wildcards=dialect is not Dialect.KOSTER1996)
-        yield
+        if large:
+            yield
         always = dialect is not Dialect.GOOGLE
         check: Callable[[str], bool]
         if denied_by is None and not entries:
@@ -721,10 +724,12 @@ class RobotsTxt:
             def check(url: str) -> bool:
                 return always and _is_robots_txt(path_of(url))
 
-        yield
+        if large:
+            yield
         compiled = _Compiled(index, packed(rules), bytes(allow), denied_by, self._path_of, always,
                              check)
-        yield
+        if large:
+            yield
         # its rules: a part of the file's packing, else a tuple of the file's own lines, or
         # (merged groups apart in the file) a packing of their own
         rules_bytes = sys.getsizeof(compiled.rules)

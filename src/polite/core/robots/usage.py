@@ -65,6 +65,9 @@ __all__ = [
     "rsl_licenses",
 ]
 
+# A file this large has a step of its own for what reads every field (its License lines).
+_LARGE_BYTES = 16 * 1024
+
 # tdmrep.json files list a handful of locations; anything larger is refused unread.
 MAX_TDMREP_BYTES = 512 * 1024
 TDMREP_PATH = "/.well-known/tdmrep.json"
@@ -306,25 +309,31 @@ class _Patterns:
         self = cls.__new__(cls)
         self.wildcards = wildcards
         n = len(patterns)
+        large = n > STEP
         self.text = "".join(patterns)  # the patterns, in one string
         self.ends = array("I", accumulate(map(len, patterns)))
         # the places of pattern i's lines are places[starts[i]:starts[i + 1]]
         self.places = array("I", (p for found in places for p in found))
         self.starts = array("I", accumulate(map(len, places), initial=0))
-        yield
+        if large:
+            yield
         by_length: dict[int, list[int]] = {}
         for i, pattern in enumerate(patterns):
             by_length.setdefault(len(pattern), []).append(i)
         self.by_length = {k: array("I", v) for k, v in by_length.items() if len(v) > 1}
-        yield
+        if large:
+            yield
         entries = [(p, len(p) * n + i, i) for i, p in enumerate(patterns)]
-        yield
+        if large:
+            yield
         self.index = yield from PathIndex.built(entries, wildcards=wildcards)
         self.reverse = None
         if self.by_length:
-            yield
+            if large:
+                yield
             entries = [(p, len(p) * n + n - 1 - i, i) for i, p in enumerate(patterns)]
-            yield
+            if large:
+                yield
             self.reverse = yield from PathIndex.built(entries, wildcards=wildcards)
         return self
 
@@ -383,7 +392,7 @@ def _usage_view(dialect: Dialect, groups: list[Group]
     place = 0
     for group in groups:
         for key, _, text in fields_of(group.directives):
-            if not place % STEP:
+            if place and not place % STEP:
                 yield
             if key in _RULE_KEYS:
                 pattern = pattern_path(dialect, rule_path(text).encode("utf-8")
@@ -398,7 +407,8 @@ def _usage_view(dialect: Dialect, groups: list[Group]
             patterns[key] = yield from _Patterns.built(list(by_pattern),
                                                        list(by_pattern.values()),
                                                        wildcards=wildcards)
-    yield
+    if place > STEP:
+        yield
     view = _UsageView(groups, patterns)
     size = sys.getsizeof
     held = (size(view) + size(view.directives) + size(view.offsets) + size(patterns)
@@ -468,8 +478,9 @@ def _licenses_view(robots: RobotsTxt, groups: list[Group]
                    ) -> Steps[tuple[tuple[tuple[str, ...], tuple[str, ...]], int,
                                     tuple[PathIndex, ...]]]:
     """:func:`rsl_licenses` as a view (the same for every agent: License is global), a
-    step of its own (it reads every field of the file)."""
-    yield
+    step of its own (it reads every field of the file) in a large one."""
+    if robots.size >= _LARGE_BYTES:
+        yield
     found = rsl_licenses(robots)
     return found, held_bytes(found), ()
 
@@ -673,7 +684,8 @@ def _locations(entries: list[tuple[int, str, object, object]]) -> Steps[PathInde
     # The first entry that matches decides: the earlier, the higher its rank.
     n = len(patterns)
     ranked = [(p, n - k, k) for k, p in enumerate(patterns)]
-    yield
+    if n > STEP:
+        yield
     return (yield from PathIndex.built(ranked))
 
 

@@ -60,7 +60,7 @@ test-shuffled: test
 # make test failing the test that leaves a socket, file or transport open (the garbage is
 # collected after each test, so slower; FRAMES=N also shows where each was made). Without
 # it, what a test leaves open is noticed whenever the collector runs, in a later test.
-test-leaks: TEST_OPTIONS = --leaks$(if $(FRAMES),=$(FRAMES))
+test-leaks: TEST_OPTIONS = --leaks $(if $(FRAMES),--leak-frames=$(FRAMES))
 test-leaks: test
 
 # The manual, from docs/ and the code's own parsers, OpenAPI document and docstrings, into

@@ -162,17 +162,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="--shuffle, in the order drawn from SEED (the header's, to run "
                           "a shuffled order again)")
     parser.addoption(
-        "--leaks", nargs="?", type=int, const=0, default=None, metavar="FRAMES",
+        "--leaks", action="store_true",
         help="after each test, collect the garbage and fail the test (in its teardown) "
-             "that left a socket, file or transport open; --leaks=FRAMES also traces "
-             "where each object was made (FRAMES frames, tracemalloc: several times "
-             "slower), to show it. A collection a test: for finding leaks, not every run")
+             "that left a socket, file or transport open: a collection a test, for finding "
+             "leaks, not for every run (make test-leaks)")
+    parser.addoption(
+        "--leak-frames", type=int, default=0, metavar="FRAMES",
+        help="with --leaks, trace where each object was made (FRAMES frames, tracemalloc: "
+             "several times slower) to show it")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    frames = config.getoption("leaks")
-    if frames is not None:
-        config.pluginmanager.register(_LeakCheck(frames), "polite-leak-check")
+    if config.getoption("leaks"):
+        config.pluginmanager.register(_LeakCheck(config.getoption("leak_frames")),
+                                      "polite-leak-check")
 
 
 class _LeakCheck:
@@ -208,7 +211,7 @@ def _made_at(found: warnings.WarningMessage) -> str:
     made = tracemalloc.get_object_traceback(found.source) if found.source is not None \
         else None
     where = "\n".join(made.format()) if made is not None else \
-        "  (--leaks=20 shows where it was made)"
+        "  (--leak-frames=20 shows where it was made)"
     return f"{found.message}\n{where}"
 
 

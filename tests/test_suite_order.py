@@ -89,8 +89,8 @@ def test_leaks_fails_the_test_that_left_a_socket_open_and_says_where_it_was_made
                "no:hypothesispytest", "-p", "tests.conftest", "--rootdir", str(tmp_path),
                "-c", os.devnull, str(tmp_path / "test_leaking.py")]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    found = subprocess.run([*command, "--leaks=5"], capture_output=True, text=True, cwd=ROOT,
-                           env=env, timeout=600, check=False)
+    found = subprocess.run([*command, "--leaks", "--leak-frames=5"], capture_output=True,
+                           text=True, cwd=ROOT, env=env, timeout=600, check=False)
     assert found.returncode == 1, found.stdout + found.stderr
     assert "2 passed, 1 error" in found.stdout, found.stdout  # its teardown failed
     assert "test_leaking.py::test_leaves_a_socket_open left open:" in found.stdout

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-shuffled check serve lint typecheck unit bench bench-quick docs clean
+.PHONY: test test-shuffled test-leaks check serve lint typecheck unit bench bench-quick docs clean
 
 # The venv's packages are installed by uv, from the package index (through uv's cache), in
 # a fraction of pip's time: uv is put into the venv by the interpreter's own pip, and pip
@@ -48,14 +48,20 @@ test: $(STAMP)
 	$(BIN)/mypy >test-artifacts/mypy.txt 2>&1 & typing=$$!; \
 	  $(BIN)/pytest -q --collect-only >/dev/null \
 	  && $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
-	       --durations=25 $(TEST_ORDER); tested=$$?; \
+	       --durations=25 $(TEST_OPTIONS); tested=$$?; \
 	  wait $$typing; typed=$$?; echo "mypy:"; cat test-artifacts/mypy.txt; \
 	  test $$tested -eq 0 && test $$typed -eq 0
 
 # make test with the modules, and the tests in each, in a shuffled order (the seed is in the
 # header; SEED=N runs that order again): no test may depend on what ran before it.
-test-shuffled: TEST_ORDER = --shuffle $(if $(SEED),--shuffle-seed=$(SEED))
+test-shuffled: TEST_OPTIONS = --shuffle $(if $(SEED),--shuffle-seed=$(SEED))
 test-shuffled: test
+
+# make test failing the test that leaves a socket, file or transport open (the garbage is
+# collected after each test, so slower; FRAMES=N also shows where each was made). Without
+# it, what a test leaves open is noticed whenever the collector runs, in a later test.
+test-leaks: TEST_OPTIONS = --leaks $(if $(FRAMES),--leak-frames=$(FRAMES))
+test-leaks: test
 
 # The manual, from docs/ and the code's own parsers, OpenAPI document and docstrings, into
 # site/ (open site/index.html, or serve it: python -m http.server -d site). Strict: a broken

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import gc
 import os
 import random
 import resource
@@ -11,7 +12,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+import tracemalloc
 import uuid
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -158,6 +161,58 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--shuffle-seed", type=int, default=None, metavar="SEED",
                      help="--shuffle, in the order drawn from SEED (the header's, to run "
                           "a shuffled order again)")
+    parser.addoption(
+        "--leaks", action="store_true",
+        help="after each test, collect the garbage and fail the test (in its teardown) "
+             "that left a socket, file or transport open: a collection a test, for finding "
+             "leaks, not for every run (make test-leaks)")
+    parser.addoption(
+        "--leak-frames", type=int, default=0, metavar="FRAMES",
+        help="with --leaks, trace where each object was made (FRAMES frames, tracemalloc: "
+             "several times slower) to show it")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("leaks"):
+        config.pluginmanager.register(_LeakCheck(config.getoption("leak_frames")),
+                                      "polite-leak-check")
+
+
+class _LeakCheck:
+    """``--leaks``: what a test left open is found as it ends, not when the collector
+    happens to run during a later test (whose warning names the wrong test)."""
+
+    def __init__(self, frames: int) -> None:
+        self.frames = frames
+
+    def pytest_collection_finish(self) -> None:
+        # traced from the first test on: what the tests make, not pytest's own start
+        if self.frames and not tracemalloc.is_tracing():
+            tracemalloc.start(self.frames)
+
+    def pytest_sessionfinish(self) -> None:
+        if self.frames:
+            tracemalloc.stop()  # the report's own imports are not the tests'
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> Iterator[None]:
+        result = yield
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResourceWarning)
+            gc.collect()
+        left = [found for found in caught if issubclass(found.category, ResourceWarning)]
+        if left:
+            pytest.fail(f"{item.nodeid} left open:\n" + "\n".join(
+                _made_at(found) for found in left), pytrace=False)
+        return result
+
+
+def _made_at(found: warnings.WarningMessage) -> str:
+    made = tracemalloc.get_object_traceback(found.source) if found.source is not None \
+        else None
+    where = "\n".join(made.format()) if made is not None else \
+        "  (--leak-frames=20 shows where it was made)"
+    return f"{found.message}\n{where}"
 
 
 def _shuffle_seed(config: pytest.Config) -> int | None:

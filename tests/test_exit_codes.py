@@ -107,6 +107,8 @@ def test_an_interrupted_command_is_130() -> None:
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=30)
     finally:
-        process.kill()
+        if process.poll() is None:  # killed, and its pipes closed, rather than left open
+            process.kill()
+            process.communicate()
     assert process.returncode == 130, err
     assert "Traceback" not in err

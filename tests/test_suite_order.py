@@ -3,6 +3,9 @@ tests/conftest.py), so that their waiting overlaps the rest of the run."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,3 +65,38 @@ def test_a_shuffled_order_keeps_each_module_together_and_comes_again_from_its_se
     assert _shuffled(3, collected[::-1]) == orders[3]
     assert len({tuple(order) for order in orders.values()}) == 5
     assert all(order != [item.nodeid for item in collected] for order in orders.values())
+
+
+LEAKING = '''
+import socket
+
+
+def test_leaves_a_socket_open():
+    held = [socket.socket()]
+    held.append(held)  # a cycle: only the collector frees it, whenever it next runs
+
+
+def test_closes_its_socket():
+    with socket.socket():
+        pass
+'''
+
+
+def test_leaks_fails_the_test_that_left_a_socket_open_and_says_where_it_was_made(
+        tmp_path: Path) -> None:
+    (tmp_path / "test_leaking.py").write_text(LEAKING)
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+               "no:hypothesispytest", "-p", "tests.conftest", "--rootdir", str(tmp_path),
+               "-c", os.devnull, str(tmp_path / "test_leaking.py")]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    found = subprocess.run([*command, "--leaks", "--leak-frames=5"], capture_output=True,
+                           text=True, cwd=ROOT, env=env, timeout=600, check=False)
+    assert found.returncode == 1, found.stdout + found.stderr
+    assert "2 passed, 1 error" in found.stdout, found.stdout  # its teardown failed
+    assert "test_leaking.py::test_leaves_a_socket_open left open:" in found.stdout
+    assert "unclosed <socket.socket" in found.stdout
+    assert 'test_leaking.py", line 6' in found.stdout  # where the socket was made
+    # Without --leaks the socket is freed whenever the collector next runs: nothing fails.
+    quiet = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env,
+                           timeout=600, check=False)
+    assert quiet.returncode == 0, quiet.stdout + quiet.stderr

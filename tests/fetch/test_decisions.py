@@ -229,3 +229,36 @@ async def test_a_robots_txt_read_again_waits_for_the_slot_when_it_uses_the_slot(
     assert [path for _, path in arrivals] == ["/robots.txt", "/a", "/robots.txt", "/b"]
     gaps = [later - earlier for (earlier, _), (later, _) in itertools.pairwise(arrivals)]
     assert min(gaps) >= 0.5 - 0.01, arrivals
+
+
+async def test_one_url_is_answered_as_it_would_be_in_a_batch(tmp_path: Path) -> None:
+    """A call with one URL (the proxy's, once a request) takes a shorter way than a batch:
+    its answers are the batch's all the same, whether refused by a rule, granted, held by
+    the Crawl-delay, held by a back-off or refused as no URL, slots and grants alike."""
+    no_host = "http://"  # answered without the network: a second URL that makes a batch
+
+    def seen(answer: Answer) -> tuple[object, ...]:
+        decision = answer.decision  # the times differ between the runs; the rest may not
+        if isinstance(decision, WaitUntil):
+            decision = decision._replace(at=0.0)
+        return answer.url, decision, answer.cause, answer.cut, answer.grant
+
+    with serve(Site("127.0.83.17", {"/robots.txt": Reply(200, ROBOTS)})) as site:
+        urls = [f"{site.origin}/private/a", f"{site.origin}/a", f"{site.origin}/b", no_host]
+        runs = []
+        for alone in (True, False):
+            async with driver(tmp_path / f"{alone}.sqlite") as politeness:
+                got = []
+                for url in urls:
+                    asked = [url] if alone else [url, no_host]
+                    got.append(seen((await politeness.check(asked, reserve=True))[0]))
+                await politeness.note_response(urls[1], 429, retry_after="120")
+                got.append(seen((await politeness.check(
+                    [urls[2]] if alone else [urls[2], no_host], reserve=True))[0]))
+                runs.append(got)
+    alone_answers, batch_answers = runs
+    assert alone_answers == batch_answers
+    causes = [cause for _, _, cause, _, _ in alone_answers]
+    assert causes == ["robots", "allowed", "delay", "invalid", "delay"]
+    held = alone_answers[4][1]
+    assert isinstance(held, WaitUntil) and held.source is WaitSource.BACKOFF

@@ -110,10 +110,13 @@ class Watch:
         self.going = False  # counted as in flight: allowed, on its way to the origin
 
 
+_CLASSES = ("1xx", "1xx", "2xx", "3xx", "4xx", "5xx")  # by the status's first digit
+
+
 def _status_class(decision: str, status: int) -> str:
     if decision in ("robots", "delay"):
         return "refused"
-    return f"{min(max(status // 100, 1), 5)}xx"
+    return _CLASSES[min(max(status // 100, 1), 5)]
 
 
 class Activity:

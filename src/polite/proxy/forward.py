@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from polite.core.cache.policy import Stored, not_modified
+from polite.core.cache.policy import Stored, invalidates, not_modified
 from polite.core.robots.lifecycle import Parsed
 from polite.core.usage.statement import Pref
 from polite.core.usage.vocab import PURPOSES
@@ -364,11 +364,13 @@ class Forwarding(ProxyBase):
                 await cache.store(exchange.url, request.headers, response.status,
                                   response.reason, response.headers, bytes(body),
                                   request_time, cache.clock())
-            await cache.invalidate_after(request.method, exchange.url, response.status,
-                                         response.headers)
+            if invalidates(request.method, response.status):  # not a GET's
+                await cache.invalidate_after(request.method, exchange.url, response.status,
+                                             response.headers)
         await self._politeness.note_response(
             exchange.url, response.status, elapsed_s=elapsed_s,
-            retry_after=(response.get(b"retry-after") or b"").decode("latin-1") or None)
+            retry_after=(response.get(b"retry-after") or b"").decode("latin-1") or None,
+            host=exchange.key[1])
         await client.drain()
         return keep
 

@@ -7,6 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from polite.core.robots.model import fold_issues
+from polite.core.robots.parser import MAX_LINE_OCTETS as LONG
+from polite.core.robots.parser import _has_long_line, detect_dialect
 from polite.robots import MAX_ROBOTS_BYTES, Dialect, ParseIssue, Severity, parse
 from tests.conftest import shared_path
 
@@ -164,6 +166,35 @@ def test_auto_dialect() -> None:
     assert parse("robot-version: 2.0\nUser-agent: *\n").dialect is Dialect.RFC9309
     assert parse("User-agent: *\n").dialect is Dialect.RFC9309
     assert parse("Robot-version: 3.0\n", "koster1996").dialect is Dialect.KOSTER1996
+
+
+@pytest.mark.parametrize(("body", "dialect"), [
+    ("User-agent: a\nDisallow: /\nRobot-version: 3.0\nAllow: /b\n\nDisallow: /c\n", "regp"),
+    ("  Robot-VERSION : 4\n{\n}\n", "regp"),
+    ("User-agent: *\rrobot-version: 3\nDisallow: /a\n", "rfc9309"),  # not at a line's start
+    ("robot_version: 3\nUser-agent: *\n", "rfc9309"),  # read as a typo, not detected
+    ("# robot-version: 3\nUser-agent: *\n", "rfc9309"),
+    ("\ufeffrobot-version: 3.0\nUser-agent: *\n", "rfc9309"),
+    ("robot-version 3.0\nUser-agent: a\n", "rfc9309"),
+    ("Robot-version: 2.0\nx-version: 3\n", "rfc9309"),
+])
+def test_auto_dialect_is_the_detected_one_after_the_lines_are_read(body: str, dialect: str
+                                                                      ) -> None:
+    """The file is read as RFC 9309 and again as REGP only when a Robot-version line says
+    3.0 or more: the dialect is what :func:`detect_dialect` says of the whole text, and the
+    groups are those of that dialect's reading."""
+    robots = parse(body)
+    assert robots.dialect is detect_dialect(body) is Dialect(dialect)
+    assert robots.groups == parse(body, dialect).groups
+
+
+@pytest.mark.parametrize("lengths", [
+    [0], [LONG], [LONG + 1], [LONG, LONG], [LONG, LONG + 1], [3 * LONG, 0], [1, LONG - 1, 2],
+    [LONG // 2, LONG // 2, LONG // 2, LONG + 2], [LONG - 1] * 5 + [LONG + 1], [LONG] * 7,
+])
+def test_over_long_lines_are_found_wherever_they_are(lengths: list[int]) -> None:
+    text = "\n".join("x" * n for n in lengths)
+    assert _has_long_line(text) is (max(lengths) > LONG)
 
 
 HTML_PAGE = "<!DOCTYPE html>\n<html>\n<head><title>Not found</title></head>\n<body>\n" + "".join(

@@ -284,9 +284,13 @@ def claim_first(last_start: float | None, backoff_until: float | None,
     Example: last start 100.0, intervals (5.0, 1.0), asked at 103.0 -> the second wins;
     the same with a lease until 130.0 -> none, at (105.0, 103.05).
     """
+    leased = leased_until is not None and leased_until > now
+    held = backoff_until if backoff_until is not None and backoff_until > now else None
+    if len(intervals) == 1 and not leased:  # one candidate, no lease: the usual ask
+        answer = claim_slot(last_start, backoff_until, intervals[0], now)
+        return HostClaim(0 if answer.granted else -1, (answer.at,), now, held, False)
     ats = []
     granted = -1
-    leased = leased_until is not None and leased_until > now
     for index, interval in enumerate(intervals):
         if granted >= 0:
             ats.append(now + interval)
@@ -299,7 +303,6 @@ def claim_first(last_start: float | None, backoff_until: float | None,
         ats.append(answer.at)
         if answer.granted:
             granted = index
-    held = backoff_until if backoff_until is not None and backoff_until > now else None
     return HostClaim(granted, tuple(ats), now, held, leased)
 
 

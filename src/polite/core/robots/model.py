@@ -152,6 +152,14 @@ class RawRules(Packed[RawRule]):
         allow, lines, values = zip(*rules, strict=True) if rules else ((), (), ())
         self._pack(allow, lines, values)
 
+    @classmethod
+    def from_columns(cls, allow: Sequence[bool], lines: Sequence[int], values: Sequence[str]
+                     ) -> RawRules:
+        """The rules whose verdicts, line numbers and values are the items of the three."""
+        rules = object.__new__(cls)
+        rules._pack(allow, lines, values)
+        return rules
+
     def _item(self, flag: int, line: int, text: str) -> RawRule:
         return flag == 1, line, text
 

@@ -366,7 +366,9 @@ class RobotsTxt:
         milliseconds for a large one)."""
         if self._parsed_bytes is None:
             self._parsed_bytes = _parsed_held(self._body)
-        grown = sum(index.grown_bytes() for index in self._growing)
+        grown = 0
+        for index in self._growing:  # no generator: asked at every check of the file
+            grown += index.grown_bytes()
         return _OWN_BYTES + self._parsed_bytes + self._views_bytes + grown
 
     def _views_allowance(self) -> int:

@@ -464,7 +464,7 @@ class Politeness:
         granted = claimed(decision, claim)
         grant = self.grants.give(host, asked) if reserve and type(granted) is Allowed \
             and granted.interval_s > 0 else 0
-        return Answer(url, granted, claim.now, cut, grant)
+        return Answer(url, granted, claim.now, cut, grant, state if reserve else None)
 
     def _note_state(self, origin: str, state: RobotsState) -> None:
         """The activity told of ``origin``'s robots.txt state, once per state: what tells

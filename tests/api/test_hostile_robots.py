@@ -109,10 +109,11 @@ HEALTH_SHARE = 0.25
 
 def test_health_stays_quick_beside_a_verbose_call_on_the_hostile_file() -> None:
     """A verbose call of 200 URLs with a purpose, on a service that has not read the file:
-    fetched, parsed and its AI-usage rules compiled on a worker thread, then one lookup at a
-    time on the event loop (a fraction of a millisecond each, see
+    fetched, then parsed and its AI-usage rules compiled in steps on the event loop, then
+    one lookup a turn of the loop (a fraction of a millisecond each, see
     tests/core/robots/test_compiled_once.py); /health, asked again and again meanwhile,
-    is answered between two of them."""
+    is answered between two steps. (What is counted, not timed, is in
+    tests/fetch/test_robots_steps.py.)"""
     with tcp_origin(LOOKUP_HOST, _serve_hostile) as port, \
             polite_serve("--store", "memory://", "--allow-private") as api:
         urls = [f"http://{LOOKUP_HOST}:{port}/page{n}x{n}y" for n in range(0, 14_000, 70)]

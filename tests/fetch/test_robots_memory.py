@@ -28,7 +28,7 @@ pytestmark = pytest.mark.anyio
 HOSTILE = ("User-agent: *\n" + "".join(f"Disallow: /p{i}/*x{i}$\n"
                                        for i in range(600))).encode()
 BUDGET = 2 * 1024 * 1024
-# A file large enough to be parsed on a worker thread (fetch.robots.THREAD_PARSE_BYTES).
+# A file large enough to be parsed in steps (fetch.robots.STEPPED_BYTES).
 LARGE = ("User-agent: *\n" + "".join(f"Disallow: /p{i}/*x{i}$\n"
                                      for i in range(3000))).encode()
 

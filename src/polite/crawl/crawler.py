@@ -53,7 +53,7 @@ from polite.core.robots.usage import (
     from_html,
     from_robots,
     from_tdmrep,
-    read_tdmrep,
+    read_tdmrep_steps,
 )
 from polite.core.robots.usage import (
     combine as combine_usage,
@@ -62,6 +62,7 @@ from polite.core.urls import split_origin
 from polite.crawl.html import Link, extract_links, is_small
 from polite.crawl.output import WARC_GZIP_LEVEL, CrawlOutput, Exchange, WriteFailed, iso_utc
 from polite.errors import InvalidURL, PoliteError
+from polite.fetch._steps import stepped
 from polite.fetch.http import FetchResult, HttpClient
 from polite.fetch.politeness import Answer, HostLease, Politeness, lease_length_s, message
 from polite.fetch.sitemaps import SitemapWalker
@@ -861,8 +862,10 @@ class Crawler:
                 return self._clock()
             if got.status is not None:
                 await lease.note_response(got.status, elapsed_s=got.answered_s)
-        # compiled once here, not for each page of the host
-        self._tdmrep[host] = read_tdmrep(got.body) if got.status == 200 and got.body else None
+        # compiled once here, not for each page of the host; in steps, the event loop (the
+        # other hosts' pages) given back between them
+        self._tdmrep[host] = (await stepped(read_tdmrep_steps(got.body))
+                              if got.status == 200 and got.body else None)
         self._output.page({"url": target, "kind": "tdmrep", "status": got.status,
                            "outcome": "failed" if got.status is None else "fetched",
                            "bytes": len(got.body)})

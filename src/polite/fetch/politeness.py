@@ -41,8 +41,15 @@ from polite.core.politeness.rules import ADAPTIVE_FACTOR
 from polite.core.robots.lifecycle import Parsed, RobotsState, parse_retry_after
 from polite.core.robots.model import AgentRules
 from polite.errors import InvalidURL
+from polite.fetch._steps import stepped
 from polite.fetch.activity import Activity, robots_code
-from polite.fetch.robots import MATCH_SLICE_S, PublicHosts, RobotsFetcher, split_origin
+from polite.fetch.robots import (
+    MATCH_SLICE_S,
+    STEPPED_BYTES,
+    PublicHosts,
+    RobotsFetcher,
+    split_origin,
+)
 from polite.storage.base import Store
 
 NO_RULES = AgentRules()  # no robots.txt in force: no fields from the site
@@ -367,6 +374,7 @@ class Politeness:
             self._note_state(origin, state)
             if isinstance(state, Parsed) and state.robots.truncated:
                 cut.add(origin)
+            await self._prepare(state, agent, ip)
         policy = self.policy
         slack = self.send_slack_s
         candidates: dict[str, list[tuple[int, str, str, Allowed]]] = {}
@@ -420,6 +428,14 @@ class Politeness:
             raise AssertionError("a URL was left without an answer")
         return answers  # type: ignore[return-value]
 
+    @staticmethod
+    async def _prepare(state: RobotsState, agent: str, ip: str | None) -> None:
+        """Another agent's matcher of a large file built in steps (the fetcher built its own
+        agent's), the event loop given back between them, rather than in the first
+        decision's one hold."""
+        if isinstance(state, Parsed) and state.robots.size >= STEPPED_BYTES:
+            await stepped(state.robots.prepare(agent, ip=ip))
+
     async def _answer_one(self, url: str, reserve: bool, agent: str, ip: str | None,
                           obey_rules: bool, lease_s: float | None) -> Answer:
         """:meth:`_answer` for one URL, as the proxy and most callers ask: the same steps,
@@ -437,6 +453,7 @@ class Politeness:
         if state is None:
             state = await self.robots_state(url)
         (facts,) = await self._store.host_facts((host,))
+        await self._prepare(state, agent, ip)
         now = self._clock()
         self._note_state(origin, state)
         cut = isinstance(state, Parsed) and state.robots.truncated

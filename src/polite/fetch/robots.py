@@ -11,14 +11,14 @@ import asyncio
 import contextlib
 import ipaddress
 import ssl
-import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from polite.clock import Clock
 from polite.config import ROBOTS_MEMORY_MB
-from polite.core.robots import MAX_ROBOTS_BYTES, parse
+from polite.core._steps import Steps, finish
+from polite.core.robots import MAX_ROBOTS_BYTES, parse_steps
 from polite.core.robots.lifecycle import (
     AllowAll,
     DisallowAll,
@@ -28,12 +28,13 @@ from polite.core.robots.lifecycle import (
     Received,
     RobotsState,
     Unreachable,
-    robots_state,
+    robots_state_steps,
 )
 from polite.core.robots.robotstxt import RobotsTxt
-from polite.core.robots.usage import Preferences, from_robots
+from polite.core.robots.usage import Preferences, from_robots, prepare_usage
 from polite.core.urls import normal_url, origin_of, split_origin
 from polite.errors import ConfigError, PrivateAddress
+from polite.fetch._steps import stepped
 from polite.fetch.http import HttpClient, PageFetcher, RequestHeaders, Sign
 from polite.fetch.redirects import follow, redirect_target
 from polite.fetch.resolve import system_addresses
@@ -54,10 +55,11 @@ SHARED_FETCH_HOLD_S = 30.0
 SHARED_FETCH_POLL_S = 0.05
 # A parsed file is kept with its matchers for the fetcher's own agent built, so that what it
 # holds is counted when it comes (RobotsFetcher's byte budget; the matchers of other agents
-# are counted when the file is next used). A body this large is parsed, and they built, on a
-# worker thread: a 500 KiB file of wildcard rules takes a second or more, which the event
-# loop (every other request) must not wait for. Smaller ones take under a millisecond.
-THREAD_PARSE_BYTES = 32 * 1024
+# are counted when the file is next used). A body this large is parsed, and they built, in
+# steps on the event loop (fetch._steps), which every other request must not wait for: a
+# 500 KiB file of wildcard rules takes a few tenths of a second. Smaller ones take under a
+# millisecond and are read at once.
+STEPPED_BYTES = 32 * 1024
 # Matching costs rules x URL length (12,000 wildcard rules against a 5,000-character URL:
 # 23 ms); a batch gives the event loop back after this much of it, so that the proxy and
 # /health go on being answered while a long one is decided.
@@ -326,40 +328,46 @@ def _cost(state: RobotsState, body: bytes) -> int:
     return _STATE_BYTES + len(body) + parsed
 
 
-def _prepared(state: RobotsState, agent: str) -> RobotsState:
+def _prepared(state: RobotsState, agent: str) -> Steps[RobotsState]:
     """``state`` with what ``agent`` asks of a parsed file built now (its matcher, its
-    AI-usage rules), so that the first check finds it ready, and its bytes measured."""
+    AI-usage rules), so that the first check finds it ready, and its bytes measured; in
+    steps."""
     if isinstance(state, Parsed):
-        state.robots.checker(agent)
-        from_robots(state.robots, "http://prepared/", agent)
-        state.robots.footprint  # noqa: B018 (measured once, here: on a worker thread if large)
+        yield from prepare_usage(state.robots, agent)
+        if state.robots.size >= STEPPED_BYTES:
+            yield
+        state.robots.footprint  # noqa: B018 (measured once, here)
     return state
 
 
 async def robots_usage(robots: RobotsTxt, urls: Sequence[str], agent: str
                        ) -> list[Preferences]:
-    """:func:`from_robots` for each of ``urls``. For a large file, the first on a worker
-    thread (its AI-usage rules may have to be compiled for ``agent``: a tenth of a second
-    for thousands of wildcard patterns), then on the event loop, given back to it every
-    :data:`MATCH_SLICE_S` as a batch of decisions gives it: a lookup among thousands of
-    patterns takes a fraction of a millisecond, and on a worker thread the lookups held
-    the interpreter's lock from the loop, which waited for it at each system call."""
-    if robots.size < THREAD_PARSE_BYTES or not urls:
+    """:func:`from_robots` for each of ``urls``. For a large file, what the lookups read
+    is built first in steps (its AI-usage rules may have to be compiled for ``agent``: a
+    tenth of a second for thousands of wildcard patterns), then the lookups run one a turn
+    of the event loop: a lookup among thousands of wildcard patterns may take
+    milliseconds."""
+    if robots.size < STEPPED_BYTES or not urls:
         return [from_robots(robots, url, agent) for url in urls]
-    found = [await asyncio.to_thread(from_robots, robots, urls[0], agent)]
-    slice_ends = time.perf_counter() + MATCH_SLICE_S
-    for url in urls[1:]:
-        if time.perf_counter() > slice_ends:
+    await stepped(prepare_usage(robots, agent))
+    found: list[Preferences] = []
+    for url in urls:
+        if found:
             await asyncio.sleep(0)
-            slice_ends = time.perf_counter() + MATCH_SLICE_S
         found.append(from_robots(robots, url, agent))
     return found
 
 
 def _state(record: RobotsRecord, dialect: str, max_bytes: int) -> RobotsState:
+    """The state a stored record says."""
+    return finish(_state_steps(record, dialect, max_bytes))
+
+
+def _state_steps(record: RobotsRecord, dialect: str, max_bytes: int) -> Steps[RobotsState]:
     if record.kind == "parsed":
-        robots = parse(record.body, dialect, url=record.origin + "/robots.txt",
-                       max_bytes=max_bytes)
+        robots = yield from parse_steps(record.body, dialect,
+                                        url=record.origin + "/robots.txt",
+                                        max_bytes=max_bytes)
         return Parsed(robots, record.fetched_at, record.expires_at, record.status,
                       stale=record.reason == "stale")
     if record.kind == "allow":  # a file-less 2xx answer is a page served as robots.txt
@@ -457,12 +465,12 @@ class RobotsFetcher:
         return None
 
     async def _read(self, record: RobotsRecord) -> RobotsState:
-        """The state of a stored record, a large body parsed on a worker thread."""
-        def read() -> RobotsState:
-            return _prepared(_state(record, self._dialect, self._max_bytes), self._agent)
+        """The state of a stored record, a large body parsed in steps."""
+        def read() -> Steps[RobotsState]:
+            state = yield from _state_steps(record, self._dialect, self._max_bytes)
+            return (yield from _prepared(state, self._agent))
 
-        return read() if len(record.body) < THREAD_PARSE_BYTES else \
-            await asyncio.to_thread(read)
+        return finish(read()) if len(record.body) < STEPPED_BYTES else await stepped(read())
 
     async def known(self, origin: str) -> tuple[RobotsState, bytes] | None:
         """What is known of ``origin``'s robots.txt (memory, else the store), fresh or not,
@@ -533,15 +541,15 @@ class RobotsFetcher:
                               ) -> RobotsState:
         outcome = await self._fetch(origin + "/robots.txt")
         now = self._clock()
-        large = isinstance(outcome, Received) and len(outcome.body) >= THREAD_PARSE_BYTES
+        large = isinstance(outcome, Received) and len(outcome.body) >= STEPPED_BYTES
 
-        def read() -> RobotsState:
-            state = robots_state(outcome, now, previous=known[0] if known else None,
-                                 policy=self._policy, agent_dialect=self._dialect,
-                                 max_bytes=self._max_bytes)
-            return _prepared(state, self._agent)
+        def read() -> Steps[RobotsState]:
+            state = yield from robots_state_steps(
+                outcome, now, previous=known[0] if known else None, policy=self._policy,
+                agent_dialect=self._dialect, max_bytes=self._max_bytes)
+            return (yield from _prepared(state, self._agent))
 
-        state = await asyncio.to_thread(read) if large else read()
+        state = await stepped(read()) if large else finish(read())
         body = outcome.body if isinstance(outcome, Received) else b""
         if isinstance(state, Parsed) and state.stale and known is not None:
             body = known[1]

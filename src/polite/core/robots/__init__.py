@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from polite.core._steps import Steps, finish
 from polite.core.robots.diff import (
     UNNAMED_AGENT,
     Change,
@@ -45,7 +46,7 @@ from polite.core.robots.model import (
     Rule,
     Severity,
 )
-from polite.core.robots.parser import MAX_ROBOTS_BYTES, parse_body
+from polite.core.robots.parser import MAX_ROBOTS_BYTES, parse_body_steps
 from polite.core.robots.robotstxt import RobotsTxt, product_token
 from polite.errors import UnknownDialect
 
@@ -119,4 +120,18 @@ def parse(
     RFC 9309), ``"rfc9309"``, ``"google"``, ``"koster1996"`` or ``"regp"``. ``url``, the
     file's own URL, resolves relative Sitemap lines. Bodies over ``max_bytes`` are cut there.
     """
-    return RobotsTxt(parse_body(body, parse_dialect(dialect), url=url, max_bytes=max_bytes))
+    return finish(parse_steps(body, dialect, url=url, max_bytes=max_bytes))
+
+
+def parse_steps(
+    body: bytes | str,
+    dialect: str | Dialect = "auto",
+    *,
+    url: str | None = None,
+    max_bytes: int = MAX_ROBOTS_BYTES,
+) -> Steps[RobotsTxt]:
+    """:func:`parse` in steps (see :mod:`polite.core._steps`): for a caller that must not
+    wait for a large file's whole reading."""
+    body_read = yield from parse_body_steps(body, parse_dialect(dialect), url=url,
+                                            max_bytes=max_bytes)
+    return RobotsTxt(body_read)

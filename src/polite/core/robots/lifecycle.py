@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from email.utils import parsedate_tz
 from typing import assert_never
 
-from polite.core.robots import MAX_ROBOTS_BYTES, parse
+from polite.core._steps import Steps, finish
+from polite.core.robots import MAX_ROBOTS_BYTES, parse_steps
 from polite.core.robots.robotstxt import RobotsTxt
 
 __all__ = [
@@ -198,13 +199,28 @@ def robots_state(
     max_bytes: int = MAX_ROBOTS_BYTES,
 ) -> RobotsState:
     """The rules in force after a fetch of robots.txt ended with ``outcome`` at ``now``."""
+    return finish(robots_state_steps(outcome, now, previous=previous, policy=policy,
+                                     agent_dialect=agent_dialect, max_bytes=max_bytes))
+
+
+def robots_state_steps(
+    outcome: FetchOutcome,
+    now: float,
+    *,
+    previous: RobotsState | None = None,
+    policy: FetchPolicy | None = None,
+    agent_dialect: str = "auto",
+    max_bytes: int = MAX_ROBOTS_BYTES,
+) -> Steps[RobotsState]:
+    """:func:`robots_state` in steps (see :mod:`polite.core._steps`): a large file is
+    read a few hundred lines a step."""
     policy = policy or FetchPolicy()
     match outcome:
         case Received(status=status):
             row = status_class(status)
             if row is StatusClass.FILE:
-                robots = parse(outcome.body, agent_dialect, url=outcome.url or None,
-                               max_bytes=max_bytes)
+                robots = yield from parse_steps(outcome.body, agent_dialect,
+                                                url=outcome.url or None, max_bytes=max_bytes)
                 expires = now + freshness_s(outcome, now, policy)
                 if robots.looks_like_html:
                     return AllowAll("the site serves an HTML page as robots.txt: no rules",

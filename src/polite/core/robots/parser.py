@@ -16,6 +16,7 @@ from itertools import pairwise
 from typing import TypeVar, cast
 from urllib.parse import urljoin
 
+from polite.core._steps import STEP, Steps, finish
 from polite.core.robots.model import (
     MAX_LISTED_LINES,
     PACKED_FROM,
@@ -310,6 +311,17 @@ def parse_body(
     max_bytes: int = MAX_ROBOTS_BYTES,
 ) -> ParsedBody:
     """Read a robots.txt body; ``dialect`` ``None`` means detect it (see :func:`detect_dialect`)."""
+    return finish(parse_body_steps(body, dialect, url=url, max_bytes=max_bytes))
+
+
+def parse_body_steps(
+    body: bytes | str,
+    dialect: Dialect | None,
+    *,
+    url: str | None = None,
+    max_bytes: int = MAX_ROBOTS_BYTES,
+) -> Steps[ParsedBody]:
+    """:func:`parse_body` in steps (see :mod:`polite.core._steps`)."""
     if isinstance(body, str):
         body = body.encode("utf-8", "surrogatepass")
     size = len(body)
@@ -342,19 +354,22 @@ def parse_body(
             1, "html", "error", "the body looks like an HTML page, not a robots.txt file",
             ""))
     reader = _Reader(dialect or Dialect.RFC9309, url, issues)
-    reader.read(octets)
+    yield from reader.read(octets)
     # Detected only when a Robot-version line was read (every line that makes a file REGP
     # is one): three searches of every file's text spared (a fiftieth of parsing the corpus).
     if dialect is None and reader.saw_version and detect_dialect(whole) is Dialect.REGP:
         dialect = Dialect.REGP
         reader = _Reader(dialect, url, issues)
-        reader.read(octets)
+        yield from reader.read(octets)
     else:
         dialect = reader.dialect
+    if reader.line_count > STEP:
+        yield
+    groups = yield from reader.close()
     if utf16:  # said once above, not as a NUL on every line and line 1's bytes as junk
         reader.issues = [issue for issue in reader.issues if issue[1] in ("utf-16", "truncated")]
     # Positional: the same fields as ParsedBody declares them, in its order.
-    return ParsedBody(dialect, reader.close(), tuple(reader.global_directives),
+    return ParsedBody(dialect, groups, tuple(reader.global_directives),
                       tuple(reader.global_blocks), tuple(reader.sitemaps), tuple(reader.issues),
                       reader.version, reader.last_modified, truncated, html, size,
                       reader.line_count)
@@ -498,20 +513,25 @@ class _Reader:
         self.blocks: list[Block] = []
         self.block_targeting = False
 
-    def close(self) -> tuple[Group, ...]:
-        """The groups read, their rules and fields packed when they are many."""
+    def close(self) -> Steps[tuple[Group, ...]]:
+        """The groups read, their rules and fields packed when they are many (a step
+        each)."""
         groups = self.groups
         if not groups:
             return ()
         flat = self.rules
         columns = (cast(list[bool], flat[0::3]), cast(list[int], flat[1::3]),
                    cast(list[str], flat[2::3]))
-        rules: Sequence[RawRule] = (RawRules.from_columns(*columns)
-                                    if len(columns[0]) >= PACKED_FROM
-                                    else list(zip(*columns, strict=True)))
+        rules: Sequence[RawRule]
+        if len(columns[0]) >= PACKED_FROM:
+            rules = RawRules.from_columns(*columns)
+            yield
+        else:
+            rules = list(zip(*columns, strict=True))
         fields: Sequence[Directive] = self.fields
         if len(fields) >= PACKED_FROM:
             fields = Directives(fields, _read_value)
+            yield
         # each group ends where the next one starts, the last one at the end
         closed = [group.close(rules, fields, end.rules, end.fields)
                   for group, end in pairwise(groups)]
@@ -522,16 +542,17 @@ class _Reader:
               severity: Severity = Severity.WARNING) -> None:
         self.issues.append((line, code, severity.value, message, ""))
 
-    def read(self, octets: str) -> None:
+    def read(self, octets: str) -> Steps[None]:
         if "\r" in octets:
             octets = octets.replace("\r\n", "\n").replace("\r", "\n")
         lines = octets.split("\n")
         if self.regp:
-            self.read_lines(lines)
+            yield from self.read_lines(lines)
         else:
             if "\x00" in octets or _has_long_line(octets):
                 self.cut(lines)
-            self.read_split(lines)
+                yield
+            yield from self.read_split(lines)
         if self.blocks:
             self.issue(self.blocks[-1].line, "unclosed-brace", "'{' block is never closed",
                        Severity.ERROR)
@@ -549,7 +570,7 @@ class _Reader:
                 self.issue(i + 1, "nul", "NUL byte: the rest of the line is ignored")
                 lines[i] = line[: line.index("\x00")]
 
-    def read_split(self, lines: list[str]) -> None:
+    def read_split(self, lines: list[str]) -> Steps[None]:
         """Every dialect but REGP (NUL bytes and over-long lines cut first: see
         :meth:`cut`). Each line is cut by string methods, a third less time than a regular
         expression matching every line: a comment ("#" on) off, then (key, ":", value) at
@@ -564,44 +585,47 @@ class _Reader:
         issues = self.issues
         ws = _VALUE_WS
         new_tuple = tuple.__new__
-        for lineno, line in enumerate(lines, 1):
-            if "#" in line:
-                line = line[:line.index("#")]
-            key, colon, value = line.partition(":")
-            if not colon:
-                key = key.strip(ws)
-                if key:
-                    if key[:1].isalpha():
-                        self.missing_colon(lineno, key)
-                        group = self.group
-                    else:  # no field starts with anything but a letter: "<div>" lines
-                        issues.append((lineno, "no-separator", "error", None, key))
-                continue  # else a blank or comment line
-            known = cache.get(key)  # the key as written, white space and all
-            if known is None:
-                known = self.classify_new(lineno, key)
+        for start in range(0, len(lines), STEP):  # a pause between two steps of lines
+            if start:
+                yield
+            for lineno, line in enumerate(lines[start:start + STEP], start + 1):
+                if "#" in line:
+                    line = line[:line.index("#")]
+                key, colon, value = line.partition(":")
+                if not colon:
+                    key = key.strip(ws)
+                    if key:
+                        if key[:1].isalpha():
+                            self.missing_colon(lineno, key)
+                            group = self.group
+                        else:  # no field starts with anything but a letter: "<div>" lines
+                            issues.append((lineno, "no-separator", "error", None, key))
+                    continue  # else a blank or comment line
+                known = cache.get(key)  # the key as written, white space and all
                 if known is None:
+                    known = self.classify_new(lineno, key)
+                    if known is None:
+                        continue
+                if known[3] and group is not None:  # the bulk of every file: a rule in a group
+                    rules += known[4], lineno, value.strip(ws)
                     continue
-            if known[3] and group is not None:  # the bulk of every file: a rule in a group
-                rules += known[4], lineno, value.strip(ws)
-                continue
-            if known[0] is UA and not known[2]:  # the next most: a group's User-agent lines
-                self.user_agent(lineno, value.strip(ws))
+                if known[0] is UA and not known[2]:  # the next most: a group's User-agent lines
+                    self.user_agent(lineno, value.strip(ws))
+                    group = self.group
+                    continue
+                unknown = known[5]
+                if unknown is not None:  # a field no dialect reads: in HTML, CSS and markup
+                    issues.append((lineno, "unknown-field", "info", None, unknown[1]))
+                    text = value.strip(ws)
+                    entry = new_tuple(Directive, (unknown[0], text if text.isascii()
+                                                  else _text(text), lineno, None))
+                    (global_fields if group is None else fields).append(entry)
+                    continue
+                name = known[1]
+                if known[2]:
+                    self.issue(lineno, "typo", f"{_text(key.strip(_WS))!r} read as {name!r}")
+                self.field(lineno, known[0], name, key.strip(_WS), value.strip(ws))
                 group = self.group
-                continue
-            unknown = known[5]
-            if unknown is not None:  # a field no dialect reads: in HTML, CSS and markup
-                issues.append((lineno, "unknown-field", "info", None, unknown[1]))
-                text = value.strip(ws)
-                entry = new_tuple(Directive, (unknown[0], text if text.isascii()
-                                              else _text(text), lineno, None))
-                (global_fields if group is None else fields).append(entry)
-                continue
-            name = known[1]
-            if known[2]:
-                self.issue(lineno, "typo", f"{_text(key.strip(_WS))!r} read as {name!r}")
-            self.field(lineno, known[0], name, key.strip(_WS), value.strip(ws))
-            group = self.group
 
     def classify_new(self, lineno: int, key: str) -> _Known | None:
         """Classify a key not seen before and remember it; ``None`` (and an issue) for a key
@@ -619,42 +643,45 @@ class _Reader:
             _KEY_CACHE[key] = known
         return known
 
-    def read_lines(self, lines: list[str]) -> None:
+    def read_lines(self, lines: list[str]) -> Steps[None]:
         """REGP's rules, line by line (braces, ``##`` comments, NUL bytes, over-long
         lines)."""
         self.line_count = len(lines)
         comment = "##" if self.regp else "#"
-        for lineno, line in enumerate(lines, 1):
-            if len(line) > MAX_LINE_OCTETS:
-                self.issue(lineno, "line-too-long", f"line is {len(line)} octets; only the "
-                           f"first {MAX_LINE_OCTETS} were read")
-                line = line[:MAX_LINE_OCTETS]
-            if "\x00" in line:
-                self.issue(lineno, "nul", "NUL byte: the rest of the line is ignored")
-                line = line[: line.index("\x00")]
-            cut = line.find(comment)
-            if cut >= 0:
-                line = line[:cut]
-            line = line.strip(_WS)
-            if not line:
-                if self.regp and not self.blocks:
-                    self.group = None  # a blank line ends a REGP command sequence
-                continue
-            if self.regp and line[0] in "{}":
-                self.brace(lineno, line)
-                continue
-            sep = line.find(":")
-            if sep < 0:
-                self.missing_colon(lineno, line)
-                continue
-            key = line[:sep].rstrip(_WS)
-            if not key:
-                self.issue(lineno, "no-key", "line starts with ':'; skipped", Severity.ERROR)
-                continue
-            known = _classify(key.lower())
-            if known[2]:
-                self.issue(lineno, "typo", f"{_text(key)!r} read as {known[1]!r}")
-            self.field(lineno, known[0], known[1], key, line[sep + 1 :].lstrip(_WS))
+        for start in range(0, len(lines), STEP):  # a pause between two steps of lines
+            if start:
+                yield
+            for lineno, line in enumerate(lines[start:start + STEP], start + 1):
+                if len(line) > MAX_LINE_OCTETS:
+                    self.issue(lineno, "line-too-long", f"line is {len(line)} octets; only the "
+                               f"first {MAX_LINE_OCTETS} were read")
+                    line = line[:MAX_LINE_OCTETS]
+                if "\x00" in line:
+                    self.issue(lineno, "nul", "NUL byte: the rest of the line is ignored")
+                    line = line[: line.index("\x00")]
+                cut = line.find(comment)
+                if cut >= 0:
+                    line = line[:cut]
+                line = line.strip(_WS)
+                if not line:
+                    if self.regp and not self.blocks:
+                        self.group = None  # a blank line ends a REGP command sequence
+                    continue
+                if self.regp and line[0] in "{}":
+                    self.brace(lineno, line)
+                    continue
+                sep = line.find(":")
+                if sep < 0:
+                    self.missing_colon(lineno, line)
+                    continue
+                key = line[:sep].rstrip(_WS)
+                if not key:
+                    self.issue(lineno, "no-key", "line starts with ':'; skipped", Severity.ERROR)
+                    continue
+                known = _classify(key.lower())
+                if known[2]:
+                    self.issue(lineno, "typo", f"{_text(key)!r} read as {known[1]!r}")
+                self.field(lineno, known[0], known[1], key, line[sep + 1 :].lstrip(_WS))
 
     def missing_colon(self, lineno: int, line: str) -> None:
         """Google accepts whitespace for a missing colon when the line has exactly two words."""

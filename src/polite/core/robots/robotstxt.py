@@ -11,6 +11,7 @@ from functools import partial
 from itertools import chain
 from operator import attrgetter
 
+from polite.core._steps import STEP, Steps, finish
 from polite.core.robots._held import distinct_bytes, held_bytes, rows_bytes
 from polite.core.robots.matcher import KEPT_MEMBERS, PathIndex, wildcard_regex
 from polite.core.robots.model import (
@@ -393,20 +394,28 @@ class RobotsTxt:
         return self._allowance
 
     def view(self, kind: str, agent: str,
-             build: Callable[[list[Group]], tuple[object, int, tuple[PathIndex, ...]]],
+             build: Callable[[list[Group]], Steps[tuple[object, int, tuple[PathIndex, ...]]]],
              *, ip: str | None = None) -> object:
         """What ``build`` makes of the groups ``agent`` selects, built once and shared by
         every agent that selects the same groups. ``build`` gives the view, its bytes (what
         it holds besides the parsed file, measured) and the indexes in it that grow as they
-        are used (see :attr:`footprint`); the views of a file are bounded together, the
-        least recently built dropped first, the newest always kept."""
+        are used (see :attr:`footprint`), in steps; the views of a file are bounded
+        together, the least recently built dropped first, the newest always kept."""
+        return finish(self.view_steps(kind, agent, build, ip=ip))
+
+    def view_steps(self, kind: str, agent: str,
+                   build: Callable[[list[Group]],
+                                   Steps[tuple[object, int, tuple[PathIndex, ...]]]],
+                   *, ip: str | None = None) -> Steps[object]:
+        """:meth:`view` in steps (see :mod:`polite.core._steps`)."""
         groups, key = self._selection(agent, ip)
         key = (kind, *key)
         known = self._views.get(key)
         if known is not None:
             return known[0]
-        value, cost, indexes = build(groups)
-        known = self._views.get(key)  # built meanwhile on another thread: one is kept
+        value, cost, indexes = yield from build(groups)
+        # built meanwhile (on another thread, or by other steps): one is kept
+        known = self._views.get(key)
         if known is not None:
             return known[0]
         # the key's tuples (the numbers in them are the groups')
@@ -648,8 +657,18 @@ class RobotsTxt:
             yield block.directives
             yield from self._scoped_directives(block.blocks, agent, ip, path)
 
+    def prepare(self, agent: str, *, ip: str | None = None) -> Steps[None]:
+        """The matcher :meth:`allowed` uses for ``agent`` built, in steps (see
+        :mod:`polite.core._steps`): for a caller that must not wait for a large file's."""
+        if (agent, ip) not in self._cache:
+            yield from self._compile_steps(agent, ip)
+
     def _compile(self, agent: str, ip: str | None) -> _Compiled:
-        compiled = self.view("access", agent, partial(self._build, agent, ip), ip=ip)
+        return finish(self._compile_steps(agent, ip))
+
+    def _compile_steps(self, agent: str, ip: str | None) -> Steps[_Compiled]:
+        compiled = yield from self.view_steps("access", agent, partial(self._build, agent, ip),
+                                              ip=ip)
         assert isinstance(compiled, _Compiled)
         if len(self._cache) >= _MAX_CACHED_AGENTS:
             self._forget_agents()
@@ -659,17 +678,22 @@ class RobotsTxt:
         return compiled
 
     def _build(self, agent: str, ip: str | None, groups: list[Group]
-               ) -> tuple[_Compiled, int, tuple[PathIndex, ...]]:
+               ) -> Steps[tuple[_Compiled, int, tuple[PathIndex, ...]]]:
         """The matcher of ``groups`` (selected by ``agent``, asking from ``ip``), its bytes
-        and its index."""
+        and its index, in steps."""
         dialect = self._body.dialect
         denied_by = None
         if dialect is Dialect.REGP and groups:
             denied_by = _ip_decision(groups[0].ip_rules, ip)
         rules = self._select_rules(agent, ip, groups)
+        large = len(rules) > STEP  # a pause between the parts of a large matcher's work
+        if large:
+            yield
         entries: list[tuple[str, int, int]] = []
         allow: list[bool] = []
         for i, (rule_allow, line, value) in enumerate(rules):
+            if i and not i % STEP:
+                yield
             allow.append(rule_allow)
             path = pattern_path(dialect, value)
             if dialect is Dialect.KOSTER1996:
@@ -686,7 +710,9 @@ class RobotsTxt:
                     if slash >= 0 and path.startswith("/index.htm", slash):
                         short = path[: slash + 1] + "$"
                         entries.append((short, 2 * len(short) + 1, i))
-        index = PathIndex(entries, wildcards=dialect is not Dialect.KOSTER1996)
+        index = yield from PathIndex.built(entries, wildcards=dialect is not Dialect.KOSTER1996)
+        if large:
+            yield
         always = dialect is not Dialect.GOOGLE
         check: Callable[[str], bool]
         if denied_by is None and not entries:
@@ -700,8 +726,12 @@ class RobotsTxt:
             def check(url: str) -> bool:
                 return always and _is_robots_txt(path_of(url))
 
+        if large:
+            yield
         compiled = _Compiled(index, packed(rules), bytes(allow), denied_by, self._path_of, always,
                              check)
+        if large:
+            yield
         # its rules: a part of the file's packing, else a tuple of the file's own lines, or
         # (merged groups apart in the file) a packing of their own
         rules_bytes = sys.getsizeof(compiled.rules)

@@ -25,6 +25,7 @@ from itertools import accumulate
 from urllib.parse import urlsplit
 
 from polite.core._documents import read_json
+from polite.core._steps import STEP, Steps, finish
 from polite.core.robots._held import held_bytes
 from polite.core.robots.matcher import PathIndex, matches
 from polite.core.robots.meta import meta_contents, x_robots_values
@@ -55,12 +56,17 @@ __all__ = [
     "from_html",
     "from_robots",
     "from_tdmrep",
+    "prepare_usage",
     "purpose_field",
     "purpose_json",
     "read_tdmrep",
+    "read_tdmrep_steps",
     "robots_rules",
     "rsl_licenses",
 ]
+
+# A file this large has a step of its own for what reads every field (its License lines).
+_LARGE_BYTES = 16 * 1024
 
 # tdmrep.json files list a handful of locations; anything larger is refused unread.
 MAX_TDMREP_BYTES = 512 * 1024
@@ -287,24 +293,49 @@ class _Patterns:
     __slots__ = ("by_length", "ends", "index", "places", "reverse", "starts", "text",
                  "wildcards")
 
-    def __init__(self, patterns: list[str], places: list[list[int]], *,
-                 wildcards: bool) -> None:
+    by_length: dict[int, array[int]]
+    ends: array[int]
+    index: PathIndex
+    places: array[int]
+    reverse: PathIndex | None
+    starts: array[int]
+    text: str
+    wildcards: bool
+
+    @classmethod
+    def built(cls, patterns: list[str], places: list[list[int]], *,
+              wildcards: bool) -> Steps[_Patterns]:
+        """The patterns compiled, in steps (see :mod:`polite.core._steps`)."""
+        self = cls.__new__(cls)
         self.wildcards = wildcards
         n = len(patterns)
+        large = n > STEP
         self.text = "".join(patterns)  # the patterns, in one string
         self.ends = array("I", accumulate(map(len, patterns)))
         # the places of pattern i's lines are places[starts[i]:starts[i + 1]]
         self.places = array("I", (p for found in places for p in found))
         self.starts = array("I", accumulate(map(len, places), initial=0))
+        if large:
+            yield
         by_length: dict[int, list[int]] = {}
         for i, pattern in enumerate(patterns):
             by_length.setdefault(len(pattern), []).append(i)
         self.by_length = {k: array("I", v) for k, v in by_length.items() if len(v) > 1}
-        self.index = PathIndex([(p, len(p) * n + i, i) for i, p in enumerate(patterns)],
-                               wildcards=wildcards)
-        self.reverse = None if not self.by_length else PathIndex(
-            [(p, len(p) * n + n - 1 - i, i) for i, p in enumerate(patterns)],
-            wildcards=wildcards)
+        if large:
+            yield
+        entries = [(p, len(p) * n + i, i) for i, p in enumerate(patterns)]
+        if large:
+            yield
+        self.index = yield from PathIndex.built(entries, wildcards=wildcards)
+        self.reverse = None
+        if self.by_length:
+            if large:
+                yield
+            entries = [(p, len(p) * n + n - 1 - i, i) for i, p in enumerate(patterns)]
+            if large:
+                yield
+            self.reverse = yield from PathIndex.built(entries, wildcards=wildcards)
+        return self
 
     def held_bytes(self) -> int:
         """The bytes the patterns hold with their indexes as built."""
@@ -353,23 +384,31 @@ class _UsageView:
 
 
 def _usage_view(dialect: Dialect, groups: list[Group]
-                ) -> tuple[_UsageView, int, tuple[PathIndex, ...]]:
+                ) -> Steps[tuple[_UsageView, int, tuple[PathIndex, ...]]]:
     """The Content-Usage and Content-Signal lines of ``groups``, by field, compiled; its
-    bytes and its indexes (see :meth:`RobotsTxt.view`)."""
+    bytes and its indexes (see :meth:`RobotsTxt.view`), in steps."""
     # field -> pattern (the path as the dialect reads it) -> places, in file order
     found: dict[str, dict[str, list[int]]] = {}
     place = 0
     for group in groups:
         for key, _, text in fields_of(group.directives):
+            if place and not place % STEP:
+                yield
             if key in _RULE_KEYS:
                 pattern = pattern_path(dialect, rule_path(text).encode("utf-8")
                                        .decode("latin-1"))
                 found.setdefault(key, {}).setdefault(pattern, []).append(place)
             place += 1
     wildcards = dialect is not Dialect.KOSTER1996
-    patterns = {key: _Patterns(list(by_pattern), list(by_pattern.values()),
-                               wildcards=wildcards)
-                for key in _RULE_KEYS if (by_pattern := found.get(key)) is not None}
+    patterns: dict[str, _Patterns] = {}
+    for key in _RULE_KEYS:
+        by_pattern = found.get(key)
+        if by_pattern is not None:
+            patterns[key] = yield from _Patterns.built(list(by_pattern),
+                                                       list(by_pattern.values()),
+                                                       wildcards=wildcards)
+    if place > STEP:
+        yield
     view = _UsageView(groups, patterns)
     size = sys.getsizeof
     held = (size(view) + size(view.directives) + size(view.offsets) + size(patterns)
@@ -385,6 +424,20 @@ def states_preferences(robots: RobotsTxt) -> bool:
                for directives in (robots.global_directives,
                                   *(g.directives for g in robots.groups))
                for key, _, _ in fields_of(directives))
+
+
+def prepare_usage(robots: RobotsTxt, agent: str) -> Steps[None]:
+    """What :func:`from_robots` reads for ``agent`` (its access matcher, its AI-usage
+    lines compiled) built, in steps (see :mod:`polite.core._steps`): for a caller that must
+    not wait for a large file's."""
+    yield from robots.prepare(agent)
+    view = yield from robots.view_steps("usage", agent, partial(_usage_view, robots.dialect))
+    assert isinstance(view, _UsageView)
+    for patterns in view.patterns.values():  # what a first lookup would build
+        yield from patterns.index.searched()
+        if patterns.reverse is not None:
+            yield from patterns.reverse.searched()
+    yield from robots.view_steps("licenses", agent, partial(_licenses_view, robots))
 
 
 def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURRENT
@@ -422,9 +475,12 @@ def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURR
 
 
 def _licenses_view(robots: RobotsTxt, groups: list[Group]
-                   ) -> tuple[tuple[tuple[str, ...], tuple[str, ...]], int,
-                              tuple[PathIndex, ...]]:
-    """:func:`rsl_licenses` as a view (the same for every agent: License is global)."""
+                   ) -> Steps[tuple[tuple[tuple[str, ...], tuple[str, ...]], int,
+                                    tuple[PathIndex, ...]]]:
+    """:func:`rsl_licenses` as a view (the same for every agent: License is global), a
+    step of its own (it reads every field of the file) in a large one."""
+    if robots.size >= _LARGE_BYTES:
+        yield
     found = rsl_licenses(robots)
     return found, held_bytes(found), ()
 
@@ -575,19 +631,12 @@ class TdmRep:
     __slots__ = ("_entries", "_index", "_problem", "_skipped")
 
     def __init__(self, entries: list[tuple[int, str, object, object]], skipped: list[int],
-                 problem: str | None = None) -> None:
+                 problem: str | None = None, *, index: PathIndex | None = None) -> None:
         self._entries = tuple(entries)  # (entry number, location, reservation, policy)
         self._skipped = tuple(skipped)  # entry numbers without a location
         self._problem = problem
-        patterns = []
-        for _, location, _, _ in entries:
-            if not location.startswith("/"):
-                location = "/" + location
-            patterns.append(pattern_path(Dialect.RFC9309,
-                                         location.encode("utf-8").decode("latin-1")))
-        # The first entry that matches decides: the earlier, the higher its rank.
-        n = len(patterns)
-        self._index = PathIndex([(p, n - k, k) for k, p in enumerate(patterns)])
+        # ``index``: the locations' (_locations), when built in steps
+        self._index = index if index is not None else finish(_locations(entries))
 
     def preferences(self, url: str) -> Preferences:
         """The preferences the file states for ``url`` (see :func:`from_tdmrep`)."""
@@ -622,10 +671,34 @@ class TdmRep:
         return Preferences((source,), tuple(issues), licenses)
 
 
+def _locations(entries: list[tuple[int, str, object, object]]) -> Steps[PathIndex]:
+    """The index of the entries' locations (robots.txt wildcards), in steps."""
+    patterns = []
+    for count, (_, location, _, _) in enumerate(entries, 1):
+        if not count % STEP:
+            yield
+        if not location.startswith("/"):
+            location = "/" + location
+        patterns.append(pattern_path(Dialect.RFC9309,
+                                     location.encode("utf-8").decode("latin-1")))
+    # The first entry that matches decides: the earlier, the higher its rank.
+    n = len(patterns)
+    ranked = [(p, n - k, k) for k, p in enumerate(patterns)]
+    if n > STEP:
+        yield
+    return (yield from PathIndex.built(ranked))
+
+
 def read_tdmrep(body: str | bytes) -> TdmRep:
     """``/.well-known/tdmrep.json`` read and compiled, for :func:`from_tdmrep` to answer
     many URLs. A file that is not a JSON array, and entries that are not readable, are
     reported (for every URL asked about), never raised."""
+    return finish(read_tdmrep_steps(body))
+
+
+def read_tdmrep_steps(body: str | bytes) -> Steps[TdmRep]:
+    """:func:`read_tdmrep` in steps (see :mod:`polite.core._steps`): a file of thousands
+    of wildcard locations takes a tenth of a second to compile."""
     where = TDMREP_PATH
     try:
         data = read_json(body, max_bytes=MAX_TDMREP_BYTES)
@@ -633,15 +706,19 @@ def read_tdmrep(body: str | bytes) -> TdmRep:
         return TdmRep([], [], f"{where}: {exc}; ignored")
     if not isinstance(data, list):
         return TdmRep([], [], f"{where}: not a JSON array; ignored")
+    yield
     entries: list[tuple[int, str, object, object]] = []
     skipped: list[int] = []
     for i, entry in enumerate(data, 1):
+        if not i % STEP:
+            yield
         if not isinstance(entry, dict) or not isinstance(entry.get("location"), str):
             skipped.append(i)
         else:
             entries.append((i, entry["location"], entry.get("tdm-reservation"),
                             entry.get("tdm-policy")))
-    return TdmRep(entries, skipped)
+    index = yield from _locations(entries)
+    return TdmRep(entries, skipped, index=index)
 
 
 def from_tdmrep(body: str | bytes | TdmRep, url: str) -> Preferences:

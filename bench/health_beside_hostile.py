@@ -1,0 +1,252 @@
+"""``GET /health`` of ``polite serve`` while a hostile robots.txt is worked on, quiet and loaded.
+
+Each round starts ``polite serve`` (memory store, ``--allow-private``) beside a loopback
+origin whose robots.txt is ``User-agent: *``, ``Allow: /`` and 14,000 lines
+``Content-Usage: /*x{n}*y train-ai=n`` (507 KB), then:
+
+* sends one ``POST /politeness/verbose?purpose=train-ai`` of 50 URLs of that origin (the
+  file fetched, parsed, its matcher and AI-usage rules built, 50 lookups) and asks
+  ``GET /health`` again and again until it is answered: the call's time, and /health's
+  median and slowest answer meanwhile;
+* then sends ``--proxied`` requests through the proxy with ``X-Polite-Purpose: train-ai``
+  (each refused, the file being known): their median time.
+
+``--busy N`` keeps N processes ``python3 -c 'while True: pass'`` running through the rounds
+(the machine's two cores shared with them). ``--base DIR`` runs a second tree's ``src``
+(``git worktree add --detach DIR main``) in alternate rounds, the same figures printed for
+each. Run: ``.venv/bin/python bench/health_beside_hostile.py [--rounds 3] [--busy 2]
+[--base DIR]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+HOST = "127.74.14.1"
+HOSTILE = ("User-agent: *\nAllow: /\n" + "".join(f"Content-Usage: /*x{n}*y train-ai=n\n"
+                                                  for n in range(14_000))).encode()
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def origin() -> int:
+    """A listening port on HOST answering robots.txt with HOSTILE, any other path with a
+    small page, on an event loop of its own thread."""
+    loop = asyncio.new_event_loop()
+    ports: list[int] = []
+    ready = threading.Event()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                request = await reader.readuntil(b"\r\n\r\n")
+                body = HOSTILE if request.startswith(b"GET /robots.txt") else b"page\n"
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                             b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+            writer.close()
+
+    async def start() -> None:
+        server = await asyncio.start_server(handle, HOST, 0)
+        ports.append(server.sockets[0].getsockname()[1])
+        ready.set()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(start())
+        loop.run_forever()
+
+    threading.Thread(target=run, daemon=True).start()
+    ready.wait(30)
+    return ports[0]
+
+
+def cpu_s(pid: int) -> float:
+    """The CPU time (user + system) process ``pid`` has used (Linux: /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def one_round(src: Path, proxied: int) -> dict[str, float]:
+    port = free_port()
+    site = origin()  # a new origin a round: its robots.txt is fetched afresh
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    command = [sys.executable, "-m", "polite", "serve", "--port", str(port), "--store",
+               "memory://", "--allow-private", "--default-delay-ms", "0"]
+    with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                          env=env) as proc, \
+            httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False,
+                         timeout=600) as api:
+        try:
+            for _ in range(300):
+                try:
+                    if api.get("/health").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    time.sleep(0.1)
+            urls = [f"http://{HOST}:{site}/page{n}x{n}y" for n in range(0, 14_000, 280)]
+            done = threading.Event()
+            took: list[float] = []
+
+            def verbose() -> None:
+                t = time.perf_counter()
+                with httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False,
+                                  timeout=600) as client:
+                    client.post("/politeness/verbose", json=urls,
+                                params={"purpose": "train-ai"})
+                took.append(time.perf_counter() - t)
+                done.set()
+
+            call_cpu = cpu_s(proc.pid)
+            threading.Thread(target=verbose, daemon=True).start()
+            health: list[float] = []
+            while not done.is_set():
+                t = time.perf_counter()
+                api.get("/health")
+                health.append(time.perf_counter() - t)
+            done.wait()
+            call_cpu = cpu_s(proc.pid) - call_cpu
+            times: list[float] = []
+            statuses: set[int] = set()
+            with httpx.Client(proxy=f"http://127.0.0.1:{port}", trust_env=False,
+                              timeout=60, headers={"X-Polite-Purpose": "train-ai"}) as through:
+                proxied_cpu = cpu_s(proc.pid)
+                for n in range(proxied):
+                    t = time.perf_counter()
+                    got = through.get(f"http://{HOST}:{site}/page{n * 280}x{n * 280}y")
+                    statuses.add(got.status_code)
+                    times.append(time.perf_counter() - t)
+                proxied_cpu = cpu_s(proc.pid) - proxied_cpu
+        finally:
+            proc.terminate()
+            proc.wait(10)
+    return {"call_s": took[0], "call_cpu_s": call_cpu, "health_n": len(health),
+            "health_median_ms": statistics.median(health) * 1000,
+            "health_worst_ms": max(health) * 1000,
+            "proxied_median_ms": statistics.median(times) * 1000 if times else 0.0,
+            "proxied_cpu_ms": proxied_cpu * 1000 / max(1, proxied),
+            "proxied_status": min(statuses, default=0)}
+
+
+# Run in a process of its own with a tree's src: the file read from a store (as when another
+# node fetched it) and prepared, then 50 lookups, with a task beside them noting, at each
+# of its turns, the wall-clock time and the process's CPU time (both threads) since its
+# last turn. The CPU time between two turns is the work the loop waited for, whatever
+# else the machine ran meanwhile.
+PROBE = r"""
+import asyncio, json, sys, time
+from polite.clock import WallClock
+from polite.fetch import RobotsFetcher, create_client
+from polite.fetch.robots import robots_usage
+from polite.storage import MemoryStore
+from polite.storage.base import RobotsRecord
+body = sys.stdin.buffer.read()
+ORIGIN = "http://hostile.example"
+async def main():
+    clock = WallClock()
+    store = MemoryStore(clock)
+    await store.save_robots(RobotsRecord(ORIGIN, "parsed", 200, body, clock(), clock() + 3600))
+    gaps = []
+    done = False
+    async def beside():
+        last = (time.perf_counter(), time.process_time())
+        while not done:
+            await asyncio.sleep(0)
+            now = (time.perf_counter(), time.process_time())
+            gaps.append((now[0] - last[0], now[1] - last[1]))
+            last = now
+    async with create_client() as client:
+        robots = RobotsFetcher(client, store, clock, agent="politetest")
+        task = asyncio.create_task(beside())
+        started = time.process_time()
+        state, _ = await robots.known(ORIGIN)
+        urls = [f"{ORIGIN}/page{n}x{n}y" for n in range(0, 14_000, 280)]
+        await robots_usage(state.robots, urls, "politetest")
+        cpu = time.process_time() - started
+        done = True
+        await task
+    wall = sorted(g[0] for g in gaps)
+    held = sorted(g[1] for g in gaps)
+    print(json.dumps({"turns": len(gaps), "cpu_s": cpu, "wall_worst_ms": wall[-1] * 1000,
+                      "cpu_worst_ms": held[-1] * 1000,
+                      "cpu_p99_ms": held[int(len(held) * 0.99)] * 1000}))
+asyncio.run(main())
+"""
+
+
+def probe_round(src: Path) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    out = subprocess.run([sys.executable, "-c", PROBE], input=HOSTILE, env=env,
+                         capture_output=True, check=True).stdout
+    found: dict[str, float] = json.loads(out)
+    return found
+
+
+def main() -> int:
+    options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    options.add_argument("--rounds", type=int, default=3)
+    options.add_argument("--busy", type=int, default=0,
+                         help="processes spinning on a core meanwhile")
+    options.add_argument("--proxied", type=int, default=50)
+    options.add_argument("--base", type=Path, default=None,
+                         help="another tree, run in alternate rounds (its src)")
+    args = options.parse_args()
+    trees = {"this tree": SRC}
+    if args.base is not None:
+        trees = {"base": args.base.resolve() / "src", **trees}
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(args.busy)]
+    found: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
+    probed: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
+    try:
+        for _ in range(args.rounds):
+            for name, src in trees.items():
+                found[name].append(one_round(src, args.proxied))
+                probed[name].append(probe_round(src))
+    finally:
+        for spinner in busy:
+            spinner.kill()
+            spinner.wait()
+    load = os.getloadavg()[0]
+    print(f"{args.rounds} rounds, {args.busy} busy processes, load average {load:.1f}")
+    print("tree | verbose call s | its CPU s (service, /health's included) | /health answers | "
+          "/health median ms | /health worst ms | proxied median ms | its CPU ms | status")
+    for name, rounds in found.items():
+        def col(key: str, digits: int, rounds: list[dict[str, float]] = rounds) -> str:
+            return ", ".join(f"{r[key]:.{digits}f}" for r in rounds)
+        print(f"{name} | {col('call_s', 2)} | {col('call_cpu_s', 2)} | {col('health_n', 0)} | "
+              f"{col('health_median_ms', 1)} | {col('health_worst_ms', 0)} | "
+              f"{col('proxied_median_ms', 1)} | {col('proxied_cpu_ms', 1)} | "
+              f"{col('proxied_status', 0)}")
+    print("\nin one process: the file read from a store and prepared, then 50 lookups, "
+          "a task beside them")
+    print("tree | its turns | CPU s in all | most CPU ms between two turns | 99th "
+          "percentile | most wall-clock ms between two turns")
+    for name, rounds in probed.items():
+        def cell(key: str, digits: int, rounds: list[dict[str, float]] = rounds) -> str:
+            return ", ".join(f"{r[key]:.{digits}f}" for r in rounds)
+        print(f"{name} | {cell('turns', 0)} | {cell('cpu_s', 2)} | {cell('cpu_worst_ms', 1)} | "
+              f"{cell('cpu_p99_ms', 1)} | {cell('wall_worst_ms', 0)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

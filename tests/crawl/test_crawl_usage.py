@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from polite.core.robots.lifecycle import RobotsState
 from polite.crawl import CrawlSettings
 from polite.errors import SettingError
+from polite.fetch.politeness import Politeness
 from tests.crawl.test_crawl_farm import HTML, crawl, page, records
 from tests.sites import Reply, Site, serve
 
@@ -177,3 +179,28 @@ def test_the_summary_counts_pages_kept_and_refused_by_purpose(
     # still holds: no count called "queued" that the frontier contradicts
     assert summary["added"] == 4 and summary["frontier"]["queued"] == 0
     assert "queued" not in {k for k in summary if k != "frontier"}
+
+
+def test_a_page_reads_the_robots_state_its_check_was_made_with(
+        usage_farm: dict[str, Site], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page's AI-usage preferences come from the robots.txt state its slot was granted
+    under, not from a second lookup of the state after its answer (one a page before)."""
+    asked: list[str] = []
+    looked_up = Politeness.robots_state
+
+    async def counted(self: Politeness, url: str) -> RobotsState:
+        asked.append(url)
+        return await looked_up(self, url)
+
+    monkeypatch.setattr(Politeness, "robots_state", counted)
+    site = usage_farm["robots"]
+    crawl(tmp_path, [site.origin + "/"])
+    rows = {r["url"]: r for r in records(tmp_path)}
+    fetched = [url for url, row in rows.items() if row["outcome"] == "fetched"
+               and row.get("kind") is None]
+    assert sorted(fetched) == sorted(site.origin + p for p in TRUTH["robots"])
+    # the host's set-up reads it; no page does again
+    assert asked == [site.origin + "/"]
+    # ... and each page's preferences still name its robots.txt line
+    assert "train-ai=n" in json.dumps(rows[site.origin + "/plain"]["usage"])
+    assert "train-ai=y" in json.dumps(rows[site.origin + "/ai-ok/a"]["usage"])

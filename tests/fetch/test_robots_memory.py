@@ -19,6 +19,7 @@ import pytest
 from polite.clock import WallClock
 from polite.core.robots.lifecycle import Parsed
 from polite.fetch import RobotsFetcher
+from polite.fetch import robots as robots_module
 from polite.fetch.politeness import Politeness
 from polite.storage import MemoryStore
 from polite.storage.base import RobotsRecord
@@ -102,3 +103,33 @@ async def test_a_fetched_file_counts_toward_the_budget(client: httpx.AsyncClient
         state = await robots.state(site.origin + "/p7/ax7")
         assert isinstance(state, Parsed) and robots.memory_bytes >= state.robots.footprint
         assert state.robots.footprint > len(LARGE)
+
+
+async def test_a_state_in_use_is_measured_now_and_then(client: httpx.AsyncClient,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A crawl uses its hosts' states for every page: each use measured the file's bytes
+    again; now every MEASURE_EVERY-th use does, and what lookups grew is charged then."""
+    clock = WallClock()
+    store = MemoryStore(clock)
+    origin = "http://measured.example"
+    await store.save_robots(RobotsRecord(origin, "parsed", 200, HOSTILE, clock(),
+                                         clock() + 3600))
+    robots = RobotsFetcher(client, store, clock, agent="politetest", allow_private=True)
+    assert await robots.known(origin) is not None
+    state = robots.fresh(origin)
+    assert isinstance(state, Parsed)
+    measured: list[int] = []
+    footprint = type(state.robots).footprint
+
+    def counted(self: object) -> int:
+        measured.append(1)
+        return footprint.fget(self)  # type: ignore[attr-defined,no-any-return]
+
+    monkeypatch.setattr(type(state.robots), "footprint", property(counted))
+    for i in range(4 * robots_module.MEASURE_EVERY):
+        assert robots.fresh(origin) is state
+        state.robots.allowed(f"{origin}/p{i}/ax{i}", "politetest")  # grows its matcher
+    assert 1 <= len(measured) <= 4
+    for _ in range(robots_module.MEASURE_EVERY + 1):
+        robots.fresh(origin)
+    assert robots.memory_bytes == robots_module._cost(state, HOSTILE)

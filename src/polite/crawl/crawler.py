@@ -795,7 +795,7 @@ class Crawler:
         # or however else the request ends: forgotten, it would keep the host from every
         # worker until it ran out.
         async with self._politeness.lease(found, self._lease_s) as lease:
-            return await self._fetch(item, lease, found.grant)
+            return await self._fetch(item, lease, found.grant, found.robots)
 
     # -- a host's guidance ------------------------------------------------------------------
 
@@ -872,11 +872,13 @@ class Crawler:
         return None
 
     async def _usage(self, item: FrontierItem, got: FetchResult, text: str | None,
-                     content_type: str) -> Preferences:
-        """The page's AI-usage preferences: its robots.txt group, its headers, its META
-        tags and its host's tdmrep.json."""
+                     content_type: str, robots: RobotsState | None = None) -> Preferences:
+        """The page's AI-usage preferences: its robots.txt group (``robots``: the state its
+        request was allowed under, else the one in force), its headers, its META tags and
+        its host's tdmrep.json."""
         agent = self.settings.agent
-        robots = await self._politeness.robots_state(item.url)
+        if robots is None:
+            robots = await self._politeness.robots_state(item.url)
         parts = [from_headers(got.raw_headers, agent, content_type=content_type)]
         if isinstance(robots, Parsed):
             parts.append(from_robots(robots.robots, item.url, agent))
@@ -939,8 +941,8 @@ class Crawler:
         and pages alike: the User-Agent and the site's REGP guidance."""
         return self._pages.headers(host, self._user_agent)
 
-    async def _fetch(self, item: FrontierItem, lease: HostLease, grant: int = 0
-                     ) -> float | None:
+    async def _fetch(self, item: FrontierItem, lease: HostLease, grant: int = 0,
+                     robots: RobotsState | None = None) -> float | None:
         settings = self.settings
         headers = self._request_headers(item.host)
         fetched_at = self._clock()
@@ -1015,7 +1017,7 @@ class Crawler:
             found = self._redirect(item, location, record)
             redirect = bool(found)
         elif 200 <= status < 300:
-            plan, found = await self._page(item, got, record)
+            plan, found = await self._page(item, got, record, robots)
             keep = plan.keep
             usage_meta = record.get("usage")
             if settings.revisit:
@@ -1111,8 +1113,9 @@ class Crawler:
                              item.srcloc, item.page_type, item.changefreq, item.lastmod,
                              item.hops + 1)]
 
-    async def _page(self, item: FrontierItem, got: FetchResult,
-                    record: dict[str, Any]) -> tuple[PagePlan, list[FrontierItem]]:
+    async def _page(self, item: FrontierItem, got: FetchResult, record: dict[str, Any],
+                    robots: RobotsState | None = None
+                    ) -> tuple[PagePlan, list[FrontierItem]]:
         """The page's links to follow, as its robots directives and its sitemap type allow
         (and those its hook returned), for the caller to queue."""
         agent = self.settings.agent
@@ -1136,7 +1139,7 @@ class Crawler:
         plan = page_plan(directives, item.page_type)
         if not plan.keep:
             record["noindex"] = True
-        usage = await self._usage(item, got, text, content_type)
+        usage = await self._usage(item, got, text, content_type, robots)
         if usage.sources or usage.issues or usage.licenses:
             record["usage"] = usage.to_json()
         purpose = self.settings.purpose

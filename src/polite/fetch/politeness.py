@@ -92,6 +92,9 @@ class Answer(NamedTuple):
     # the client (:meth:`Politeness.late_start`), which holds it back when the host's slot
     # has been given again before it could leave. 0: none given, or no spacing to keep.
     grant: int = 0
+    # The robots.txt state the URL was judged under (``reserve`` only): what the caller
+    # may read of the file for the request it makes without asking for the state again.
+    robots: RobotsState | None = None
 
     @property
     def allowed(self) -> bool:
@@ -419,7 +422,8 @@ class Politeness:
                 decision = claimed(allowed, claim, position)
                 grant = self.grants.give(host, asked) if reserve \
                     and type(decision) is Allowed and decision.interval_s > 0 else 0
-                answers[index] = Answer(url, decision, claim.now, origin in cut, grant)
+                answers[index] = Answer(url, decision, claim.now, origin in cut, grant,
+                                        states[origin] if reserve else None)
         if None in answers:
             raise AssertionError("a URL was left without an answer")
         return answers  # type: ignore[return-value]
@@ -477,7 +481,7 @@ class Politeness:
         granted = claimed(decision, claim)
         grant = self.grants.give(host, asked) if reserve and type(granted) is Allowed \
             and granted.interval_s > 0 else 0
-        return Answer(url, granted, claim.now, cut, grant)
+        return Answer(url, granted, claim.now, cut, grant, state if reserve else None)
 
     def _note_state(self, origin: str, state: RobotsState) -> None:
         """The activity told of ``origin``'s robots.txt state, once per state: what tells

@@ -377,6 +377,9 @@ def _state_steps(record: RobotsRecord, dialect: str, max_bytes: int) -> Steps[Ro
                        record.status)
 
 
+MEASURE_EVERY = 16  # a state in memory has its bytes counted again at every 16th use
+
+
 def _expires_at(state: RobotsState) -> float:
     return state.retry_at if isinstance(state, DisallowAll) else state.expires_at
 
@@ -414,8 +417,9 @@ class RobotsFetcher:
         self._allow_private = allow_private
         self._dialect = dialect
         self._timeout = timeout
-        # origin -> (state, body, bytes charged), least recently used first
-        self._states: dict[str, tuple[RobotsState, bytes, int]] = {}
+        # origin -> (state, body, bytes charged as last measured, uses since), least
+        # recently used first
+        self._states: dict[str, tuple[RobotsState, bytes, int, int]] = {}
         self._max_in_memory = max(1, max_in_memory)
         self._max_memory_bytes = max_memory_bytes
         self.memory_bytes = 0  # what the states in memory hold (measured), in all
@@ -433,18 +437,24 @@ class RobotsFetcher:
         while self._states and (len(self._states) >= self._max_in_memory
                                 or self.memory_bytes + cost > self._max_memory_bytes):
             self.memory_bytes -= self._states.pop(next(iter(self._states)))[2]
-        self._states[origin] = (state, body, cost)
+        self._states[origin] = (state, body, cost, 0)
         self.memory_bytes += cost
 
     def _used(self, origin: str) -> tuple[RobotsState, bytes] | None:
-        """The state of ``origin`` in memory, made the most recently used, its bytes counted
-        again (matchers built since it came may have grown it)."""
-        known = self._states.get(origin)
+        """The state of ``origin`` in memory, made the most recently used; its bytes are
+        counted again at every :data:`MEASURE_EVERY`-th use (the matchers and lookups since
+        may have grown it, by a bounded amount a lookup: measuring is not free, and a crawl
+        uses a host's state for each of its pages)."""
+        states = self._states
+        known = states.get(origin)
         if known is None:
             return None
-        state, body, cost = known
-        if next(reversed(self._states)) != origin or _cost(state, body) != cost:
+        state, body, cost, uses = known
+        if uses >= MEASURE_EVERY:
             self._remember(origin, (state, body))
+        else:
+            del states[origin]
+            states[origin] = (state, body, cost, uses + 1)
         return state, body
 
     def fresh(self, origin: str) -> RobotsState | None:

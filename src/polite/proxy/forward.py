@@ -307,8 +307,12 @@ class Forwarding(ProxyBase):
         out_headers = _forwardable(response.headers)
         out_headers.append((b"via", _VIA))
         if asked_purpose(request, self.settings.purpose) is not None:
-            out_headers = await with_usage(self._politeness, self.settings.purpose, request,
-                                           exchange.url, out_headers)
+            try:
+                out_headers = await with_usage(self._politeness, self.settings.purpose,
+                                               request, exchange.url, out_headers)
+            except BaseException:  # cancelled: the origin's connection is not the pool's
+                upstream.close()
+                raise
         keep = request.keep_alive and request.version == "1.1"
         chunked = False
         if response.framing in ("chunked", "close"):
@@ -358,6 +362,9 @@ class Forwarding(ProxyBase):
             upstream.close()
             self.stats["errors"] += 1
             return False  # the status line is out; all we can do is cut the connection
+        except BaseException:  # the client went (or the task was cancelled) mid-body
+            upstream.close()
+            raise
         self._release(exchange.key, upstream, response)
         if cache is not None:
             if body is not None:

@@ -257,14 +257,18 @@ class Transaction:
         try:
             self._db.execute("COMMIT")
         except sqlite3.Error:
-            self._tell(False)
-            # a commit that failed (a full disk) may leave the transaction open: ended
-            # here, so that the next BEGIN starts afresh
-            if self._db.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    self._db.execute("ROLLBACK")
+            self._failed()
             raise
         self._tell(True)
+
+    def _failed(self) -> None:
+        """A commit, or what was written just before it, failed (a full disk): listeners
+        are told, and the transaction it may leave open is ended so that the next BEGIN
+        starts afresh."""
+        self._tell(False)
+        if self._db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
 
     def hold(self, on_begin: Callable[[], object] | None = None) -> None:
         """From now on the outermost blocks join one transaction until :meth:`commit`;
@@ -293,10 +297,7 @@ class Transaction:
             for write in self._before_commit:
                 write()
         except sqlite3.Error:
-            self._tell(False)
-            if self._db.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    self._db.execute("ROLLBACK")
+            self._failed()
             raise
         self._held = hold
         if self._db.in_transaction:

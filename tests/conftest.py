@@ -8,6 +8,7 @@ import os
 import random
 import resource
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -173,6 +174,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # A run a non-interactive shell started in the background (`make test &` in a script)
+    # has SIGINT ignored, and so would every command the tests start, which then never
+    # sees the Ctrl-C the tests of interrupted commands send: they get it as a terminal
+    # gives it.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if config.getoption("leaks"):
         config.pluginmanager.register(_LeakCheck(config.getoption("leak_frames")),
                                       "polite-leak-check")

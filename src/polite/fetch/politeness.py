@@ -253,6 +253,9 @@ class Politeness:
         # done once it answers again (end_kept), tried again meanwhile by one task
         self._kept: dict[str, float] = {}
         self._retrying: asyncio.Future[None] | None = None
+        # origin -> the slot its robots.txt was last read in (robots_uses_slot), numbered as
+        # Grants numbers it, and until when a stale copy waits for a page (robots_state)
+        self._robots_turns: dict[str, tuple[int, float]] = {}
 
     @property
     def default_delay_s(self) -> float:
@@ -276,11 +279,12 @@ class Politeness:
         the policy's ``robots_uses_slot``, fetching it takes the host's slot, as a page
         would: the spacing runs from that request too, or the first page would follow it
         at once (seed 000, 5); read again once stale, it waits for the slot as a page does
-        (the copy known meanwhile in force)."""
+        (the copy known meanwhile in force), and never takes two of the host's slots in a
+        row: a page has the next one after it."""
         if not self.policy.robots_uses_slot:
             async with self._robots_slots:
                 return await self._robots.state(url)
-        origin = split_origin(url)[0]
+        origin, host = split_origin(url)
         before = self._robots.fresh(origin)
         if before is not None:
             return before
@@ -289,12 +293,18 @@ class Politeness:
         if known is not None and self._robots.fresh(origin) is None:
             # A copy read before and now stale: the host's slot may be running from a page
             # that just went, so the file is asked for again in a slot of its own, as any
-            # request; until the slot is free, the copy known stays in force.
+            # request; until the slot is free, the copy known stays in force. So does it
+            # when the host's last slot was robots.txt's own: a copy that goes stale within
+            # one delay of its read (no-cache, read again after a minute, and a Crawl-delay
+            # of a minute) would otherwise be read again in every slot, and no page ever go.
+            if self._page_owed(origin, host):
+                return known[0]
             asked = time.monotonic()
             (turn,) = await self._answer([target], True, self.agent, None,
                                          {origin: known[0]}, obey_rules=False)
             if not turn.allowed:
                 return known[0]
+            self._robots_turn(origin, turn)
             async with self._robots_slots:
                 state = await self._robots.state(url)
             # the spacing runs from when its answer was in, as from a first read's
@@ -303,8 +313,35 @@ class Politeness:
         async with self._robots_slots:
             state = await self._robots.state(url)
         if known is None or state is not known[0]:  # not what was known: it was asked for
-            await self._answer([target], True, self.agent, None, {origin: state})
+            (turn,) = await self._answer([target], True, self.agent, None, {origin: state})
+            self._robots_turn(origin, turn)
         return state
+
+    def _robots_turn(self, origin: str, turn: Answer) -> None:
+        """``origin``'s robots.txt was read in the slot ``turn`` gave (robots_uses_slot):
+        the next slot of its host goes to a page, its copy in force meanwhile however stale,
+        until two of the host's delays have passed (a page refused by the copy takes no
+        slot, and must not keep the copy in force for ever)."""
+        decision = turn.decision
+        if not turn.grant or type(decision) is not Allowed:
+            return  # no spacing to keep: no slot for a page to be starved of
+        turns = self._robots_turns
+        turns.pop(origin, None)
+        turns[origin] = (turn.grant, self._clock() + 2 * decision.interval_s)
+        if len(turns) > MAX_GRANTS:
+            del turns[next(iter(turns))]
+
+    def _page_owed(self, origin: str, host: str) -> bool:
+        """Whether the last slot of ``host`` went to ``origin``'s robots.txt, no page has
+        had one since, and not so long ago that none will (:meth:`_robots_turn`)."""
+        turn = self._robots_turns.get(origin)
+        if turn is None:
+            return False
+        grant, until = turn
+        if self.grants.asked_at(host, grant) is not None and self._clock() < until:
+            return True
+        del self._robots_turns[origin]
+        return False
 
     async def check(self, urls: Sequence[str], *, reserve: bool = False,
                     agent: str | None = None, ip: str | None = None,

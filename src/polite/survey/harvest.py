@@ -93,7 +93,8 @@ MAX_SITEMAP_LEVEL = 5
 # to this much; past it the size recorded is a lower bound (a compression bomb stops here).
 _MAX_COUNTED_BYTES = 256 << 20
 # How a request that got no answer is classed.
-_FAILURES = {"timeout": Outcome.TIMEOUT, "dns": Outcome.DNS_ERROR}
+_FAILURES = {"timeout": Outcome.TIMEOUT, "dns": Outcome.DNS_ERROR,
+             "resolver": Outcome.RESOLVER_ERROR}
 # Sitemap parser stops that mean "over a size limit" (seed 004's cityweekend case, bombs).
 _TOO_BIG_STOPS = ("too-large", "huge-markup", "too-many-names")
 # Parser stops that mean the file broke off (cut short, or broken past its start): a
@@ -496,7 +497,8 @@ class Harvester:
         if answer.outcome is Outcome.HTML and not domain.startswith("www."):
             # Seed 004's second step: the www name, when the bare one served a home page.
             second = await self._robots(f"{self._scheme}://www.{domain}/robots.txt")
-            if second.outcome not in (Outcome.DNS_ERROR, Outcome.CONNECTION_ERROR):
+            if second.outcome not in (Outcome.DNS_ERROR, Outcome.RESOLVER_ERROR,
+                                      Outcome.CONNECTION_ERROR):
                 second.redirects = (*answer.redirects, f"www.{domain}", *second.redirects)
                 answer = second
         error = answer.error

@@ -55,9 +55,11 @@ from polite.storage.base import Store
 NO_RULES = AgentRules()  # no robots.txt in force: no fields from the site
 # A host's robots.txt not read yet, as a decision takes it: no rules, the default delays.
 NOT_READ = AllowAll("robots.txt not read yet", 0.0, 0.0)
-# A robots.txt redirect's hop waits this long at most for its turn (a back-off, a Visit-time
-# window): longer, robots.txt is left unread for now (unreachable) rather than held.
-MAX_HOP_WAIT_S = 300.0
+# A robots.txt redirect's hop waits this long at most for its turn: twice the longest
+# Crawl-delay honoured, so that a slot a page took just before is always waited for; a
+# longer wait (a back-off, a Visit-time window) leaves robots.txt unread for now
+# (unreachable, tried again later) rather than holding its callers.
+MAX_HOP_WAIT_S = 2 * MAX_CRAWL_DELAY_S
 __all__ = ["LEASE_S", "Answer", "Grants", "HostLease", "LateStart", "Politeness", "Standing",
            "lease_length_s", "message", "warning"]
 

@@ -97,3 +97,34 @@ def test_a_visit_time_window_hours_away_is_reported_not_waited_for(tmp_path: Pat
     waited = float(error.split("asks to wait ")[1].split(" s")[0])
     assert 3 * 3600 - 120 <= waited <= 3 * 3600 + 5, error
     assert farm.requests("late.politeness.test") == ["/robots.txt"]
+
+
+def test_a_robots_txt_redirect_hop_waits_its_hosts_turn(tmp_path: Path) -> None:
+    """A robots.txt moved to another path of its host: the hop is a request like any other
+    to the host, so it comes the survey's delay after the request it follows, and the
+    host's sitemap the delay after the hop (by the kernel's arrival stamps; followed at
+    once, the hop came a few milliseconds after robots.txt)."""
+    delay_s = 0.5
+    farm = Farm()
+    farm.add("hop.politeness.test", "127.0.31.4", {
+        "/robots.txt": moved("/policies/robots.txt"),
+        "/policies/robots.txt": Page(200, b"User-agent: *\nSitemap: /s.xml\n", TEXT),
+        "/s.xml": Page(200, urlset(["http://hop.politeness.test/a"]))})
+    hosts = tmp_path / "hosts"
+    hosts.write_text(farm.hosts())
+    listing = tmp_path / "top.txt"
+    listing.write_text("hop.politeness.test\n")
+    out = tmp_path / "survey"
+    with farm.running():
+        result = run("survey", str(listing), "--out", str(out), "--hosts", str(hosts),
+                     "--allow-private", "--delay", str(delay_s))
+    assert result.returncode == 0, result.stderr
+    with sqlite3.connect(out / "survey.sqlite") as db:
+        files = dict(db.execute("SELECT uri, downloadinfo FROM sitemaps"))
+    assert files == {"http://hop.politeness.test/s.xml": "ok"}
+    arrivals = sorted((at, path) for at, host, path in farm.arrivals
+                      if host == "hop.politeness.test")
+    assert [path for _, path in arrivals] == ["/robots.txt", "/policies/robots.txt",
+                                             "/s.xml"]
+    gaps = [later - earlier for (earlier, _), (later, _) in itertools.pairwise(arrivals)]
+    assert min(gaps) >= delay_s - 0.01, arrivals

@@ -149,10 +149,20 @@ def test_ctrl_c_stops_the_survey_cleanly_with_exit_130(tmp_path: Path) -> None:
 
 
 @contextmanager
-def dns_server(address: str, port: int, names: dict[str, str]) -> Iterator[list[str]]:
+def dns_server(address: str, port: int, names: dict[str, str], *,
+               failing: dict[str, int | None] | None = None,
+               silent: dict[str, int | None] | None = None) -> Iterator[list[str]]:
     """A DNS server on UDP loopback: A records for ``names``, NXDOMAIN for the rest; yields
-    the names it was asked."""
+    the names it was asked. ``failing``: names whose first so many queries (None: all) are
+    answered SERVFAIL; ``silent``: names whose first so many queries (None: all) get no
+    answer at all."""
     from dnslib import QTYPE, RCODE, RR, A, DNSRecord
+
+    def first(queries: dict[str, int | None] | None, name: str) -> bool:
+        if queries is None or name not in queries:
+            return False
+        count = queries[name]
+        return count is None or asked.count(name) <= count
 
     asked: list[str] = []
     malformed: list[bytes] = []
@@ -174,8 +184,12 @@ def dns_server(address: str, port: int, names: dict[str, str]) -> Iterator[list[
                 continue
             name = str(request.q.qname).rstrip(".").lower()
             asked.append(name)
+            if first(silent, name):
+                continue
             reply = request.reply()
-            if name in names and request.q.qtype in (QTYPE.A, QTYPE.ANY):
+            if first(failing, name):
+                reply.header.rcode = RCODE.SERVFAIL
+            elif name in names and request.q.qtype in (QTYPE.A, QTYPE.ANY):
                 reply.add_answer(RR(request.q.qname, QTYPE.A, rdata=A(names[name]), ttl=60))
             elif name not in names:
                 reply.header.rcode = RCODE.NXDOMAIN
@@ -211,6 +225,39 @@ def test_names_from_a_nameserver(tmp_path: Path) -> None:
     assert set(asked) == {*farm.sites, "missing.resume.test"}
     assert sorted(farm.requests("r0.resume.test")) == ["/i.xml", "/robots.txt", "/u0.xml",
                                                        "/u1.xml", "/u2.xml"]
+
+
+def test_a_resolver_that_gives_no_answer_is_asked_again_and_named_apart_from_nxdomain(
+        tmp_path: Path) -> None:
+    """A nameserver that fails (SERVFAIL) says nothing of a name: the lookup is asked again,
+    and a site whose name failed twice (both of c-ares's tries) is surveyed all the same; a
+    name that fails every time is recorded ``resolver_error``, with the failure and the
+    tries in its error, apart from a name that does not exist (``dns_error``). (Every
+    failure was recorded ``dns_error`` before.)"""
+    farm = farm_of(2, zone="resolver.test", third=37)
+    listing = tmp_path / "top.txt"
+    listing.write_text("r0.resolver.test\nr1.resolver.test\ndown.resolver.test\n"
+                       "missing.resolver.test\n")
+    names = {name: address for name, (address, _) in farm.sites.items()}
+    names["down.resolver.test"] = "127.0.37.200"
+    failing: dict[str, int | None] = {"r1.resolver.test": 2, "down.resolver.test": None}
+    with farm.running(), dns_server("127.0.17.55", 5355, names, failing=failing) as asked:
+        result = run("survey", str(listing), "--out", str(tmp_path / "s"), "--nameserver",
+                     "127.0.17.55:5355", "--allow-private", "--delay", "0")
+    assert result.returncode == 0, result.stderr
+    with sqlite3.connect(tmp_path / "s" / "survey.sqlite") as db:
+        rows = {domain: (outcome, error) for domain, outcome, error
+                in db.execute("SELECT domain, outcome, error FROM sites")}
+    outcomes = {domain: outcome for domain, (outcome, _) in rows.items()}
+    assert outcomes == {"r0.resolver.test": "ok", "r1.resolver.test": "ok",
+                        "down.resolver.test": "resolver_error",
+                        "missing.resolver.test": "dns_error"}, (rows, asked)
+    down_error = rows["down.resolver.test"][1]
+    assert "no answer from the nameserver" in down_error and "3 tries" in down_error, rows
+    assert asked.count("down.resolver.test") == 3 * 2  # three lookups, two queries each
+    assert asked.count("missing.resolver.test") == 1  # a definite answer: not asked again
+    assert sorted(farm.requests("r1.resolver.test")) == ["/i.xml", "/robots.txt", "/u0.xml",
+                                                         "/u1.xml", "/u2.xml"]
 
 
 def test_a_run_refused_private_addresses_records_nothing_and_a_run_allowed_them_does_all(

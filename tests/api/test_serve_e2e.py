@@ -46,7 +46,9 @@ HTML = Reply(200, b"<!DOCTYPE html><html><head><title>Home</title></head><body>H
 # (address, routes, allowed, error contains, waiting helps): DESIGN.md's status table.
 STATUS_TABLE = [
     ("127.0.1.1", {"/robots.txt": ROBOTS}, True, None, None),
-    ("127.0.1.2", redirects(4, ROBOTS), True, None, None),
+    # read through four hops, each a request to the host in its turn: the page waits the
+    # delay after the last one
+    ("127.0.1.2", redirects(4, ROBOTS), False, "(default delay)", True),
     ("127.0.1.3", redirects(5, ROBOTS), False, "redirects", True),
     ("127.0.1.4", {"/robots.txt": Reply(401)}, False, "401", True),
     ("127.0.1.5", {"/robots.txt": Reply(403)}, False, "403", True),

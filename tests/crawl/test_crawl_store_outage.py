@@ -13,6 +13,8 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from subprocess import Popen
+from typing import NamedTuple
 
 import pytest
 
@@ -45,6 +47,43 @@ def wait_until(check: object, what: str, deadline_s: float = 120.0) -> None:
         time.sleep(0.02)
 
 
+class Outage(NamedTuple):
+    """How a crawl through a store's outage ended (:func:`crawl_through_an_outage`)."""
+
+    returncode: int
+    out: str
+    err: str
+    killed_at: int  # requests the site had when the store was found dead
+    took_s: float  # from the store's start again to the crawl's end
+
+
+def crawl_through_an_outage(tmp_path: Path, site: Site, store: str, server: Popen[bytes],
+                            data: Path, port: int, timeout_s: float) -> Outage:
+    """``polite crawl`` of ``site`` (served) on the Redis ``store`` whose ``server`` one of
+    the site's routes kills: once it is dead, the crawl must still be waiting 3 s later;
+    then Redis is started again on the same files (``data``) and ``port``, and the crawl's
+    end is waited for (``timeout_s`` at most) and returned. Every process is ended
+    whatever happens."""
+    crawl = subprocess.Popen(
+        [sys.executable, "-m", "polite", "crawl", site.origin + "/", "--out",
+         str(tmp_path / "out"), "--store", store, "--worker", "w1", "--allow-private",
+         "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    try:
+        wait_until(lambda: server.poll() is not None, "the crawl did not get going")
+        killed_at = len(site.requests)
+        time.sleep(3)
+        assert crawl.poll() is None, crawl.communicate()[1][-3000:]  # it waits
+        server = start_redis(data, port, appendonly=True)
+        back = time.monotonic()
+        out, err = crawl.communicate(timeout=timeout_s)
+        took_s = time.monotonic() - back
+    finally:
+        crawl.kill()
+        server.terminate()
+        server.wait(10)
+    return Outage(crawl.returncode, out, err, killed_at, took_s)
+
+
 def test_a_crawl_waits_for_redis_and_goes_on_when_it_is_back(tmp_path: Path) -> None:
     data = tmp_path / "redis"
     data.mkdir()
@@ -65,24 +104,9 @@ def test_a_crawl_waits_for_redis_and_goes_on_when_it_is_back(tmp_path: Path) -> 
 
     site.routes["/p9"] = kill_the_store
     with serve(site):
-        crawl = subprocess.Popen(
-            [sys.executable, "-m", "polite", "crawl", site.origin + "/", "--out",
-             str(tmp_path / "out"), "--store", store, "--worker", "w1", "--allow-private",
-             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
-        try:
-            wait_until(lambda: server.poll() is not None, "the crawl did not get going")
-            killed_at = len(site.requests)
-            time.sleep(3)
-            assert crawl.poll() is None, crawl.communicate()[1][-3000:]  # it waits
-            server = start_redis(data, port, appendonly=True)
-            back = time.monotonic()
-            out, err = crawl.communicate(timeout=120)
-            took = time.monotonic() - back
-        finally:
-            crawl.kill()
-            server.terminate()
-            server.wait(10)
-    assert crawl.returncode == 0, err[-3000:]
+        ended = crawl_through_an_outage(tmp_path, site, store, server, data, port, 120)
+    err = ended.err
+    assert ended.returncode == 0, err[-3000:]
     assert "Traceback" not in err
     said = [line for line in err.splitlines() if "unreachable" in line]
     assert len(said) == 1 and said[0].startswith("polite crawl: the store"), err
@@ -91,9 +115,9 @@ def test_a_crawl_waits_for_redis_and_goes_on_when_it_is_back(tmp_path: Path) -> 
     # (600 s) or its host's (two minutes): all within a few seconds of the store coming back.
     paths = {path for path in site.requests if path != "/robots.txt"}
     assert paths == {"/", *(f"/p{i}" for i in range(1, PAGES))}
-    assert killed_at < len(site.requests)
-    assert took < 60
-    summary = json.loads(out)
+    assert ended.killed_at < len(site.requests)
+    assert ended.took_s < 60
+    summary = json.loads(ended.out)
     assert summary["frontier"]["queued"] == 0 and summary["frontier"]["fetched"] == PAGES
 
 
@@ -222,26 +246,11 @@ def test_a_sitemap_lease_redis_lost_is_ended_once_it_is_back(tmp_path: Path) -> 
         site.routes["/robots.txt"] = Reply(
             200, f"User-agent: *\nCrawl-delay: 0.1\nSitemap: {site.origin}/sitemap.xml\n"
             .encode())
-        crawl = subprocess.Popen(
-            [sys.executable, "-m", "polite", "crawl", site.origin + "/", "--out",
-             str(tmp_path / "out"), "--store", store, "--worker", "w1", "--allow-private",
-             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
-        try:
-            wait_until(lambda: server.poll() is not None, "the crawl did not get going")
-            time.sleep(3)
-            assert crawl.poll() is None, crawl.communicate()[1][-3000:]  # it waits
-            server = start_redis(data, port, appendonly=True)
-            back = time.monotonic()
-            out, err = crawl.communicate(timeout=150)
-            took = time.monotonic() - back
-        finally:
-            crawl.kill()
-            server.terminate()
-            server.wait(10)
-    assert crawl.returncode == 0, err[-3000:]
-    assert "Traceback" not in err
+        ended = crawl_through_an_outage(tmp_path, site, store, server, data, port, 150)
+    assert ended.returncode == 0, ended.err[-3000:]
+    assert "Traceback" not in ended.err
     paths = {path for path in site.requests if path not in ("/robots.txt", "/sitemap.xml")}
     assert paths == {"/", *(f"/p{i}" for i in range(1, PAGES))}
     # not the sitemap's lease (three minutes) waited out: a bound, not a measure
-    assert took < 60, took
-    assert json.loads(out)["frontier"]["fetched"] == PAGES
+    assert ended.took_s < 60, ended.took_s
+    assert json.loads(ended.out)["frontier"]["fetched"] == PAGES

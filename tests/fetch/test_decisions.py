@@ -15,7 +15,7 @@ import pytest
 
 from polite.clock import WallClock
 from polite.core.politeness import Allowed, Disallowed, WaitSource, WaitUntil
-from polite.core.robots.lifecycle import FetchPolicy
+from polite.core.robots.lifecycle import FetchPolicy, Parsed
 from polite.core.robots.model import Dialect, Rule
 from polite.fetch.politeness import LATE_UNNOTED_S, Answer, Politeness, message
 from polite.fetch.robots import RobotsFetcher, create_client
@@ -229,6 +229,104 @@ async def test_a_robots_txt_read_again_waits_for_the_slot_when_it_uses_the_slot(
     assert [path for _, path in arrivals] == ["/robots.txt", "/a", "/robots.txt", "/b"]
     gaps = [later - earlier for (earlier, _), (later, _) in itertools.pairwise(arrivals)]
     assert min(gaps) >= 0.5 - 0.01, arrivals
+
+
+async def test_robots_txt_read_again_in_every_slot_does_not_starve_the_pages(
+        tmp_path: Path) -> None:
+    """With ``robots_uses_slot``, a robots.txt whose copy is stale by the time the host's
+    next slot comes (no-cache, read again after a minute, with a Crawl-delay of a minute;
+    here 0.3 s of each) is read again in a slot of its own, and the page has the slot
+    after it: the pages go, one delay apart from every request, rather than robots.txt
+    taking every slot for ever."""
+    robots = b"User-agent: *\nCrawl-delay: 0.3\n"
+    site = Site("127.0.83.21", {
+        "/robots.txt": Reply(200, robots, {"Cache-Control": "no-cache"}),
+        "/a": Reply(200, b"a"), "/b": Reply(200, b"b"), "/c": Reply(200, b"c")})
+    clock = WallClock()
+    store = SQLiteStore(tmp_path / "p.sqlite", clock)
+
+    def reads() -> int:
+        return sum(path == "/robots.txt" for _, path in site.arrivals)
+
+    with serve(site):
+        async with create_client() as client:
+            fetcher = RobotsFetcher(client, store, clock, agent="politetest",
+                                    allow_private=True, policy=FetchPolicy(min_ttl_s=0.3))
+            politeness = Politeness(fetcher, store, clock, agent="politetest",
+                                    allow_private=True, send_slack_s=LATE_UNNOTED_S,
+                                    robots_uses_slot=True)
+
+            async def fetch(url: str) -> int | None:
+                before = reads()
+                while True:
+                    (found,) = await politeness.check([url], reserve=True)
+                    if found.allowed:
+                        break
+                    # starved: robots.txt read again and again, the page never let go
+                    assert reads() - before <= 3, site.arrivals
+                    assert found.wait_s is not None, found
+                    await asyncio.sleep(found.wait_s)
+                late = politeness.late_start(url, grant=found.grant)
+                got = await client.get(url, max_bytes=1024, deadline_s=10, leaving=late)
+                await late.noted()
+                return got.status
+
+            try:
+                for path in ("/a", "/b", "/c"):
+                    assert await fetch(site.origin + path) == 200
+            finally:
+                await store.close()
+    arrivals = sorted(site.arrivals)
+    pages = [path for _, path in arrivals if path != "/robots.txt"]
+    assert pages == ["/a", "/b", "/c"]
+    # robots.txt read at most once between two pages
+    assert "/robots.txt,/robots.txt" not in ",".join(path for _, path in arrivals)
+    gaps = [later - earlier for (earlier, _), (later, _) in itertools.pairwise(arrivals)]
+    assert min(gaps) >= 0.3 - 0.01, arrivals
+
+
+@pytest.mark.parametrize("uses_slot", [False, True])
+async def test_a_robots_txt_redirect_hop_to_its_host_is_spaced_as_a_page(
+        tmp_path: Path, uses_slot: bool) -> None:
+    """A redirect's hop of robots.txt is a request like any other to its host: moved to
+    another path of the same host, it waits the host's delay after the request that was
+    redirected (which takes the slot then, whether robots.txt takes one or not), and the
+    first page waits the delay after the hop; at the site, by the kernel's arrival stamps.
+    (Followed at once, the hop reached the site a few milliseconds after robots.txt.)"""
+    delay_s = 0.3
+    site = Site(f"127.0.83.{22 + uses_slot}", {
+        "/robots.txt": Reply(301, b"", {"Location": "/policies/robots.txt"}),
+        "/policies/robots.txt": Reply(200, b"User-agent: *\nDisallow: /private/\n"),
+        "/a": Reply(200, b"a")})
+    clock = WallClock()
+    store = SQLiteStore(tmp_path / "p.sqlite", clock)
+    with serve(site):
+        async with create_client() as client:
+            fetcher = RobotsFetcher(client, store, clock, agent="politetest",
+                                    allow_private=True)
+            politeness = Politeness(fetcher, store, clock, agent="politetest",
+                                    allow_private=True, send_slack_s=LATE_UNNOTED_S,
+                                    default_delay_s=delay_s, robots_uses_slot=uses_slot)
+            try:
+                url = site.origin + "/a"
+                while True:
+                    (found,) = await politeness.check([url], reserve=True)
+                    if found.allowed:
+                        break
+                    assert found.wait_s is not None, found
+                    await asyncio.sleep(found.wait_s)
+                late = politeness.late_start(url, grant=found.grant)
+                got = await client.get(url, max_bytes=1024, deadline_s=10, leaving=late)
+                await late.noted()
+                assert got.status == 200
+                state = await politeness.robots_state(url)
+            finally:
+                await store.close()
+    assert isinstance(state, Parsed) and state.robots.size > 0
+    arrivals = sorted(site.arrivals)
+    assert [path for _, path in arrivals] == ["/robots.txt", "/policies/robots.txt", "/a"]
+    gaps = [later - earlier for (earlier, _), (later, _) in itertools.pairwise(arrivals)]
+    assert min(gaps) >= delay_s - 0.01, arrivals
 
 
 async def test_one_url_is_answered_as_it_would_be_in_a_batch(tmp_path: Path) -> None:

@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from polite.errors import ConfigError
-from polite.fetch.resolve import HostsFile, build_resolver
+from polite.fetch.resolve import (
+    CachedResolver,
+    HostsFile,
+    Nameserver,
+    ResolverFailure,
+    build_resolver,
+)
 from tests.conftest import on_port_80
 from tests.sites import Reply, Site, serve
 from tests.test_survey_resume import dns_server
@@ -32,6 +38,30 @@ async def test_a_nameserver_is_asked_once_per_name_within_the_cache() -> None:
             await resolver.close()
     assert asked.count("a.resolve.test") == 1
     assert "missing.resolve.test" in asked
+
+
+async def test_a_silent_nameserver_is_asked_again_then_named_as_no_answer() -> None:
+    """A nameserver that does not answer says nothing of a name: the lookup is asked again
+    after a pause (a name that went unanswered for c-ares's two tries resolves on the next
+    lookup), and one never answered raises ResolverFailure, with the tries in its text,
+    not the OSError of a name that does not exist."""
+    names = {"late.resolve.test": "127.0.6.64", "mute.resolve.test": "127.0.6.65"}
+    silent: dict[str, int | None] = {"late.resolve.test": 2, "mute.resolve.test": None}
+    with dns_server("127.0.17.56", 5356, names, silent=silent) as asked:
+        resolver = CachedResolver(Nameserver("127.0.17.56", 5356, timeout_s=0.2),
+                                  pause_s=0.01)
+        try:
+            assert await resolver.addresses("late.resolve.test") == ["127.0.6.64"]
+            with pytest.raises(ResolverFailure, match=r"no answer from the nameserver.*3 tries"):
+                await resolver.addresses("mute.resolve.test")
+            with pytest.raises(OSError) as missing:
+                await resolver.addresses("missing.resolve.test")
+        finally:
+            await resolver.close()
+    assert not isinstance(missing.value, ResolverFailure)
+    assert asked.count("late.resolve.test") == 3
+    assert asked.count("mute.resolve.test") == 3 * 2
+    assert asked.count("missing.resolve.test") == 1
 
 
 async def test_a_hosts_file_answers_its_names_only(tmp_path: Path) -> None:

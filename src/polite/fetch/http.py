@@ -26,6 +26,7 @@ from urllib.parse import quote, urlsplit
 from polite.core.crawl.guidance import accept_headers
 from polite.core.robots import AgentRules
 from polite.errors import PrivateAddress
+from polite.fetch.resolve import ResolverFailure
 from polite.fetch.wire import END, Channel, Head, Pool, ProtocolError
 
 __all__ = ["FetchResult", "HttpClient", "Leaving", "PageFetcher", "RequestHeaders", "Resolve",
@@ -87,7 +88,8 @@ class FetchResult:
     # to open or to wait for, a busy loop)
     elapsed_s: float = 0.0  # the whole exchange
     error: str | None = None
-    # why there is an error: "timeout", "dns" (the name did not resolve), "connection"
+    # why there is an error: "timeout", "dns" (the name did not resolve), "resolver" (the
+    # resolver gave no answer about the name: silent, refused, SERVFAIL), "connection"
     # (refused, reset, closed early, not HTTP), "private" (the address is refused by the
     # guard), "invalid" (the URL or a header) or "withheld" (``leaving`` held the request
     # back: it was never sent)
@@ -281,7 +283,20 @@ async def _response(channel: Channel, body: _Body, started: float, decode: bool,
 
 
 class _Unresolved(Exception):
-    """The resolver given found no address for a name."""
+    """The resolver given found no address for a name (``failure`` "dns"), or gave no
+    answer about it ("resolver": :class:`~polite.fetch.resolve.ResolverFailure`)."""
+
+    def __init__(self, text: str, failure: str = "dns") -> None:
+        super().__init__(text)
+        self.failure = failure
+
+
+def _failure(exc: OSError | ValueError) -> str:
+    """The kind of a connection's failure: "dns" when the system's resolver said the name
+    has no address, "resolver" when it could not tell (EAI_AGAIN), else "connection"."""
+    if isinstance(exc, socket.gaierror):
+        return "resolver" if exc.errno == socket.EAI_AGAIN else "dns"
+    return "resolver" if isinstance(exc, ResolverFailure) else "connection"
 
 
 def _charset(content_type: str | None) -> str | None:
@@ -436,15 +451,14 @@ class PageFetcher:
             result = FetchResult(error=f"took longer than {deadline_s:g} s",
                                  failure="timeout")
         except _Unresolved as exc:
-            result = FetchResult(error=str(exc), failure="dns")
+            result = FetchResult(error=str(exc), failure=exc.failure)
         except PrivateAddress as exc:
             result = FetchResult(error=str(exc), failure="private")
         except (OSError, ValueError) as exc:
             text = str(exc)
             result = FetchResult(error=f"{type(exc).__name__}: {text}" if text
                                  else type(exc).__name__,
-                                 failure="dns" if isinstance(exc, socket.gaierror)
-                                 else "connection")
+                                 failure=_failure(exc))
         result.elapsed_s = time.monotonic() - started
         return result
 
@@ -500,6 +514,9 @@ class PageFetcher:
                 address = await self._resolve(host)
             except PrivateAddress:
                 raise
+            except ResolverFailure as exc:
+                raise _Unresolved(f"{host} could not be looked up: {exc}", "resolver"
+                                  ) from exc
             except Exception as exc:
                 raise _Unresolved(f"{host} does not resolve: {exc}") from exc
         try:

@@ -38,7 +38,7 @@ from polite.core.politeness import (
     delays_for,
 )
 from polite.core.politeness.rules import ADAPTIVE_FACTOR
-from polite.core.robots.lifecycle import Parsed, RobotsState, parse_retry_after
+from polite.core.robots.lifecycle import AllowAll, Parsed, RobotsState, parse_retry_after
 from polite.core.robots.model import AgentRules
 from polite.errors import InvalidURL
 from polite.fetch._steps import stepped
@@ -53,6 +53,13 @@ from polite.fetch.robots import (
 from polite.storage.base import Store
 
 NO_RULES = AgentRules()  # no robots.txt in force: no fields from the site
+# A host's robots.txt not read yet, as a decision takes it: no rules, the default delays.
+NOT_READ = AllowAll("robots.txt not read yet", 0.0, 0.0)
+# A robots.txt redirect's hop waits this long at most for its turn: twice the longest
+# Crawl-delay honoured, so that a slot a page took just before is always waited for; a
+# longer wait (a back-off, a Visit-time window) leaves robots.txt unread for now
+# (unreachable, tried again later) rather than holding its callers.
+MAX_HOP_WAIT_S = 2 * MAX_CRAWL_DELAY_S
 __all__ = ["LEASE_S", "Answer", "Grants", "HostLease", "LateStart", "Politeness", "Standing",
            "lease_length_s", "message", "warning"]
 
@@ -253,6 +260,9 @@ class Politeness:
         # done once it answers again (end_kept), tried again meanwhile by one task
         self._kept: dict[str, float] = {}
         self._retrying: asyncio.Future[None] | None = None
+        # origin -> the slot its robots.txt was last read in (robots_uses_slot), numbered as
+        # Grants numbers it, and until when a stale copy waits for a page (robots_state)
+        self._robots_turns: dict[str, tuple[int, float]] = {}
 
     @property
     def default_delay_s(self) -> float:
@@ -272,39 +282,116 @@ class Politeness:
         return self._robots.fetches
 
     async def robots_state(self, url: str) -> RobotsState:
-        """The robots.txt state in force for ``url``'s origin (fetched when needed). With
-        the policy's ``robots_uses_slot``, fetching it takes the host's slot, as a page
-        would: the spacing runs from that request too, or the first page would follow it
-        at once (seed 000, 5); read again once stale, it waits for the slot as a page does
-        (the copy known meanwhile in force)."""
+        """The robots.txt state in force for ``url``'s origin (fetched when needed). Each
+        redirect's hop of its request waits for its turn at its host as a page does
+        (:meth:`hop_turn`). With the policy's ``robots_uses_slot``, fetching it takes the
+        host's slot, as a page would: the spacing runs from that request too, or the first
+        page would follow it at once (seed 000, 5); read again once stale, it waits for the
+        slot as a page does (the copy known meanwhile in force), and never takes two of the
+        host's slots in a row: a page has the next one after it."""
         if not self.policy.robots_uses_slot:
             async with self._robots_slots:
-                return await self._robots.state(url)
-        origin = split_origin(url)[0]
+                return await self._robots.state(url, self.hop_turn)
+        origin, host = split_origin(url)
         before = self._robots.fresh(origin)
         if before is not None:
             return before
         known = await self._robots.known(origin)  # memory or the store: never a request
+        if known is not None and self._robots.fresh(origin) is not None:
+            return known[0]  # the store's copy, in force
+        # Read for the first time, or again once stale: the file is asked for in a slot of
+        # its own, as any request (the host's slot may be running from a page that just
+        # went). A stale copy stays in force until the slot is free; so does it when the
+        # host's last slot was robots.txt's own: a copy that goes stale within one delay
+        # of its read (no-cache, read again after a minute, and a Crawl-delay of a minute)
+        # would otherwise be read again in every slot, and no page ever go. A first read
+        # goes whether the slot is free or not: nothing of the host can be decided before.
+        if known is not None and self._page_owed(origin, host):
+            return known[0]
         target = origin + "/robots.txt"
-        if known is not None and self._robots.fresh(origin) is None:
-            # A copy read before and now stale: the host's slot may be running from a page
-            # that just went, so the file is asked for again in a slot of its own, as any
-            # request; until the slot is free, the copy known stays in force.
-            asked = time.monotonic()
-            (turn,) = await self._answer([target], True, self.agent, None,
-                                         {origin: known[0]}, obey_rules=False)
-            if not turn.allowed:
-                return known[0]
-            async with self._robots_slots:
-                state = await self._robots.state(url)
-            # the spacing runs from when its answer was in, as from a first read's
-            await self.note_late_start(target, time.monotonic() - asked)
-            return state
+        asked = time.monotonic()
+        (turn,) = await self._answer([target], True, self.agent, None,
+                                     {origin: NOT_READ if known is None else known[0]},
+                                     obey_rules=False)
+        if known is not None and not turn.allowed:
+            return known[0]
         async with self._robots_slots:
-            state = await self._robots.state(url)
-        if known is None or state is not known[0]:  # not what was known: it was asked for
-            await self._answer([target], True, self.agent, None, {origin: state})
+            state = await self._robots.state(url, self.hop_turn)
+        if turn.allowed:
+            # the spacing runs from when its answer was in
+            await self.note_late_start(target, time.monotonic() - asked)
+            if type(turn.decision) is Allowed:
+                self._robots_turn(origin, host, turn.decision.interval_s)
         return state
+
+    async def hop_turn(self, asked: str, target: str) -> LateStart | str:
+        """The turn of a robots.txt redirect's hop to ``target`` (``asked``: the URL whose
+        answer redirected), taken as a page's is, waiting for it: a hop is a request like
+        any other to its host (one to the same host would otherwise reach it moments after
+        the last). The request redirected, when it took no slot (robots.txt takes none but
+        in the crawler) and went to the same host, takes it now that its answer is in, so
+        that the hop is spaced from it. Judged by the delays of the copy known of the
+        target's robots.txt (none read: the default); its rules are not read for this (the
+        file being fetched may be the one it would need). Why it may not go, when the host
+        asks to wait longer than :data:`MAX_HOP_WAIT_S`, or refuses it (a private
+        address)."""
+        try:
+            origin, host = split_origin(target)
+            asked_origin, asked_host = split_origin(asked)
+        except InvalidURL as exc:
+            return str(exc)
+        if not self.policy.robots_uses_slot and asked_host == host:
+            await self._answer([asked], True, self.agent, None,
+                               {asked_origin: await self._known_state(asked_origin)},
+                               obey_rules=False)
+        waited = 0.0
+        while True:
+            (found,) = await self._answer([target], True, self.agent, None,
+                                          {origin: await self._known_state(origin)},
+                                          obey_rules=False)
+            if found.allowed:
+                return self.late_start(target, grant=found.grant)
+            pause = found.wait_s
+            if pause is None:
+                return message(found) or "not allowed"
+            if waited + pause > MAX_HOP_WAIT_S:
+                return (f"{host} asks to wait {pause:.0f} s; more than {MAX_HOP_WAIT_S:.0f} "
+                        "s for a redirect of robots.txt")
+            await asyncio.sleep(pause)
+            waited += pause
+
+    async def _known_state(self, origin: str) -> RobotsState:
+        """The copy known of ``origin``'s robots.txt, fresh or not (never fetched); none
+        read: no rules, the default delays."""
+        known = await self._robots.known(origin)
+        return NOT_READ if known is None else known[0]
+
+    def _robots_turn(self, origin: str, host: str, interval_s: float) -> None:
+        """``origin``'s robots.txt was just read in a slot of ``host`` (robots_uses_slot),
+        the last slot given (a hop of its redirects may have had it): the next slot of the
+        host goes to a page, its copy in force meanwhile however stale, until two of the
+        host's delays have passed (a page refused by the copy takes no slot, and must not
+        keep the copy in force for ever)."""
+        grant = self.grants.latest(host)
+        if not grant or interval_s <= 0:
+            return  # no spacing to keep: no slot for a page to be starved of
+        turns = self._robots_turns
+        turns.pop(origin, None)
+        turns[origin] = (grant, self._clock() + 2 * interval_s)
+        if len(turns) > MAX_GRANTS:
+            del turns[next(iter(turns))]
+
+    def _page_owed(self, origin: str, host: str) -> bool:
+        """Whether the last slot of ``host`` went to ``origin``'s robots.txt, no page has
+        had one since, and not so long ago that none will (:meth:`_robots_turn`)."""
+        turn = self._robots_turns.get(origin)
+        if turn is None:
+            return False
+        grant, until = turn
+        if self.grants.asked_at(host, grant) is not None and self._clock() < until:
+            return True
+        del self._robots_turns[origin]
+        return False
 
     async def check(self, urls: Sequence[str], *, reserve: bool = False,
                     agent: str | None = None, ip: str | None = None,
@@ -733,6 +820,11 @@ class Grants:
         if len(latest) > MAX_GRANTS:
             del latest[next(iter(latest))]
         return self._count
+
+    def latest(self, host: str) -> int:
+        """The number of ``host``'s latest slot (0: none, or forgotten)."""
+        latest = self._latest.get(host)
+        return 0 if latest is None else latest[0]
 
     def given_again(self, host: str, grant: int) -> bool:
         """Whether ``host``'s slot was given again after slot ``grant``: a request of the

@@ -21,14 +21,26 @@ from polite.errors import ConfigError
 if TYPE_CHECKING:
     import aiodns
 
-__all__ = ["CachedResolver", "HostsFile", "Nameserver", "Resolver", "SystemResolver",
-           "build_resolver", "first_address", "system_addresses"]
+__all__ = ["CachedResolver", "HostsFile", "Nameserver", "Resolver", "ResolverFailure",
+           "SystemResolver", "build_resolver", "first_address", "system_addresses"]
 
 # How many resolved names are remembered, and for how long (a name is looked up twice per
 # request: the address check and the connection).
 CACHE_NAMES = 4_096
 CACHE_TTL_S = 60.0
 NAMESERVER_TIMEOUT_S = 5.0  # a nameserver's answer to one query, each of its tries
+# A lookup the resolver gave no answer to (ResolverFailure) is asked again this many times
+# in all, the pause between two tries doubling from the second figure: a resolver's hiccup
+# (a dropped packet, a nameserver restarting) is over within seconds, and a survey of
+# 100,000 domains must not record a name it never heard about as one that does not exist.
+RESOLVER_TRIES = 3
+RESOLVER_PAUSE_S = 1.0
+
+
+class ResolverFailure(OSError):
+    """The resolver gave no answer about a name: its nameserver was silent, refused or
+    failed (SERVFAIL), or the system's resolver said to try again (EAI_AGAIN). Unlike a
+    definite answer (no such name, no address) it says nothing of the name."""
 
 
 class Resolver(Protocol):
@@ -40,8 +52,16 @@ class Resolver(Protocol):
 
 
 async def system_addresses(host: str) -> list[str]:
-    """``host``'s addresses from the system's resolver (getaddrinfo, in a thread)."""
-    infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    """``host``'s addresses from the system's resolver (getaddrinfo, in a thread);
+    :class:`ResolverFailure` when it could not tell (EAI_AGAIN)."""
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, None,
+                                                             type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        if exc.errno == socket.EAI_AGAIN:
+            raise ResolverFailure(f"{host}: no answer from the resolver ({exc.strerror})"
+                                  ) from exc
+        raise
     return [str(info[4][0]) for info in infos]
 
 
@@ -87,7 +107,8 @@ class Nameserver:
     """One nameserver asked directly (its IPv4 answers), not the system's hosts file
     first. Made within a running loop."""
 
-    def __init__(self, address: str, port: int = 53) -> None:
+    def __init__(self, address: str, port: int = 53, *,
+                 timeout_s: float = NAMESERVER_TIMEOUT_S) -> None:
         try:
             import aiodns
         except ImportError as exc:
@@ -96,15 +117,24 @@ class Nameserver:
         # lookups="b": the nameserver only, not /etc/hosts first.
         self._resolver: aiodns.DNSResolver = aiodns.DNSResolver(
             nameservers=[address], udp_port=port, tcp_port=port, lookups="b",
-            timeout=NAMESERVER_TIMEOUT_S, tries=2)
+            timeout=timeout_s, tries=2)
         self._error = aiodns.error.DNSError
+        codes = aiodns.error
+        # c-ares's definite answers: no such name (NXDOMAIN), no address of the family, a
+        # name that cannot be one. Every other error is the nameserver's silence, refusal
+        # or failure (SERVFAIL), or c-ares's own: nothing said of the name.
+        self._definite = frozenset({codes.ARES_ENOTFOUND, codes.ARES_ENODATA,
+                                    codes.ARES_EBADNAME, codes.ARES_ENONAME})
 
     async def addresses(self, host: str) -> list[str]:
         try:
             answer = await self._resolver.getaddrinfo(host, family=socket.AF_INET,
                                                       type=socket.SOCK_STREAM)
         except self._error as exc:
-            raise OSError(f"{host}: {exc.args[-1] if exc.args else exc}") from None
+            said = exc.args[-1] if exc.args else exc
+            if exc.args and exc.args[0] in self._definite:
+                raise OSError(f"{host}: {said}") from None
+            raise ResolverFailure(f"{host}: no answer from the nameserver ({said})") from None
         found = list(dict.fromkeys(_text(node.addr[0]) for node in answer.nodes))
         if not found:
             raise OSError(f"no address for {host}")
@@ -120,13 +150,19 @@ def _text(address: str | bytes) -> str:
 
 class CachedResolver:
     """Answers of another resolver kept a minute, for a bounded number of names, so that a
-    survey of 100,000 domains neither asks twice per request nor grows without end."""
+    survey of 100,000 domains neither asks twice per request nor grows without end. A
+    lookup it gave no answer to (:class:`ResolverFailure`) is asked again, ``tries`` times
+    in all, ``pause_s`` then twice that between them; the last failure is raised, with the
+    number of tries in its text, and none is kept."""
 
     def __init__(self, inner: Resolver, *, names: int = CACHE_NAMES,
-                 ttl_s: float = CACHE_TTL_S) -> None:
+                 ttl_s: float = CACHE_TTL_S, tries: int = RESOLVER_TRIES,
+                 pause_s: float = RESOLVER_PAUSE_S) -> None:
         self._inner = inner
         self._names = names
         self._ttl_s = ttl_s
+        self._tries = max(1, tries)
+        self._pause_s = pause_s
         self._known: OrderedDict[str, tuple[float, list[str]]] = OrderedDict()
 
     async def addresses(self, host: str) -> list[str]:
@@ -134,7 +170,18 @@ class CachedResolver:
         known = self._known.get(host)
         if known is not None and known[0] > now:
             return known[1]
-        found = await self._inner.addresses(host)
+        tried, pause = 1, self._pause_s
+        while True:
+            try:
+                found = await self._inner.addresses(host)
+            except ResolverFailure as exc:
+                if tried >= self._tries:
+                    raise ResolverFailure(f"{exc}; {tried} tries") from None
+                await asyncio.sleep(pause)
+                tried, pause = tried + 1, pause * 2
+                continue
+            break
+        now = time.monotonic()
         self._known[host] = (now + self._ttl_s, found)
         self._known.move_to_end(host)
         while len(self._known) > self._names:

@@ -13,6 +13,7 @@ import ipaddress
 import ssl
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 from urllib.parse import urlsplit
 
 from polite.clock import Clock
@@ -35,14 +36,14 @@ from polite.core.robots.usage import Preferences, from_robots, prepare_usage
 from polite.core.urls import normal_url, origin_of, split_origin
 from polite.errors import ConfigError, PrivateAddress
 from polite.fetch._steps import stepped
-from polite.fetch.http import HttpClient, PageFetcher, RequestHeaders, Sign
+from polite.fetch.http import HttpClient, Leaving, PageFetcher, RequestHeaders, Sign
 from polite.fetch.redirects import follow, redirect_target
 from polite.fetch.resolve import system_addresses
 from polite.storage.base import RobotsRecord, RobotsStore, SharedRobotsStore
 
-__all__ = ["PublicHosts", "RobotsAnswer", "RobotsFetcher", "create_client", "fetch_robots_txt",
-           "is_public_host", "normal_url", "origin_of", "private_refusal", "robots_usage",
-           "split_origin"]
+__all__ = ["HopStart", "HopTurn", "PublicHosts", "RobotsAnswer", "RobotsFetcher",
+           "create_client", "fetch_robots_txt", "is_public_host", "normal_url", "origin_of",
+           "private_refusal", "robots_usage", "split_origin"]
 
 # robots.txt: no byte for this long is a timeout, and one request (each redirect's hop
 # apart) takes this long at most, however slowly its bytes drip.
@@ -214,6 +215,21 @@ async def private_refusal(guard: PublicHosts | None, url: str) -> str | None:
     return None if await guard.is_public(host) else _private(host)
 
 
+class HopStart(Protocol):
+    """A redirect's hop given its turn at its host: the client's ``leaving`` as its request
+    is about to go (False: held back, the slot given again meanwhile), and the note of its
+    lateness awaited once it went (:class:`polite.fetch.politeness.LateStart`)."""
+
+    def __call__(self, late_s: float) -> bool: ...
+
+    async def noted(self) -> None: ...
+
+
+# A robots.txt redirect's hop (the URL last asked for, the hop's target) waits for its turn
+# at its host: the start it is given, or why it may not go.
+HopTurn = Callable[[str, str], Awaitable[HopStart | str]]
+
+
 @dataclass(frozen=True, slots=True)
 class RobotsAnswer:
     """One robots.txt request, its redirects followed (:func:`fetch_robots_txt`): the last
@@ -248,7 +264,7 @@ async def fetch_robots_txt(
         deadline_s: float, read_timeout_s: float | None, count_to: int = 0,
         headers: Mapping[str, str] | None = None, agent: str = "", keep_alive: bool = True,
         in_flight: asyncio.Semaphore | None = None, stop_loops: bool = False,
-        follow_broken: bool = False) -> RobotsAnswer:
+        follow_broken: bool = False, turn: HopTurn | None = None) -> RobotsAnswer:
     """GET the robots.txt at ``url``, the one way every part of polite asks for it:
     redirects followed by :func:`follow`, ``url`` and each hop checked first by the
     private-address guard (``guard``; None: private addresses allowed); at once (robots.txt
@@ -260,28 +276,56 @@ async def fetch_robots_txt(
     ``stop_loops``: a redirect to a URL already asked for ends the chain (``loop``) rather
     than running it to the limit. ``follow_broken``: a redirect whose body broke off is
     followed all the same (its head said where to), else it is the failure that ends the
-    chain."""
+    chain. ``turn``: each redirect's hop, once the guard lets it, waits for its turn at its
+    host, as a page does (a hop is a request like any other: one to the same host would
+    otherwise reach it moments after the last); a hop refused a turn ends the chain
+    (``stopped``)."""
     refusal = await private_refusal(guard, url)
     if refusal is not None:
         return RobotsAnswer(url, refused=refusal)
     redirects: list[str] = []
     seen = {url}
     last = RobotsAnswer(url)
+    asked = url  # the URL last asked for
+    start: HopStart | None = None  # the turn the next hop was given
 
     async def check(target: str) -> str | None:
-        nonlocal last
+        nonlocal last, start
         refusal = await private_refusal(guard, target)
         if refusal is not None:
             last = RobotsAnswer(target, redirects=tuple(redirects), refused=refusal,
                                 requests=last.requests)
-        return refusal
+            return refusal
+        if turn is not None:
+            turned = await turn(asked, target)
+            if isinstance(turned, str):
+                return turned
+            start = turned
+        return None
 
     async def hop(target: str) -> str | None:
-        nonlocal last
-        async with in_flight or contextlib.nullcontext():
-            got = await client.get(target, headers, max_bytes=max_bytes, count_to=count_to,
-                                   deadline_s=deadline_s, read_timeout_s=read_timeout_s,
-                                   agent=agent, keep_alive=keep_alive)
+        nonlocal last, asked, start
+        asked = target
+        while True:
+            given, start = start, None
+            leaving: Leaving | None = given
+            async with in_flight or contextlib.nullcontext():
+                got = await client.get(target, headers, max_bytes=max_bytes,
+                                       count_to=count_to, deadline_s=deadline_s,
+                                       read_timeout_s=read_timeout_s, agent=agent,
+                                       keep_alive=keep_alive, leaving=leaving)
+            if given is None:
+                break
+            await given.noted()
+            if got.failure != "withheld" or turn is None:
+                break
+            # not sent: its slot went to another request before it could leave; a new turn
+            turned = await turn(asked, target)
+            if isinstance(turned, str):
+                last = RobotsAnswer(target, redirects=tuple(redirects), failure="withheld",
+                                    error=turned, requests=last.requests)
+                return None
+            start = turned
         last = RobotsAnswer(
             target, got.status, tuple(got.raw_headers), got.headers.get("content-type") or "",
             got.body, got.size, got.truncated, got.failure if got.error is not None else None,
@@ -483,8 +527,9 @@ class RobotsFetcher:
                 self._remember(origin, known)
         return known
 
-    async def state(self, url: str) -> RobotsState:
-        """The rules in force for ``url``'s origin, fetching robots.txt if needed."""
+    async def state(self, url: str, turn: HopTurn | None = None) -> RobotsState:
+        """The rules in force for ``url``'s origin, fetching robots.txt if needed; ``turn``:
+        each redirect's hop waits for it (:func:`fetch_robots_txt`)."""
         origin = origin_of(url)
         now = self._clock()
         known = await self.known(origin)
@@ -496,7 +541,7 @@ class RobotsFetcher:
         future: asyncio.Future[RobotsState] = asyncio.get_running_loop().create_future()
         self._in_flight[origin] = future
         try:
-            state = await self._refresh(origin, known)
+            state = await self._refresh(origin, known, turn)
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # retrieved: waiting callers get it, nobody logs it twice
@@ -506,11 +551,11 @@ class RobotsFetcher:
         future.set_result(state)
         return state
 
-    async def _refresh(self, origin: str, known: tuple[RobotsState, bytes] | None
-                       ) -> RobotsState:
+    async def _refresh(self, origin: str, known: tuple[RobotsState, bytes] | None,
+                       turn: HopTurn | None = None) -> RobotsState:
         store = self._store
         if not isinstance(store, SharedRobotsStore):
-            return await self._fetch_and_save(origin, known)
+            return await self._fetch_and_save(origin, known, turn)
         # Processes sharing the store fetch a file once: the one that claims the origin
         # fetches, the others read the store until its record comes (or the claim ends
         # without one, its holder dead: then one of them claims it in turn).
@@ -522,7 +567,8 @@ class RobotsFetcher:
         try:
             # the file may have come between the last look and the claim
             state = await self._stored_fresh(origin)
-            return state if state is not None else await self._fetch_and_save(origin, known)
+            return state if state is not None \
+                else await self._fetch_and_save(origin, known, turn)
         finally:
             await store.end_robots_fetch(origin)
 
@@ -537,9 +583,9 @@ class RobotsFetcher:
         self._remember(origin, known)
         return known[0]
 
-    async def _fetch_and_save(self, origin: str, known: tuple[RobotsState, bytes] | None
-                              ) -> RobotsState:
-        outcome = await self._fetch(origin + "/robots.txt")
+    async def _fetch_and_save(self, origin: str, known: tuple[RobotsState, bytes] | None,
+                              turn: HopTurn | None = None) -> RobotsState:
+        outcome = await self._fetch(origin + "/robots.txt", turn)
         now = self._clock()
         large = isinstance(outcome, Received) and len(outcome.body) >= STEPPED_BYTES
 
@@ -557,7 +603,7 @@ class RobotsFetcher:
         await self._store.save_robots(_record(origin, state, body))
         return state
 
-    async def _fetch(self, url: str) -> FetchOutcome:
+    async def _fetch(self, url: str, turn: HopTurn | None = None) -> FetchOutcome:
         # The cap and one byte more: the parser reports the cut. Its connection is not kept
         # for the host's next request: that one connects, and is checked by the
         # private-address guard, anew (a name that rebinds between robots.txt and the first
@@ -568,7 +614,7 @@ class RobotsFetcher:
             self._client, url, guard=None if self._allow_private else self._public_hosts,
             max_bytes=self._max_bytes + 1, deadline_s=ROBOTS_DEADLINE_S,
             read_timeout_s=self._timeout, agent=self._agent, keep_alive=False,
-            follow_broken=True)
+            follow_broken=True, turn=turn)
         if got.requests:
             self.fetches += 1
         # A refused hop leaves robots.txt unreachable, as a network failure does.

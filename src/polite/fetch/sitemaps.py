@@ -44,11 +44,12 @@ __all__ = ["WELL_KNOWN_PATHS", "CrossHost", "Deferred", "Failure", "Fetched", "L
            "parse_whole", "polite_turn"]
 
 CrossHost = Literal["host", "site", "any"]
-# Why a file's exchange gave no 2xx: the client's own failures (timeout, dns, connection,
-# private, invalid), an answer of 3xx or more that is no redirect (status), a hop refused by
-# the walk's check or turn (refused), or a chain of too many redirects (redirects).
-Failure = Literal["timeout", "dns", "connection", "private", "invalid", "status", "refused",
-                  "redirects"]
+# Why a file's exchange gave no 2xx: the client's own failures (timeout, dns, resolver,
+# connection, private, invalid), an answer of 3xx or more that is no redirect (status), a
+# hop refused by the walk's check or turn (refused), or a chain of too many redirects
+# (redirects).
+Failure = Literal["timeout", "dns", "resolver", "connection", "private", "invalid", "status",
+                  "refused", "redirects"]
 R = TypeVar("R")
 
 
@@ -81,7 +82,8 @@ FILE_DEADLINE_S = 120.0
 READ_TIMEOUT_S = 30.0  # no byte of a file for this long: it failed
 # A host that asks to wait longer than this per request is reported, not waited for.
 MAX_POLITE_WAIT_S = 300.0
-_CLIENT_FAILURES = frozenset({"timeout", "dns", "connection", "private", "invalid"})
+_CLIENT_FAILURES = frozenset({"timeout", "dns", "resolver", "connection", "private",
+                              "invalid"})
 # Page URLs remembered to drop duplicates across files; past it, duplicates are counted
 # through a second sighting only within one file.
 MAX_REMEMBERED_URLS = 2_000_000

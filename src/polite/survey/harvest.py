@@ -16,7 +16,9 @@ store, told the robots.txt the survey read for each host: between the starts of 
 requests its delay (its robots.txt Crawl-delay or Request-rate, else the default), whatever
 the number of domains at once. Fetching robots.txt does not use up the host's slot, as
 everywhere in polite (DESIGN.md): a host's first sitemap may follow its robots.txt at once,
-and each request after that waits the delay. A sitemap's redirect is a request to its
+and each request after that waits the delay. A robots.txt redirect's hop is a request like
+any other: it waits for its host's turn, spaced from the request redirected when that went
+to the same host. A sitemap's redirect is a request to its
 target's host: that host's robots.txt is read first and must allow it. Every file is
 recorded as it ends, so a survey killed at any moment goes on where it stopped: a
 robots.txt, a sitemap file or a domain recorded is not fetched again.
@@ -57,6 +59,7 @@ from polite.fetch.http import HttpClient, PageFetcher
 from polite.fetch.politeness import LATE_UNNOTED_S, Grants, Politeness
 from polite.fetch.resolve import Resolver
 from polite.fetch.robots import (
+    HopStart,
     Network,
     PublicHosts,
     RobotsFetcher,
@@ -90,7 +93,8 @@ MAX_SITEMAP_LEVEL = 5
 # to this much; past it the size recorded is a lower bound (a compression bomb stops here).
 _MAX_COUNTED_BYTES = 256 << 20
 # How a request that got no answer is classed.
-_FAILURES = {"timeout": Outcome.TIMEOUT, "dns": Outcome.DNS_ERROR}
+_FAILURES = {"timeout": Outcome.TIMEOUT, "dns": Outcome.DNS_ERROR,
+             "resolver": Outcome.RESOLVER_ERROR}
 # Sitemap parser stops that mean "over a size limit" (seed 004's cityweekend case, bombs).
 _TOO_BIG_STOPS = ("too-large", "huge-markup", "too-many-names")
 # Parser stops that mean the file broke off (cut short, or broken past its start): a
@@ -493,7 +497,8 @@ class Harvester:
         if answer.outcome is Outcome.HTML and not domain.startswith("www."):
             # Seed 004's second step: the www name, when the bare one served a home page.
             second = await self._robots(f"{self._scheme}://www.{domain}/robots.txt")
-            if second.outcome not in (Outcome.DNS_ERROR, Outcome.CONNECTION_ERROR):
+            if second.outcome not in (Outcome.DNS_ERROR, Outcome.RESOLVER_ERROR,
+                                      Outcome.CONNECTION_ERROR):
                 second.redirects = (*answer.redirects, f"www.{domain}", *second.redirects)
                 answer = second
         error = answer.error
@@ -545,14 +550,18 @@ class Harvester:
     async def _get(self, url: str) -> _Answer:
         """GET a robots.txt the way all of polite does (:func:`fetch_robots_txt`): redirects
         followed, each hop's host checked first, a redirect back to a URL asked for already
-        ending the chain; at once (it takes no turn of its host), decoded per
-        Content-Encoding, kept up to its cap and counted to its true size. Its connection is
-        kept for the host's sitemaps that follow."""
+        ending the chain; at once (it takes no turn of its host), each redirect's hop in
+        its turn at its host (a request like any other), decoded per Content-Encoding, kept
+        up to its cap and counted to its true size. Its connection is kept for the host's
+        sitemaps that follow."""
+        async def turn(asked: str, target: str) -> HopStart | str:
+            return await self._host_turns().politeness.hop_turn(asked, target)
+
         got = await fetch_robots_txt(
             self._fetcher_in_run(), url, guard=self._guard(), max_bytes=self._max_bytes,
             count_to=_MAX_COUNTED_BYTES, deadline_s=self._deadline_s,
             read_timeout_s=self._read_timeout_s, headers=self._headers,
-            in_flight=self._requests, stop_loops=True)
+            in_flight=self._requests, stop_loops=True, turn=turn)
         if got.refused is not None:
             return _Answer(Outcome.CONNECTION_ERROR, error=got.refused, url=got.url,
                            redirects=got.redirects, refused=True)

@@ -30,8 +30,9 @@ CREATE TABLE IF NOT EXISTS bodies (hash TEXT PRIMARY KEY, body BLOB NOT NULL);
 -- level: indirection level (0 = named by a Sitemap line of robots.txt; Table 4).
 -- filetype: xml | xml.gz | text | text.gz | rss | atom | unknown; kind: urlset | index | NULL.
 -- downloadinfo: ok, or the outcome class of the failure (the names of core.survey.outcomes:
--- not_found, forbidden, server_error, timeout, connection_error, dns_error, redirect_loop,
--- too_big, html, parse_error, robots_disallowed, not_sampled); localfile: the body's hash.
+-- not_found, forbidden, server_error, timeout, connection_error, dns_error, resolver_error,
+-- redirect_loop, too_big, html, parse_error, robots_disallowed, not_sampled); localfile:
+-- the body's hash.
 -- cross_site: the file's host is not the domain's (the seed's "sitemap sharing").
 CREATE TABLE IF NOT EXISTS sitemaps (
     id INTEGER PRIMARY KEY, domain TEXT NOT NULL, parent INTEGER, uri TEXT NOT NULL,

@@ -5,7 +5,10 @@ The names are those of the data and the report: ``ok`` (a file with rules), ``em
 (a page served as robots.txt, known by its content: a file of fields is one whatever its
 Content-Type), ``charset`` (a charset that is misspelt or unknown, bytes that are not what
 was declared, or no field and bytes that are not UTF-8 text: a binary file), ``too_big``
-(over the size cap), ``timeout``, ``connection_error``, ``dns_error``, ``redirect_loop``.
+(over the size cap), ``timeout``, ``connection_error``, ``dns_error`` (the name has no
+address: NXDOMAIN, or none of the kind), ``resolver_error`` (the resolver gave no answer about
+the name, tried again and again: its nameserver silent, refusing or failing; the survey's
+trouble, not the site's), ``redirect_loop``.
 
 The classes of an HTTP answer are the rows of the status table every fetch of robots.txt
 reads (:mod:`polite.core.robots.lifecycle`), named as the seed names them; the rules a class
@@ -49,6 +52,7 @@ class Outcome(enum.StrEnum):
     TIMEOUT = "timeout"
     CONNECTION_ERROR = "connection_error"
     DNS_ERROR = "dns_error"
+    RESOLVER_ERROR = "resolver_error"
     REDIRECT_LOOP = "redirect_loop"
 
 

@@ -23,7 +23,7 @@ import pytest
 
 from polite.core.robots.matcher import wildcard_regex
 from polite.core.robots.robotstxt import RobotsTxt
-from polite.core.robots.usage import from_robots, from_tdmrep
+from polite.core.robots.usage import from_robots, from_tdmrep, rsl_licenses, states_preferences
 from polite.robots import parse
 from tests.conftest import shared_path
 
@@ -337,3 +337,27 @@ def test_wildcard_rules_made_ready_stay_within_the_footprint() -> None:
         finally:
             tracemalloc.stop()
         assert held <= robots.footprint <= 1.25 * held, count
+
+
+def test_an_agents_fields_and_the_licenses_skip_the_usage_lines_unread() -> None:
+    """A new agent's delays and rates, and the file's RSL licenses, are read from the
+    fields they are made of, the file's thousands of AI-usage lines not visited one by one:
+    before, each was a pass in Python over all 14,000 (some 70,000 lines of Python, 6 to
+    17 ms in one hold of ``polite serve``'s event loop at every new User-Agent). The work
+    is the same for the full-size file as for one of a hundred lines."""
+    def work(lines: int, agent: str) -> tuple[int, object, object]:
+        body = usage_file(lines).replace(b"Allow: /\n", b"Allow: /\nCrawl-delay: 3\n"
+                                         b"License: https://example.com/l\n", 1)
+        robots = parse(body)
+        with counted_lines() as count:
+            fields = robots.agent_rules(agent)
+            licenses = rsl_licenses(robots)
+            states = states_preferences(robots)
+        assert states
+        return count[0], fields, licenses
+
+    few, few_fields, few_licenses = work(100, "bot")
+    many, fields, licenses = work(14_000, "otherbot")
+    assert many <= few + 50, (few, many)
+    assert fields == few_fields and fields.crawl_delay_s == 3.0
+    assert licenses == few_licenses == (("https://example.com/l",), ())

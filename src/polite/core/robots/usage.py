@@ -29,7 +29,14 @@ from polite.core._steps import STEP, Steps, finish
 from polite.core.robots._held import held_bytes
 from polite.core.robots.matcher import PathIndex, matches
 from polite.core.robots.meta import meta_contents, x_robots_values
-from polite.core.robots.model import Dialect, Directive, Group, fields_of
+from polite.core.robots.model import (
+    Dialect,
+    Directive,
+    Group,
+    any_named,
+    fields_named,
+    fields_of,
+)
 from polite.core.robots.parser import pattern_path
 from polite.core.robots.robotstxt import RobotsTxt, product_token, request_path
 from polite.core.usage.sf import MAX_FIELD_CHARS, serialize_string
@@ -420,10 +427,9 @@ def _usage_view(dialect: Dialect, groups: list[Group]
 def states_preferences(robots: RobotsTxt) -> bool:
     """Whether the file has any line that states a preference (Content-Usage,
     Content-Signal, License): most files have none, and then every answer is empty."""
-    return any(key in _RULE_KEYS or key == "license"
-               for directives in (robots.global_directives,
-                                  *(g.directives for g in robots.groups))
-               for key, _, _ in fields_of(directives))
+    stating = (*_RULE_KEYS, "license")
+    return any(any_named(directives, stating)
+               for directives in (robots.global_directives, *(g.directives for g in robots.groups)))
 
 
 def prepare_usage(robots: RobotsTxt, agent: str) -> Steps[None]:
@@ -491,7 +497,7 @@ def rsl_licenses(robots: RobotsTxt) -> tuple[tuple[str, ...], tuple[str, ...]]:
     (scheme and host); anything else is reported, not kept."""
     lines = [(line, text) for directives in (robots.global_directives,
                                              *(g.directives for g in robots.groups))
-             for key, line, text in fields_of(directives) if key == "license" and text]
+             for _, line, text in fields_named(directives, ("license",)) if text]
     kept: list[str] = []
     issues: list[str] = []
     for line, text in sorted(lines):

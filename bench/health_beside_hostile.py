@@ -158,6 +158,10 @@ from polite.fetch import RobotsFetcher, create_client
 from polite.fetch.robots import robots_usage
 from polite.storage import MemoryStore
 from polite.storage.base import RobotsRecord
+try:  # as polite serve does once it listens (a tree that has it)
+    from polite._loop import freeze_start_up
+except ImportError:
+    freeze_start_up = None
 body = sys.stdin.buffer.read()
 ORIGIN = "http://hostile.example"
 async def main():
@@ -175,6 +179,8 @@ async def main():
             last = now
     async with create_client() as client:
         robots = RobotsFetcher(client, store, clock, agent="politetest")
+        if freeze_start_up is not None:
+            freeze_start_up()
         task = asyncio.create_task(beside())
         started = time.process_time()
         state, _ = await robots.known(ORIGIN)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, TextIO
 from urllib.parse import urlsplit
 
 from polite._listen import is_loopback, listen_problem
-from polite._loop import new_event_loop
+from polite._loop import freeze_start_up, new_event_loop
 from polite.api import create_app
 from polite.api.app import MAX_BODY_BYTES
 from polite.clock import WallClock
@@ -372,6 +372,7 @@ def run_server(settings: Settings, out: TextIO) -> int:
 
     async def run() -> None:
         port = await proxy.start(settings.host, settings.port)
+        freeze_start_up()
         out.write(f"polite serve: listening on http://{settings.host}:{port} "
                   f"(REST API and HTTP proxy; store {env['store']}, agent "
                   f"{settings.agent!r}, mode {settings.mode}, "

@@ -21,7 +21,7 @@ from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import accumulate
+from itertools import accumulate, chain
 from urllib.parse import urlsplit
 
 from polite.core._documents import read_json
@@ -320,27 +320,32 @@ class _Patterns:
         self.text = "".join(patterns)  # the patterns, in one string
         self.ends = array("I", accumulate(map(len, patterns)))
         # the places of pattern i's lines are places[starts[i]:starts[i + 1]]
-        self.places = array("I", (p for found in places for p in found))
+        self.places = array("I", chain.from_iterable(places))
         self.starts = array("I", accumulate(map(len, places), initial=0))
-        if large:
-            yield
+        # what is done per pattern in Python, a step's patterns at a time
         by_length: dict[int, list[int]] = {}
-        for i, pattern in enumerate(patterns):
-            by_length.setdefault(len(pattern), []).append(i)
+        for start in range(0, n, STEP):
+            if large:
+                yield
+            for i, pattern in enumerate(patterns[start:start + STEP], start):
+                by_length.setdefault(len(pattern), []).append(i)
         self.by_length = {k: array("I", v) for k, v in by_length.items() if len(v) > 1}
-        if large:
-            yield
-        entries = [(p, len(p) * n + i, i) for i, p in enumerate(patterns)]
-        if large:
-            yield
+        entries: list[tuple[str, int, int]] = []
+        for start in range(0, n, STEP):
+            if large:
+                yield
+            entries.extend([(p, len(p) * n + i, i)
+                            for i, p in enumerate(patterns[start:start + STEP], start)])
         self.index = yield from PathIndex.built(entries, wildcards=wildcards)
         self.reverse = None
         if self.by_length:
-            if large:
-                yield
-            entries = [(p, len(p) * n + n - 1 - i, i) for i, p in enumerate(patterns)]
-            if large:
-                yield
+            last = n - 1
+            for start in range(0, n, STEP):
+                if large:
+                    yield
+                entries[start:start + STEP] = [
+                    (p, len(p) * n + last - i, i)
+                    for i, p in enumerate(patterns[start:start + STEP], start)]
             self.reverse = yield from PathIndex.built(entries, wildcards=wildcards)
         return self
 

@@ -694,9 +694,10 @@ def _locations(entries: list[tuple[int, str, object, object]]) -> Steps[PathInde
                                      location.encode("utf-8").decode("latin-1")))
     # The first entry that matches decides: the earlier, the higher its rank.
     n = len(patterns)
-    ranked = [(p, n - k, k) for k, p in enumerate(patterns)]
-    if n > STEP:
+    ranked: list[tuple[str, int, int]] = []
+    for start in range(0, n, STEP):
         yield
+        ranked.extend([(p, n - k, k) for k, p in enumerate(patterns[start:start + STEP], start)])
     return (yield from PathIndex.built(ranked))
 
 

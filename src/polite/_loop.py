@@ -29,9 +29,10 @@ def new_event_loop(kind: str) -> asyncio.AbstractEventLoop:
 def freeze_start_up() -> None:
     """Take what start-up made (modules, functions, classes, settings: some 35,000 objects
     that live as long as the process) out of the garbage collector's reach, once the
-    command is ready to serve. A full collection walks every object it tracks, on the
-    thread whose allocation set it off, the event loop's: with them it held the loop 10 to
-    20 ms of CPU whenever a large piece of work (a hostile robots.txt) allocated enough to
-    set one off; without them it walks what was made since (docs/benchmarks.md)."""
+    command is ready to serve, before it listens. A full collection walks every object it
+    tracks, on the thread whose allocation set it off, the event loop's: with them it held
+    the loop 10 to 20 ms of CPU whenever a large piece of work (a hostile robots.txt)
+    allocated enough to set one off; without them it walks what was made since
+    (docs/benchmarks.md)."""
     gc.collect()  # what start-up left for the collector is freed, not kept for ever
     gc.freeze()

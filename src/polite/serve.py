@@ -371,8 +371,8 @@ def run_server(settings: Settings, out: TextIO) -> int:
                         resolve=first_address(addresses))
 
     async def run() -> None:
+        freeze_start_up()  # before the first request can wait for its collection
         port = await proxy.start(settings.host, settings.port)
-        freeze_start_up()
         out.write(f"polite serve: listening on http://{settings.host}:{port} "
                   f"(REST API and HTTP proxy; store {env['store']}, agent "
                   f"{settings.agent!r}, mode {settings.mode}, "

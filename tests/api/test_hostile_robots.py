@@ -210,7 +210,7 @@ def test_a_full_collection_walks_what_the_service_made_since_start_up() -> None:
     loop, when an allocation sets it off: a hostile file's work set one off, and walking
     the service's start-up objects (35,000, for modules, classes and functions that live
     as long as the process) held the loop 10 to 20 ms of CPU at a time. They are frozen
-    once the service listens; what it tracks after the hostile file's work (a parsed file
+    before the service listens; what it tracks after the hostile file's work (a parsed file
     is a few packed containers) is a small part of them."""
     with tcp_origin(COLLECTED_HOST, _serve_hostile) as port, \
             polite_serve("--store", "memory://", "--allow-private") as api:

@@ -11,6 +11,12 @@ origin whose robots.txt is ``User-agent: *``, ``Allow: /`` and 14,000 lines
 * then sends ``--proxied`` requests through the proxy with ``X-Polite-Purpose: train-ai``
   (each refused, the file being known): their median time.
 
+``--holds`` runs the service with a thread beside its event loop that posts it a callback
+every millisecond and, while the callback waits, samples the loop's stack: the longest
+waits (wall-clock and the process's CPU time meanwhile) with where the loop was, and the
+garbage collector's passes over 2 ms of CPU (the thread changes the switch interval to
+1 ms: figures of their own, not to compare with a run without it).
+
 ``--busy N`` keeps N processes ``python3 -c 'while True: pass'`` running through the rounds
 (the machine's two cores shared with them). ``--base DIR`` runs a second tree's ``src``
 (``git worktree add --detach DIR main``) in alternate rounds, the same figures printed for
@@ -28,9 +34,11 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -85,12 +93,71 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def one_round(src: Path, proxied: int) -> dict[str, float]:
+# ``polite serve`` with the watchdog of --holds; what it saw is written to $HOLDS_OUT at exit.
+HOLDS = r"""
+import atexit, collections, gc, json, os, sys, threading, time, traceback
+import polite.serve as serve
+loops = []
+make_loop = serve.new_event_loop
+def new_event_loop(kind):
+    loops.append(make_loop(kind))
+    return loops[-1]
+serve.new_event_loop = new_event_loop
+main_thread = threading.get_ident()
+main_cpu = time.pthread_getcpuclockid(main_thread)  # the loop's thread's CPU time alone
+holds, passes, begun = [], [], {}
+def timed(phase, info):
+    if phase == "start":
+        begun["cpu"] = time.thread_time()
+    elif time.thread_time() - begun["cpu"] > 0.002:
+        passes.append((info["generation"], (time.thread_time() - begun["cpu"]) * 1000))
+gc.callbacks.append(timed)
+def where(frame):
+    stack = traceback.extract_stack(frame)
+    ours = [f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} {f.name}" for f in stack
+            if "/polite/" in f.filename]
+    return " < ".join(reversed(ours[-4:])) or "outside polite"
+def watch():
+    while not loops:
+        time.sleep(0.01)
+    while True:
+        ran = threading.Event()
+        wall, cpu = time.perf_counter(), time.clock_gettime(main_cpu)
+        try:
+            loops[0].call_soon_threadsafe(ran.set)
+        except RuntimeError:
+            return
+        seen = []
+        while not ran.wait(0.001):
+            frame = sys._current_frames().get(main_thread)
+            if frame is not None:
+                seen.append(where(frame))
+        waited = (time.perf_counter() - wall) * 1000
+        if waited > 3:
+            holds.append((waited, (time.clock_gettime(main_cpu) - cpu) * 1000,
+                          collections.Counter(seen).most_common(1)))
+        time.sleep(0.001)
+threading.Thread(target=watch, daemon=True).start()
+sys.setswitchinterval(0.001)
+def write():
+    with open(os.environ["HOLDS_OUT"], "w") as out:
+        json.dump({"holds": sorted(holds, key=lambda h: h[1], reverse=True)[:3],
+                   "gc": passes}, out)
+atexit.register(write)
+from polite.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def one_round(src: Path, proxied: int, holds: Path | None = None) -> dict[str, float]:
     port = free_port()
     site = origin()  # a new origin a round: its robots.txt is fetched afresh
     env = {**os.environ, "PYTHONPATH": str(src)}
     command = [sys.executable, "-m", "polite", "serve", "--port", str(port), "--store",
-               "memory://", "--allow-private", "--default-delay-ms", "0"]
+               "memory://", "--allow-private", "--default-delay-s", "0"]
+    if holds is not None:
+        env["HOLDS_OUT"] = str(holds)
+        command[1:3] = ["-c", HOLDS]
     with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                           env=env) as proc, \
             httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False,
@@ -158,6 +225,10 @@ from polite.fetch import RobotsFetcher, create_client
 from polite.fetch.robots import robots_usage
 from polite.storage import MemoryStore
 from polite.storage.base import RobotsRecord
+try:  # as polite serve does once it listens (a tree that has it)
+    from polite._loop import freeze_start_up
+except ImportError:
+    freeze_start_up = None
 body = sys.stdin.buffer.read()
 ORIGIN = "http://hostile.example"
 async def main():
@@ -175,6 +246,8 @@ async def main():
             last = now
     async with create_client() as client:
         robots = RobotsFetcher(client, store, clock, agent="politetest")
+        if freeze_start_up is not None:
+            freeze_start_up()
         task = asyncio.create_task(beside())
         started = time.process_time()
         state, _ = await robots.known(ORIGIN)
@@ -206,6 +279,8 @@ def main() -> int:
     options.add_argument("--busy", type=int, default=0,
                          help="processes spinning on a core meanwhile")
     options.add_argument("--proxied", type=int, default=50)
+    options.add_argument("--holds", action="store_true",
+                         help="the service's longest waits of its event loop, and where")
     options.add_argument("--base", type=Path, default=None,
                          help="another tree, run in alternate rounds (its src)")
     args = options.parse_args()
@@ -216,10 +291,17 @@ def main() -> int:
             for _ in range(args.busy)]
     found: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
     probed: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
+    held: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
     try:
         for _ in range(args.rounds):
             for name, src in trees.items():
-                found[name].append(one_round(src, args.proxied))
+                if args.holds:
+                    with tempfile.TemporaryDirectory() as folder:
+                        out = Path(folder) / "holds.json"
+                        found[name].append(one_round(src, args.proxied, out))
+                        held[name].append(json.loads(out.read_text()))
+                else:
+                    found[name].append(one_round(src, args.proxied))
                 probed[name].append(probe_round(src))
     finally:
         for spinner in busy:
@@ -245,6 +327,17 @@ def main() -> int:
             return ", ".join(f"{r[key]:.{digits}f}" for r in rounds)
         print(f"{name} | {cell('turns', 0)} | {cell('cpu_s', 2)} | {cell('cpu_worst_ms', 1)} | "
               f"{cell('cpu_p99_ms', 1)} | {cell('wall_worst_ms', 0)}")
+    for name, seen_rounds in held.items():
+        if seen_rounds:
+            print(f"\n{name}: the service's event loop, its waits with the most CPU time "
+                  "(wall ms, CPU ms of the loop's thread meanwhile, where it was most "
+                  "often); collector passes over 2 ms of CPU (generation, ms)")
+        for number, one in enumerate(seen_rounds, 1):
+            for wall, cpu, seen in one["holds"]:
+                place = f"{seen[0][0]} ({seen[0][1]} samples)" if seen else "not sampled"
+                print(f"  round {number}: {wall:.0f} | {cpu:.1f} | {place}")
+            print(f"  round {number}: collector " + ", ".join(
+                f"{generation}: {ms:.1f}" for generation, ms in one["gc"]))
     return 0
 
 

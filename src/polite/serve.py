@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, TextIO
 from urllib.parse import urlsplit
 
 from polite._listen import is_loopback, listen_problem
-from polite._loop import new_event_loop
+from polite._loop import freeze_start_up, new_event_loop
 from polite.api import create_app
 from polite.api.app import MAX_BODY_BYTES
 from polite.clock import WallClock
@@ -371,6 +371,7 @@ def run_server(settings: Settings, out: TextIO) -> int:
                         resolve=first_address(addresses))
 
     async def run() -> None:
+        freeze_start_up()  # before the first request can wait for its collection
         port = await proxy.start(settings.host, settings.port)
         out.write(f"polite serve: listening on http://{settings.host}:{port} "
                   f"(REST API and HTTP proxy; store {env['store']}, agent "

@@ -176,3 +176,25 @@ async def test_another_agents_matcher_of_a_large_file_is_built_in_steps(
     assert not answers[0].allowed
     (again,) = await politeness.check([ORIGIN + "/p7/ax8"], agent="otherbot")
     assert again.allowed
+
+
+async def test_a_batch_decides_one_url_of_a_large_file_a_turn(
+        client: httpx.AsyncClient) -> None:
+    """A batch's decisions in a large file go one a turn of the loop: each is a match
+    among its rules (rules x URL length, milliseconds for a long URL among thousands of
+    wildcard rules). Before, the loop was given back once 10 ms of them had passed by the
+    clock (the 50 decisions here ran in one or two holds); a URL of a small file costs
+    little and many go a turn."""
+    clock = WallClock()
+    store = MemoryStore(clock)
+    await store.save_robots(RobotsRecord(ORIGIN, "parsed", 200, WILDCARDS, clock(),
+                                         clock() + 3600))
+    robots = RobotsFetcher(client, store, clock, agent="politetest")
+    politeness = Politeness(robots, store, clock, agent="politetest", allow_private=True)
+    urls = [f"{ORIGIN}/p{i}/ax{i}" for i in range(50)]
+    await politeness.check(urls[:2], agent="otherbot")  # its matcher built
+    with lock_held_long():
+        answers, turns = await turns_beside(politeness.check(urls, agent="otherbot"))
+    assert turns >= len(urls) - 1, turns
+    assert [a.allowed for a in answers] == [False] * len(urls)
+    assert all(f"/p{i}/*x{i}$" in str(a.decision) for i, a in enumerate(answers))

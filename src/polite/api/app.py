@@ -4,6 +4,7 @@ same names and shapes), ``/delays``, ``/health``, ``/metrics``, seed 001's ``/en
 
 from __future__ import annotations
 
+import gc
 import ipaddress
 import math
 import secrets
@@ -272,6 +273,21 @@ class _RobotsCollector:
                                   value=self._politeness.robots_fetches)
 
 
+class _CollectorObjects:
+    """What a full pass of the garbage collector walks, and what it no longer walks
+    (``polite serve`` freezes what start-up made): a gauge with a label, ``tracked`` or
+    ``frozen``. A full pass runs on the event loop, every request waiting meanwhile, for a
+    time in proportion to the tracked objects."""
+
+    def collect(self) -> Iterator[Metric]:
+        objects = GaugeMetricFamily("polite_gc_objects", "objects the garbage collector "
+                                    "tracks (a full pass walks them) or was told to "
+                                    "leave (frozen at start-up)", labels=["state"])
+        objects.add_metric(["tracked"], len(gc.get_objects()))
+        objects.add_metric(["frozen"], gc.get_freeze_count())
+        yield objects
+
+
 class _ActivityCollector:
     """What the node saw, node-wide (the dashboard holds the per-host detail, so that
     Prometheus gets no label per host). The activity counts the REST API's decisions with
@@ -358,6 +374,7 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
     registry = CollectorRegistry()
     decisions = Counter("polite_decisions", "URLs answered", ["result"], registry=registry)
     registry.register(_RobotsCollector(politeness))
+    registry.register(_CollectorObjects())
     activity = politeness.activity
     answered: CounterOf[str] = CounterOf()  # the REST API's decisions, by cause
     registry.register(_ActivityCollector(activity, answered))

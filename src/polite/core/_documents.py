@@ -31,22 +31,47 @@ _TOML_TOKENS = re.compile(
     r"|'[^'\n]*'"
     r"|#[^\n]*"
     r"|[\[\]{}]", re.S)
+# What the JSON scan steps over at once, by the regular expression engine's own loop: the
+# strings, a '"' that opens none, what is neither, and a pair of brackets with none inside
+# (an entry of a list of objects, an empty list), then the next bracket if any; each part
+# possessive, so that nothing is tried twice. One token a bracket that holds brackets,
+# rather than one a string and a bracket (50,000 for a tdmrep.json of 9,571 entries,
+# 13 ms in one hold of an event loop).
+_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+_FLAT = rf'[\[{{](?:{_STRING}|"|[^"\[\]{{}}]++)*+[\]}}]'
+_JSON_RUNS = re.compile(rf'(?:{_STRING}|"|[^"\[\]{{}}]++|{_FLAT})*+([\[\]{{}}])?', re.S)
 _OPENING = frozenset("[{")
 _CLOSING = frozenset("]}")
 
 
-def _too_deep(text: str, tokens: re.Pattern[str], max_depth: int) -> int | None:
-    """The line (from 1) where ``text`` nests deeper than ``max_depth``, or ``None``."""
+def _too_deep(text: str, tokens: re.Pattern[str], max_depth: int,
+              runs: re.Pattern[str] | None = None) -> int | None:
+    """The line (from 1) where ``text`` nests deeper than ``max_depth``, or ``None``.
+    ``runs`` (JSON's): a match of it steps over what holds no bracket that counts at the
+    depth reached (it may step over a pair only where the pair is not too deep)."""
     depth = 0
-    for token in tokens.finditer(text):
-        char = token.group()
+    at = 0
+    while True:
+        if runs is not None and depth < max_depth:
+            found = runs.match(text, at)
+            assert found is not None  # it matches the empty string
+            char = found.group(1)
+            if char is None:
+                return None
+            start = found.end() - 1
+        else:
+            found = tokens.search(text, at)
+            if found is None:
+                return None
+            char = found.group()
+            start = found.start()
+        at = found.end()
         if char in _OPENING:
             depth += 1
             if depth > max_depth:
-                return text.count("\n", 0, token.start()) + 1
+                return text.count("\n", 0, start) + 1
         elif char in _CLOSING:
             depth = max(0, depth - 1)
-    return None
 
 
 def _text(body: str | bytes) -> str:
@@ -67,7 +92,7 @@ def read_json(body: str | bytes, *, max_bytes: int | None = None,
     if max_bytes is not None and len(body) > max_bytes:
         raise MalformedDocument(f"over {max_bytes} bytes")
     text = _text(body)
-    line = _too_deep(text, _JSON_TOKENS, max_depth)
+    line = _too_deep(text, _JSON_TOKENS, max_depth, _JSON_RUNS)
     if line is not None:
         raise MalformedDocument(f"nested deeper than {max_depth} at line {line}")
     try:

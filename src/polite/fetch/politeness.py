@@ -44,7 +44,8 @@ from polite.errors import InvalidURL
 from polite.fetch._steps import stepped
 from polite.fetch.activity import Activity, robots_code
 from polite.fetch.robots import (
-    MATCH_SLICE_S,
+    DECISION_BYTES,
+    DECISIONS_BYTES,
     STEPPED_BYTES,
     PublicHosts,
     RobotsFetcher,
@@ -465,14 +466,15 @@ class Politeness:
         policy = self.policy
         slack = self.send_slack_s
         candidates: dict[str, list[tuple[int, str, str, Allowed]]] = {}
-        slice_ends = 0.0  # the first URL is decided at once: the slice starts with it
+        spent = 0  # the bytes of the files decided in since the loop's last turn
         for index, url, origin, host in hosts:
-            if not slice_ends:
-                slice_ends = time.perf_counter() + MATCH_SLICE_S
-            elif time.perf_counter() > slice_ends:
+            if spent >= DECISIONS_BYTES:
                 await asyncio.sleep(0)
-                slice_ends = time.perf_counter() + MATCH_SLICE_S
-            decision = decide(url, states[origin], facts[host], policy, now, agent=agent,
+                spent = 0
+            state = states[origin]
+            spent += max(DECISION_BYTES,
+                         state.robots.size if isinstance(state, Parsed) else 0)
+            decision = decide(url, state, facts[host], policy, now, agent=agent,
                               ip=ip, obey_rules=obey_rules)
             if type(decision) is not Allowed:
                 answers[index] = Answer(url, decision, now, origin in cut)

@@ -6,7 +6,7 @@ import enum
 from array import array
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, compress
 from operator import itemgetter
 from typing import NamedTuple, Self, TypeVar, overload
 
@@ -210,12 +210,61 @@ class Directives(Packed["Directive"]):
         for flag, line, text in self.raw():
             yield keys[flag], line, text
 
+    def named(self, names: Container[str]) -> Iterator[tuple[str, int, str]]:
+        """The fields named one of ``names`` as (name, line, text), their values not read,
+        the others not visited (:meth:`positions`)."""
+        keys = self._reading()[0]
+        store, start = self._store, self._start
+        for i in self.positions(names):
+            i += start
+            yield (keys[store.flags[i]], store.lines[i],
+                   store.text[store.ends[i - 1] if i else 0:store.ends[i]])
+
+    def positions(self, names: Container[str], *, named: bool = True) -> list[int]:
+        """The positions (in this sequence) of the fields named one of ``names``, or with
+        ``named=False`` of those named none of them. The names are looked at once each and
+        the fields' flags searched by the interpreter's own loops: a file of thousands of
+        one field asked for another is answered without a step per field."""
+        wanted = {i for i, key in enumerate(self._reading()[0]) if (key in names) == named}
+        flags = self._store.flags[self._start:self._stop]
+        if not wanted:
+            return []
+        if not isinstance(flags, bytes):
+            return list(compress(range(len(flags)), map(wanted.__contains__, flags)))
+        table = bytearray(256)
+        for i in wanted:
+            table[i] = 1
+        marks = flags.translate(table)
+        found: list[int] = []
+        at = marks.find(1)
+        while at >= 0:
+            found.append(at)
+            at = marks.find(1, at + 1)
+        return found
+
 
 def fields_of(directives: Sequence[Directive]) -> Iterator[tuple[str, int, str]]:
     """(name, line, text) of each of ``directives``, packed or not, values not read."""
     if isinstance(directives, Directives):
         return directives.fields()
     return ((d.key, d.line, d.text) for d in directives)
+
+
+def any_named(directives: Sequence[Directive], names: Container[str]) -> bool:
+    """Whether any of ``directives`` is named one of ``names`` (of a packing, counted by
+    the interpreter's own loops)."""
+    if isinstance(directives, Directives):
+        return directives.count_named(names) > 0
+    return any(d.key in names for d in directives)
+
+
+def fields_named(directives: Sequence[Directive], names: Container[str]
+                 ) -> Iterator[tuple[str, int, str]]:
+    """(name, line, text) of each of ``directives`` named one of ``names``, packed or not,
+    values not read: of a packing, only those fields are visited (:meth:`Directives.positions`)."""
+    if isinstance(directives, Directives):
+        return directives.named(names)
+    return ((d.key, d.line, d.text) for d in directives if d.key in names)
 
 
 __all__ = [
@@ -235,6 +284,8 @@ __all__ = [
     "RawRules",
     "Rule",
     "Severity",
+    "any_named",
+    "fields_named",
     "fields_of",
     "fold_issues",
     "packed",

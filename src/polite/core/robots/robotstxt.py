@@ -784,8 +784,7 @@ def _agent_fields(directives: Sequence[Directive]) -> list[Directive]:
     """``directives`` but the AI-usage rules, which apply per path, not per agent (see
     :mod:`polite.core.robots.usage`): a file may hold thousands, packed, read only there."""
     if isinstance(directives, Directives):
-        return [directives[i] for i, (key, _, _) in enumerate(directives.fields())
-                if key not in _USAGE_KEYS]
+        return [directives[i] for i in directives.positions(_USAGE_KEYS, named=False)]
     return [d for d in directives if d.key not in _USAGE_KEYS]
 
 

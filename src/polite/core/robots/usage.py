@@ -21,7 +21,7 @@ from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import accumulate
+from itertools import accumulate, chain
 from urllib.parse import urlsplit
 
 from polite.core._documents import read_json
@@ -29,7 +29,14 @@ from polite.core._steps import STEP, Steps, finish
 from polite.core.robots._held import held_bytes
 from polite.core.robots.matcher import PathIndex, matches
 from polite.core.robots.meta import meta_contents, x_robots_values
-from polite.core.robots.model import Dialect, Directive, Group, fields_of
+from polite.core.robots.model import (
+    Dialect,
+    Directive,
+    Group,
+    any_named,
+    fields_named,
+    fields_of,
+)
 from polite.core.robots.parser import pattern_path
 from polite.core.robots.robotstxt import RobotsTxt, product_token, request_path
 from polite.core.usage.sf import MAX_FIELD_CHARS, serialize_string
@@ -313,27 +320,32 @@ class _Patterns:
         self.text = "".join(patterns)  # the patterns, in one string
         self.ends = array("I", accumulate(map(len, patterns)))
         # the places of pattern i's lines are places[starts[i]:starts[i + 1]]
-        self.places = array("I", (p for found in places for p in found))
+        self.places = array("I", chain.from_iterable(places))
         self.starts = array("I", accumulate(map(len, places), initial=0))
-        if large:
-            yield
+        # what is done per pattern in Python, a step's patterns at a time
         by_length: dict[int, list[int]] = {}
-        for i, pattern in enumerate(patterns):
-            by_length.setdefault(len(pattern), []).append(i)
+        for start in range(0, n, STEP):
+            if large:
+                yield
+            for i, pattern in enumerate(patterns[start:start + STEP], start):
+                by_length.setdefault(len(pattern), []).append(i)
         self.by_length = {k: array("I", v) for k, v in by_length.items() if len(v) > 1}
-        if large:
-            yield
-        entries = [(p, len(p) * n + i, i) for i, p in enumerate(patterns)]
-        if large:
-            yield
+        entries: list[tuple[str, int, int]] = []
+        for start in range(0, n, STEP):
+            if large:
+                yield
+            entries.extend([(p, len(p) * n + i, i)
+                            for i, p in enumerate(patterns[start:start + STEP], start)])
         self.index = yield from PathIndex.built(entries, wildcards=wildcards)
         self.reverse = None
         if self.by_length:
-            if large:
-                yield
-            entries = [(p, len(p) * n + n - 1 - i, i) for i, p in enumerate(patterns)]
-            if large:
-                yield
+            last = n - 1
+            for start in range(0, n, STEP):
+                if large:
+                    yield
+                entries[start:start + STEP] = [
+                    (p, len(p) * n + last - i, i)
+                    for i, p in enumerate(patterns[start:start + STEP], start)]
             self.reverse = yield from PathIndex.built(entries, wildcards=wildcards)
         return self
 
@@ -420,10 +432,9 @@ def _usage_view(dialect: Dialect, groups: list[Group]
 def states_preferences(robots: RobotsTxt) -> bool:
     """Whether the file has any line that states a preference (Content-Usage,
     Content-Signal, License): most files have none, and then every answer is empty."""
-    return any(key in _RULE_KEYS or key == "license"
-               for directives in (robots.global_directives,
-                                  *(g.directives for g in robots.groups))
-               for key, _, _ in fields_of(directives))
+    stating = (*_RULE_KEYS, "license")
+    return any(any_named(directives, stating)
+               for directives in (robots.global_directives, *(g.directives for g in robots.groups)))
 
 
 def prepare_usage(robots: RobotsTxt, agent: str) -> Steps[None]:
@@ -491,7 +502,7 @@ def rsl_licenses(robots: RobotsTxt) -> tuple[tuple[str, ...], tuple[str, ...]]:
     (scheme and host); anything else is reported, not kept."""
     lines = [(line, text) for directives in (robots.global_directives,
                                              *(g.directives for g in robots.groups))
-             for key, line, text in fields_of(directives) if key == "license" and text]
+             for _, line, text in fields_named(directives, ("license",)) if text]
     kept: list[str] = []
     issues: list[str] = []
     for line, text in sorted(lines):
@@ -683,9 +694,10 @@ def _locations(entries: list[tuple[int, str, object, object]]) -> Steps[PathInde
                                      location.encode("utf-8").decode("latin-1")))
     # The first entry that matches decides: the earlier, the higher its rank.
     n = len(patterns)
-    ranked = [(p, n - k, k) for k, p in enumerate(patterns)]
-    if n > STEP:
+    ranked: list[tuple[str, int, int]] = []
+    for start in range(0, n, STEP):
         yield
+        ranked.extend([(p, n - k, k) for k, p in enumerate(patterns[start:start + STEP], start)])
     return (yield from PathIndex.built(ranked))
 
 

@@ -53,3 +53,13 @@ def test_licenses_and_usage_lines_are_read_from_the_one_view() -> None:
         assert [s.where for s in kept.sources] == ["line 3"]
         other = from_robots(robots, "https://example.com/page", "polite")
         assert other.licenses == kept.licenses and not other.sources
+
+
+def test_a_response_stating_nothing_is_one_pass_over_its_fields() -> None:
+    plain = [("Content-Type", "text/html"), ("Content-Length", "4500"), ("ETag", '"a"')]
+    # each field's name lowered once (it took 15: a pass per field asked for)
+    assert calls(lambda: from_headers(plain, "polite", content_type="text/html")) <= 8
+    assert from_headers(plain, "polite") == from_headers([], "polite")
+    # a field that states one is still read, whatever its case
+    stating = [*plain, ("X-ROBOTS-TAG", "polite: noai")]
+    assert [s.where for s in from_headers(stating, "polite").sources] == ["header"]

@@ -521,6 +521,12 @@ def rsl_licenses(robots: RobotsTxt) -> tuple[tuple[str, ...], tuple[str, ...]]:
 # -- headers and META ---------------------------------------------------------------------
 
 
+# The response fields that may state a preference, and the answer when none is there.
+_STATING_FIELDS = frozenset({"content-usage", "content-signal", "tdm-reservation",
+                             "tdm-policy", "x-robots-tag"})
+_STATING_NOTHING = Preferences((), (), ())
+
+
 def _field(headers: Iterable[tuple[str, str]], name: str) -> str | None:
     """All lines of a header field joined as RFC 9110 5.3 combines them."""
     lines = [v for k, v in headers if k.lower() == name]
@@ -582,6 +588,8 @@ def from_headers(headers: Iterable[tuple[str, str]], agent: str, *,
     """The preferences a response's headers state for ``agent``."""
     headers = list(headers)
     vocab = _revision(revision)
+    if not any(k.lower() in _STATING_FIELDS for k, _ in headers):
+        return _STATING_NOTHING  # most responses: one pass over their fields
     if content_type is None:
         content_type = _field(headers, "content-type") or ""
     sources: list[Source] = []

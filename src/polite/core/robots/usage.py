@@ -249,6 +249,11 @@ def combine(*parts: Preferences) -> Preferences:
     techniques are layered: only the highest one that states a reservation counts, and a
     lower one's tdm-policy stands only while the reservation is 1 and the higher one names
     no policy of its own."""
+    if not any(s.mechanism in _TDMREP_LAYERS for p in parts for s in p.sources):
+        # no TDMRep technique (most pages): nothing layered, every part stands as it is
+        return Preferences(tuple(s for p in parts for s in p.sources),
+                           tuple(i for p in parts for i in p.issues),
+                           tuple(dict.fromkeys(x for p in parts for x in p.licenses)))
     top = max((_tdmrep_layer(p) for p in parts), default=-1)
     sources = tuple(s for p in parts for s in p.sources
                     if _TDMREP_LAYERS.get(s.mechanism, top) == top)
@@ -379,14 +384,18 @@ class _Patterns:
 
 class _UsageView:
     """The Content-Usage and Content-Signal lines of a group selection, by field, compiled;
-    a line is found again from its place (its number among the groups' fields)."""
+    a line is found again from its place (its number among the groups' fields). With them,
+    the file's License links and the License lines skipped (:func:`rsl_licenses`), so that
+    a page's preferences are one lookup of the file's views, not two."""
 
-    __slots__ = ("directives", "offsets", "patterns")
+    __slots__ = ("directives", "issues", "licenses", "offsets", "patterns")
 
-    def __init__(self, groups: list[Group], patterns: dict[str, _Patterns]) -> None:
+    def __init__(self, groups: list[Group], patterns: dict[str, _Patterns],
+                 licensing: tuple[tuple[str, ...], tuple[str, ...]]) -> None:
         self.directives = tuple(g.directives for g in groups)
         self.offsets = array("I", accumulate((len(d) for d in self.directives), initial=0))
         self.patterns = patterns
+        self.licenses, self.issues = licensing
 
     def line(self, place: int) -> tuple[Directive, RuleValue]:
         g = bisect_right(self.offsets, place) - 1
@@ -395,10 +404,12 @@ class _UsageView:
         return found, found.value
 
 
-def _usage_view(dialect: Dialect, groups: list[Group]
+def _usage_view(robots: RobotsTxt, groups: list[Group]
                 ) -> Steps[tuple[_UsageView, int, tuple[PathIndex, ...]]]:
-    """The Content-Usage and Content-Signal lines of ``groups``, by field, compiled; its
-    bytes and its indexes (see :meth:`RobotsTxt.view`), in steps."""
+    """The Content-Usage and Content-Signal lines of ``groups``, by field, compiled, and the
+    file's License links; its bytes and its indexes (see :meth:`RobotsTxt.view`), in
+    steps."""
+    dialect = robots.dialect
     # field -> pattern (the path as the dialect reads it) -> places, in file order
     found: dict[str, dict[str, list[int]]] = {}
     place = 0
@@ -421,10 +432,11 @@ def _usage_view(dialect: Dialect, groups: list[Group]
                                                        wildcards=wildcards)
     if place > STEP:
         yield
-    view = _UsageView(groups, patterns)
+    licensing, licensing_bytes, _ = yield from _licenses_view(robots, groups)
+    view = _UsageView(groups, patterns, licensing)
     size = sys.getsizeof
     held = (size(view) + size(view.directives) + size(view.offsets) + size(patterns)
-            + sum(p.held_bytes() for p in patterns.values()))
+            + sum(p.held_bytes() for p in patterns.values()) + licensing_bytes)
     return view, held, tuple(index for p in patterns.values()
                              for index in (p.index, p.reverse) if index is not None)
 
@@ -442,13 +454,12 @@ def prepare_usage(robots: RobotsTxt, agent: str) -> Steps[None]:
     lines compiled) built, in steps (see :mod:`polite.core._steps`): for a caller that must
     not wait for a large file's."""
     yield from robots.prepare(agent)
-    view = yield from robots.view_steps("usage", agent, partial(_usage_view, robots.dialect))
+    view = yield from robots.view_steps("usage", agent, partial(_usage_view, robots))
     assert isinstance(view, _UsageView)
     for patterns in view.patterns.values():  # what a first lookup would build
         yield from patterns.index.searched()
         if patterns.reverse is not None:
             yield from patterns.reverse.searched()
-    yield from robots.view_steps("licenses", agent, partial(_licenses_view, robots))
 
 
 def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURRENT
@@ -460,10 +471,9 @@ def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURR
     dialect = robots.dialect
     # Compiled once per file and group selection (and kept within the file's byte bound):
     # a check is then an index lookup, not a pass over every line.
-    view = robots.view("usage", agent, partial(_usage_view, dialect))
-    licensing = robots.view("licenses", agent, partial(_licenses_view, robots))
-    assert isinstance(view, _UsageView) and isinstance(licensing, tuple)
-    licenses, issues = licensing
+    view = robots.view("usage", agent, partial(_usage_view, robots))
+    assert isinstance(view, _UsageView)
+    licenses, issues = view.licenses, view.issues
     if not view.patterns:
         return Preferences(issues=issues, licenses=licenses)  # most files: no such line
     if not robots.allowed(url, agent):
@@ -520,6 +530,12 @@ def rsl_licenses(robots: RobotsTxt) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 # -- headers and META ---------------------------------------------------------------------
+
+
+# The response fields that may state a preference, and the answer when none is there.
+_STATING_FIELDS = frozenset({"content-usage", "content-signal", "tdm-reservation",
+                             "tdm-policy", "x-robots-tag"})
+_STATING_NOTHING = Preferences((), (), ())
 
 
 def _field(headers: Iterable[tuple[str, str]], name: str) -> str | None:
@@ -583,6 +599,8 @@ def from_headers(headers: Iterable[tuple[str, str]], agent: str, *,
     """The preferences a response's headers state for ``agent``."""
     headers = list(headers)
     vocab = _revision(revision)
+    if not any(k.lower() in _STATING_FIELDS for k, _ in headers):
+        return _STATING_NOTHING  # most responses: one pass over their fields
     if content_type is None:
         content_type = _field(headers, "content-type") or ""
     sources: list[Source] = []

@@ -109,6 +109,26 @@ async def test_a_visit_time_wait_still_records_what_the_site_asks(tmp_path: Path
     assert await stored_robots_delays(tmp_path / "p.sqlite") == {"127.0.83.3": 3.0}
 
 
+async def test_a_wait_carries_the_robots_state_it_was_judged_under(tmp_path: Path) -> None:
+    """A caller told to wait reads the robots.txt state from the answer (the crawler, to
+    tell a robots.txt that could not be read from a delay) rather than asking again, on
+    the one-URL path and the batch path alike."""
+    now = dt.datetime.now(dt.UTC)
+    later = f"{(now + dt.timedelta(hours=2)):%H%M}-{(now + dt.timedelta(hours=3)):%H%M}"
+    robots = f"Robot-version: 3.0\nUser-agent: *\nVisit-time: {later}\n".encode()
+    with serve(Site("127.0.83.14", {"/robots.txt": Reply(200, robots)})) as site:
+        async with driver(tmp_path / "p.sqlite") as politeness:
+            (one,) = await politeness.check([f"{site.origin}/a"], reserve=True)
+            batch = await politeness.check([f"{site.origin}/b", f"{site.origin}/c"],
+                                           reserve=True)
+            (unreserved,) = await politeness.check([f"{site.origin}/d"])
+    for held in (one, *batch):
+        assert isinstance(held.decision, WaitUntil)
+        assert held.decision.source is WaitSource.VISIT_TIME
+        assert isinstance(held.robots, Parsed) and held.robots.robots.dialect is Dialect.REGP
+    assert unreserved.robots is None  # only a caller that takes slots is given it
+
+
 async def test_a_brace_block_s_delay_is_a_value_of_its_own_and_worded_as_before(
         tmp_path: Path) -> None:
     robots = (b"Robot-version: 3.0\nUser-agent: *\nAllow: /\nRequest-rate: 120/m\n"

@@ -775,7 +775,9 @@ class Crawler:
                 kind, reason, facts = _refusal(found)
                 await self._skip(item, reason, kind, facts)
                 return now
-            robots = await self._politeness.robots_state(item.url)
+            # the state it was judged under (a lookup only where the answer has none)
+            robots = found.robots if found.robots is not None \
+                else await self._politeness.robots_state(item.url)
             if isinstance(robots, DisallowAll):
                 attempts = self.settings.robots_attempts
                 if robots.failures >= attempts:

@@ -477,7 +477,8 @@ class Politeness:
             decision = decide(url, state, facts[host], policy, now, agent=agent,
                               ip=ip, obey_rules=obey_rules)
             if type(decision) is not Allowed:
-                answers[index] = Answer(url, decision, now, origin in cut)
+                answers[index] = Answer(url, decision, now, origin in cut, 0,
+                                        state if reserve else None)
                 if type(decision) is WaitUntil:
                     await self._note_window(url, host, states[origin], decision, agent, ip)
                 continue
@@ -551,7 +552,7 @@ class Politeness:
         if type(decision) is not Allowed:
             if type(decision) is WaitUntil:
                 await self._note_window(url, host, state, decision, agent, ip)
-            return Answer(url, decision, now, cut)
+            return Answer(url, decision, now, cut, 0, state if reserve else None)
         robots_s = decision.delays.robots_s
         if robots_s is not None:
             await self._note_robots_delay(host, robots_s)

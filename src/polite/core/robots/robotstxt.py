@@ -752,7 +752,8 @@ def _parsed_held(body: ParsedBody) -> int:
     a file that packs none, or in an HTML page) counted a column at a time."""
     size = sys.getsizeof
     groups = body.groups
-    total = size(body) + size(groups) + size(body.raw_issues) + rows_bytes(body.raw_issues)
+    issues = body.issue_items  # flat: ints and strings, the codes shared
+    total = size(body) + size(groups) + size(issues) + distinct_bytes(filter(None, issues))
     total += sum(map(size, groups)) + sum(map(size, map(_LINE, groups)))
     # the agents' tuples (groups naming the same agents share one) and their strings
     agents = list(map(_AGENTS, groups))

@@ -482,11 +482,11 @@ class _OpenGroup:
         start = self.rules
         own_rules: Sequence[RawRule] = () if start == stop_rules else (
             tuple(rules[start:stop_rules]) if type(rules) is list
-            else cast(Packed[RawRule], rules).part(start, stop_rules))
+            else cast("Packed[RawRule]", rules).part(start, stop_rules))
         start = self.fields
         own_fields: Sequence[Directive] = () if start == stop_fields else (
             tuple(fields[start:stop_fields]) if type(fields) is list
-            else cast(Packed[Directive], fields).part(start, stop_fields))
+            else cast("Packed[Directive]", fields).part(start, stop_fields))
         return Group(self.line, agents, own_rules, own_fields,
                      tuple(self.ip_rules) if self.ip_rules else (),
                      tuple(self.blocks) if self.blocks else ())
@@ -532,22 +532,26 @@ class _Reader:
         if not groups:
             return ()
         flat = self.rules
-        columns = (cast(list[bool], flat[0::3]), cast(list[int], flat[1::3]),
-                   cast(list[str], flat[2::3]))
+        count = len(flat) // 3
         rules: Sequence[RawRule]
-        if len(columns[0]) >= PACKED_FROM:
-            rules = RawRules.from_columns(*columns)
+        if count >= PACKED_FROM:
+            rules = RawRules.from_columns(cast("list[bool]", flat[0::3]),
+                                          cast("list[int]", flat[1::3]),
+                                          cast("list[str]", flat[2::3]))
             yield
-        else:
-            rules = list(zip(*columns, strict=True))
+        else:  # a tuple a rule, made by one C loop over the flat list (three items a rule)
+            items = iter(flat)
+            rules = cast("list[RawRule]", list(zip(items, items, items, strict=True)))
         fields: Sequence[Directive] = self.fields
         if len(fields) >= PACKED_FROM:
             fields = Directives(fields, _read_value)
             yield
+        if len(groups) == 1:  # most files: one group
+            return (groups[0].close(rules, fields, count, len(fields)),)
         # each group ends where the next one starts, the last one at the end
         closed = [group.close(rules, fields, end.rules, end.fields)
                   for group, end in pairwise(groups)]
-        closed.append(groups[-1].close(rules, fields, len(columns[0]), len(fields)))
+        closed.append(groups[-1].close(rules, fields, count, len(fields)))
         return tuple(closed)
 
     def issue(self, line: int, code: str, message: str,

@@ -524,12 +524,14 @@ class PathIndex:
         fast_path: Callable[[str], re.Match[str] | None],
         *,
         robots_txt_allowed: bool = True,
+        escaped: Callable[[re.Match[str]], str] | None = None,
     ) -> Callable[[str], bool]:
         """A ``url -> allowed`` function with everything bound locally: the hot path.
 
         ``fast_path`` matches the common URL whose path needs no normalising and captures
-        that path as group 1; other URLs go through ``path_of``. The lookup is
-        :meth:`lookup` written out inline.
+        that path as group 1; other URLs go through ``path_of``. A match whose group 1 is
+        ``None`` (a path ``fast_path`` also knows how to fix) goes through ``escaped``. The
+        lookup is :meth:`lookup` written out inline.
         """
         keys, up, exact, wild_next = self._keys, self._up, self._exact, self._wild_next
         verdicts = bytes(allow) + b"\1"  # payload -1 (no rule) allows
@@ -543,10 +545,11 @@ class PathIndex:
                                                            strict=True)))
         segments, segment_of, finish = self._segments, self._segment, self._finish
         search = bisect_right
+        fix = escaped or (lambda m: path_of(m.string))
 
         def allowed(url: str) -> bool:
             m = fast_path(url)
-            path = path_of(url) if m is None else m[1]
+            path = path_of(url) if m is None else (m[1] or fix(m))
             j = search(keys, path) - 1
             while j >= 0:
                 if path.startswith(keys[j]):

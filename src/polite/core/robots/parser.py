@@ -295,7 +295,7 @@ def looks_like_html(head: str | bytes) -> bool:
     rather than a robots.txt file."""
     if isinstance(head, bytes):
         head = head[:HTML_WINDOW].decode("latin-1")
-    return _HTML_START.match(head[:HTML_WINDOW]) is not None
+    return _HTML_START.match(head, 0, HTML_WINDOW) is not None
 
 
 def detect_dialect(octets: str) -> Dialect:
@@ -565,7 +565,7 @@ class _Reader:
         if self.regp:
             yield from self.read_lines(lines)
         else:
-            if "\x00" in octets or _has_long_line(octets):
+            if "\x00" in octets or (len(octets) > MAX_LINE_OCTETS and _has_long_line(octets)):
                 self.cut(lines)
                 yield
             yield from self.read_split(lines)

@@ -626,8 +626,15 @@ class _Reader:
                     rules += known[4], lineno, value.strip(ws)
                     continue
                 if known[0] is UA and not known[2]:  # the next most: a group's User-agent lines
-                    self.user_agent(lineno, value.strip(ws))
-                    group = self.group
+                    # user_agent() written out: no brace blocks outside REGP
+                    agent = value.strip(ws)
+                    if group is None or len(rules) > 3 * group.rules:
+                        self.new_group(lineno)  # a User-agent after rules starts a new group
+                        group = self.group
+                        assert group is not None
+                    if not agent:
+                        self.issue(lineno, "empty-user-agent", "User-agent with no value")
+                    group.agents.append(agent if agent.isascii() else _text(agent))
                     continue
                 unknown = known[5]
                 if unknown is not None:  # a field no dialect reads: in HTML, CSS and markup

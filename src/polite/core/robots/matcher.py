@@ -152,6 +152,8 @@ _MEMBER_STEPS = 8
 # Wildcard members made ready to match and kept per index (in chains, and one by one for
 # chains longer than this): a hostile file lists tens of thousands, held as text until tried.
 KEPT_MEMBERS = 512
+# Entries of the kept chains (a member may be in many: see PathIndex._chain), at most.
+_CHAINED_MAX = 4 * KEPT_MEMBERS
 # What an index adds as it is used, in bytes, as sys.getsizeof measures it on CPython 3.11
 # (tests/core/robots/test_compiled_once.py keeps grown_bytes an upper bound): a
 # member made ready (the object, its tuple, its last piece) and each other piece besides
@@ -314,7 +316,7 @@ class PathIndex:
         self._kept: dict[int, _Member] = {}
         self._gram_index: dict[int, tuple[array[int], list[array[int]]]] = {}
         self._chains: dict[int, Chain] = {}  # by the deepest group's node
-        self._chained = 0  # members in the kept chains
+        self._chained = 0  # entries of the kept chains (their members are kept ones)
         # a member made ready: its object, and its pieces after its group's head (the head
         # is the group's key), a string each
         rest = self._rest
@@ -342,7 +344,7 @@ class PathIndex:
         made ready and kept, see :data:`KEPT_MEMBERS`; searched groups' buckets), estimated
         from their counts as an upper bound."""
         member = self._member_bytes
-        return (self._chained * (member + _CHAINED_BYTES) + len(self._kept) * (member + _KEPT_BYTES)
+        return (self._chained * _CHAINED_BYTES + len(self._kept) * (member + _KEPT_BYTES)
                 + len(self._segments) * _SEGMENT_BYTES + self._grams_bytes)
 
     def _node_of(self, path: str) -> int:
@@ -358,13 +360,13 @@ class PathIndex:
 
     def _chain(self, w: int) -> Chain | None:
         """The wildcard members of node ``w``'s group and of the groups enclosing it, best
-        first, made ready to match; kept, a few hundred members in all (``None`` for a
-        chain longer than that: its members are then tried from the arrays)."""
+        first, made ready to match; kept, a few hundred members in all, each made once
+        (``None`` for a chain longer than that: its members are then tried from the
+        arrays)."""
         chain = self._chains.get(w)
         if chain is not None:
             return chain
-        keys, members, starts, up, wild_next = (self._keys, self._members, self._wild_start,
-                                                self._up, self._wild_next)
+        keys, starts, up, wild_next = self._keys, self._wild_start, self._up, self._wild_next
         nodes = []
         g = w
         while g >= 0:
@@ -373,22 +375,22 @@ class PathIndex:
         count = sum(starts[g + 1] - starts[g] for g in nodes)
         if count > KEPT_MEMBERS:
             return None
-        ends, text = self._rest_ends, self._rest
+        # Members are shared with the other chains that hold them (an enclosing group's
+        # are in every chain below it: remade for each, the chains of a file with many
+        # "/dir/*" groups outgrew what is kept and were made again at nearly every lookup).
+        kept = self._kept
+        new = sum(m not in kept for g in nodes for m in range(starts[g], starts[g + 1]))
+        if self._chained + count > _CHAINED_MAX or len(kept) + new > KEPT_MEMBERS:
+            self._forget()
         found: list[tuple[int, int, int, _Member]] = []
         for g in nodes:
             head = keys[g]
             for m in range(starts[g], starts[g + 1]):
-                rest = text[ends[m - 1] if m else 0:ends[m]]
-                member = _Member(members[4 * m], members[4 * m + 1], head + rest,
-                                 _needed_literal(rest), head)
+                member = self._member(m, head)
                 found.append((member.rank, len(head), member.payload, member))
         # by rank, then the longer head (the deeper group), then the later rule
         found.sort(key=lambda f: f[:3], reverse=True)
         chain = tuple((m.rank, m.needed, _found_by_needed(m), m) for *_, m in found)
-        if self._chained + count > KEPT_MEMBERS:
-            self._chains.clear()
-            self._segments.clear()  # they hold chains
-            self._chained = 0
         self._chains[w] = chain
         self._chained += count
         return chain
@@ -480,8 +482,8 @@ class PathIndex:
         return found
 
     def _member(self, m: int, head: str) -> _Member:
-        """Member ``m`` (of the group whose head is ``head``) made ready to match, for
-        chains too long to keep; the last few hundred kept."""
+        """Member ``m`` (of the group whose head is ``head``) made ready to match, kept (a
+        few hundred at most: the chains that hold them are dropped with them)."""
         member = self._kept.get(m)
         if member is None:
             ends = self._rest_ends
@@ -489,9 +491,16 @@ class PathIndex:
             member = _Member(self._members[4 * m], self._members[4 * m + 1], head + rest,
                              _needed_literal(rest), head)
             if len(self._kept) >= KEPT_MEMBERS:
-                self._kept.clear()
+                self._forget()
             self._kept[m] = member
         return member
+
+    def _forget(self) -> None:
+        """Every member made ready dropped, with the chains and segments that hold them."""
+        self._kept.clear()
+        self._chains.clear()
+        self._segments.clear()
+        self._chained = 0
 
     def lookup(self, path: str) -> int:
         """The payload of the best matching entry, or -1 when none matches."""
@@ -515,12 +524,14 @@ class PathIndex:
         fast_path: Callable[[str], re.Match[str] | None],
         *,
         robots_txt_allowed: bool = True,
+        escaped: Callable[[re.Match[str]], str] | None = None,
     ) -> Callable[[str], bool]:
         """A ``url -> allowed`` function with everything bound locally: the hot path.
 
         ``fast_path`` matches the common URL whose path needs no normalising and captures
-        that path as group 1; other URLs go through ``path_of``. The lookup is
-        :meth:`lookup` written out inline.
+        that path as group 1; other URLs go through ``path_of``. A match whose group 1 is
+        ``None`` (a path ``fast_path`` also knows how to fix) goes through ``escaped``. The
+        lookup is :meth:`lookup` written out inline.
         """
         keys, up, exact, wild_next = self._keys, self._up, self._exact, self._wild_next
         verdicts = bytes(allow) + b"\1"  # payload -1 (no rule) allows
@@ -534,10 +545,11 @@ class PathIndex:
                                                            strict=True)))
         segments, segment_of, finish = self._segments, self._segment, self._finish
         search = bisect_right
+        fix = escaped or (lambda m: path_of(m.string))
 
         def allowed(url: str) -> bool:
             m = fast_path(url)
-            path = path_of(url) if m is None else m[1]
+            path = path_of(url) if m is None else (m[1] or fix(m))
             j = search(keys, path) - 1
             while j >= 0:
                 if path.startswith(keys[j]):

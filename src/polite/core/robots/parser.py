@@ -262,13 +262,22 @@ class ParsedBody:
     global_directives: tuple[Directive, ...] = ()
     global_blocks: tuple[Block, ...] = ()
     sitemaps: tuple[str, ...] = ()
-    raw_issues: tuple[RawIssue, ...] = ()
+    # the issues flat, five items an issue (see RawIssue): a tuple an issue was one more
+    # object for the garbage collector, and an HTML page served as robots.txt has one a line
+    issue_items: tuple[int | str | None, ...] = ()
     version: tuple[int, int] | None = None
     last_modified: float | None = None
     truncated: bool = False
     looks_like_html: bool = False
     size: int = 0
     line_count: int = 0
+
+    @property
+    def raw_issues(self) -> tuple[RawIssue, ...]:
+        """The issues read, as :data:`RawIssue` tuples in the order they were found."""
+        items = self.issue_items
+        return tuple(cast(RawIssue, items[at:at + _ISSUE_ITEMS])
+                     for at in range(0, len(items), _ISSUE_ITEMS))
 
 
 _VERSION_LINE = re.compile(r"[ \t]*robot-version[ \t]*:[ \t]*(\d+)")
@@ -286,7 +295,7 @@ def looks_like_html(head: str | bytes) -> bool:
     rather than a robots.txt file."""
     if isinstance(head, bytes):
         head = head[:HTML_WINDOW].decode("latin-1")
-    return _HTML_START.match(head[:HTML_WINDOW]) is not None
+    return _HTML_START.match(head, 0, HTML_WINDOW) is not None
 
 
 def detect_dialect(octets: str) -> Dialect:
@@ -328,11 +337,10 @@ def parse_body_steps(
     truncated = size > max_bytes
     whole = octets = (body[:max_bytes] if truncated else body).decode("latin-1")
     # What comes before the lines: the same whichever dialect reads them.
-    issues: list[RawIssue] = []
+    issues: list[int | str | None] = []  # flat: see ParsedBody.issue_items
     if truncated:
-        issues.append((
-            0, "truncated", "error",
-            f"file is {size} bytes; only the first {max_bytes} were read", ""))
+        issues += (0, "truncated", "error",
+                   f"file is {size} bytes; only the first {max_bytes} were read", "")
     if octets.startswith(("\xef", "\xbb", "\xbf")):
         skip = 0
         while skip < 3 and skip < len(octets) and octets[skip] == _UTF8_BOM[skip]:
@@ -340,19 +348,18 @@ def parse_body_steps(
         if skip:
             octets = octets[skip:]
             code = "bom" if skip == 3 else "partial-bom"
-            issues.append((1, code, "info", "byte order mark skipped", ""))
+            issues += (1, code, "info", "byte order mark skipped", "")
     utf16 = octets.startswith(("\xff\xfe", "\xfe\xff"))
     if utf16:
         order = "FF FE" if octets[0] == "\xff" else "FE FF"
-        issues.append((
+        issues += (
             1, "utf-16", "error", f"the file is UTF-16 (byte order mark {order}), not UTF-8 as "
             "RFC 9309 requires: no rule of it is read (every character holds a NUL byte), by "
-            "polite or by other crawlers; save it as UTF-8", ""))
+            "polite or by other crawlers; save it as UTF-8", "")
     html = looks_like_html(octets)
     if html:
-        issues.append((
-            1, "html", "error", "the body looks like an HTML page, not a robots.txt file",
-            ""))
+        issues += (1, "html", "error", "the body looks like an HTML page, not a robots.txt file",
+                   "")
     reader = _Reader(dialect or Dialect.RFC9309, url, issues)
     yield from reader.read(octets)
     # Detected only when a Robot-version line was read (every line that makes a file REGP
@@ -367,7 +374,10 @@ def parse_body_steps(
         yield
     groups = yield from reader.close()
     if utf16:  # said once above, not as a NUL on every line and line 1's bytes as junk
-        reader.issues = [issue for issue in reader.issues if issue[1] in ("utf-16", "truncated")]
+        kept = reader.issues
+        reader.issues = [item for at in range(0, len(kept), _ISSUE_ITEMS)
+                         if kept[at + 1] in ("utf-16", "truncated")
+                         for item in kept[at:at + _ISSUE_ITEMS]]
     # Positional: the same fields as ParsedBody declares them, in its order.
     return ParsedBody(dialect, groups, tuple(reader.global_directives),
                       tuple(reader.global_blocks), tuple(reader.sitemaps), tuple(reader.issues),
@@ -384,6 +394,7 @@ _VALUE_WS = " \t\v\f"
 # and an int, so the tuple is not tracked by the garbage collector. A message of None is
 # made from the detail when the issues are read (see issue_from_raw).
 RawIssue = tuple[int, str, str, str | None, str]
+_ISSUE_ITEMS = 5  # a RawIssue's items, as ParsedBody.issue_items holds them
 
 
 _FIELD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
@@ -471,11 +482,11 @@ class _OpenGroup:
         start = self.rules
         own_rules: Sequence[RawRule] = () if start == stop_rules else (
             tuple(rules[start:stop_rules]) if type(rules) is list
-            else cast(Packed[RawRule], rules).part(start, stop_rules))
+            else cast("Packed[RawRule]", rules).part(start, stop_rules))
         start = self.fields
         own_fields: Sequence[Directive] = () if start == stop_fields else (
             tuple(fields[start:stop_fields]) if type(fields) is list
-            else cast(Packed[Directive], fields).part(start, stop_fields))
+            else cast("Packed[Directive]", fields).part(start, stop_fields))
         return Group(self.line, agents, own_rules, own_fields,
                      tuple(self.ip_rules) if self.ip_rules else (),
                      tuple(self.blocks) if self.blocks else ())
@@ -490,7 +501,8 @@ _AGENTS_SIZE = 4096
 class _Reader:
     """One pass over the lines; keeps the state of the current group and brace blocks."""
 
-    def __init__(self, dialect: Dialect, url: str | None, issues: list[RawIssue]) -> None:
+    def __init__(self, dialect: Dialect, url: str | None, issues: list[int | str | None]
+                 ) -> None:
         """``issues``: those of the body before its lines (copied)."""
         self.url = url
         self.dialect = dialect
@@ -520,27 +532,31 @@ class _Reader:
         if not groups:
             return ()
         flat = self.rules
-        columns = (cast(list[bool], flat[0::3]), cast(list[int], flat[1::3]),
-                   cast(list[str], flat[2::3]))
+        count = len(flat) // 3
         rules: Sequence[RawRule]
-        if len(columns[0]) >= PACKED_FROM:
-            rules = RawRules.from_columns(*columns)
+        if count >= PACKED_FROM:
+            rules = RawRules.from_columns(cast("list[bool]", flat[0::3]),
+                                          cast("list[int]", flat[1::3]),
+                                          cast("list[str]", flat[2::3]))
             yield
-        else:
-            rules = list(zip(*columns, strict=True))
+        else:  # a tuple a rule, made by one C loop over the flat list (three items a rule)
+            items = iter(flat)
+            rules = cast("list[RawRule]", list(zip(items, items, items, strict=True)))
         fields: Sequence[Directive] = self.fields
         if len(fields) >= PACKED_FROM:
             fields = Directives(fields, _read_value)
             yield
+        if len(groups) == 1:  # most files: one group
+            return (groups[0].close(rules, fields, count, len(fields)),)
         # each group ends where the next one starts, the last one at the end
         closed = [group.close(rules, fields, end.rules, end.fields)
                   for group, end in pairwise(groups)]
-        closed.append(groups[-1].close(rules, fields, len(columns[0]), len(fields)))
+        closed.append(groups[-1].close(rules, fields, count, len(fields)))
         return tuple(closed)
 
     def issue(self, line: int, code: str, message: str,
               severity: Severity = Severity.WARNING) -> None:
-        self.issues.append((line, code, severity.value, message, ""))
+        self.issues += (line, code, severity.value, message, "")
 
     def read(self, octets: str) -> Steps[None]:
         if "\r" in octets:
@@ -549,7 +565,7 @@ class _Reader:
         if self.regp:
             yield from self.read_lines(lines)
         else:
-            if "\x00" in octets or _has_long_line(octets):
+            if "\x00" in octets or (len(octets) > MAX_LINE_OCTETS and _has_long_line(octets)):
                 self.cut(lines)
                 yield
             yield from self.read_split(lines)
@@ -599,7 +615,7 @@ class _Reader:
                             self.missing_colon(lineno, key)
                             group = self.group
                         else:  # no field starts with anything but a letter: "<div>" lines
-                            issues.append((lineno, "no-separator", "error", None, key))
+                            issues += (lineno, "no-separator", "error", None, key)
                     continue  # else a blank or comment line
                 known = cache.get(key)  # the key as written, white space and all
                 if known is None:
@@ -610,12 +626,19 @@ class _Reader:
                     rules += known[4], lineno, value.strip(ws)
                     continue
                 if known[0] is UA and not known[2]:  # the next most: a group's User-agent lines
-                    self.user_agent(lineno, value.strip(ws))
-                    group = self.group
+                    # user_agent() written out: no brace blocks outside REGP
+                    agent = value.strip(ws)
+                    if group is None or len(rules) > 3 * group.rules:
+                        self.new_group(lineno)  # a User-agent after rules starts a new group
+                        group = self.group
+                        assert group is not None
+                    if not agent:
+                        self.issue(lineno, "empty-user-agent", "User-agent with no value")
+                    group.agents.append(agent if agent.isascii() else _text(agent))
                     continue
                 unknown = known[5]
                 if unknown is not None:  # a field no dialect reads: in HTML, CSS and markup
-                    issues.append((lineno, "unknown-field", "info", None, unknown[1]))
+                    issues += (lineno, "unknown-field", "info", None, unknown[1])
                     text = value.strip(ws)
                     entry = new_tuple(Directive, (unknown[0], text if text.isascii()
                                                   else _text(text), lineno, None))
@@ -636,7 +659,7 @@ class _Reader:
             return None
         if not stripped[0].isalpha():
             # "<p>Note: ..." in HTML served as robots.txt; every field name starts with a letter
-            self.issues.append((lineno, "not-a-field", "error", None, stripped))
+            self.issues += (lineno, "not-a-field", "error", None, stripped)
             return None
         known = _known(_classify(stripped.lower()), stripped)
         if len(_KEY_CACHE) < _KEY_CACHE_SIZE:
@@ -687,11 +710,11 @@ class _Reader:
         """Google accepts whitespace for a missing colon when the line has exactly two words."""
         words = _TWO_WORDS.fullmatch(line)
         if words is None:
-            self.issues.append((lineno, "no-separator", "error", None, line))
+            self.issues += (lineno, "no-separator", "error", None, line)
             return
         key, value = words.groups()
         if not key[0].isalpha():
-            self.issues.append((lineno, "no-separator", "error", None, line))
+            self.issues += (lineno, "no-separator", "error", None, line)
             return
         known = _classify(key.lower())
         self.issue(lineno, "missing-colon", f"no ':' after {_text(key)!r}; read as a field")
@@ -819,7 +842,7 @@ class _Reader:
                 return
         elif _FIELD_NAME.fullmatch(key) is None:
             # "<p>Some text: more" in HTML served as robots.txt: no field could be named so.
-            self.issues.append((lineno, "not-a-field", "error", None, key))
+            self.issues += (lineno, "not-a-field", "error", None, key)
             return
         else:
             name = _text(key).lower()
@@ -830,7 +853,7 @@ class _Reader:
                            "Sitemap line")
                 self.sitemap(lineno, f"{name}:{text}")
                 return
-            self.issues.append((lineno, "unknown-field", "info", None, key))
+            self.issues += (lineno, "unknown-field", "info", None, key)
         entry = Directive(name, text, lineno, typed)
         if self.blocks:
             self.block_targeting = False

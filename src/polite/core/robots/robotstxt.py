@@ -135,8 +135,14 @@ def _kept_escape() -> str:
 
 _RFC_PATH = rf"(/{_SAFE_RFC}*+(?:{_kept_escape()}{_SAFE_RFC}*+)*+)"
 _RFC_FAST_PATH = re.compile(rf"https?://[^/?#;]*+{_RFC_PATH}\Z").match
+# The RFC 9309 path as it stands (group 1), or, when its first escape needs fixing (one URL
+# in twelve of the corpus's workload), its parts around that escape (groups 2 to 4): one
+# regular expression for both, rather than a second tried after the first failed.
+_RFC_FAST_OR_ESCAPED = re.compile(
+    rf"https?://[^/?#;]*+(?:{_RFC_PATH}\Z|{_RFC_PATH}%([0-9A-Fa-f]{{2}})"
+    rf"({_SAFE_RFC_OR_ESCAPE}*+)\Z)").match
 _FAST_PATHS = {
-    Dialect.RFC9309: _RFC_FAST_PATH,
+    Dialect.RFC9309: _RFC_FAST_OR_ESCAPED,
     # REGP lower-cases every path, so that none is ready as it stands: see _slow_path_of.
     Dialect.REGP: re.compile(r"(?!)").match,
     Dialect.GOOGLE: re.compile(r"https?://[^/?#;]*(/[\x00-\x22\x24-\x7f]*)\Z").match,
@@ -179,6 +185,15 @@ def _slow_path_of(dialect: Dialect) -> Callable[[str], str]:
 
     return path_of
 
+
+def _escaped_rfc(m: re.Match[str]) -> str:
+    """The RFC 9309 path of a URL :data:`_RFC_FAST_OR_ESCAPED` matched with an escape to
+    fix."""
+    rest = m[4]
+    return m[2] + _ESCAPES[m[3]] + (canonical_escapes(rest) if "%" in rest else rest)
+
+
+_ESCAPED: dict[Dialect, Callable[[re.Match[str]], str]] = {Dialect.RFC9309: _escaped_rfc}
 
 # Shared by every file of a dialect, so that a parsed file holds no function of its own.
 _SLOW_PATHS = {dialect: _slow_path_of(dialect) for dialect in Dialect}
@@ -719,7 +734,7 @@ class RobotsTxt:
             check = _always_allowed  # no rule applies: no need to even read the URL
         elif denied_by is None:
             check = index.checker(allow, _SLOW_PATHS[dialect], _FAST_PATHS[dialect],
-                                  robots_txt_allowed=always)
+                                  robots_txt_allowed=always, escaped=_ESCAPED.get(dialect))
         else:
             path_of = self._path_of
 
@@ -752,7 +767,8 @@ def _parsed_held(body: ParsedBody) -> int:
     a file that packs none, or in an HTML page) counted a column at a time."""
     size = sys.getsizeof
     groups = body.groups
-    total = size(body) + size(groups) + size(body.raw_issues) + rows_bytes(body.raw_issues)
+    issues = body.issue_items  # flat: ints and strings, the codes shared
+    total = size(body) + size(groups) + size(issues) + distinct_bytes(filter(None, issues))
     total += sum(map(size, groups)) + sum(map(size, map(_LINE, groups)))
     # the agents' tuples (groups naming the same agents share one) and their strings
     agents = list(map(_AGENTS, groups))

@@ -125,6 +125,7 @@ RUN_FIRST = (
     "tests/integrations/test_scrapy_crawl.py",
     "tests/test_survey_report.py",
     "tests/mcp_server/test_mcp_peers.py",
+    "tests/mcp_server/test_mcp_inspector.py",
     "tests/mcp_server/test_mcp_fetch.py",
     "tests/docs/test_docs_examples.py",
     "tests/fetch/test_robots_memory.py",

@@ -12,7 +12,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import tracemalloc
 import uuid
 import warnings
@@ -29,9 +28,6 @@ from tests.redis_server import redis_cluster, redis_server
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 
-PORT_80_LOCK = Path(tempfile.gettempdir()) / "polite-tests-port-80.lock"
-
-
 @contextmanager
 def exclusive(path: Path) -> Iterator[None]:
     """Holds an exclusive lock on the file ``path`` (made if need be) for the block: one
@@ -44,20 +40,12 @@ def exclusive(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-@pytest.fixture
-def _port_80() -> Iterator[None]:
-    """The machine's port-80 farms, one test at a time: its addresses are fixed, and two
-    tests binding one of them at once would fail, on any worker of any run."""
-    with exclusive(PORT_80_LOCK):
-        yield
-
-
 # Tests whose sites listen on port 80 of fixed loopback addresses (the survey reads names
-# without a port): they need root, and they hold the port-80 lock while they run, so that
-# two of them never bind the same address at once, however many workers run the suite.
+# without a port): they need root. Each holds the networks of the addresses it binds while
+# it serves them (tests/port_80.py: its farms and sites take them), so that two tests never
+# bind one address at once, however many workers or runs, and the others run side by side.
 ON_PORT_80 = [
     pytest.mark.skipif(os.geteuid() != 0, reason="the farm's sites listen on port 80 (root)"),
-    pytest.mark.usefixtures("_port_80"),
 ]
 
 
@@ -125,6 +113,7 @@ RUN_FIRST = (
     "tests/integrations/test_scrapy_crawl.py",
     "tests/test_survey_report.py",
     "tests/mcp_server/test_mcp_peers.py",
+    "tests/mcp_server/test_mcp_inspector.py",
     "tests/mcp_server/test_mcp_fetch.py",
     "tests/docs/test_docs_examples.py",
     "tests/fetch/test_robots_memory.py",

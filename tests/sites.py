@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import BinaryIO
 
 from tests.arrival import next_arrival, stamp_arrivals
+from tests.port_80 import holding_port_80
 
 
 @dataclass
@@ -64,6 +65,14 @@ def read_exactly(stream: BinaryIO, length: int) -> bytes:
 
 @contextmanager
 def serve(site: Site) -> Iterator[Site]:
+    """``site`` served on a thread of its own until the block ends (on port 80, with its
+    address's network held: tests/port_80.py)."""
+    with holding_port_80([site.host] if site.port == 80 else []), _serving(site):
+        yield site
+
+
+@contextmanager
+def _serving(site: Site) -> Iterator[Site]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         # Unbuffered, so that the next request's first bytes wait in the socket, where the

@@ -16,6 +16,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
 from tests.arrival import ANCILLARY_BYTES, arrived, stamp_arrivals
+from tests.port_80 import holding_port_80
 
 
 @dataclass(frozen=True)
@@ -187,7 +188,14 @@ class Farm:
 
     @contextmanager
     def running(self) -> Iterator[Farm]:
-        """Serve in a thread of its own (its own event loop) until the block ends."""
+        """Serve in a thread of its own (its own event loop) until the block ends (on port
+        80, with its addresses' networks held: tests/port_80.py)."""
+        addresses = {a for a, _ in self.sites.values()} | set(self.router_addresses)
+        with holding_port_80(addresses if self.port == 80 else []), self._running():
+            yield self
+
+    @contextmanager
+    def _running(self) -> Iterator[Farm]:
         loop = asyncio.new_event_loop()
         ready = threading.Event()
         listeners: list[socket.socket] = []

@@ -19,6 +19,7 @@ from polite.fetch.resolve import HostsFile
 from polite.survey.harvest import Harvester
 from polite.survey.store import SurveyStore
 from tests.conftest import on_port_80
+from tests.port_80 import holding_port_80
 from tests.sites import Reply, Site, serve
 from tests.test_cli import run
 
@@ -60,6 +61,7 @@ def test_every_outcome_class_and_the_www_step(tmp_path: Path) -> None:
     with ExitStack() as stack:
         for site in sites.values():
             stack.enter_context(serve(site))
+        stack.enter_context(holding_port_80(["127.0.8.12"]))
         listener = socket.socket()
         listener.bind(("127.0.8.12", 80))
         stack.callback(listener.close)

@@ -362,6 +362,9 @@ class HttpClient(Protocol):
 
     headers: RequestHeaders
 
+    @property
+    def read_timeout_s(self) -> float | None: ...
+
     async def get(self, url: str, headers: Mapping[str, str] | None = None, *,
                   max_bytes: int, deadline_s: float, count_to: int = 0, decode: bool = True,
                   read_timeout_s: float | None = None,
@@ -393,6 +396,11 @@ class PageFetcher:
         self._idle = Pool(idle_s=IDLE_S)  # kept-alive connections
         self._tls = tls  # certificates checked against the system's CAs when None
         self._resolve = resolve  # the system's resolver when None
+
+    @property
+    def read_timeout_s(self) -> float | None:
+        """The wait for a byte of a request that does not name its own (None: none)."""
+        return self._read_timeout_s
 
     async def __aenter__(self) -> PageFetcher:
         return self

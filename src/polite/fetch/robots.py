@@ -464,7 +464,10 @@ class RobotsFetcher:
         self._max_bytes = max_bytes
         self._allow_private = allow_private
         self._dialect = dialect
-        self._timeout = timeout
+        # A wait for robots.txt's next byte: its own, or the run's read timeout when that is
+        # shorter (--read-timeout-s 1 gives a silent site up after a second, not ten).
+        client_s = client.read_timeout_s
+        self._timeout = timeout if client_s is None else min(timeout, client_s)
         # origin -> (state, body, bytes charged as last measured, uses since), least
         # recently used first
         self._states: dict[str, tuple[RobotsState, bytes, int, int]] = {}

@@ -221,7 +221,7 @@ def test_names_from_a_nameserver(tmp_path: Path) -> None:
         rows = list(db.execute("SELECT domain, outcome, error FROM sites"))
     outcomes = {domain: outcome for domain, outcome, _ in rows}
     assert outcomes == {**dict.fromkeys(farm.sites, "ok"), "missing.resume.test": "dns_error"
-                        }, (rows, asked)
+                        }, f"{rows} asked: {asked} stderr: {result.stderr}"
     assert set(asked) == {*farm.sites, "missing.resume.test"}
     assert sorted(farm.requests("r0.resume.test")) == ["/i.xml", "/robots.txt", "/u0.xml",
                                                        "/u1.xml", "/u2.xml"]
@@ -251,9 +251,11 @@ def test_a_resolver_that_gives_no_answer_is_asked_again_and_named_apart_from_nxd
     outcomes = {domain: outcome for domain, (outcome, _) in rows.items()}
     assert outcomes == {"r0.resolver.test": "ok", "r1.resolver.test": "ok",
                         "down.resolver.test": "resolver_error",
-                        "missing.resolver.test": "dns_error"}, (rows, asked)
+                        "missing.resolver.test": "dns_error"
+                        }, f"{rows} asked: {asked} stderr: {result.stderr}"
     down_error = rows["down.resolver.test"][1]
-    assert "no answer from the nameserver" in down_error and "3 tries" in down_error, rows
+    assert "no answer from the nameserver 127.0.17.55:5355" in down_error, rows
+    assert "3 tries" in down_error, rows
     assert asked.count("down.resolver.test") == 3 * 2  # three lookups, two queries each
     assert asked.count("missing.resolver.test") == 1  # a definite answer: not asked again
     assert sorted(farm.requests("r1.resolver.test")) == ["/i.xml", "/robots.txt", "/u0.xml",

@@ -114,6 +114,7 @@ class Nameserver:
         except ImportError as exc:
             raise ConfigError("--nameserver needs aiodns: pip install 'polite-web[survey]'"
                               ) from exc
+        self._named = f"{address}:{port}"
         # lookups="b": the nameserver only, not /etc/hosts first.
         self._resolver: aiodns.DNSResolver = aiodns.DNSResolver(
             nameservers=[address], udp_port=port, tcp_port=port, lookups="b",
@@ -134,7 +135,8 @@ class Nameserver:
             said = exc.args[-1] if exc.args else exc
             if exc.args and exc.args[0] in self._definite:
                 raise OSError(f"{host}: {said}") from None
-            raise ResolverFailure(f"{host}: no answer from the nameserver ({said})") from None
+            raise ResolverFailure(f"{host}: no answer from the nameserver {self._named} "
+                                  f"({said})") from None
         found = list(dict.fromkeys(_text(node.addr[0]) for node in answer.nodes))
         if not found:
             raise OSError(f"no address for {host}")

@@ -30,17 +30,19 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from robots_memory import free_port, servers_on_a_thread
 
 HOST = "127.74.14.1"
 HOSTILE = ("User-agent: *\nAllow: /\n" + "".join(f"Content-Usage: /*x{n}*y train-ai=n\n"
@@ -51,9 +53,6 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 def origin() -> int:
     """A listening port on HOST answering robots.txt with HOSTILE, any other path with a
     small page, on an event loop of its own thread."""
-    loop = asyncio.new_event_loop()
-    ports: list[int] = []
-    ready = threading.Event()
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -66,31 +65,19 @@ def origin() -> int:
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
             writer.close()
 
-    async def start() -> None:
-        server = await asyncio.start_server(handle, HOST, 0)
-        ports.append(server.sockets[0].getsockname()[1])
-        ready.set()
+    (port,) = servers_on_a_thread(handle, HOST, 1)
+    return port
 
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(start())
-        loop.run_forever()
 
-    threading.Thread(target=run, daemon=True).start()
-    ready.wait(30)
-    return ports[0]
+def each_round(rounds: list[dict[str, float]], key: str, digits: int) -> str:
+    """One figure of every round, as a table cell."""
+    return ", ".join(f"{r[key]:.{digits}f}" for r in rounds)
 
 
 def cpu_s(pid: int) -> float:
     """The CPU time (user + system) process ``pid`` has used (Linux: /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # ``polite serve`` with the watchdog of --holds; what it saw is written to $HOLDS_OUT at exit.
@@ -312,8 +299,7 @@ def main() -> int:
     print("tree | verbose call s | its CPU s (service, /health's included) | /health answers | "
           "/health median ms | /health worst ms | proxied median ms | its CPU ms | status")
     for name, rounds in found.items():
-        def col(key: str, digits: int, rounds: list[dict[str, float]] = rounds) -> str:
-            return ", ".join(f"{r[key]:.{digits}f}" for r in rounds)
+        col = partial(each_round, rounds)
         print(f"{name} | {col('call_s', 2)} | {col('call_cpu_s', 2)} | {col('health_n', 0)} | "
               f"{col('health_median_ms', 1)} | {col('health_worst_ms', 0)} | "
               f"{col('proxied_median_ms', 1)} | {col('proxied_cpu_ms', 1)} | "
@@ -323,8 +309,7 @@ def main() -> int:
     print("tree | its turns | CPU s in all | most CPU ms between two turns | 99th "
           "percentile | most wall-clock ms between two turns")
     for name, rounds in probed.items():
-        def cell(key: str, digits: int, rounds: list[dict[str, float]] = rounds) -> str:
-            return ", ".join(f"{r[key]:.{digits}f}" for r in rounds)
+        cell = partial(each_round, rounds)
         print(f"{name} | {cell('turns', 0)} | {cell('cpu_s', 2)} | {cell('cpu_worst_ms', 1)} | "
               f"{cell('cpu_p99_ms', 1)} | {cell('wall_worst_ms', 0)}")
     for name, seen_rounds in held.items():

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
@@ -33,12 +34,35 @@ def rss_mib(pid: int) -> float:
     raise RuntimeError("no VmRSS")
 
 
-def origins(bodies: dict[int, bytes], count: int) -> list[int]:
-    """``count`` listening ports on HOST, each answering robots.txt with ``bodies[port]``
-    (or the body under key 0), on an event loop of their own thread."""
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+def servers_on_a_thread(handle: Handler, host: str, count: int) -> list[int]:
+    """``count`` listening ports on ``host``, each connection given to ``handle``, on an
+    event loop of their own thread (a bench's origins, apart from the process measured)."""
     loop = asyncio.new_event_loop()
     ports: list[int] = []
     ready = threading.Event()
+
+    async def start() -> None:
+        for _ in range(count):
+            server = await asyncio.start_server(handle, host, 0)
+            ports.append(server.sockets[0].getsockname()[1])
+        ready.set()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(start())
+        loop.run_forever()
+
+    threading.Thread(target=run, daemon=True).start()
+    ready.wait(30)
+    return ports
+
+
+def origins(bodies: dict[int, bytes], count: int) -> list[int]:
+    """``count`` listening ports on HOST, each answering robots.txt with ``bodies[port]``
+    (or the body under key 0), on an event loop of their own thread."""
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -53,20 +77,7 @@ def origins(bodies: dict[int, bytes], count: int) -> list[int]:
         await writer.drain()
         writer.close()
 
-    async def start() -> None:
-        for _ in range(count):
-            server = await asyncio.start_server(handle, HOST, 0)
-            ports.append(server.sockets[0].getsockname()[1])
-        ready.set()
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(start())
-        loop.run_forever()
-
-    threading.Thread(target=run, daemon=True).start()
-    ready.wait(30)
-    return ports
+    return servers_on_a_thread(handle, HOST, count)
 
 
 def free_port() -> int:

@@ -64,6 +64,27 @@ async def test_a_silent_nameserver_is_asked_again_then_named_as_no_answer() -> N
     assert asked.count("missing.resolve.test") == 1
 
 
+async def test_a_channel_that_cannot_reach_its_nameserver_is_made_anew() -> None:
+    """When c-ares cannot send a query at all ("Could not contact DNS servers": no socket,
+    or refused at once), the failure names the servers the channel was really using, and
+    the next lookup goes through a channel made anew rather than the one that failed. The
+    channel here is turned to a port nothing listens on (the state a failing channel was
+    suspected to be in); before, every later lookup failed the same way."""
+    names = {"back.resolve.test": "127.0.6.66"}
+    with dns_server("127.0.17.57", 5357, names) as asked:
+        nameserver = Nameserver("127.0.17.57", 5357, timeout_s=0.5)
+        try:
+            nameserver._resolver.nameservers = ["127.0.17.57:5358"]  # nothing listens there
+            with pytest.raises(ResolverFailure) as failed:
+                await nameserver.addresses("back.resolve.test")
+            assert "the channel's servers: 127.0.17.57" in str(failed.value)
+            assert asked == []
+            assert await nameserver.addresses("back.resolve.test") == ["127.0.6.66"]
+        finally:
+            await nameserver.close()
+    assert asked == ["back.resolve.test"]
+
+
 async def test_a_hosts_file_answers_its_names_only(tmp_path: Path) -> None:
     hosts = tmp_path / "hosts"
     hosts.write_text("# the farm\n127.0.6.62 b.resolve.test B2.resolve.test\n")

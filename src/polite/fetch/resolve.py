@@ -115,10 +115,8 @@ class Nameserver:
             raise ConfigError("--nameserver needs aiodns: pip install 'polite-web[survey]'"
                               ) from exc
         self._named = f"{address}:{port}"
-        # lookups="b": the nameserver only, not /etc/hosts first.
-        self._resolver: aiodns.DNSResolver = aiodns.DNSResolver(
-            nameservers=[address], udp_port=port, tcp_port=port, lookups="b",
-            timeout=timeout_s, tries=2)
+        self._address, self._port, self._timeout_s = address, port, timeout_s
+        self._resolver: aiodns.DNSResolver = self._channel()
         self._error = aiodns.error.DNSError
         codes = aiodns.error
         # c-ares's definite answers: no such name (NXDOMAIN), no address of the family, a
@@ -126,15 +124,32 @@ class Nameserver:
         # or failure (SERVFAIL), or c-ares's own: nothing said of the name.
         self._definite = frozenset({codes.ARES_ENOTFOUND, codes.ARES_ENODATA,
                                     codes.ARES_EBADNAME, codes.ARES_ENONAME})
+        self._unreached = codes.ARES_ECONNREFUSED
+
+    def _channel(self) -> aiodns.DNSResolver:
+        import aiodns
+
+        # lookups="b": the nameserver only, not /etc/hosts first.
+        return aiodns.DNSResolver(nameservers=[self._address], udp_port=self._port,
+                                  tcp_port=self._port, lookups="b",
+                                  timeout=self._timeout_s, tries=2)
 
     async def addresses(self, host: str) -> list[str]:
+        resolver = self._resolver
         try:
-            answer = await self._resolver.getaddrinfo(host, family=socket.AF_INET,
-                                                      type=socket.SOCK_STREAM)
+            answer = await resolver.getaddrinfo(host, family=socket.AF_INET,
+                                                type=socket.SOCK_STREAM)
         except self._error as exc:
             said = exc.args[-1] if exc.args else exc
             if exc.args and exc.args[0] in self._definite:
                 raise OSError(f"{host}: {said}") from None
+            if exc.args and exc.args[0] == self._unreached and resolver is self._resolver:
+                # c-ares could not send to the nameserver at all (no socket, or refused at
+                # once): the next lookup gets a channel made anew, not one whose state
+                # (its servers, their failure counts, its sockets) may be what failed.
+                said = f"{said}; the channel's servers: {','.join(resolver.nameservers)}"
+                self._resolver = self._channel()
+                await resolver.close()
             raise ResolverFailure(f"{host}: no answer from the nameserver {self._named} "
                                   f"({said})") from None
         found = list(dict.fromkeys(_text(node.addr[0]) for node in answer.nodes))

@@ -4,6 +4,7 @@ that runs where aiohttp is not installed, the library it once needed for its DNS
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from polite.fetch.resolve import (
     Nameserver,
     ResolverFailure,
     build_resolver,
+    system_addresses,
 )
 from tests.conftest import on_port_80
 from tests.sites import Reply, Site, serve
@@ -83,6 +85,24 @@ async def test_a_channel_that_cannot_reach_its_nameserver_is_made_anew() -> None
         finally:
             await nameserver.close()
     assert asked == ["back.resolve.test"]
+
+
+@pytest.mark.parametrize(("code", "failure"), [(socket.EAI_AGAIN, True),
+                                               (socket.EAI_FAIL, True),
+                                               (socket.EAI_NONAME, False)],
+                         ids=["EAI_AGAIN", "EAI_FAIL", "EAI_NONAME"])
+async def test_the_system_resolver_s_failures_say_nothing_of_the_name(
+        monkeypatch: pytest.MonkeyPatch, code: int, failure: bool) -> None:
+    """glibc says EAI_AGAIN for a SERVFAIL or a silence and EAI_FAIL for a REFUSED, FORMERR
+    or NOTIMP answer: the nameserver's trouble, not the name's (the system's nameserver
+    cannot be pointed at a test's server, so its answer is given here)."""
+    def lookup(*args: object, **kwargs: object) -> object:
+        raise socket.gaierror(code, "the system resolver's answer")
+
+    monkeypatch.setattr(socket, "getaddrinfo", lookup)
+    with pytest.raises(OSError) as failed:
+        await system_addresses("any.resolve.test")
+    assert isinstance(failed.value, ResolverFailure) is failure
 
 
 async def test_a_hosts_file_answers_its_names_only(tmp_path: Path) -> None:

@@ -53,12 +53,14 @@ class Resolver(Protocol):
 
 async def system_addresses(host: str) -> list[str]:
     """``host``'s addresses from the system's resolver (getaddrinfo, in a thread);
-    :class:`ResolverFailure` when it could not tell (EAI_AGAIN)."""
+    :class:`ResolverFailure` when it could not tell: EAI_AGAIN (a nameserver silent or
+    failing, SERVFAIL) and EAI_FAIL (its answer refused or unusable: REFUSED, FORMERR,
+    NOTIMP), neither of which says anything of the name."""
     try:
         infos = await asyncio.get_running_loop().getaddrinfo(host, None,
                                                              type=socket.SOCK_STREAM)
     except socket.gaierror as exc:
-        if exc.errno == socket.EAI_AGAIN:
+        if exc.errno in (socket.EAI_AGAIN, socket.EAI_FAIL):
             raise ResolverFailure(f"{host}: no answer from the resolver ({exc.strerror})"
                                   ) from exc
         raise

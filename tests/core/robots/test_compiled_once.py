@@ -275,11 +275,17 @@ def test_a_hostile_file_and_its_matcher_hold_at_most_ten_times_its_size() -> Non
         assert not robots.allowed("http://h/p7/ax7", "bot")
         assert robots.allowed("http://h/p7/ax8", "bot")
         gc.collect()
-        held = tracemalloc.get_traced_memory()[0]
+        traced = tracemalloc.get_traced_memory()[0]
+        footprint = robots.footprint
+        del robots
+        gc.collect()
+        # What the file holds is what goes with it: a global table grown meanwhile (the
+        # interned strings', the regular expressions' cache) stays, and is not its own.
+        held = traced - tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
     assert held <= 10 * len(body)
-    assert held <= robots.footprint <= 1.25 * held  # what a cache charges it
+    assert held <= footprint <= 1.25 * held  # what a cache charges it
 
 
 @pytest.mark.parametrize(("body", "before"), [

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.frontier.frontier_client import frontier, store_url, stubs
+from tests.frontier.frontier_client import frontier, frontier_process, store_url, stubs
 
 CRAWLS = [f"crawl{i:02}" for i in range(12)]
 
@@ -82,3 +82,33 @@ def test_max_queues_bounds_a_get_urls_of_any_crawl_over_all_crawls(
     assert len(first) == 4 and len(second) == 2
     assert sorted(first + second) == sorted((i.discovered.info.crawlID,
                                              i.discovered.info.url) for i in items)
+
+
+def test_a_crawl_deleted_by_another_node_is_listed_again_by_the_next_url_stored(
+        tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """A node lists a crawl once, before its first URL; when another node deletes the crawl,
+    the first node's next URL lists it again, so GetURLs of any crawl finds that URL."""
+    import grpc
+
+    pb, pb_grpc = stubs(tmp_path.parent / "stubs")
+    store = store_url("redis-cluster", tmp_path, request)
+    options = ("--store", store, "--robots", "off", "--default-delay-s", "0")
+
+    def item(url: str) -> object:
+        return pb.URLItem(discovered=pb.DiscoveredURLItem(info=pb.URLInfo(url=url,
+                                                                          crawlID="gone")))
+
+    with frontier_process(*options) as (address_a, _), \
+            frontier_process(*options) as (address_b, _), \
+            grpc.insecure_channel(address_a) as channel_a, \
+            grpc.insecure_channel(address_b) as channel_b:
+        a, b = pb_grpc.URLFrontierStub(channel_a), pb_grpc.URLFrontierStub(channel_b)
+        assert len(list(a.PutURLs(iter([item("http://x.example/1")])))) == 1
+        assert b.DeleteCrawl(pb.DeleteCrawlMessage(value="gone")).value == 1
+        assert list(b.ListCrawls(pb.Local()).values) == []
+        assert len(list(a.PutURLs(iter([item("http://x.example/2")])))) == 1
+        listed = list(b.ListCrawls(pb.Local()).values)
+        got = [(u.crawlID, u.url) for u in b.GetURLs(pb.GetParams(
+            anyCrawlID=pb.AnyCrawlID(), delay_requestable=60))]
+    assert listed == ["gone"]
+    assert got == [("gone", "http://x.example/2")]

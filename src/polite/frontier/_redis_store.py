@@ -37,6 +37,9 @@ from polite.storage.redis_frontier import _tag
 
 __all__ = ["RedisURLStore"]
 
+# The crawls a store remembers having listed in the crawl set (more are listed again).
+MAX_LISTED = 10_000
+
 # Every script is one crawl's: KEYS[1] is its hash of URLs (what a Cluster routes by), and
 # the keys it touches are that crawl's, named from ARGV[1]. ARGV[2] is the crawl set's key
 # on one Redis, where a script lists the crawl it stores to itself, or '' on a Cluster,
@@ -71,10 +74,14 @@ local function left(key, limit, now)
 end
 """
 
+# ARGV[6] '1': the client listed the crawl earlier, not just now; a crawl that holds no
+# queue may have been deleted since (and struck off the list), so nothing is stored and -1
+# tells the client to list it again first.
 _PUT = _LIB + """
 local now, from_return = tonumber(ARGV[4]), ARGV[5] == '1'
 local urls = B .. 'urls'
-for i = 6, #ARGV, 5 do
+if ARGV[6] == '1' and redis.call('EXISTS', B .. 'queues') == 0 then return -1 end
+for i = 7, #ARGV, 5 do
   local url, key, meta = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local known, refetch = ARGV[i + 3] == '1', tonumber(ARGV[i + 4])
   local old = redis.call('HGET', urls, url)
@@ -296,6 +303,7 @@ class RedisURLStore:
         self._default_delay_s = default_delay_s
         self._from_return = spacing_from_return
         self._turn = 0  # which crawl a GetURLs of any crawl asks first
+        self._listed: set[str] = set()  # on a Cluster, the crawls this store listed
         self._put = client.register_script(_PUT)
         self._take_script = client.register_script(_TAKE)
         self._lease = client.register_script(_LEASE)
@@ -317,6 +325,9 @@ class RedisURLStore:
         base = self._base(crawl)
         if stores and self._cluster:
             self._r.sadd(self._crawls, crawl)
+            if len(self._listed) >= MAX_LISTED:
+                self._listed.clear()
+            self._listed.add(crawl)
         return script(keys=[base + "urls"],
                       args=[base, "" if self._cluster else self._crawls, crawl, *args])
 
@@ -329,8 +340,13 @@ class RedisURLStore:
                                      json.dumps(item.metadata, separators=(",", ":")),
                                      "1" if item.known else "0", repr(item.refetch_at)]
         for crawl, args in by_crawl.items():
-            self._run(self._put, crawl, repr(now), "1" if self._from_return else "0", *args,
-                      stores=True)
+            # on a Cluster, a crawl is listed (a round trip to the crawl set's node) before
+            # this process first stores to it, and again only when it was deleted since
+            earlier = self._cluster and crawl in self._listed
+            if self._run(self._put, crawl, repr(now), "1" if self._from_return else "0",
+                         "1" if earlier else "0", *args, stores=not earlier) == -1:
+                self._run(self._put, crawl, repr(now), "1" if self._from_return else "0",
+                          "0", *args, stores=True)
 
     def take(self, crawl: str | None, key: str, *, per_queue: int, queues: int,
              lease_s: float, now: float) -> list[StoredURL]:
@@ -394,6 +410,7 @@ class RedisURLStore:
             gone += self.delete_queue(crawl, _text(key))
         self._r.delete(base + "urls", base + "queues", base + "seq", base + "delay")
         self._r.srem(self._crawls, crawl)
+        self._listed.discard(crawl)
         return gone
 
     def purge(self, crawl: str, key: str, before: float) -> int:

@@ -40,13 +40,14 @@ __all__ = ["RedisURLStore"]
 # The crawls a store remembers having listed in the crawl set (more are listed again).
 MAX_LISTED = 10_000
 
-# Every script is one crawl's: KEYS[1] is its hash of URLs (what a Cluster routes by), and
-# the keys it touches are that crawl's, named from ARGV[1]. ARGV[2] is the crawl set's key
-# on one Redis, where a script lists the crawl it stores to itself, or '' on a Cluster,
-# where that key is in another slot and the client lists the crawl first; ARGV[3] is the
-# crawl ID. A script's own arguments come after.
+# Every script is one crawl's: KEYS[1] is its hash of URLs (``PREFIX uf:{CRAWL}urls``, what
+# a Cluster routes by), and the keys it touches are that crawl's, named from KEYS[1] less
+# its ``urls``. ARGV[1] is the crawl set's key on one Redis, where a script lists the crawl
+# it stores to itself, or '' on a Cluster, where that key is in another slot and the
+# client lists the crawl first; ARGV[2] is the crawl ID. A script's own arguments come
+# after.
 _LIB = """
-local B, C, crawl = ARGV[1], ARGV[2], ARGV[3]
+local B, C, crawl = string.sub(KEYS[1], 1, -5), ARGV[1], ARGV[2]
 local function qk(name, key) return B .. name .. '\\0' .. key end
 local function member(seq, url) return string.format('%015d', seq) .. url end
 local function touch(key)
@@ -74,14 +75,14 @@ local function left(key, limit, now)
 end
 """
 
-# ARGV[6] '1': the client listed the crawl earlier, not just now; a crawl that holds no
+# ARGV[5] '1': the client listed the crawl earlier, not just now; a crawl that holds no
 # queue may have been deleted since (and struck off the list), so nothing is stored and -1
 # tells the client to list it again first.
 _PUT = _LIB + """
-local now, from_return = tonumber(ARGV[4]), ARGV[5] == '1'
+local now, from_return = tonumber(ARGV[3]), ARGV[4] == '1'
 local urls = B .. 'urls'
-if ARGV[6] == '1' and redis.call('EXISTS', B .. 'queues') == 0 then return -1 end
-for i = 7, #ARGV, 5 do
+if ARGV[5] == '1' and redis.call('EXISTS', B .. 'queues') == 0 then return -1 end
+for i = 6, #ARGV, 5 do
   local url, key, meta = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local known, refetch = ARGV[i + 3] == '1', tonumber(ARGV[i + 4])
   local old = redis.call('HGET', urls, url)
@@ -125,12 +126,12 @@ end
 return 1
 """
 
-# Returns {key, url, record} of each URL given, at most ARGV[12] of them.
+# Returns {key, url, record} of each URL given, at most ARGV[11] of them.
 _TAKE = _LIB + """
-local key, per_queue, max_queues = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
-local lease_s, now, lease = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9] == '1'
-local from_return, default_delay = ARGV[10] == '1', tonumber(ARGV[11])
-local most = tonumber(ARGV[12])
+local key, per_queue, max_queues = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local lease_s, now, lease = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8] == '1'
+local from_return, default_delay = ARGV[9] == '1', tonumber(ARGV[10])
+local most = tonumber(ARGV[11])
 local urls = B .. 'urls'
 local cands = {}
 if key ~= '' then
@@ -170,7 +171,7 @@ for _, cand in ipairs(cands) do
   if per_queue > 0 and per_queue < room then room = per_queue end
   if from_return and spacing > 0 then room = 1 end
   if ok and (s.limit or 0) > 0 then
-    local rest = left(k, s.limit, ARGV[8])
+    local rest = left(k, s.limit, ARGV[7])
     if rest <= 0 then ok = false
     elseif rest < room then room = rest end
   end
@@ -197,9 +198,9 @@ return out
 """
 
 _LEASE = _LIB + """
-local url, lease_s = ARGV[4], tonumber(ARGV[5])
-local now, interval = tonumber(ARGV[6]), tonumber(ARGV[7])
-local from_return, default_delay = ARGV[8] == '1', tonumber(ARGV[9])
+local url, lease_s = ARGV[3], tonumber(ARGV[4])
+local now, interval = tonumber(ARGV[5]), tonumber(ARGV[6])
+local from_return, default_delay = ARGV[7] == '1', tonumber(ARGV[8])
 local js = redis.call('HGET', B .. 'urls', url)
 if not js then return 0 end
 local rec = cjson.decode(js)
@@ -209,10 +210,10 @@ if not due or tonumber(due) > now then return 0 end
 local s = queue(rec.k)
 -- with a spacing, one URL in flight; and never past the queue's crawl limit
 if from_return and math.max(delay_of(s, default_delay), interval) > 0
-    and redis.call('ZCOUNT', qk('lease', rec.k), '(' .. ARGV[6], '+inf') > 0 then
+    and redis.call('ZCOUNT', qk('lease', rec.k), '(' .. ARGV[5], '+inf') > 0 then
   return 0
 end
-if (s.limit or 0) > 0 and left(rec.k, s.limit, ARGV[6]) <= 0 then return 0 end
+if (s.limit or 0) > 0 and left(rec.k, s.limit, ARGV[5]) <= 0 then return 0 end
 redis.call('ZREM', qk('due', rec.k), m)
 redis.call('ZADD', qk('lease', rec.k), now + lease_s, m)
 s.served, s.interval = now, interval
@@ -221,8 +222,8 @@ return 1
 """
 
 _REMOVE = _LIB + """
--- ARGV[4] url, ARGV[5] '' to delete it, else its metadata as completed
-local url = ARGV[4]
+-- ARGV[3] url, ARGV[4] '' to delete it, else its metadata as completed
+local url = ARGV[3]
 local urls = B .. 'urls'
 local js = redis.call('HGET', urls, url)
 if not js then return 0 end
@@ -230,19 +231,19 @@ local rec = cjson.decode(js)
 local m = member(rec.s, url)
 redis.call('ZREM', qk('due', rec.k), m)
 redis.call('ZREM', qk('lease', rec.k), m)
-if ARGV[5] == '' then
+if ARGV[4] == '' then
   redis.call('SREM', qk('done', rec.k), url)
   redis.call('HDEL', urls, url)
 else
   redis.call('SADD', qk('done', rec.k), url)
-  rec.d, rec.m = -1, ARGV[5]
+  rec.d, rec.m = -1, ARGV[4]
   redis.call('HSET', urls, url, cjson.encode(rec))
 end
 return 1
 """
 
 _DELETE_QUEUE = _LIB + """
-local key = ARGV[4]
+local key = ARGV[3]
 local urls = B .. 'urls'
 local gone = 0
 for _, name in ipairs({'due', 'lease'}) do
@@ -261,21 +262,21 @@ return gone
 """
 
 _SET_QUEUE = _LIB + """
--- ARGV[4] key, ARGV[5] field, ARGV[6] value, ARGV[7] '1': only if the queue exists
-local key = ARGV[4]
-if ARGV[7] == '1' and redis.call('HEXISTS', B .. 'queues', key) == 0 then
+-- ARGV[3] key, ARGV[4] field, ARGV[5] value, ARGV[6] '1': only if the queue exists
+local key = ARGV[3]
+if ARGV[6] == '1' and redis.call('HEXISTS', B .. 'queues', key) == 0 then
   return 0
 end
 local s = queue(key)
-s[ARGV[5]] = tonumber(ARGV[6])
+s[ARGV[4]] = tonumber(ARGV[5])
 save_queue(key, s)
 if C ~= '' then redis.call('SADD', C, crawl) end
 return 1
 """
 
 _HOLD = _LIB + """
--- ARGV[4], ARGV[5]...: a key, until when it is passed over; a queue gone is left so
-for i = 4, #ARGV, 2 do
+-- ARGV[3], ARGV[4]...: a key, until when it is passed over; a queue gone is left so
+for i = 3, #ARGV, 2 do
   if redis.call('HEXISTS', B .. 'queues', ARGV[i]) == 1 then
     local s = queue(ARGV[i])
     s.held = tonumber(ARGV[i + 1])
@@ -329,7 +330,7 @@ class RedisURLStore:
                 self._listed.clear()
             self._listed.add(crawl)
         return script(keys=[base + "urls"],
-                      args=[base, "" if self._cluster else self._crawls, crawl, *args])
+                      args=["" if self._cluster else self._crawls, crawl, *args])
 
     # -- writing ---------------------------------------------------------------------------
 

@@ -124,8 +124,8 @@ def read_put(info: pb.URLInfo, *, known: bool, refetch_at: float) -> Put | str:
     crawl = _crawl(info.crawlID)
     if len(crawl) > MAX_CRAWL_CHARS:
         return f"crawl ID longer than {MAX_CRAWL_CHARS} characters"
-    # A NUL ends the name in the Redis store's keys (its queue keys follow one); refused
-    # from either store, so that both take the same keys and crawl IDs
+    # Refused from every store, so that SQLite and Redis take the same keys and crawl IDs
+    # (a NUL is the separator in the Redis store's key names)
     if "\0" in key or "\0" in crawl:
         return "a NUL character in the key or the crawl ID"
     meta = _metadata(info)

@@ -904,8 +904,9 @@ FRONTIER_SERVE = Product("frontier serve", (
     Setting("port", int, 7071, "port to listen on (0: any free port; the reference service's "
             "7071 by default)", bounds=PORT),
     _with(STORE, default="sqlite:///frontier.sqlite", help="where the URLs, the queues and "
-          "the politeness state are kept: sqlite:///PATH, or redis://HOST:PORT/DB for nodes "
-          "on several machines", **_CLI_ONLY),
+          "the politeness state are kept: sqlite:///PATH, or redis://HOST:PORT/DB (a Redis "
+          "Cluster: redis://NODE:PORT/0?cluster=1) for nodes on several machines",
+          **_CLI_ONLY),
     Setting("robots", str, "on", "on: GetURLs hands out only what robots.txt allows, when "
             "each host's delays allow; off: the queues' own delays only, for a crawler that "
             "keeps robots.txt itself", choices=("on", "off")),
@@ -928,7 +929,8 @@ FRONTIER_SERVE = Product("frontier serve", (
 
 FRONTIER_STATUS = Product("frontier status", (
     _with(STORE, default="sqlite:///frontier.sqlite", help="the frontier's store, as "
-          "polite frontier serve was given it: sqlite:///PATH or redis://HOST:PORT/DB",
+          "polite frontier serve was given it: sqlite:///PATH, redis://HOST:PORT/DB or "
+          "redis://NODE:PORT/0?cluster=1",
           **_CLI_ONLY),
     Setting("max_queues", int, 20, "queues listed per crawl, those with the most URLs to "
             "fetch first", bounds=Bounds(minimum=0, maximum=1_000_000)),

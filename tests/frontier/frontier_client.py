@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,6 +47,22 @@ def stubs(folder: Path) -> tuple[ModuleType, ModuleType]:
         _stubs = (importlib.import_module("urlfrontier_pb2"),
                   importlib.import_module("urlfrontier_pb2_grpc"))
     return _stubs
+
+
+# The stores a test runs on: an SQLite file, the session's redis-server (a key prefix of the
+# test's own) and a Redis Cluster of three nodes (the same).
+KINDS = ["sqlite", "redis", "redis-cluster"]
+
+
+def store_url(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """A ``--store`` of ``kind`` (one of :data:`KINDS`) that no other test uses."""
+    if kind == "sqlite":
+        return f"sqlite:///{tmp_path / 'f.sqlite'}"
+    prefix = f"t{uuid.uuid4().hex[:10]}:"
+    if kind == "redis-cluster":
+        node = request.getfixturevalue("redis_cluster_nodes")[1]
+        return f"{node}/0?cluster=1&prefix={prefix}"
+    return f"{request.getfixturevalue('redis_url')}?prefix={prefix}"
 
 
 said: list[str] = []  # the metrics address of the last server started, if asked

@@ -7,21 +7,19 @@ from __future__ import annotations
 import os
 import signal
 import time
-import uuid
 from pathlib import Path
 
 import grpc
 import pytest
 
-from tests.frontier.frontier_client import frontier_process, stubs
+from tests.frontier.frontier_client import KINDS, frontier_process, store_url, stubs
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_node_killed_loses_no_url(kind: str, tmp_path: Path,
                                     request: pytest.FixtureRequest) -> None:
     pb, pb_grpc = stubs(tmp_path.parent / "stubs")
-    store = f"sqlite:///{tmp_path / 'f.sqlite'}" if kind == "sqlite" else \
-        f"{request.getfixturevalue('redis_url')}?prefix=n{uuid.uuid4().hex[:10]}:"
+    store = store_url(kind, tmp_path, request)
     options = ("--store", store, "--robots", "off", "--default-delay-s", "0")
     urls = {f"http://h{h}.example/{i}" for h in range(5) for i in range(10)}
     with frontier_process(*options) as (address_a, node_a), \
@@ -66,14 +64,13 @@ def test_a_node_killed_loses_no_url(kind: str, tmp_path: Path,
         assert b.CountURLs(pb.CountUrlParams(key="h0.example")).value == 10
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_node_stopped_with_sigterm_leaves_list_nodes_at_once(
         kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """A clean stop strikes the node off before the process ends: the other node no longer
     names it, with no wait for its beats to lapse."""
     pb, pb_grpc = stubs(tmp_path.parent / "stubs")
-    store = f"sqlite:///{tmp_path / 'f.sqlite'}" if kind == "sqlite" else \
-        f"{request.getfixturevalue('redis_url')}?prefix=t{uuid.uuid4().hex[:10]}:"
+    store = store_url(kind, tmp_path, request)
     options = ("--store", store, "--robots", "off")
     with frontier_process(*options) as (address_a, node_a), \
             frontier_process(*options) as (address_b, _), \

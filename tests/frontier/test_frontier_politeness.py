@@ -8,14 +8,13 @@ from __future__ import annotations
 import itertools
 import re
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.frontier.frontier_client import frontier, stubs
+from tests.frontier.frontier_client import KINDS, frontier, store_url, stubs
 from tests.sites import Reply, Site, serve
 
 DELAY_S = 1.0
@@ -67,13 +66,12 @@ def _crawl(client: Any, pb: Any, seeds: list[str]) -> int:
                 time.sleep(0.05)  # a crawler asks again a little later
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_crawl_keeps_robots_txt_and_the_crawl_delay_at_the_sites(
         kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     pb = stubs(tmp_path.parent / "stubs")[0]
-    store = f"sqlite:///{tmp_path / 'f.sqlite'}" if kind == "sqlite" else \
-        f"{request.getfixturevalue('redis_url')}?prefix=p{uuid.uuid4().hex[:10]}:"
-    ip = 1 if kind == "sqlite" else 5
+    store = store_url(kind, tmp_path, request)
+    ip = {"sqlite": 1, "redis": 5, "redis-cluster": 7}[kind]
     sites = [_site(f"127.0.147.{ip}"), _site(f"127.0.147.{ip + 1}")]
     with serve(sites[0]), serve(sites[1]), frontier(
             tmp_path, "--store", store, "--allow-private", "--default-delay-s", "0") as client:
@@ -137,12 +135,6 @@ def _discovered(pb: Any, url: str) -> Any:
     return pb.URLItem(discovered=pb.DiscoveredURLItem(info=pb.URLInfo(url=url)))
 
 
-def _store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
-    if kind == "sqlite":
-        return f"sqlite:///{tmp_path / 'f.sqlite'}"
-    return f"{request.getfixturevalue('redis_url')}?prefix=p{uuid.uuid4().hex[:10]}:"
-
-
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
 def test_a_host_with_no_spacing_gives_what_is_asked_one_with_a_spacing_one_url(
         kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
@@ -159,7 +151,7 @@ def test_a_host_with_no_spacing_gives_what_is_asked_one_with_a_spacing_one_url(
     floored = Site(f"127.0.147.{ip + 2}", routes={
         "/robots.txt": Reply(200, b"User-agent: *\nCrawl-delay: 0\n")})
     with serve(zero), serve(spaced), serve(floored), frontier(
-            tmp_path, "--store", _store(kind, tmp_path, request), "--allow-private",
+            tmp_path, "--store", store_url(kind, tmp_path, request), "--allow-private",
             "--default-delay-s", "30") as client:
         urls = [zero.origin + path for path in ("/1", "/private/x", "/2", "/3", "/4")] + \
             [site.origin + path for site in (spaced, floored) for path in ("/1", "/2", "/3")]
@@ -240,7 +232,7 @@ def test_set_delay_is_a_floor_under_the_site_s_own_delay(
         **{path: Reply(200, b"page") for path in PAGES}}) for i, delay in enumerate(
             ("0.2", "1.5")))
     with serve(quick), serve(slow), frontier(
-            tmp_path, "--store", _store(kind, tmp_path, request), "--allow-private",
+            tmp_path, "--store", store_url(kind, tmp_path, request), "--allow-private",
             "--default-delay-s", "0") as client:
         items = [_discovered(pb, site.origin + path) for site in (quick, slow)
                  for path in PAGES]
@@ -254,18 +246,18 @@ def test_set_delay_is_a_floor_under_the_site_s_own_delay(
     assert min(slow_gaps) >= 1.5, slow_gaps
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_queue_that_must_wait_does_not_keep_the_others_out_of_get_urls(
         kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """GetURLs with max_queues=1: the first queue in order belongs to a host whose robots.txt
     answers 503 (nothing to hand out for a minute); it is passed over until then, and the
     next call gives the other queue's URL, where it would take the one place in every call."""
     pb = stubs(tmp_path.parent / "stubs")[0]
-    ip = 30 if kind == "sqlite" else 32
+    ip = {"sqlite": 30, "redis": 32, "redis-cluster": 34}[kind]
     down = Site(f"127.0.147.{ip}", routes={"/robots.txt": Reply(503, b"busy")})
     up = Site(f"127.0.147.{ip + 1}", routes={"/robots.txt": Reply(200, b"User-agent: *\n")})
     with serve(down), serve(up), frontier(
-            tmp_path, "--store", _store(kind, tmp_path, request), "--allow-private",
+            tmp_path, "--store", store_url(kind, tmp_path, request), "--allow-private",
             "--default-delay-s", "0") as client:
         urls = [down.origin + "/", up.origin + "/"]
         assert len(list(client.PutURLs(iter([_discovered(pb, u) for u in urls])))) == 2

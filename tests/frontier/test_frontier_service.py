@@ -6,7 +6,6 @@ refetched, right order, updates, queue names, crawl IDs) and the fields of each 
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 import grpc
 import pytest
 
-from tests.frontier.frontier_client import frontier, stubs
+from tests.frontier.frontier_client import KINDS, frontier, store_url, stubs
 
 DEFAULT = "DEFAULT"  # the reference's CrawlID.DEFAULT
 
@@ -24,10 +23,9 @@ def pb(tmp_path: Path) -> Any:
     return stubs(tmp_path.parent / "stubs")[0]
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=KINDS)
 def client(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
-    store = f"sqlite:///{tmp_path / 'f.sqlite'}" if request.param == "sqlite" else \
-        f"{request.getfixturevalue('redis_url')}?prefix=t{uuid.uuid4().hex[:10]}:"
+    store = store_url(request.param, tmp_path, request)
     with frontier(tmp_path, "--store", store, "--robots", "off") as stub:
         yield stub
 

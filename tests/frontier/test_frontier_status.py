@@ -6,21 +6,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.frontier.frontier_client import environment, frontier, said, stubs
+from tests.frontier.frontier_client import KINDS, environment, frontier, said, store_url, stubs
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_status_and_metrics_tell_the_same_counts(kind: str, tmp_path: Path,
                                                  request: pytest.FixtureRequest) -> None:
     pb = stubs(tmp_path.parent / "stubs")[0]
-    store = f"sqlite:///{tmp_path / 'f.sqlite'}" if kind == "sqlite" else \
-        f"{request.getfixturevalue('redis_url')}?prefix=s{uuid.uuid4().hex[:10]}:"
+    store = store_url(kind, tmp_path, request)
     items = [pb.URLItem(discovered=pb.DiscoveredURLItem(info=pb.URLInfo(url=url)))
              for url in ("http://a.example/1", "http://a.example/2", "http://b.example/",
                          "notaurl")]
@@ -65,10 +63,11 @@ def test_status_of_a_missing_store_is_an_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("store", "said"), [
-    ("memory://", "SQLite (sqlite:///PATH) or one Redis"),
-    ("redis://127.0.0.1:6379/0?cluster=1", "SQLite (sqlite:///PATH) or one Redis"),
+    ("memory://", "SQLite (sqlite:///PATH), Redis (redis://HOST:PORT/DB) or a Redis Cluster"),
     ("ftp://x", "--store"),
     ("redis://127.0.0.1:9/0", "--store redis://127.0.0.1:9/0: "),  # nothing listens
+    ("redis://127.0.0.1:9/0?cluster=1", "--store redis://127.0.0.1:9/0?cluster=1: "),
+    ("unix:///tmp/x.sock?cluster=1", "a Redis Cluster is reached over TCP"),
 ])
 def test_a_store_it_cannot_use_is_said_without_a_traceback(store: str, said: str) -> None:
     result = subprocess.run(
@@ -76,6 +75,15 @@ def test_a_store_it_cannot_use_is_said_without_a_traceback(store: str, said: str
         capture_output=True, text=True, env=environment(), timeout=60)
     assert result.returncode == 2, result.stderr
     assert said in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_cluster_url_on_a_server_that_is_no_cluster_is_said(redis_url: str) -> None:
+    store = f"{redis_url}?cluster=1"
+    result = subprocess.run(
+        [sys.executable, "-m", "polite", "frontier", "status", "--store", store],
+        capture_output=True, text=True, env=environment(), timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert f"--store {store}: " in result.stderr and "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.1", "::"])

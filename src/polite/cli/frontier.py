@@ -24,7 +24,7 @@ def add_frontier_commands(commands: argparse._SubParsersAction[argparse.Argument
                     "the URL Frontier API of crawler-commons.")
     add_command(
         frontier_commands, FRONTIER_SERVE, _serve,
-        help="serve the URL Frontier API (gRPC) on a SQLite frontier",
+        help="serve the URL Frontier API (gRPC) on a SQLite, Redis or Redis Cluster frontier",
         description="Serve the gRPC service urlfrontier.URLFrontier. GetURLs hands out a URL "
                     "only when robots.txt allows it for --agent and the host's delays "
                     "(Crawl-delay, Request-rate, Visit-time, --default-delay-s, the queue's "
@@ -53,8 +53,8 @@ def _require_extra() -> None:
 
 
 def _open(store: str, *, default_delay_s: float, spacing_from_return: bool) -> URLs:
-    """The frontier's store: an SQLite file, or a Redis database nodes on several machines
-    share."""
+    """The frontier's store: an SQLite file, or a Redis database or Redis Cluster that nodes
+    on several machines share."""
     from polite.storage import read_store_url
 
     where = read_store_url(store, FLAGS.store)
@@ -63,20 +63,23 @@ def _open(store: str, *, default_delay_s: float, spacing_from_return: bool) -> U
 
         return URLStore(str(where.path), default_delay_s=default_delay_s,
                         spacing_from_return=spacing_from_return)
-    if where.kind == "redis" and not where.cluster:
+    if where.kind == "redis":
         import redis
+        from redis.exceptions import RedisClusterException
 
         from polite.frontier._redis_store import RedisURLStore
 
-        client = redis.Redis.from_url(where.client_url)
         try:
+            client = (redis.RedisCluster.from_url(where.client_url) if where.cluster
+                      else redis.Redis.from_url(where.client_url))
             client.ping()
-        except redis.RedisError as exc:
+        except (redis.RedisError, RedisClusterException) as exc:
             raise ConfigError(f"--store {store}: {exc}") from exc
         return RedisURLStore(client, where.prefix, default_delay_s=default_delay_s,
                              spacing_from_return=spacing_from_return)
     raise ConfigError(f"--store {store}: polite frontier keeps its frontier in SQLite "
-                      "(sqlite:///PATH) or one Redis (redis://HOST:PORT/DB)")
+                      "(sqlite:///PATH), Redis (redis://HOST:PORT/DB) or a Redis Cluster "
+                      "(redis://NODE:PORT/0?cluster=1)")
 
 
 def _status(args: argparse.Namespace, out: TextIO) -> int:

@@ -1,175 +1,195 @@
 """The URL Frontier's state in Redis, for nodes on several machines: what
-:mod:`polite.frontier._store` keeps in SQLite, with the same methods.
+:mod:`polite.frontier._store` keeps in SQLite, with the same methods, on one Redis or a Redis
+Cluster.
 
-Every key starts with the store URL's prefix and ``uf:``; a crawl and a queue key are joined
-by a NUL byte, which neither contains. Per crawl, a hash of its URLs (url -> a JSON record:
-queue key, metadata as the client's JSON text, due time or -1 when completed, known, creation
-date, sequence number) and a hash of its queues (key -> a JSON object of what was set for it
-and when it last gave URLs). Per queue, a sorted set of the URLs to fetch by due time, one of
-the URLs handed out by the end of their lease, and a set of those completed. A member of
-the sorted sets is the URL after its sequence number, 15 digits, so that URLs due at the
-same time come in the order they were added. Whatever must not interleave with another
-node's change runs as one Lua script; the keys a script touches are named in it, which a
-Redis Cluster would refuse (one Redis only).
+Every key starts with the store URL's prefix and ``uf:``. A crawl's keys then carry its
+crawl ID as their hash tag (``{DEFAULT}``; a brace or a percent sign in it percent-encoded,
+as :mod:`polite.storage.redis_frontier` does for a host), so that in a Redis Cluster all of
+a crawl's keys share one slot: each change that must not interleave with another node's is
+one Lua script over that slot, and the crawls spread over the Cluster's nodes. Per crawl
+(``PREFIX uf:{CRAWL}`` then): ``urls``, a hash of its URLs (url -> a JSON record: queue key,
+metadata as the client's JSON text, due time or -1 when completed, known, creation date,
+sequence number); ``queues``, a hash of its queues (key -> a JSON object of what was set for
+it and when it last gave URLs); ``seq``, its URLs' counter; ``delay``, its default delay
+(SetDelay with no key). Per queue, after a NUL byte (which neither a crawl ID nor a key
+contains): ``due\\0KEY`` a sorted set of the URLs to fetch by due time, ``lease\\0KEY`` one
+of the URLs handed out by the end of their lease, ``done\\0KEY`` a set of those completed. A
+member of the sorted sets is the URL after its sequence number, 15 digits, so that URLs due
+at the same time come in the order they were added.
+
+The keys of no crawl, each read or written alone: ``PREFIX uf:crawls``, the set of crawl IDs
+(listed before a crawl's first URL is stored, so a crawl is never stored and unlisted),
+``PREFIX uf:nodes`` (node -> its last beat) and ``PREFIX uf:nodes_off``. A GetURLs of any
+crawl runs the crawls' scripts one after the other.
 """
 
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
 import redis
 
 from polite.frontier._store import MAX_TAKE, Put, QueueStats, StoredURL
+from polite.storage.redis_frontier import _tag
 
 __all__ = ["RedisURLStore"]
 
+# The crawls a store remembers having listed in the crawl set (more are listed again).
+MAX_LISTED = 10_000
+
+# Every script is one crawl's: KEYS[1] is its hash of URLs (``PREFIX uf:{CRAWL}urls``, what
+# a Cluster routes by), and the keys it touches are that crawl's, named from KEYS[1] less
+# its ``urls``. ARGV[1] is the crawl set's key on one Redis, where a script lists the crawl
+# it stores to itself, or '' on a Cluster, where that key is in another slot and the
+# client lists the crawl first; ARGV[2] is the crawl ID. A script's own arguments come
+# after.
 _LIB = """
-local P = ARGV[1]
-local function q(crawl, key) return crawl .. '\\0' .. key end
+local B, C, crawl = string.sub(KEYS[1], 1, -5), ARGV[1], ARGV[2]
+local function qk(name, key) return B .. name .. '\\0' .. key end
 local function member(seq, url) return string.format('%015d', seq) .. url end
-local function touch(crawl, key)
-  redis.call('HSETNX', P .. 'queues\\0' .. crawl, key, '{}')
-  redis.call('SADD', P .. 'crawls', crawl)
+local function touch(key)
+  redis.call('HSETNX', B .. 'queues', key, '{}')
+  if C ~= '' then redis.call('SADD', C, crawl) end
 end
-local function queue(crawl, key)
-  local js = redis.call('HGET', P .. 'queues\\0' .. crawl, key)
+local function queue(key)
+  local js = redis.call('HGET', B .. 'queues', key)
   if js then return cjson.decode(js) end
   return {}
 end
-local function save_queue(crawl, key, s)
-  redis.call('HSET', P .. 'queues\\0' .. crawl, key, cjson.encode(s))
+local function save_queue(key, s)
+  redis.call('HSET', B .. 'queues', key, cjson.encode(s))
+end
+-- a queue's delay: its own (SetDelay), else its crawl's, else the default
+local function delay_of(s, default_delay)
+  if s.delay ~= nil then return s.delay end
+  return tonumber(redis.call('GET', B .. 'delay') or default_delay)
 end
 -- what a queue's crawl limit leaves to hand out: the limit less its URLs completed and
 -- those in flight at ``now`` (the time as the client wrote it)
-local function left(qk, limit, now)
-  return limit - redis.call('SCARD', P .. 'done\\0' .. qk)
-    - redis.call('ZCOUNT', P .. 'lease\\0' .. qk, '(' .. now, '+inf')
+local function left(key, limit, now)
+  return limit - redis.call('SCARD', qk('done', key))
+    - redis.call('ZCOUNT', qk('lease', key), '(' .. now, '+inf')
 end
 """
 
+# ARGV[5] '1': the client listed the crawl earlier, not just now; a crawl that holds no
+# queue may have been deleted since (and struck off the list), so nothing is stored and -1
+# tells the client to list it again first.
 _PUT = _LIB + """
-local now, from_return = tonumber(ARGV[2]), ARGV[3] == '1'
-for i = 4, #ARGV, 6 do
-  local crawl, url, key, meta = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  local known, refetch = ARGV[i + 4] == '1', tonumber(ARGV[i + 5])
-  local urls = P .. 'urls\\0' .. crawl
+local now, from_return = tonumber(ARGV[3]), ARGV[4] == '1'
+local urls = B .. 'urls'
+if ARGV[5] == '1' and redis.call('EXISTS', B .. 'queues') == 0 then return -1 end
+for i = 6, #ARGV, 5 do
+  local url, key, meta = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local known, refetch = ARGV[i + 3] == '1', tonumber(ARGV[i + 4])
   local old = redis.call('HGET', urls, url)
   local rec = nil
   if old then rec = cjson.decode(old) end
   if not known then
     if not rec then
-      local seq = redis.call('INCR', P .. 'seq')
+      local seq = redis.call('INCR', B .. 'seq')
       rec = {k = key, m = meta, d = 0, n = 0, c = math.floor(now), s = seq}
       redis.call('HSET', urls, url, cjson.encode(rec))
-      redis.call('ZADD', P .. 'due\\0' .. q(crawl, key), 0, member(seq, url))
-      touch(crawl, key)
+      redis.call('ZADD', qk('due', key), 0, member(seq, url))
+      touch(key)
     end
   else
     if rec then
-      local m, oq = member(rec.s, url), q(crawl, rec.k)
-      redis.call('ZREM', P .. 'due\\0' .. oq, m)
-      local leased = redis.call('ZSCORE', P .. 'lease\\0' .. oq, m)
+      local m = member(rec.s, url)
+      redis.call('ZREM', qk('due', rec.k), m)
+      local leased = redis.call('ZSCORE', qk('lease', rec.k), m)
       if leased and tonumber(leased) > now and from_return then
-        local s = queue(crawl, rec.k)
+        local s = queue(rec.k)
         s.served = now
-        save_queue(crawl, rec.k, s)
+        save_queue(rec.k, s)
       end
-      redis.call('ZREM', P .. 'lease\\0' .. oq, m)
-      redis.call('SREM', P .. 'done\\0' .. oq, url)
+      redis.call('ZREM', qk('lease', rec.k), m)
+      redis.call('SREM', qk('done', rec.k), url)
     else
-      rec = {c = math.floor(now), s = redis.call('INCR', P .. 'seq')}
+      rec = {c = math.floor(now), s = redis.call('INCR', B .. 'seq')}
     end
     rec.k, rec.m, rec.n = key, meta, 1
     if refetch > 0 then
       rec.d = refetch
-      redis.call('ZADD', P .. 'due\\0' .. q(crawl, key), refetch, member(rec.s, url))
+      redis.call('ZADD', qk('due', key), refetch, member(rec.s, url))
     else
       rec.d = -1
-      redis.call('SADD', P .. 'done\\0' .. q(crawl, key), url)
+      redis.call('SADD', qk('done', key), url)
     end
     redis.call('HSET', urls, url, cjson.encode(rec))
-    touch(crawl, key)
+    touch(key)
   end
 end
 return 1
 """
 
+# Returns {key, url, record} of each URL given, at most ARGV[11] of them.
 _TAKE = _LIB + """
-local crawl, any, key = ARGV[2], ARGV[3] == '1', ARGV[4]
-local per_queue, max_queues = tonumber(ARGV[5]), tonumber(ARGV[6])
-local lease_s, now, lease = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9] == '1'
-local from_return, default_delay = ARGV[10] == '1', tonumber(ARGV[11])
-local most = tonumber(ARGV[12])
-local crawls = {crawl}
-if any then crawls = redis.call('SMEMBERS', P .. 'crawls') end
+local key, per_queue, max_queues = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local lease_s, now, lease = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8] == '1'
+local from_return, default_delay = ARGV[9] == '1', tonumber(ARGV[10])
+local most = tonumber(ARGV[11])
+local urls = B .. 'urls'
 local cands = {}
-for _, c in ipairs(crawls) do
-  local all = redis.call('HGETALL', P .. 'queues\\0' .. c)
-  for i = 1, #all, 2 do
-    if key == '' or all[i] == key then
-      table.insert(cands, {c, all[i], cjson.decode(all[i + 1])})
-    end
-  end
+if key ~= '' then
+  local js = redis.call('HGET', B .. 'queues', key)
+  if js then table.insert(cands, {key, cjson.decode(js)}) end
+else
+  local all = redis.call('HGETALL', B .. 'queues')
+  for i = 1, #all, 2 do table.insert(cands, {all[i], cjson.decode(all[i + 1])}) end
 end
 table.sort(cands, function(a, b)
-  local sa, sb = a[3].served or 0, b[3].served or 0
+  local sa, sb = a[2].served or 0, b[2].served or 0
   if sa ~= sb then return sa < sb end
-  if a[1] ~= b[1] then return a[1] < b[1] end
-  return a[2] < b[2]
+  return a[1] < b[1]
 end)
 local out, served = {}, 0
 for _, cand in ipairs(cands) do
   if (max_queues > 0 and served >= max_queues) or #out >= most then break end
-  local c, k, s = cand[1], cand[2], cand[3]
-  local qk = q(c, k)
-  local urls = P .. 'urls\\0' .. c
-  local lapsed = redis.call('ZRANGEBYSCORE', P .. 'lease\\0' .. qk, '-inf', now)
+  local k, s = cand[1], cand[2]
+  local lapsed = redis.call('ZRANGEBYSCORE', qk('lease', k), '-inf', now)
   for _, m in ipairs(lapsed) do
-    redis.call('ZREM', P .. 'lease\\0' .. qk, m)
+    redis.call('ZREM', qk('lease', k), m)
     local js = redis.call('HGET', urls, string.sub(m, 16))
     if js then
       local rec = cjson.decode(js)
-      if rec.d >= 0 then redis.call('ZADD', P .. 'due\\0' .. qk, rec.d, m) end
+      if rec.d >= 0 then redis.call('ZADD', qk('due', k), rec.d, m) end
     end
   end
   local ok = (s.blocked or 0) <= now and (s.held or 0) <= now
-  local delay = s.delay
-  if delay == nil then
-    delay = tonumber(redis.call('HGET', P .. 'crawl_delays', c) or default_delay)
-  end
   local served_at = s.served or 0
-  local spacing = math.max(delay, s.interval or 0)
+  local spacing = math.max(delay_of(s, default_delay), s.interval or 0)
   if ok and served_at > 0 and now < served_at + spacing then ok = false end
   -- with a spacing, one URL in flight (the lapsed leases were given back above)
-  if ok and from_return and spacing > 0
-      and redis.call('ZCARD', P .. 'lease\\0' .. qk) > 0 then
+  if ok and from_return and spacing > 0 and redis.call('ZCARD', qk('lease', k)) > 0 then
     ok = false
   end
   local room = most - #out
   if per_queue > 0 and per_queue < room then room = per_queue end
   if from_return and spacing > 0 then room = 1 end
   if ok and (s.limit or 0) > 0 then
-    local rest = left(qk, s.limit, ARGV[8])
+    local rest = left(k, s.limit, ARGV[7])
     if rest <= 0 then ok = false
     elseif rest < room then room = rest end
   end
   if ok then
-    local ms = redis.call('ZRANGEBYSCORE', P .. 'due\\0' .. qk, '-inf', now, 'LIMIT', 0, room)
+    local ms = redis.call('ZRANGEBYSCORE', qk('due', k), '-inf', now, 'LIMIT', 0, room)
     if #ms > 0 then
       served = served + 1
       for _, m in ipairs(ms) do
         local url = string.sub(m, 16)
         if lease then
-          redis.call('ZREM', P .. 'due\\0' .. qk, m)
-          redis.call('ZADD', P .. 'lease\\0' .. qk, now + lease_s, m)
+          redis.call('ZREM', qk('due', k), m)
+          redis.call('ZADD', qk('lease', k), now + lease_s, m)
         end
-        table.insert(out, {c, k, url, redis.call('HGET', urls, url)})
+        table.insert(out, {k, url, redis.call('HGET', urls, url)})
       end
       if lease then
         s.served = now
-        save_queue(c, k, s)
+        save_queue(k, s)
       end
     end
   end
@@ -178,48 +198,44 @@ return out
 """
 
 _LEASE = _LIB + """
-local crawl, url, lease_s = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local url, lease_s = ARGV[3], tonumber(ARGV[4])
 local now, interval = tonumber(ARGV[5]), tonumber(ARGV[6])
 local from_return, default_delay = ARGV[7] == '1', tonumber(ARGV[8])
-local js = redis.call('HGET', P .. 'urls\\0' .. crawl, url)
+local js = redis.call('HGET', B .. 'urls', url)
 if not js then return 0 end
 local rec = cjson.decode(js)
-local m, qk = member(rec.s, url), q(crawl, rec.k)
-local due = redis.call('ZSCORE', P .. 'due\\0' .. qk, m)
+local m = member(rec.s, url)
+local due = redis.call('ZSCORE', qk('due', rec.k), m)
 if not due or tonumber(due) > now then return 0 end
-local s = queue(crawl, rec.k)
-local delay = s.delay
-if delay == nil then
-  delay = tonumber(redis.call('HGET', P .. 'crawl_delays', crawl) or default_delay)
-end
+local s = queue(rec.k)
 -- with a spacing, one URL in flight; and never past the queue's crawl limit
-if from_return and math.max(delay, interval) > 0
-    and redis.call('ZCOUNT', P .. 'lease\\0' .. qk, '(' .. ARGV[5], '+inf') > 0 then
+if from_return and math.max(delay_of(s, default_delay), interval) > 0
+    and redis.call('ZCOUNT', qk('lease', rec.k), '(' .. ARGV[5], '+inf') > 0 then
   return 0
 end
-if (s.limit or 0) > 0 and left(qk, s.limit, ARGV[5]) <= 0 then return 0 end
-redis.call('ZREM', P .. 'due\\0' .. qk, m)
-redis.call('ZADD', P .. 'lease\\0' .. qk, now + lease_s, m)
+if (s.limit or 0) > 0 and left(rec.k, s.limit, ARGV[5]) <= 0 then return 0 end
+redis.call('ZREM', qk('due', rec.k), m)
+redis.call('ZADD', qk('lease', rec.k), now + lease_s, m)
 s.served, s.interval = now, interval
-save_queue(crawl, rec.k, s)
+save_queue(rec.k, s)
 return 1
 """
 
 _REMOVE = _LIB + """
--- ARGV[2] crawl, ARGV[3] url, ARGV[4] '' to delete it, else its metadata as completed
-local crawl, url = ARGV[2], ARGV[3]
-local urls = P .. 'urls\\0' .. crawl
+-- ARGV[3] url, ARGV[4] '' to delete it, else its metadata as completed
+local url = ARGV[3]
+local urls = B .. 'urls'
 local js = redis.call('HGET', urls, url)
 if not js then return 0 end
 local rec = cjson.decode(js)
-local m, qk = member(rec.s, url), q(crawl, rec.k)
-redis.call('ZREM', P .. 'due\\0' .. qk, m)
-redis.call('ZREM', P .. 'lease\\0' .. qk, m)
+local m = member(rec.s, url)
+redis.call('ZREM', qk('due', rec.k), m)
+redis.call('ZREM', qk('lease', rec.k), m)
 if ARGV[4] == '' then
-  redis.call('SREM', P .. 'done\\0' .. qk, url)
+  redis.call('SREM', qk('done', rec.k), url)
   redis.call('HDEL', urls, url)
 else
-  redis.call('SADD', P .. 'done\\0' .. qk, url)
+  redis.call('SADD', qk('done', rec.k), url)
   rec.d, rec.m = -1, ARGV[4]
   redis.call('HSET', urls, url, cjson.encode(rec))
 end
@@ -227,35 +243,46 @@ return 1
 """
 
 _DELETE_QUEUE = _LIB + """
-local crawl, key = ARGV[2], ARGV[3]
-local qk = q(crawl, key)
-local urls = P .. 'urls\\0' .. crawl
+local key = ARGV[3]
+local urls = B .. 'urls'
 local gone = 0
 for _, name in ipairs({'due', 'lease'}) do
-  for _, m in ipairs(redis.call('ZRANGE', P .. name .. '\\0' .. qk, 0, -1)) do
+  for _, m in ipairs(redis.call('ZRANGE', qk(name, key), 0, -1)) do
     redis.call('HDEL', urls, string.sub(m, 16))
     gone = gone + 1
   end
 end
-for _, url in ipairs(redis.call('SMEMBERS', P .. 'done\\0' .. qk)) do
+for _, url in ipairs(redis.call('SMEMBERS', qk('done', key))) do
   redis.call('HDEL', urls, url)
   gone = gone + 1
 end
-redis.call('DEL', P .. 'due\\0' .. qk, P .. 'lease\\0' .. qk, P .. 'done\\0' .. qk)
-redis.call('HDEL', P .. 'queues\\0' .. crawl, key)
+redis.call('DEL', qk('due', key), qk('lease', key), qk('done', key))
+redis.call('HDEL', B .. 'queues', key)
 return gone
 """
 
 _SET_QUEUE = _LIB + """
--- ARGV[2] crawl, ARGV[3] key, ARGV[4] field, ARGV[5] value, ARGV[6] '1': only if it exists
-local crawl, key = ARGV[2], ARGV[3]
-if ARGV[6] == '1' and redis.call('HEXISTS', P .. 'queues\\0' .. crawl, key) == 0 then
+-- ARGV[3] key, ARGV[4] field, ARGV[5] value, ARGV[6] '1': only if the queue exists
+local key = ARGV[3]
+if ARGV[6] == '1' and redis.call('HEXISTS', B .. 'queues', key) == 0 then
   return 0
 end
-local s = queue(crawl, key)
+local s = queue(key)
 s[ARGV[4]] = tonumber(ARGV[5])
-save_queue(crawl, key, s)
-redis.call('SADD', P .. 'crawls', crawl)
+save_queue(key, s)
+if C ~= '' then redis.call('SADD', C, crawl) end
+return 1
+"""
+
+_HOLD = _LIB + """
+-- ARGV[3], ARGV[4]...: a key, until when it is passed over; a queue gone is left so
+for i = 3, #ARGV, 2 do
+  if redis.call('HEXISTS', B .. 'queues', ARGV[i]) == 1 then
+    local s = queue(ARGV[i])
+    s.held = tonumber(ARGV[i + 1])
+    save_queue(ARGV[i], s)
+  end
+end
 return 1
 """
 
@@ -265,36 +292,62 @@ def _text(value: Any) -> str:
 
 
 class RedisURLStore:
-    """The frontier's URLs and queues in one Redis database (``prefix`` before each key)."""
+    """The frontier's URLs and queues in one Redis database or a Redis Cluster
+    (``prefix`` before each key)."""
 
-    def __init__(self, client: redis.Redis, prefix: str, *, default_delay_s: float,
-                 spacing_from_return: bool = False) -> None:
+    def __init__(self, client: redis.Redis | redis.RedisCluster, prefix: str, *,
+                 default_delay_s: float, spacing_from_return: bool = False) -> None:
         self._r = client
         self._p = prefix + "uf:"
+        self._cluster = isinstance(client, redis.RedisCluster)
+        self._crawls = self._p + "crawls"
         self._default_delay_s = default_delay_s
         self._from_return = spacing_from_return
+        self._turn = 0  # which crawl a GetURLs of any crawl asks first
+        self._listed: set[str] = set()  # on a Cluster, the crawls this store listed
         self._put = client.register_script(_PUT)
         self._take_script = client.register_script(_TAKE)
         self._lease = client.register_script(_LEASE)
         self._remove = client.register_script(_REMOVE)
         self._delete_queue = client.register_script(_DELETE_QUEUE)
         self._set_queue = client.register_script(_SET_QUEUE)
+        self._hold = client.register_script(_HOLD)
 
     def close(self) -> None:
         self._r.close()
 
-    def _key(self, *parts: str) -> str:
-        return self._p + "\0".join(parts)
+    def _base(self, crawl: str) -> str:
+        """What each key of ``crawl`` starts with: the prefix and its hash tag."""
+        return f"{self._p}{{{_tag(crawl)}}}"
+
+    def _run(self, script: Any, crawl: str, *args: Any, stores: bool = False) -> Any:
+        """``script`` on ``crawl``'s keys; ``stores``: it may store the crawl's first URL or
+        queue, which on a Cluster is listed in the crawl set first."""
+        base = self._base(crawl)
+        if stores and self._cluster:
+            self._r.sadd(self._crawls, crawl)
+            if len(self._listed) >= MAX_LISTED:
+                self._listed.clear()
+            self._listed.add(crawl)
+        return script(keys=[base + "urls"],
+                      args=["" if self._cluster else self._crawls, crawl, *args])
 
     # -- writing ---------------------------------------------------------------------------
 
     def put(self, items: Sequence[Put], now: float) -> None:
-        args: list[Any] = [self._p, repr(now), "1" if self._from_return else "0"]
+        by_crawl: dict[str, list[Any]] = defaultdict(list)
         for item in items:
-            args += [item.crawl, item.url, item.key,
-                     json.dumps(item.metadata, separators=(",", ":")),
-                     "1" if item.known else "0", repr(item.refetch_at)]
-        self._put(args=args)
+            by_crawl[item.crawl] += [item.url, item.key,
+                                     json.dumps(item.metadata, separators=(",", ":")),
+                                     "1" if item.known else "0", repr(item.refetch_at)]
+        for crawl, args in by_crawl.items():
+            # on a Cluster, a crawl is listed (a round trip to the crawl set's node) before
+            # this process first stores to it, and again only when it was deleted since
+            earlier = self._cluster and crawl in self._listed
+            if self._run(self._put, crawl, repr(now), "1" if self._from_return else "0",
+                         "1" if earlier else "0", *args, stores=not earlier) == -1:
+                self._run(self._put, crawl, repr(now), "1" if self._from_return else "0",
+                          "0", *args, stores=True)
 
     def take(self, crawl: str | None, key: str, *, per_queue: int, queues: int,
              lease_s: float, now: float) -> list[StoredURL]:
@@ -306,12 +359,28 @@ class RedisURLStore:
 
     def _take(self, crawl: str | None, key: str, per_queue: int, queues: int,
               lease_s: float, now: float, *, lease: bool) -> list[StoredURL]:
-        rows = self._take_script(args=[
-            self._p, crawl or "", "1" if crawl is None else "0", key, per_queue, queues,
-            repr(lease_s), repr(now), "1" if lease else "0",
-            "1" if self._from_return else "0", repr(self._default_delay_s), MAX_TAKE])
-        return [self._stored(_text(c), _text(url), json.loads(_text(record)))
-                for c, _, url, record in rows if record is not None]
+        """Each crawl's queues by one script, those of any crawl one crawl after the other
+        (each crawl's script in its slot), from a crawl one further each call."""
+        if crawl is not None:
+            crawls = [crawl]
+        else:
+            crawls = sorted(_text(c) for c in self._r.smembers(self._crawls))
+            if crawls:
+                self._turn = (self._turn + 1) % len(crawls)
+                crawls = crawls[self._turn:] + crawls[:self._turn]
+        taken: list[StoredURL] = []
+        served = 0
+        for name in crawls:
+            if (queues and served >= queues) or len(taken) >= MAX_TAKE:
+                break
+            rows = self._run(self._take_script, name, key, per_queue,
+                             queues - served if queues else 0, repr(lease_s), repr(now),
+                             "1" if lease else "0", "1" if self._from_return else "0",
+                             repr(self._default_delay_s), MAX_TAKE - len(taken))
+            served += len({_text(k) for k, _, _ in rows})
+            taken += [self._stored(name, _text(url), json.loads(_text(record)))
+                      for _, url, record in rows if record is not None]
+        return taken
 
     @staticmethod
     def _stored(crawl: str, url: str, record: dict[str, Any]) -> StoredURL:
@@ -321,53 +390,55 @@ class RedisURLStore:
 
     def lease(self, crawl: str, url: str, lease_s: float, now: float, *,
               interval_s: float = 0.0) -> bool:
-        return bool(self._lease(args=[self._p, crawl, url, repr(lease_s), repr(now),
-                                      repr(interval_s), "1" if self._from_return else "0",
-                                      repr(self._default_delay_s)]))
+        return bool(self._run(self._lease, crawl, url, repr(lease_s), repr(now),
+                              repr(interval_s), "1" if self._from_return else "0",
+                              repr(self._default_delay_s)))
 
     def refuse(self, crawl: str, url: str, why: dict[str, list[str]]) -> None:
         found = self.status(crawl, url, "")
         if found is None:
             return
         meta = {**found.metadata, **why}
-        self._remove(args=[self._p, crawl, url, json.dumps(meta, separators=(",", ":"))])
+        self._run(self._remove, crawl, url, json.dumps(meta, separators=(",", ":")))
 
     def delete_queue(self, crawl: str, key: str) -> int:
-        return int(self._delete_queue(args=[self._p, crawl, key]))
+        return int(self._run(self._delete_queue, crawl, key))
 
     def delete_crawl(self, crawl: str) -> int:
         gone = 0
-        for key in self._r.hkeys(self._key("queues", crawl)):
+        base = self._base(crawl)
+        for key in self._r.hkeys(base + "queues"):
             gone += self.delete_queue(crawl, _text(key))
-        self._r.delete(self._key("urls", crawl), self._key("queues", crawl))
-        self._r.srem(self._p + "crawls", crawl)
-        self._r.hdel(self._p + "crawl_delays", crawl)
+        self._r.delete(base + "urls", base + "queues", base + "seq", base + "delay")
+        self._r.srem(self._crawls, crawl)
+        self._listed.discard(crawl)
         return gone
 
     def purge(self, crawl: str, key: str, before: float) -> int:
         gone = 0
         for url, record in self._records(crawl):
             if record["c"] < before and (not key or record["k"] == key):
-                gone += int(self._remove(args=[self._p, crawl, url, ""]))
+                gone += int(self._run(self._remove, crawl, url, ""))
         return gone
 
     def set_delay(self, crawl: str, key: str, delay_s: float) -> None:
         if key:
-            self._set_queue(args=[self._p, crawl, key, "delay", repr(delay_s), "0"])
+            self._run(self._set_queue, crawl, key, "delay", repr(delay_s), "0", stores=True)
         else:
-            self._r.hset(self._p + "crawl_delays", crawl, repr(delay_s))
+            self._r.set(self._base(crawl) + "delay", repr(delay_s))
 
     def block(self, crawl: str, key: str, until: float) -> None:
-        self._set_queue(args=[self._p, crawl, key, "blocked", repr(until), "1"])
+        self._run(self._set_queue, crawl, key, "blocked", repr(until), "1")
 
     def set_limit(self, crawl: str, key: str, limit: int) -> None:
-        self._set_queue(args=[self._p, crawl, key, "limit", str(limit), "0"])
+        self._run(self._set_queue, crawl, key, "limit", str(limit), "0", stores=True)
 
     def hold(self, queues: Sequence[tuple[str, str, float]]) -> None:
-        pipe = self._r.pipeline(transaction=False)
+        by_crawl: dict[str, list[str]] = defaultdict(list)
         for crawl, key, until in queues:
-            self._set_queue(args=[self._p, crawl, key, "held", repr(until), "1"], client=pipe)
-        pipe.execute()
+            by_crawl[crawl] += [key, repr(until)]
+        for crawl, args in by_crawl.items():
+            self._run(self._hold, crawl, *args)
 
     # -- the nodes sharing the database -----------------------------------------------------
 
@@ -400,25 +471,32 @@ class RedisURLStore:
     # -- reading ---------------------------------------------------------------------------
 
     def crawls(self) -> list[str]:
-        found = [_text(c) for c in self._r.smembers(self._p + "crawls")]
-        return sorted(c for c in found if self._r.hlen(self._key("queues", c)))
+        """The crawls holding queues: the crawl set, each crawl's queues counted in one
+        pipeline (on a Cluster, one round trip to each node holding some)."""
+        found = sorted(_text(c) for c in self._r.smembers(self._crawls))
+        pipe = self._r.pipeline(transaction=False)
+        for crawl in found:
+            pipe.hlen(self._base(crawl) + "queues")
+        return [c for c, n in zip(found, pipe.execute(), strict=True) if n]
 
     def _queue_keys(self, crawl: str, key: str) -> list[tuple[str, dict[str, Any]]]:
+        queues = self._base(crawl) + "queues"
         if key:
-            js = self._r.hget(self._key("queues", crawl), key)
+            js = self._r.hget(queues, key)
             return [] if js is None else [(key, json.loads(_text(js)))]
-        every = self._r.hgetall(self._key("queues", crawl))
+        every = self._r.hgetall(queues)
         return sorted((_text(k), json.loads(_text(v))) for k, v in every.items())
 
     def _counts(self, crawl: str, keys: list[str], now: float
                 ) -> list[tuple[int, int, int, int]]:
         """(due, lapsed, in flight, completed) of each queue."""
+        base = self._base(crawl)
         pipe = self._r.pipeline(transaction=False)
         for key in keys:
-            pipe.zcard(self._key("due", crawl, key))
-            pipe.zcount(self._key("lease", crawl, key), "-inf", now)
-            pipe.zcount(self._key("lease", crawl, key), f"({now!r}", "+inf")
-            pipe.scard(self._key("done", crawl, key))
+            pipe.zcard(f"{base}due\0{key}")
+            pipe.zcount(f"{base}lease\0{key}", "-inf", now)
+            pipe.zcount(f"{base}lease\0{key}", f"({now!r}", "+inf")
+            pipe.scard(f"{base}done\0{key}")
         found = pipe.execute()
         return [tuple(found[i:i + 4]) for i in range(0, len(found), 4)]
 
@@ -449,10 +527,10 @@ class RedisURLStore:
 
     def _records(self, crawl: str) -> list[tuple[str, dict[str, Any]]]:
         return [(_text(url), json.loads(_text(record))) for url, record
-                in self._r.hscan_iter(self._key("urls", crawl), count=1000)]
+                in self._r.hscan_iter(self._base(crawl) + "urls", count=1000)]
 
     def status(self, crawl: str, url: str, key: str) -> StoredURL | None:
-        js = self._r.hget(self._key("urls", crawl), url)
+        js = self._r.hget(self._base(crawl) + "urls", url)
         if js is None:
             return None
         record = json.loads(_text(js))

@@ -124,8 +124,8 @@ def read_put(info: pb.URLInfo, *, known: bool, refetch_at: float) -> Put | str:
     crawl = _crawl(info.crawlID)
     if len(crawl) > MAX_CRAWL_CHARS:
         return f"crawl ID longer than {MAX_CRAWL_CHARS} characters"
-    # The Redis store joins a crawl ID and a key with a NUL: one inside either would make
-    # two queues of different crawls one
+    # Refused from every store, so that SQLite and Redis take the same keys and crawl IDs
+    # (a NUL is the separator in the Redis store's key names)
     if "\0" in key or "\0" in crawl:
         return "a NUL character in the key or the crawl ID"
     meta = _metadata(info)

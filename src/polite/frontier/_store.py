@@ -107,7 +107,8 @@ class QueueStats:
 
 class URLs(Protocol):
     """What the service needs of a store: :class:`URLStore` (SQLite) and
-    :class:`polite.frontier._redis_store.RedisURLStore` (Redis) each have it."""
+    :class:`polite.frontier._redis_store.RedisURLStore` (one Redis or a Redis Cluster) each
+    have it."""
 
     def close(self) -> None: ...
     def put(self, items: Sequence[Put], now: float) -> None: ...

@@ -80,3 +80,35 @@ def test_a_node_stopped_with_sigterm_leaves_list_nodes_at_once(
         node_a.send_signal(signal.SIGTERM)
         assert node_a.wait(30) == 0
         assert list(b.ListNodes(pb.Empty()).values) == [address_b]
+
+
+def test_a_redis_that_stops_answering_gives_an_error_not_a_hang(tmp_path: Path) -> None:
+    """A Redis that stops answering (stopped with SIGSTOP: its connections stay open) makes
+    each call fail after the store's socket timeout, with an error the client is told,
+    rather than holding the node, and every call behind it, until the client gives up; once
+    it answers again, so does the node. (redis-py 8 times a read out after 5 s by default;
+    the frontier now says so itself rather than rely on a default.)"""
+    from tests.redis_server import free_port, start_redis
+
+    pb, pb_grpc = stubs(tmp_path.parent / "stubs")
+    port = free_port()
+    server = start_redis(tmp_path, port)
+    try:
+        store = f"redis://127.0.0.1:{port}/0?prefix=stall:"
+        with frontier_process("--store", store, "--robots", "off") as (address, _), \
+                grpc.insecure_channel(address) as channel:
+            client = pb_grpc.URLFrontierStub(channel)
+            acks = list(client.PutURLs(iter([pb.URLItem(discovered=pb.DiscoveredURLItem(
+                info=pb.URLInfo(url="http://h.example/1")))])))
+            assert [ack.status for ack in acks] == [pb.AckMessage.Status.OK]
+            os.kill(server.pid, signal.SIGSTOP)
+            try:
+                with pytest.raises(grpc.RpcError) as failed:
+                    client.GetStats(pb.QueueWithinCrawlParams(), timeout=120)
+            finally:
+                os.kill(server.pid, signal.SIGCONT)
+            assert failed.value.code() != grpc.StatusCode.DEADLINE_EXCEEDED, failed.value
+            assert client.GetStats(pb.QueueWithinCrawlParams(), timeout=120).size == 1
+    finally:
+        server.terminate()
+        server.wait(10)

@@ -70,8 +70,11 @@ def _open(store: str, *, default_delay_s: float, spacing_from_return: bool) -> U
         from polite.frontier._redis_store import RedisURLStore
 
         try:
-            client = (redis.RedisCluster.from_url(where.client_url) if where.cluster
-                      else redis.Redis.from_url(where.client_url))
+            # A store that stops answering fails the call after a bounded wait, as
+            # polite's other Redis clients do (the node's loop waits on each call).
+            bounded = {"socket_timeout": 5.0, "socket_connect_timeout": 5.0}
+            client = (redis.RedisCluster.from_url(where.client_url, **bounded)
+                      if where.cluster else redis.Redis.from_url(where.client_url, **bounded))
             client.ping()
         except (redis.RedisError, RedisClusterException) as exc:
             raise ConfigError(f"--store {store}: {exc}") from exc

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 from polite.core._documents import read_json
 from polite.core._steps import STEP, Steps, finish
-from polite.core.robots._held import held_bytes
+from polite.core.robots._held import held_bytes, rows_bytes
 from polite.core.robots.matcher import PathIndex, matches
 from polite.core.robots.meta import meta_contents, x_robots_values
 from polite.core.robots.model import (
@@ -680,7 +680,7 @@ class TdmRep:
     """A ``/.well-known/tdmrep.json`` read once, its locations compiled: a URL is then one
     index lookup, however many entries the file lists (:func:`read_tdmrep`)."""
 
-    __slots__ = ("_entries", "_index", "_problem", "_skipped")
+    __slots__ = ("_entries", "_held", "_index", "_problem", "_skipped")
 
     def __init__(self, entries: list[tuple[int, str, object, object]], skipped: list[int],
                  problem: str | None = None, *, index: PathIndex | None = None) -> None:
@@ -689,6 +689,19 @@ class TdmRep:
         self._problem = problem
         # ``index``: the locations' (_locations), when built in steps
         self._index = index if index is not None else finish(_locations(entries))
+        self._held: int | None = None
+
+    @property
+    def footprint(self) -> int:
+        """The bytes the file holds as read and compiled (:func:`sys.getsizeof` of its
+        parts, measured once) and what its lookups have added since (estimated): what a
+        cache of many sites' files charges it."""
+        if self._held is None:
+            entries = self._entries
+            self._held = (sys.getsizeof(self) + sys.getsizeof(entries) + rows_bytes(entries)
+                          + held_bytes(self._skipped, self._problem)
+                          + self._index.held_bytes())
+        return self._held + self._index.grown_bytes()
 
     def preferences(self, url: str) -> Preferences:
         """The preferences the file states for ``url`` (see :func:`from_tdmrep`)."""
@@ -771,7 +784,10 @@ def read_tdmrep_steps(body: str | bytes) -> Steps[TdmRep]:
             entries.append((i, entry["location"], entry.get("tdm-reservation"),
                             entry.get("tdm-policy")))
     index = yield from _locations(entries)
-    return TdmRep(entries, skipped, index=index)
+    yield
+    tdmrep = TdmRep(entries, skipped, index=index)
+    tdmrep.footprint  # noqa: B018 (measured once, in a step of its own)
+    return tdmrep
 
 
 def from_tdmrep(body: str | bytes | TdmRep, url: str) -> Preferences:

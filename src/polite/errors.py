@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigError",
+    "DocumentTooLarge",
     "FetchError",
     "InvalidURL",
     "MalformedDocument",
@@ -61,6 +62,11 @@ class InvalidURL(PoliteError):
 class MalformedDocument(PoliteError):
     """A JSON or TOML document polite will not read: over its size, not text, not well
     formed, or nested deeper than a reader bounds it to. The caller names the document."""
+
+
+class DocumentTooLarge(MalformedDocument):
+    """A document over its reader's bound of bytes or of items (array elements and object
+    members), refused before it is parsed."""
 
 
 class MalformedField(PoliteError):

@@ -48,7 +48,7 @@ from polite.core.robots.usage import Preferences, purpose_json
 from polite.core.sitemaps.model import MAX_SITEMAP_URLS
 from polite.core.urls import host_name_problem, split_origin
 from polite.core.usage.vocab import PURPOSES
-from polite.errors import ConfigError, InvalidURL, MalformedDocument
+from polite.errors import ConfigError, DocumentTooLarge, InvalidURL, MalformedDocument
 from polite.fetch.activity import Activity
 from polite.fetch.cache import PageCache
 from polite.fetch.politeness import LEASE_S, Answer, Politeness, message, warning
@@ -161,14 +161,30 @@ def _problem(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message, "status": status}, status_code=status)
 
 
-async def _json_body(request: Request) -> Any:
+# What a body of each endpoint holds, bounded before it is parsed (the parser's time is
+# not given back to the event loop: 1 MiB of nested or many small arrays held it 100 to
+# 230 ms): how deep, and how many array elements and object members in all. A URL list
+# is an array of strings; a feedback call an array of objects of six keys at most.
+_URL_LIST = (1, MAX_URLS_PER_CALL)
+_FEEDBACK_KEYS = ("url", "status", "elapsedMs", "retryAfter", "lateMs", "lease")
+_FEEDBACK = (2, MAX_URLS_PER_CALL * (1 + len(_FEEDBACK_KEYS)))
+_DELAY = (1, 8)  # one member; a few more are named in the 400 that refuses them
+
+
+async def _json_body(request: Request, bounds: tuple[int, int], expected: str) -> Any:
+    """The body as JSON, at most ``bounds`` (depth, items) large: a 413 past the bytes or
+    the items, a 400 saying what was ``expected`` when nested deeper or not JSON."""
     body = await request.body()
     if len(body) > MAX_BODY_BYTES:
         raise _Problem(413, f"body over {MAX_BODY_BYTES} bytes")
+    max_depth, max_items = bounds
     try:
-        return read_json(body)
+        return read_json(body, max_depth=max_depth, max_items=max_items)
+    except DocumentTooLarge as exc:
+        raise _Problem(413, f"the body holds {exc}; at most {max_items}: {expected}") from None
     except MalformedDocument as exc:
-        raise _Problem(400, f"the body is not JSON this server reads: {exc}") from None
+        raise _Problem(400, f"{expected}: the body is not JSON this server reads: "
+                       f"{exc}") from None
 
 
 def _host_of(url: str) -> str | None:
@@ -184,9 +200,12 @@ def _host_of(url: str) -> str | None:
     return host
 
 
+_URLS_EXPECTED = "expected a JSON array of URL strings"
+
+
 def _url_list(value: Any) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(u, str) for u in value):
-        raise _Problem(400, "expected a JSON array of URL strings")
+        raise _Problem(400, _URLS_EXPECTED)
     if len(value) > MAX_URLS_PER_CALL:
         raise _Problem(413, f"{len(value)} URLs in one call; at most {MAX_URLS_PER_CALL}")
     for n, url in enumerate(value):
@@ -195,6 +214,11 @@ def _url_list(value: Any) -> list[str]:
                            f"{MAX_URL_CHARS}")
         _host_of(url)
     return value
+
+
+_FEEDBACK_EXPECTED = (f"expected a JSON array (at most {MAX_URLS_PER_CALL}) of "
+                      + "{" + ", ".join(f'"{key}"' for key in _FEEDBACK_KEYS) + "}")
+_DELAY_EXPECTED = f"expected {{\"delay\": milliseconds between 0 and {MAX_DELAY_MS}}}"
 
 
 def _feedback(item: Any, n: int
@@ -207,8 +231,7 @@ def _feedback(item: Any, n: int
     ``{"url", "lease": true}`` alone, that it got none (it failed)."""
     if not isinstance(item, dict):
         raise _Problem(400, f"item {n}: expected an object")
-    _keys(item, ("url", "status", "elapsedMs", "retryAfter", "lateMs", "lease"),
-          f"item {n}: ")
+    _keys(item, _FEEDBACK_KEYS, f"item {n}: ")
     lease = item.get("lease", False)
     if not isinstance(lease, bool):
         raise _Problem(400, f"item {n}: 'lease' must be true or false")
@@ -430,7 +453,7 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         return run
 
     async def post_politeness(request: Request) -> Response:
-        urls = _url_list(await _json_body(request))
+        urls = _url_list(await _json_body(request, _URL_LIST, _URLS_EXPECTED))
         return JSONResponse([v.url for v in await answer(urls, request) if v.allowed])
 
     async def get_politeness(request: Request) -> Response:
@@ -441,7 +464,7 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         return JSONResponse([v.url for v in await answer(urls, request) if v.allowed])
 
     async def post_verbose(request: Request) -> Response:
-        urls = _url_list(await _json_body(request))
+        urls = _url_list(await _json_body(request, _URL_LIST, _URLS_EXPECTED))
         purpose = request.query_params.get("purpose") or None
         if purpose is not None and purpose not in PURPOSES:
             raise _Problem(400, f"'purpose' must be one of {', '.join(PURPOSES)}")
@@ -543,11 +566,9 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
 
     async def post_feedback(request: Request) -> Response:
         authorize(request)
-        body = await _json_body(request)
+        body = await _json_body(request, _FEEDBACK, _FEEDBACK_EXPECTED)
         if not isinstance(body, list) or len(body) > MAX_URLS_PER_CALL:
-            raise _Problem(400, "expected a JSON array (at most "
-                           f"{MAX_URLS_PER_CALL}) of {{\"url\", \"status\", \"elapsedMs\", "
-                           "\"retryAfter\", \"lateMs\"}")
+            raise _Problem(400, _FEEDBACK_EXPECTED)
         reports = [_feedback(item, n) for n, item in enumerate(body)]
         paused: list[int | None] = []
         for url, status, elapsed_s, retry_after, late_s, lease in reports:
@@ -570,14 +591,13 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         problem = host_name_problem(domain)
         if problem is not None:
             raise _Problem(400, f"PUT /delays/{{domain}}: {problem}")
-        body = await _json_body(request)
+        body = await _json_body(request, _DELAY, _DELAY_EXPECTED)
         if isinstance(body, dict):
             _keys(body, ("delay",), "")
         delay = body.get("delay") if isinstance(body, dict) else None
         if isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 <= delay \
                 <= MAX_DELAY_MS:
-            raise _Problem(400, f"expected {{\"delay\": milliseconds between 0 and "
-                           f"{MAX_DELAY_MS}}}")
+            raise _Problem(400, _DELAY_EXPECTED)
         if isinstance(delay, float):
             if not delay.is_integer():
                 # The API speaks whole milliseconds everywhere; 1.5 is refused rather than

@@ -109,9 +109,15 @@ def _mcp(args: argparse.Namespace, out: TextIO) -> int:
 
     logging.getLogger("readability").setLevel(logging.WARNING)
 
+    from polite._loop import freeze_start_up
+
     async def run() -> None:
         async with open_fetch(settings, options) as fetcher:
             server = create_server(fetcher, version=__version__)
+            # start-up's 90,000 objects (the MCP SDK's models among them) out of the
+            # collector's reach: a full pass over them held the loop 60 ms whenever a
+            # large tdmrep.json's reading set one off
+            freeze_start_up()
             if address is None:
                 await serve_stdio(server)
             else:

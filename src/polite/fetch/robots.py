@@ -35,6 +35,7 @@ from polite.core.robots.robotstxt import RobotsTxt
 from polite.core.robots.usage import Preferences, from_robots, prepare_usage
 from polite.core.urls import normal_url, origin_of, split_origin
 from polite.errors import ConfigError, PrivateAddress
+from polite.fetch._budget import MEASURE_EVERY, LruBudget
 from polite.fetch._steps import stepped
 from polite.fetch.http import HttpClient, Leaving, PageFetcher, RequestHeaders, Sign
 from polite.fetch.redirects import follow, redirect_target
@@ -425,7 +426,6 @@ def _state_steps(record: RobotsRecord, dialect: str, max_bytes: int) -> Steps[Ro
                        record.status)
 
 
-MEASURE_EVERY = 16  # a state in memory has its bytes counted again at every 16th use
 
 
 def _expires_at(state: RobotsState) -> float:
@@ -468,45 +468,34 @@ class RobotsFetcher:
         # shorter (--read-timeout-s 1 gives a silent site up after a second, not ten).
         client_s = client.read_timeout_s
         self._timeout = timeout if client_s is None else min(timeout, client_s)
-        # origin -> (state, body, bytes charged as last measured, uses since), least
-        # recently used first
-        self._states: dict[str, tuple[RobotsState, bytes, int, int]] = {}
-        self._max_in_memory = max(1, max_in_memory)
-        self._max_memory_bytes = max_memory_bytes
-        self.memory_bytes = 0  # what the states in memory hold (measured), in all
+        # origin -> (state, body), charged their bytes as last measured
+        self._states: LruBudget[str, tuple[RobotsState, bytes]] = LruBudget(
+            max_in_memory, max_memory_bytes)
         self._in_flight: dict[str, asyncio.Future[RobotsState]] = {}
         self.fetches = 0  # how many requests went out: for /metrics and tests
+
+    @property
+    def memory_bytes(self) -> int:
+        """What the states in memory hold (measured), in all."""
+        return self._states.bytes
 
     def _remember(self, origin: str, known: tuple[RobotsState, bytes]) -> None:
         # The store has every state; memory keeps the most recently used ones, within a
         # count and a byte budget (the one just used is always kept).
-        state, body = known
-        old = self._states.pop(origin, None)
-        if old is not None:
-            self.memory_bytes -= old[2]
-        cost = _cost(state, body)
-        while self._states and (len(self._states) >= self._max_in_memory
-                                or self.memory_bytes + cost > self._max_memory_bytes):
-            self.memory_bytes -= self._states.pop(next(iter(self._states)))[2]
-        self._states[origin] = (state, body, cost, 0)
-        self.memory_bytes += cost
+        self._states.put(origin, known, _cost(*known))
 
     def _used(self, origin: str) -> tuple[RobotsState, bytes] | None:
         """The state of ``origin`` in memory, made the most recently used; its bytes are
         counted again at every :data:`MEASURE_EVERY`-th use (the matchers and lookups since
         may have grown it, by a bounded amount a lookup: measuring is not free, and a crawl
         uses a host's state for each of its pages)."""
-        states = self._states
-        known = states.get(origin)
-        if known is None:
+        found = self._states.get(origin)
+        if found is None:
             return None
-        state, body, cost, uses = known
+        known, uses = found
         if uses >= MEASURE_EVERY:
-            self._remember(origin, (state, body))
-        else:
-            del states[origin]
-            states[origin] = (state, body, cost, uses + 1)
-        return state, body
+            self._remember(origin, known)
+        return known
 
     def fresh(self, origin: str) -> RobotsState | None:
         """The state of ``origin`` when it is in memory and still in force (no I/O)."""

@@ -24,16 +24,17 @@ from polite.core.robots.usage import (
     MAX_TDMREP_BYTES,
     TDMREP_PATH,
     Preferences,
+    TdmRep,
     combine,
     from_headers,
     from_html,
     from_robots,
-    from_tdmrep,
     purpose_json,
     read_tdmrep_steps,
 )
 from polite.core.urls import split_origin
 from polite.errors import InvalidURL
+from polite.fetch._budget import MEASURE_EVERY, LruBudget
 from polite.fetch._steps import stepped
 from polite.fetch.http import FetchResult, HttpClient
 from polite.fetch.politeness import Answer, Politeness, lease_length_s, message
@@ -51,6 +52,10 @@ WAKE_MARGIN_S = 0.005
 # table); for another purpose its well-known file is not asked for.
 TDMREP_PURPOSES = ("train-ai",)
 MAX_TDMREP_SITES = 10_000  # sites whose tdmrep.json is remembered (the oldest go first)
+# What the compiled tdmrep.json files remembered hold at most: a file of 9,571 wildcard
+# locations (468 KB, under the 512 KiB cap) holds 2 MB compiled; most sites have none.
+TDMREP_MEMORY_BYTES = 64 * 1024 * 1024
+_TDMREP_ENTRY_BYTES = 256  # a site remembered: its origin and its entry
 PERSON = ("a person asked for this page themselves: robots.txt governs automatic fetches, "
           "not a person's own request, so it is fetched all the same")
 
@@ -65,6 +70,8 @@ class FetchSettings:
     max_body_bytes: int = 5 * 1024 * 1024  # a body's cap, counted decoded
     fetch_deadline_s: float = 30.0  # one request, however slowly its bytes drip
     max_redirects: int = MAX_REDIRECTS
+    # sites' tdmrep.json files kept compiled, least recently used first out
+    tdmrep_memory_bytes: int = TDMREP_MEMORY_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +173,9 @@ class PoliteFetch:
         self._client = client
         self.settings = settings or FetchSettings()
         self._user_agent = user_agent or self.settings.agent
-        self._tdmrep: dict[str, bytes] = {}  # origin -> its tdmrep.json (b"": none)
+        # origin -> its tdmrep.json compiled (None: none), charged its bytes
+        self._tdmrep: LruBudget[str, TdmRep | None] = LruBudget(
+            MAX_TDMREP_SITES, self.settings.tdmrep_memory_bytes)
         # One request of a host in flight among every process on the store: a slot granted
         # holds the host until its request is over; longer than a fetch may take, it never
         # lapses while the request is out.
@@ -349,8 +358,8 @@ class PoliteFetch:
         if self.settings.purpose not in TDMREP_PURPOSES:
             return Preferences()
         origin = split_origin(url)[0]
-        body = self._tdmrep.get(origin)
-        if body is None:
+        known = self._tdmrep.get(origin)
+        if known is None:
             target = origin + TDMREP_PATH
             body = b""
             (first,) = await self._politeness.check([target], agent=self.agent)
@@ -364,14 +373,19 @@ class PoliteFetch:
                 got = asked[0]
                 if got.status == 200:
                     body = got.body
-            while len(self._tdmrep) >= MAX_TDMREP_SITES:
-                del self._tdmrep[next(iter(self._tdmrep))]
-            self._tdmrep[origin] = body
-        if not body:
-            return Preferences()
-        # compiled in steps: thousands of wildcard locations take a tenth of a second,
-        # which the other calls sharing the event loop must not wait for
-        return from_tdmrep(await stepped(read_tdmrep_steps(body)), url)
+            # compiled once, in steps: thousands of wildcard locations take a tenth of a
+            # second, which the other calls sharing the event loop must not wait for
+            tdmrep = await stepped(read_tdmrep_steps(body)) if body else None
+            self._remember_tdmrep(origin, tdmrep)
+        else:
+            tdmrep, uses = known
+            if tdmrep is not None and uses >= MEASURE_EVERY:  # what lookups grew, charged
+                self._remember_tdmrep(origin, tdmrep)
+        return Preferences() if tdmrep is None else tdmrep.preferences(url)
+
+    def _remember_tdmrep(self, origin: str, tdmrep: TdmRep | None) -> None:
+        self._tdmrep.put(origin, tdmrep, _TDMREP_ENTRY_BYTES + (
+            0 if tdmrep is None else tdmrep.footprint))
 
     async def _given(self, url: str, status: int, text: str, simplify: bool,
                      content_type: str, notes: list[str]) -> Given:

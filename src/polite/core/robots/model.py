@@ -234,13 +234,9 @@ class Directives(Packed["Directive"]):
         table = bytearray(256)
         for i in wanted:
             table[i] = 1
-        marks = flags.translate(table)
-        found: list[int] = []
-        at = marks.find(1)
-        while at >= 0:
-            found.append(at)
-            at = marks.find(1, at + 1)
-        return found
+        # each position kept where its mark is 1, by the interpreter's own loop (not a
+        # turn of Python a field found: a file may hold thousands of those too)
+        return list(compress(range(len(flags)), flags.translate(table)))
 
 
 def fields_of(directives: Sequence[Directive]) -> Iterator[tuple[str, int, str]]:

@@ -45,7 +45,6 @@ import sys
 import tempfile
 import threading
 import time
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +80,15 @@ def origin() -> int:
 def each_round(rounds: list[dict[str, float]], key: str, digits: int) -> str:
     """One figure of every round, as a table cell."""
     return ", ".join(f"{r[key]:.{digits}f}" for r in rounds)
+
+
+def table(header: str, trees: dict[str, list[dict[str, float]]],
+          columns: list[tuple[str, int]]) -> None:
+    """A table: ``header``, then a row a tree, a cell a column (``key``, its digits) holding
+    every round's figure."""
+    print(header)
+    for name, rounds in trees.items():
+        print(" | ".join([name, *(each_round(rounds, key, digits) for key, digits in columns)]))
 
 
 def cpu_s(pid: int) -> float:
@@ -351,29 +359,21 @@ def main() -> int:
             spinner.wait()
     load = os.getloadavg()[0]
     print(f"{args.rounds} rounds, {args.busy} busy processes, load average {load:.1f}")
-    print("tree | verbose call s | its CPU s (service, /health's included) | /health answers | "
-          "/health median ms | /health worst ms | proxied median ms | its CPU ms | status")
-    for name, rounds in found.items():
-        col = partial(each_round, rounds)
-        print(f"{name} | {col('call_s', 2)} | {col('call_cpu_s', 2)} | {col('health_n', 0)} | "
-              f"{col('health_median_ms', 1)} | {col('health_worst_ms', 0)} | "
-              f"{col('proxied_median_ms', 1)} | {col('proxied_cpu_ms', 1)} | "
-              f"{col('proxied_status', 0)}")
+    table("tree | verbose call s | its CPU s (service, /health's included) | /health answers | "
+          "/health median ms | /health worst ms | proxied median ms | its CPU ms | status",
+          found, [("call_s", 2), ("call_cpu_s", 2), ("health_n", 0), ("health_median_ms", 1),
+                  ("health_worst_ms", 0), ("proxied_median_ms", 1), ("proxied_cpu_ms", 1),
+                  ("proxied_status", 0)])
     if args.bodies:
-        print("\nREST bodies of 1 MiB: tree | the service's CPU ms for the slowest | "
-              "/health worst ms meanwhile | statuses")
-        for name, rounds in found.items():
-            col = partial(each_round, rounds)
-            print(f"{name} | {col('body_cpu_ms', 0)} | {col('body_health_worst_ms', 0)} | "
-                  f"{col('body_statuses', 0)}")
+        table("\nREST bodies of 1 MiB: tree | the service's CPU ms for the slowest | "
+              "/health worst ms meanwhile | statuses",
+              found, [("body_cpu_ms", 0), ("body_health_worst_ms", 0), ("body_statuses", 0)])
     print("\nin one process: the file read from a store and prepared, then 50 lookups, "
           "a task beside them")
-    print("tree | its turns | CPU s in all | most CPU ms between two turns | 99th "
-          "percentile | most wall-clock ms between two turns")
-    for name, rounds in probed.items():
-        cell = partial(each_round, rounds)
-        print(f"{name} | {cell('turns', 0)} | {cell('cpu_s', 2)} | {cell('cpu_worst_ms', 1)} | "
-              f"{cell('cpu_p99_ms', 1)} | {cell('wall_worst_ms', 0)}")
+    table("tree | its turns | CPU s in all | most CPU ms between two turns | 99th "
+          "percentile | most wall-clock ms between two turns",
+          probed, [("turns", 0), ("cpu_s", 2), ("cpu_worst_ms", 1), ("cpu_p99_ms", 1),
+                   ("wall_worst_ms", 0)])
     for name, seen_rounds in held.items():
         if seen_rounds:
             print(f"\n{name}: the service's event loop, its waits with the most CPU time "

@@ -105,40 +105,50 @@ def corpus_survey(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 # The modules that take longest, most of it waiting (sites with delays, worker processes,
-# browsers, a venv, the corpus survey), longest first, as a full run measured them (each
-# run's slowest tests are in test-artifacts/durations.txt). They run before the rest, so
+# browsers, a venv, the corpus survey), longest first, as a full run measured them under
+# -n 4 (each module's wall time on its worker, from its first test's start to its last
+# test's end; those of 12 s or more; each run's slowest tests are in
+# test-artifacts/durations.txt and its CPU by module in cpu.txt). They run before the rest, so
 # that their waiting overlaps the many short tests instead of ending the run: `make test`
 # hands each module whole to one worker (--dist loadfile), in this order.
 RUN_FIRST = (
     "tests/integrations/test_scrapy_crawl.py",
-    "tests/test_survey_report.py",
-    "tests/mcp_server/test_mcp_peers.py",
-    "tests/mcp_server/test_mcp_inspector.py",
-    "tests/mcp_server/test_mcp_fetch.py",
-    "tests/docs/test_docs_examples.py",
-    "tests/fetch/test_robots_memory.py",
-    "tests/test_bare_install.py",
     "tests/frontier/test_frontier_service.py",
-    "tests/storage/test_store_url.py",
-    "tests/test_cli_survey.py",
-    "tests/test_cli_settings.py",
-    "tests/test_network_options.py",
-    "tests/test_survey_shared.py",
-    "tests/frontier/test_frontier_status.py",
-    "tests/test_settings_table.py",
-    "tests/test_survey_warc.py",
-    "tests/test_survey_harvest.py",
-    "tests/docs/test_docs_browser.py",
-    "tests/storage/test_contract.py",
-    "tests/storage/test_frontier.py",
-    "tests/integrations/test_clients.py",
+    "tests/test_survey_report.py",
+    "tests/frontier/test_frontier_politeness.py",
     "tests/api/test_serve_e2e.py",
-    "tests/test_survey_resume.py",
+    "tests/storage/test_store_url.py",
+    "tests/mcp_server/test_mcp_fetch.py",
+    "tests/crawl/test_crawl_store_outage.py",
+    "tests/docs/test_docs_examples.py",
+    "tests/core/robots/test_compiled_once.py",
+    "tests/test_survey_shared.py",
+    "tests/frontier/test_frontier_nodes.py",
     "tests/crawl/test_crawl_workers.py",
-    "tests/test_survey_report_page.py",
-    "tests/identity/test_signed_crawl.py",
-    "tests/identity/test_ranges.py",
-    "tests/test_survey_sitemaps.py",
+    "tests/test_bare_install.py",
+    "tests/crawl/test_crawl_lease.py",
+    "tests/docs/test_docs_browser.py",
+    "tests/fetch/test_robots_memory.py",
+    "tests/test_cli.py",
+    "tests/test_survey_harvest.py",
+    "tests/proxy/test_proxy.py",
+    "tests/mcp_server/test_mcp_peers.py",
+    "tests/test_cli_survey.py",
+    "tests/api/test_dashboard_browser.py",
+    "tests/integrations/test_clients.py",
+    "tests/fetch/test_sitemaps_fetch.py",
+    "tests/core/robots/test_lint_diff.py",
+    "tests/fetch/test_robots_fetch.py",
+    "tests/crawl/test_crawl_farm.py",
+    "tests/api/test_hardening.py",
+    "tests/identity/test_site_signatures.py",
+    "tests/proxy/test_tls.py",
+    "tests/site_side/test_page.py",
+    "tests/storage/test_contract.py",
+    "tests/test_network_options.py",
+    "tests/crawl/test_regp_experiment.py",
+    "tests/frontier/test_frontier_status.py",
+    "tests/crawl/test_crawl_disk_full.py",
 )
 
 

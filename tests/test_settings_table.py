@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import inspect
 import math
 from pathlib import Path
 
 import pytest
 
-from polite.cli import build_parser, main
+from polite.cli import build_parser
 from polite.cli.common import command_tree
 from polite.config import (
     CRAWL,
@@ -39,8 +40,15 @@ ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "docs" / "reference" / "settings.md"
 
 
+# One parser for the whole module, built when first asked (a parse leaves its parser as it
+# was; each build took 8 to 16 ms of CPU, for hundreds of cases): the command line as
+# main() parses it (its commands filled as they are used), and the whole tree filled.
+LAZY = functools.cache(lambda: build_parser(lazy=True))
+TREE = functools.cache(lambda: list(command_tree(build_parser())))
+
+
 def _parser(path: tuple[str, ...]) -> argparse.ArgumentParser:
-    return dict(command_tree(build_parser()))[path]
+    return dict(TREE())[path]
 
 
 COMMANDS = [pytest.param(p, id=p.name) for p in PRODUCTS if p.command]
@@ -72,7 +80,7 @@ def test_every_option_of_every_command_is_declared() -> None:
     every parser) and --version (the top's); a command group with nothing of its own (polite
     robots) needs no declaration."""
     declared = {p.command: p for p in PRODUCTS if p.command}
-    walked = list(command_tree(build_parser()))
+    walked = TREE()
     for path, parser in walked:
         options = {option for action in parser._actions for option in action.option_strings
                    } - {"-h", "--help"} - ({"--version"} if path == () else set())
@@ -242,7 +250,7 @@ def test_a_bad_value_is_refused_naming_the_knob(
     if surface == "cli":
         text = str(value)
         with pytest.raises(SystemExit) as exited:
-            main([*product.command, f"{setting.flag}={text}"])
+            LAZY().parse_args([*product.command, f"{setting.flag}={text}"])
         assert exited.value.code == 2
         err = capsys.readouterr().err
         named = err.split("argument ", 1)[1].split(":", 1)[0]  # -k/--k, --agent/-a, --port

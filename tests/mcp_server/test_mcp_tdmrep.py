@@ -10,11 +10,16 @@ import json
 import subprocess
 import sys
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from polite.core.robots.usage import TdmRep
-from polite.mcp._fetch import FetchSettings, Given, NotGiven
-from polite.mcp._server import ServerOptions, open_fetch
 from tests.sites import Reply, Site, serve
+
+if TYPE_CHECKING:
+    from polite.mcp._fetch import FetchSettings, Given, NotGiven
+
+# polite.mcp is imported by the tests that use it, not at collection: the MCP SDK's import
+# (most of a second of CPU) would otherwise be paid by every process collecting the suite.
 
 HTML = {"content-type": "text/html; charset=utf-8"}
 PAGE = Reply(200, b"<html><head><title>A page</title></head><body><p>Words.</p></body></html>",
@@ -22,8 +27,6 @@ PAGE = Reply(200, b"<html><head><title>A page</title></head><body><p>Words.</p><
 # No location matches /page (each needs an x and a y), none of them /x7y's but the 8th.
 HOSTILE = json.dumps([{"location": f"/*x{n}*y", "tdm-reservation": 1}
                       for n in range(9_571)]).encode()
-SETTINGS = FetchSettings(purpose="train-ai", max_wait_s=5.0)
-OPTIONS = ServerOptions(allow_private=True, default_delay_s=0.0)
 
 
 def _site(host: str) -> Site:
@@ -35,6 +38,9 @@ def _site(host: str) -> Site:
 def _fetched(settings: FetchSettings, urls: list[str]) -> tuple[list[Given | NotGiven], int]:
     """What fetching ``urls`` one after another gave, and how many tdmrep.json files were
     compiled meanwhile."""
+    from polite.mcp._server import ServerOptions, open_fetch
+
+    options = ServerOptions(allow_private=True, default_delay_s=0.0)
     compiled = 0
     made = TdmRep.__init__.__code__
 
@@ -44,7 +50,7 @@ def _fetched(settings: FetchSettings, urls: list[str]) -> tuple[list[Given | Not
             compiled += 1
 
     async def run() -> list[Given | NotGiven]:
-        async with open_fetch(settings, OPTIONS) as fetcher:
+        async with open_fetch(settings, options) as fetcher:
             return [await fetcher.fetch(url) for url in urls]
 
     sys.setprofile(profile)
@@ -58,9 +64,12 @@ def _fetched(settings: FetchSettings, urls: list[str]) -> tuple[list[Given | Not
 def test_a_sites_tdmrep_json_is_compiled_once() -> None:
     """Before, each fetch compiled the site's tdmrep.json again from its body (a tenth of
     a second for this one)."""
+    from polite.mcp._fetch import FetchSettings, Given, NotGiven
+
+    settings = FetchSettings(purpose="train-ai", max_wait_s=5.0)
     site = _site("127.0.193.41")
     with serve(site):
-        got, compiled = _fetched(SETTINGS, [f"{site.origin}/page"] * 3 + [f"{site.origin}/x7y"])
+        got, compiled = _fetched(settings, [f"{site.origin}/page"] * 3 + [f"{site.origin}/x7y"])
     assert [type(g) for g in got] == [Given, Given, Given, NotGiven], got
     refused = got[3]
     assert isinstance(refused, NotGiven) and "entry 8" in refused.why, refused
@@ -72,6 +81,8 @@ def test_compiled_tdmrep_files_are_kept_within_their_byte_budget() -> None:
     """Three sites' hostile files compiled are 6 MB; with a budget of 3 MB, one at a time is
     kept: the site asked again after another has its file fetched and compiled anew
     (before, every site's body was kept, 10,000 sites at most, whatever their bytes)."""
+    from polite.mcp._fetch import FetchSettings, Given
+
     sites = [_site(f"127.0.193.{n}") for n in (42, 43, 44)]
     small = FetchSettings(purpose="train-ai", max_wait_s=5.0,
                           tdmrep_memory_bytes=3 * 1024 * 1024)

@@ -20,6 +20,7 @@ from polite.clock import WallClock
 from polite.core.robots.lifecycle import Parsed
 from polite.fetch import RobotsFetcher
 from polite.fetch import robots as robots_module
+from polite.fetch._budget import MEASURE_EVERY
 from polite.fetch.politeness import Politeness
 from polite.storage import MemoryStore
 from polite.storage.base import RobotsRecord
@@ -126,10 +127,10 @@ async def test_a_state_in_use_is_measured_now_and_then(client: httpx.AsyncClient
         return footprint.fget(self)  # type: ignore[attr-defined,no-any-return]
 
     monkeypatch.setattr(type(state.robots), "footprint", property(counted))
-    for i in range(4 * robots_module.MEASURE_EVERY):
+    for i in range(4 * MEASURE_EVERY):
         assert robots.fresh(origin) is state
         state.robots.allowed(f"{origin}/p{i}/ax{i}", "politetest")  # grows its matcher
     assert 1 <= len(measured) <= 4
-    for _ in range(robots_module.MEASURE_EVERY + 1):
+    for _ in range(MEASURE_EVERY + 1):
         robots.fresh(origin)
     assert robots.memory_bytes == robots_module._cost(state, HOSTILE)

@@ -3,6 +3,7 @@ tdmrep.json files), bounded by a count and by bytes: the least recently used go 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 __all__ = ["MEASURE_EVERY", "LruBudget"]
@@ -17,43 +18,51 @@ V = TypeVar("V")
 
 
 class LruBudget(Generic[K, V]):
-    """Values by key, each charged the bytes its owner measured, within ``max_count``
+    """Values by key, each charged the bytes ``cost`` measures of it, within ``max_count``
     values and ``max_bytes`` in all; the least recently used are dropped first, and the
-    value just put is always kept (a single one larger than the budget included)."""
+    value just put is always kept (a single one larger than the budget included). A value
+    is measured again at every :data:`MEASURE_EVERY`-th use."""
 
-    __slots__ = ("_entries", "_max_bytes", "_max_count", "bytes")
+    __slots__ = ("_cost", "_entries", "_max_bytes", "_max_count", "bytes")
 
-    def __init__(self, max_count: int, max_bytes: int) -> None:
-        # key -> (value, bytes charged, uses since it was put), least recently used first
+    def __init__(self, max_count: int, max_bytes: int, cost: Callable[[V], int]) -> None:
+        # key -> (value, bytes charged, uses since it was measured), least recently used
+        # first
         self._entries: dict[K, tuple[V, int, int]] = {}
         self._max_count = max(1, max_count)
         self._max_bytes = max_bytes
+        self._cost = cost
         self.bytes = 0  # what the values kept are charged, in all
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def put(self, key: K, value: V, cost: int) -> None:
-        """``value`` kept for ``key``, charged ``cost`` bytes, as the most recently used
-        (charged again when it was kept already: its bytes measured anew)."""
+    def put(self, key: K, value: V) -> None:
+        """``value`` kept for ``key``, measured now, as the most recently used (charged
+        anew when it was kept already)."""
         entries = self._entries
         old = entries.pop(key, None)
         if old is not None:
             self.bytes -= old[1]
+        cost = self._cost(value)
         while entries and (len(entries) >= self._max_count
                            or self.bytes + cost > self._max_bytes):
             self.bytes -= entries.pop(next(iter(entries)))[1]
         entries[key] = (value, cost, 0)
         self.bytes += cost
 
-    def get(self, key: K) -> tuple[V, int] | None:
-        """The value of ``key`` and how many times it was got since it was put (its owner
-        may measure it again every so often), made the most recently used; ``None`` when
+    def get(self, key: K) -> V | None:
+        """The value of ``key``, made the most recently used (and measured again at every
+        :data:`MEASURE_EVERY`-th use: what its lookups grew is charged then); ``None`` when
         it is not kept."""
         entries = self._entries
         entry = entries.pop(key, None)
         if entry is None:
             return None
         value, cost, uses = entry
-        entries[key] = (value, cost, uses + 1)
-        return value, uses
+        if uses >= MEASURE_EVERY:
+            self.bytes -= cost
+            self.put(key, value)
+        else:
+            entries[key] = (value, cost, uses + 1)
+        return value

@@ -35,7 +35,7 @@ from polite.core.robots.robotstxt import RobotsTxt
 from polite.core.robots.usage import Preferences, from_robots, prepare_usage
 from polite.core.urls import normal_url, origin_of, split_origin
 from polite.errors import ConfigError, PrivateAddress
-from polite.fetch._budget import MEASURE_EVERY, LruBudget
+from polite.fetch._budget import LruBudget
 from polite.fetch._steps import stepped
 from polite.fetch.http import HttpClient, Leaving, PageFetcher, RequestHeaders, Sign
 from polite.fetch.redirects import follow, redirect_target
@@ -426,8 +426,6 @@ def _state_steps(record: RobotsRecord, dialect: str, max_bytes: int) -> Steps[Ro
                        record.status)
 
 
-
-
 def _expires_at(state: RobotsState) -> float:
     return state.retry_at if isinstance(state, DisallowAll) else state.expires_at
 
@@ -468,9 +466,12 @@ class RobotsFetcher:
         # shorter (--read-timeout-s 1 gives a silent site up after a second, not ten).
         client_s = client.read_timeout_s
         self._timeout = timeout if client_s is None else min(timeout, client_s)
-        # origin -> (state, body), charged their bytes as last measured
+        # origin -> (state, body): memory keeps the most recently used, within a count and
+        # a byte budget (the store has every state), their bytes counted again every so
+        # often (the matchers and lookups since may have grown them, by a bounded amount a
+        # lookup: measuring is not free, and a crawl uses a host's state for each page)
         self._states: LruBudget[str, tuple[RobotsState, bytes]] = LruBudget(
-            max_in_memory, max_memory_bytes)
+            max_in_memory, max_memory_bytes, lambda known: _cost(*known))
         self._in_flight: dict[str, asyncio.Future[RobotsState]] = {}
         self.fetches = 0  # how many requests went out: for /metrics and tests
 
@@ -479,27 +480,9 @@ class RobotsFetcher:
         """What the states in memory hold (measured), in all."""
         return self._states.bytes
 
-    def _remember(self, origin: str, known: tuple[RobotsState, bytes]) -> None:
-        # The store has every state; memory keeps the most recently used ones, within a
-        # count and a byte budget (the one just used is always kept).
-        self._states.put(origin, known, _cost(*known))
-
-    def _used(self, origin: str) -> tuple[RobotsState, bytes] | None:
-        """The state of ``origin`` in memory, made the most recently used; its bytes are
-        counted again at every :data:`MEASURE_EVERY`-th use (the matchers and lookups since
-        may have grown it, by a bounded amount a lookup: measuring is not free, and a crawl
-        uses a host's state for each of its pages)."""
-        found = self._states.get(origin)
-        if found is None:
-            return None
-        known, uses = found
-        if uses >= MEASURE_EVERY:
-            self._remember(origin, known)
-        return known
-
     def fresh(self, origin: str) -> RobotsState | None:
         """The state of ``origin`` when it is in memory and still in force (no I/O)."""
-        known = self._used(origin)
+        known = self._states.get(origin)
         if known is not None and _expires_at(known[0]) > self._clock():
             return known[0]
         return None
@@ -515,12 +498,12 @@ class RobotsFetcher:
     async def known(self, origin: str) -> tuple[RobotsState, bytes] | None:
         """What is known of ``origin``'s robots.txt (memory, else the store), fresh or not,
         and its body; never fetches."""
-        known = self._used(origin)
+        known = self._states.get(origin)
         if known is None:
             record = await self._store.load_robots(origin)
             if record is not None:
                 known = (await self._read(record), record.body)
-                self._remember(origin, known)
+                self._states.put(origin, known)
         return known
 
     async def state(self, url: str, turn: HopTurn | None = None) -> RobotsState:
@@ -576,7 +559,7 @@ class RobotsFetcher:
         known = (await self._read(record), record.body)
         if _expires_at(known[0]) <= self._clock():
             return None
-        self._remember(origin, known)
+        self._states.put(origin, known)
         return known[0]
 
     async def _fetch_and_save(self, origin: str, known: tuple[RobotsState, bytes] | None,
@@ -595,7 +578,7 @@ class RobotsFetcher:
         body = outcome.body if isinstance(outcome, Received) else b""
         if isinstance(state, Parsed) and state.stale and known is not None:
             body = known[1]
-        self._remember(origin, (state, body))
+        self._states.put(origin, (state, body))
         await self._store.save_robots(_record(origin, state, body))
         return state
 

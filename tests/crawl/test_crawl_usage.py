@@ -5,6 +5,7 @@ WARC and pages.jsonl against the truth each site was built with."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -15,7 +16,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from polite.core.robots.lifecycle import RobotsState
-from polite.crawl import CrawlSettings
+from polite.crawl import CrawlSettings, open_crawler
 from polite.errors import SettingError
 from polite.fetch.politeness import Politeness
 from tests.crawl.test_crawl_farm import HTML, crawl, page, records
@@ -204,3 +205,44 @@ def test_a_page_reads_the_robots_state_its_check_was_made_with(
     # ... and each page's preferences still name its robots.txt line
     assert "train-ai=n" in json.dumps(rows[site.origin + "/plain"]["usage"])
     assert "train-ai=y" in json.dumps(rows[site.origin + "/ai-ok/a"]["usage"])
+
+
+def test_tdmrep_files_past_their_budget_are_read_again_never_left_out(tmp_path: Path) -> None:
+    """The compiled tdmrep.json files a crawl keeps are bounded in bytes (a hostile site's
+    file holds megabytes compiled, and a crawl may meet thousands): here a budget that keeps
+    one file, over four sites whose pages interleave. A page is judged with its host's file
+    as read when the page was decided on, even when the budget dropped it meanwhile, and a
+    host whose file was dropped has it read again."""
+    paths = {"/": True, "/reserved/r": False, "/free": True, "/reserved/s": False}
+    sites = [_site(f"127.0.9.{40 + i}", "User-agent: *\nAllow: /\n", paths) for i in range(4)]
+    for site in sites:
+        site.routes["/.well-known/tdmrep.json"] = Reply(
+            200, b'[{"location": "/reserved/*", "tdm-reservation": 1}]',
+            {"Content-Type": "application/json"})
+    kept_files: list[int] = []
+
+    async def run() -> None:
+        settings = CrawlSettings(agent="FarmBot", purpose="train-ai", concurrency=8,
+                                 tdmrep_memory_bytes=1)
+        async with open_crawler(tmp_path, settings, default_delay_s=0.0,
+                                allow_private=True) as crawler:
+            await crawler.add_seeds([site.origin + "/" for site in sites])
+            await crawler.run()
+            kept_files.append(len(crawler._tdmrep))
+
+    with ExitStack() as stack:
+        for site in sites:
+            stack.enter_context(serve(site))
+        asyncio.run(run())
+    kept, _ = _warc(tmp_path)
+    rows = {r["url"]: r for r in records(tmp_path)}
+    assert kept_files == [1]  # the budget held one file at a time
+    for site in sites:
+        asked = [p for _, p in site.arrivals]
+        assert sorted(p for p in asked if p in paths) == sorted(paths)  # each page once
+        assert asked.count("/.well-known/tdmrep.json") >= 1
+        for path, keep in paths.items():
+            row = rows[site.origin + path]
+            assert (site.origin + path in kept) is keep, (site.host, path)
+            if not keep:
+                assert {s["mechanism"] for s in row["usage"]["sources"]} == {"tdmrep.json"}

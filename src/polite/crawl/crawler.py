@@ -62,6 +62,7 @@ from polite.core.urls import split_origin
 from polite.crawl.html import Link, extract_links, is_small
 from polite.crawl.output import WARC_GZIP_LEVEL, CrawlOutput, Exchange, WriteFailed, iso_utc
 from polite.errors import InvalidURL, PoliteError
+from polite.fetch._budget import TDMREP_MEMORY_BYTES, tdmrep_files
 from polite.fetch._steps import stepped
 from polite.fetch.http import FetchResult, HttpClient
 from polite.fetch.politeness import Answer, HostLease, Politeness, lease_length_s, message
@@ -152,6 +153,9 @@ class CrawlSettings:
     # pay-per-crawl: the most a page may cost (USD); a 402 asking no more is asked again
     # with crawler-max-price, signed. None: priced pages are skipped, their price recorded.
     max_price: float | None = None
+    # compiled tdmrep.json files kept in memory hold at most this much (least recently
+    # used out, read again when their host is next visited)
+    tdmrep_memory_bytes: int = TDMREP_MEMORY_BYTES
     # the former name of max_body_bytes, still read (with a DeprecationWarning)
     max_bytes: InitVar[int | None] = None
 
@@ -338,8 +342,11 @@ class Crawler:
         self._host_states: dict[str, str] = {}
         self._host_rules: dict[str, AgentRules] = {}
         self._sites_recorded: set[str] = set()  # hosts with their line in sites.jsonl
-        # a host's /.well-known/tdmrep.json, read once (None: refused, absent or empty)
-        self._tdmrep: dict[str, TdmRep | None] = {}
+        # a host's /.well-known/tdmrep.json, compiled, within a byte budget (a file dropped
+        # from it is read again when its host is next visited); hosts with none, or whose
+        # file robots.txt refuses, apart, as a name each
+        self._tdmrep = tdmrep_files(max_bytes=self.settings.tdmrep_memory_bytes)
+        self._no_tdmrep: set[str] = set()
         self._host_fetched: Counter[str] = Counter()
         self._wake = asyncio.Event()
         self._slots = asyncio.Semaphore(max(1, self.settings.concurrency))
@@ -757,11 +764,15 @@ class Crawler:
         if state.startswith(REFUSED):  # only the site's Language refuses a whole host
             await self._skip(item, state.removeprefix(REFUSED), "language")
             return now
-        if self.settings.purpose is not None and host not in self._tdmrep:
-            due = await self._read_tdmrep(host, item.url)
-            if due is not None:
-                self._pending[host] = item
-                return due
+        tdmrep = None
+        if self.settings.purpose is not None and host not in self._no_tdmrep:
+            tdmrep = self._tdmrep.get(host)
+            if tdmrep is None:
+                read = await self._read_tdmrep(host, item.url)
+                if isinstance(read, float):
+                    self._pending[host] = item
+                    return read
+                tdmrep = read
         if self._host_fetched[host] >= self.settings.max_pages_per_host:
             await self._skip(item, f"per-host budget of {self.settings.max_pages_per_host} "
                                    "pages reached", "budget")
@@ -797,7 +808,7 @@ class Crawler:
         # or however else the request ends: forgotten, it would keep the host from every
         # worker until it ran out.
         async with self._politeness.lease(found, self._lease_s) as lease:
-            return await self._fetch(item, lease, found.grant, found.robots)
+            return await self._fetch(item, lease, found.grant, found.robots, tdmrep)
 
     # -- a host's guidance ------------------------------------------------------------------
 
@@ -839,9 +850,10 @@ class Crawler:
         await self._set_host_state(host, READY)
         return None
 
-    async def _read_tdmrep(self, host: str, url: str) -> float | None:
-        """Fetch the host's ``/.well-known/tdmrep.json`` once, with the spacing and the
-        robots.txt of any other request; a due time when the slot is not yet free."""
+    async def _read_tdmrep(self, host: str, url: str) -> TdmRep | float | None:
+        """Fetch the host's ``/.well-known/tdmrep.json``, with the spacing and the robots.txt
+        of any other request: the file compiled (``None``: none, or refused), or a due time
+        when the slot is not yet free."""
         target = split_origin(url)[0] + TDMREP_PATH
         (found,) = await self._politeness.check([target], reserve=True,
                                                 agent=self.settings.agent,
@@ -850,7 +862,7 @@ class Crawler:
             wait_s = found.wait_s
             if wait_s is not None:
                 return self._clock() + wait_s + _margin_s(wait_s)
-            self._tdmrep[host] = None  # refused (robots.txt): the file is not read
+            self._no_tdmrep.add(host)  # refused (robots.txt): the file is not read
             return None
         async with self._politeness.lease(found, self._lease_s) as lease:
             # spaced from when it really went, as a page is (see _fetch)
@@ -864,20 +876,25 @@ class Crawler:
                 return self._clock()
             if got.status is not None:
                 await lease.note_response(got.status, elapsed_s=got.answered_s)
-        # compiled once here, not for each page of the host; in steps, the event loop (the
-        # other hosts' pages) given back between them
-        self._tdmrep[host] = (await stepped(read_tdmrep_steps(got.body))
-                              if got.status == 200 and got.body else None)
         self._output.page({"url": target, "kind": "tdmrep", "status": got.status,
                            "outcome": "failed" if got.status is None else "fetched",
                            "bytes": len(got.body)})
-        return None
+        if got.status != 200 or not got.body:
+            self._no_tdmrep.add(host)
+            return None
+        # compiled once here, not for each page of the host; in steps, the event loop (the
+        # other hosts' pages) given back between them
+        tdmrep = await stepped(read_tdmrep_steps(got.body))
+        self._tdmrep.put(host, tdmrep)
+        return tdmrep
 
     async def _usage(self, item: FrontierItem, got: FetchResult, text: str | None,
-                     content_type: str, robots: RobotsState | None = None) -> Preferences:
+                     content_type: str, robots: RobotsState | None = None,
+                     tdmrep: TdmRep | None = None) -> Preferences:
         """The page's AI-usage preferences: its robots.txt group (``robots``: the state its
         request was allowed under, else the one in force), its headers, its META tags and
-        its host's tdmrep.json."""
+        its host's tdmrep.json (``tdmrep``, as read when the page was decided on: the
+        budget may have dropped it since)."""
         agent = self.settings.agent
         if robots is None:
             robots = await self._politeness.robots_state(item.url)
@@ -886,7 +903,6 @@ class Crawler:
             parts.append(from_robots(robots.robots, item.url, agent))
         if text is not None and ("noai" in text or "tdm-" in text):
             parts.append(from_html(text, agent))  # most pages say neither: no second parse
-        tdmrep = self._tdmrep.get(item.host)
         if tdmrep is not None:
             parts.append(from_tdmrep(tdmrep, item.url))
         return combine_usage(*parts)
@@ -944,7 +960,8 @@ class Crawler:
         return self._pages.headers(host, self._user_agent)
 
     async def _fetch(self, item: FrontierItem, lease: HostLease, grant: int = 0,
-                     robots: RobotsState | None = None) -> float | None:
+                     robots: RobotsState | None = None, tdmrep: TdmRep | None = None
+                     ) -> float | None:
         settings = self.settings
         headers = self._request_headers(item.host)
         fetched_at = self._clock()
@@ -1019,7 +1036,7 @@ class Crawler:
             found = self._redirect(item, location, record)
             redirect = bool(found)
         elif 200 <= status < 300:
-            plan, found = await self._page(item, got, record, robots)
+            plan, found = await self._page(item, got, record, robots, tdmrep)
             keep = plan.keep
             usage_meta = record.get("usage")
             if settings.revisit:
@@ -1116,7 +1133,7 @@ class Crawler:
                              item.hops + 1)]
 
     async def _page(self, item: FrontierItem, got: FetchResult, record: dict[str, Any],
-                    robots: RobotsState | None = None
+                    robots: RobotsState | None = None, tdmrep: TdmRep | None = None
                     ) -> tuple[PagePlan, list[FrontierItem]]:
         """The page's links to follow, as its robots directives and its sitemap type allow
         (and those its hook returned), for the caller to queue."""
@@ -1141,7 +1158,7 @@ class Crawler:
         plan = page_plan(directives, item.page_type)
         if not plan.keep:
             record["noindex"] = True
-        usage = await self._usage(item, got, text, content_type, robots)
+        usage = await self._usage(item, got, text, content_type, robots, tdmrep)
         if usage.sources or usage.issues or usage.licenses:
             record["usage"] = usage.to_json()
         purpose = self.settings.purpose

@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-__all__ = ["MEASURE_EVERY", "LruBudget"]
+from polite.core.robots.usage import TdmRep
+
+__all__ = ["MAX_TDMREP_SITES", "MEASURE_EVERY", "NO_TDMREP", "TDMREP_MEMORY_BYTES", "LruBudget",
+           "tdmrep_files"]
 
 # A value kept has its bytes counted again at every 16th use (lookups may have grown it, by
 # a bounded amount each: measuring is not free, and a crawl uses a host's file for each of
@@ -66,3 +69,24 @@ class LruBudget(Generic[K, V]):
         else:
             entries[key] = (value, cost, uses + 1)
         return value
+
+
+# Compiled /.well-known/tdmrep.json files, by origin or host (polite mcp's fetches, the
+# crawler's pages). A file of 9,571 wildcard locations (468 KB, under the 512 KiB cap) holds
+# 2 MB compiled; most sites have none, and are remembered as NO_TDMREP.
+MAX_TDMREP_SITES = 10_000
+TDMREP_MEMORY_BYTES = 64 * 1024 * 1024
+_TDMREP_ENTRY_BYTES = 256  # a site remembered: its name and its entry
+# What a site without a tdmrep.json (or whose file may not be read) is remembered as: it
+# states no preference.
+NO_TDMREP = TdmRep([], [])
+
+
+def _tdmrep_cost(tdmrep: TdmRep) -> int:
+    return _TDMREP_ENTRY_BYTES + (0 if tdmrep is NO_TDMREP else tdmrep.footprint)
+
+
+def tdmrep_files(max_sites: int = MAX_TDMREP_SITES,
+                 max_bytes: int = TDMREP_MEMORY_BYTES) -> LruBudget[str, TdmRep]:
+    """Compiled tdmrep.json files by site, each charged what it holds."""
+    return LruBudget(max_sites, max_bytes, _tdmrep_cost)

@@ -34,7 +34,7 @@ from polite.core.robots.usage import (
 )
 from polite.core.urls import split_origin
 from polite.errors import InvalidURL
-from polite.fetch._budget import LruBudget
+from polite.fetch._budget import NO_TDMREP, TDMREP_MEMORY_BYTES, LruBudget, tdmrep_files
 from polite.fetch._steps import stepped
 from polite.fetch.http import FetchResult, HttpClient
 from polite.fetch.politeness import Answer, Politeness, lease_length_s, message
@@ -51,17 +51,6 @@ WAKE_MARGIN_S = 0.005
 # TDMRep states a reservation of text and data mining: train-ai alone (polite's vocabulary
 # table); for another purpose its well-known file is not asked for.
 TDMREP_PURPOSES = ("train-ai",)
-MAX_TDMREP_SITES = 10_000  # sites whose tdmrep.json is remembered (the oldest go first)
-# What the compiled tdmrep.json files remembered hold at most: a file of 9,571 wildcard
-# locations (468 KB, under the 512 KiB cap) holds 2 MB compiled; most sites have none.
-TDMREP_MEMORY_BYTES = 64 * 1024 * 1024
-_TDMREP_ENTRY_BYTES = 256  # a site remembered: its origin and its entry
-# What a site without a tdmrep.json is remembered as: it states no preference.
-_NO_TDMREP = TdmRep([], [])
-
-
-def _tdmrep_cost(tdmrep: TdmRep) -> int:
-    return _TDMREP_ENTRY_BYTES + (0 if tdmrep is _NO_TDMREP else tdmrep.footprint)
 PERSON = ("a person asked for this page themselves: robots.txt governs automatic fetches, "
           "not a person's own request, so it is fetched all the same")
 
@@ -179,9 +168,9 @@ class PoliteFetch:
         self._client = client
         self.settings = settings or FetchSettings()
         self._user_agent = user_agent or self.settings.agent
-        # origin -> its tdmrep.json compiled (_NO_TDMREP: none), charged its bytes
-        self._tdmrep: LruBudget[str, TdmRep] = LruBudget(
-            MAX_TDMREP_SITES, self.settings.tdmrep_memory_bytes, _tdmrep_cost)
+        # origin -> its tdmrep.json compiled (NO_TDMREP: none), charged its bytes
+        self._tdmrep: LruBudget[str, TdmRep] = tdmrep_files(
+            max_bytes=self.settings.tdmrep_memory_bytes)
         # One request of a host in flight among every process on the store: a slot granted
         # holds the host until its request is over; longer than a fetch may take, it never
         # lapses while the request is out.
@@ -381,9 +370,9 @@ class PoliteFetch:
                     body = got.body
             # compiled once, in steps: thousands of wildcard locations take a tenth of a
             # second, which the other calls sharing the event loop must not wait for
-            tdmrep = await stepped(read_tdmrep_steps(body)) if body else _NO_TDMREP
+            tdmrep = await stepped(read_tdmrep_steps(body)) if body else NO_TDMREP
             self._tdmrep.put(origin, tdmrep)
-        return Preferences() if tdmrep is _NO_TDMREP else tdmrep.preferences(url)
+        return Preferences() if tdmrep is NO_TDMREP else tdmrep.preferences(url)
 
     async def _given(self, url: str, status: int, text: str, simplify: bool,
                      content_type: str, notes: list[str]) -> Given:

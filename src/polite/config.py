@@ -739,6 +739,10 @@ CRAWL = Product("crawl run", (
     Setting("robots_attempts", int, 3, "robots.txt failures (5xx, 429, network) before a "
             "site's URLs are given up", bounds=Bounds(minimum=1, maximum=1_000), keyword=True,
             cli=False),
+    Setting("tdmrep_memory_bytes", int, 64 * 1024 * 1024, "with a purpose: the sites' "
+            "compiled tdmrep.json files kept in memory hold at most this much; the least "
+            "recently used go first, read again at their host's next page", unit="bytes",
+            bounds=SIZE, keyword=True, cli=False),
     ), command=("crawl", "run"), config_file=True, library="polite.crawl.CrawlSettings")
 
 SURVEY = Product("survey", (

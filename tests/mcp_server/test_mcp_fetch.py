@@ -384,6 +384,36 @@ def test_streamable_http_lists_and_fetches(tmp_path: Path) -> None:
     assert tools == ["fetch", "may_fetch"] and "Readable words" in said
 
 
+def test_an_http_message_past_its_size_is_refused_before_it_is_kept() -> None:
+    """The MCP SDK reads a request's whole body and parses it: past 1 MiB, by its
+    Content-Length or as it arrives (chunked, no length), it is answered 413 before the SDK
+    sees it, and the server answers the next message as before."""
+    from polite.mcp._server import MAX_MESSAGE_BYTES
+
+    headers = {"accept": "application/json, text/event-stream",
+               "content-type": "application/json"}
+    big = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "' \
+        + b"a" * MAX_MESSAGE_BYTES + b'"}}'
+
+    def chunks() -> Iterator[bytes]:
+        for at in range(0, len(big), 65536):
+            yield big[at:at + 65536]
+
+    with http_server("--http", "127.0.0.1:0", *LOOPBACK) as (url, process):
+        with httpx.Client(trust_env=False, timeout=30) as client:
+            by_length = client.post(url, content=big, headers=headers)
+            assert by_length.status_code == 413, by_length.text
+            as_it_came = client.post(url, content=chunks(), headers=headers)
+            assert as_it_came.status_code == 413, as_it_came.text
+            assert "1048576 bytes at most" in as_it_came.text
+            hello = client.post(url, headers=headers, json={
+                "jsonrpc": "2.0", "id": 2, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                           "clientInfo": {"name": "test", "version": "1"}}})
+        assert hello.status_code == 200 and "polite" in hello.text, hello.text
+        assert process.poll() is None
+
+
 def test_http_off_loopback_needs_a_token_and_the_token_is_asked() -> None:
     done = subprocess.run([sys.executable, "-m", "polite", "mcp", "--http", "0.0.0.0:0",
                            "--store", "memory://"], capture_output=True, text=True,

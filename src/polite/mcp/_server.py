@@ -268,12 +268,61 @@ def _with_token(app: App, token: str) -> App:
     return guarded
 
 
+# The largest request body read: an agent's message is a tool call of a few hundred bytes
+# (the MCP SDK reads whatever it is sent into memory, and parses it whole).
+MAX_MESSAGE_BYTES = 1024 * 1024
+_TOO_LARGE = f"polite mcp: a message is {MAX_MESSAGE_BYTES} bytes at most\n".encode()
+
+
+def _bounded(app: App, max_bytes: int = MAX_MESSAGE_BYTES) -> App:
+    """``app`` given request bodies of ``max_bytes`` at most, read before it runs: a larger
+    one (by its Content-Length, or as it arrives) is answered 413 and never kept whole."""
+
+    async def refuse(send: Send) -> None:
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"text/plain"), (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": _TOO_LARGE})
+
+    async def bounded(scope: MutableMapping[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        length = dict(scope.get("headers") or ()).get(b"content-length", b"0")
+        if not length.isdigit() or int(length) > max_bytes:
+            await refuse(send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > max_bytes:
+                await refuse(send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        pending: list[MutableMapping[str, Any]] = [
+            {"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+
+        async def replay() -> MutableMapping[str, Any]:
+            return pending.pop() if pending else await receive()
+
+        await app(scope, replay, send)
+
+    return bounded
+
+
 async def serve_http(server: MCPServer, host: str, port: int, *, token: str | None) -> None:
     """Serve streamable HTTP at ``http://HOST:PORT/mcp`` (``token``: asked of every
-    request); the address it listens on is written to standard error once it does."""
+    request, before its body is read); the address it listens on is written to standard
+    error once it does."""
     import uvicorn
 
-    app: App = server.streamable_http_app(host=host)
+    app: App = _bounded(server.streamable_http_app(host=host))
     if token:
         app = _with_token(app, token)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

@@ -303,6 +303,8 @@ class RedisURLStore:
         self._crawls = self._p + "crawls"
         self._default_delay_s = default_delay_s
         self._from_return = spacing_from_return
+        # Both used from the service's store threads at once (redis-py's clients are safe to
+        # share): a race only changes which crawl goes first, or lists a crawl once more.
         self._turn = 0  # which crawl a GetURLs of any crawl asks first
         self._listed: set[str] = set()  # on a Cluster, the crawls this store listed
         self._put = client.register_script(_PUT)

@@ -34,8 +34,9 @@ class _Recording(redis.Redis):
 
     def execute_command(self, *args: Any, **options: Any) -> Any:
         reply = super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
-        if isinstance(reply, (list, dict)):
-            self.longest = max(self.longest, len(reply))
+        for part in reply if isinstance(reply, tuple) else (reply,):  # SSCAN: cursor, page
+            if isinstance(part, (list, dict, set)):
+                self.longest = max(self.longest, len(part))
         return reply
 
 
@@ -156,3 +157,31 @@ def test_a_sqlite_file_of_queues_is_taken_along_an_index(tmp_path: Path) -> None
             assert "USING INDEX uf_queues_" in text and "TEMP B-TREE" not in text, text
     finally:
         db.close()
+
+
+def test_get_urls_of_any_crawl_reads_the_crawl_set_a_page_at_a_time(redis_url: str) -> None:
+    """A GetURLs of any crawl goes through every crawl once, from one further each call,
+    and reads the set of crawls a page at a time (SSCAN), not whole; ListCrawls names each
+    crawl once. (230 crawls: a set of more than 128 members is one SSCAN pages.)"""
+    client = _Recording.from_url(redis_url)
+    assert isinstance(client, _Recording)
+    store = RedisURLStore(client, f"t{uuid.uuid4().hex[:10]}:", default_delay_s=0.0,
+                          page=PAGE)
+    try:
+        names = [f"crawl{n:03d}" for n in range(QUEUES)]
+        store.put([Put(name, "http://h.example/1", "h.example", {}, False) for name in names],
+                  NOW)
+        firsts = [store.take(None, "", per_queue=1, queues=1, lease_s=60.0, now=NOW)
+                  for _ in range(2)]
+        assert [len(first) for first in firsts] == [1, 1]
+        assert firsts[0][0].crawl != firsts[1][0].crawl  # the turn moved on
+        client.longest = 0
+        rest = store.take(None, "", per_queue=1, queues=0, lease_s=60.0, now=NOW)
+        assert client.longest <= 2 * PAGE  # SSCAN's COUNT is a hint, held to about a page
+        taken = sorted([firsts[0][0].crawl, firsts[1][0].crawl, *(u.crawl for u in rest)])
+        assert taken == names
+        client.longest = 0
+        assert store.crawls() == names
+        assert client.longest <= 2 * PAGE
+    finally:
+        store.close()

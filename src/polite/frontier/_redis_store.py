@@ -383,13 +383,7 @@ class RedisURLStore:
               lease_s: float, now: float, *, lease: bool) -> list[StoredURL]:
         """Each crawl's queues by one script, those of any crawl one crawl after the other
         (each crawl's script in its slot), from a crawl one further each call."""
-        if crawl is not None:
-            crawls = [crawl]
-        else:
-            crawls = sorted(_text(c) for c in self._r.smembers(self._crawls))
-            if crawls:
-                self._turn = (self._turn + 1) % len(crawls)
-                crawls = crawls[self._turn:] + crawls[:self._turn]
+        crawls = [crawl] if crawl is not None else self._every_crawl()
         taken: list[StoredURL] = []
         served = 0
         for name in crawls:
@@ -494,14 +488,49 @@ class RedisURLStore:
 
     # -- reading ---------------------------------------------------------------------------
 
+    def _crawl_pages(self) -> Iterator[list[str]]:
+        """The crawl set a page at a time (SSCAN: a crawl may come twice while the set
+        grows)."""
+        cursor = 0
+        while True:
+            cursor, found = self._r.sscan(self._crawls, cursor, count=self._page)
+            if found:
+                yield [_text(c) for c in found]
+            if not cursor:
+                return
+
+    def _every_crawl(self) -> Iterator[str]:
+        """The crawls for a GetURLs of any crawl, from one further each call: those after
+        the first ``turn`` of the set's order, then those, read a page at a time."""
+        count = int(self._r.scard(self._crawls))
+        if not count:
+            return
+        self._turn = (self._turn + 1) % count
+        turn, seen = self._turn, 0
+        for page in self._crawl_pages():
+            if seen + len(page) <= turn:  # wholly before the turn: read again at the end
+                seen += len(page)
+                continue
+            yield from page[max(turn - seen, 0):]
+            seen += len(page)
+        seen = 0
+        for page in self._crawl_pages():
+            if seen >= turn:
+                return
+            yield from page[:turn - seen]
+            seen += len(page)
+
     def crawls(self) -> list[str]:
         """The crawls holding queues: the crawl set, each crawl's queues counted in one
-        pipeline (on a Cluster, one round trip to each node holding some)."""
-        found = sorted(_text(c) for c in self._r.smembers(self._crawls))
-        pipe = self._r.pipeline(transaction=False)
-        for crawl in found:
-            pipe.hlen(self._base(crawl) + "queues")
-        return [c for c, n in zip(found, pipe.execute(), strict=True) if n]
+        pipeline a page of crawls (on a Cluster, one round trip to each node holding some).
+        The list is whole: ListCrawls answers with every crawl."""
+        listed: set[str] = set()
+        for found in self._crawl_pages():
+            pipe = self._r.pipeline(transaction=False)
+            for crawl in found:
+                pipe.hlen(self._base(crawl) + "queues")
+            listed.update(c for c, n in zip(found, pipe.execute(), strict=True) if n)
+        return sorted(listed)
 
     def _pages(self, crawl: str, start: int = 0) -> Iterator[list[str]]:
         """The crawl's queue keys in order, a page at a time, from the ``start``-th."""

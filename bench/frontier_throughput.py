@@ -173,8 +173,6 @@ def main() -> None:
         for round_ in range(args.rounds):
             for kind in kinds:
                 for tree, src in trees.items():
-                    if kind == "cluster" and tree == "base":
-                        continue  # a checkout from before the frontier took a Cluster
                     prefix = f"b{uuid.uuid4().hex[:8]}:"
                     store = {"sqlite": f"sqlite:///{tmp / f'{tree}-{round_}.sqlite'}",
                              "redis": f"{servers.get('redis')}?prefix={prefix}",

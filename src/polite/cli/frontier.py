@@ -71,7 +71,7 @@ def _open(store: str, *, default_delay_s: float, spacing_from_return: bool) -> U
 
         try:
             # A store that stops answering fails the call after a bounded wait, as
-            # polite's other Redis clients do (the node's loop waits on each call).
+            # polite's other Redis clients do (a store thread of the node waits on it).
             bounded = {"socket_timeout": 5.0, "socket_connect_timeout": 5.0}
             client = (redis.RedisCluster.from_url(where.client_url, **bounded)
                       if where.cluster else redis.Redis.from_url(where.client_url, **bounded))

@@ -10,12 +10,15 @@ one Lua script over that slot, and the crawls spread over the Cluster's nodes. P
 (``PREFIX uf:{CRAWL}`` then): ``urls``, a hash of its URLs (url -> a JSON record: queue key,
 metadata as the client's JSON text, due time or -1 when completed, known, creation date,
 sequence number); ``queues``, a hash of its queues (key -> a JSON object of what was set for
-it and when it last gave URLs); ``seq``, its URLs' counter; ``delay``, its default delay
-(SetDelay with no key). Per queue, after a NUL byte (which neither a crawl ID nor a key
-contains): ``due\\0KEY`` a sorted set of the URLs to fetch by due time, ``lease\\0KEY`` one
-of the URLs handed out by the end of their lease, ``done\\0KEY`` a set of those completed. A
-member of the sorted sets is the URL after its sequence number, 15 digits, so that URLs due
-at the same time come in the order they were added.
+it and when it last gave URLs); ``names``, a sorted set of the queues' keys (all scored 0:
+in the keys' order, for ListQueues, GetStats and the rest to read a page at a time);
+``turn``, the same keys by when each queue last gave URLs (0: never), GetURLs' order;
+``seq``, its URLs' counter; ``delay``, its default delay (SetDelay with no key). Per
+queue, after a NUL byte (which neither a crawl ID nor a key contains): ``due\\0KEY`` a
+sorted set of the URLs to fetch by due time, ``lease\\0KEY`` one of the URLs handed out by
+the end of their lease, ``done\\0KEY`` a set of those completed. A member of the sorted
+sets is the URL after its sequence number, 15 digits, so that URLs due at the same time come
+in the order they were added.
 
 The keys of no crawl, each read or written alone: ``PREFIX uf:crawls``, the set of crawl IDs
 (listed before a crawl's first URL is stored, so a crawl is never stored and unlisted),
@@ -25,14 +28,15 @@ crawl runs the crawls' scripts one after the other.
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import redis
 
-from polite.frontier._store import MAX_TAKE, Put, QueueStats, StoredURL
+from polite.frontier._store import MAX_TAKE, QUEUE_PAGE, Put, QueueStats, StoredURL
 from polite.storage.redis_frontier import _tag
 
 __all__ = ["RedisURLStore"]
@@ -51,7 +55,10 @@ local B, C, crawl = string.sub(KEYS[1], 1, -5), ARGV[1], ARGV[2]
 local function qk(name, key) return B .. name .. '\\0' .. key end
 local function member(seq, url) return string.format('%015d', seq) .. url end
 local function touch(key)
-  redis.call('HSETNX', B .. 'queues', key, '{}')
+  if redis.call('HSETNX', B .. 'queues', key, '{}') == 1 then
+    redis.call('ZADD', B .. 'names', 0, key)
+    redis.call('ZADD', B .. 'turn', 0, key)
+  end
   if C ~= '' then redis.call('SADD', C, crawl) end
 end
 local function queue(key)
@@ -60,7 +67,10 @@ local function queue(key)
   return {}
 end
 local function save_queue(key, s)
-  redis.call('HSET', B .. 'queues', key, cjson.encode(s))
+  if redis.call('HSET', B .. 'queues', key, cjson.encode(s)) == 1 then
+    redis.call('ZADD', B .. 'names', 0, key)
+  end
+  redis.call('ZADD', B .. 'turn', s.served or 0, key)
 end
 -- a queue's delay: its own (SetDelay), else its crawl's, else the default
 local function delay_of(s, default_delay)
@@ -126,30 +136,20 @@ end
 return 1
 """
 
-# Returns {key, url, record} of each URL given, at most ARGV[11] of them.
+# Returns {key, url, record} of each URL given, at most ARGV[11] of them. The queues are
+# read ARGV[12] at a time in ``turn``'s order (the one that gave longest ago first); those
+# that gave move to the end of it once the pages are read.
 _TAKE = _LIB + """
 local key, per_queue, max_queues = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local lease_s, now, lease = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8] == '1'
 local from_return, default_delay = ARGV[9] == '1', tonumber(ARGV[10])
-local most = tonumber(ARGV[11])
+local most, page = tonumber(ARGV[11]), tonumber(ARGV[12])
 local urls = B .. 'urls'
-local cands = {}
-if key ~= '' then
-  local js = redis.call('HGET', B .. 'queues', key)
-  if js then table.insert(cands, {key, cjson.decode(js)}) end
-else
-  local all = redis.call('HGETALL', B .. 'queues')
-  for i = 1, #all, 2 do table.insert(cands, {all[i], cjson.decode(all[i + 1])}) end
+local out, served, gave = {}, 0, {}
+local function full()
+  return (max_queues > 0 and served >= max_queues) or #out >= most
 end
-table.sort(cands, function(a, b)
-  local sa, sb = a[2].served or 0, b[2].served or 0
-  if sa ~= sb then return sa < sb end
-  return a[1] < b[1]
-end)
-local out, served = {}, 0
-for _, cand in ipairs(cands) do
-  if (max_queues > 0 and served >= max_queues) or #out >= most then break end
-  local k, s = cand[1], cand[2]
+local function visit(k, s)
   local lapsed = redis.call('ZRANGEBYSCORE', qk('lease', k), '-inf', now)
   for _, m in ipairs(lapsed) do
     redis.call('ZREM', qk('lease', k), m)
@@ -175,25 +175,40 @@ for _, cand in ipairs(cands) do
     if rest <= 0 then ok = false
     elseif rest < room then room = rest end
   end
-  if ok then
-    local ms = redis.call('ZRANGEBYSCORE', qk('due', k), '-inf', now, 'LIMIT', 0, room)
-    if #ms > 0 then
-      served = served + 1
-      for _, m in ipairs(ms) do
-        local url = string.sub(m, 16)
-        if lease then
-          redis.call('ZREM', qk('due', k), m)
-          redis.call('ZADD', qk('lease', k), now + lease_s, m)
-        end
-        table.insert(out, {k, url, redis.call('HGET', urls, url)})
-      end
-      if lease then
-        s.served = now
-        save_queue(k, s)
-      end
+  if not ok then return end
+  local ms = redis.call('ZRANGEBYSCORE', qk('due', k), '-inf', now, 'LIMIT', 0, room)
+  if #ms == 0 then return end
+  served = served + 1
+  for _, m in ipairs(ms) do
+    local url = string.sub(m, 16)
+    if lease then
+      redis.call('ZREM', qk('due', k), m)
+      redis.call('ZADD', qk('lease', k), now + lease_s, m)
+    end
+    table.insert(out, {k, url, redis.call('HGET', urls, url)})
+  end
+  if lease then
+    s.served = now
+    table.insert(gave, {k, s})
+  end
+end
+if key ~= '' then
+  local js = redis.call('HGET', B .. 'queues', key)
+  if js then visit(key, cjson.decode(js)) end
+else
+  local at = 0
+  while not full() do
+    local keys = redis.call('ZRANGE', B .. 'turn', at, at + page - 1)
+    if #keys == 0 then break end
+    at = at + #keys
+    for _, k in ipairs(keys) do
+      if full() then break end
+      local js = redis.call('HGET', B .. 'queues', k)
+      if js then visit(k, cjson.decode(js)) end
     end
   end
 end
+for _, g in ipairs(gave) do save_queue(g[1], g[2]) end
 return out
 """
 
@@ -258,6 +273,8 @@ for _, url in ipairs(redis.call('SMEMBERS', qk('done', key))) do
 end
 redis.call('DEL', qk('due', key), qk('lease', key), qk('done', key))
 redis.call('HDEL', B .. 'queues', key)
+redis.call('ZREM', B .. 'names', key)
+redis.call('ZREM', B .. 'turn', key)
 return gone
 """
 
@@ -296,13 +313,18 @@ class RedisURLStore:
     (``prefix`` before each key)."""
 
     def __init__(self, client: redis.Redis | redis.RedisCluster, prefix: str, *,
-                 default_delay_s: float, spacing_from_return: bool = False) -> None:
+                 default_delay_s: float, spacing_from_return: bool = False,
+                 page: int = QUEUE_PAGE) -> None:
+        """``page``: the queues a call reads at a time (a script, or one round trip)."""
         self._r = client
         self._p = prefix + "uf:"
         self._cluster = isinstance(client, redis.RedisCluster)
         self._crawls = self._p + "crawls"
         self._default_delay_s = default_delay_s
         self._from_return = spacing_from_return
+        self._page = page
+        # Both used from the service's store threads at once (redis-py's clients are safe to
+        # share): a race only changes which crawl goes first, or lists a crawl once more.
         self._turn = 0  # which crawl a GetURLs of any crawl asks first
         self._listed: set[str] = set()  # on a Cluster, the crawls this store listed
         self._put = client.register_script(_PUT)
@@ -361,13 +383,7 @@ class RedisURLStore:
               lease_s: float, now: float, *, lease: bool) -> list[StoredURL]:
         """Each crawl's queues by one script, those of any crawl one crawl after the other
         (each crawl's script in its slot), from a crawl one further each call."""
-        if crawl is not None:
-            crawls = [crawl]
-        else:
-            crawls = sorted(_text(c) for c in self._r.smembers(self._crawls))
-            if crawls:
-                self._turn = (self._turn + 1) % len(crawls)
-                crawls = crawls[self._turn:] + crawls[:self._turn]
+        crawls = [crawl] if crawl is not None else self._every_crawl()
         taken: list[StoredURL] = []
         served = 0
         for name in crawls:
@@ -376,7 +392,7 @@ class RedisURLStore:
             rows = self._run(self._take_script, name, key, per_queue,
                              queues - served if queues else 0, repr(lease_s), repr(now),
                              "1" if lease else "0", "1" if self._from_return else "0",
-                             repr(self._default_delay_s), MAX_TAKE - len(taken))
+                             repr(self._default_delay_s), MAX_TAKE - len(taken), self._page)
             served += len({_text(k) for k, _, _ in rows})
             taken += [self._stored(name, _text(url), json.loads(_text(record)))
                       for _, url, record in rows if record is not None]
@@ -407,9 +423,11 @@ class RedisURLStore:
     def delete_crawl(self, crawl: str) -> int:
         gone = 0
         base = self._base(crawl)
-        for key in self._r.hkeys(base + "queues"):
-            gone += self.delete_queue(crawl, _text(key))
-        self._r.delete(base + "urls", base + "queues", base + "seq", base + "delay")
+        while keys := self._r.zrange(base + "names", 0, self._page - 1):
+            for key in keys:
+                gone += self.delete_queue(crawl, _text(key))
+        self._r.delete(base + "urls", base + "queues", base + "names", base + "turn",
+                       base + "seq", base + "delay")
         self._r.srem(self._crawls, crawl)
         self._listed.discard(crawl)
         return gone
@@ -470,26 +488,61 @@ class RedisURLStore:
 
     # -- reading ---------------------------------------------------------------------------
 
+    def _crawl_pages(self) -> Iterator[list[str]]:
+        """The crawl set a page at a time (SSCAN: a crawl may come twice while the set
+        grows)."""
+        cursor = 0
+        while True:
+            cursor, found = self._r.sscan(self._crawls, cursor, count=self._page)
+            if found:
+                yield [_text(c) for c in found]
+            if not cursor:
+                return
+
+    def _every_crawl(self) -> Iterator[str]:
+        """The crawls for a GetURLs of any crawl, from one further each call: those after
+        the first ``turn`` of the set's order, then those, read a page at a time."""
+        count = int(self._r.scard(self._crawls))
+        if not count:
+            return
+        self._turn = (self._turn + 1) % count
+        turn, seen = self._turn, 0
+        for page in self._crawl_pages():
+            if seen + len(page) <= turn:  # wholly before the turn: read again at the end
+                seen += len(page)
+                continue
+            yield from page[max(turn - seen, 0):]
+            seen += len(page)
+        seen = 0
+        for page in self._crawl_pages():
+            if seen >= turn:
+                return
+            yield from page[:turn - seen]
+            seen += len(page)
+
     def crawls(self) -> list[str]:
         """The crawls holding queues: the crawl set, each crawl's queues counted in one
-        pipeline (on a Cluster, one round trip to each node holding some)."""
-        found = sorted(_text(c) for c in self._r.smembers(self._crawls))
-        pipe = self._r.pipeline(transaction=False)
-        for crawl in found:
-            pipe.hlen(self._base(crawl) + "queues")
-        return [c for c, n in zip(found, pipe.execute(), strict=True) if n]
+        pipeline a page of crawls (on a Cluster, one round trip to each node holding some).
+        The list is whole: ListCrawls answers with every crawl."""
+        listed: set[str] = set()
+        for found in self._crawl_pages():
+            pipe = self._r.pipeline(transaction=False)
+            for crawl in found:
+                pipe.hlen(self._base(crawl) + "queues")
+            listed.update(c for c, n in zip(found, pipe.execute(), strict=True) if n)
+        return sorted(listed)
 
-    def _queue_keys(self, crawl: str, key: str) -> list[tuple[str, dict[str, Any]]]:
-        queues = self._base(crawl) + "queues"
-        if key:
-            js = self._r.hget(queues, key)
-            return [] if js is None else [(key, json.loads(_text(js)))]
-        every = self._r.hgetall(queues)
-        return sorted((_text(k), json.loads(_text(v))) for k, v in every.items())
+    def _pages(self, crawl: str, start: int = 0) -> Iterator[list[str]]:
+        """The crawl's queue keys in order, a page at a time, from the ``start``-th."""
+        names = self._base(crawl) + "names"
+        while keys := self._r.zrange(names, start, start + self._page - 1):
+            yield [_text(k) for k in keys]
+            start += len(keys)
 
     def _counts(self, crawl: str, keys: list[str], now: float
-                ) -> list[tuple[int, int, int, int]]:
-        """(due, lapsed, in flight, completed) of each queue."""
+                ) -> list[tuple[int, int, int, int, float]]:
+        """(due, lapsed, in flight, completed, blocked until) of each queue (one round trip;
+        a queue gone meanwhile has 0 of each)."""
         base = self._base(crawl)
         pipe = self._r.pipeline(transaction=False)
         for key in keys:
@@ -497,33 +550,63 @@ class RedisURLStore:
             pipe.zcount(f"{base}lease\0{key}", "-inf", now)
             pipe.zcount(f"{base}lease\0{key}", f"({now!r}", "+inf")
             pipe.scard(f"{base}done\0{key}")
+            pipe.hget(base + "queues", key)
         found = pipe.execute()
-        return [tuple(found[i:i + 4]) for i in range(0, len(found), 4)]
+        return [(*found[i:i + 4], float(json.loads(_text(found[i + 4])).get("blocked", 0))
+                 if found[i + 4] is not None else 0.0) for i in range(0, len(found), 5)]
 
     def queues(self, crawl: str, *, include_inactive: bool, start: int, size: int,
                now: float) -> list[str]:
-        listed = self._queue_keys(crawl, "")
-        keys = [k for k, _ in listed]
-        if not include_inactive:
-            counts = self._counts(crawl, keys, now)
-            keys = [k for (k, s), (due, lapsed, flying, _) in zip(listed, counts, strict=True)
-                    if due + lapsed + flying and s.get("blocked", 0) <= now]
-        return keys[start:start + size]
+        """A page of the crawl's queue keys in their order; the active ones (holding URLs
+        not completed, not blocked) are found a page of queues at a time from the first,
+        the inactive ones counted and passed over."""
+        if include_inactive:
+            names = self._base(crawl) + "names"
+            return [_text(k) for k in self._r.zrange(names, start, start + size - 1)]
+        found: list[str] = []
+        passed = 0
+        for keys in self._pages(crawl):
+            for key, (due, lapsed, flying, _, blocked) in zip(
+                    keys, self._counts(crawl, keys, now), strict=True):
+                if not due + lapsed + flying or blocked > now:
+                    continue
+                if passed < start:
+                    passed += 1
+                    continue
+                found.append(key)
+                if len(found) >= size:
+                    return found
+        return found
+
+    def _counted(self, crawl: str, key: str, now: float
+                 ) -> Iterator[list[tuple[str, tuple[int, int, int, int, float]]]]:
+        """Each queue's counts (one queue's with ``key``), a page of queues at a time."""
+        if key:
+            if self._r.hexists(self._base(crawl) + "queues", key):
+                yield [(key, self._counts(crawl, [key], now)[0])]
+            return
+        for keys in self._pages(crawl):
+            yield list(zip(keys, self._counts(crawl, keys, now), strict=True))
 
     def stats(self, crawl: str, key: str, now: float) -> QueueStats:
-        keys = [k for k, _ in self._queue_keys(crawl, key)]
-        counts = self._counts(crawl, keys, now)
-        return QueueStats(sum(d + lapsed for d, lapsed, _, _ in counts),
-                          sum(f for _, _, f, _ in counts), sum(c for *_, c in counts),
-                          sum(1 for d, lapsed, f, _ in counts if d + lapsed + f), len(keys))
+        size = in_process = completed = active = queues = 0
+        for page in self._counted(crawl, key, now):
+            for _, (due, lapsed, flying, done, _) in page:
+                size += due + lapsed
+                in_process += flying
+                completed += done
+                active += 1 if due + lapsed + flying else 0
+                queues += 1
+        return QueueStats(size, in_process, completed, active, queues)
 
     def queue_counts(self, crawl: str, limit: int, now: float
                      ) -> list[tuple[str, int, int, int]]:
-        keys = [k for k, _ in self._queue_keys(crawl, "")]
-        rows = [(k, d + lapsed, f, c) for k, (d, lapsed, f, c)
-                in zip(keys, self._counts(crawl, keys, now), strict=True)]
-        rows.sort(key=lambda row: (-(row[1] + row[2]), row[0]))
-        return rows[:limit]
+        best: list[tuple[str, int, int, int]] = []
+        for page in self._counted(crawl, "", now):
+            rows = [(k, d + lapsed, f, c) for k, (d, lapsed, f, c, _) in page]
+            best = heapq.nsmallest(limit, best + rows, key=lambda row: (-(row[1] + row[2]),
+                                                                         row[0]))
+        return best
 
     def _records(self, crawl: str) -> list[tuple[str, dict[str, Any]]]:
         return [(_text(url), json.loads(_text(record))) for url, record

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import assert_never
+from typing import Any, TypeVar, assert_never
 from urllib.parse import urlsplit
 
 import grpc
@@ -52,6 +55,17 @@ MAX_CRAWL_CHARS = 256
 # one page of ListQueues / ListURLs at most, whatever the client asks
 MAX_PAGE = 10_000
 MAX_BATCH = 10_000  # URLs of one DiscoveredBatch
+# The threads a node's store calls run on: the stores' clients block (sqlite3, redis-py), so
+# the event loop hands each call to one of these and serves the other RPCs meanwhile. A store
+# that stops answering holds this many calls at most (each for the store's own timeout); the
+# RPCs that need no store, and those of a crawl on another Redis Cluster node while a thread
+# is free, go on.
+STORE_THREADS = 8
+# PutURLs stores what arrived while it stored the last batch in one call: at most this many
+# items, or about this many bytes of them, are read ahead (then gRPC's flow control holds the
+# client)
+PUT_WINDOW = 500
+PUT_WINDOW_BYTES = 4 * 1024 * 1024
 # With politeness on, the queues one GetURLs asks about at most (one URL each)
 MAX_POLITE_QUEUES = 1_000
 # Each node notes it is alive this often in the store; one silent for NODE_GONE_S is gone
@@ -66,6 +80,8 @@ REFUSED_KEY = "polite.refused"
 RULE_KEY = "polite.robots_rule"
 
 _log = logging.getLogger("polite.frontier")
+
+_T = TypeVar("_T")
 
 
 @dataclass(slots=True)
@@ -134,6 +150,63 @@ def read_put(info: pb.URLInfo, *, known: bool, refetch_at: float) -> Put | str:
     return Put(crawl, url, key, meta, known, refetch_at)
 
 
+async def _batches(items: AsyncIterator[pb.URLItem], most: int, most_bytes: int
+                   ) -> AsyncIterator[list[pb.URLItem]]:
+    """``items`` in lists of those that arrived while the last list was handled. A task
+    reads ahead while fewer than ``most`` items, or ``most_bytes`` bytes of them, wait, and
+    then stops reading until the next list is taken; an error reading is raised once the
+    items read before it are given."""
+    waiting: deque[pb.URLItem] = deque()
+    size = 0
+    ended = False
+    failed: BaseException | None = None
+    more = asyncio.Event()  # something waits, or the reading ended
+    room = asyncio.Event()  # fewer than the most wait
+    room.set()
+
+    async def read() -> None:
+        nonlocal size, ended, failed
+        it = aiter(items)
+        try:
+            while True:
+                await room.wait()
+                try:
+                    item = await anext(it)
+                except StopAsyncIteration:
+                    return
+                waiting.append(item)
+                size += item.ByteSize()
+                if len(waiting) >= most or size >= most_bytes:
+                    room.clear()
+                more.set()
+        except Exception as exc:  # the client's stream broke: told after what came before
+            failed = exc
+        finally:
+            ended = True
+            more.set()
+
+    reader = asyncio.create_task(read())
+    try:
+        while True:
+            await more.wait()
+            if waiting:
+                batch = list(waiting)
+                waiting.clear()
+                size = 0
+                if not ended:
+                    more.clear()
+                room.set()
+                yield batch
+            elif ended:
+                if failed is not None:
+                    raise failed
+                return
+            else:
+                more.clear()
+    finally:
+        reader.cancel()
+
+
 class FrontierService(pb_grpc.URLFrontierServicer):
     def __init__(self, store: URLs, *, politeness: Politeness | None, node: str,
                  clock: Callable[[], float] = time.time,
@@ -144,45 +217,57 @@ class FrontierService(pb_grpc.URLFrontierServicer):
         self.node = node
         self.counters = counters if counters is not None else Counters()
         self._new_loggers = 0  # loggers SetLogLevel made, kept for the process's life
+        self._threads = ThreadPoolExecutor(STORE_THREADS, thread_name_prefix="frontier-store")
 
     def now(self) -> float:
         return self._clock()
+
+    async def call(self, do: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """``do(*args, **kwargs)`` on a store thread: what calls the store, and only that,
+        runs there (one call per request where it can, a thread hop costing more than a
+        small query)."""
+        return await asyncio.get_running_loop().run_in_executor(
+            self._threads, functools.partial(do, *args, **kwargs))
+
+    def close(self) -> None:
+        """End the store threads once the calls they run return (each bounded by the
+        store's own timeout)."""
+        self._threads.shutdown(wait=True)
 
     def _count(self, rpc: str) -> None:
         self.counters.by_rpc[rpc] = self.counters.by_rpc.get(rpc, 0) + 1
 
     async def ListNodes(self, request: pb.Empty, context: object) -> pb.StringList:
         self._count("ListNodes")
-        return pb.StringList(values=self._store.nodes(self._clock() - NODE_GONE_S))
+        return pb.StringList(values=await self.call(self._store.nodes, self._clock() - NODE_GONE_S))
 
     async def ListCrawls(self, request: pb.Local, context: object) -> pb.StringList:
         self._count("ListCrawls")
-        return pb.StringList(values=self._store.crawls())
+        return pb.StringList(values=await self.call(self._store.crawls))
 
     async def DeleteCrawl(self, request: pb.DeleteCrawlMessage, context: object) -> pb.Long:
         self._count("DeleteCrawl")
-        return pb.Long(value=self._store.delete_crawl(_crawl(request.value)))
+        return pb.Long(value=await self.call(self._store.delete_crawl, _crawl(request.value)))
 
     async def ListQueues(self, request: pb.Pagination, context: object) -> pb.QueueList:
         self._count("ListQueues")
         size = min(request.size or 100, MAX_PAGE)
         crawl = _crawl(request.crawlID)
-        values = self._store.queues(crawl, include_inactive=request.include_inactive,
-                                    start=request.start, size=size, now=self._clock())
+        values = await self.call(self._store.queues, crawl,
+                                 include_inactive=request.include_inactive,
+                                 start=request.start, size=size, now=self._clock())
         return pb.QueueList(values=values, start=request.start, size=len(values),
                             crawlID=crawl)
 
     async def GetURLs(self, request: pb.GetParams, context: object
                       ) -> AsyncIterator[pb.URLInfo]:
         self._count("GetURLs")
-        if not self._store.active(self.node, 0.0):
-            return
         crawl = None if request.WhichOneof("item") == "anyCrawlID" else _crawl(request.crawlID)
         lease_s = float(request.delay_requestable) or DEFAULT_LEASE_S
-        now = self._clock()
         if self._politeness is None:
-            taken = self._store.take(crawl, request.key, per_queue=request.max_urls_per_queue,
-                                     queues=request.max_queues, lease_s=lease_s, now=now)
+            taken = await self.call(self._take, crawl, request.key,
+                                    per_queue=request.max_urls_per_queue,
+                                    queues=request.max_queues, lease_s=lease_s)
             self.counters.handed_out += len(taken)
             for stored in taken:
                 yield _info(stored)
@@ -195,107 +280,153 @@ class FrontierService(pb_grpc.URLFrontierServicer):
         # nobody setting a delay) then gives the rest of what is asked, in a second batch.
         per_queue = request.max_urls_per_queue or MAX_TAKE
         queues = min(request.max_queues or MAX_POLITE_QUEUES, MAX_POLITE_QUEUES)
-        heads = self._store.heads(crawl, request.key, per_queue=1, queues=queues, now=now)
+        heads = await self.call(self._heads, crawl, request.key, queues)
         unspaced: list[StoredURL] = []
-        async for head, spacing in self._hand_out(heads, lease_s):
+        for head, spacing in await self._hand_out(heads, lease_s):
             yield _info(head)
             if spacing == 0 and per_queue > 1:
                 unspaced.append(head)
+        if unspaced:
+            more = await self.call(self._more_heads, unspaced, per_queue, len(heads))
+            for head, _ in await self._hand_out(more, lease_s):
+                yield _info(head)
+
+    # -- what GetURLs does on a store thread, each one call ----------------------------------
+
+    def _take(self, crawl: str | None, key: str, *, per_queue: int, queues: int,
+              lease_s: float) -> list[StoredURL]:
+        """The URLs handed out with no politeness; none while this node is not active."""
+        if not self._store.active(self.node, 0.0):
+            return []
+        return self._store.take(crawl, key, per_queue=per_queue, queues=queues,
+                                lease_s=lease_s, now=self._clock())
+
+    def _heads(self, crawl: str | None, key: str, queues: int) -> list[StoredURL]:
+        """The next URL of each queue, for politeness to be asked about."""
+        if not self._store.active(self.node, 0.0):
+            return []
+        return self._store.heads(crawl, key, per_queue=1, queues=queues, now=self._clock())
+
+    def _more_heads(self, unspaced: Sequence[StoredURL], per_queue: int, given: int
+                    ) -> list[StoredURL]:
+        """The next URLs of the queues whose URL went with no spacing, up to ``per_queue``
+        of each with it, and :data:`MAX_TAKE` with the ``given`` ones."""
         more: list[StoredURL] = []
         for head in unspaced:
-            if len(more) + len(heads) >= MAX_TAKE:
+            if len(more) + given >= MAX_TAKE:
                 break
             more += self._store.heads(head.crawl, head.key, per_queue=min(
-                per_queue - 1, MAX_TAKE - len(more) - len(heads)), queues=1, now=self._clock())
-        async for head, _ in self._hand_out(more, lease_s):
-            yield _info(head)
+                per_queue - 1, MAX_TAKE - len(more) - given), queues=1, now=self._clock())
+        return more
+
+    def _settle(self, leases: Sequence[tuple[StoredURL, float]],
+                refusals: Sequence[tuple[StoredURL, dict[str, list[str]]]],
+                held: dict[tuple[str, str], float], lease_s: float
+                ) -> list[tuple[StoredURL, float]]:
+        """Do what politeness decided: complete the URLs refused, lease those let go (each
+        queue keeping its spacing; a URL another call took meanwhile is not handed out),
+        pass the queues in ``held`` over until then. The URLs leased, with their spacing."""
+        for head, why in refusals:
+            self._store.refuse(head.crawl, head.url, why)
+        handed = [(head, spacing) for head, spacing in leases if self._store.lease(
+            head.crawl, head.url, lease_s, self._clock(), interval_s=spacing)]
+        if held:
+            self._store.hold([(crawl, key, until) for (crawl, key), until in held.items()])
+        return handed
 
     async def _hand_out(self, heads: Sequence[StoredURL], lease_s: float
-                        ) -> AsyncIterator[tuple[StoredURL, float]]:
+                        ) -> list[tuple[StoredURL, float]]:
         """Ask the politeness driver about ``heads`` (claiming their hosts' slots) and lease
         those it lets go: each with the spacing its queue keeps. A URL robots.txt disallows
         is completed, a queue whose URL must wait is passed over until then."""
         if not heads:
-            return
+            return []
         assert self._politeness is not None
         answers = await self._politeness.check([head.url for head in heads], reserve=True)
-        held: dict[tuple[str, str], float] = {}  # queue -> until when it is passed over
-        try:
-            async for handed in self._decide(heads, answers, lease_s, held):
-                yield handed
-        finally:
-            if held:
-                self._store.hold([(crawl, key, until) for (crawl, key), until in held.items()])
+        leases, refusals, held = self._decide(heads, answers)
+        handed = await self.call(self._settle, leases, refusals, held, lease_s)
+        self.counters.handed_out += len(handed)
+        return handed
 
-    async def _decide(self, heads: Sequence[StoredURL], answers: Sequence[Answer],
-                      lease_s: float, held: dict[tuple[str, str], float]
-                      ) -> AsyncIterator[tuple[StoredURL, float]]:
-        """What each answer does to its URL; the queues to pass over go into ``held``."""
+    def _decide(self, heads: Sequence[StoredURL], answers: Sequence[Answer]
+                ) -> tuple[list[tuple[StoredURL, float]],
+                           list[tuple[StoredURL, dict[str, list[str]]]],
+                           dict[tuple[str, str], float]]:
+        """What each answer does to its URL: (the URLs to lease, each with the spacing its
+        queue keeps; those to complete, with why; the queues to pass over, until when)."""
+        leases: list[tuple[StoredURL, float]] = []
+        refusals: list[tuple[StoredURL, dict[str, list[str]]]] = []
+        held: dict[tuple[str, str], float] = {}
         for head, answer in zip(heads, answers, strict=True):
-            spacing: float | None = None  # handed out, its queue keeping this spacing
             wait_until: float | None = None  # on the politeness clock
             match answer.decision:
                 case Allowed(interval_s=interval_s):
-                    spacing = interval_s
+                    leases.append((head, interval_s))
                 case WaitUntil(behind=True, interval_s=0.0, at=at) if at <= answer.now:
                     # another URL of the host took its slot in this batch, and with no
                     # spacing this one may go at the same moment
-                    spacing = 0.0
+                    leases.append((head, 0.0))
                 case WaitUntil(behind=behind, at=at):
                     if not behind:  # not only behind another URL of its host, handed out now
                         self.counters.waited += 1
                     wait_until = at
                 case Disallowed() as no:
                     self.counters.refused += 1
-                    self._store.refuse(head.crawl, head.url, {
+                    refusals.append((head, {
                         REFUSED_KEY: ["robots.txt disallows it"],
-                        RULE_KEY: [f"line {no.line}: {no.explanation}"]})
+                        RULE_KEY: [f"line {no.line}: {no.explanation}"]}))
                 case Refused(retry_at=at) if at is not None:
                     self.counters.waited += 1  # robots.txt unavailable: asked again later
                     wait_until = at
                 case Refused() as no:
                     self.counters.refused += 1
-                    self._store.refuse(head.crawl, head.url, {
-                        REFUSED_KEY: [f"{no.reason.value}: {no.detail}"]})
+                    refusals.append((head, {REFUSED_KEY: [f"{no.reason.value}: {no.detail}"]}))
                 case _ as never:
                     assert_never(never)
-            if spacing is not None and self._store.lease(
-                    head.crawl, head.url, lease_s, self._clock(), interval_s=spacing):
-                self.counters.handed_out += 1
-                yield head, spacing
-            elif wait_until is not None:
+            if wait_until is not None:
                 # passed over until then, so that a queue that must wait (a host whose
                 # robots.txt does not answer, say) does not take the place of one that can
                 # give in every call
                 held.setdefault((head.crawl, head.key), self._clock() + wait_until - answer.now)
+        return leases, refusals, held
 
     async def PutURLs(self, request_iterator: AsyncIterator[pb.URLItem], context: object
                       ) -> AsyncIterator[pb.AckMessage]:
-        # One item read, stored and acknowledged at a time: gRPC's flow control holds a client
-        # that sends faster than the store writes, nothing is buffered here.
+        # The items that arrived while the last ones were stored are stored together, in one
+        # call on a store thread, and acknowledged each in turn. What is read ahead is
+        # bounded (PUT_WINDOW): gRPC's flow control holds a client that sends faster than
+        # the store writes.
         self._count("PutURLs")
-        async for item in request_iterator:
-            kind = item.WhichOneof("item")
-            if kind == "known":
-                info = item.known.info
-                found = read_put(info, known=True,
-                                 refetch_at=float(item.known.refetchable_from_date))
-            elif kind == "discovered":
-                info = item.discovered.info
-                found = read_put(info, known=False, refetch_at=0.0)
-            else:
-                info, found = pb.URLInfo(), "neither a discovered nor a known URL"
-            ident = item.ID or info.url
-            yield pb.AckMessage(ID=ident, status=self._put([found]))
+        async for items in _batches(request_iterator, PUT_WINDOW, PUT_WINDOW_BYTES):
+            found: list[Put | str] = []
+            idents: list[str] = []
+            for item in items:
+                kind = item.WhichOneof("item")
+                if kind == "known":
+                    info = item.known.info
+                    found.append(read_put(info, known=True,
+                                          refetch_at=float(item.known.refetchable_from_date)))
+                elif kind == "discovered":
+                    info = item.discovered.info
+                    found.append(read_put(info, known=False, refetch_at=0.0))
+                else:
+                    info = pb.URLInfo()
+                    found.append("neither a discovered nor a known URL")
+                idents.append(item.ID or info.url)
+            status = await self._put(found)
+            for ident, one in zip(idents, found, strict=True):
+                yield pb.AckMessage(ID=ident, status=status if isinstance(one, Put)
+                                    else pb.AckMessage.SKIPPED)
 
-    def _put(self, found: Sequence[Put | str]) -> pb.AckMessage.Status:
+    async def _put(self, found: Sequence[Put | str]) -> pb.AckMessage.Status:
+        """Store the items read (one store call); strings are those refused."""
         puts = [f for f in found if isinstance(f, Put)]
         skipped = len(found) - len(puts)
         self.counters.put_skipped += skipped
         if not puts:
             return pb.AckMessage.SKIPPED
         try:
-            self._store.put(puts, self._clock())
+            await self.call(self._store.put, puts, self._clock())
         except Exception:
             _log.exception("storing %d URLs failed", len(puts))
             self.counters.put_failed += len(puts)
@@ -313,7 +444,7 @@ class FrontierService(pb_grpc.URLFrontierServicer):
                 continue
             found = [read_put(info, known=False, refetch_at=0.0) for info in batch.items]
             puts = [f for f in found if isinstance(f, Put)]
-            status = self._put(puts) if puts else pb.AckMessage.OK
+            status = await self._put(puts) if puts else pb.AckMessage.OK
             self.counters.put_skipped += len(found) - len(puts)
             yield pb.BatchAck(ID=batch.ID, statuses=[
                 status if isinstance(f, Put) else pb.AckMessage.SKIPPED for f in found])
@@ -321,7 +452,7 @@ class FrontierService(pb_grpc.URLFrontierServicer):
     async def GetStats(self, request: pb.QueueWithinCrawlParams, context: object) -> pb.Stats:
         self._count("GetStats")
         crawl = _crawl(request.crawlID)
-        stats = self._store.stats(crawl, request.key, self._clock())
+        stats = await self.call(self._store.stats, crawl, request.key, self._clock())
         # size: the active URLs, those not completed, whether in flight or not (a queue is
         # active while it holds URLs not completed, ListQueues' comment says; the reference
         # counts them so); inProcess: those in flight
@@ -332,27 +463,31 @@ class FrontierService(pb_grpc.URLFrontierServicer):
 
     async def DeleteQueue(self, request: pb.QueueWithinCrawlParams, context: object) -> pb.Long:
         self._count("DeleteQueue")
-        return pb.Long(value=self._store.delete_queue(_crawl(request.crawlID), request.key))
+        return pb.Long(value=await self.call(self._store.delete_queue, _crawl(request.crawlID),
+                                             request.key))
 
     async def BlockQueueUntil(self, request: pb.BlockQueueParams, context: object) -> pb.Empty:
         self._count("BlockQueueUntil")
-        self._store.block(_crawl(request.crawlID), request.key, float(request.time))
+        await self.call(self._store.block, _crawl(request.crawlID), request.key,
+                        float(request.time))
         return pb.Empty()
 
     async def SetActive(self, request: pb.Active, context: object) -> pb.Empty:
         self._count("SetActive")
-        self._store.set_active(self.node if request.local else None, request.state)
+        await self.call(self._store.set_active, self.node if request.local else None,
+                        request.state)
         return pb.Empty()
 
     async def GetActive(self, request: pb.Local, context: object) -> pb.Boolean:
         self._count("GetActive")
-        return pb.Boolean(state=self._store.active(
-            self.node if request.local else None, self._clock() - NODE_GONE_S))
+        return pb.Boolean(state=await self.call(
+            self._store.active, self.node if request.local else None,
+            self._clock() - NODE_GONE_S))
 
     async def SetDelay(self, request: pb.QueueDelayParams, context: object) -> pb.Empty:
         self._count("SetDelay")
-        self._store.set_delay(_crawl(request.crawlID), request.key,
-                              float(request.delay_requestable))
+        await self.call(self._store.set_delay, _crawl(request.crawlID), request.key,
+                        float(request.delay_requestable))
         return pb.Empty()
 
     async def SetLogLevel(self, request: pb.LogLevelParams,
@@ -376,13 +511,15 @@ class FrontierService(pb_grpc.URLFrontierServicer):
 
     async def SetCrawlLimit(self, request: pb.CrawlLimitParams, context: object) -> pb.Empty:
         self._count("SetCrawlLimit")
-        self._store.set_limit(_crawl(request.crawlID), request.key, request.limit)
+        await self.call(self._store.set_limit, _crawl(request.crawlID), request.key,
+                        request.limit)
         return pb.Empty()
 
     async def GetURLStatus(self, request: pb.URLStatusRequest,
                            context: grpc.aio.ServicerContext) -> pb.URLItem:
         self._count("GetURLStatus")
-        stored = self._store.status(_crawl(request.crawlID), request.url, request.key)
+        stored = await self.call(self._store.status, _crawl(request.crawlID), request.url,
+                                 request.key)
         if stored is None:
             await context.abort(grpc.StatusCode.NOT_FOUND,
                                 f"{request.url} is not in crawl {_crawl(request.crawlID)}")
@@ -393,24 +530,25 @@ class FrontierService(pb_grpc.URLFrontierServicer):
                        ) -> AsyncIterator[pb.URLItem]:
         self._count("ListURLs")
         size = min(request.size or 100, MAX_PAGE)
-        found = self._store.urls(_crawl(request.crawlID), request.key, start=request.start,
-                                 size=size,
-                                 contains=request.filter if request.HasField("filter") else None,
-                                 ignore_case=request.ignoreCase)
+        found = await self.call(
+            self._store.urls, _crawl(request.crawlID), request.key, start=request.start,
+            size=size, contains=request.filter if request.HasField("filter") else None,
+            ignore_case=request.ignoreCase)
         for stored in found:
             yield _item(stored)
 
     async def CountURLs(self, request: pb.CountUrlParams, context: object) -> pb.Long:
         self._count("CountURLs")
-        return pb.Long(value=self._store.count(
-            _crawl(request.crawlID), request.key,
+        return pb.Long(value=await self.call(
+            self._store.count, _crawl(request.crawlID), request.key,
             contains=request.filter if request.HasField("filter") else None,
             ignore_case=request.ignoreCase))
 
     async def PurgeURLs(self, request: pb.PurgeUrlParams, context: object) -> pb.Long:
         self._count("PurgeURLs")
         before = self._clock() - request.days * 86_400.0
-        return pb.Long(value=self._store.purge(_crawl(request.crawlID), request.key, before))
+        return pb.Long(value=await self.call(self._store.purge, _crawl(request.crawlID),
+                                             request.key, before))
 
 
 @dataclass(frozen=True, slots=True)
@@ -505,7 +643,8 @@ async def _serve_metrics(service: FrontierService, store: URLs, host: str, port:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
             path = head.split(b" ", 2)[1] if head.count(b" ") >= 2 else b""
             if head.startswith(b"GET ") and path.split(b"?")[0] == b"/metrics":
-                body, status = metrics_text(service, store).encode(), b"200 OK"
+                text = await service.call(metrics_text, service, store)
+                body, status = text.encode(), b"200 OK"
             else:
                 body, status = b"not found: GET /metrics\n", b"404 Not Found"
             writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Type: text/plain; "
@@ -524,8 +663,12 @@ async def _serve_metrics(service: FrontierService, store: URLs, host: str, port:
 
 async def _beat(service: FrontierService, store: URLs) -> None:
     while True:
-        store.beat(service.node, service.now())
         await asyncio.sleep(BEAT_S)
+        try:
+            await service.call(store.beat, service.node, service.now())
+        except Exception:  # a store that did not answer in time: beating again next time
+            _log.warning("could not note in the store that %s is alive", service.node,
+                         exc_info=True)
 
 
 async def serve(service: FrontierService, store: URLs, host: str, port: int,
@@ -542,7 +685,7 @@ async def serve(service: FrontierService, store: URLs, host: str, port: int,
     if metrics_port is not None:
         metrics = await _serve_metrics(service, store, host, metrics_port)
     service.node = f"{host}:{bound}"
-    store.beat(service.node, service.now())
+    await service.call(store.beat, service.node, service.now())
     beating = asyncio.create_task(_beat(service, store))
     await server.start()
     ready(bound, None if metrics is None else metrics.sockets[0].getsockname()[1])
@@ -552,10 +695,11 @@ async def serve(service: FrontierService, store: URLs, host: str, port: int,
         beating.cancel()
         # struck off first: the other nodes stop naming this one while its last calls end
         try:
-            store.leave(service.node)
+            await service.call(store.leave, service.node)
         except Exception:  # the store gone too: the node drops out once it stops beating
             _log.warning("could not strike %s off the store's nodes", service.node,
                          exc_info=True)
         if metrics is not None:
             metrics.close()
         await server.stop(grace=1.0)
+        service.close()

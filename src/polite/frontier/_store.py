@@ -16,15 +16,15 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from polite.errors import ConfigError
 
-__all__ = ["MAX_KEY_CHARS", "MAX_METADATA_BYTES", "MAX_TAKE", "MAX_URL_CHARS", "Put", "QueueStats",
-           "StoredURL", "URLStore", "URLs"]
+__all__ = ["MAX_KEY_CHARS", "MAX_METADATA_BYTES", "MAX_TAKE", "MAX_URL_CHARS", "QUEUE_PAGE", "Put",
+           "QueueStats", "StoredURL", "URLStore", "URLs"]
 
 # A URL longer than this is refused (SKIPPED): browsers and sitemaps (sitemaps.org) stop
 # at about 2,000; the cap is set wider for crawlers that keep long query strings.
@@ -35,6 +35,10 @@ MAX_KEY_CHARS = 1024
 # The URLs one GetURLs hands out at most, whatever its limits of 0 ("no limit") say: the
 # client asks again for more.
 MAX_TAKE = 10_000
+# The queues read at a time where a call goes through a crawl's queues (GetURLs looking for
+# queues that can give; GetStats and ListQueues on a Redis store): a crawl of a million
+# hosts is read a page at a time rather than whole.
+QUEUE_PAGE = 1000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS uf_urls (
@@ -61,6 +65,8 @@ CREATE TABLE IF NOT EXISTS uf_queues (
     held_until REAL NOT NULL DEFAULT 0,
     PRIMARY KEY (crawl, key)
 );
+CREATE INDEX IF NOT EXISTS uf_queues_turn ON uf_queues (crawl, served_at, key);
+CREATE INDEX IF NOT EXISTS uf_queues_any_turn ON uf_queues (served_at, crawl, key);
 CREATE TABLE IF NOT EXISTS uf_crawls (
     crawl TEXT PRIMARY KEY,
     delay_s REAL
@@ -148,11 +154,12 @@ class URLStore:
     """The frontier's URLs and queues in SQLite (``:memory:`` or a file path)."""
 
     def __init__(self, path: str, *, default_delay_s: float,
-                 spacing_from_return: bool = False) -> None:
+                 spacing_from_return: bool = False, page: int = QUEUE_PAGE) -> None:
         """``spacing_from_return``: a queue's delay runs from when its URL in flight came
         back (an update, or its lease lapsing), and a queue has one URL in flight at most,
         so that the spacing holds at the site whenever the crawler fetches what it got;
-        otherwise (the reference service's way) from when it last gave URLs."""
+        otherwise (the reference service's way) from when it last gave URLs. ``page``: the
+        queues :meth:`take` reads at a time."""
         if path != ":memory:":
             folder = Path(path).parent
             if not folder.is_dir():
@@ -171,6 +178,7 @@ class URLStore:
         self._lock = threading.Lock()
         self._default_delay_s = default_delay_s
         self._from_return = spacing_from_return
+        self._page = page
 
     def close(self) -> None:
         with self._lock:
@@ -310,29 +318,16 @@ class URLStore:
 
     def _take(self, crawl: str | None, key: str, per_queue: int, queues: int, lease_s: float,
               now: float, *, lease: bool = True) -> list[StoredURL]:
-        db = self._db
-        where, args = ["q.blocked_until <= ?", "q.held_until <= ?"], [now, now]
-        if crawl is not None:
-            where.append("q.crawl = ?")
-            args.append(crawl)  # type: ignore[arg-type]
-        if key:
-            where.append("q.key = ?")
-            args.append(key)  # type: ignore[arg-type]
-        rows = db.execute(
-            "SELECT q.crawl, q.key, q.served_at, q.delay_s, c.delay_s, q.crawl_limit,"
-            " q.interval_s"
-            " FROM uf_queues q LEFT JOIN uf_crawls c ON c.crawl = q.crawl"
-            f" WHERE {' AND '.join(where)} ORDER BY q.served_at, q.crawl, q.key",
-            args).fetchall()
         taken: list[StoredURL] = []
-        served = 0
-        for q_crawl, q_key, served_at, q_delay, c_delay, limit, interval_s in rows:
-            if (queues and served >= queues) or len(taken) >= MAX_TAKE:
+        served: list[tuple[float, str, str]] = []  # the queues that gave
+        for q_crawl, q_key, served_at, q_delay, c_delay, limit, interval_s in self._turns(
+                crawl, key, now):
+            if (queues and len(served) >= queues) or len(taken) >= MAX_TAKE:
                 break
             spacing = max(self._delay(q_delay, c_delay), interval_s)
             if served_at and now < served_at + spacing:
                 continue
-            if self._from_return and spacing > 0 and db.execute(
+            if self._from_return and spacing > 0 and self._db.execute(
                     "SELECT 1 FROM uf_urls WHERE crawl = ? AND key = ? AND lease_until > ?"
                     " LIMIT 1", (q_crawl, q_key, now)).fetchone():
                 continue  # one URL in flight
@@ -344,22 +339,48 @@ class URLStore:
                 if left <= 0:
                     continue
                 room = min(room, left)
-            found = db.execute(
+            found = self._db.execute(
                 "SELECT id, url, metadata, due, known, created FROM uf_urls"
                 " WHERE crawl = ? AND key = ? AND due IS NOT NULL AND due <= ?"
                 " AND lease_until <= ? ORDER BY due, id LIMIT ?",
                 (q_crawl, q_key, now, now, room)).fetchall()
             if not found:
                 continue
-            served += 1
+            served.append((now, q_crawl, q_key))
             if lease:
-                db.executemany("UPDATE uf_urls SET lease_until = ? WHERE id = ?",
-                               [(now + lease_s, row[0]) for row in found])
-                db.execute("UPDATE uf_queues SET served_at = ? WHERE crawl = ? AND key = ?",
-                           (now, q_crawl, q_key))
+                self._db.executemany("UPDATE uf_urls SET lease_until = ? WHERE id = ?",
+                                     [(now + lease_s, row[0]) for row in found])
             taken.extend(StoredURL(q_crawl, url, q_key, json.loads(meta), due, bool(known),
                                    created) for _, url, meta, due, known, created in found)
+        if lease:  # once the pages are read: a queue that gave moves to the end of the order
+            self._db.executemany("UPDATE uf_queues SET served_at = ? WHERE crawl = ? AND"
+                                 " key = ?", served)
         return taken
+
+    def _turns(self, crawl: str | None, key: str, now: float) -> Iterator[tuple[Any, ...]]:
+        """The queues not blocked nor held at ``now``, the one that gave URLs longest ago
+        first, read a page at a time from after the last one read (by time served, crawl,
+        key; :meth:`_take` notes which gave only once it has read them)."""
+        where, args = ["q.blocked_until <= ?", "q.held_until <= ?"], [now, now]
+        if crawl is not None:
+            where.append("q.crawl = ?")
+            args.append(crawl)  # type: ignore[arg-type]
+        if key:
+            where.append("q.key = ?")
+            args.append(key)  # type: ignore[arg-type]
+        after: tuple[Any, ...] = ()
+        while True:
+            rows = self._db.execute(
+                "SELECT q.crawl, q.key, q.served_at, q.delay_s, c.delay_s, q.crawl_limit,"
+                " q.interval_s FROM uf_queues q LEFT JOIN uf_crawls c ON c.crawl = q.crawl"
+                f" WHERE {' AND '.join(where)}"
+                + (" AND (q.served_at, q.crawl, q.key) > (?, ?, ?)" if after else "")
+                + " ORDER BY q.served_at, q.crawl, q.key LIMIT ?",
+                [*args, *after, self._page]).fetchall()
+            yield from rows
+            if len(rows) < self._page:
+                return
+            after = (rows[-1][2], rows[-1][0], rows[-1][1])
 
     def delete_queue(self, crawl: str, key: str) -> int:
         with self._lock:
@@ -501,8 +522,10 @@ class URLStore:
                 " coalesce(sum(due IS NOT NULL AND lease_until > ?), 0),"
                 f" coalesce(sum(due IS NULL), 0) FROM uf_urls WHERE {where}",
                 [now, now, *args]).fetchone()
+            # counted along the queues' index, not by collecting the keys of every URL
             active = db.execute(
-                f"SELECT count(DISTINCT key) FROM uf_urls WHERE {where} AND due IS NOT NULL",
+                f"SELECT count(*) FROM uf_queues q WHERE {where} AND EXISTS (SELECT 1 FROM"
+                " uf_urls u WHERE u.crawl = q.crawl AND u.key = q.key AND u.due IS NOT NULL)",
                 args).fetchone()[0]
             queues = db.execute(f"SELECT count(*) FROM uf_queues WHERE {where}",
                                 args).fetchone()[0]

@@ -37,7 +37,7 @@ from typing import Any
 import redis
 
 from polite.frontier._store import MAX_TAKE, QUEUE_PAGE, Put, QueueStats, StoredURL
-from polite.storage.redis_frontier import _tag
+from polite.storage.redis_frontier import hash_tag
 
 __all__ = ["RedisURLStore"]
 
@@ -340,7 +340,7 @@ class RedisURLStore:
 
     def _base(self, crawl: str) -> str:
         """What each key of ``crawl`` starts with: the prefix and its hash tag."""
-        return f"{self._p}{{{_tag(crawl)}}}"
+        return f"{self._p}{{{hash_tag(crawl)}}}"
 
     def _run(self, script: Any, crawl: str, *args: Any, stores: bool = False) -> Any:
         """``script`` on ``crawl``'s keys; ``stores``: it may store the crawl's first URL or

@@ -94,7 +94,7 @@ from polite.storage.redis import (
 )
 from polite.storage.url import StoreURL
 
-__all__ = ["APPLY_S", "RedisFrontier", "WorkerBeat"]
+__all__ = ["APPLY_S", "RedisFrontier", "WorkerBeat", "hash_tag"]
 
 # Every per-host script sees the same KEYS, the host's eight keys (one Cluster slot, by the
 # hash tag), and no other: the crawl-wide index and counts are in another slot, written by
@@ -406,11 +406,12 @@ def _unpack(host: str, short: str, packed: str) -> FrontierItem:
                         attempts=int(attempts), not_before=float(not_before))
 
 
-def _tag(host: str) -> str:
-    """``host`` as its keys' hash tag: as it is, unless it holds a brace (which would end
-    the tag, or leave it empty, and scatter the host's keys over the Cluster's slots) or a
-    percent sign; those three are percent-encoded, so no two hosts share a tag and every
-    host without them keeps the keys it always had."""
+def hash_tag(host: str) -> str:
+    """``host`` (or the frontier service's crawl ID) as its keys' hash tag: as it is,
+    unless it holds a brace (which would end the tag, or leave it empty, and scatter the
+    host's keys over the Cluster's slots) or a percent sign; those three are
+    percent-encoded, so no two hosts share a tag and every host without them keeps the keys
+    it always had."""
     if "{" in host or "}" in host or "%" in host:
         return host.replace("%", "%25").replace("{", "%7B").replace("}", "%7D")
     return host
@@ -486,7 +487,7 @@ class RedisFrontier:
                                                    "fo")]
 
     def _key(self, name: str, host: str) -> str:
-        return f"{self._prefix}{name}:{{{_tag(host)}}}"
+        return f"{self._prefix}{name}:{{{hash_tag(host)}}}"
 
     # -- the round trips --------------------------------------------------------------------
 

@@ -929,6 +929,10 @@ FRONTIER_SERVE = Product("frontier serve", (
     _with(CONNECT_TIMEOUT, old=()), _with(READ_TIMEOUT, old=()),
     Setting("metrics_port", int, None, "also serve Prometheus's text format at "
             "http://HOST:PORT/metrics (0: any free port)", bounds=PORT),
+    Setting("node_name", str, None, "the name of this node in the store (ListNodes, "
+            "SetActive's local), HOST:PORT by default: nodes on several machines sharing "
+            "one store each need one of their own, and a name a live node has is refused",
+            metavar="NAME"),
     ), command=("frontier", "serve"))
 
 FRONTIER_STATUS = Product("frontier status", (

@@ -6,13 +6,21 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import grpc
 import pytest
 
-from tests.frontier.frontier_client import KINDS, frontier_process, store_url, stubs
+from tests.frontier.frontier_client import (
+    KINDS,
+    environment,
+    frontier_process,
+    store_url,
+    stubs,
+)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -112,3 +120,31 @@ def test_a_redis_that_stops_answering_gives_an_error_not_a_hang(tmp_path: Path) 
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_a_name_a_live_node_has_is_refused_and_a_killed_nodes_name_taken_again(
+        tmp_path: Path) -> None:
+    """Nodes on several machines all listen on their own loopback, so the default names
+    (HOST:PORT) can be the same: one node to ListNodes, to SetActive's ``local`` and to a
+    clean stop, which would strike off the other's name. A node refuses a name that a node
+    alive on its store beats under, says so, and takes the name of one killed a moment ago
+    (its beats have stopped)."""
+    pb, pb_grpc = stubs(tmp_path.parent / "stubs")
+    options = ("--store", f"sqlite:///{tmp_path / 'frontier.sqlite'}", "--robots", "off",
+               "--node-name", "crawler-1:7071")
+    command = [sys.executable, "-m", "polite", "frontier", "serve", "--port", "0"]
+    with frontier_process(*options) as (_, first):
+        second = subprocess.run([*command, *options], capture_output=True, text=True,
+                                timeout=60, env=environment())
+        assert second.returncode == 2, second.stderr
+        assert "a node named crawler-1:7071 is alive on this store" in second.stderr
+        assert "Traceback" not in second.stderr
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(10)
+        with frontier_process(*options) as (address, _), \
+                grpc.insecure_channel(address) as channel:
+            stub = pb_grpc.URLFrontierStub(channel)
+            assert list(stub.ListNodes(pb.Empty()).values) == ["crawler-1:7071"]
+    bad = subprocess.run([*command, *options[:-1], "two words"], capture_output=True,
+                         text=True, timeout=60, env=environment())
+    assert bad.returncode == 2 and "--node-name 'two words'" in bad.stderr, bad.stderr

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import re
 from typing import TYPE_CHECKING, TextIO
 
 from polite.cli.common import add_command, add_group, resolve
 from polite.config import FLAGS, FRONTIER_SERVE, FRONTIER_STATUS
 from polite.errors import ConfigError
+
+# A node's name in the store (ListNodes): printable, no space, bounded.
+_NODE_NAME = re.compile(r"[!-~]{1,200}")
 
 if TYPE_CHECKING:
     from polite.frontier._store import URLs
@@ -133,6 +137,9 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     problem = listen_problem("--host", args.host)
     if problem is not None:
         raise ConfigError(problem)
+    if args.node_name is not None and not _NODE_NAME.fullmatch(args.node_name):
+        raise ConfigError(f"--node-name {args.node_name[:80]!r}: 1 to 200 printable "
+                          "characters, no space")
     if not is_loopback(args.host):
         # Secure by default: the gRPC service asks its clients for nothing, so it is not
         # offered beyond this machine.
@@ -148,7 +155,13 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     import asyncio
     import signal
 
-    from polite.frontier._server import FrontierService, PolitenessOptions, open_politeness, serve
+    from polite.frontier._server import (
+        FrontierService,
+        NameTaken,
+        PolitenessOptions,
+        open_politeness,
+        serve,
+    )
     # With politeness on, the driver applies the default delay where robots.txt sets none
     # (and only there); a queue's own delay is then what SetDelay gives it.
     polite = args.robots == "on"
@@ -172,7 +185,8 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
             service = FrontierService(store, politeness=politeness,
                                       node=f"{args.host}:{args.port}")
             serving = asyncio.ensure_future(serve(service, store, args.host, args.port, ready,
-                                                  metrics_port=args.metrics_port))
+                                                  metrics_port=args.metrics_port,
+                                                  name=args.node_name))
             # Ctrl-C or SIGTERM: a clean stop, which strikes the node off at once (ListNodes);
             # a node killed otherwise drops out when it has not beaten for a while.
             loop = asyncio.get_running_loop()
@@ -194,6 +208,8 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     except OSError as exc:
         raise ConfigError(f"cannot listen on {args.host}:{args.port}: "
                           f"{exc.strerror or exc}") from exc
+    except NameTaken as exc:
+        raise ConfigError(str(exc)) from None
     finally:
         store.close()
     return 0

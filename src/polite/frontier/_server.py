@@ -671,11 +671,30 @@ async def _beat(service: FrontierService, store: URLs) -> None:
                          exc_info=True)
 
 
+class NameTaken(Exception):
+    """Another node alive on the same store goes by the name this one was to take."""
+
+
+async def _claim(service: FrontierService, store: URLs) -> None:
+    """Take ``service.node`` in the store, unless a node that is alive beats under it (two
+    machines' nodes both named 127.0.0.1:7071 would be one node to ListNodes, SetActive and
+    a clean stop). A name that beat lately may be a node killed a moment ago: it is taken
+    when no beat comes under it for one and a half beats."""
+    began = service.now()
+    if service.node in await service.call(store.nodes, began - NODE_GONE_S):
+        await asyncio.sleep(1.5 * BEAT_S)
+        if service.node in await service.call(store.nodes, began):
+            raise NameTaken(f"a node named {service.node} is alive on this store: give each "
+                            "node sharing it a name of its own (--node-name)")
+    await service.call(store.beat, service.node, service.now())
+
+
 async def serve(service: FrontierService, store: URLs, host: str, port: int,
                 ready: Callable[[int, int | None], None], *,
-                metrics_port: int | None = None) -> None:
+                metrics_port: int | None = None, name: str | None = None) -> None:
     """Serve until cancelled; ``ready`` is told the ports once they listen. The node is
-    named HOST:PORT in the store while it runs (ListNodes)."""
+    named ``name`` (default HOST:PORT) in the store while it runs (ListNodes); a name
+    another node alive on the store has is refused (:class:`NameTaken`)."""
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", 16 * 1024 * 1024)])
     pb_grpc.add_URLFrontierServicer_to_server(service, server)  # type: ignore[no-untyped-call]
     bound = server.add_insecure_port(f"{host}:{port}")
@@ -684,8 +703,8 @@ async def serve(service: FrontierService, store: URLs, host: str, port: int,
     metrics = None
     if metrics_port is not None:
         metrics = await _serve_metrics(service, store, host, metrics_port)
-    service.node = f"{host}:{bound}"
-    await service.call(store.beat, service.node, service.now())
+    service.node = name or f"{host}:{bound}"
+    await _claim(service, store)
     beating = asyncio.create_task(_beat(service, store))
     await server.start()
     ready(bound, None if metrics is None else metrics.sockets[0].getsockname()[1])

@@ -543,7 +543,8 @@ class Politeness:
         if state is None:
             state = await self.robots_state(url)
         (facts,) = await self._store.host_facts((host,))
-        await self._prepare(state, agent, ip)
+        if isinstance(state, Parsed) and state.robots.size >= STEPPED_BYTES:
+            await self._prepare(state, agent, ip)  # (a small file's needs no steps)
         now = self._clock()
         self._note_state(origin, state)
         cut = isinstance(state, Parsed) and state.robots.truncated

@@ -175,7 +175,10 @@ def _proxy_credential(value: bytes | None) -> bytes | None:
     return None
 
 
-def _forwardable(headers: Headers) -> Headers:
+def _forwardable(headers: Headers, dropped: frozenset[bytes] = _HOP_BY_HOP,
+                 own: bytes = b"") -> Headers:
+    """The fields of ``headers`` that go on to the next hop: none of ``dropped`` (the hop's
+    own by default) nor, with ``own``, any whose name starts with it."""
     # A field named in Connection is the hop's own, except Content-Length: dropping it while
     # the body still goes on would leave the next hop to frame the message by itself (a
     # request without its length is a request with no body, the body then a second request
@@ -184,10 +187,13 @@ def _forwardable(headers: Headers) -> Headers:
         if key == b"connection":
             break
     else:  # the usual message: no Connection field, nothing named
-        return [(k, v) for k, v in headers if k not in _HOP_BY_HOP]
+        if own:
+            return [(k, v) for k, v in headers if k not in dropped and not k.startswith(own)]
+        return [(k, v) for k, v in headers if k not in dropped]
     named = {n.strip().lower() for key, value in headers if key == b"connection"
              for n in value.split(b",")} - _FRAMING
-    return [(k, v) for k, v in headers if k not in _HOP_BY_HOP and k not in named]
+    return [(k, v) for k, v in headers if k not in dropped and k not in named
+            and not (own and k.startswith(own))]
 
 
 

@@ -34,6 +34,7 @@ from polite.fetch.wire import (
 from polite.proxy.base import (
     _CHUNKED,
     _CLOSE,
+    _HOP_BY_HOP,
     _VIA,
     Key,
     Mode,
@@ -50,6 +51,9 @@ from polite.proxy.usage import asked_purpose, stored_with_usage, with_usage
 __all__ = ["Forwarding", "Sign"]
 
 _WRITE_BATCH = 65_536  # response bytes gathered before a write
+# A request's fields not sent on: the hop's own, and its Host, which the proxy writes from
+# the target.
+_NOT_SENT_ON = _HOP_BY_HOP | {b"host"}
 
 # (method, URL) -> the header fields that sign that request
 Sign = Callable[[str, str], list[tuple[str, str]]]
@@ -232,9 +236,8 @@ class Forwarding(ProxyBase):
         request = exchange.head
         # X-Polite-* tell the proxy how to treat the request (mode, wait, client): they are
         # not the origin's to read.
-        headers = [(k, v) for k, v in _forwardable(request.headers)
-                   if k != b"host" and not k.startswith(b"x-polite-")]
-        headers.insert(0, (b"host", exchange.netloc))
+        headers = [(b"host", exchange.netloc)]
+        headers += _forwardable(request.headers, _NOT_SENT_ON, b"x-polite-")
         via = request.get(b"via")
         headers.append((b"via", via + b", " + _VIA if via else _VIA))
         if request.framing == "chunked":
@@ -261,7 +264,11 @@ class Forwarding(ProxyBase):
         cache = self._cache
         request_time = cache.clock() if cache is not None else 0.0
         try:
-            upstream, reused = await self._connect(exchange.key, exchange.address)
+            # A kept connection when there is one, taken without a step of its own.
+            upstream = self._idle.take(exchange.key)
+            reused = upstream is not None
+            if upstream is None:
+                upstream, _ = await self._connect(exchange.key, exchange.address)
             try:
                 response = await self._exchange(client, upstream, request, wire)
             except _UpstreamError:
@@ -327,15 +334,17 @@ class Forwarding(ProxyBase):
         if not keep:
             out_headers.append(_CLOSE)
         # What goes to the client is gathered and written when the origin's bytes run out
-        # (or pass 64 KiB): a small response leaves in one write, a big one streams.
-        pending = bytearray(response_head(response.status, response.reason, out_headers))
+        # (or pass 64 KiB): a small response leaves in one write, a big one streams. The
+        # pieces are joined once, as they are written.
+        pending = [response_head(response.status, response.reason, out_headers)]
+        size = len(pending[0])
         try:
             while True:
                 event = upstream.poll()
                 if event is None:
                     if pending:
-                        client.write(pending)
-                        pending = bytearray()
+                        client.write(b"".join(pending))
+                        pending, size = [], 0
                         await client.drain()
                     event = await self._upstream_event(upstream)
                 if type(event) is bytes:
@@ -343,22 +352,24 @@ class Forwarding(ProxyBase):
                         body += event
                         if len(body) > cache.max_object_bytes:  # type: ignore[union-attr]
                             body = None
-                    pending += frame(event, chunked)
-                    if len(pending) >= _WRITE_BATCH:
-                        client.write(pending)
-                        pending = bytearray()
+                    piece = frame(event, chunked)
+                    pending.append(piece)
+                    size += len(piece)
+                    if size >= _WRITE_BATCH:
+                        client.write(b"".join(pending))
+                        pending, size = [], 0
                         await client.drain()
                 elif event is END:
                     if chunked:
-                        pending += LAST_CHUNK
-                    client.write(pending)
+                        pending.append(LAST_CHUNK)
+                    client.write(b"".join(pending))
                     break
                 else:
                     raise _UpstreamError(502, "the origin closed the connection "
                                          "mid-response")
         except _UpstreamError:
             if pending:
-                client.write(pending)
+                client.write(b"".join(pending))
             upstream.close()
             self.stats["errors"] += 1
             return False  # the status line is out; all we can do is cut the connection

@@ -24,9 +24,14 @@ STEP = 256
 
 def finish(steps: Steps[T]) -> T:
     """The result of ``steps``, run through without pausing."""
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+    # Driven by a for loop over a generator that delegates to it: its result is handed over
+    # without a StopIteration raised and caught (a small file's parse runs one of these).
+    result: list[T] = []
+    for _ in _collect(steps, result):
+        pass
+    return result[0]
+
+
+def _collect(steps: Steps[T], result: list[T]) -> Steps[None]:
+    result.append((yield from steps))
 

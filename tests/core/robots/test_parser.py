@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from polite.core.robots.model import fold_issues
 from polite.core.robots.parser import MAX_LINE_OCTETS as LONG
-from polite.core.robots.parser import _has_long_line, detect_dialect
+from polite.core.robots.parser import _has_long_line, detect_dialect, split_lines
 from polite.robots import MAX_ROBOTS_BYTES, Dialect, ParseIssue, Severity, parse
 from tests.conftest import shared_path
 
@@ -26,6 +26,22 @@ def test_line_endings_all_work_and_count_lines_alike() -> None:
         robots = parse(body)
         assert not robots.allowed("http://e.com/a", "bot"), repr(newline)
         assert _codes(body)[3] == {"no-separator"}
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="ab \r\n\x0b\x0c\x1c\x1d\x1e\x85\xe9", max_size=40))
+def test_lines_end_at_cr_lf_or_crlf_alone(text: str) -> None:
+    # a body decoded as Latin-1: what str.splitlines() also breaks at there (vertical tab,
+    # form feed, NEL, ...) is within a line
+    assert split_lines(text) == text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def test_other_line_breaks_beside_cr_are_no_line_ends() -> None:
+    body = b"User-agent: *\r\nDisallow: /a\x85b\r\nDisallow: /c\x0bd\r\njunk\r\n"
+    robots = parse(body)
+    rules = robots.groups[0].rules
+    assert [r.line for r in rules] == [2, 3] and rules[1].pattern == "/c\x0bd"
+    assert _codes(body)[4] == {"no-separator"}
 
 
 def test_bom_and_typos_and_missing_colon_are_read_and_reported() -> None:

@@ -454,6 +454,28 @@ def _has_long_line(text: str) -> bool:
     return False
 
 
+# Characters str.splitlines() ends a line at besides CR and LF; robots.txt lines end at
+# CR, LF or CRLF alone.
+_OTHER_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85")
+
+
+def split_lines(octets: str) -> list[str]:
+    """The lines of ``octets`` (a body decoded as Latin-1), ended by CR, LF or CRLF; the
+    text after the last break is a line, empty or not. A body with CR in it is split by one
+    pass of :meth:`str.splitlines` where it holds none of the other breaks that splits at
+    (most), rather than two copies with its breaks replaced and a split: a twentieth of
+    parsing the corpus."""
+    if "\r" not in octets:
+        return octets.split("\n")
+    for other in _OTHER_BREAKS:
+        if other in octets:
+            return octets.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    lines = octets.splitlines()
+    if octets[-1] in "\r\n":  # splitlines() leaves out the empty text after a last break
+        lines.append("")
+    return lines
+
+
 class _OpenGroup:
     """A group while it is read: its rules and fields are the file's from ``rules`` and
     ``fields`` on (a group's lines are read before the next group's; the reader's rules are
@@ -559,9 +581,7 @@ class _Reader:
         self.issues += (line, code, severity.value, message, "")
 
     def read(self, octets: str) -> Steps[None]:
-        if "\r" in octets:
-            octets = octets.replace("\r\n", "\n").replace("\r", "\n")
-        lines = octets.split("\n")
+        lines = split_lines(octets)
         if self.regp:
             yield from self.read_lines(lines)
         else:

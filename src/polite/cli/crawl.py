@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import gc
 import json
 import os
 import signal
@@ -33,11 +32,6 @@ if TYPE_CHECKING:
 
 __all__ = ["add_crawl_command"]
 
-# A young-generation collection of the crawl's once this many more objects are tracked than
-# freed, not Python's 700: most of a page's objects are freed by their counts before a pass
-# would look. A crawl of 5,000 pages: 180 young and 17 middle passes with 700, about 60 ms
-# of CPU; 5 and 1 with 10,000, about 10 ms (docs/benchmarks.md).
-CRAWL_GC_YOUNG = 10_000
 
 
 def add_crawl_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -223,8 +217,6 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
         # start-up's objects (modules, classes, the store and client) out of the collector's
         # reach before the first page: each full collection walked them all again
         freeze_start_up()
-        young = gc.get_threshold()
-        gc.set_threshold(CRAWL_GC_YOUNG, *young[1:])
 
         def view(stats: CrawlStats) -> Table | Group:
             table = Table.grid(padding=(0, 2))

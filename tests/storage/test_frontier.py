@@ -25,6 +25,7 @@ from polite.storage.frontier import (
     MemoryFrontier,
     SQLiteFrontier,
     settle,
+    unseen,
 )
 from polite.storage.redis_frontier import RedisFrontier
 from polite.storage.sqlite import SQLiteStore, Transaction
@@ -524,6 +525,27 @@ async def test_a_url_whose_transaction_was_undone_is_added_again(tmp_path: Path)
     assert transaction.commit()
     assert await frontier.add([item("a.example", 2), item("a.example", 3)]) == []
     await frontier.close()
+
+
+async def test_a_pages_links_the_file_holds_are_left_out_before_they_are_items(
+        tmp_path: Path) -> None:
+    frontier = SQLiteFrontier(tmp_path / "frontier.sqlite")
+    await frontier.add([item("a.example", 1)])
+    await frontier.mark_seen([item("b.example", 1)])
+    ask = unseen(frontier)
+    urls = [item("a.example", 1).url, item("a.example", 2).url, item("b.example", 1).url]
+    assert ask(urls) == [item("a.example", 2).url]
+    async with frontier.batch():
+        await frontier.add([item("a.example", 2)])
+        # not committed yet: the file may still lose it
+        assert ask(urls) == [item("a.example", 2).url]
+    assert ask(urls) == []
+    await frontier.close()
+    # a frontier that keeps no cache answers every URL, as one of another kind does
+    uncached = SQLiteFrontier(tmp_path / "frontier.sqlite", seen_cache_bytes=0)
+    assert unseen(uncached)(urls) == urls
+    await uncached.close()
+    assert unseen(MemoryFrontier())(urls) == urls
 
 
 async def test_the_seen_cache_keeps_to_its_budget(tmp_path: Path) -> None:

@@ -161,6 +161,7 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
     from rich.table import Table
     from rich.text import Text
 
+    from polite._loop import freeze_start_up
     from polite.crawl import (
         CrawlSettings,
         CrawlStats,
@@ -213,6 +214,9 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, interrupt)
         console = Console(file=sys.stderr)
+        # start-up's objects (modules, classes, the store and client) out of the collector's
+        # reach before the first page: each full collection walked them all again
+        freeze_start_up()
 
         def view(stats: CrawlStats) -> Table | Group:
             table = Table.grid(padding=(0, 2))

@@ -68,7 +68,13 @@ from polite.fetch.http import FetchResult, HttpClient
 from polite.fetch.politeness import Answer, HostLease, Politeness, lease_length_s, message
 from polite.fetch.sitemaps import SitemapWalker
 from polite.storage.base import cannot_write, raise_if_cancelled
-from polite.storage.frontier import FrontierCounts, FrontierItem, FrontierStore, settle
+from polite.storage.frontier import (
+    FrontierCounts,
+    FrontierItem,
+    FrontierStore,
+    settle,
+    unseen,
+)
 from polite.storage.sqlite import Transaction
 
 __all__ = ["CrawlSettings", "CrawlStats", "Crawler", "Page", "PageHook", "StoreUnreachable"]
@@ -328,6 +334,7 @@ class Crawler:
         self.settings = settings or CrawlSettings()
         self._politeness = politeness
         self._frontier = frontier
+        self._unseen = unseen(frontier)
         self._pages = pages
         self._output = output
         self._clock = clock
@@ -1180,8 +1187,10 @@ class Crawler:
         # A link in normal form that starts with the page's origin and a slash is on the
         # page's host: most are, and need not be parsed again for it.
         same = split_origin(item.url)[0] + "/"
+        # Links the frontier knows it holds (most, on a site's pages) are not made into
+        # items: it would leave them out when they are queued.
         queue = [FrontierItem(url, item.host if url.startswith(same) else split_origin(url)[1],
-                              depth, "link") for url in followed]
+                              depth, "link") for url in self._unseen(followed)]
         if self._on_page is not None:
             assert got.status is not None
             page = Page(item.url, got.status, got.headers, body, text, item.depth, item.via,

@@ -18,7 +18,7 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -37,6 +37,7 @@ __all__ = [
     "SQLiteFrontier",
     "Settled",
     "settle",
+    "unseen",
 ]
 
 QUEUED, LEASED, FETCHED, SKIPPED = 0, 1, 2, 3
@@ -488,6 +489,13 @@ class SQLiteFrontier:
                 new.append(item)
         return new
 
+    def unseen(self, urls: Sequence[str]) -> list[str]:
+        """Those of ``urls`` the seen cache does not hold (it holds only URLs the file
+        holds; one it does not hold may be there too): a page's links are asked here before
+        they are made into items, scope-tested and queued (see :func:`unseen`)."""
+        seen = self._seen
+        return [url for url in urls if url not in seen]
+
     async def add(self, items: Sequence[FrontierItem]) -> list[FrontierItem]:
         return self._insert(items, QUEUED)
 
@@ -682,3 +690,21 @@ async def settle(frontier: FrontierStore, url: str, *, fetched: bool,
     added = await frontier.add(add) if add else []
     await frontier.done(url, fetched=fetched, revisit_at=revisit_at)
     return Settled(added, marked, None if lease is None else await frontier.lease(*lease))
+
+
+class _Knows(Protocol):
+    def unseen(self, urls: Sequence[str]) -> list[str]: ...
+
+
+def unseen(frontier: FrontierStore) -> Callable[[Sequence[str]], Sequence[str]]:
+    """The frontier's answer to which of a page's URLs may be new: its seen cache asked
+    (URLs it knows the store holds left out, as :meth:`FrontierStore.add` would leave them),
+    or all of them for a frontier that keeps none. Most links a page holds were met before;
+    each left out here is an item not built, scope-tested and filtered."""
+    if hasattr(frontier, "unseen"):
+        return cast(_Knows, frontier).unseen
+    return _every
+
+
+def _every(urls: Sequence[str]) -> Sequence[str]:
+    return urls

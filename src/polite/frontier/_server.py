@@ -17,17 +17,11 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 from urllib.parse import urlsplit
 
 import grpc
 
-from polite.clock import WallClock
-from polite.core.politeness.values import Allowed, Disallowed, Refused, WaitUntil
-from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
-from polite.fetch.http import RequestHeaders
-from polite.fetch.politeness import Answer, Politeness
-from polite.fetch.robots import Network, PublicHosts, RobotsFetcher, create_client
 from polite.frontier._proto import urlfrontier_pb2 as pb
 from polite.frontier._proto import urlfrontier_pb2_grpc as pb_grpc
 from polite.frontier._store import (
@@ -39,7 +33,11 @@ from polite.frontier._store import (
     StoredURL,
     URLs,
 )
-from polite.storage import open_store
+
+if TYPE_CHECKING:  # the politeness driver's modules are loaded where it runs alone: with
+    # --robots off, a server starts without robots.txt's parser, fetcher and HTTP client
+    from polite.fetch.politeness import Answer, Politeness
+    from polite.fetch.robots import Network
 
 __all__ = ["DEFAULT_CRAWL", "DEFAULT_LEASE_S", "Counters", "FrontierService",
            "PolitenessOptions", "metrics_text", "open_politeness", "serve"]
@@ -231,6 +229,8 @@ class FrontierService(pb_grpc.URLFrontierServicer):
                       lease_s: float, held: dict[tuple[str, str], float]
                       ) -> AsyncIterator[tuple[StoredURL, float]]:
         """What each answer does to its URL; the queues to pass over go into ``held``."""
+        from polite.core.politeness.values import Allowed, Disallowed, Refused, WaitUntil
+
         for head, answer in zip(heads, answers, strict=True):
             spacing: float | None = None  # handed out, its queue keeping this spacing
             wait_until: float | None = None  # on the politeness clock
@@ -435,6 +435,13 @@ async def open_politeness(options: PolitenessOptions | None
     if options is None:
         yield None
         return
+    from polite.clock import WallClock
+    from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
+    from polite.fetch.http import RequestHeaders
+    from polite.fetch.politeness import Politeness
+    from polite.fetch.robots import PublicHosts, RobotsFetcher, create_client
+    from polite.storage import open_store
+
     clock = WallClock()  # the API's times are seconds since the epoch
     store = open_store(options.store, clock, knob="--store")
     try:

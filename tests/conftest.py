@@ -107,48 +107,48 @@ def corpus_survey(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # The modules that take longest, most of it waiting (sites with delays, worker processes,
 # browsers, a venv, the corpus survey), longest first, as a full run measured them under
 # -n 4 (each module's wall time on its worker, from its first test's start to its last
-# test's end; those of 12 s or more; each run's slowest tests are in
-# test-artifacts/durations.txt and its CPU by module in cpu.txt). They run before the rest, so
-# that their waiting overlaps the many short tests instead of ending the run: `make test`
-# hands each module whole to one worker (--dist loadfile), in this order.
+# test's end, as test-artifacts/schedule.txt gives it; those of 12 s or more; each run's
+# slowest tests are in test-artifacts/durations.txt and its CPU by module in cpu.txt). They
+# run before the rest, so that their waiting overlaps the many short tests instead of ending
+# the run: `make test` hands each module whole to one worker (--dist loadfile), in this order.
 RUN_FIRST = (
     "tests/integrations/test_scrapy_crawl.py",
     "tests/frontier/test_frontier_service.py",
-    "tests/test_survey_report.py",
     "tests/frontier/test_frontier_politeness.py",
-    "tests/api/test_serve_e2e.py",
-    "tests/storage/test_store_url.py",
-    "tests/mcp_server/test_mcp_fetch.py",
     "tests/crawl/test_crawl_store_outage.py",
-    "tests/docs/test_docs_examples.py",
-    "tests/core/robots/test_compiled_once.py",
-    "tests/test_survey_shared.py",
+    "tests/api/test_serve_e2e.py",
+    "tests/mcp_server/test_mcp_fetch.py",
+    "tests/test_survey_report.py",
     "tests/frontier/test_frontier_nodes.py",
-    "tests/crawl/test_crawl_workers.py",
-    "tests/test_bare_install.py",
-    "tests/crawl/test_crawl_lease.py",
     "tests/docs/test_docs_browser.py",
-    "tests/fetch/test_robots_memory.py",
-    "tests/test_cli.py",
+    "tests/crawl/test_crawl_workers.py",
+    "tests/crawl/test_crawl_lease.py",
+    "tests/storage/test_store_url.py",
+    "tests/test_survey_shared.py",
     "tests/test_survey_harvest.py",
-    "tests/proxy/test_proxy.py",
     "tests/mcp_server/test_mcp_peers.py",
-    "tests/test_cli_survey.py",
-    "tests/api/test_dashboard_browser.py",
+    "tests/core/robots/test_compiled_once.py",
     "tests/integrations/test_clients.py",
+    "tests/proxy/test_proxy.py",
     "tests/fetch/test_sitemaps_fetch.py",
-    "tests/core/robots/test_lint_diff.py",
-    "tests/fetch/test_robots_fetch.py",
-    "tests/crawl/test_crawl_farm.py",
-    "tests/api/test_hardening.py",
-    "tests/identity/test_site_signatures.py",
-    "tests/proxy/test_tls.py",
-    "tests/site_side/test_page.py",
-    "tests/storage/test_contract.py",
-    "tests/test_network_options.py",
-    "tests/crawl/test_regp_experiment.py",
+    "tests/test_cli_survey.py",
+    "tests/docs/test_docs_examples.py",
+    "tests/test_cli.py",
+    "tests/api/test_dashboard_browser.py",
     "tests/frontier/test_frontier_status.py",
+    "tests/crawl/test_crawl_farm.py",
+    "tests/test_bare_install.py",
+    "tests/fetch/test_robots_fetch.py",
+    "tests/identity/test_site_signatures.py",
+    "tests/test_network_options.py",
     "tests/crawl/test_crawl_disk_full.py",
+    "tests/core/robots/test_lint_diff.py",
+    "tests/site_side/test_page.py",
+    "tests/api/test_dashboard_api.py",
+    "tests/proxy/test_tls.py",
+    "tests/storage/test_contract.py",
+    "tests/crawl/test_regp_experiment.py",
+    "tests/fetch/test_decisions.py",
 )
 
 
@@ -290,6 +290,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     phases = [report for reports in terminalreporter.stats.values() for report in reports
               if isinstance(report, pytest.TestReport)]
     _write_cpu(phases, count)
+    _write_schedule(phases)
     phases.sort(key=lambda report: report.duration, reverse=True)
     total = sum(report.duration for report in phases)
     lines = [f"{report.duration:8.2f}s {report.when:<8} {report.nodeid}"
@@ -364,6 +365,40 @@ def _write_cpu(phases: list[pytest.TestReport], count: int) -> None:
                    f"test modules: {sum(modules.values()):,.0f} s in all\n"
                    + ranked(modules) + f"\nthe {count} tests that took most\n"
                    + ranked(tests, count))
+
+
+SCHEDULE = DURATIONS.with_name("schedule.txt")
+
+
+def _write_schedule(phases: list[pytest.TestReport]) -> None:
+    """Each module's wall time on its worker (from its first test's start to its last
+    test's end) and when it ended, the modules in the order they ended, into
+    ``test-artifacts/schedule.txt``: what RUN_FIRST ranks, and what ran last, alone."""
+    if not phases:
+        return
+    spans: dict[str, tuple[float, float, str]] = {}
+    for report in phases:
+        module = report.nodeid.split("::", 1)[0]
+        node = getattr(report, "node", None)  # the worker's, under xdist
+        worker = node.gateway.id if node is not None else "-"
+        start, stop, _ = spans.get(module, (report.start, report.stop, worker))
+        spans[module] = (min(start, report.start), max(stop, report.stop), worker)
+    zero = min(start for start, _, _ in spans.values())
+    ends: dict[str, float] = {}
+    for _, stop, worker in spans.values():
+        ends[worker] = max(ends.get(worker, zero), stop)
+    lines = [f"{stop - zero:7.1f} {stop - start:7.1f}s  {worker:<4} {module}"
+             for module, (start, stop, worker) in sorted(spans.items(),
+                                                         key=lambda pair: pair[1][1])]
+    SCHEDULE.parent.mkdir(parents=True, exist_ok=True)
+    SCHEDULE.write_text(
+        f"the {len(spans)} test modules in the order they ended: when (s from the first "
+        "test's start), their wall time on their worker, the worker\n"
+        + "\n".join(lines) + "\n\nwhen each worker ran its last test: "
+        + ", ".join(f"{worker} {end - zero:.1f} s" for worker, end in sorted(ends.items()))
+        + "\n\nthe modules by wall time, most first\n"
+        + "".join(f"{stop - start:8.1f}s {module}\n" for module, (start, stop, _) in
+                  sorted(spans.items(), key=lambda pair: pair[1][0] - pair[1][1])))
 
 
 _real_connect = socket.socket.connect

@@ -5,6 +5,8 @@ refetched, right order, updates, queue names, crawl IDs) and the fields of each 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +15,7 @@ from typing import Any
 import grpc
 import pytest
 
-from tests.frontier.frontier_client import KINDS, frontier, store_url, stubs
+from tests.frontier.frontier_client import KINDS, environment, frontier, store_url, stubs
 
 DEFAULT = "DEFAULT"  # the reference's CrawlID.DEFAULT
 
@@ -273,3 +275,19 @@ def test_set_log_level_makes_a_bounded_number_of_loggers(client: Any, pb: Any) -
     with pytest.raises(grpc.RpcError) as too_long:
         client.SetLogLevel(pb.LogLevelParams(package="x" * 257, level=debug))
     assert too_long.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_a_server_without_robots_loads_no_robots_txt_fetcher() -> None:
+    """What ``polite frontier serve --robots off`` runs on (the command, the service, the
+    SQLite and Redis stores) loads neither robots.txt's fetcher nor its HTTP client nor the
+    politeness driver: a server the tests start by the dozen starts without them."""
+    loaded = subprocess.run(
+        [sys.executable, "-c",
+         "import sys\n"
+         "import polite.cli.main, polite.cli.frontier, polite.frontier._server\n"
+         "import polite.frontier._store, polite.frontier._redis_store, polite.storage\n"
+         "print(*sorted(sys.modules), sep='\\n')"],
+        capture_output=True, text=True, env=environment(), timeout=120, check=True
+    ).stdout.split()
+    assert "polite.frontier._server" in loaded
+    assert [name for name in loaded if name.startswith("polite.fetch")] == []

@@ -14,6 +14,7 @@ from polite.errors import ConfigError
 _NODE_NAME = re.compile(r"[!-~]{1,200}")
 
 if TYPE_CHECKING:
+    from polite.fetch.robots import Network
     from polite.frontier._store import URLs
 
 __all__ = ["add_frontier_commands"]
@@ -148,9 +149,11 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
                           "loopback only (reach it from elsewhere through a tunnel or a "
                           "proxy that does)")
     _require_extra()
-    from polite.fetch.robots import networks
+    allowed: tuple[Network, ...] = ()
+    if args.allow_network:  # robots.txt's fetcher only loaded where it is wanted
+        from polite.fetch.robots import networks
 
-    allowed = networks(args.allow_network)
+        allowed = networks(args.allow_network)
 
     import asyncio
     import signal

@@ -20,17 +20,11 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, assert_never
+from typing import TYPE_CHECKING, Any, TypeVar, assert_never
 from urllib.parse import urlsplit
 
 import grpc
 
-from polite.clock import WallClock
-from polite.core.politeness.values import Allowed, Disallowed, Refused, WaitUntil
-from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
-from polite.fetch.http import RequestHeaders
-from polite.fetch.politeness import Answer, Politeness
-from polite.fetch.robots import Network, PublicHosts, RobotsFetcher, create_client
 from polite.frontier._proto import urlfrontier_pb2 as pb
 from polite.frontier._proto import urlfrontier_pb2_grpc as pb_grpc
 from polite.frontier._store import (
@@ -42,7 +36,11 @@ from polite.frontier._store import (
     StoredURL,
     URLs,
 )
-from polite.storage import open_store
+
+if TYPE_CHECKING:  # the politeness driver's modules are loaded where it runs alone: with
+    # --robots off, a server starts without robots.txt's parser, fetcher and HTTP client
+    from polite.fetch.politeness import Answer, Politeness
+    from polite.fetch.robots import Network
 
 __all__ = ["DEFAULT_CRAWL", "DEFAULT_LEASE_S", "Counters", "FrontierService",
            "PolitenessOptions", "metrics_text", "open_politeness", "serve"]
@@ -354,6 +352,8 @@ class FrontierService(pb_grpc.URLFrontierServicer):
                            dict[tuple[str, str], float]]:
         """What each answer does to its URL: (the URLs to lease, each with the spacing its
         queue keeps; those to complete, with why; the queues to pass over, until when)."""
+        from polite.core.politeness.values import Allowed, Disallowed, Refused, WaitUntil
+
         leases: list[tuple[StoredURL, float]] = []
         refusals: list[tuple[StoredURL, dict[str, list[str]]]] = []
         held: dict[tuple[str, str], float] = {}
@@ -573,6 +573,13 @@ async def open_politeness(options: PolitenessOptions | None
     if options is None:
         yield None
         return
+    from polite.clock import WallClock
+    from polite.core.robots.lifecycle import FetchPolicy, UnauthorizedMeans
+    from polite.fetch.http import RequestHeaders
+    from polite.fetch.politeness import Politeness
+    from polite.fetch.robots import PublicHosts, RobotsFetcher, create_client
+    from polite.storage import open_store
+
     clock = WallClock()  # the API's times are seconds since the epoch
     store = open_store(options.store, clock, knob="--store")
     try:

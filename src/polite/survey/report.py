@@ -306,7 +306,10 @@ def _figures(survey: Survey, folder: Path) -> tuple[list[Path], set[str]]:
                 ax.cla()
                 ax.axis("off")
                 ax.text(0.5, 0.5, "no data in this survey", ha="center", va="center")
-            ax.set_title(title, fontsize=9)
+            # the title's place given (where matplotlib would put it: no tick labels above
+            # the axes), so that drawing does not lay out every tick label once more to find
+            # it: a report's figures took 7 % more CPU
+            ax.set_title(title, fontsize=9, y=1.0)
             # fixed margins: tight_layout measured every tick label, a third of the time
             figure.subplots_adjust(left=0.24 if name in ("access", "fig10_sitemap_errors",
                                                          "ai_usage")

@@ -25,8 +25,6 @@ from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable,
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 from urllib.parse import unquote, urlsplit
 
-import httpx
-
 from polite.clock import WallClock
 from polite.config import DROPINS, KEYWORDS, Knobs
 from polite.core._documents import read_json
@@ -98,7 +96,10 @@ AllowPrivate = bool | Sequence[str]
 
 ROBOTS_ATTEMPTS = 3  # robots.txt unreachable this many times in a row: the site is left alone
 MAX_WAIT_S = 600.0  # a request that would wait longer in all is refused with the wait
-SERVICE_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+# A call to a polite serve: 30 s in all, 5 s to connect (httpx is imported only by a gate
+# on a service: its import, its command line's included, cost each Scrapy process 0.1 s)
+SERVICE_TIMEOUT_S = 30.0
+SERVICE_CONNECT_TIMEOUT_S = 5.0
 # Later than this after its grant, a request's departure is recorded before it goes (one
 # more step to the store); sooner, the report of its answer moves the slot.
 LATE_DEPARTURE_S = 0.005
@@ -315,11 +316,16 @@ class _Service:
         parts = urlsplit(service_url)
         token = unquote(parts.password or "")
         self._base = parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]).geturl().rstrip("/")
+        import httpx
+
         self._client = httpx.AsyncClient(
-            base_url=self._base, trust_env=False, timeout=SERVICE_TIMEOUT,
+            base_url=self._base, trust_env=False,
+            timeout=httpx.Timeout(SERVICE_TIMEOUT_S, connect=SERVICE_CONNECT_TIMEOUT_S),
             headers={"authorization": f"Bearer {token}"} if token else None)
 
     async def _post(self, path: str, params: dict[str, str], body: object) -> Any:
+        import httpx
+
         try:
             response = await self._client.post(path, params=params, json=body)
         except httpx.TransportError as exc:

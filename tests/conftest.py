@@ -200,12 +200,20 @@ class _LeakCheck:
         if self.frames:
             tracemalloc.stop()  # the report's own imports are not the tests'
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self) -> None:
+        # The collector runs at the test's end alone, where its warnings are caught: run by
+        # itself during the test (as allocations come), it freed what the test left open
+        # where pytest's own capture took the warning, and the test passed.
+        gc.disable()
+
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtest_teardown(self, item: pytest.Item) -> Iterator[None]:
         result = yield
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ResourceWarning)
             gc.collect()
+        gc.enable()
         left = [found for found in caught if issubclass(found.category, ResourceWarning)]
         if left:
             pytest.fail(f"{item.nodeid} left open:\n" + "\n".join(

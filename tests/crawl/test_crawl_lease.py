@@ -31,8 +31,8 @@ HTML = {"Content-Type": "text/html"}
 PAGES = [f"/p{i}" for i in range(6)]
 DELAYS_S = (0.05, 0.08)
 RETRY_AFTER_S = 1.0
-READ_TIMEOUT_S = 3.0  # (a loaded machine may keep a site silent for over a second)
-SLOW_S = 8.0  # /slow answers this late: the crawler has given up on it by then
+READ_TIMEOUT_S = 6.0  # (a loaded machine has kept a site silent for over three seconds)
+SLOW_S = 12.0  # /slow answers this late: the crawler has given up on it by then
 # A host left waiting this long between two requests waited for a lease that was never
 # ended (it runs out only after a fetch's deadline and a minute more); the longest wait
 # the sites ask for is RETRY_AFTER_S.

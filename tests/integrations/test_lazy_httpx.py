@@ -4,15 +4,9 @@ pygments) included, cost each Scrapy process a quarter of a second of CPU."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from tests.imports import loaded
 
 
 def test_the_scrapy_and_requests_drop_ins_start_without_httpx() -> None:
-    script = ("import sys, polite.integrations, polite.integrations.scrapy, "
-              "polite.integrations.requests; "
-              "print(sorted(name for name in sys.modules if name.split('.')[0] == 'httpx'))")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"
+    assert loaded("polite.integrations, polite.integrations.scrapy, "
+                  "polite.integrations.requests", "httpx") == []

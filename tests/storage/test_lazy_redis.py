@@ -4,24 +4,18 @@ milliseconds of start-up and thousands of objects for the garbage collector to w
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from polite.clock import WallClock
 from polite.storage import is_redis_store, open_store
+from tests.imports import loaded
 
 
 def test_the_products_start_without_redis_py() -> None:
-    script = ("import sys, polite.serve, polite.crawl.setup, polite.mcp._server, "
-              "polite.frontier._server; "
-              "print(sorted(name for name in sys.modules if name.split('.')[0] == 'redis'))")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"
+    assert loaded("polite.serve, polite.crawl.setup, polite.mcp._server, "
+                  "polite.frontier._server", "redis") == []
 
 
 @pytest.mark.anyio

@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 from polite.clock import Clock
 from polite.config import DELAY, FACTOR, Bounds, check_float, check_int
+from polite.core._steps import Steps
 from polite.core.politeness import (
     DEFAULT_DELAY_S,
     MAX_CRAWL_DELAY_S,
@@ -462,7 +463,9 @@ class Politeness:
             self._note_state(origin, state)
             if isinstance(state, Parsed) and state.robots.truncated:
                 cut.add(origin)
-            await self._prepare(state, agent, ip)
+            preparing = self._preparing(state, agent, ip)
+            if preparing is not None:
+                await stepped(preparing)
         policy = self.policy
         slack = self.send_slack_s
         candidates: dict[str, list[tuple[int, str, str, Allowed]]] = {}
@@ -519,12 +522,14 @@ class Politeness:
         return answers  # type: ignore[return-value]
 
     @staticmethod
-    async def _prepare(state: RobotsState, agent: str, ip: str | None) -> None:
-        """Another agent's matcher of a large file built in steps (the fetcher built its own
-        agent's), the event loop given back between them, rather than in the first
-        decision's one hold."""
+    def _preparing(state: RobotsState, agent: str, ip: str | None) -> Steps[None] | None:
+        """The steps that build another agent's matcher of a large file (the fetcher built
+        its own agent's), for the caller to run with the event loop given back between
+        them rather than in the first decision's one hold; ``None`` for a small file, whose
+        matcher its first decision builds at once (no coroutine asked for it)."""
         if isinstance(state, Parsed) and state.robots.size >= STEPPED_BYTES:
-            await stepped(state.robots.prepare(agent, ip=ip))
+            return state.robots.prepare(agent, ip=ip)
+        return None
 
     async def _answer_one(self, url: str, reserve: bool, agent: str, ip: str | None,
                           obey_rules: bool, lease_s: float | None) -> Answer:
@@ -543,8 +548,9 @@ class Politeness:
         if state is None:
             state = await self.robots_state(url)
         (facts,) = await self._store.host_facts((host,))
-        if isinstance(state, Parsed) and state.robots.size >= STEPPED_BYTES:
-            await self._prepare(state, agent, ip)  # (a small file's needs no steps)
+        preparing = self._preparing(state, agent, ip)
+        if preparing is not None:
+            await stepped(preparing)
         now = self._clock()
         self._note_state(origin, state)
         cut = isinstance(state, Parsed) and state.robots.truncated

@@ -899,6 +899,8 @@ MCP = Product("mcp", (
     Setting("admin_token", str, None, "with --http: required of every request (Authorization: "
             "Bearer TOKEN); mandatory when HOST is not a loopback address", metavar="TOKEN",
             env="POLITE_MCP_TOKEN"),
+    Setting("client_read_s", float, 30.0, "with --http: a request whose head, or then its "
+            "body, has not come whole this long is dropped", unit="s", bounds=TIMEOUT),
     _with(SIGN_WITH, **_CLI_ONLY),
     _with(SIGNATURE_AGENT, **_CLI_ONLY),
     ), command=("mcp",))

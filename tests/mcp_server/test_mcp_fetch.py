@@ -414,6 +414,47 @@ def test_an_http_message_past_its_size_is_refused_before_it_is_kept() -> None:
         assert process.poll() is None
 
 
+def _until_closed(sock: socket.socket) -> bytes:
+    """What ``sock`` is sent until the server closes it (within 30 s, however busy the
+    machine: the server's bound in the test below is 1 s)."""
+    sock.settimeout(30)
+    got = b""
+    while chunk := sock.recv(65536):
+        got += chunk
+    return got
+
+
+def test_an_http_client_that_stalls_is_dropped_after_its_read_time() -> None:
+    """uvicorn drops an idle connection only between requests: a client sending nothing,
+    or a request's head a byte at a time, or a body that stops, held its connection and
+    the message's buffer for ever. Past --client-read-s each is dropped (the body with a
+    408), and the server answers the next message as before."""
+    with http_server("--http", "127.0.0.1:0", "--client-read-s", "1", *LOOPBACK) \
+            as (url, process):
+        address = httpx.URL(url)
+        where = (address.host, address.port)
+        with socket.create_connection(where) as silent, \
+                socket.create_connection(where) as half_head, \
+                socket.create_connection(where) as half_body:
+            half_head.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            half_body.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                              b"Content-Type: application/json\r\n"
+                              b"Accept: application/json, text/event-stream\r\n"
+                              b"Content-Length: 100\r\n\r\n{\"jsonrpc\"")
+            assert _until_closed(silent) == b""
+            assert _until_closed(half_head) == b""
+            answer = _until_closed(half_body)
+        assert answer.startswith(b"HTTP/1.1 408 "), answer
+        assert b"did not come in time" in answer
+        hello = httpx.post(url, trust_env=False, timeout=30, json={
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "test", "version": "1"}}},
+            headers={"accept": "application/json, text/event-stream"})
+        assert hello.status_code == 200 and "polite" in hello.text, hello.text
+        assert process.poll() is None
+
+
 def test_http_off_loopback_needs_a_token_and_the_token_is_asked() -> None:
     done = subprocess.run([sys.executable, "-m", "polite", "mcp", "--http", "0.0.0.0:0",
                            "--store", "memory://"], capture_output=True, text=True,

@@ -121,7 +121,8 @@ def _mcp(args: argparse.Namespace, out: TextIO) -> int:
             if address is None:
                 await serve_stdio(server)
             else:
-                await serve_http(server, *address, token=args.admin_token)
+                await serve_http(server, *address, token=args.admin_token,
+                                 client_read_s=args.client_read_s)
 
     try:
         asyncio.run(run())

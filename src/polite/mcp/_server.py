@@ -4,6 +4,7 @@ the store, the guard, the client and the politeness driver they share."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
 import socket
@@ -272,16 +273,19 @@ def _with_token(app: App, token: str) -> App:
 # (the MCP SDK reads whatever it is sent into memory, and parses it whole).
 MAX_MESSAGE_BYTES = 1024 * 1024
 _TOO_LARGE = f"polite mcp: a message is {MAX_MESSAGE_BYTES} bytes at most\n".encode()
+_TOO_SLOW = b"polite mcp: the message's body did not come in time\n"
 
 
-def _bounded(app: App, max_bytes: int = MAX_MESSAGE_BYTES) -> App:
-    """``app`` given request bodies of ``max_bytes`` at most, read before it runs: a larger
-    one (by its Content-Length, or as it arrives) is answered 413 and never kept whole."""
+async def _refuse(send: Send, status: int, text: bytes) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain"), (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": text})
 
-    async def refuse(send: Send) -> None:
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"text/plain"), (b"connection", b"close")]})
-        await send({"type": "http.response.body", "body": _TOO_LARGE})
+
+def _bounded(app: App, read_s: float, max_bytes: int = MAX_MESSAGE_BYTES) -> App:
+    """``app`` given request bodies of ``max_bytes`` at most, read whole within ``read_s``
+    before it runs: a larger one (by its Content-Length, or as it arrives) is answered 413
+    and never kept whole, a slower one 408."""
 
     async def bounded(scope: MutableMapping[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -289,22 +293,27 @@ def _bounded(app: App, max_bytes: int = MAX_MESSAGE_BYTES) -> App:
             return
         length = dict(scope.get("headers") or ()).get(b"content-length", b"0")
         if not length.isdigit() or int(length) > max_bytes:
-            await refuse(send)
+            await _refuse(send, 413, _TOO_LARGE)
             return
         chunks: list[bytes] = []
         size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # the client went away
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > max_bytes:
-                await refuse(send)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
+        try:
+            async with asyncio.timeout(read_s):
+                while True:
+                    message = await receive()
+                    if message["type"] != "http.request":  # the client went away
+                        return
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > max_bytes:
+                        await _refuse(send, 413, _TOO_LARGE)
+                        return
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            await _refuse(send, 408, _TOO_SLOW)
+            return
         pending: list[MutableMapping[str, Any]] = [
             {"type": "http.request", "body": b"".join(chunks), "more_body": False}]
 
@@ -316,21 +325,72 @@ def _bounded(app: App, max_bytes: int = MAX_MESSAGE_BYTES) -> App:
     return bounded
 
 
-async def serve_http(server: MCPServer, host: str, port: int, *, token: str | None) -> None:
+def _head_timed(read_s: float) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP/1.1 connection, closed when a request's head has not come whole
+    within ``read_s`` of the connection's start or of the last answer: uvicorn's own
+    keep-alive timeout ends once a byte arrives, so a client could otherwise hold a
+    connection open for ever, a byte of a head at a time."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeadTimed(H11Protocol):
+        _head_timer: asyncio.TimerHandle | None = None
+
+        def _await_head(self) -> None:
+            if self._head_timer is None and self.conn.their_state is h11.IDLE:
+                self._head_timer = self.loop.call_later(read_s, self._head_late)
+
+        def _head_came(self) -> None:
+            if self._head_timer is not None and self.conn.their_state is not h11.IDLE:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _head_late(self) -> None:
+            self._head_timer = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._await_head()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            self._head_came()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._head_came()
+            self._await_head()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+            super().connection_lost(exc)
+
+    return HeadTimed
+
+
+async def serve_http(server: MCPServer, host: str, port: int, *, token: str | None,
+                     client_read_s: float) -> None:
     """Serve streamable HTTP at ``http://HOST:PORT/mcp`` (``token``: asked of every
-    request, before its body is read); the address it listens on is written to standard
+    request, before its body is read; ``client_read_s``: the time a request's head, and
+    then its body, has to come whole); the address it listens on is written to standard
     error once it does."""
     import uvicorn
 
-    app: App = _bounded(server.streamable_http_app(host=host))
+    app: App = _bounded(server.streamable_http_app(host=host), read_s=client_read_s)
     if token:
         app = _with_token(app, token)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((host, port))
+    listener.listen(2048)  # so that a client reading the line below finds it listening
     shown = f"[{host}]" if family == socket.AF_INET6 else host
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    config = uvicorn.Config(app, log_level="warning", lifespan="on",
+                            http=_head_timed(client_read_s))
     print(f"polite mcp: listening on http://{shown}:{listener.getsockname()[1]}/mcp",
           file=sys.stderr, flush=True)
     with contextlib.closing(listener):

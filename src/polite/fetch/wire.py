@@ -474,11 +474,14 @@ class Pool:
         idle = self._idle.get(origin)
         if not idle:
             return None
-        now = time.monotonic() if self._idle_s is not None else 0.0
+        idle_s = self._idle_s
+        now = time.monotonic() if idle_s is not None else 0.0
         while idle:
             since, channel = idle.pop()
             channel.idle = False
-            if self._usable(channel, since, now):
+            # _usable's test, written out: a request to an origin takes one channel
+            if channel.reusable and not channel.closed and channel.at_rest and (
+                    idle_s is None or now - since < idle_s):
                 return channel
             channel.close()
         return None
@@ -496,7 +499,8 @@ class Pool:
                 channel.close()
         else:
             channel.close()
-        self.sweep(now)
+        if self._idle_s is not None:
+            self.sweep(now)
 
     def sweep(self, now: float | None = None) -> None:
         """Closes the channels kept too long, now and then: they do not pile up, origins

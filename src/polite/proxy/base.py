@@ -209,6 +209,8 @@ class _Exchange:
     netloc: bytes
     address: str | None  # the one the guard checked (None: the name, private allowed)
     watch: Watch  # what the dashboard and /trace see of it
+    via: bytes | None = None  # the request's Via field, read once
+    purpose: str | None = None  # what it is for (asked_purpose), once it is read
     choice: Choice | None = None
     # what became of it, for the trace
     decision: str = "allowed"

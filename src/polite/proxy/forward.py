@@ -39,6 +39,7 @@ from polite.proxy.base import (
     Key,
     Mode,
     ProxyBase,
+    Verdict,
     _ClientGone,
     _Exchange,
     _expects_continue,
@@ -68,19 +69,6 @@ class Forwarding(ProxyBase):
     _idle: Pool
     _tls: ssl.SSLContext
 
-    async def _proxied(self, client: Channel, exchange: _Exchange, mode: Mode,
-                       wait_s: float, peer: tuple[Any, ...]) -> bool:
-        """A request in absolute form, answered (in ordered mode after the client's earlier
-        ones); its end, whatever it was, is told to the activity (the dashboard, /trace)."""
-        try:
-            if mode is Mode.ORDERED:
-                return await self._ordered(client, exchange, peer, wait_s)
-            return await self._polite(client, exchange, mode, wait_s)
-        finally:
-            self._politeness.activity.ended(
-                exchange.watch, exchange.decision if exchange.status else "error",
-                exchange.status, exchange.held_ms)
-
     @abc.abstractmethod
     async def _ordered(self, client: Channel, exchange: _Exchange, peer: tuple[Any, ...],
                        wait_s: float) -> bool:
@@ -89,11 +77,14 @@ class Forwarding(ProxyBase):
 
     async def _polite(self, client: Channel, exchange: _Exchange, mode: Mode,
                       wait_s: float) -> bool:
+        """A request in absolute form, checked and answered (from the cache, refused or
+        forwarded)."""
         head = exchange.head
-        activity = self._politeness.activity
+        politeness = self._politeness
+        activity = politeness.activity
         agent = _product_token(head.get(b"user-agent"))
         # Before the cache: a stored page is no more the purpose's to take than a fetched one.
-        purpose = asked_purpose(head, self.settings.purpose)
+        purpose = exchange.purpose = asked_purpose(head, self.settings.purpose)
         refusal = None if purpose is None else await self._usage_refusal(
             exchange.url, agent or self._politeness.agent, purpose)
         if refusal is not None:
@@ -122,7 +113,11 @@ class Forwarding(ProxyBase):
                                  "this URL")
                 return await self._answered(client, head)
         asked = time.monotonic()
-        verdict = await self._verdict(exchange.url, agent, mode, wait_s)
+        if mode is Mode.REJECT:  # _verdict's first case, without a step of its own
+            verdict = Verdict.of((await politeness.check([exchange.url], reserve=True,
+                                                         agent=agent))[0])
+        else:
+            verdict = await self._verdict(exchange.url, agent, mode, wait_s)
         activity.decided(exchange.watch, verdict.cause)
         if not verdict.allowed:
             exchange.decision = verdict.cause
@@ -238,7 +233,7 @@ class Forwarding(ProxyBase):
         # not the origin's to read.
         headers = [(b"host", exchange.netloc)]
         headers += _forwardable(request.headers, _NOT_SENT_ON, b"x-polite-")
-        via = request.get(b"via")
+        via = exchange.via
         headers.append((b"via", via + b", " + _VIA if via else _VIA))
         if request.framing == "chunked":
             headers.append(_CHUNKED)
@@ -313,7 +308,7 @@ class Forwarding(ProxyBase):
             body = bytearray()
         out_headers = _forwardable(response.headers)
         out_headers.append((b"via", _VIA))
-        if asked_purpose(request, self.settings.purpose) is not None:
+        if exchange.purpose is not None:
             try:
                 out_headers = await with_usage(self._politeness, self.settings.purpose,
                                                request, exchange.url, out_headers)

@@ -355,8 +355,8 @@ class ProxyBase(abc.ABC):
     async def _verdict(self, url: str, agent: str | None, mode: Mode,
                        wait_s: float | None = None) -> Verdict:
         if mode is Mode.REJECT:
-            return Verdict.of((await self._politeness.check([url], reserve=True,
-                                                            agent=agent))[0])
+            return Verdict.of(await self._politeness.check_one(url, reserve=True,
+                                                               agent=agent))
         deadline = time.monotonic() + (self.settings.max_wait_s if wait_s is None else wait_s)
         # Requests waiting for one host are served first come, first served, whatever
         # connection they came on: an asyncio.Lock wakes its waiters in order, so a request

@@ -61,6 +61,13 @@ Sign = Callable[[str, str], list[tuple[str, str]]]
 
 
 
+def _upstream_failure(exc: TimeoutError | ProtocolError) -> _UpstreamError:
+    """What the client is answered when waiting for the origin ended in ``exc``."""
+    if isinstance(exc, TimeoutError):
+        return _UpstreamError(504, "the origin did not answer in time")
+    return _UpstreamError(502, f"the origin's answer is not HTTP: {exc}")
+
+
 class Forwarding(ProxyBase):
     """Proxied requests in absolute form, and the connections to origins they go over."""
 
@@ -114,8 +121,8 @@ class Forwarding(ProxyBase):
                 return await self._answered(client, head)
         asked = time.monotonic()
         if mode is Mode.REJECT:  # _verdict's first case, without a step of its own
-            verdict = Verdict.of((await politeness.check([exchange.url], reserve=True,
-                                                         agent=agent))[0])
+            verdict = Verdict.of(await politeness.check_one(exchange.url, reserve=True,
+                                                            agent=agent))
         else:
             verdict = await self._verdict(exchange.url, agent, mode, wait_s)
         activity.decided(exchange.watch, verdict.cause)
@@ -219,10 +226,8 @@ class Forwarding(ProxyBase):
     async def _upstream_event(self, upstream: Channel) -> Event:
         try:
             event = await upstream.next(self.settings.origin_read_s)
-        except TimeoutError:
-            raise _UpstreamError(504, "the origin did not answer in time") from None
-        except ProtocolError as exc:
-            raise _UpstreamError(502, f"the origin's answer is not HTTP: {exc}") from None
+        except (TimeoutError, ProtocolError) as exc:
+            raise _upstream_failure(exc) from None
         if event is EOF:
             raise _UpstreamError(502, "the origin closed the connection mid-response")
         return event
@@ -413,7 +418,10 @@ class Forwarding(ProxyBase):
                 raise _UpstreamError(502, f"the origin broke the connection: {exc}") from None
         informational = False
         while True:
-            event = upstream.poll() or await self._upstream_event(upstream)
+            try:  # _upstream_event's wait, without a step of its own: a miss waits here
+                event = upstream.poll() or await upstream.next(self.settings.origin_read_s)
+            except (TimeoutError, ProtocolError) as exc:
+                raise _upstream_failure(exc) from None
             if event is EOF:
                 raise _UpstreamError(502, "the origin closed the connection without answering")
             if isinstance(event, Head):

@@ -352,7 +352,7 @@ class Forwarding(ProxyBase):
                         body += event
                         if len(body) > cache.max_object_bytes:  # type: ignore[union-attr]
                             body = None
-                    piece = frame(event, chunked)
+                    piece = frame(event, True) if chunked else event
                     pending.append(piece)
                     size += len(piece)
                     if size >= _WRITE_BATCH:

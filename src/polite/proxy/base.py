@@ -139,9 +139,10 @@ def _product_token(user_agent: bytes | None) -> str | None:
 
 def _expects_continue(request: Head) -> bool:
     """The client waits for ``100 Continue`` before it sends the body."""
+    if request.framing == "none":  # no body to wait for (a GET): no field to look for
+        return False
     expect = request.get(b"expect")
-    return expect is not None and expect.strip().lower() == b"100-continue" \
-        and request.framing != "none"
+    return expect is not None and expect.strip().lower() == b"100-continue"
 
 
 def _host_problem(host: str) -> str | None:

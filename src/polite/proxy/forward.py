@@ -121,8 +121,9 @@ class Forwarding(ProxyBase):
                 return await self._answered(client, head)
         asked = time.monotonic()
         if mode is Mode.REJECT:  # _verdict's first case, without a step of its own
-            verdict = Verdict.of(await politeness.check_one(exchange.url, reserve=True,
-                                                            agent=agent))
+            verdict = Verdict.of(await politeness.check_one(
+                exchange.url, reserve=True, agent=agent,
+                split=(exchange.origin, exchange.key[1])))
         else:
             verdict = await self._verdict(exchange.url, agent, mode, wait_s)
         activity.decided(exchange.watch, verdict.cause)

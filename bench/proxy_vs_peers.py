@@ -16,6 +16,12 @@ the servers measured:
 * requests per second with 1 and 32 connections, each sending its next request when the
   last answer arrived.
 
+Where ``taskset`` exists and there are two cores, the proxies measured (polite, proxy.py)
+run on the second core and the origin and the load generator on the first: each proxy's rate
+at 32 connections is then what one core of its own serves, rather than what is left of two
+cores once the scheduler has placed the origin and the clients beside it
+(``POLITE_BENCH_NO_PIN=1``: no pinning).
+
 Run: ``.venv/bin/python bench/proxy_vs_peers.py [--seconds S] [--rounds R]``; all servers run
 through the whole run, and each round measures every path in turn, so that a noisy machine
 weighs on all of them alike.
@@ -85,6 +91,15 @@ async def main():
     await server.serve_forever()
 (uvloop.run if uvloop else asyncio.run)(main())
 """
+
+
+def pinned(core: int) -> list[str]:
+    """The prefix that runs a command on one core (``taskset -c``), where taskset exists and
+    there are two cores to share out; empty otherwise (and with ``POLITE_BENCH_NO_PIN=1``)."""
+    if (shutil.which("taskset") is None or (os.cpu_count() or 1) < 2
+            or os.environ.get("POLITE_BENCH_NO_PIN")):
+        return []
+    return ["taskset", "-c", str(core)]
 
 
 def free_port() -> int:
@@ -338,12 +353,17 @@ def main() -> None:
     args = parser.parse_args()
     binary = shutil.which("proxy") or shutil.which("proxy", path=str(
         Path(sys.executable).parent))
+    clients, servers_core = pinned(0), pinned(1)
+    if clients:  # this process is the load generator: on the origin's core
+        os.sched_setaffinity(0, {0})
     with ExitStack() as stack:
         pids: list[int] = []  # the origin's, polite's, proxy.py's
-        origin_port = stack.enter_context(started([sys.executable, "-c", ORIGIN], pids=pids))
+        origin_port = stack.enter_context(started([*clients, sys.executable, "-c", ORIGIN],
+                                                  pids=pids))
         origin = ("127.0.4.1", int(origin_port))
         port = free_port()
-        stack.enter_context(started([sys.executable, "-m", "polite", "serve", "--port",
+        stack.enter_context(started([*servers_core, sys.executable, "-m", "polite", "serve",
+                                     "--port",
                                      str(port), "--store", "memory://", "--allow-private",
                                      "--agent", "benchbot", "--adaptive-factor", "0"], port,
                                     pids=pids))
@@ -361,7 +381,7 @@ def main() -> None:
             print("proxy.py is not installed (pip install proxy.py): its row is skipped")
         else:
             peer_port = free_port()
-            stack.enter_context(started([binary, "--hostname", "127.0.0.1", "--port",
+            stack.enter_context(started([*servers_core, binary, "--hostname", "127.0.0.1", "--port",
                                          str(peer_port), "--num-workers", "1"], peer_port,
                                         pids=pids))
             paths["proxy.py"] = (("127.0.0.1", peer_port), "/page")

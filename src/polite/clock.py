@@ -15,7 +15,8 @@ class Clock(Protocol):
 
 
 class WallClock:
-    """``time.time()``: what SQLite and Redis stores shared between processes need."""
+    """``time.time()``: what SQLite and Redis stores shared between processes need. Calling
+    one calls ``time.time`` itself, without a Python frame between (a proxied request reads
+    the clock about ten times)."""
 
-    def __call__(self) -> float:
-        return time.time()
+    __call__ = staticmethod(time.time)

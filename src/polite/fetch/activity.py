@@ -188,7 +188,10 @@ class Activity:
             self._queue(watch.host, -1)
         if cause == "allowed":
             watch.going = True
-            self.in_flight[watch.host] += 1
+            in_flight = self.in_flight
+            # .get: a host's count goes when it falls to 0, and Counter's __missing__ is a
+            # Python call each time it comes back
+            in_flight[watch.host] = in_flight.get(watch.host, 0) + 1
 
     def ended(self, watch: Watch, decision: str, status: int, delay_ms: int) -> None:
         """It is over, however it ended (answered, refused, failed, or its client gone):
@@ -229,9 +232,11 @@ class Activity:
     def _send(self, host: str, change: int) -> None:
         """A request to ``host`` starts (1) or stops (-1) being on its way to the origin."""
         in_flight = self.in_flight
-        in_flight[host] += change
-        if in_flight[host] <= 0:
-            del in_flight[host]
+        count = in_flight.get(host, 0) + change
+        if count > 0:
+            in_flight[host] = count
+        else:
+            in_flight.pop(host, None)
 
     # -- reading --------------------------------------------------------------------------
 

@@ -76,7 +76,10 @@ class PageCache:
         self._decoded_bytes = 0
 
     async def _variants(self, key: str) -> list[Stored]:
-        blob = await self._store.page_get(key)
+        return self._decoded_variants(await self._store.page_get(key))
+
+    def _decoded_variants(self, blob: bytes | None) -> list[Stored]:
+        """The variants a stored blob holds (none for None), decoded once while kept."""
         if not blob:
             return []
         decoded = self._decoded.pop(blob, None)
@@ -96,7 +99,7 @@ class PageCache:
                      key: str | None = None) -> Choice:
         """What to do with a GET or HEAD: serve, revalidate, fetch, or 504. ``key`` is
         ``normal_url(url)``, for a caller that has it already."""
-        variants = await self._variants(key or normal_url(url))
+        variants = self._decoded_variants(await self._store.page_get(key or normal_url(url)))
         choice = choose(method, headers, variants, self.clock())
         if choice.action == "serve":
             self.stats.hits += 1

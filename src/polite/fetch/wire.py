@@ -100,9 +100,12 @@ class _Halt(Exception):
 
 
 def _request_framing(head: Head) -> Framing:
-    if head.get(b"transfer-encoding") is not None:
-        return "chunked"  # llhttp reads no other coding in a request
-    length = head.get(b"content-length")
+    length = None
+    for key, value in head.headers:  # both fields looked for in one pass
+        if key == b"transfer-encoding":
+            return "chunked"  # llhttp reads no other coding in a request
+        if key == b"content-length" and length is None:
+            length = value
     return "length" if length is not None and length.strip() != b"0" else "none"
 
 
@@ -190,35 +193,32 @@ class Channel(asyncio.Protocol):
             self._deadline = self._loop.time() + self._silence
         if self._raw:
             self._push(data, len(data))
-        elif self._error is None:
-            self._feed(data)
+        elif self._error is None:  # parsed, each event queued by the callbacks below
+            try:
+                self._parser.feed_data(data)
+            except httptools.HttpParserUpgrade as exc:
+                # CONNECT, or a request asking to switch protocols: what follows is not HTTP.
+                self.trailing = data[int(exc.args[0]):]
+                self._raw = True
+            except httptools.HttpParserCallbackError as exc:
+                if isinstance(exc.__context__, _Halt):
+                    self.reusable = False
+                    self._raw = True  # anything after is dropped with the connection
+                elif isinstance(exc.__context__, ProtocolError):
+                    self._fail(exc.__context__)
+                else:
+                    self._fail(ProtocolError(400 if self.side == "request" else 502, str(exc)))
+            except httptools.HttpParserError as exc:
+                error = ProtocolError(400 if self.side == "request" else 502, _explain(exc))
+                error.__cause__ = exc  # the parser's own words, for a client to report
+                self._fail(error)
+            else:
+                if self._in_head:  # a head still incomplete: bound what the parser may hold
+                    self._unfinished += len(data)
+                    if self._unfinished > self._max_head + _HIGH_WATER:
+                        self._fail(ProtocolError(431, "the header section is too large"))
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
-
-    def _feed(self, data: bytes) -> None:
-        try:
-            self._parser.feed_data(data)
-        except httptools.HttpParserUpgrade as exc:
-            # CONNECT, or a request asking to switch protocols: what follows is not HTTP.
-            self.trailing = data[int(exc.args[0]):]
-            self._raw = True
-        except httptools.HttpParserCallbackError as exc:
-            if isinstance(exc.__context__, _Halt):
-                self.reusable = False
-                self._raw = True  # anything after is dropped with the connection
-            elif isinstance(exc.__context__, ProtocolError):
-                self._fail(exc.__context__)
-            else:
-                self._fail(ProtocolError(400 if self.side == "request" else 502, str(exc)))
-        except httptools.HttpParserError as exc:
-            error = ProtocolError(400 if self.side == "request" else 502, _explain(exc))
-            error.__cause__ = exc  # the parser's own words, for a client to report
-            self._fail(error)
-        else:
-            if self._in_head:  # a head still incomplete: bound what the parser may hold
-                self._unfinished += len(data)
-                if self._unfinished > self._max_head + _HIGH_WATER:
-                    self._fail(ProtocolError(431, "the header section is too large"))
 
     def eof_received(self) -> bool | None:
         self._finish()
@@ -284,12 +284,12 @@ class Channel(asyncio.Protocol):
         parser = self._parser
         head.version = parser.get_http_version()
         head.keep_alive = parser.should_keep_alive()
-        if isinstance(parser, httptools.HttpRequestParser):
-            head.method = parser.get_method()
+        if self.side == "request":
+            head.method = parser.get_method()  # type: ignore[union-attr]
             head.target = self._url
             head.framing = _request_framing(head)
         else:
-            head.status = parser.get_status_code()
+            head.status = parser.get_status_code()  # type: ignore[union-attr]
             head.framing = _response_framing(head, self.expect_no_body, self._fold)
             if self.expect_no_body and head.status >= 200:
                 self._push_head(head)
@@ -299,7 +299,10 @@ class Channel(asyncio.Protocol):
         self._push_head(head)
 
     def on_body(self, body: bytes) -> None:
-        self._push(body, len(body))
+        self._events.append(body)  # _push, without its call: once a body piece
+        self._buffered += len(body)
+        if self._buffered > _HIGH_WATER:
+            self._grow(0)
 
     def on_message_complete(self) -> None:
         self._open_body = False
@@ -315,11 +318,14 @@ class Channel(asyncio.Protocol):
     def _push_head(self, head: Head) -> None:
         # Heads count against the bound too: a client pipelining requests it never reads
         # the answers of is stopped like one sending a body nobody reads.
-        head.size = self._head_bytes + len(head.target) + 64
+        size = head.size = self._head_bytes + len(head.target) + 64
         self._events.append(head)
-        self._grow(head.size)
+        self._buffered += size
+        if self._buffered > _HIGH_WATER:
+            self._grow(0)
 
     def _grow(self, size: int) -> None:
+        """``size`` bytes more wait unread: reading pauses past the bound."""
         self._buffered += size
         if self._buffered > _HIGH_WATER and not self._paused_reading and self.transport:
             self._paused_reading = True
@@ -474,11 +480,14 @@ class Pool:
         idle = self._idle.get(origin)
         if not idle:
             return None
-        now = time.monotonic() if self._idle_s is not None else 0.0
+        idle_s = self._idle_s
+        now = time.monotonic() if idle_s is not None else 0.0
         while idle:
             since, channel = idle.pop()
             channel.idle = False
-            if self._usable(channel, since, now):
+            # _usable's test, written out: a request to an origin takes one channel
+            if channel.reusable and not channel.closed and channel.at_rest and (
+                    idle_s is None or now - since < idle_s):
                 return channel
             channel.close()
         return None
@@ -496,7 +505,8 @@ class Pool:
                 channel.close()
         else:
             channel.close()
-        self.sweep(now)
+        if self._idle_s is not None:
+            self.sweep(now)
 
     def sweep(self, now: float | None = None) -> None:
         """Closes the channels kept too long, now and then: they do not pile up, origins
@@ -541,17 +551,17 @@ def _explain(exc: httptools.HttpParserError) -> str:
     return f"not HTTP/1.1: {text}"
 
 
-def _fields(headers: Headers) -> bytes:
-    return b"".join([name + b": " + value + b"\r\n" for name, value in headers])
-
-
 def response_head(status: int, reason: bytes, headers: Headers) -> bytes:
+    # the fields joined in place, here and below, without a call of their own: a proxied
+    # request writes two heads
     return b"HTTP/1.1 %d %s\r\n%s\r\n" % (status, reason or _REASONS.get(status, b""),
-                                          _fields(headers))
+                                          b"".join([name + b": " + value + b"\r\n"
+                                                    for name, value in headers]))
 
 
 def request_head(method: bytes, target: bytes, headers: Headers) -> bytes:
-    return b"%s %s HTTP/1.1\r\n%s\r\n" % (method, target, _fields(headers))
+    return b"%s %s HTTP/1.1\r\n%s\r\n" % (method, target, b"".join(
+        [name + b": " + value + b"\r\n" for name, value in headers]))
 
 
 def frame(piece: bytes, chunked: bool) -> bytes:

@@ -139,9 +139,10 @@ def _product_token(user_agent: bytes | None) -> str | None:
 
 def _expects_continue(request: Head) -> bool:
     """The client waits for ``100 Continue`` before it sends the body."""
+    if request.framing == "none":  # no body to wait for (a GET): no field to look for
+        return False
     expect = request.get(b"expect")
-    return expect is not None and expect.strip().lower() == b"100-continue" \
-        and request.framing != "none"
+    return expect is not None and expect.strip().lower() == b"100-continue"
 
 
 def _host_problem(host: str) -> str | None:
@@ -209,6 +210,8 @@ class _Exchange:
     netloc: bytes
     address: str | None  # the one the guard checked (None: the name, private allowed)
     watch: Watch  # what the dashboard and /trace see of it
+    via: bytes | None = None  # the request's Via field, read once
+    purpose: str | None = None  # what it is for (asked_purpose), once it is read
     choice: Choice | None = None
     # what became of it, for the trace
     decision: str = "allowed"
@@ -353,8 +356,8 @@ class ProxyBase(abc.ABC):
     async def _verdict(self, url: str, agent: str | None, mode: Mode,
                        wait_s: float | None = None) -> Verdict:
         if mode is Mode.REJECT:
-            return Verdict.of((await self._politeness.check([url], reserve=True,
-                                                            agent=agent))[0])
+            return Verdict.of(await self._politeness.check_one(url, reserve=True,
+                                                               agent=agent))
         deadline = time.monotonic() + (self.settings.max_wait_s if wait_s is None else wait_s)
         # Requests waiting for one host are served first come, first served, whatever
         # connection they came on: an asyncio.Lock wakes its waiters in order, so a request

@@ -39,6 +39,7 @@ from polite.proxy.base import (
     Key,
     Mode,
     ProxyBase,
+    Verdict,
     _ClientGone,
     _Exchange,
     _expects_continue,
@@ -60,6 +61,13 @@ Sign = Callable[[str, str], list[tuple[str, str]]]
 
 
 
+def _upstream_failure(exc: TimeoutError | ProtocolError) -> _UpstreamError:
+    """What the client is answered when waiting for the origin ended in ``exc``."""
+    if isinstance(exc, TimeoutError):
+        return _UpstreamError(504, "the origin did not answer in time")
+    return _UpstreamError(502, f"the origin's answer is not HTTP: {exc}")
+
+
 class Forwarding(ProxyBase):
     """Proxied requests in absolute form, and the connections to origins they go over."""
 
@@ -67,19 +75,6 @@ class Forwarding(ProxyBase):
     _sign: Sign | None
     _idle: Pool
     _tls: ssl.SSLContext
-
-    async def _proxied(self, client: Channel, exchange: _Exchange, mode: Mode,
-                       wait_s: float, peer: tuple[Any, ...]) -> bool:
-        """A request in absolute form, answered (in ordered mode after the client's earlier
-        ones); its end, whatever it was, is told to the activity (the dashboard, /trace)."""
-        try:
-            if mode is Mode.ORDERED:
-                return await self._ordered(client, exchange, peer, wait_s)
-            return await self._polite(client, exchange, mode, wait_s)
-        finally:
-            self._politeness.activity.ended(
-                exchange.watch, exchange.decision if exchange.status else "error",
-                exchange.status, exchange.held_ms)
 
     @abc.abstractmethod
     async def _ordered(self, client: Channel, exchange: _Exchange, peer: tuple[Any, ...],
@@ -89,11 +84,14 @@ class Forwarding(ProxyBase):
 
     async def _polite(self, client: Channel, exchange: _Exchange, mode: Mode,
                       wait_s: float) -> bool:
+        """A request in absolute form, checked and answered (from the cache, refused or
+        forwarded)."""
         head = exchange.head
-        activity = self._politeness.activity
+        politeness = self._politeness
+        activity = politeness.activity
         agent = _product_token(head.get(b"user-agent"))
         # Before the cache: a stored page is no more the purpose's to take than a fetched one.
-        purpose = asked_purpose(head, self.settings.purpose)
+        purpose = exchange.purpose = asked_purpose(head, self.settings.purpose)
         refusal = None if purpose is None else await self._usage_refusal(
             exchange.url, agent or self._politeness.agent, purpose)
         if refusal is not None:
@@ -122,7 +120,12 @@ class Forwarding(ProxyBase):
                                  "this URL")
                 return await self._answered(client, head)
         asked = time.monotonic()
-        verdict = await self._verdict(exchange.url, agent, mode, wait_s)
+        if mode is Mode.REJECT:  # _verdict's first case, without a step of its own
+            verdict = Verdict.of(await politeness.check_one(
+                exchange.url, reserve=True, agent=agent,
+                split=(exchange.origin, exchange.key[1])))
+        else:
+            verdict = await self._verdict(exchange.url, agent, mode, wait_s)
         activity.decided(exchange.watch, verdict.cause)
         if not verdict.allowed:
             exchange.decision = verdict.cause
@@ -224,10 +227,8 @@ class Forwarding(ProxyBase):
     async def _upstream_event(self, upstream: Channel) -> Event:
         try:
             event = await upstream.next(self.settings.origin_read_s)
-        except TimeoutError:
-            raise _UpstreamError(504, "the origin did not answer in time") from None
-        except ProtocolError as exc:
-            raise _UpstreamError(502, f"the origin's answer is not HTTP: {exc}") from None
+        except (TimeoutError, ProtocolError) as exc:
+            raise _upstream_failure(exc) from None
         if event is EOF:
             raise _UpstreamError(502, "the origin closed the connection mid-response")
         return event
@@ -238,7 +239,7 @@ class Forwarding(ProxyBase):
         # not the origin's to read.
         headers = [(b"host", exchange.netloc)]
         headers += _forwardable(request.headers, _NOT_SENT_ON, b"x-polite-")
-        via = request.get(b"via")
+        via = exchange.via
         headers.append((b"via", via + b", " + _VIA if via else _VIA))
         if request.framing == "chunked":
             headers.append(_CHUNKED)
@@ -313,7 +314,7 @@ class Forwarding(ProxyBase):
             body = bytearray()
         out_headers = _forwardable(response.headers)
         out_headers.append((b"via", _VIA))
-        if asked_purpose(request, self.settings.purpose) is not None:
+        if exchange.purpose is not None:
             try:
                 out_headers = await with_usage(self._politeness, self.settings.purpose,
                                                request, exchange.url, out_headers)
@@ -352,7 +353,7 @@ class Forwarding(ProxyBase):
                         body += event
                         if len(body) > cache.max_object_bytes:  # type: ignore[union-attr]
                             body = None
-                    piece = frame(event, chunked)
+                    piece = frame(event, True) if chunked else event
                     pending.append(piece)
                     size += len(piece)
                     if size >= _WRITE_BATCH:
@@ -418,7 +419,10 @@ class Forwarding(ProxyBase):
                 raise _UpstreamError(502, f"the origin broke the connection: {exc}") from None
         informational = False
         while True:
-            event = upstream.poll() or await self._upstream_event(upstream)
+            try:  # _upstream_event's wait, without a step of its own: a miss waits here
+                event = upstream.poll() or await upstream.next(self.settings.origin_read_s)
+            except (TimeoutError, ProtocolError) as exc:
+                raise _upstream_failure(exc) from None
             if event is EOF:
                 raise _UpstreamError(502, "the origin closed the connection without answering")
             if isinstance(event, Head):

@@ -312,7 +312,8 @@ class ProxyServer(Tunnels, Ordered):
                 path += "?" + parts.query
             path_bytes = path.encode("latin-1")
             netloc = parts.netloc.rsplit("@", 1)[-1].encode("latin-1")
-        if (host, port) in self._addresses or _VIA in (head.get(b"via") or b""):
+        via = head.get(b"via")
+        if (host, port) in self._addresses or (via is not None and _VIA in via):
             self._send_error(client, 508, "this request is addressed to the proxy itself: "
                              "refused, not looped", close=True)
             return False
@@ -324,8 +325,17 @@ class ProxyServer(Tunnels, Ordered):
         watch = self._politeness.activity.watch(head.method.decode("latin-1"), url, host,
                                                 held=mode is not Mode.REJECT)
         exchange = _Exchange(head, url, origin, (scheme, host, port), path_bytes, netloc,
-                             address, watch)
-        return await self._proxied(client, exchange, mode, wait_s, peer)
+                             address, watch, via)
+        # Answered (in ordered mode after the client's earlier requests); its end, whatever
+        # it was, is told to the activity (the dashboard, /trace).
+        try:
+            if mode is Mode.ORDERED:
+                return await self._ordered(client, exchange, peer, wait_s)
+            return await self._polite(client, exchange, mode, wait_s)
+        finally:
+            self._politeness.activity.ended(
+                watch, exchange.decision if exchange.status else "error", exchange.status,
+                exchange.held_ms)
 
     # -- the API ---------------------------------------------------------------------------
 

@@ -35,6 +35,13 @@ def polite_serve(*options: str) -> Iterator[httpx.Client]:
         yield api
 
 
+def loop_cpu_s(pid: int) -> float:
+    """The CPU time process ``pid``'s main thread (a server's event loop) has had, in
+    seconds, to the nanosecond (Linux's schedstat): what a busy machine does not stretch."""
+    with open(f"/proc/{pid}/task/{pid}/schedstat", encoding="ascii") as stat:
+        return int(stat.read().split()[0]) / 1e9
+
+
 @contextmanager
 def polite_serve_process(*options: str, make: bool = False
                          ) -> Iterator[tuple[httpx.Client, subprocess.Popen[str]]]:

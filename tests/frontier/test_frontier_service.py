@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,9 +28,29 @@ def pb(tmp_path: Path) -> Any:
 
 @pytest.fixture(params=KINDS)
 def client(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A server of its own, for a test of what is the whole server's (its crawls, whether it
+    is active, every crawl's URLs)."""
     store = store_url(request.param, tmp_path, request)
     with frontier(tmp_path, "--store", store, "--robots", "off") as stub:
         yield stub
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def shared(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+           ) -> Iterator[Any]:
+    """One server of each store for the module's tests of one crawl (each start of
+    ``polite frontier serve`` costs a third of a second of CPU): each test asks its own
+    crawl (:func:`crawl`), whose queues and URLs no other test sees."""
+    folder = tmp_path_factory.mktemp("shared")
+    store = store_url(request.param, folder, request)
+    with frontier(folder, "--store", store, "--robots", "off") as stub:
+        yield stub
+
+
+@pytest.fixture
+def crawl() -> str:
+    """A crawl ID of the test's own, on the module's shared server."""
+    return f"crawl-{uuid.uuid4().hex[:12]}"
 
 
 def put(client: Any, items: list[Any]) -> list[Any]:
@@ -52,50 +73,52 @@ def get(client: Any, pb: Any, **params: Any) -> list[Any]:
     return list(client.GetURLs(pb.GetParams(**params)))
 
 
-def test_never_refetched(client: Any, pb: Any) -> None:
-    acks = put(client, [known(pb, "http://key1.com/", "key1.com")])
+def test_never_refetched(shared: Any, pb: Any, crawl: str) -> None:
+    acks = put(shared, [known(pb, "http://key1.com/", "key1.com", crawl=crawl)])
     assert [a.status for a in acks] == [pb.AckMessage.OK]
-    assert get(client, pb, key="key1.com", max_urls_per_queue=1, delay_requestable=2,
-               crawlID=DEFAULT) == []
+    assert get(shared, pb, key="key1.com", max_urls_per_queue=1, delay_requestable=2,
+               crawlID=crawl) == []
 
 
-def test_right_order(client: Any, pb: Any) -> None:
+def test_right_order(shared: Any, pb: Any, crawl: str) -> None:
     now = int(time.time())
-    acks = put(client, [known(pb, "http://key1.com/later", "key1.com", now),
-                        known(pb, "http://key1.com/sooner", "key1.com", now - 10_000)])
+    acks = put(shared, [known(pb, "http://key1.com/later", "key1.com", now, crawl),
+                        known(pb, "http://key1.com/sooner", "key1.com", now - 10_000, crawl)])
     assert len(acks) == 2
-    got = get(client, pb, key="key1.com", max_urls_per_queue=2, delay_requestable=2,
-              crawlID=DEFAULT)
+    got = get(shared, pb, key="key1.com", max_urls_per_queue=2, delay_requestable=2,
+              crawlID=crawl)
     assert [u.url for u in got] == ["http://key1.com/sooner", "http://key1.com/later"]
 
 
-def test_updates(client: Any, pb: Any) -> None:
+def test_updates(shared: Any, pb: Any, crawl: str) -> None:
     """Two duplicate discovered URLs make one; once handed out it is in process until its
     lease lapses, and deleting the queue removes it."""
-    item = discovered(pb, "http://key1.com/", "key1.com")
-    assert len(put(client, [item, item])) == 2
-    assert list(client.ListQueues(pb.Pagination()).values) == ["key1.com"]
+    item = discovered(pb, "http://key1.com/", "key1.com", crawl)
+    assert len(put(shared, [item, item])) == 2
+    assert list(shared.ListQueues(pb.Pagination(crawlID=crawl)).values) == ["key1.com"]
     params = {"key": "key1.com", "max_urls_per_queue": 1, "delay_requestable": 2,
-              "crawlID": DEFAULT}
-    assert [u.url for u in get(client, pb, **params)] == ["http://key1.com/"]
-    stats = client.GetStats(pb.QueueWithinCrawlParams(key="key1.com"))
+              "crawlID": crawl}
+    assert [u.url for u in get(shared, pb, **params)] == ["http://key1.com/"]
+    stats = shared.GetStats(pb.QueueWithinCrawlParams(key="key1.com", crawlID=crawl))
     assert (stats.numberOfQueues, stats.inProcess) == (1, 1)
-    assert get(client, pb, **params) == []
+    assert get(shared, pb, **params) == []
     deadline = time.monotonic() + 60  # the lease lapses two seconds on (waited for, not slept)
-    while client.GetStats(pb.QueueWithinCrawlParams(key="key1.com")).inProcess:
+    while shared.GetStats(pb.QueueWithinCrawlParams(key="key1.com", crawlID=crawl)).inProcess:
         assert time.monotonic() < deadline
         time.sleep(0.1)
-    stats = client.GetStats(pb.QueueWithinCrawlParams(key="key1.com"))
+    stats = shared.GetStats(pb.QueueWithinCrawlParams(key="key1.com", crawlID=crawl))
     assert (stats.numberOfQueues, stats.inProcess, stats.size) == (1, 0, 1)
-    assert client.DeleteQueue(pb.QueueWithinCrawlParams(key="key1.com")).value == 1
-    assert client.GetStats(pb.QueueWithinCrawlParams(key="key1.com")).numberOfQueues == 0
+    queue = pb.QueueWithinCrawlParams(key="key1.com", crawlID=crawl)
+    assert shared.DeleteQueue(queue).value == 1
+    assert shared.GetStats(queue).numberOfQueues == 0
 
 
-def test_queue_names(client: Any, pb: Any) -> None:
-    put(client, [discovered(pb, "http://gac.icann.org?language_id=9")])
-    stats = client.GetStats(pb.QueueWithinCrawlParams(key="gac.icann.org"))
+def test_queue_names(shared: Any, pb: Any, crawl: str) -> None:
+    put(shared, [discovered(pb, "http://gac.icann.org?language_id=9", crawl=crawl)])
+    stats = shared.GetStats(pb.QueueWithinCrawlParams(key="gac.icann.org", crawlID=crawl))
     assert stats.size == 1
-    assert client.DeleteQueue(pb.QueueWithinCrawlParams(key="gac.icann.org")).value == 1
+    queue = pb.QueueWithinCrawlParams(key="gac.icann.org", crawlID=crawl)
+    assert shared.DeleteQueue(queue).value == 1
 
 
 def test_crawl_ids(client: Any, pb: Any) -> None:
@@ -199,52 +222,59 @@ def test_crawl_limit_purge_and_put_discovered(client: Any, pb: Any) -> None:
     assert counts["active_queues"] == 1
 
 
-def test_one_call_hands_out_ten_thousand_urls_at_most(client: Any, pb: Any) -> None:
+def test_one_call_hands_out_ten_thousand_urls_at_most(shared: Any, pb: Any, crawl: str) -> None:
     """GetURLs' limits of 0 mean no limit, but one answer is bounded: the rest comes from
     the next call."""
     urls = [f"http://many.example/{i}" for i in range(10_050)]
-    batches = (pb.DiscoveredBatch(ID=str(i), items=[pb.URLInfo(url=u) for u in urls[i:i + 1000]])
+    batches = (pb.DiscoveredBatch(ID=str(i), items=[pb.URLInfo(url=u, crawlID=crawl)
+                                                    for u in urls[i:i + 1000]])
                for i in range(0, len(urls), 1000))
-    assert sum(len(a.statuses) for a in client.PutDiscovered(batches)) == len(urls)
-    first = get(client, pb, key="many.example")
-    client.SetDelay(pb.QueueDelayParams(key="many.example", delay_requestable=0))
-    second = get(client, pb, key="many.example")
+    assert sum(len(a.statuses) for a in shared.PutDiscovered(batches)) == len(urls)
+    first = get(shared, pb, key="many.example", crawlID=crawl)
+    shared.SetDelay(pb.QueueDelayParams(key="many.example", delay_requestable=0,
+                                        crawlID=crawl))
+    second = get(shared, pb, key="many.example", crawlID=crawl)
     assert (len(first), len(second)) == (10_000, 50)
     assert sorted(u.url for u in first + second) == sorted(urls)
 
 
-def test_stats_size_counts_the_urls_in_flight_too(client: Any, pb: Any) -> None:
+def test_stats_size_counts_the_urls_in_flight_too(shared: Any, pb: Any, crawl: str) -> None:
     """Stats.size: the active URLs, those not completed, in flight or not (a queue is active
     while it holds URLs not completed, as ListQueues' comment says); inProcess: those in
     flight."""
-    put(client, [discovered(pb, "http://size.example/a"), discovered(pb, "http://size.example/b"),
-                 known(pb, "http://size.example/c")])
-    assert len(get(client, pb, key="size.example", max_urls_per_queue=1)) == 1
-    stats = client.GetStats(pb.QueueWithinCrawlParams(key="size.example"))
+    put(shared, [discovered(pb, "http://size.example/a", crawl=crawl),
+                 discovered(pb, "http://size.example/b", crawl=crawl),
+                 known(pb, "http://size.example/c", crawl=crawl)])
+    assert len(get(shared, pb, key="size.example", max_urls_per_queue=1,
+                   crawlID=crawl)) == 1
+    stats = shared.GetStats(pb.QueueWithinCrawlParams(key="size.example", crawlID=crawl))
     assert (stats.size, stats.inProcess, stats.counts["completed"]) == (2, 1, 1)
 
 
-def test_a_crawl_limit_counts_urls_completed_and_in_flight(client: Any, pb: Any) -> None:
+def test_a_crawl_limit_counts_urls_completed_and_in_flight(shared: Any, pb: Any,
+                                                           crawl: str) -> None:
     """SetCrawlLimit: a queue hands out URLs while those completed and those in flight are
     fewer than its limit (the reference's limit counts completed URLs); a URL whose lease
     lapsed is handed out again, not lost to the limit."""
-    client.SetCrawlLimit(pb.CrawlLimitParams(key="cap.example", limit=2))
-    client.SetDelay(pb.QueueDelayParams(key="cap.example", delay_requestable=0))
-    put(client, [discovered(pb, f"http://cap.example/{i}") for i in range(4)])
-    params = {"key": "cap.example", "max_urls_per_queue": 10, "delay_requestable": 1}
-    first = [u.url for u in get(client, pb, **params)]
+    shared.SetCrawlLimit(pb.CrawlLimitParams(key="cap.example", limit=2, crawlID=crawl))
+    shared.SetDelay(pb.QueueDelayParams(key="cap.example", delay_requestable=0,
+                                        crawlID=crawl))
+    put(shared, [discovered(pb, f"http://cap.example/{i}", crawl=crawl) for i in range(4)])
+    params = {"key": "cap.example", "max_urls_per_queue": 10, "delay_requestable": 1,
+              "crawlID": crawl}
+    first = [u.url for u in get(shared, pb, **params)]
     assert first == ["http://cap.example/0", "http://cap.example/1"]
-    assert get(client, pb, **params) == []  # two in flight
+    assert get(shared, pb, **params) == []  # two in flight
     deadline = time.monotonic() + 60  # the leases lapse a second on (waited for, not slept)
-    while client.GetStats(pb.QueueWithinCrawlParams(key="cap.example")).inProcess:
+    while shared.GetStats(pb.QueueWithinCrawlParams(key="cap.example", crawlID=crawl)).inProcess:
         assert time.monotonic() < deadline
         time.sleep(0.1)
-    again = [u.url for u in get(client, pb, **params)]
+    again = [u.url for u in get(shared, pb, **params)]
     assert again == first
-    assert [a.status for a in put(client, [known(pb, u) for u in again])] == [
+    assert [a.status for a in put(shared, [known(pb, u, crawl=crawl) for u in again])] == [
         pb.AckMessage.OK] * 2
-    assert get(client, pb, **params) == []  # two completed: the limit is reached
-    assert client.CountURLs(pb.CountUrlParams(key="cap.example")).value == 4
+    assert get(shared, pb, **params) == []  # two completed: the limit is reached
+    assert shared.CountURLs(pb.CountUrlParams(key="cap.example", crawlID=crawl)).value == 4
 
 
 def test_a_nul_in_a_key_or_a_crawl_id_is_skipped(client: Any, pb: Any) -> None:

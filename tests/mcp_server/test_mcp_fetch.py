@@ -49,6 +49,14 @@ def loopback() -> Iterator[Any]:
         yield run
 
 
+@pytest.fixture(scope="module")
+def http_loopback() -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """The module's ``polite mcp --http`` with :data:`LOOPBACK`'s options, started once for
+    the tests of its HTTP transport that need no other option; its URL and process."""
+    with http_server("--http", "127.0.0.1:0", *LOOPBACK) as served:
+        yield served
+
+
 def _closed_port(host: str) -> int:
     """A port on ``host`` that nothing listens on (connecting is refused at once)."""
     with socket.socket() as s:
@@ -368,9 +376,11 @@ def test_may_fetch_the_robots_resource_and_a_persons_own_request(loopback: Any) 
     assert site.requests.count("/private") == 1  # the person's request, not may_fetch's
 
 
-def test_streamable_http_lists_and_fetches(tmp_path: Path) -> None:
+def test_streamable_http_lists_and_fetches(
+        http_loopback: tuple[str, subprocess.Popen[str]]) -> None:
     site = Site("127.0.138.91", routes={"/robots.txt": Reply(404), "/page": PAGE})
-    with serve(site), http_server("--http", "127.0.0.1:0", *LOOPBACK) as (url, _):
+    url, _ = http_loopback
+    with serve(site):
         from mcp import Client
 
         async def run() -> tuple[list[str], str]:
@@ -384,7 +394,8 @@ def test_streamable_http_lists_and_fetches(tmp_path: Path) -> None:
     assert tools == ["fetch", "may_fetch"] and "Readable words" in said
 
 
-def test_an_http_message_past_its_size_is_refused_before_it_is_kept() -> None:
+def test_an_http_message_past_its_size_is_refused_before_it_is_kept(
+        http_loopback: tuple[str, subprocess.Popen[str]]) -> None:
     """The MCP SDK reads a request's whole body and parses it: past 1 MiB, by its
     Content-Length or as it arrives (chunked, no length), it is answered 413 before the SDK
     sees it, and the server answers the next message as before."""
@@ -399,19 +410,19 @@ def test_an_http_message_past_its_size_is_refused_before_it_is_kept() -> None:
         for at in range(0, len(big), 65536):
             yield big[at:at + 65536]
 
-    with http_server("--http", "127.0.0.1:0", *LOOPBACK) as (url, process):
-        with httpx.Client(trust_env=False, timeout=30) as client:
-            by_length = client.post(url, content=big, headers=headers)
-            assert by_length.status_code == 413, by_length.text
-            as_it_came = client.post(url, content=chunks(), headers=headers)
-            assert as_it_came.status_code == 413, as_it_came.text
-            assert "1048576 bytes at most" in as_it_came.text
-            hello = client.post(url, headers=headers, json={
-                "jsonrpc": "2.0", "id": 2, "method": "initialize",
-                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                           "clientInfo": {"name": "test", "version": "1"}}})
-        assert hello.status_code == 200 and "polite" in hello.text, hello.text
-        assert process.poll() is None
+    url, process = http_loopback
+    with httpx.Client(trust_env=False, timeout=30) as client:
+        by_length = client.post(url, content=big, headers=headers)
+        assert by_length.status_code == 413, by_length.text
+        as_it_came = client.post(url, content=chunks(), headers=headers)
+        assert as_it_came.status_code == 413, as_it_came.text
+        assert "1048576 bytes at most" in as_it_came.text
+        hello = client.post(url, headers=headers, json={
+            "jsonrpc": "2.0", "id": 2, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "test", "version": "1"}}})
+    assert hello.status_code == 200 and "polite" in hello.text, hello.text
+    assert process.poll() is None
 
 
 def _until_closed(sock: socket.socket) -> bytes:

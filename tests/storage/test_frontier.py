@@ -19,6 +19,7 @@ from polite.errors import ConfigError, InvalidURL
 from polite.storage import open_frontier
 from polite.storage.base import HostFacts
 from polite.storage.frontier import (
+    LEASE_AHEAD,
     FrontierCounts,
     FrontierItem,
     FrontierStore,
@@ -45,13 +46,16 @@ def _no_default_path() -> Path:
     raise AssertionError("every test names its store")
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis", "redis-cluster", "redis-3-nodes"])
+@pytest.fixture(params=["memory", "sqlite", "sqlite-held", "redis", "redis-cluster",
+                        "redis-3-nodes"])
 async def open_store(request: pytest.FixtureRequest, tmp_path: Path
                      ) -> AsyncIterator[Opener]:
     """Opens a frontier on the test's store; each call a new object on the same data (the
-    same object for memory, whose data is the object). ``redis-cluster`` is one node in
-    cluster mode (a plain client: scripts over two slots refused), ``redis-3-nodes`` a
-    Redis Cluster of three primaries through the cluster client (``cluster=1``)."""
+    same object for memory, whose data is the object). ``sqlite-held`` is an SQLite file
+    whose transaction is held (a crawl alone with its folder's file: its leases kept in
+    memory), ``redis-cluster`` one node in cluster mode (a plain client: scripts over two
+    slots refused), ``redis-3-nodes`` a Redis Cluster of three primaries through the
+    cluster client (``cluster=1``)."""
     kind = request.param
     if kind == "redis-3-nodes":
         nodes = request.getfixturevalue("redis_cluster_nodes")
@@ -61,15 +65,23 @@ async def open_store(request: pytest.FixtureRequest, tmp_path: Path
             "redis_cluster_url" if kind == "redis-cluster" else "redis_url", "redis_prefix"))
         url = f"{server}?prefix={prefix}"
     else:
-        url = {"memory": "memory://", "sqlite": f"sqlite:///{tmp_path / 'frontier.sqlite'}"}[kind]
+        url = "memory://" if kind == "memory" else f"sqlite:///{tmp_path / 'frontier.sqlite'}"
     memory = MemoryFrontier()
     opened: list[FrontierStore] = []
 
     def open_() -> FrontierStore:
         if kind == "memory":
             return memory
+        if kind == "sqlite-held" and opened:
+            # one frontier holds the file; what another finds there after it is what a
+            # new run finds (tests/crawl/test_crawl_resume.py)
+            pytest.skip("a held file is one frontier's")
         store = open_frontier(url, default_path=_no_default_path)
         opened.append(store)
+        if kind == "sqlite-held":
+            held = store.batch()
+            assert isinstance(held, Transaction)
+            held.hold()
         return store
 
     yield open_
@@ -952,3 +964,62 @@ def test_a_workers_heartbeat_ends_with_its_block_whenever_the_block_ends(
 
     run_apart(trials, 60, "a heartbeat went on after its block ended")
     assert sum(beat["ended"] is True for beat in beats) == 40 and len(beats) > 80
+
+
+async def test_a_held_frontier_leases_in_memory_reading_a_hosts_urls_ahead(tmp_path: Path
+                                                                         ) -> None:
+    # A crawl alone with its file: a lease is not written (its row stays queued, so a kill
+    # loses nothing); a host's next URLs are read a few at a time, handed out in order.
+    path = tmp_path / "crawl.sqlite"
+    frontier = SQLiteFrontier(path)
+    await frontier.add([item("a.example", n) for n in range(40)])
+    transaction = frontier.batch()
+    assert isinstance(transaction, Transaction)
+    transaction.hold()
+    sent: list[str] = []
+    frontier._db.set_trace_callback(sent.append)
+    taken = []
+    following = await frontier.lease("a.example", 0.0, LEASE_S)
+    while following is not None:
+        taken.append(following.url)
+        async with frontier.batch():  # as a page is settled
+            await frontier.done(following.url, fetched=True)
+            following = await frontier.lease("a.example", 0.0, LEASE_S)
+    assert taken == [f"http://a.example/{n}" for n in range(40)]
+    assert not [s for s in sent if "lease_until" in s and s.startswith("UPDATE")]
+    reads = [s for s in sent if s.startswith("SELECT") and "FROM frontier WHERE host" in s]
+    assert len(reads) <= 40 // LEASE_AHEAD + 2, len(reads)  # one a page before
+    # a kill: what was leased and not acknowledged is queued in the file
+    await frontier.add([item("a.example", n) for n in (40, 41)])
+    kept = await frontier.lease("a.example", 0.0, LEASE_S)
+    assert kept == item("a.example", 40)
+    assert await frontier.counts() == FrontierCounts(1, 1, 40, 0)
+    transaction.commit()
+    reader = sqlite3.connect(path)
+    assert reader.execute("SELECT url FROM frontier WHERE state = 0 ORDER BY seq").fetchall(
+        ) == [("http://a.example/40",), ("http://a.example/41",)]
+    reader.close()
+    await frontier.close()
+
+
+async def test_a_held_frontier_hands_a_lease_back_when_its_block_is_undone(tmp_path: Path
+                                                                          ) -> None:
+    frontier = SQLiteFrontier(tmp_path / "crawl.sqlite")
+    await frontier.add([item("a.example", n) for n in range(3)])
+    transaction = frontier.batch()
+    assert isinstance(transaction, Transaction)
+    transaction.hold()
+    first = await frontier.lease("a.example", 0.0, LEASE_S)
+    assert first == item("a.example", 0)
+    with pytest.raises(RuntimeError):
+        async with frontier.batch():
+            await frontier.done(first.url, fetched=True)
+            assert await frontier.lease("a.example", 0.0, LEASE_S) == item("a.example", 1)
+            raise RuntimeError("a page hook failed")
+    # the acknowledgement and the lease undone: the first still leased, the second queued
+    assert await frontier.counts() == FrontierCounts(2, 1, 0, 0)
+    assert await frontier.lease("a.example", 0.0, LEASE_S) == item("a.example", 1)
+    await frontier.release(first._replace(not_before=5.0))
+    assert await frontier.lease("a.example", 1.0, LEASE_S) == item("a.example", 2)
+    assert await frontier.lease("a.example", 5.0, LEASE_S) == first._replace(not_before=5.0)
+    await frontier.close()

@@ -372,11 +372,21 @@ WAL_CHECKPOINT_PAGES = 10_000
 SEEN_CACHE_BYTES = 32 << 20
 _SEEN_ENTRY_BYTES = 100
 _ROWS_PER_INSERT = 500  # 13 parameters a row, well under SQLite's 32,766
+# While its transaction is held (a crawl alone with its file), a frontier leases in memory:
+# a host's next URLs are read from the file this many at a time (one statement where each
+# lease was an UPDATE of its own) and handed out one by one, never written LEASED; the
+# reads kept for at most this many hosts at once (the host read longest ago dropped, its
+# URLs read again at its next lease): about 6 MiB of items for URLs of 100 characters.
+LEASE_AHEAD = 16
+_AHEAD_HOSTS = 1_024
 
 
 # A URL leased, to the worker named (any, when the frontier has no worker name): the
 # statement's last parameters are LEASED and the name twice.
 _MINE = "state = ? AND (? = '' OR owner = ?)"
+
+
+_Kept = tuple[float, int, FrontierItem]  # a lease kept in memory: its end, queue place, item
 
 
 def _row(item: FrontierItem, state: int, seq: int) -> tuple[object, ...]:
@@ -395,7 +405,13 @@ class SQLiteFrontier:
 
     With ``store``, an :class:`SQLiteStore` on the same file, the frontier shares its
     connection: a batch then holds the politeness store's writes too (a page's response
-    time with its acknowledgement, one commit)."""
+    time with its acknowledgement, one commit).
+
+    While its transaction is held (:meth:`Transaction.hold`: no other process writes the
+    file), a lease is kept in memory and the file's row stays queued until the URL is
+    acknowledged or given back: a kill finds it queued, as it finds every URL whose page
+    was not committed. A host's next URLs are read :data:`LEASE_AHEAD` at a time, in queue
+    order, and handed out in that order until one queued before them comes due."""
 
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 5.0,
                  store: SQLiteStore | None = None, worker: str = "",
@@ -409,6 +425,12 @@ class SQLiteFrontier:
         self._seen_budget = seen_cache_bytes
         self._met: list[str] = []  # URLs written or met since the last commit
         self._mine = (LEASED, worker, worker)  # the last parameters of _MINE
+        # Leases kept in memory while the transaction is held: host -> {url: (lease end,
+        # queue place, item)}, url -> host; and each host's URLs read ahead (the last is the
+        # next to hand out) with the time until which they stay the next in queue order.
+        self._kept: dict[str, dict[str, _Kept]] = {}
+        self._kept_hosts: dict[str, str] = {}
+        self._ahead: dict[str, tuple[list[tuple[int, FrontierItem]], float]] = {}
         self._owns_connection = store is None or \
             store.path.resolve() != Path(path).resolve()
         if store is None or self._owns_connection:
@@ -503,43 +525,175 @@ class SQLiteFrontier:
         return self._insert(items, SKIPPED)
 
     async def lease(self, host: str, now: float, lease_s: float) -> FrontierItem | None:
+        if self._transaction.held:
+            return self._lease_kept(host, now, lease_s)
+        if self._kept:
+            self._write_kept()
         # One atomic statement: a URL whose lease has run out (its worker died), oldest
         # first, else the oldest queued URL that is due; each candidate is one index probe.
         row = self._db.execute(_LEASE, (now + lease_s, host, now, self.worker)).fetchone()
         return None if row is None else FrontierItem(*row)
 
+    # -- leases kept in memory while the transaction is held -------------------------------
+
+    def _lease_kept(self, host: str, now: float, lease_s: float) -> FrontierItem | None:
+        kept = self._kept.get(host)
+        expired = None
+        if kept:  # a lease that ran out first, oldest first, as the file's statement has it
+            expired = min((lease for lease in kept.values() if lease[0] <= now),
+                          default=None, key=lambda lease: lease[1])
+        if expired is not None:
+            self._unkeep(expired[2].url)
+            seq, item = expired[1], expired[2]
+        else:
+            ahead = self._ahead.get(host)
+            if ahead is None or not ahead[0] or now >= ahead[1]:
+                ahead = self._read_ahead(host, now)
+                if ahead is None:
+                    return None
+            seq, item = ahead[0].pop()
+        self._keep(host, item, now + lease_s, seq)
+        # a block rolled back takes the lease back: the URL is read from the file again
+        self._transaction.on_undo(lambda: self._unkeep(item.url, forget_ahead=True))
+        return item
+
+    def _read_ahead(self, host: str, now: float
+                    ) -> tuple[list[tuple[int, FrontierItem]], float] | None:
+        """The host's next due URLs in queue order (those kept left out), and until when
+        they stay next: the earliest time a URL queued before the last of them comes due.
+        A head of URLs not due that fills the read is passed in a statement of its own."""
+        kept = self._kept.get(host, {})
+        limit = LEASE_AHEAD + len(kept)
+        rows = self._db.execute(
+            f"SELECT seq, {_COLUMNS} FROM frontier WHERE host = ? AND state = {QUEUED} "
+            "ORDER BY seq LIMIT ?", (host, limit)).fetchall()
+        items: list[tuple[int, FrontierItem]] = []
+        until = float("inf")
+        for seq, *row in rows:
+            item = FrontierItem(*row)
+            if item.url in kept:
+                continue
+            if item.not_before <= now:
+                items.append((seq, item))
+            else:
+                until = min(until, item.not_before)
+        if not items and len(rows) == limit:
+            marks = ", ".join("?" * len(kept))
+            found = self._db.execute(
+                f"SELECT seq, {_COLUMNS} FROM frontier WHERE host = ? AND state = {QUEUED} "
+                f"AND not_before <= ? AND url NOT IN ({marks}) ORDER BY seq LIMIT 1",
+                (host, now, *kept)).fetchone()
+            if found is not None:  # read again at the next lease
+                items, until = [(found[0], FrontierItem(*found[1:]))], now
+        if not items:
+            self._ahead.pop(host, None)
+            return None
+        items.reverse()  # the next is the last
+        ahead = (items, until)
+        self._ahead.pop(host, None)
+        if len(self._ahead) >= _AHEAD_HOSTS:
+            del self._ahead[next(iter(self._ahead))]  # the host read longest ago
+        self._ahead[host] = ahead
+        return ahead
+
+    def _keep(self, host: str, item: FrontierItem, until: float, seq: int) -> None:
+        self._kept.setdefault(host, {})[item.url] = (until, seq, item)
+        self._kept_hosts[item.url] = host
+
+    def _unkeep(self, url: str, *, forget_ahead: bool = False) -> tuple[str, _Kept] | None:
+        """A lease kept in memory ended: its host and what was kept (None: not kept)."""
+        host = self._kept_hosts.pop(url, None)
+        if host is None:
+            return None
+        leases = self._kept[host]
+        lease = leases.pop(url)
+        if not leases:
+            del self._kept[host]
+        if forget_ahead:
+            self._ahead.pop(host, None)
+        return host, lease
+
+    def _ending(self, url: str) -> tuple[object, ...]:
+        """The last parameters of _MINE for ``url``: a lease kept in memory (its row is
+        queued in the file) ends here, and comes back should the block be rolled back."""
+        ended = self._unkeep(url)
+        if ended is None:
+            return self._mine
+        host, (until, seq, item) = ended
+        self._transaction.on_undo(lambda: self._keep(host, item, until, seq))
+        return (QUEUED, "", "")
+
+    def _write_kept(self) -> None:
+        """The transaction is no longer held: the leases kept in memory are written to the
+        file as the others are, lest a lease taken from the file hand one out twice."""
+        with self._transaction:
+            self._db.executemany(
+                f"UPDATE frontier SET state = {LEASED}, lease_until = ?, owner = ? "
+                f"WHERE url = ? AND state = {QUEUED}",
+                [(until, self.worker, url) for leases in self._kept.values()
+                 for url, (until, _, _) in leases.items()])
+        self._kept.clear()
+        self._kept_hosts.clear()
+        self._ahead.clear()
+
     async def done(self, url: str, *, fetched: bool, revisit_at: float | None = None) -> None:
         # a lease of this worker's only: one that ran out and was taken since is not its
+        mine = self._ending(url)
         if revisit_at is None:
             self._db.execute(f"UPDATE frontier SET state = ? WHERE url = ? AND {_MINE}",
-                             (FETCHED if fetched else SKIPPED, url, *self._mine))
-        else:  # queued again, so behind what is queued now
+                             (FETCHED if fetched else SKIPPED, url, *mine))
+        else:  # queued again, so behind what is queued now (and what was read ahead)
             with self._transaction:
                 self._db.execute(
                     "UPDATE frontier SET state = ?, not_before = ?, attempts = 0, seq = ? "
                     f"WHERE url = ? AND {_MINE}",
-                    (QUEUED, revisit_at, self._take_seqs(1), url, *self._mine))
+                    (QUEUED, revisit_at, self._take_seqs(1), url, *mine))
 
     async def release(self, item: FrontierItem) -> None:
+        mine = self._ending(item.url)
+        # back in its place, ahead of what was read after it
+        self._ahead.pop(item.host, None)
         self._db.execute(
             "UPDATE frontier SET state = ?, not_before = ?, attempts = ? "
             f"WHERE url = ? AND {_MINE}",
-            (QUEUED, item.not_before, item.attempts, item.url, *self._mine))
+            (QUEUED, item.not_before, item.attempts, item.url, *mine))
 
     async def next_due(self, host: str) -> float | None:
+        kept = self._kept.get(host)
+        if kept:  # queued in the file, leased here
+            marks = ", ".join("?" * len(kept))
+            row = self._db.execute(
+                "SELECT MIN(CASE state WHEN ? THEN lease_until ELSE not_before END) FROM "
+                f"frontier WHERE host = ? AND state IN (?, ?) AND url NOT IN ({marks})",
+                (LEASED, host, QUEUED, LEASED, *kept)).fetchone()
+            due = [until for until, _, _ in kept.values()]
+            if row is not None and row[0] is not None:
+                due.append(float(row[0]))
+            return min(due)
         row = self._db.execute(
             "SELECT MIN(CASE state WHEN ? THEN lease_until ELSE not_before END) FROM frontier "
             "WHERE host = ? AND state IN (?, ?)", (LEASED, host, QUEUED, LEASED)).fetchone()
         return None if row is None or row[0] is None else float(row[0])
+
+    async def _with_kept(self, found: list[tuple[str, float]]) -> list[tuple[str, float]]:
+        """Hosts and when each is due, as the file says, for the hosts with leases kept in
+        memory as the leases say."""
+        if not self._kept:
+            return found
+        kept = {host: await self.next_due(host) for host in self._kept}
+        return [(host, kept.get(host) or due) for host, due in found]
 
     async def hosts(self) -> list[tuple[str, float]]:
         rows = self._db.execute(
             "SELECT host, MIN(CASE state WHEN ? THEN lease_until ELSE not_before END) "
             "FROM frontier WHERE state IN (?, ?) GROUP BY host",
             (LEASED, QUEUED, LEASED)).fetchall()
-        return [(host, float(due)) for host, due in rows]
+        return await self._with_kept([(host, float(due)) for host, due in rows])
 
     async def due_hosts(self, now: float, limit: int) -> list[tuple[str, float]]:
+        if self._kept:  # every host, then the bound (only while leases are kept here)
+            due = sorted((at, host) for host, at in await self.hosts() if at <= now)
+            return [(host, at) for at, host in due[:limit]]
         rows = self._db.execute(
             "SELECT host, MIN(CASE state WHEN ? THEN lease_until ELSE not_before END) AS due "
             "FROM frontier WHERE state IN (?, ?) GROUP BY host HAVING due <= ? "
@@ -569,9 +723,13 @@ class SQLiteFrontier:
                 self._db.execute("SELECT host FROM frontier_seed_hosts")}
 
     async def requeue_leased(self) -> int:
+        kept = len(self._kept_hosts)  # queued in the file already
+        self._kept.clear()
+        self._kept_hosts.clear()
+        self._ahead.clear()
         cursor = self._db.execute("UPDATE frontier SET state = ?, lease_until = 0 "
                                   "WHERE state = ?", (QUEUED, LEASED))
-        return cursor.rowcount
+        return cursor.rowcount + kept
 
     # -- the workers sharing the file ----------------------------------------------------
 
@@ -646,11 +804,17 @@ class SQLiteFrontier:
         for state, n in self._db.execute("SELECT state, COUNT(*) FROM frontier "
                                          "GROUP BY state"):
             tally[int(state)] = int(n)
+        kept = len(self._kept_hosts)  # queued in the file, leased here
+        tally[QUEUED] -= kept
+        tally[LEASED] += kept
         return FrontierCounts(*tally)
 
     async def close(self) -> None:
         self._transaction.forget(self._ended)  # the store's, when it shares its file
         self._seen.clear()
+        self._kept.clear()
+        self._kept_hosts.clear()
+        self._ahead.clear()
         if self._owns_connection:
             self._db.close()
 

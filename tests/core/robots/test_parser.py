@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from polite.core._steps import finish
 from polite.core.robots.model import fold_issues
+from polite.core.robots.parser import (
+    _NOT_A_FIELD,
+    RawIssue,
+    _has_long_line,
+    _Reader,
+    detect_dialect,
+    issue_from_raw,
+    parse_body,
+    read_issues,
+    split_lines,
+)
 from polite.core.robots.parser import MAX_LINE_OCTETS as LONG
-from polite.core.robots.parser import _has_long_line, detect_dialect, split_lines
 from polite.robots import MAX_ROBOTS_BYTES, Dialect, ParseIssue, Severity, parse
 from tests.conftest import shared_path
+from tests.core.robots.test_compiled_once import counted_lines
 
 
 def _codes(body: bytes | str, dialect: str = "auto") -> dict[int, set[str]]:
@@ -224,6 +238,60 @@ def test_an_html_page_is_said_to_be_one_once_with_the_lines_it_skipped() -> None
     assert (issue.line, issue.code, issue.severity) == (1, "html", "error")
     assert issue.count == 1_006 and issue.lines == (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
     assert "1,006 lines of it skipped" in issue.message
+
+
+# Lines of an HTML page's kinds: markup, text, fields, CSS and script, white space, comments,
+# NUL bytes, Latin-1 letters and other line breaks of str.splitlines(), field names with typos.
+_PAGE_PARTS = ["<p>", "</div>", " ", "\t", "\v", "\f", "#", ":", "a", "Z", "\xe9", "\xaa",
+               "\xb2", "\x85", "\x1c", "\x00", "1", "-", "_", "x y", "color", "User-agent",
+               "user agent", "Disallow", "disalow", "Allow", "Sitemap", "Crawl-delay", "/p*",
+               "http", "//e.com/sitemap.xml", "{", "}", "Robot-version", "3.0", "\u30c4",
+               "y" * (LONG // 2 + 1)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_PAGE_PARTS), max_size=6).map("".join), max_size=40),
+       st.sampled_from(["\n", "\r\n", "\r"]))
+def test_an_html_page_reads_as_its_lines_read_one_by_one(lines: list[str], newline: str) -> None:
+    """A page's lines of markup are counted by one search over its text, not read one by one:
+    its groups, rules, fields and issues are what reading every line gives, the skipped
+    lines' count and first numbers in its html issue."""
+    body = newline.join(["<html>", *lines, "</html>"]).encode("utf-8", "surrogatepass")
+    for dialect in (Dialect.RFC9309, Dialect.GOOGLE):
+        page = parse_body(body, dialect)
+        assert page.looks_like_html
+        octets = body.decode("latin-1")
+        # the same lines read one by one, as a file that is no HTML page is
+        whole = _Reader(dialect, None, [])
+        finish(whole.read(octets, html=False))
+        assert page.groups == finish(whole.close())
+        assert page.global_directives == tuple(whole.global_directives)
+        assert page.sitemaps == tuple(whole.sitemaps)
+        assert page.line_count == whole.line_count
+        issues = [issue_from_raw(raw) for raw in sorted(page.raw_issues, key=lambda r: r[0])]
+        read = [issue_from_raw(cast("RawIssue", tuple(whole.issues[at:at + 5])))
+                for at in range(0, len(whole.issues), 5)]
+        skipped = sorted(i.line for i in read if i.code in _NOT_A_FIELD)
+        assert [i for i in issues if i.code not in _NOT_A_FIELD and i.code != "html"] == \
+            [i for i in sorted(read, key=lambda i: i.line) if i.code not in _NOT_A_FIELD]
+        html = next(i for i in read_issues(page) if i.code == "html")
+        if skipped:
+            assert (html.count, html.lines) == (len(skipped), tuple(skipped[:10])), skipped
+        else:
+            assert html.count == 1
+
+
+def test_an_html_pages_markup_is_not_read_line_by_line() -> None:
+    """Read line by line, a page's markup took most of its time (as long as Protego took
+    over it): a line of markup is now counted by one search over the page's text."""
+    def lines_run(rows: int) -> int:
+        body = "<html>\n" + "".join(f"  <p>item {i}</p>\n\n" for i in range(rows)) + "</html>"
+        with counted_lines() as count:
+            robots = parse(body)
+        html = robots.issues[0]
+        assert html.code == "html" and html.count == rows + 2
+        return count[0]
+    assert lines_run(3000) - lines_run(30) < 100  # 47,676 more before
 
 
 def test_identical_issues_are_said_once_with_their_lines() -> None:

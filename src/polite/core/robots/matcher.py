@@ -555,7 +555,10 @@ class PathIndex:
             path = path_of(url) if m is None else (m[1] or fix(m))
             j = search(keys, path) - 1
             while j >= 0:
-                if path.startswith(keys[j]):
+                # path.startswith(keys[j]), a third of its instructions: removeprefix takes
+                # its argument without a tuple of them, and gives back the path itself when
+                # the key does not start it (an empty key, a bare wildcard's head, does)
+                if path.removeprefix(keys[j]) is not path or not keys[j]:
                     node = state[j]
                     if node & 2 or len(path) == len(keys[j]):
                         if node & 4:  # an exact or a wildcard rule may change the answer

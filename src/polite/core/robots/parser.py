@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import compress, count, islice, pairwise, repeat
+from operator import contains, eq, gt
 from typing import TypeVar, cast
 from urllib.parse import urljoin
 
@@ -271,6 +272,11 @@ class ParsedBody:
     looks_like_html: bool = False
     size: int = 0
     line_count: int = 0
+    # an HTML page's lines of markup, counted rather than read one by one (see
+    # _Reader.read_page), and the first of their numbers: read_issues adds them to its html
+    # issue's
+    markup_count: int = 0
+    markup_lines: tuple[int, ...] = ()
 
     @property
     def raw_issues(self) -> tuple[RawIssue, ...]:
@@ -361,7 +367,7 @@ def parse_body_steps(
         issues += (1, "html", "error", "the body looks like an HTML page, not a robots.txt file",
                    "")
     reader = _Reader(dialect or Dialect.RFC9309, url, issues)
-    yield from reader.read(octets)
+    yield from reader.read(octets, html)
     # Detected only when a Robot-version line was read (every line that makes a file REGP
     # is one): three searches of every file's text spared (a fiftieth of parsing the corpus).
     if dialect is None and reader.saw_version and detect_dialect(whole) is Dialect.REGP:
@@ -382,7 +388,7 @@ def parse_body_steps(
     return ParsedBody(dialect, groups, tuple(reader.global_directives),
                       tuple(reader.global_blocks), tuple(reader.sitemaps), tuple(reader.issues),
                       reader.version, reader.last_modified, truncated, html, size,
-                      reader.line_count)
+                      reader.line_count, reader.markup_count, reader.markup_lines)
 
 
 # Google reads "key value" without a colon only when the line is exactly two words.
@@ -422,12 +428,15 @@ def read_issues(body: ParsedBody) -> list[ParseIssue]:
     HTML page the lines that are no field are counted by its ``html`` issue, not listed."""
     raw = sorted(body.raw_issues, key=lambda raw: raw[0])
     skipped: list[int] = []
+    count = 0
     if body.looks_like_html:
         skipped = [issue[0] for issue in raw if issue[1] in _NOT_A_FIELD]
         raw = [issue for issue in raw if issue[1] not in _NOT_A_FIELD]
+        count = len(skipped) + body.markup_count
+        if body.markup_lines:  # the markup lines that were counted, not read
+            skipped = sorted(skipped + list(body.markup_lines))
     issues = fold_issues(issue_from_raw(issue) for issue in raw)
     if skipped:
-        count = len(skipped)
         html = ParseIssue(1, "html", "the body looks like an HTML page, not a robots.txt file; "
                           f"{count:,} {'line' if count == 1 else 'lines'} of it skipped as no "
                           "field", Severity.ERROR, count, tuple(skipped[:MAX_LISTED_LINES]))
@@ -457,6 +466,27 @@ def _has_long_line(text: str) -> bool:
 # Characters str.splitlines() ends a line at besides CR and LF; robots.txt lines end at
 # CR, LF or CRLF alone.
 _OTHER_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85")
+
+
+def _needs_cut(octets: str) -> bool:
+    """Whether a line of ``octets`` holds a NUL byte or is over-long (see
+    :meth:`_Reader.cut`)."""
+    return "\x00" in octets or (len(octets) > MAX_LINE_OCTETS and _has_long_line(octets))
+
+
+# The characters that are letters (str.isalpha) in a body decoded as Latin-1: every field
+# name starts with one.
+_LETTERS = "".join(c for c in map(chr, range(256)) if c.isalpha())
+# Each line of an HTML page's text, after its line break (see _Reader.read_page), past its
+# leading white space (which the reader strips): a line to read whole, the first character of
+# a line the reader would skip with an issue, or nothing (a blank or comment line).
+_PAGE_LINE = re.compile(
+    # a line to read: a letter, then one character or more (a letter alone is no field)
+    rf"\n[ \t\v\f]*+([{_LETTERS}][^\n]+"
+    # markup: its first character (a line the reader would skip with an issue)
+    r"|[^\n#]"
+    # a blank or comment line
+    r"|)")
 
 
 def split_lines(octets: str) -> list[str]:
@@ -544,6 +574,8 @@ class _Reader:
         self.saw_version = False  # a Robot-version line, read or not
         self.last_modified: float | None = None
         self.line_count = 0
+        self.markup_count = 0  # see read_page
+        self.markup_lines: tuple[int, ...] = ()
         self.blocks: list[Block] = []
         self.block_targeting = False
 
@@ -580,14 +612,19 @@ class _Reader:
               severity: Severity = Severity.WARNING) -> None:
         self.issues += (line, code, severity.value, message, "")
 
-    def read(self, octets: str) -> Steps[None]:
-        lines = split_lines(octets)
+    def read(self, octets: str, html: bool = False) -> Steps[None]:
+        """The lines of ``octets``; ``html``: the body looks like an HTML page (see
+        :meth:`read_page`)."""
         if self.regp:
-            yield from self.read_lines(lines)
+            yield from self.read_lines(split_lines(octets))
+        elif html:
+            yield from self.read_page(octets)
         else:
-            if "\x00" in octets or (len(octets) > MAX_LINE_OCTETS and _has_long_line(octets)):
+            lines = split_lines(octets)
+            if _needs_cut(octets):
                 self.cut(lines)
                 yield
+            self.line_count = len(lines)
             yield from self.read_split(lines)
         if self.blocks:
             self.issue(self.blocks[-1].line, "unclosed-brace", "'{' block is never closed",
@@ -597,7 +634,11 @@ class _Reader:
         """Over-long lines cut to :data:`MAX_LINE_OCTETS`, and lines at a NUL byte, in
         place (each said), so that :meth:`read_split` reads the rest (one long line in an
         HTML page is enough to have them)."""
-        for i, line in enumerate(lines):
+        # the lines to cut found by C loops (a page of minified script has thousands of lines)
+        long = compress(count(), map(gt, map(len, lines), repeat(MAX_LINE_OCTETS)))
+        nul = compress(count(), map(contains, lines, repeat("\x00")))
+        for i in sorted({*long, *nul}):
+            line = lines[i]
             if len(line) > MAX_LINE_OCTETS:
                 self.issue(i + 1, "line-too-long", f"line is {len(line)} octets; only the "
                            f"first {MAX_LINE_OCTETS} were read")
@@ -606,13 +647,44 @@ class _Reader:
                 self.issue(i + 1, "nul", "NUL byte: the rest of the line is ignored")
                 lines[i] = line[: line.index("\x00")]
 
-    def read_split(self, lines: list[str]) -> Steps[None]:
+    def read_page(self, octets: str) -> Steps[None]:
+        """An HTML page served as robots.txt (every dialect but REGP): one search over its
+        text tells each line's kind, and :meth:`read_split` reads only the lines that start
+        with a letter (past white space) and hold more than it. Every other line is blank, a
+        comment, or markup that no field could start (a ``no-separator``, ``not-a-field`` or
+        ``no-key`` issue a line, which the page's ``html`` issue counts and lists the first
+        of): those are counted (``markup_count``) and their first numbers kept
+        (``markup_lines``). Read line by line, a page's markup took most of its time, as
+        long as Protego took over the whole page."""
+        if _needs_cut(octets):  # cut as every file's lines are, then joined again
+            lines = split_lines(octets)
+            self.cut(lines)
+            yield
+            octets = "\n".join(lines)
+        elif "\r" in octets:  # the lines split_lines() gives, ended by LF alone
+            octets = octets.replace("\r\n", "\n").replace("\r", "\n")
+        # an item a line: the line to read, a markup line's first character, or "" (blank)
+        found = _PAGE_LINE.findall(f"\n{octets}")
+        self.line_count = len(found)
+        sizes = list(map(len, found))
+        self.markup_count = sizes.count(1)
+        self.markup_lines = tuple(islice(compress(count(1), map(eq, sizes, repeat(1))),
+                                         MAX_LISTED_LINES))
+        # the lines to read (two characters or more), numbered: C loops
+        numbered = list(compress(enumerate(found, 1), map(gt, sizes, repeat(1))))
+        if len(found) > STEP:
+            yield
+        yield from self.read_split(numbered, numbered=True)
+
+    def read_split(self, lines: list[str] | list[tuple[int, str]], numbered: bool = False
+                   ) -> Steps[None]:
         """Every dialect but REGP (NUL bytes and over-long lines cut first: see
-        :meth:`cut`). Each line is cut by string methods, a third less time than a regular
-        expression matching every line: a comment ("#" on) off, then (key, ":", value) at
-        the first colon, the key and value without leading white space and keeping their
-        trailing one; without a colon the line's text is the key."""
-        self.line_count = len(lines)
+        :meth:`cut`); ``numbered``: ``lines`` are (number, line) pairs, some of the file's
+        lines (see :meth:`read_page`), rather than all of them. Each line is cut by string
+        methods, a third less time than a regular expression matching every line: a comment
+        ("#" on) off, then (key, ":", value) at the first colon, the key and value without
+        leading white space and keeping their trailing one; without a colon the line's text
+        is the key."""
         cache = _KEY_CACHE
         group = self.group
         rules = self.rules
@@ -624,7 +696,9 @@ class _Reader:
         for start in range(0, len(lines), STEP):  # a pause between two steps of lines
             if start:
                 yield
-            for lineno, line in enumerate(lines[start:start + STEP], start + 1):
+            step = lines[start:start + STEP]
+            for lineno, line in (cast("list[tuple[int, str]]", step) if numbered
+                                 else enumerate(cast("list[str]", step), start + 1)):
                 if "#" in line:
                     line = line[:line.index("#")]
                 key, colon, value = line.partition(":")
@@ -851,10 +925,10 @@ class _Reader:
             self.last_modified = when
 
     def directive(self, lineno: int, name: str, key: str, value: str) -> None:
-        text = _text(value)
         reader = _READERS.get(name)
         typed: object = None
         if reader is not None:
+            text = _text(value)
             typed = reader(text)
             if typed is None:
                 self.issue(lineno, "bad-value", f"cannot read {name} value {text!r}; ignored",
@@ -865,6 +939,7 @@ class _Reader:
             self.issues += (lineno, "not-a-field", "error", None, key)
             return
         else:
+            text = _text(value)
             name = _text(key).lower()
             if name in ("http", "https") and text.startswith("//") and \
                     "sitemap" in text.lower():

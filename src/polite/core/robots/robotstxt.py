@@ -773,7 +773,7 @@ def _parsed_held(body: ParsedBody) -> int:
     # the agents' tuples (groups naming the same agents share one) and their strings
     agents = list(map(_AGENTS, groups))
     total += distinct_bytes(agents) + distinct_bytes(chain.from_iterable(agents))
-    others: list[object] = [body.sitemaps, body.global_blocks, body.version,
+    others: list[object] = [body.sitemaps, body.global_blocks, body.version, body.markup_lines,
                             *filter(None, map(_IP_RULES, groups)),
                             *filter(None, map(_BLOCKS, groups))]
     stores: dict[int, object] = {}

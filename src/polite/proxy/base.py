@@ -60,11 +60,12 @@ class Verdict(NamedTuple):
     cause: str
     retry_ms: int
     text: str | None
+    grant: int = 0  # the slot given (Answer.grant): asked of again as the request leaves
 
     @classmethod
     def of(cls, found: Answer) -> Verdict:
-        if type(found.decision) is Allowed:
-            return _GO  # what the general way below makes of every yes
+        if type(found.decision) is Allowed:  # what the general way below makes of every yes
+            return _GO._replace(grant=found.grant) if found.grant else _GO
         wait_s = found.wait_s
         return cls(found.allowed, found.cause,
                    -1 if wait_s is None else max(0, math.ceil(wait_s * 1000)), message(found))
@@ -217,6 +218,7 @@ class _Exchange:
     decision: str = "allowed"
     status: int = 0
     held_ms: int = 0
+    grant: int = 0  # the host's slot it was given (0: none to keep, no delay)
 
 
 class ProxyBase(abc.ABC):

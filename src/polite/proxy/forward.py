@@ -17,6 +17,7 @@ from polite.core.robots.lifecycle import Parsed
 from polite.core.usage.statement import Pref
 from polite.core.usage.vocab import PURPOSES
 from polite.fetch.cache import PageCache
+from polite.fetch.politeness import LateStart
 from polite.fetch.robots import robots_usage
 from polite.fetch.wire import (
     END,
@@ -135,6 +136,7 @@ class Forwarding(ProxyBase):
             return await self._answered(client, head)
         if mode is not Mode.REJECT:
             exchange.held_ms = math.ceil((time.monotonic() - asked) * 1000)
+        exchange.grant = verdict.grant
         return await self._forward(client, exchange)
 
     async def _usage_refusal(self, url: str, agent: str, purpose: str
@@ -264,12 +266,22 @@ class Forwarding(ProxyBase):
         started = time.monotonic()
         cache = self._cache
         request_time = cache.clock() if cache is not None else 0.0
+        leaving: LateStart | None = None
         try:
             # A kept connection when there is one, taken without a step of its own.
             upstream = self._idle.take(exchange.key)
             reused = upstream is not None
             if upstream is None:
                 upstream, _ = await self._connect(exchange.key, exchange.address)
+            if exchange.grant:
+                # Leaving later than its slot (a connection to open, a busy machine), the
+                # host's next slot counts from now, as a crawler's request does; not at all
+                # when that slot was given meanwhile: the later request may be on its way.
+                leaving = self._politeness.late_start(exchange.url, grant=exchange.grant)
+                if not leaving(0.0):
+                    self._idle.put(exchange.key, upstream)
+                    raise _UpstreamError(429, "the host's next turn was given to a later "
+                                         "request as this one was about to leave: ask again")
             try:
                 response = await self._exchange(client, upstream, request, wire)
             except _UpstreamError:
@@ -287,6 +299,8 @@ class Forwarding(ProxyBase):
             exchange.decision, exchange.status = "error", exc.status
             self._send_error(client, exc.status, str(exc), close=True)
             return False
+        if leaving is not None:
+            await leaving.noted()
         self.stats["forwarded"] += 1
         exchange.status = response.status
         # The origin's response time: until its answer's head, not the time the client

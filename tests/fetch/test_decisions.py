@@ -349,6 +349,42 @@ async def test_a_robots_txt_redirect_hop_to_its_host_is_spaced_as_a_page(
     assert min(gaps) >= delay_s - 0.01, arrivals
 
 
+async def test_a_robots_txt_that_leaves_late_has_its_redirects_hop_spaced_from_it(
+        tmp_path: Path) -> None:
+    """robots.txt read in a slot of its host (as the crawler does) may leave well after the
+    slot: here it waits for the one robots.txt request allowed at a time, another site's,
+    answered 0.4 s late. Its redirect's hop was spaced from the slot, and reached the site
+    that much less than the delay after it; it is spaced from robots.txt's answer now."""
+    delay_s = 0.5
+    slow = Site("127.0.83.26", {"/robots.txt": Reply(200, b"User-agent: *\n", delay_s=0.4)})
+    site = Site("127.0.83.27", {
+        "/robots.txt": Reply(301, b"", {"Location": "/policies/robots.txt"}),
+        "/policies/robots.txt": Reply(200, b"User-agent: *\nDisallow: /private/\n")})
+    clock = WallClock()
+    store = SQLiteStore(tmp_path / "p.sqlite", clock)
+    with serve(slow), serve(site):
+        async with create_client() as client:
+            fetcher = RobotsFetcher(client, store, clock, agent="politetest",
+                                    allow_private=True)
+            politeness = Politeness(fetcher, store, clock, agent="politetest",
+                                    allow_private=True, send_slack_s=LATE_UNNOTED_S,
+                                    default_delay_s=delay_s, robots_uses_slot=True,
+                                    robots_concurrency=1)
+            try:
+                other = asyncio.create_task(politeness.robots_state(slow.origin + "/"))
+                while not slow.arrivals:  # the one robots.txt request at a time is out
+                    await asyncio.sleep(0.01)
+                state = await politeness.robots_state(site.origin + "/")
+                await other
+            finally:
+                await store.close()
+    assert isinstance(state, Parsed) and state.robots.size > 0
+    arrivals = sorted(site.arrivals)
+    assert [path for _, path in arrivals] == ["/robots.txt", "/policies/robots.txt"]
+    (gap,) = [later - earlier for (earlier, _), (later, _) in itertools.pairwise(arrivals)]
+    assert gap >= delay_s - 0.01, arrivals
+
+
 async def test_one_url_is_answered_as_it_would_be_in_a_batch(tmp_path: Path) -> None:
     """A call with one URL (the proxy's, once a request) takes a shorter way than a batch:
     its answers are the batch's all the same, whether refused by a rule, granted, held by

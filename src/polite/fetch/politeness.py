@@ -317,8 +317,20 @@ class Politeness:
                                      obey_rules=False)
         if known is not None and not turn.allowed:
             return known[0]
+        noted = not turn.allowed
+
+        async def hop_turn(redirected: str, hop: str) -> LateStart | str:
+            # A redirect's hop is spaced from when robots.txt's answer came, not from its
+            # slot: a request that left late (a busy machine) would otherwise have its hop
+            # reach the site that much less than the delay after it.
+            nonlocal noted
+            if not noted:
+                noted = True
+                await self.note_late_start(target, time.monotonic() - asked)
+            return await self.hop_turn(redirected, hop)
+
         async with self._robots_slots:
-            state = await self._robots.state(url, self.hop_turn)
+            state = await self._robots.state(url, hop_turn)
         if turn.allowed:
             # the spacing runs from when its answer was in
             await self.note_late_start(target, time.monotonic() - asked)

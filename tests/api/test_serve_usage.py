@@ -16,6 +16,9 @@ from tests.sites import Reply, Site, serve
 ROBOTS = Reply(200, b"User-Agent: *\nAllow: /\nDisallow: /never/\nContent-Usage: train-ai=n\n"
                     b"Content-Usage: /ai-ok/ train-ai=y\n")
 PAGE = Reply(200, b"page", {"Content-Type": "text/plain"})
+# Each request through the proxy goes at once: no delay, nor the adaptive one, which a busy
+# machine's slow answers would set (a request 429 where these tests ask for the page).
+NO_SPACING = ("--default-delay-ms", "0", "--adaptive-factor", "0")
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +51,7 @@ def test_rest_answers_preferences_beside_access(site: Site) -> None:
 
 
 def test_proxy_refuses_what_the_purpose_is_not_allowed(site: Site) -> None:
-    with polite_serve("--store", "memory://", "--allow-private", "--default-delay-ms", "0",
+    with polite_serve("--store", "memory://", "--allow-private", *NO_SPACING,
                       "--refuse-by-purpose") as api, through(api) as client:
         before = site.requests.count("/test")
         refused = client.get(f"{site.origin}/test", headers={"X-Polite-Purpose": "train-ai"})
@@ -66,13 +69,13 @@ def test_proxy_refuses_what_the_purpose_is_not_allowed(site: Site) -> None:
 
 
 def test_proxy_default_purpose_from_the_command_line(site: Site) -> None:
-    with polite_serve("--store", "memory://", "--allow-private", "--default-delay-ms", "0",
+    with polite_serve("--store", "memory://", "--allow-private", *NO_SPACING,
                       "--purpose", "train-ai", "--refuse-by-purpose") as api, \
             through(api) as client:
         assert client.get(f"{site.origin}/test").status_code == 403
         assert api.get("/env").json()["purpose"] == "train-ai"
     plain: httpx.Response
-    with polite_serve("--store", "memory://", "--allow-private", "--default-delay-ms", "0",
+    with polite_serve("--store", "memory://", "--allow-private", *NO_SPACING,
                       "--purpose", "train-ai") as api, through(api) as client:
         plain = client.get(f"{site.origin}/test")  # a purpose alone refuses nothing
     assert plain.status_code == 200

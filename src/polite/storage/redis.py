@@ -389,9 +389,10 @@ class _Later:
         self._delay_s = delay_s
         self._timer: asyncio.TimerHandle | None = None
         self._task: asyncio.Task[None] | None = None
+        self._finishing = False
 
     def arm(self, delay_s: float | None = None) -> None:
-        if self._timer is None:
+        if self._timer is None and not self._finishing:
             with contextlib.suppress(RuntimeError):  # no loop: the next round trip sends it
                 self._timer = asyncio.get_running_loop().call_later(
                     self._delay_s if delay_s is None else delay_s, self._fire)
@@ -408,7 +409,10 @@ class _Later:
             self.arm(1.0)  # still held: the next round trip, or this, tries again
 
     async def finish(self) -> None:
-        """The last flush, at once (the store closes); Redis unreachable loses what is held."""
+        """The last flush, at once (the store closes); Redis unreachable loses what is held.
+        No flush is armed after it (a failed one under way would arm its retry, a task left
+        pending when the loop closes)."""
+        self._finishing = True
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

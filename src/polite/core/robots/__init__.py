@@ -134,6 +134,7 @@ class _Package(ModuleType):
 
 sys.modules[__name__].__class__ = _Package
 
+
 def parse_dialect(name: str | Dialect) -> Dialect | None:
     """A dialect from its name; ``None`` for ``"auto"``. Raises :class:`UnknownDialect`."""
     if isinstance(name, Dialect):

@@ -356,10 +356,13 @@ class ProxyBase(abc.ABC):
                               (b"x-polite-retry-after-ms", b"%d" % verdict.retry_ms)])
 
     async def _verdict(self, url: str, agent: str | None, mode: Mode,
-                       wait_s: float | None = None) -> Verdict:
+                       wait_s: float | None = None,
+                       split: tuple[str, str] | None = None) -> Verdict:
+        """The answer to ``url``'s request in ``mode`` (``split``: ``split_origin(url)``,
+        when the caller has it already)."""
         if mode is Mode.REJECT:
             return Verdict.of(await self._politeness.check_one(url, reserve=True,
-                                                               agent=agent))
+                                                               agent=agent, split=split))
         deadline = time.monotonic() + (self.settings.max_wait_s if wait_s is None else wait_s)
         # Requests waiting for one host are served first come, first served, whatever
         # connection they came on: an asyncio.Lock wakes its waiters in order, so a request

@@ -40,7 +40,6 @@ from polite.proxy.base import (
     Key,
     Mode,
     ProxyBase,
-    Verdict,
     _ClientGone,
     _Exchange,
     _expects_continue,
@@ -88,8 +87,7 @@ class Forwarding(ProxyBase):
         """A request in absolute form, checked and answered (from the cache, refused or
         forwarded)."""
         head = exchange.head
-        politeness = self._politeness
-        activity = politeness.activity
+        activity = self._politeness.activity
         agent = _product_token(head.get(b"user-agent"))
         # Before the cache: a stored page is no more the purpose's to take than a fetched one.
         purpose = exchange.purpose = asked_purpose(head, self.settings.purpose)
@@ -121,12 +119,8 @@ class Forwarding(ProxyBase):
                                  "this URL")
                 return await self._answered(client, head)
         asked = time.monotonic()
-        if mode is Mode.REJECT:  # _verdict's first case, without a step of its own
-            verdict = Verdict.of(await politeness.check_one(
-                exchange.url, reserve=True, agent=agent,
-                split=(exchange.origin, exchange.key[1])))
-        else:
-            verdict = await self._verdict(exchange.url, agent, mode, wait_s)
+        verdict = await self._verdict(exchange.url, agent, mode, wait_s,
+                                      split=(exchange.origin, exchange.key[1]))
         activity.decided(exchange.watch, verdict.cause)
         if not verdict.allowed:
             exchange.decision = verdict.cause

@@ -250,6 +250,14 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 App = Callable[[MutableMapping[str, Any], Receive, Send], Awaitable[None]]
 
 
+async def _refuse(send: Send, status: int, text: bytes,
+                  field: tuple[bytes, bytes] = (b"connection", b"close")) -> None:
+    """Answer ``status`` with ``text`` before the app sees the request."""
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain"), field]})
+    await send({"type": "http.response.body", "body": text})
+
+
 def _with_token(app: App, token: str) -> App:
     """``app`` answering only requests that carry ``Authorization: Bearer TOKEN``."""
     expected = f"Bearer {token}".encode()
@@ -258,11 +266,8 @@ def _with_token(app: App, token: str) -> App:
         if scope["type"] == "http":
             given = dict(scope.get("headers") or ()).get(b"authorization", b"")
             if not hmac.compare_digest(given, expected):
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"text/plain"),
-                                        (b"www-authenticate", b"Bearer")]})
-                await send({"type": "http.response.body",
-                            "body": b"polite mcp: Authorization: Bearer TOKEN is required\n"})
+                await _refuse(send, 401, b"polite mcp: Authorization: Bearer TOKEN is "
+                              b"required\n", (b"www-authenticate", b"Bearer"))
                 return
         await app(scope, receive, send)
 
@@ -274,12 +279,6 @@ def _with_token(app: App, token: str) -> App:
 MAX_MESSAGE_BYTES = 1024 * 1024
 _TOO_LARGE = f"polite mcp: a message is {MAX_MESSAGE_BYTES} bytes at most\n".encode()
 _TOO_SLOW = b"polite mcp: the message's body did not come in time\n"
-
-
-async def _refuse(send: Send, status: int, text: bytes) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain"), (b"connection", b"close")]})
-    await send({"type": "http.response.body", "body": text})
 
 
 def _bounded(app: App, read_s: float, max_bytes: int = MAX_MESSAGE_BYTES) -> App:

@@ -256,7 +256,11 @@ def test_a_resolver_that_gives_no_answer_is_asked_again_and_named_apart_from_nxd
     down_error = rows["down.resolver.test"][1]
     assert "no answer from the nameserver 127.0.17.55:5355" in down_error, rows
     assert "3 tries" in down_error, rows
-    assert asked.count("down.resolver.test") == 3 * 2  # three lookups, two queries each
+    # Three lookups of two tries each reach the nameserver as six queries, but the tries
+    # within a lookup are c-ares's own (a whole-suite run on a busy machine had the server
+    # see four): what it saw is checked to be more than one lookup's tries, asked again.
+    # The three lookups themselves are the error's "3 tries" above.
+    assert 2 < asked.count("down.resolver.test") <= 3 * 2, asked
     assert asked.count("missing.resolver.test") == 1  # a definite answer: not asked again
     assert sorted(farm.requests("r1.resolver.test")) == ["/i.xml", "/robots.txt", "/u0.xml",
                                                          "/u1.xml", "/u2.xml"]

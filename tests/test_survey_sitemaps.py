@@ -324,7 +324,8 @@ def test_the_tables_equal_the_farms_truth(tmp_path: Path) -> None:
     previous: dict[str, tuple[float, str]] = {}
     for arrived, host, path in sorted(truth.farm.arrivals):
         if host in last:
-            assert arrived - last[host] >= truth.delays.get(host, DELAY_S), host
+            assert arrived - last[host] >= truth.delays.get(host, DELAY_S), (
+                host, previous[host][1], path, arrived - last[host])
             gaps += 1
         if host in previous and previous[host][1] == "/robots.txt":
             after_robots.setdefault(host, arrived - previous[host][0])

@@ -343,6 +343,11 @@ def report(results: dict[str, list[tuple[float, ...]]], peer: str, rates: list[s
         print(f"| {name} | {latency_s * 1e3:.3f} ms | {(latency_s - direct_latency) * 1e3:+.3f}"
               f" ms | {figures[0]:,.0f} | {figures[1]:,.0f} | {figures[1] / direct_many:.2f} |"
               + "".join(f" {figure:,.0f} |" for figure in figures[2:]))
+    if "polite (hit)" in results:
+        hits = [hit[2] / miss[2] for hit, miss
+                in zip(results["polite (hit)"], results["polite (miss)"], strict=True)]
+        print(f"\npolite's hits / its misses at 32 connections, per round (min / median): "
+              f"{min(hits):.2f}x / {statistics.median(hits):.2f}x")
     if peer not in results:
         return
     print(f"\npolite / {peer} on misses, per round (min / median):")

@@ -14,7 +14,11 @@ the servers measured:
 * added latency: the median of sequential requests over one kept-alive connection, minus the
   direct median;
 * requests per second with 1 and 32 connections, each sending its next request when the
-  last answer arrived.
+  last answer arrived;
+* each server's CPU microseconds a request at 1 and 32 connections, and at 32 the share of a
+  core the server used and the share the origin and the load generator used together: the
+  side near 100 % is the limit; with neither near it (other work on the machine), the rate
+  is the scheduler's, and the CPU a request is the figure to read.
 
 Where ``taskset`` exists and there are two cores, the proxies measured (polite, proxy.py)
 run on the second core and the origin and the load generator on the first: each proxy's rate

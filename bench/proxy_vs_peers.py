@@ -14,7 +14,11 @@ the servers measured:
 * added latency: the median of sequential requests over one kept-alive connection, minus the
   direct median;
 * requests per second with 1 and 32 connections, each sending its next request when the
-  last answer arrived.
+  last answer arrived;
+* each server's CPU microseconds a request at 1 and 32 connections, and at 32 the share of a
+  core the server used and the share the origin and the load generator used together: the
+  side near 100 % is the limit; with neither near it (other work on the machine), the rate
+  is the scheduler's, and the CPU a request is the figure to read.
 
 Where ``taskset`` exists and there are two cores, the proxies measured (polite, proxy.py)
 run on the second core and the origin and the load generator on the first: each proxy's rate
@@ -287,10 +291,14 @@ def cpu_seconds(pid: int) -> float:
 
 
 def measure(via: tuple[str, int] | None, origin: tuple[str, int], seconds: float,
-            path: str = "/page", server: int | None = None) -> tuple[float, ...]:
+            path: str = "/page", server: int | None = None,
+            origin_pid: int | None = None) -> tuple[float, ...]:
     """The median latency, the rates at 1 and 32 connections and, with the ``server``'s
     process id, its CPU microseconds a request at 1 and at 32 connections (what a loaded
-    machine moves least: the share of the cores a process gets does not change it)."""
+    machine moves least: the share of the cores a process gets does not change it); with
+    the origin's too, the share of a core each side used at 32 connections: the server's,
+    and the origin's and the load generator's together (the first core's, when pinned: near
+    100 % there, the rate measures the load generator, not the server)."""
     def open_client() -> Awaitable[Connection]:
         return connect(via, origin, path)
 
@@ -302,12 +310,22 @@ def measure(via: tuple[str, int] | None, origin: tuple[str, int], seconds: float
     one = run(throughput(open_client, 1, seconds))
     one_cpu = cpu() - before
     before = cpu()
+    other_before = (time.process_time() + cpu_seconds(origin_pid) if origin_pid is not None
+                    else 0.0)
+    started_at = time.perf_counter()
     many = run(throughput(open_client, 32, seconds))
+    elapsed = time.perf_counter() - started_at
     if server is None:
         return median, one, many
     per_request = 1e6 / seconds
-    return (median, one, many, one_cpu / one * per_request,
-            (cpu() - before) / many * per_request)
+    figures = (median, one, many, one_cpu / one * per_request,
+               (cpu() - before) / many * per_request)
+    if origin_pid is None:
+        return figures
+    # the elapsed time includes opening and closing the 32 connections: the shares are a
+    # little under what the measured seconds themselves used
+    other = time.process_time() + cpu_seconds(origin_pid) - other_before
+    return (*figures, (cpu() - before) / elapsed * 100, other / elapsed * 100)
 
 
 def report(results: dict[str, list[tuple[float, ...]]], peer: str, rates: list[str]
@@ -329,6 +347,11 @@ def report(results: dict[str, list[tuple[float, ...]]], peer: str, rates: list[s
         print(f"| {name} | {latency_s * 1e3:.3f} ms | {(latency_s - direct_latency) * 1e3:+.3f}"
               f" ms | {figures[0]:,.0f} | {figures[1]:,.0f} | {figures[1] / direct_many:.2f} |"
               + "".join(f" {figure:,.0f} |" for figure in figures[2:]))
+    if "polite (hit)" in results:
+        hits = [hit[2] / miss[2] for hit, miss
+                in zip(results["polite (hit)"], results["polite (miss)"], strict=True)]
+        print(f"\npolite's hits / its misses at 32 connections, per round (min / median): "
+              f"{min(hits):.2f}x / {statistics.median(hits):.2f}x")
     if peer not in results:
         return
     print(f"\npolite / {peer} on misses, per round (min / median):")
@@ -392,14 +415,16 @@ def main() -> None:
         results: dict[str, list[tuple[float, ...]]] = {name: [] for name in paths}
         for round_ in range(args.rounds):
             for name, (via, path) in paths.items():
-                results[name].append(measure(via, origin, args.seconds, path, servers[name]))
+                results[name].append(measure(via, origin, args.seconds, path, servers[name],
+                                             pids[0]))
             print(f"round {round_ + 1} of {args.rounds}: " + ", ".join(
                 f"{name} {results[name][-1][2]:,.0f}/s" for name in paths) + " at 32",
                 file=sys.stderr)
 
     print(f"\nmedians of {args.rounds} rounds, the paths measured in turn in each round\n")
     report(results, "proxy.py", ["req/s, 1 conn", "req/s, 32 conns",
-                                 "server CPU µs/req (1)", "server CPU µs/req (32)"])
+                                 "server CPU µs/req (1)", "server CPU µs/req (32)",
+                                 "server busy % (32)", "origin + clients busy % (32)"])
     if args.json:
         def median(name: str, column: int) -> float:
             return statistics.median(r[column] for r in results[name])

@@ -176,6 +176,22 @@ def test_a_clients_own_conditional_is_answered_304() -> None:
     assert not not_modified(H(if_modified_since="Tue, 14 Nov 2023 19:00:00 GMT"), entry)
 
 
+def test_the_choice_answers_a_conditional_and_takes_the_newest_variant() -> None:
+    # A request with none of the fields the choice reads (only others) is served the stored
+    # response as it is; one with a matching validator is answered 304, by either field.
+    entry = stored(H(cache_control="max-age=100", etag='"v1"',
+                     last_modified="Tue, 14 Nov 2023 20:00:00 GMT"))
+    plain = choose(b"GET", H(accept="*/*", user_agent="bot"), [entry], NOW + 1)
+    assert plain.action == "serve" and not plain.not_modified
+    for conditional in (H(if_none_match='"v1"'),
+                        H(if_modified_since="Tue, 14 Nov 2023 21:00:00 GMT")):
+        answer = choose(b"GET", [*H(accept="*/*"), *conditional], [entry], NOW + 1)
+        assert answer.action == "serve" and answer.not_modified
+    older = stored(H(cache_control="max-age=100", etag='"v0"'), at=NOW - 10)
+    for variants in ([older, entry], [entry, older]):
+        assert choose(b"GET", [], variants, NOW + 1).stored is entry
+
+
 def test_a_304_updates_the_stored_fields() -> None:
     entry = stored(H(cache_control="max-age=1", etag='"v1"', x_kept="yes", age="50"),
                    at=NOW - 100)

@@ -312,18 +312,28 @@ _FETCH = Choice("fetch")
 _FRESHNESS_FIELDS = frozenset({b"cache-control", b"expires", b"last-modified"})
 
 
+# The request's fields choose() reads besides Vary's: a request with none of them (the
+# usual one) asks for nothing but a fresh response, and nothing of it is parsed.
+_CHOICE_FIELDS = frozenset({b"cache-control", b"pragma", b"if-none-match",
+                            b"if-modified-since"})
+_NO_DIRECTIVES = CacheControl({})
+
+
 def choose(method: bytes, request_headers: Headers, variants: Iterable[Stored],
            now: float) -> Choice:
     """Serve, revalidate or fetch (4, 4.2, 4.3, 5.2.1)."""
     candidates = [s for s in variants if _matches(s, request_headers)]
-    if not candidates and header(request_headers, b"cache-control") is None:
+    plain = _CHOICE_FIELDS.isdisjoint(dict(request_headers))
+    if not candidates and (plain or header(request_headers, b"cache-control") is None):
         return _FETCH  # nothing stored, and no only-if-cached to answer 504
-    request = cache_control(request_headers, pragma=True)
+    request = _NO_DIRECTIVES if plain else cache_control(request_headers, pragma=True)
     if method not in (b"GET", b"HEAD") or not candidates:
         if "only-if-cached" in request and method in (b"GET", b"HEAD"):
             return Choice("gateway_timeout")
         return Choice("fetch")
-    stored = max(candidates, key=lambda s: s.response_time)  # the most recent (4.1)
+    # the most recent (4.1)
+    stored = candidates[0] if len(candidates) == 1 else max(candidates,
+                                                            key=lambda s: s.response_time)
     response = stored.control
     age = age_of(stored, now)
     lifetime = stored.lifetime
@@ -345,7 +355,8 @@ def choose(method: bytes, request_headers: Headers, variants: Iterable[Stored],
         usable = allowance is None or (seconds is not None and age - lifetime <= seconds)
     must_ask = "no-cache" in request or "no-cache" in response
     if usable and not must_ask:
-        return Choice("serve", stored, age, not_modified=not_modified(request_headers, stored))
+        return Choice("serve", stored, age,
+                      not_modified=not plain and not_modified(request_headers, stored))
     if "only-if-cached" in request:
         return Choice("gateway_timeout")
     conditional = conditional_headers(stored)

@@ -1158,7 +1158,7 @@ class Crawler:
             # A large page on a thread: the parser lets go of the GIL, so the loop goes on
             # meanwhile (other fetches, Ctrl-C and SIGTERM) however long it takes. A small
             # one here: its work is bounded, and less than a thread's round trip costs.
-            found = (extract_links(text, item.url, agent) if is_small(text)
+            found = (extract_links(text, item.url, agent, small=True) if is_small(text)
                      else await asyncio.to_thread(extract_links, text, item.url, agent))
             if found.cut is not None:
                 record["parse_cut"] = found.cut

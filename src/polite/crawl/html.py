@@ -38,7 +38,8 @@ MAX_ELEMENTS = 200_000
 _SCAN_FROM_TAGS = 4_096
 # A page with fewer tags than this is parsed where it is asked for (on the event loop): even
 # nested all the way down it takes a couple of milliseconds, less than a thread's round trip
-# costs the crawl on a page of ordinary size; larger pages go to a thread.
+# costs the crawl on a page of ordinary size; larger pages go to a thread. Below
+# _SCAN_FROM_TAGS: a page parsed on the loop is never scanned.
 _INLINE_TAGS = 1_024
 
 # One walk of the tree finds them all, in document order.
@@ -63,16 +64,18 @@ def is_small(html: str) -> bool:
     return html.count("<") < _INLINE_TAGS
 
 
-def extract_links(html: str, url: str, agent: str) -> PageLinks:
+def extract_links(html: str, url: str, agent: str, *, small: bool = False) -> PageLinks:
     """Every link of the page in document order (``<a>``, ``<area>``, frames), the
     ``<base href>`` in force (the first, as browsers take it) and the robots META tags
-    (``name="robots"`` and the agent's product token) that apply to ``agent``."""
+    (``name="robots"`` and the agent's product token) that apply to ``agent``. ``small``:
+    :func:`is_small` said so, and the page's tags need not be counted again (a page that
+    small is parsed as it is)."""
     base: str | None = None
     names = _meta_names(agent)
     contents = []
     links = []
     cut = None
-    if html.count("<") >= _SCAN_FROM_TAGS:
+    if not small and html.count("<") >= _SCAN_FROM_TAGS:
         html, cut = _bounded(html)
     for node in _wanted(LexborHTMLParser(html)):
         tag = node.tag

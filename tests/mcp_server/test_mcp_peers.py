@@ -100,11 +100,12 @@ def test_the_reference_server_beside_polite_mcp(reference: Path, tmp_path: Path)
         async def peer() -> dict[str, str]:
             from mcp import Client, StdioServerParameters
 
-            # With node on its PATH, readabilipy tries an `npm install` of its script's
-            # packages for each page (off loopback; it fails here, and the page goes to
-            # readabilipy's own Python): 1.5 s of CPU a page. Without node, that Python
-            # extracts the page at once, the same extraction as before. The cases compared
-            # (fetched or refused, the gap between two pages) do not depend on it.
+            # With node on its PATH, readabilipy runs an `npm install` of its script's
+            # packages for each page until one succeeds: a reach off loopback, 1.5 s of CPU
+            # a page, and where the registry cannot be reached the page then goes to
+            # readabilipy's own Python. Without node, that Python extracts each page at
+            # once. The cases compared (fetched or refused, the gap between two pages) do
+            # not depend on how a page's text is extracted.
             params = StdioServerParameters(command=str(reference),
                                            args=["--allow-private-ips"],
                                            env={"PATH": str(reference.parent)})

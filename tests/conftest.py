@@ -126,7 +126,6 @@ RUN_FIRST = (
     "tests/storage/test_store_url.py",
     "tests/test_survey_shared.py",
     "tests/test_survey_harvest.py",
-    "tests/mcp_server/test_mcp_peers.py",
     "tests/core/robots/test_compiled_once.py",
     "tests/integrations/test_clients.py",
     "tests/proxy/test_proxy.py",
@@ -149,6 +148,7 @@ RUN_FIRST = (
     "tests/storage/test_contract.py",
     "tests/crawl/test_regp_experiment.py",
     "tests/fetch/test_decisions.py",
+    "tests/mcp_server/test_mcp_peers.py",
 )
 
 

@@ -100,8 +100,15 @@ def test_the_reference_server_beside_polite_mcp(reference: Path, tmp_path: Path)
         async def peer() -> dict[str, str]:
             from mcp import Client, StdioServerParameters
 
+            # With node on its PATH, readabilipy runs an `npm install` of its script's
+            # packages for each page until one succeeds: a reach off loopback, 1.5 s of CPU
+            # a page, and where the registry cannot be reached the page then goes to
+            # readabilipy's own Python. Without node, that Python extracts each page at
+            # once. The cases compared (fetched or refused, the gap between two pages) do
+            # not depend on how a page's text is extracted.
             params = StdioServerParameters(command=str(reference),
-                                           args=["--allow-private-ips"])
+                                           args=["--allow-private-ips"],
+                                           env={"PATH": str(reference.parent)})
             async with Client(params, cache=None, read_timeout_seconds=120) as client:
                 return await _run(client, theirs)
 

@@ -553,7 +553,8 @@ class PathIndex:
         normalising changes. Such a path, after the scheme and authority of the last URL
         ``fast_path`` read, is looked up without the regular expression (its fixed cost is
         most of a plain rule's check); only a node whose wildcard or exact rules may change
-        the answer asks for the normalised path.
+        the answer asks whether the path holds a character to escape (a search, about half
+        the cost), and for the normalised path if it does.
         """
         keys, up, exact, wild_next = self._keys, self._up, self._exact, self._wild_next
         as_written = as_written and _NOT_AS_WRITTEN.search("".join(keys)) is None
@@ -573,6 +574,7 @@ class PathIndex:
         # "scheme://authority" of the last URL whose path fast_path took as it stands, when
         # as_written holds (one string, at most _ORIGIN_CHARS long: read and replaced whole)
         origin = ""
+        unwritten = _NOT_AS_WRITTEN.search
 
         def allowed(url: str) -> bool:
             nonlocal origin
@@ -600,7 +602,9 @@ class PathIndex:
                     node = state[j]
                     if node & 2 or len(path) == len(keys[j]):
                         if node & 4:  # an exact or a wildcard rule may change the answer
-                            if written:  # (the node is the same for the normalised path)
+                            # the node is the same for the normalised path, which is
+                            # the path as written when it holds no character to escape
+                            if written and unwritten(path) is not None:
                                 m = fast_path(url)
                                 path = path_of(url) if m is None else (m[1] or fix(m))
                             segment = segments.get(j) or segment_of(j)

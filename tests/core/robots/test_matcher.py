@@ -139,3 +139,43 @@ def test_fast_check_agrees_with_the_explained_decision(
 def test_wildcard_member_matches_like_googles_algorithm(pattern: str, path: str) -> None:
     from polite.core.robots.matcher import _Member
     assert _Member(0, 0, pattern).matches(path) is _naive_matches(pattern, path), pattern
+
+
+WRITTEN_RULES = st.lists(
+    st.tuples(st.sampled_from(["Allow", "Disallow"]),
+              st.text(alphabet="/ab*$?=.~robots.txt", min_size=0, max_size=10)),
+    min_size=1, max_size=10,
+)
+# characters RFC 9309 escapes (space, '"', '<', '^', '|', '{', non-ASCII) and "?", "#", "%"
+WRITTEN_PATHS = st.text(alphabet="/ab?=.~\"<^|{ é\x7f#%", max_size=14)
+
+
+@settings(max_examples=300, deadline=None)
+@given(WRITTEN_RULES, st.lists(WRITTEN_PATHS, max_size=12))
+def test_a_path_matched_as_written_is_answered_as_normalised(
+    rules: list[tuple[str, str]], paths: list[str]
+) -> None:
+    # Rules without "%" let a check match a URL's path as written after the origin of the
+    # URL before it: the answers stay those of the normalised path (decide() normalises).
+    body = "User-agent: *\n" + "".join(f"{k}: {v}\n" for k, v in rules)
+    robots = parse(body)
+    check = robots.checker("bot")
+    for path in paths:
+        for url in ("https://e.com/" + path, "https://e.com/robots.txt" + path,
+                    "https://e.com" + path, "https://e.com.x/" + path):
+            assert check(url) is robots.decide(url, "bot").allowed, (body, url)
+
+
+def test_a_path_with_escaped_characters_is_answered_as_written_and_as_normalised() -> None:
+    robots = parse('User-agent: *\nDisallow: /a\nAllow: /a"b\nDisallow: /c$\nAllow: /*x\n')
+    check = robots.checker("bot")
+    assert not check("https://e.com/a")  # the origin is read here
+    assert check('https://e.com/a"b')
+    assert check("https://e.com/a%22b")
+    assert check("https://e.com/a\"b#frag")
+    assert not check("https://e.com/a b")
+    assert not check("https://e.com/c")
+    assert not check("https://e.com/c#x")  # the fragment is not part of the path
+    assert check("https://e.com/cx")
+    assert check("https://e.com/c ")  # "/c%20": not the exact "/c"
+    assert check("https://e.com/robots.txt")

@@ -172,6 +172,14 @@ _SEGMENT_BYTES = 160
 _GRAMS_BYTES = _BUCKETS * 72 + 512
 
 
+# Every character but those RFC 9309 leaves as they are in a path (reserved and unreserved)
+# and "%", "#": a key without them is matched by a path as written (see PathIndex.checker).
+_NOT_AS_WRITTEN = re.compile(r"[^A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;=]")
+# The longest scheme and authority a checker keeps to recognise the next URL's (a few
+# hundred bytes, counted in _CHECKER_BYTES).
+_ORIGIN_CHARS = 256
+
+
 class PathIndex:
     """The highest-ranked matching entry for a path; entries are ``(pattern, rank, payload)``.
 
@@ -528,6 +536,7 @@ class PathIndex:
         *,
         robots_txt_allowed: bool = True,
         escaped: Callable[[re.Match[str]], str] | None = None,
+        as_written: bool = False,
     ) -> Callable[[str], bool]:
         """A ``url -> allowed`` function with everything bound locally: the hot path.
 
@@ -535,8 +544,20 @@ class PathIndex:
         that path as group 1; other URLs go through ``path_of``. A match whose group 1 is
         ``None`` (a path ``fast_path`` also knows how to fix) goes through ``escaped``. The
         lookup is :meth:`lookup` written out inline.
+
+        With ``as_written`` (RFC 9309: normalising a path without ``%`` only escapes the
+        characters that are neither reserved nor unreserved), when every key is written in
+        reserved and unreserved characters without ``%``, a path without ``%`` or ``#``
+        falls in the same node as written as normalised: a key starts it, or is it, as
+        written exactly when normalised, for the key holds none of the characters
+        normalising changes. Such a path, after the scheme and authority of the last URL
+        ``fast_path`` read, is looked up without the regular expression (its fixed cost is
+        most of a plain rule's check); only a node whose wildcard or exact rules may change
+        the answer asks whether the path holds a character to escape (a search, about half
+        the cost), and for the normalised path if it does.
         """
         keys, up, exact, wild_next = self._keys, self._up, self._exact, self._wild_next
+        as_written = as_written and _NOT_AS_WRITTEN.search("".join(keys)) is None
         verdicts = bytes(allow) + b"\1"  # payload -1 (no rule) allows
         # Per node, its answer where only plain rules decide (bit 1), whether it holds more
         # than its key (2), whether an exact or wildcard rule may change the answer (4) and
@@ -550,9 +571,28 @@ class PathIndex:
         search = bisect_right
         fix = escaped or (lambda m: path_of(m.string))
 
+        # "scheme://authority" of the last URL whose path fast_path took as it stands, when
+        # as_written holds (one string, at most _ORIGIN_CHARS long: read and replaced whole)
+        origin = ""
+        unwritten = _NOT_AS_WRITTEN.search
+
         def allowed(url: str) -> bool:
-            m = fast_path(url)
-            path = path_of(url) if m is None else (m[1] or fix(m))
+            nonlocal origin
+            # the URL's path as written, when it follows the origin last read (removeprefix
+            # gives back the URL itself when the origin does not start it, or is "")
+            path = url.removeprefix(origin)
+            written = (path is not url and path != "" and path[0] == "/" and "%" not in path
+                       and "#" not in path)
+            if not written:
+                m = fast_path(url)
+                if m is None:
+                    path = path_of(url)
+                else:
+                    path = m[1]
+                    if path is None:
+                        path = fix(m)
+                    elif as_written and len(url) - len(path) <= _ORIGIN_CHARS:
+                        origin = url[:len(url) - len(path)]
             j = search(keys, path) - 1
             while j >= 0:
                 # path.startswith(keys[j]), a third of its instructions: removeprefix takes
@@ -562,6 +602,11 @@ class PathIndex:
                     node = state[j]
                     if node & 2 or len(path) == len(keys[j]):
                         if node & 4:  # an exact or a wildcard rule may change the answer
+                            # the node is the same for the normalised path, which is
+                            # the path as written when it holds no character to escape
+                            if written and unwritten(path) is not None:
+                                m = fast_path(url)
+                                path = path_of(url) if m is None else (m[1] or fix(m))
                             segment = segments.get(j) or segment_of(j)
                             if segment is None or (node & 8 and len(path) == len(keys[j])):
                                 node = verdicts[finish(j, path)]
@@ -580,7 +625,9 @@ class PathIndex:
                 j = up[j]
             else:
                 return True  # no rule matches
-            return robots_txt_allowed and (path == "/robots.txt"
-                                           or path.startswith("/robots.txt?"))
+            # (as written too: normalising leaves "/robots.txt" and "?" alone and escapes
+            # what follows them, if anything; removeprefix as above)
+            after = path.removeprefix("/robots.txt")
+            return robots_txt_allowed and after is not path and (not after or after[0] == "?")
 
         return allowed

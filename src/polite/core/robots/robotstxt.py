@@ -734,7 +734,8 @@ class RobotsTxt:
             check = _always_allowed  # no rule applies: no need to even read the URL
         elif denied_by is None:
             check = index.checker(allow, _SLOW_PATHS[dialect], _FAST_PATHS[dialect],
-                                  robots_txt_allowed=always, escaped=_ESCAPED.get(dialect))
+                                  robots_txt_allowed=always, escaped=_ESCAPED.get(dialect),
+                                  as_written=dialect is Dialect.RFC9309)
         else:
             path_of = self._path_of
 

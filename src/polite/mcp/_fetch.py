@@ -40,7 +40,6 @@ from polite.fetch.http import FetchResult, HttpClient
 from polite.fetch.politeness import Answer, Politeness, lease_length_s, message
 from polite.fetch.redirects import MAX_REDIRECTS, redirect_target
 from polite.fetch.robots import RobotsFetcher
-from polite.mcp._readable import readable_markdown
 
 __all__ = ["FetchSettings", "Given", "NotGiven", "PoliteFetch", "Verdict"]
 
@@ -379,7 +378,7 @@ class PoliteFetch:
         if simplify:
             # On a thread: an 80 KB article takes readability-lxml and markdownify about
             # 180 ms, which the other sessions of the server would otherwise wait through.
-            markdown = await asyncio.to_thread(readable_markdown, text, url)
+            markdown = await asyncio.to_thread(_readable_markdown, text, url)
             return Given(url, status, markdown, notes=tuple(notes))
         return Given(url, status, text, f"Content type {content_type or 'unknown'} cannot be "
                      "simplified to markdown, but here is the raw content:\n", tuple(notes))
@@ -469,3 +468,11 @@ def _usage_refusal(prefs: Preferences, purpose: str) -> str:
     sources = "; ".join(f"{s.named}: {s.text}" for s in answer.decided_by)
     return (f"the site's AI-usage preferences refuse {purpose} ({sources}), so the page "
             f"is not given to the agent")
+
+
+def _readable_markdown(html: str, url: str) -> str:
+    """The page as markdown; readability-lxml and markdownify (a tenth of a second of CPU
+    to import) are imported at the first page simplified, not by every server started."""
+    from polite.mcp._readable import readable_markdown
+
+    return readable_markdown(html, url)

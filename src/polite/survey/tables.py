@@ -28,7 +28,7 @@ from polite.core.survey import FileStats, file_stats, popular_agents, popular_fi
 from polite.core.survey.access import Access, agent_access
 from polite.core.survey.distribution import frequencies, summarize
 from polite.core.survey.outcomes import Outcome
-from polite.core.survey.usage_stats import MECHANISMS, count_usage, usage_stats
+from polite.core.survey.usage_stats import MECHANISMS, UsageCounts, count_usage, usage_stats
 from polite.core.ulinks import UriTree, ulinks
 from polite.core.usage.vocab import MAIN_PURPOSES
 from polite.errors import ConfigError
@@ -172,10 +172,8 @@ class Survey:
         if name not in TABLES:
             raise ConfigError(f"no table {name!r}: the tables are {', '.join(TABLES)}")
         if name not in self._tables:
-            if name == "access":
-                self._access()
-            elif name in ("usage", "usage_purposes", "ai_crawlers"):
-                self._usage()
+            if name in ("access", "usage", "usage_purposes", "ai_crawlers"):
+                self._rules_side()
             elif name in ("sitemap_errors", "sitemap_levels", "sitemap_domains", "trees",
                           "tree_levels", "ulinks", "sitemap_files"):
                 self._sitemap_side()
@@ -279,11 +277,14 @@ class Survey:
             sitemap_lines_total=sum(with_sitemaps),
             files_with_one_sitemap_line=sum(1 for n in with_sitemaps if n == 1))
 
-    # -- beyond the seed: the agents' access ----------------------------------------------
+    # -- beyond the seed: the agents' access, AI-usage preferences and AI crawlers ---------
 
-    def _access(self) -> None:
+    def _rules_side(self) -> None:
+        """The tables read from each file's rules, its body parsed once for all of them."""
         counts: dict[str, Counter[Access]] = {agent: Counter() for agent in self.agents}
         named: Counter[str] = Counter()
+        tokens = [token for _, token in self.ai_crawlers]
+        stats = []
         files = 0
         for domain, _, outcome, _, _, _, _, body in self._sites():
             if outcome not in _COUNTED or body is None:
@@ -293,6 +294,7 @@ class Survey:
             for agent, found in agent_access(robots, self.agents, domain).items():
                 counts[agent][found.access] += 1
                 named[agent] += found.named
+            stats.append(usage_stats(robots, tokens))
         rows = []
         for agent in self.agents:
             entirely, partly, none = (counts[agent][Access.ENTIRELY],
@@ -302,16 +304,9 @@ class Survey:
                          _share(entirely, files), _share(partly, files),
                          _share(none, files), _share(named[agent], files)))
         self._put("access", rows)
+        self._usage(count_usage(stats))
 
-    # -- beyond the seed: AI-usage preferences and AI crawlers ------------------------------
-
-    def _usage(self) -> None:
-        tokens = [token for _, token in self.ai_crawlers]
-        stats = []
-        for _, _, outcome, _, _, _, _, body in self._sites():
-            if outcome in _COUNTED and body is not None:
-                stats.append(usage_stats(parse(bytes(body)), tokens))
-        counts = count_usage(stats)
+    def _usage(self, counts: UsageCounts) -> None:
         files = counts.files
         self._put("usage", [(m, counts.mechanisms[m], _share(counts.mechanisms[m], files))
                             for m in (*MECHANISMS, "any")])

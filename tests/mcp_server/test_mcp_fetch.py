@@ -425,6 +425,32 @@ def test_an_http_message_past_its_size_is_refused_before_it_is_kept(
     assert process.poll() is None
 
 
+def test_a_refused_message_s_answer_reaches_a_client_still_sending_its_body(
+        http_loopback: tuple[str, subprocess.Popen[str]]) -> None:
+    """A message too large by its Content-Length is answered 413 before its body is read;
+    the connection was then closed at once, and the kernel answered the client's next
+    bytes with a reset, which a client still sending its body (as HTTP clients do) met
+    before it read the answer. It is now closed for writing, and what the client still
+    sends is read and dropped, so the client sends its body whole and reads the 413."""
+    from polite.mcp._server import MAX_MESSAGE_BYTES
+
+    url, process = http_loopback
+    address = httpx.URL(url)
+    size = MAX_MESSAGE_BYTES + 1
+    with socket.create_connection((address.host, address.port), timeout=30) as sock:
+        sock.sendall(f"POST {address.raw_path.decode()} HTTP/1.1\r\nHost: "
+                     f"{address.host}:{address.port}\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: {size}\r\n\r\n".encode() + b"a" * 65536)
+        # the answer has come (and, before, the connection was closed on the unread bytes)
+        assert sock.recv(1, socket.MSG_PEEK) == b"H"
+        sock.sendall(b"a" * (size - 65536))
+        sock.shutdown(socket.SHUT_WR)
+        answer = _until_closed(sock)
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
+    assert b"1048576 bytes at most" in answer
+    assert process.poll() is None
+
+
 def _until_closed(sock: socket.socket) -> bytes:
     """What ``sock`` is sent until the server closes it (within 30 s, however busy the
     machine: the server's bound in the test below is 1 s)."""

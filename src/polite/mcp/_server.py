@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -324,16 +324,73 @@ def _bounded(app: App, read_s: float, max_bytes: int = MAX_MESSAGE_BYTES) -> App
     return bounded
 
 
+# A connection closed with a request's body unread (a 413 or 408 answered first) is closed
+# for writing, and what the client still sends is read and dropped, up to these bounds,
+# before it is closed for good: closed at once, the kernel answers the unread bytes with a
+# reset, which a client still sending its body meets before it reads the answer.
+LINGER_S = 2.0
+LINGER_BYTES = 4 * MAX_MESSAGE_BYTES
+
+
+class _Lingering:
+    """A transport whose ``close()`` ends the writing side once the answer has been sent,
+    and closes the connection when the client has closed its side, or at the bounds
+    (:data:`LINGER_S`, :data:`LINGER_BYTES`); the bytes read meanwhile are dropped."""
+
+    def __init__(self, transport: asyncio.Transport,
+                 loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._closing = False
+        self._dropped = 0
+        self._timer: asyncio.TimerHandle | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+    @property
+    def lingering(self) -> bool:
+        return self._closing and not self._transport.is_closing()
+
+    def is_closing(self) -> bool:
+        return self._closing or self._transport.is_closing()
+
+    def close(self) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        transport = self._transport
+        if transport.is_closing() or not transport.can_write_eof():
+            transport.close()
+            return
+        transport.write_eof()  # after what is buffered, the answer
+        transport.resume_reading()
+        self._timer = self._loop.call_later(LINGER_S, self.end)
+
+    def drop(self, data: bytes) -> None:
+        self._dropped += len(data)
+        if self._dropped > LINGER_BYTES:
+            self.end()
+
+    def end(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._transport.close()
+
+
 def _head_timed(read_s: float) -> type[asyncio.Protocol]:
     """uvicorn's HTTP/1.1 connection, closed when a request's head has not come whole
     within ``read_s`` of the connection's start or of the last answer: uvicorn's own
     keep-alive timeout ends once a byte arrives, so a client could otherwise hold a
-    connection open for ever, a byte of a head at a time."""
+    connection open for ever, a byte of a head at a time. A connection closed with a
+    request's body unread lingers (:class:`_Lingering`), so its answer is read."""
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class HeadTimed(H11Protocol):
         _head_timer: asyncio.TimerHandle | None = None
+        _lingering: _Lingering | None = None
 
         def _await_head(self) -> None:
             if self._head_timer is None and self.conn.their_state is h11.IDLE:
@@ -350,12 +407,20 @@ def _head_timed(read_s: float) -> type[asyncio.Protocol]:
                 self.transport.close()
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
+            self._lingering = _Lingering(transport, self.loop)
+            super().connection_made(cast(asyncio.Transport, self._lingering))
             self._await_head()
 
         def data_received(self, data: bytes) -> None:
+            if self._lingering is not None and self._lingering.lingering:
+                self._lingering.drop(data)
+                return
             super().data_received(data)
             self._head_came()
+
+        def eof_received(self) -> None:
+            if self._lingering is not None and self._lingering.lingering:
+                self._lingering.end()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -363,6 +428,8 @@ def _head_timed(read_s: float) -> type[asyncio.Protocol]:
             self._await_head()
 
         def connection_lost(self, exc: Exception | None) -> None:
+            if self._lingering is not None and self._lingering.lingering:
+                self._lingering.end()
             if self._head_timer is not None:
                 self._head_timer.cancel()
                 self._head_timer = None

@@ -333,14 +333,17 @@ LINGER_BYTES = 4 * MAX_MESSAGE_BYTES
 
 
 class _Lingering:
-    """A transport whose ``close()`` ends the writing side once the answer has been sent,
-    and closes the connection when the client has closed its side, or at the bounds
-    (:data:`LINGER_S`, :data:`LINGER_BYTES`); the bytes read meanwhile are dropped."""
+    """A transport whose ``close()``, while a request's body is unread (``unread()``),
+    ends the writing side once the answer has been sent, and closes the connection when
+    the client has closed its side, or at the bounds (:data:`LINGER_S`,
+    :data:`LINGER_BYTES`); the bytes read meanwhile are dropped. Otherwise it closes at
+    once (an idle connection, a head that did not come, the server stopping)."""
 
-    def __init__(self, transport: asyncio.Transport,
-                 loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop,
+                 unread: Callable[[], bool]) -> None:
         self._transport = transport
         self._loop = loop
+        self._unread = unread
         self._closing = False
         self._dropped = 0
         self._timer: asyncio.TimerHandle | None = None
@@ -360,7 +363,7 @@ class _Lingering:
             return
         self._closing = True
         transport = self._transport
-        if transport.is_closing() or not transport.can_write_eof():
+        if transport.is_closing() or not transport.can_write_eof() or not self._unread():
             transport.close()
             return
         transport.write_eof()  # after what is buffered, the answer
@@ -407,7 +410,8 @@ def _head_timed(read_s: float) -> type[asyncio.Protocol]:
                 self.transport.close()
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            self._lingering = _Lingering(transport, self.loop)
+            self._lingering = _Lingering(transport, self.loop,
+                                         lambda: self.conn.their_state is h11.SEND_BODY)
             super().connection_made(cast(asyncio.Transport, self._lingering))
             self._await_head()
 

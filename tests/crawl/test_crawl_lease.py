@@ -176,10 +176,12 @@ def test_crawl_workers_keep_one_request_of_a_host_in_flight_on_every_path(
             for process in processes:
                 # long enough for a forgotten lease to run out, so the sites can show it
                 out, err = process.communicate(timeout=600)
-                # (what each site saw, and when it answered, says where a silence was)
+                # (what each site saw come, and what it answered how late, says where a
+                # silence was)
                 assert process.returncode == 0, (err[-3000:], {
-                    each.host: [(path, round(a, 3), round(r - a, 3))
-                                for a, r, path in each.exchanges] for each in sites})
+                    each.host: ([(path, round(a, 3)) for a, path in each.arrivals],
+                                [(path, round(r - a, 3)) for a, r, path in each.exchanges])
+                    for each in sites})
                 assert json.loads(out)["frontier"]["queued"] == 0
         finally:
             for process in processes:

@@ -66,13 +66,17 @@ def _health_loop_cpu_s(connection: socket.socket, pid: int) -> float:
     host, port = connection.getpeername()[:2]
     connection.sendall(f"GET /health HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
     answer, landed = b"", 0.0
-    while b"\r\n\r\n" not in answer or len(answer.partition(b"\r\n\r\n")[2]) < int(
-            answer.lower().partition(b"content-length:")[2].split(b"\r\n")[0] or 0):
+    whole: int | None = None  # the answer's length, once its head is in
+    while whole is None or len(answer) < whole:
         data, ancillary, _, _ = connection.recvmsg(65536, ANCILLARY_BYTES)
         assert data, "the service closed the connection"
         if not answer:
             landed = arrived(ancillary)
         answer += data
+        head, blank, _ = answer.partition(b"\r\n\r\n")
+        if whole is None and blank:
+            length = head.lower().partition(b"\r\ncontent-length:")[2].split(b"\r\n")[0]
+            whole = len(head) + len(blank) + int(length or 0)
     ended = loop_cpu_s(pid)
     read_s = time.monotonic() - landed
     assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]

@@ -393,7 +393,7 @@ def _head_timed(read_s: float) -> type[asyncio.Protocol]:
 
     class HeadTimed(H11Protocol):
         _head_timer: asyncio.TimerHandle | None = None
-        _lingering: _Lingering | None = None
+        _lingering: _Lingering  # made with the connection
 
         def _await_head(self) -> None:
             if self._head_timer is None and self.conn.their_state is h11.IDLE:
@@ -416,14 +416,14 @@ def _head_timed(read_s: float) -> type[asyncio.Protocol]:
             self._await_head()
 
         def data_received(self, data: bytes) -> None:
-            if self._lingering is not None and self._lingering.lingering:
+            if self._lingering.lingering:
                 self._lingering.drop(data)
                 return
             super().data_received(data)
             self._head_came()
 
         def eof_received(self) -> None:
-            if self._lingering is not None and self._lingering.lingering:
+            if self._lingering.lingering:
                 self._lingering.end()
 
         def on_response_complete(self) -> None:
@@ -432,7 +432,7 @@ def _head_timed(read_s: float) -> type[asyncio.Protocol]:
             self._await_head()
 
         def connection_lost(self, exc: Exception | None) -> None:
-            if self._lingering is not None and self._lingering.lingering:
+            if self._lingering.lingering:
                 self._lingering.end()
             if self._head_timer is not None:
                 self._head_timer.cancel()

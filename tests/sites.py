@@ -127,6 +127,11 @@ def _serving(site: Site) -> Iterator[Site]:
             return
 
     class Server(ThreadingHTTPServer):
+        # Room for a burst of connections while the accepting thread waits for its turn (a
+        # loaded machine): past the standard library's 5, a connection's handshake is
+        # dropped and tried again a second later, then three, and the site seems to stall.
+        request_queue_size = 128
+
         def finish_request(self, request: socket.socket, client_address: object) -> None:
             if site.tls is not None:  # the handshake on the connection's own thread
                 request.settimeout(10)

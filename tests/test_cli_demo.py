@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
 import subprocess
 import sys
+from contextlib import ExitStack
 
 import httpx
 
@@ -69,6 +71,24 @@ def test_regp_site_refuses_what_it_cannot_serve() -> None:
     assert result.returncode == 2
     assert "cannot read Visit-time value 'at nine'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_regp_site_keeps_a_burst_of_connections_waiting_for_its_thread() -> None:
+    """A crawler opening many connections at once while the site's thread is busy (here:
+    not serving yet) has each handshake kept in the listening queue and answered once the
+    thread takes it: with the standard library's backlog of 5, the seventh was dropped and
+    connected only when tried again, a second later."""
+    from polite.demo.regp_site import RegpSite
+
+    with RegpSite(host="127.0.9.21") as site, ExitStack() as stack:
+        address = site.origin.removeprefix("http://").split(":")
+        conns = [stack.enter_context(socket.create_connection(
+            (address[0], int(address[1])), timeout=0.5)) for _ in range(40)]
+        site.start()
+        for conn in conns:
+            conn.settimeout(30)
+            conn.sendall(b"GET /robots.txt HTTP/1.1\r\nHost: site\r\nConnection: close\r\n\r\n")
+        assert all(conn.recv(12) == b"HTTP/1.1 200" for conn in conns)
 
 
 def _first_success() -> list[tuple[str, list[str]]]:

@@ -90,6 +90,13 @@ Encoding: gzip, deflate
 """
 
 
+class _Server(ThreadingHTTPServer):
+    # The standard library's backlog of 5 drops the handshakes of a crawler's burst of
+    # connections while its thread is busy: each is tried again a second later, then three,
+    # so a site that answers at once is seen stalling.
+    request_queue_size = 128
+
+
 @dataclass(frozen=True, slots=True)
 class Request:
     """One request as it arrived: ``at`` on the monotonic clock, ``wall`` on the wall clock
@@ -220,8 +227,7 @@ class RegpSite:
         self._lock = threading.Lock()
         self._log: list[Request] = []
         try:
-            self._server = ThreadingHTTPServer((host, port), _handler(self),
-                                               bind_and_activate=True)
+            self._server = _Server((host, port), _handler(self), bind_and_activate=True)
         except OSError as exc:  # the port taken, or an address not this machine's
             raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}"
                               ) from exc

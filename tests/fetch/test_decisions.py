@@ -17,7 +17,7 @@ from polite.clock import WallClock
 from polite.core.politeness import Allowed, Disallowed, WaitSource, WaitUntil
 from polite.core.robots.lifecycle import FetchPolicy, Parsed
 from polite.core.robots.model import Dialect, Rule
-from polite.fetch.politeness import LATE_UNNOTED_S, Answer, Politeness, message
+from polite.fetch.politeness import LATE_UNNOTED_S, Answer, LateStart, Politeness, message
 from polite.fetch.robots import RobotsFetcher, create_client
 from polite.storage import SQLiteStore
 from tests.sites import Reply, Site, serve
@@ -28,7 +28,7 @@ ROBOTS = b"User-agent: *\nDisallow: /private/\nCrawl-delay: 2\n"
 
 
 @asynccontextmanager
-async def driver(db: Path, **options: bool) -> AsyncIterator[Politeness]:
+async def driver(db: Path, **options: float) -> AsyncIterator[Politeness]:
     clock = WallClock()
     store = SQLiteStore(db, clock)
     async with create_client() as client:
@@ -204,6 +204,54 @@ async def test_a_request_held_up_between_its_slot_and_the_client_is_spaced_from_
                                   if arrival[1] != "/robots.txt")
     assert (a, b) == ("/a", "/b")
     assert b_at - a_at >= 0.5 - 0.01, b_at - a_at
+
+
+async def test_a_request_held_up_between_its_question_and_its_write_is_spaced_from_the_write(
+        tmp_path: Path) -> None:
+    """The client asks whether /a may go, and the process is then held up for 0.3 s before
+    it writes the request (a busy core). Told as it was asked, /a left on time and /b,
+    given the slot 0.5 s after /a's, reached the site 0.2 s after it; told once written,
+    /a's lateness is noted and /b comes the delay after it."""
+    robots = b"User-agent: *\nCrawl-delay: 0.5\n"
+    site = Site("127.0.83.30", {"/robots.txt": Reply(200, robots), "/a": Reply(200, b"a"),
+                                 "/b": Reply(200, b"b")})
+
+    class HeldUp:
+        """A LateStart whose process is held up once it has answered the question."""
+
+        def __init__(self, late: LateStart, held_s: float) -> None:
+            self.late, self.held_s = late, held_s
+
+        def __call__(self, late_s: float) -> bool:
+            go = self.late(late_s)
+            time.sleep(self.held_s)
+            return go
+
+        def left(self) -> None:
+            self.late.left()
+
+    with serve(site):
+        async with driver(tmp_path / "p.sqlite", send_slack_s=LATE_UNNOTED_S) as politeness, \
+                create_client() as client:
+            async def fetch(url: str, held_s: float) -> int | None:
+                while True:
+                    (found,) = await politeness.check([url], reserve=True)
+                    if found.allowed:
+                        break
+                    assert found.wait_s is not None, found
+                    await asyncio.sleep(found.wait_s)
+                late = politeness.late_start(url, grant=found.grant)
+                got = await client.get(url, max_bytes=1024, deadline_s=10,
+                                       leaving=HeldUp(late, held_s))
+                await late.noted()
+                return got.status
+
+            assert await fetch(f"{site.origin}/a", 0.3) == 200
+            assert await fetch(f"{site.origin}/b", 0.0) == 200
+    (a_at, a), (b_at, b) = sorted(arrival for arrival in site.arrivals
+                                  if arrival[1] != "/robots.txt")
+    assert (a, b) == ("/a", "/b")
+    assert b_at - a_at >= 0.5, b_at - a_at
 
 
 async def test_a_robots_txt_read_again_waits_for_the_slot_when_it_uses_the_slot(

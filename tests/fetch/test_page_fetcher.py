@@ -352,11 +352,16 @@ def test_a_request_held_back_as_it_leaves_is_never_sent_and_its_connection_is_ke
     # site, on a fresh connection or a kept one, and the connection carries the next.
     told: list[float] = []
 
-    def leaving(go: bool) -> Callable[[float], bool]:
-        def ask(late_s: float) -> bool:
+    class Leaving:
+        def __init__(self, go: bool) -> None:
+            self.go = go
+
+        def __call__(self, late_s: float) -> bool:
             told.append(late_s)
-            return go
-        return ask
+            return self.go
+
+        def left(self) -> None:
+            assert self.go, "a request held back was written"
 
     with origin("127.0.12.9", lambda head, _: [ok(head.split()[1])]) as (base, heads, conns):
         async def run() -> list[FetchResult]:
@@ -364,7 +369,7 @@ def test_a_request_held_back_as_it_leaves_is_never_sent_and_its_connection_is_ke
             try:
                 return [await fetcher.get(base + path, {"User-Agent": "testbot"},
                                           max_bytes=1000, deadline_s=5.0,
-                                          leaving=leaving(path != "/held"))
+                                          leaving=Leaving(path != "/held"))
                         for path in ("/held", "/a", "/held", "/b")]
             finally:
                 await fetcher.close()

@@ -199,9 +199,18 @@ def _unreadable(error: ProtocolError) -> str:
     return f"the response is not HTTP/1.1: {cause}" if cause is not None else str(error)
 
 
-# Asked as a request is about to be written, with how long after the call that is: whether
-# it may still go (a request whose slot was given again meanwhile may not).
-Leaving = Callable[[float], bool]
+class Leaving(Protocol):
+    """Asked as a request is about to be written, with how long after the client's call
+    that is: whether it may still go (a request whose slot was given again meanwhile may
+    not); told once it is written (:class:`polite.fetch.politeness.LateStart`)."""
+
+    def __call__(self, late_s: float) -> bool: ...
+
+    def left(self) -> None:
+        """The request is in the kernel's hands: how late it went is known now (the
+        process can be held up between the question and the write, by a busy core)."""
+
+
 WITHHELD = "held back as it was about to leave: its slot was given to another request"
 
 
@@ -218,6 +227,8 @@ async def _exchange(channel: Channel, request: bytes, max_bytes: int, started: f
         return result
     body = _Body(result, max_bytes, count_to, sink)
     channel.write(request)
+    if leaving is not None:
+        leaving.left()
     try:
         kept = await _response(channel, body, started, decode, read_timeout_s)
     except BaseException as exc:  # the deadline, or the crawl stopping: not read further

@@ -52,6 +52,8 @@ from polite.proxy.usage import asked_purpose, stored_with_usage, with_usage
 __all__ = ["Forwarding", "Sign"]
 
 _WRITE_BATCH = 65_536  # response bytes gathered before a write
+_GIVEN_AGAIN = ("the host's next turn was given to a later request as this one was about to "
+                "leave: ask again")
 # A request's fields not sent on: the hop's own, and its Host, which the proxy writes from
 # the target.
 _NOT_SENT_ON = _HOP_BY_HOP | {b"host"}
@@ -274,17 +276,20 @@ class Forwarding(ProxyBase):
                 leaving = self._politeness.late_start(exchange.url, grant=exchange.grant)
                 if not leaving(0.0):
                     self._idle.put(exchange.key, upstream)
-                    raise _UpstreamError(429, "the host's next turn was given to a later "
-                                         "request as this one was about to leave: ask again")
+                    raise _UpstreamError(429, _GIVEN_AGAIN)
             try:
-                response = await self._exchange(client, upstream, request, wire)
+                response = await self._exchange(client, upstream, request, wire, leaving)
             except _UpstreamError:
                 upstream.close()
                 if not reused or request.framing != "none":
                     raise
-                # A kept-alive connection the origin had closed: once more, on a new one.
+                # A kept-alive connection the origin had closed: once more, on a new one
+                # (asked again whether it may go: the slot may be given again meanwhile).
                 upstream, _ = await self._connect(exchange.key, exchange.address)
-                response = await self._exchange(client, upstream, request, wire)
+                if leaving is not None and not leaving(0.0):
+                    self._idle.put(exchange.key, upstream)
+                    raise _UpstreamError(429, _GIVEN_AGAIN) from None
+                response = await self._exchange(client, upstream, request, wire, leaving)
             except BaseException:  # the client broke off: the half-sent request goes too
                 upstream.close()
                 raise
@@ -402,11 +407,14 @@ class Forwarding(ProxyBase):
         return keep
 
     async def _exchange(self, client: Channel, upstream: Channel, request: Head,
-                        wire: bytes) -> Head:
+                        wire: bytes, leaving: LateStart | None) -> Head:
         """Sends the request (its body streamed from the client) and reads the response's
-        head; 1xx answers go on to the client on the way."""
+        head; 1xx answers go on to the client on the way. ``leaving`` is told once the
+        head is written."""
         upstream.expect_no_body = request.method == b"HEAD"
         upstream.write(wire)
+        if leaving is not None:
+            leaving.left()
         chunked = request.framing == "chunked"
         sent = 0
         while True:

@@ -113,12 +113,18 @@ def _response_framing(head: Head, no_body: bool, folded: bool) -> Framing:
     """RFC 9112, 6.3. (``folded``: the head's field names are lower-cased.)"""
     if no_body or head.status < 200 or head.status in (204, 304):
         return "none"
-    get = head.get if folded else head.get_any_case
-    coding = get(b"transfer-encoding")
+    coding = length = None
+    for key, value in head.headers:  # both fields looked for in one pass, the first of each
+        if not folded:
+            key = key.lower()
+        if key == b"transfer-encoding":
+            if coding is None:
+                coding = value
+        elif key == b"content-length" and length is None:
+            length = value
     if coding is not None:
         return "chunked" if coding.rsplit(b",", 1)[-1].strip().lower() == b"chunked" \
             else "close"
-    length = get(b"content-length")
     if length is not None:
         return "length" if length.strip() != b"0" else "none"
     return "close"  # a response without a length runs to the end of the connection

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from polite.core.cache.policy import Stored, invalidates, not_modified
+from polite.core.politeness.rules import BACKOFF_STATUSES
 from polite.core.robots.lifecycle import Parsed
 from polite.core.usage.statement import Pref
 from polite.core.usage.vocab import PURPOSES
@@ -40,6 +41,7 @@ from polite.proxy.base import (
     Key,
     Mode,
     ProxyBase,
+    Verdict,
     _ClientGone,
     _Exchange,
     _expects_continue,
@@ -119,8 +121,11 @@ class Forwarding(ProxyBase):
                                  "this URL")
                 return await self._answered(client, head)
         asked = time.monotonic()
-        verdict = await self._verdict(exchange.url, agent, mode, wait_s,
-                                      split=(exchange.origin, exchange.key[1]))
+        split = (exchange.origin, exchange.key[1])
+        # reject mode asks once, as _verdict would, without its step
+        verdict = Verdict.of(await self._politeness.check_one(
+            exchange.url, reserve=True, agent=agent, split=split)) if mode is Mode.REJECT \
+            else await self._verdict(exchange.url, agent, mode, wait_s, split=split)
         activity.decided(exchange.watch, verdict.cause)
         if not verdict.allowed:
             exchange.decision = verdict.cause
@@ -394,10 +399,11 @@ class Forwarding(ProxyBase):
             if invalidates(request.method, response.status):  # not a GET's
                 await cache.invalidate_after(request.method, exchange.url, response.status,
                                              response.headers)
+        # Retry-After is read of the answers that pause a host only: of others it says nothing
         await self._politeness.note_response(
             exchange.url, response.status, elapsed_s=elapsed_s,
-            retry_after=(response.get(b"retry-after") or b"").decode("latin-1") or None,
-            host=exchange.key[1])
+            retry_after=(response.get(b"retry-after") or b"").decode("latin-1") or None
+            if response.status in BACKOFF_STATUSES else None, host=exchange.key[1])
         await client.drain()
         return keep
 
@@ -428,7 +434,7 @@ class Forwarding(ProxyBase):
         informational = False
         while True:
             try:  # _upstream_event's wait, without a step of its own: a miss waits here
-                event = upstream.poll() or await upstream.next(self.settings.origin_read_s)
+                event = await upstream.next(self.settings.origin_read_s)
             except (TimeoutError, ProtocolError) as exc:
                 raise _upstream_failure(exc) from None
             if event is EOF:

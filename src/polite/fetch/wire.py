@@ -99,9 +99,9 @@ class _Halt(Exception):
     answer to a HEAD request)."""
 
 
-def _request_framing(head: Head) -> Framing:
+def _request_framing(headers: Headers) -> Framing:
     length = None
-    for key, value in head.headers:  # both fields looked for in one pass
+    for key, value in headers:  # both fields looked for in one pass
         if key == b"transfer-encoding":
             return "chunked"  # llhttp reads no other coding in a request
         if key == b"content-length" and length is None:
@@ -109,12 +109,12 @@ def _request_framing(head: Head) -> Framing:
     return "length" if length is not None and length.strip() != b"0" else "none"
 
 
-def _response_framing(head: Head, no_body: bool, folded: bool) -> Framing:
+def _response_framing(status: int, headers: Headers, no_body: bool, folded: bool) -> Framing:
     """RFC 9112, 6.3. (``folded``: the head's field names are lower-cased.)"""
-    if no_body or head.status < 200 or head.status in (204, 304):
+    if no_body or status < 200 or status in (204, 304):
         return "none"
     coding = length = None
-    for key, value in head.headers:  # both fields looked for in one pass, the first of each
+    for key, value in headers:  # both fields looked for in one pass, the first of each
         if not folded:
             key = key.lower()
         if key == b"transfer-encoding":
@@ -167,8 +167,11 @@ class Channel(asyncio.Protocol):
         self._head_bytes = 0
         self._unfinished = 0
         self._in_head = False
-        self._head = Head()
+        self._head = Head()  # the last message's
         self._url = b""
+        # the next head's parts as they come: its Head is made once they are all in
+        self._reason = b""
+        self._fields: Headers = []
         self._raw = False  # tunnel: bytes pass as they are, unparsed
         self.side = side
         self.transport: asyncio.Transport | None = None
@@ -268,7 +271,8 @@ class Channel(asyncio.Protocol):
         self._head_bytes = 0
         self._unfinished = 0
         self._url = b""
-        self._head = Head()
+        self._reason = b""
+        self._fields = []
 
     def on_url(self, url: bytes) -> None:
         self._url += url
@@ -276,28 +280,30 @@ class Channel(asyncio.Protocol):
             raise ProtocolError(414, "the request target is too long")
 
     def on_status(self, reason: bytes) -> None:
-        self._head.reason += reason
+        self._reason += reason
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._head.headers.append((name.lower() if self._fold else name, value))
+        self._fields.append((name.lower() if self._fold else name, value))
         self._head_bytes += len(name) + len(value) + self._field_overhead
         if self._head_bytes > self._max_head:
             raise ProtocolError(431, "the header section is too large")
 
     def on_headers_complete(self) -> None:
         self._in_head = False
-        head = self._head
         parser = self._parser
-        head.version = parser.get_http_version()
-        head.keep_alive = parser.should_keep_alive()
+        fields = self._fields
         if self.side == "request":
-            head.method = parser.get_method()  # type: ignore[union-attr]
-            head.target = self._url
-            head.framing = _request_framing(head)
+            head = self._head = Head(
+                parser.get_method(), self._url, 0, b"", fields,  # type: ignore[union-attr]
+                parser.get_http_version(), parser.should_keep_alive(),
+                _request_framing(fields))
         else:
-            head.status = parser.get_status_code()  # type: ignore[union-attr]
-            head.framing = _response_framing(head, self.expect_no_body, self._fold)
-            if self.expect_no_body and head.status >= 200:
+            status = parser.get_status_code()  # type: ignore[union-attr]
+            head = self._head = Head(
+                b"", b"", status, self._reason, fields, parser.get_http_version(),
+                parser.should_keep_alive(),
+                _response_framing(status, fields, self.expect_no_body, self._fold))
+            if self.expect_no_body and status >= 200:
                 self._push_head(head)
                 self._events.append(END)
                 raise _Halt

@@ -120,12 +120,14 @@ class Forwarding(ProxyBase):
                 self._send_error(client, 504, "only-if-cached: nothing usable is stored for "
                                  "this URL")
                 return await self._answered(client, head)
-        asked = time.monotonic()
         split = (exchange.origin, exchange.key[1])
-        # reject mode asks once, as _verdict would, without its step
-        verdict = Verdict.of(await self._politeness.check_one(
-            exchange.url, reserve=True, agent=agent, split=split)) if mode is Mode.REJECT \
-            else await self._verdict(exchange.url, agent, mode, wait_s, split=split)
+        if mode is Mode.REJECT:  # asked once, as _verdict would, without its step
+            verdict = Verdict.of(await self._politeness.check_one(
+                exchange.url, reserve=True, agent=agent, split=split))
+        else:  # held until its slot: how long counts (a refusal says its own wait below)
+            asked = time.monotonic()
+            verdict = await self._verdict(exchange.url, agent, mode, wait_s, split=split)
+            exchange.held_ms = math.ceil((time.monotonic() - asked) * 1000)
         activity.decided(exchange.watch, verdict.cause)
         if not verdict.allowed:
             exchange.decision = verdict.cause
@@ -133,8 +135,6 @@ class Forwarding(ProxyBase):
             exchange.held_ms = max(0, verdict.retry_ms)
             self._refuse(client, verdict)
             return await self._answered(client, head)
-        if mode is not Mode.REJECT:
-            exchange.held_ms = math.ceil((time.monotonic() - asked) * 1000)
         exchange.grant = verdict.grant
         return await self._forward(client, exchange)
 

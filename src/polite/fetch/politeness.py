@@ -38,7 +38,7 @@ from polite.core.politeness import (
     decide,
     delays_for,
 )
-from polite.core.politeness.rules import ADAPTIVE_FACTOR
+from polite.core.politeness.rules import ADAPTIVE_FACTOR, BACKOFF_STATUSES
 from polite.core.robots.lifecycle import AllowAll, Parsed, RobotsState, parse_retry_after
 from polite.core.robots.model import AgentRules
 from polite.errors import InvalidURL
@@ -709,8 +709,9 @@ class Politeness:
         if host is None:
             host = split_origin(url)[1]
         now = self._clock()
+        # only the answers that pause a host have their Retry-After read
         until = backoff_until(status, parse_retry_after(retry_after, now), now) \
-            if self.backoff else None
+            if self.backoff and status in BACKOFF_STATUSES else None
         pause = None if until is None else until - now
         await self._store.note_response(host, elapsed_s, pause, ends_lease=ends_lease)
         if until is not None:

@@ -292,23 +292,30 @@ class Channel(asyncio.Protocol):
         self._in_head = False
         parser = self._parser
         fields = self._fields
+        # Its size, about what it took on the wire: heads count against the bound on what
+        # waits unread too, so that a client pipelining requests it never reads the answers
+        # of is stopped like one sending a body nobody reads.
         if self.side == "request":
+            target = self._url
             head = self._head = Head(
-                parser.get_method(), self._url, 0, b"", fields,  # type: ignore[union-attr]
+                parser.get_method(), target, 0, b"", fields,  # type: ignore[union-attr]
                 parser.get_http_version(), parser.should_keep_alive(),
-                _request_framing(fields))
+                _request_framing(fields), self._head_bytes + len(target) + 64)
         else:
             status = parser.get_status_code()  # type: ignore[union-attr]
             head = self._head = Head(
                 b"", b"", status, self._reason, fields, parser.get_http_version(),
                 parser.should_keep_alive(),
-                _response_framing(status, fields, self.expect_no_body, self._fold))
-            if self.expect_no_body and status >= 200:
-                self._push_head(head)
-                self._events.append(END)
-                raise _Halt
+                _response_framing(status, fields, self.expect_no_body, self._fold),
+                self._head_bytes + 64)
+        self._events.append(head)
+        self._buffered += head.size
+        if self._buffered > _HIGH_WATER:
+            self._grow(0)
+        if self.expect_no_body and head.status >= 200:  # the answer to a HEAD: no body
+            self._events.append(END)
+            raise _Halt
         self._open_body = head.framing != "none"
-        self._push_head(head)
 
     def on_body(self, body: bytes) -> None:
         self._events.append(body)  # _push, without its call: once a body piece
@@ -326,15 +333,6 @@ class Channel(asyncio.Protocol):
     def _push(self, data: bytes, size: int) -> None:
         self._events.append(data)
         self._grow(size)
-
-    def _push_head(self, head: Head) -> None:
-        # Heads count against the bound too: a client pipelining requests it never reads
-        # the answers of is stopped like one sending a body nobody reads.
-        size = head.size = self._head_bytes + len(head.target) + 64
-        self._events.append(head)
-        self._buffered += size
-        if self._buffered > _HIGH_WATER:
-            self._grow(0)
 
     def _grow(self, size: int) -> None:
         """``size`` bytes more wait unread: reading pauses past the bound."""
@@ -497,8 +495,9 @@ class Pool:
         while idle:
             since, channel = idle.pop()
             channel.idle = False
-            # _usable's test, written out: a request to an origin takes one channel
-            if channel.reusable and not channel.closed and channel.at_rest and (
+            # _usable's test, at_rest's too, written out: a request to an origin takes one
+            if channel.reusable and not channel.closed and not channel._events \
+                    and not channel._in_head and channel._error is None and (
                     idle_s is None or now - since < idle_s):
                 return channel
             channel.close()
@@ -508,7 +507,9 @@ class Pool:
         """Keeps ``channel``, between two exchanges, for the next to ``origin``; closes it
         when it cannot carry one or ``origin`` has its fill."""
         now = time.monotonic() if self._idle_s is not None else 0.0
-        if channel.reusable and not channel.closed and channel.at_rest:
+        # at_rest written out: a request to an origin gives one back
+        if channel.reusable and not channel.closed and not channel._events \
+                and not channel._in_head and channel._error is None:
             idle = self._idle.setdefault(origin, [])
             if self._max is None or len(idle) < self._max:
                 channel.idle = True

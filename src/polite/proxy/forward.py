@@ -242,13 +242,14 @@ class Forwarding(ProxyBase):
         headers += _forwardable(request.headers, _NOT_SENT_ON, b"x-polite-")
         via = exchange.via
         headers.append((b"via", via + b", " + _VIA if via else _VIA))
-        if request.framing == "chunked":
-            headers.append(_CHUNKED)
-        if _expects_continue(request):
-            # The body is read from the client before the origin's answer is, so the proxy
-            # says "go on" itself and the origin is not asked to (RFC 9110, 10.1.1).
-            client.write(response_head(100, b"Continue", []))
-            headers = [(k, v) for k, v in headers if k != b"expect"]
+        if request.framing != "none":  # a body follows (a GET has none: nothing to look at)
+            if request.framing == "chunked":
+                headers.append(_CHUNKED)
+            if _expects_continue(request):
+                # The body is read from the client before the origin's answer is, so the
+                # proxy says "go on" itself and the origin is not asked to (RFC 9110, 10.1.1).
+                client.write(response_head(100, b"Continue", []))
+                headers = [(k, v) for k, v in headers if k != b"expect"]
         choice = exchange.choice
         revalidating = choice is not None and choice.action == "revalidate"
         if revalidating:

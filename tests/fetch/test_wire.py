@@ -13,7 +13,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from polite.fetch.wire import END, EOF, Channel, Head, Pool, ProtocolError
+from polite.fetch.wire import (
+    END,
+    EOF,
+    Channel,
+    Head,
+    Pool,
+    ProtocolError,
+    request_head,
+    response_head,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -208,6 +217,32 @@ async def test_a_gathering_channel_still_waits_for_a_peer_that_does_not_read() -
         assert channel.transport is not None
         assert channel.transport.get_write_buffer_size() > 0  # handed on, held there
         writing.cancel()
+
+
+@pytest.mark.parametrize(("wire", "fold_names", "framing"), [
+    # whichever case the names are in, kept as sent or folded
+    (b"X-Other: 1\r\nTransfer-Encoding: gzip, chunked\r\n", True, "chunked"),
+    (b"X-Other: 1\r\nTRANSFER-encoding: gzip, chunked\r\n", False, "chunked"),
+    (b"Content-LENGTH: 4\r\n", False, "length"),
+    (b"Transfer-Encoding: gzip\r\n", True, "close"),  # a coding that is not chunked last
+    (b"Content-Length: 0\r\n", True, "none"),
+    (b"X-Other: 1\r\n", False, "close"),  # no length: to the end of the connection
+])
+async def test_a_responses_framing_is_read_from_its_fields(wire: bytes, fold_names: bool,
+                                                            framing: str) -> None:
+    async with pair("response", fold_names=fold_names) as (channel, peer):
+        peer.write(b"HTTP/1.0 203 Partial Thing\r\n" + wire + b"\r\n")
+        head = await channel.next(5)
+        assert isinstance(head, Head) and head.framing == framing
+        assert (head.status, head.reason, head.version) == (203, b"Partial Thing", "1.0")
+
+
+def test_heads_are_written_with_their_fields_in_order() -> None:
+    assert response_head(404, b"", []) == b"HTTP/1.1 404 Not Found\r\n\r\n"
+    assert response_head(200, b"Fine", [(b"a", b"1"), (b"b", bytearray(b"2"))]) == \
+        b"HTTP/1.1 200 Fine\r\na: 1\r\nb: 2\r\n\r\n"
+    assert request_head(b"GET", b"/x?y", [(b"host", b"e.com"), (b"via", b"1.1 p")]) == \
+        b"GET /x?y HTTP/1.1\r\nhost: e.com\r\nvia: 1.1 p\r\n\r\n"
 
 
 async def test_an_answer_to_head_ends_at_its_head() -> None:

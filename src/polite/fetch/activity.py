@@ -38,6 +38,7 @@ CAUSES = ("allowed", "robots", "delay", "cache", "invalid", "error")
 _COUNTER_OF = {"allowed": "allowed", "robots": "robots_refused", "delay": "delay_refused",
                "cache": "cache_hits"}
 _INDEX = {name: index for index, name in enumerate(COUNTERS)}
+_COUNTER_INDEX = {cause: _INDEX[name] for cause, name in _COUNTER_OF.items()}
 TIMELINE_S = 300  # seconds of per-second status counts kept for the chart
 _RATE_WINDOW_S = 5  # "requests per second now" is the mean over this many seconds
 MAX_TRACE_URL = 2000  # characters of a URL kept in the trace
@@ -111,12 +112,7 @@ class Watch:
 
 
 _CLASSES = ("1xx", "1xx", "2xx", "3xx", "4xx", "5xx")  # by the status's first digit
-
-
-def _status_class(decision: str, status: int) -> str:
-    if decision in ("robots", "delay"):
-        return "refused"
-    return _CLASSES[min(max(status // 100, 1), 5)]
+_REFUSALS = frozenset(("robots", "delay"))  # decisions counted as "refused", not by status
 
 
 class Activity:
@@ -148,13 +144,13 @@ class Activity:
     def count(self, host: str, cause: str) -> None:
         """A decision about a request to ``host``: one of :data:`CAUSES`."""
         self.totals[cause] += 1
-        name = _COUNTER_OF.get(cause)
-        if name is None or not host:
+        index = _COUNTER_INDEX.get(cause)
+        if index is None or not host:
             return
         counts = self._counts.get(host)
         if counts is None:
             counts = self._counts[host] = [0] * len(COUNTERS)
-        counts[_INDEX[name]] += 1
+        counts[index] += 1
         facts = self._facts.get(host)
         if facts is None:
             self._facts[host] = {"last_seen": self._wall()}
@@ -199,27 +195,29 @@ class Activity:
         if watch.held:
             watch.held = False
             self._queue(watch.host, -1)
-        if watch.going:
+        if watch.going:  # no longer in flight: its host's count goes when it falls to 0
             watch.going = False
-            self._send(watch.host, -1)
-        self._record(TraceEntry(watch.at, watch.method, watch.url, decision, status,
-                                delay_ms, (time.monotonic() - watch.started) * 1000))
-
-    def _record(self, entry: TraceEntry) -> None:
-        """An exchange ended: into the trace and the per-second status counts."""
+            in_flight = self.in_flight
+            left = in_flight.get(watch.host, 0) - 1
+            if left > 0:
+                in_flight[watch.host] = left
+            else:
+                in_flight.pop(watch.host, None)
+        # Into the trace and the per-second status counts, in place: once a request.
         if self.trace_size:
-            if len(entry.url) > MAX_TRACE_URL:
-                entry = TraceEntry(entry.at, entry.method, entry.url[:MAX_TRACE_URL] + "…",
-                                   entry.decision, entry.status, entry.delay_ms,
-                                   entry.duration_ms)
-            self.trace.append(entry)
+            url = watch.url
+            if len(url) > MAX_TRACE_URL:
+                url = url[:MAX_TRACE_URL] + "…"
+            self.trace.append(TraceEntry(watch.at, watch.method, url, decision, status,
+                                         delay_ms, (time.monotonic() - watch.started) * 1000))
         self.requests += 1
-        kind = _status_class(entry.decision, entry.status)
+        kind = "refused" if decision in _REFUSALS else _CLASSES[min(max(status // 100, 1), 5)]
         self.statuses[kind] += 1
         second = int(self._wall())
-        if not self._timeline or self._timeline[-1][0] != second:
-            self._timeline.append((second, Counter()))
-        self._timeline[-1][1][kind] += 1
+        timeline = self._timeline
+        if not timeline or timeline[-1][0] != second:
+            timeline.append((second, Counter()))
+        timeline[-1][1][kind] += 1
 
     def _queue(self, host: str, change: int) -> None:
         """A request to ``host`` starts (1) or stops (-1) being held for its slot (wait
@@ -228,15 +226,6 @@ class Activity:
         queued[host] += change
         if queued[host] <= 0:
             del queued[host]
-
-    def _send(self, host: str, change: int) -> None:
-        """A request to ``host`` starts (1) or stops (-1) being on its way to the origin."""
-        in_flight = self.in_flight
-        count = in_flight.get(host, 0) + change
-        if count > 0:
-            in_flight[host] = count
-        else:
-            in_flight.pop(host, None)
 
     # -- reading --------------------------------------------------------------------------
 

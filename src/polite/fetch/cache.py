@@ -99,8 +99,9 @@ class PageCache:
                      key: str | None = None) -> Choice:
         """What to do with a GET or HEAD: serve, revalidate, fetch, or 504. ``key`` is
         ``normal_url(url)``, for a caller that has it already."""
-        variants = self._decoded_variants(await self._store.page_get(key or normal_url(url)))
-        choice = choose(method, headers, variants, self.clock())
+        blob = await self._store.page_get(key or normal_url(url))
+        choice = choose(method, headers, self._decoded_variants(blob) if blob else (),
+                        self.clock())
         if choice.action == "serve":
             self.stats.hits += 1
         elif choice.action != "gateway_timeout":

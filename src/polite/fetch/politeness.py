@@ -38,7 +38,7 @@ from polite.core.politeness import (
     decide,
     delays_for,
 )
-from polite.core.politeness.rules import ADAPTIVE_FACTOR
+from polite.core.politeness.rules import ADAPTIVE_FACTOR, BACKOFF_STATUSES
 from polite.core.robots.lifecycle import AllowAll, Parsed, RobotsState, parse_retry_after
 from polite.core.robots.model import AgentRules
 from polite.errors import InvalidURL
@@ -570,12 +570,14 @@ class Politeness:
         if state is None:
             state = await self.robots_state(url)
         (facts,) = await self._store.host_facts((host,))
-        preparing = self._preparing(state, agent, ip)
-        if preparing is not None:
-            await stepped(preparing)
+        cut = False
+        if type(state) is Parsed:  # _preparing's test, and the cap's, read off one file
+            robots = state.robots
+            if robots.size >= STEPPED_BYTES:
+                await stepped(robots.prepare(agent, ip=ip))
+            cut = robots.truncated
         now = self._clock()
         self._note_state(origin, state)
-        cut = isinstance(state, Parsed) and state.robots.truncated
         decision = decide(url, state, facts, self.policy, now, agent=agent, ip=ip,
                           obey_rules=obey_rules)
         if type(decision) is not Allowed:
@@ -597,10 +599,11 @@ class Politeness:
         (claim,) = await self._store.claim_batch([(host, (decision.interval_s,))],
                                                   take=reserve, lease_s=lease_s)
         self._note_claim(host, decision, claim)
-        granted = claimed(decision, claim)
-        grant = self.grants.give(host, asked) if reserve and type(granted) is Allowed \
-            and granted.interval_s > 0 else 0
-        return Answer(url, granted, claim.now, cut, grant, state if reserve else None)
+        if claim.granted:  # not granted: what holds it (claimed); granted, it goes as is
+            return Answer(url, claimed(decision, claim), claim.now, cut, 0,
+                          state if reserve else None)
+        grant = self.grants.give(host, asked) if reserve and decision.interval_s > 0 else 0
+        return Answer(url, decision, claim.now, cut, grant, state if reserve else None)
 
     def _note_state(self, origin: str, state: RobotsState) -> None:
         """The activity told of ``origin``'s robots.txt state, once per state: what tells
@@ -708,8 +711,9 @@ class Politeness:
         if host is None:
             host = split_origin(url)[1]
         now = self._clock()
+        # only the answers that pause a host have their Retry-After read
         until = backoff_until(status, parse_retry_after(retry_after, now), now) \
-            if self.backoff else None
+            if self.backoff and status in BACKOFF_STATUSES else None
         pause = None if until is None else until - now
         await self._store.note_response(host, elapsed_s, pause, ends_lease=ends_lease)
         if until is not None:

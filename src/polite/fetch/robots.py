@@ -485,8 +485,12 @@ class RobotsFetcher:
     def fresh(self, origin: str) -> RobotsState | None:
         """The state of ``origin`` when it is in memory and still in force (no I/O)."""
         known = self._states.get(origin)
-        if known is not None and _expires_at(known[0]) > self._clock():
-            return known[0]
+        if known is not None:
+            state = known[0]
+            # _expires_at without its call: asked once a request
+            if (state.retry_at if isinstance(state, DisallowAll) else state.expires_at) \
+                    > self._clock():
+                return state
         return None
 
     async def _read(self, record: RobotsRecord) -> RobotsState:

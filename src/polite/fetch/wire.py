@@ -99,9 +99,9 @@ class _Halt(Exception):
     answer to a HEAD request)."""
 
 
-def _request_framing(head: Head) -> Framing:
+def _request_framing(headers: Headers) -> Framing:
     length = None
-    for key, value in head.headers:  # both fields looked for in one pass
+    for key, value in headers:  # both fields looked for in one pass
         if key == b"transfer-encoding":
             return "chunked"  # llhttp reads no other coding in a request
         if key == b"content-length" and length is None:
@@ -109,16 +109,22 @@ def _request_framing(head: Head) -> Framing:
     return "length" if length is not None and length.strip() != b"0" else "none"
 
 
-def _response_framing(head: Head, no_body: bool, folded: bool) -> Framing:
+def _response_framing(status: int, headers: Headers, no_body: bool, folded: bool) -> Framing:
     """RFC 9112, 6.3. (``folded``: the head's field names are lower-cased.)"""
-    if no_body or head.status < 200 or head.status in (204, 304):
+    if no_body or status < 200 or status in (204, 304):
         return "none"
-    get = head.get if folded else head.get_any_case
-    coding = get(b"transfer-encoding")
+    coding = length = None
+    for key, value in headers:  # both fields looked for in one pass, the first of each
+        if not folded:
+            key = key.lower()
+        if key == b"transfer-encoding":
+            if coding is None:
+                coding = value
+        elif key == b"content-length" and length is None:
+            length = value
     if coding is not None:
         return "chunked" if coding.rsplit(b",", 1)[-1].strip().lower() == b"chunked" \
             else "close"
-    length = get(b"content-length")
     if length is not None:
         return "length" if length.strip() != b"0" else "none"
     return "close"  # a response without a length runs to the end of the connection
@@ -161,8 +167,11 @@ class Channel(asyncio.Protocol):
         self._head_bytes = 0
         self._unfinished = 0
         self._in_head = False
-        self._head = Head()
+        self._head = Head()  # the last message's
         self._url = b""
+        # the next head's parts as they come: its Head is made once they are all in
+        self._reason = b""
+        self._fields: Headers = []
         self._raw = False  # tunnel: bytes pass as they are, unparsed
         self.side = side
         self.transport: asyncio.Transport | None = None
@@ -262,7 +271,8 @@ class Channel(asyncio.Protocol):
         self._head_bytes = 0
         self._unfinished = 0
         self._url = b""
-        self._head = Head()
+        self._reason = b""
+        self._fields = []
 
     def on_url(self, url: bytes) -> None:
         self._url += url
@@ -270,33 +280,42 @@ class Channel(asyncio.Protocol):
             raise ProtocolError(414, "the request target is too long")
 
     def on_status(self, reason: bytes) -> None:
-        self._head.reason += reason
+        self._reason += reason
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._head.headers.append((name.lower() if self._fold else name, value))
+        self._fields.append((name.lower() if self._fold else name, value))
         self._head_bytes += len(name) + len(value) + self._field_overhead
         if self._head_bytes > self._max_head:
             raise ProtocolError(431, "the header section is too large")
 
     def on_headers_complete(self) -> None:
         self._in_head = False
-        head = self._head
         parser = self._parser
-        head.version = parser.get_http_version()
-        head.keep_alive = parser.should_keep_alive()
+        fields = self._fields
+        # Its size, about what it took on the wire: heads count against the bound on what
+        # waits unread too, so that a client pipelining requests it never reads the answers
+        # of is stopped like one sending a body nobody reads.
         if self.side == "request":
-            head.method = parser.get_method()  # type: ignore[union-attr]
-            head.target = self._url
-            head.framing = _request_framing(head)
+            target = self._url
+            head = self._head = Head(
+                parser.get_method(), target, 0, b"", fields,  # type: ignore[union-attr]
+                parser.get_http_version(), parser.should_keep_alive(),
+                _request_framing(fields), self._head_bytes + len(target) + 64)
         else:
-            head.status = parser.get_status_code()  # type: ignore[union-attr]
-            head.framing = _response_framing(head, self.expect_no_body, self._fold)
-            if self.expect_no_body and head.status >= 200:
-                self._push_head(head)
-                self._events.append(END)
-                raise _Halt
+            status = parser.get_status_code()  # type: ignore[union-attr]
+            head = self._head = Head(
+                b"", b"", status, self._reason, fields, parser.get_http_version(),
+                parser.should_keep_alive(),
+                _response_framing(status, fields, self.expect_no_body, self._fold),
+                self._head_bytes + 64)
+        self._events.append(head)
+        self._buffered += head.size
+        if self._buffered > _HIGH_WATER:
+            self._grow(0)
+        if self.expect_no_body and head.status >= 200:  # the answer to a HEAD: no body
+            self._events.append(END)
+            raise _Halt
         self._open_body = head.framing != "none"
-        self._push_head(head)
 
     def on_body(self, body: bytes) -> None:
         self._events.append(body)  # _push, without its call: once a body piece
@@ -314,15 +333,6 @@ class Channel(asyncio.Protocol):
     def _push(self, data: bytes, size: int) -> None:
         self._events.append(data)
         self._grow(size)
-
-    def _push_head(self, head: Head) -> None:
-        # Heads count against the bound too: a client pipelining requests it never reads
-        # the answers of is stopped like one sending a body nobody reads.
-        size = head.size = self._head_bytes + len(head.target) + 64
-        self._events.append(head)
-        self._buffered += size
-        if self._buffered > _HIGH_WATER:
-            self._grow(0)
 
     def _grow(self, size: int) -> None:
         """``size`` bytes more wait unread: reading pauses past the bound."""
@@ -485,8 +495,9 @@ class Pool:
         while idle:
             since, channel = idle.pop()
             channel.idle = False
-            # _usable's test, written out: a request to an origin takes one channel
-            if channel.reusable and not channel.closed and channel.at_rest and (
+            # _usable's test, at_rest's too, written out: a request to an origin takes one
+            if channel.reusable and not channel.closed and not channel._events \
+                    and not channel._in_head and channel._error is None and (
                     idle_s is None or now - since < idle_s):
                 return channel
             channel.close()
@@ -496,7 +507,9 @@ class Pool:
         """Keeps ``channel``, between two exchanges, for the next to ``origin``; closes it
         when it cannot carry one or ``origin`` has its fill."""
         now = time.monotonic() if self._idle_s is not None else 0.0
-        if channel.reusable and not channel.closed and channel.at_rest:
+        # at_rest written out: a request to an origin gives one back
+        if channel.reusable and not channel.closed and not channel._events \
+                and not channel._in_head and channel._error is None:
             idle = self._idle.setdefault(origin, [])
             if self._max is None or len(idle) < self._max:
                 channel.idle = True
@@ -551,17 +564,20 @@ def _explain(exc: httptools.HttpParserError) -> str:
     return f"not HTTP/1.1: {text}"
 
 
+# A field as it goes on the wire, written by its % for each (name, value) of a head: the
+# fields joined here and below without a Python step per field or a comprehension's frame
+# (a proxied request writes two heads).
+_FIELD = b"%s: %s\r\n"
+
+
 def response_head(status: int, reason: bytes, headers: Headers) -> bytes:
-    # the fields joined in place, here and below, without a call of their own: a proxied
-    # request writes two heads
     return b"HTTP/1.1 %d %s\r\n%s\r\n" % (status, reason or _REASONS.get(status, b""),
-                                          b"".join([name + b": " + value + b"\r\n"
-                                                    for name, value in headers]))
+                                          b"".join(map(_FIELD.__mod__, headers)))
 
 
 def request_head(method: bytes, target: bytes, headers: Headers) -> bytes:
-    return b"%s %s HTTP/1.1\r\n%s\r\n" % (method, target, b"".join(
-        [name + b": " + value + b"\r\n" for name, value in headers]))
+    return b"%s %s HTTP/1.1\r\n%s\r\n" % (method, target,
+                                          b"".join(map(_FIELD.__mod__, headers)))
 
 
 def frame(piece: bytes, chunked: bool) -> bytes:

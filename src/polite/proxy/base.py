@@ -10,6 +10,7 @@ import base64
 import binascii
 import enum
 import math
+import sys
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
@@ -135,7 +136,8 @@ def _product_token(user_agent: bytes | None) -> str | None:
     if not user_agent:
         return None
     token = user_agent.decode("latin-1").strip().split("/", 1)[0].split(" ", 1)[0]
-    return token or None
+    # interned: a robots.txt's matcher knows the agent it answered last by its identity
+    return sys.intern(token) if token else None
 
 
 def _expects_continue(request: Head) -> bool:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from polite.core.cache.policy import Stored, invalidates, not_modified
+from polite.core.politeness.rules import BACKOFF_STATUSES
 from polite.core.robots.lifecycle import Parsed
 from polite.core.usage.statement import Pref
 from polite.core.usage.vocab import PURPOSES
@@ -40,6 +41,7 @@ from polite.proxy.base import (
     Key,
     Mode,
     ProxyBase,
+    Verdict,
     _ClientGone,
     _Exchange,
     _expects_continue,
@@ -120,9 +122,14 @@ class Forwarding(ProxyBase):
                 self._send_error(client, 504, "only-if-cached: nothing usable is stored for "
                                  "this URL")
                 return await self._answered(client, head)
-        asked = time.monotonic()
-        verdict = await self._verdict(exchange.url, agent, mode, wait_s,
-                                      split=(exchange.origin, exchange.key[1]))
+        split = (exchange.origin, exchange.key[1])
+        if mode is Mode.REJECT:  # asked once, as _verdict would, without its step
+            verdict = Verdict.of(await self._politeness.check_one(
+                exchange.url, reserve=True, agent=agent, split=split))
+        else:  # held until its slot: how long counts (a refusal says its own wait below)
+            asked = time.monotonic()
+            verdict = await self._verdict(exchange.url, agent, mode, wait_s, split=split)
+            exchange.held_ms = math.ceil((time.monotonic() - asked) * 1000)
         activity.decided(exchange.watch, verdict.cause)
         if not verdict.allowed:
             exchange.decision = verdict.cause
@@ -130,8 +137,6 @@ class Forwarding(ProxyBase):
             exchange.held_ms = max(0, verdict.retry_ms)
             self._refuse(client, verdict)
             return await self._answered(client, head)
-        if mode is not Mode.REJECT:
-            exchange.held_ms = math.ceil((time.monotonic() - asked) * 1000)
         exchange.grant = verdict.grant
         return await self._forward(client, exchange)
 
@@ -239,13 +244,14 @@ class Forwarding(ProxyBase):
         headers += _forwardable(request.headers, _NOT_SENT_ON, b"x-polite-")
         via = exchange.via
         headers.append((b"via", via + b", " + _VIA if via else _VIA))
-        if request.framing == "chunked":
-            headers.append(_CHUNKED)
-        if _expects_continue(request):
-            # The body is read from the client before the origin's answer is, so the proxy
-            # says "go on" itself and the origin is not asked to (RFC 9110, 10.1.1).
-            client.write(response_head(100, b"Continue", []))
-            headers = [(k, v) for k, v in headers if k != b"expect"]
+        if request.framing != "none":  # a body follows (a GET has none: nothing to look at)
+            if request.framing == "chunked":
+                headers.append(_CHUNKED)
+            if _expects_continue(request):
+                # The body is read from the client before the origin's answer is, so the
+                # proxy says "go on" itself and the origin is not asked to (RFC 9110, 10.1.1).
+                client.write(response_head(100, b"Continue", []))
+                headers = [(k, v) for k, v in headers if k != b"expect"]
         choice = exchange.choice
         revalidating = choice is not None and choice.action == "revalidate"
         if revalidating:
@@ -399,10 +405,11 @@ class Forwarding(ProxyBase):
             if invalidates(request.method, response.status):  # not a GET's
                 await cache.invalidate_after(request.method, exchange.url, response.status,
                                              response.headers)
+        # Retry-After is read of the answers that pause a host only: of others it says nothing
         await self._politeness.note_response(
             exchange.url, response.status, elapsed_s=elapsed_s,
-            retry_after=(response.get(b"retry-after") or b"").decode("latin-1") or None,
-            host=exchange.key[1])
+            retry_after=(response.get(b"retry-after") or b"").decode("latin-1") or None
+            if response.status in BACKOFF_STATUSES else None, host=exchange.key[1])
         await client.drain()
         return keep
 
@@ -436,7 +443,7 @@ class Forwarding(ProxyBase):
         informational = False
         while True:
             try:  # _upstream_event's wait, without a step of its own: a miss waits here
-                event = upstream.poll() or await upstream.next(self.settings.origin_read_s)
+                event = await upstream.next(self.settings.origin_read_s)
             except (TimeoutError, ProtocolError) as exc:
                 raise _upstream_failure(exc) from None
             if event is EOF:

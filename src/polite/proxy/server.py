@@ -317,11 +317,19 @@ class ProxyServer(Tunnels, Ordered):
             self._send_error(client, 508, "this request is addressed to the proxy itself: "
                              "refused, not looped", close=True)
             return False
-        asked = await self._admit(client, host, head, "forward", checked=checked,
-                                  address=address)
-        if not isinstance(asked, tuple):
-            return bool(asked)
-        mode, wait_s, address = asked
+        if checked or (self.settings.token is None and self._politeness.allow_private):
+            # no token to ask for, no address to check: _admit's answer without its step
+            asked = self._asked(head)
+            if isinstance(asked, str):
+                self._send_error(client, 400, asked, close=True)
+                return False
+            mode, wait_s = asked
+        else:
+            admitted = await self._admit(client, host, head, "forward", checked=checked,
+                                         address=address)
+            if not isinstance(admitted, tuple):
+                return bool(admitted)
+            mode, wait_s, address = admitted
         watch = self._politeness.activity.watch(head.method.decode("latin-1"), url, host,
                                                 held=mode is not Mode.REJECT)
         exchange = _Exchange(head, url, origin, (scheme, host, port), path_bytes, netloc,

@@ -16,6 +16,7 @@ from polite.core.politeness import (
     next_slot,
     shifted_start,
 )
+from polite.core.politeness.rules import BACKOFF_STATUSES, backoff_until
 from polite.core.robots.values import DailyWindow, TimeRange
 from polite.robots import parse
 
@@ -105,3 +106,11 @@ def test_regp_section_5_delays_per_path() -> None:
 def test_a_late_start_moves_the_slot_but_never_past_now(last: float, late: float, now: float,
                                                         shifted: float) -> None:
     assert shifted_start(last, late, now) == shifted
+
+
+def test_only_the_backoff_statuses_pause_a_host() -> None:
+    # the proxy reads Retry-After of these answers only: no other may pause a host
+    assert sorted(BACKOFF_STATUSES) == [429, 503]
+    for status in range(100, 600):
+        assert (backoff_until(status, 5.0, 100.0) is not None) == (status in BACKOFF_STATUSES)
+    assert backoff_until(503, None, 100.0) == 160.0  # no Retry-After: a minute

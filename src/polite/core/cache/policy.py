@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from operator import itemgetter
 
 __all__ = [
     "HEURISTIC_FRACTION",
@@ -200,7 +201,7 @@ def storable(method: bytes, request_headers: Headers, status: int, response_head
     """Whether a shared cache may store this response (3, 3.5)."""
     if method != b"GET" or status not in _UNDERSTOOD:
         return False
-    if keep_no_store_s <= 0 and _FRESHNESS_FIELDS.isdisjoint([k for k, _ in response_headers]):
+    if keep_no_store_s <= 0 and _FRESHNESS_FIELDS.isdisjoint(map(_NAME, response_headers)):
         return False  # nothing says how long it stays fresh, nor lets a heuristic guess
     request = cache_control(request_headers)
     response = cache_control(response_headers)
@@ -310,6 +311,7 @@ _FETCH = Choice("fetch")
 # a heuristic one, or a directive that allows storing): storable()'s last condition read
 # as field names, so a new way to be storable goes into both.
 _FRESHNESS_FIELDS = frozenset({b"cache-control", b"expires", b"last-modified"})
+_NAME = itemgetter(0)  # a field's name, read without a Python step per field
 
 
 # The request's fields choose() reads besides Vary's: a request with none of them (the
@@ -322,7 +324,7 @@ _NO_DIRECTIVES = CacheControl({})
 def choose(method: bytes, request_headers: Headers, variants: Iterable[Stored],
            now: float) -> Choice:
     """Serve, revalidate or fetch (4, 4.2, 4.3, 5.2.1)."""
-    candidates = [s for s in variants if _matches(s, request_headers)]
+    candidates = [s for s in variants if _matches(s, request_headers)] if variants else []
     plain = _CHOICE_FIELDS.isdisjoint(dict(request_headers))
     if not candidates and (plain or header(request_headers, b"cache-control") is None):
         return _FETCH  # nothing stored, and no only-if-cached to answer 504

@@ -18,6 +18,7 @@ from polite.core.robots.model import AgentRules
 from polite.core.robots.values import DailyWindow, TimeRange, TimeWindow
 
 __all__ = [
+    "BACKOFF_STATUSES",
     "DEFAULT_DELAY_S",
     "LEASE_RECHECK_S",
     "MAX_CRAWL_DELAY_S",
@@ -44,6 +45,7 @@ RESPONSE_TIME_WEIGHT = 0.3
 # A 429 or 503 without a usable Retry-After pauses the host this long; a Retry-After is
 # honoured up to a day.
 DEFAULT_BACKOFF_S = 60.0
+BACKOFF_STATUSES = frozenset((429, 503))  # the answers that pause a host
 MAX_BACKOFF_S = 86_400.0
 # A host whose request is in flight (its lease held, see claim_first) is asked about again
 # this often at the most: when the response ends the lease is not known in advance, and
@@ -332,7 +334,7 @@ def average_response_time(previous_s: float | None, sample_s: float) -> float:
 def backoff_until(status: int, retry_after_s: float | None, now: float) -> float | None:
     """Until when a host is left alone after answering ``status``: 429 and 503 ask for a
     pause (``Retry-After`` when given, up to a day; a minute otherwise); others do not."""
-    if status not in (429, 503):
+    if status not in BACKOFF_STATUSES:
         return None
     wait = DEFAULT_BACKOFF_S if retry_after_s is None else min(retry_after_s, MAX_BACKOFF_S)
     return now + max(wait, 0.0)

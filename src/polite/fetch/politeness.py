@@ -599,7 +599,7 @@ class Politeness:
         (claim,) = await self._store.claim_batch([(host, (decision.interval_s,))],
                                                   take=reserve, lease_s=lease_s)
         self._note_claim(host, decision, claim)
-        if claim.granted:  # not granted: what holds it (claimed); granted, it goes as is
+        if claim.granted < 0:  # not granted: what holds it (claimed); granted, it goes as is
             return Answer(url, claimed(decision, claim), claim.now, cut, 0,
                           state if reserve else None)
         grant = self.grants.give(host, asked) if reserve and decision.interval_s > 0 else 0

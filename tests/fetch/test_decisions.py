@@ -17,6 +17,7 @@ from polite.clock import WallClock
 from polite.core.politeness import Allowed, Disallowed, WaitSource, WaitUntil
 from polite.core.robots.lifecycle import FetchPolicy, Parsed
 from polite.core.robots.model import Dialect, Rule
+from polite.fetch.http import HttpClient
 from polite.fetch.politeness import LATE_UNNOTED_S, Answer, LateStart, Politeness, message
 from polite.fetch.robots import RobotsFetcher, create_client
 from polite.storage import SQLiteStore
@@ -38,6 +39,43 @@ async def driver(db: Path, **options: float) -> AsyncIterator[Politeness]:
                              **options)
         finally:
             await store.close()
+
+
+async def slot_for(politeness: Politeness, url: str) -> Answer:
+    """``url``'s slot, waited for."""
+    while True:
+        (found,) = await politeness.check([url], reserve=True)
+        if found.allowed:
+            return found
+        assert found.wait_s is not None, found
+        await asyncio.sleep(found.wait_s)
+
+
+class HeldUp:
+    """A LateStart whose process is held up once it has answered whether the request may
+    go, before the request is written (a busy core)."""
+
+    def __init__(self, late: LateStart, held_s: float) -> None:
+        self.late, self.held_s = late, held_s
+
+    def __call__(self, late_s: float) -> bool:
+        go = self.late(late_s)
+        time.sleep(self.held_s)
+        return go
+
+    def left(self) -> None:
+        self.late.left()
+
+
+async def send_in(politeness: Politeness, client: HttpClient, url: str, found: Answer,
+                  held_s: float = 0.0) -> int | None:
+    """``url`` fetched in the slot ``found`` gave, its lateness noted; ``held_s``: the
+    process held up that long between the question whether it may go and its write."""
+    late = politeness.late_start(url, grant=found.grant)
+    got = await client.get(url, max_bytes=1024, deadline_s=10,
+                           leaving=HeldUp(late, held_s) if held_s else late)
+    await late.noted()
+    return got.status
 
 
 async def stored_robots_delays(db: Path) -> dict[str, float]:
@@ -179,25 +217,19 @@ async def test_a_request_held_up_between_its_slot_and_the_client_is_spaced_from_
             politeness = Politeness(fetcher, store, clock, agent="politetest",
                                     allow_private=True, send_slack_s=LATE_UNNOTED_S)
 
-            async def fetch(url: str, found: Answer) -> int | None:
-                late = politeness.late_start(url, grant=found.grant)
-                got = await client.get(url, max_bytes=1024, deadline_s=10, leaving=late)
-                await late.noted()
-                return got.status
-
             try:
                 await politeness.robots_state(f"{site.origin}/a")
                 stalling.stall_s = 0.3
                 (first,) = await politeness.check([f"{site.origin}/a"], reserve=True)
                 assert first.allowed and not stalling.stall_s
-                assert await fetch(f"{site.origin}/a", first) == 200
+                assert await send_in(politeness, client, f"{site.origin}/a", first) == 200
                 while True:
                     (second,) = await politeness.check([f"{site.origin}/b"], reserve=True)
                     if second.allowed:
                         break
                     assert second.wait_s is not None
                     await asyncio.sleep(second.wait_s)
-                assert await fetch(f"{site.origin}/b", second) == 200
+                assert await send_in(politeness, client, f"{site.origin}/b", second) == 200
             finally:
                 await store.close()
     (a_at, a), (b_at, b) = sorted(arrival for arrival in site.arrivals
@@ -216,38 +248,13 @@ async def test_a_request_held_up_between_its_question_and_its_write_is_spaced_fr
     site = Site("127.0.83.30", {"/robots.txt": Reply(200, robots), "/a": Reply(200, b"a"),
                                  "/b": Reply(200, b"b")})
 
-    class HeldUp:
-        """A LateStart whose process is held up once it has answered the question."""
-
-        def __init__(self, late: LateStart, held_s: float) -> None:
-            self.late, self.held_s = late, held_s
-
-        def __call__(self, late_s: float) -> bool:
-            go = self.late(late_s)
-            time.sleep(self.held_s)
-            return go
-
-        def left(self) -> None:
-            self.late.left()
-
     with serve(site):
         async with driver(tmp_path / "p.sqlite", send_slack_s=LATE_UNNOTED_S) as politeness, \
                 create_client() as client:
-            async def fetch(url: str, held_s: float) -> int | None:
-                while True:
-                    (found,) = await politeness.check([url], reserve=True)
-                    if found.allowed:
-                        break
-                    assert found.wait_s is not None, found
-                    await asyncio.sleep(found.wait_s)
-                late = politeness.late_start(url, grant=found.grant)
-                got = await client.get(url, max_bytes=1024, deadline_s=10,
-                                       leaving=HeldUp(late, held_s))
-                await late.noted()
-                return got.status
-
-            assert await fetch(f"{site.origin}/a", 0.3) == 200
-            assert await fetch(f"{site.origin}/b", 0.0) == 200
+            for path, held_s in (("/a", 0.3), ("/b", 0.0)):
+                url = site.origin + path
+                found = await slot_for(politeness, url)
+                assert await send_in(politeness, client, url, found, held_s) == 200
     (a_at, a), (b_at, b) = sorted(arrival for arrival in site.arrivals
                                   if arrival[1] != "/robots.txt")
     assert (a, b) == ("/a", "/b")
@@ -276,16 +283,7 @@ async def test_a_robots_txt_read_again_waits_for_the_slot_when_it_uses_the_slot(
                                     robots_uses_slot=True)
 
             async def fetch(url: str) -> int | None:
-                while True:
-                    (found,) = await politeness.check([url], reserve=True)
-                    if found.allowed:
-                        break
-                    assert found.wait_s is not None, found
-                    await asyncio.sleep(found.wait_s)
-                late = politeness.late_start(url, grant=found.grant)
-                got = await client.get(url, max_bytes=1024, deadline_s=10, leaving=late)
-                await late.noted()
-                return got.status
+                return await send_in(politeness, client, url, await slot_for(politeness, url))
 
             try:
                 assert await fetch(f"{site.origin}/a") == 200
@@ -334,10 +332,7 @@ async def test_robots_txt_read_again_in_every_slot_does_not_starve_the_pages(
                     assert reads() - before <= 3, site.arrivals
                     assert found.wait_s is not None, found
                     await asyncio.sleep(found.wait_s)
-                late = politeness.late_start(url, grant=found.grant)
-                got = await client.get(url, max_bytes=1024, deadline_s=10, leaving=late)
-                await late.noted()
-                return got.status
+                return await send_in(politeness, client, url, found)
 
             try:
                 for path in ("/a", "/b", "/c"):
@@ -377,16 +372,8 @@ async def test_a_robots_txt_redirect_hop_to_its_host_is_spaced_as_a_page(
                                     default_delay_s=delay_s, robots_uses_slot=uses_slot)
             try:
                 url = site.origin + "/a"
-                while True:
-                    (found,) = await politeness.check([url], reserve=True)
-                    if found.allowed:
-                        break
-                    assert found.wait_s is not None, found
-                    await asyncio.sleep(found.wait_s)
-                late = politeness.late_start(url, grant=found.grant)
-                got = await client.get(url, max_bytes=1024, deadline_s=10, leaving=late)
-                await late.noted()
-                assert got.status == 200
+                assert await send_in(politeness, client, url,
+                                     await slot_for(politeness, url)) == 200
                 state = await politeness.robots_state(url)
             finally:
                 await store.close()

@@ -220,14 +220,10 @@ async def private_refusal(guard: PublicHosts | None, url: str) -> str | None:
     return None if await guard.is_public(host) else _private(host)
 
 
-class HopStart(Protocol):
+class HopStart(Leaving, Protocol):
     """A redirect's hop given its turn at its host: the client's ``leaving`` as its request
     is about to go (False: held back, the slot given again meanwhile), and the note of its
     lateness awaited once it went (:class:`polite.fetch.politeness.LateStart`)."""
-
-    def __call__(self, late_s: float) -> bool: ...
-
-    def left(self) -> None: ...
 
     async def noted(self) -> None: ...
 
@@ -485,12 +481,8 @@ class RobotsFetcher:
     def fresh(self, origin: str) -> RobotsState | None:
         """The state of ``origin`` when it is in memory and still in force (no I/O)."""
         known = self._states.get(origin)
-        if known is not None:
-            state = known[0]
-            # _expires_at without its call: asked once a request
-            if (state.retry_at if isinstance(state, DisallowAll) else state.expires_at) \
-                    > self._clock():
-                return state
+        if known is not None and _expires_at(known[0]) > self._clock():
+            return known[0]
         return None
 
     async def _read(self, record: RobotsRecord) -> RobotsState:

@@ -495,9 +495,8 @@ class Pool:
         while idle:
             since, channel = idle.pop()
             channel.idle = False
-            # _usable's test, at_rest's too, written out: a request to an origin takes one
-            if channel.reusable and not channel.closed and not channel._events \
-                    and not channel._in_head and channel._error is None and (
+            # _usable's test, written out: a request to an origin takes one channel
+            if channel.reusable and not channel.closed and channel.at_rest and (
                     idle_s is None or now - since < idle_s):
                 return channel
             channel.close()
@@ -507,9 +506,7 @@ class Pool:
         """Keeps ``channel``, between two exchanges, for the next to ``origin``; closes it
         when it cannot carry one or ``origin`` has its fill."""
         now = time.monotonic() if self._idle_s is not None else 0.0
-        # at_rest written out: a request to an origin gives one back
-        if channel.reusable and not channel.closed and not channel._events \
-                and not channel._in_head and channel._error is None:
+        if channel.reusable and not channel.closed and channel.at_rest:
             idle = self._idle.setdefault(origin, [])
             if self._max is None or len(idle) < self._max:
                 channel.idle = True

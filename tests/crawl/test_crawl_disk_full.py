@@ -4,6 +4,7 @@ each page once in all (counted at the site), every line of pages.jsonl whole."""
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import json
 import os
@@ -18,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from polite.crawl import CrawlSettings, open_crawler
 from polite.crawl.output import RESERVE_NAME, CrawlOutput, WriteFailed
+from polite.fetch.politeness import Politeness
 from tests.sites import Reply, Site, serve
 
 PAGES = 60
@@ -174,3 +177,51 @@ def test_a_full_disk_gives_up_the_reserve_and_writes_the_line_whole(
     assert not text.endswith("\n")  # torn: what the next run cuts off
     CrawlOutput(tmp_path, warc=False).close()
     assert [r["url"] for r in lines_of(tmp_path / "pages.jsonl")] == ["http://e.com/a"]
+
+
+def test_a_page_whose_late_start_could_not_be_noted_is_recorded_not_fetched_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request that left late has its lateness written to the store once it is sent; the
+    disk found full there stops the crawl, but the page, fetched already, is recorded (in
+    the folder's reserve) rather than left queued, so the next run does not fetch it
+    again."""
+    site = site_of_pages("127.0.134.40")
+    note_leaving_late = Politeness.note_leaving_late
+    notes = 0
+
+    def full_at_the_fourth(politeness: Politeness, url: str, late_s: float,
+                           noted_s: float = 0.0) -> asyncio.Future[None]:
+        nonlocal notes
+        notes += 1
+        if notes < 4:
+            return note_leaving_late(politeness, url, late_s, noted_s)
+        failed = asyncio.get_running_loop().create_future()
+        failed.set_exception(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
+        return failed
+
+    async def run(out: Path) -> dict[str, int]:
+        settings = CrawlSettings(agent="LateBot", concurrency=1)
+        async with open_crawler(out, settings, default_delay_s=0.0,
+                                allow_private=True) as crawler:
+            if not (out / "seeded").exists():
+                await crawler.add_seeds([site.origin + "/"])
+                (out / "seeded").touch()
+            try:
+                await crawler.run()
+            finally:
+                counts = (await crawler.counts())._asdict()
+        return counts
+
+    with serve(site):
+        with monkeypatch.context() as late:
+            # every request noted late, the fourth note finding the store's disk full
+            late.setattr(Politeness, "is_late", lambda self, late_s: True)
+            late.setattr(Politeness, "note_leaving_late", full_at_the_fourth)
+            with pytest.raises(WriteFailed, match="No space left"):
+                asyncio.run(asyncio.wait_for(run(tmp_path), 60))
+        assert notes == 4 and len(site.arrivals) == 5  # robots.txt and four pages
+        counts = asyncio.run(asyncio.wait_for(run(tmp_path), 60))
+    assert counts["queued"] == 0 and counts["fetched"] == PAGES
+    paths = Counter(path for _, path in site.arrivals if path != "/robots.txt")
+    assert set(paths) == {"/", *(f"/p{i}" for i in range(PAGES - 1))}
+    assert set(paths.values()) == {1}, {path: n for path, n in paths.items() if n > 1}

@@ -983,7 +983,15 @@ class Crawler:
         got = await self._pages.get(item.url, headers, max_bytes=settings.max_body_bytes,
                                     deadline_s=settings.fetch_deadline_s, signed=paying,
                                     leaving=late)
-        await late.noted()
+        try:
+            await late.noted()
+        except Exception as exc:
+            if not cannot_write(exc):
+                raise
+            # The store's disk is full, and the request has gone: the crawl stops, but the
+            # page is recorded first (in the folder's reserve, given up now), or the next
+            # run would fetch it again.
+            self._cannot_write(exc)
         now = self._clock()
         if got.failure == "withheld":  # asked again, in a new turn of its host's
             if offered is not None:

@@ -2,10 +2,11 @@
 
 A probe served a 500 KB file of 30,000 lines like ``Disallow: /p{i}/*x{i}$`` from 120
 origins (a wildcard DNS name is enough): the service grew from 47 MiB to 2 GiB and kept it.
-Here the file is scaled down to 300 lines (7 KB; a test of the whole size would take
-minutes) and the budget to 1 MiB, so that the same 120 origins overflow it six times over
+Here the file is scaled down to 150 lines (3.5 KB; a test of the whole size would take
+minutes) and the budget to 512 KiB, so that the same 120 origins overflow it six times over
 (about 20 files fit). tracemalloc makes parsing ten times slower, so the file and the
-budget are halved together (600 lines in 2 MiB overflowed it as often, for twice the CPU).
+budget are scaled down together (600 lines in 2 MiB, then 300 in 1 MiB, overflowed it as
+often, for four and two times the CPU).
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from tests.sites import Reply, Site, serve
 pytestmark = pytest.mark.anyio
 
 HOSTILE = ("User-agent: *\n" + "".join(f"Disallow: /p{i}/*x{i}$\n"
-                                       for i in range(300))).encode()
-BUDGET = 1024 * 1024
+                                       for i in range(150))).encode()
+BUDGET = 512 * 1024
 # A file large enough to be parsed in steps (fetch.robots.STEPPED_BYTES).
 LARGE = ("User-agent: *\n" + "".join(f"Disallow: /p{i}/*x{i}$\n"
                                      for i in range(3000))).encode()

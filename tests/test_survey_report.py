@@ -5,6 +5,7 @@ independent count."""
 from __future__ import annotations
 
 import csv
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from polite.core.survey import agent_key
 from polite.errors import ConfigError
 from polite.robots import MAX_ROBOTS_BYTES
 from polite.survey import Survey, write_report
+from polite.survey.report import FIGURES
 from tests.conftest import ON_CORPUS_SURVEY, shared_path
 from tests.core.test_survey_robots_stats import _independent
 from tests.survey_truth import AGENTS, Truth, build_survey
@@ -45,6 +47,31 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Truth]:
     assert result.returncode == 0, result.stderr
     assert "index.html" in result.stdout
     return folder / "report", truth
+
+
+def test_without_figures_the_tables_and_data_are_the_same_and_the_page_says_so(
+        built: tuple[Path, Truth], tmp_path: Path) -> None:
+    """``--no-figures``: the same tables and data files as the whole report, no figure, and
+    the page saying, for each figure, that it was not drawn (not that there was no data)."""
+    report, _ = built
+    folder = tmp_path / "survey"
+    folder.mkdir()
+    shutil.copy(report.parent / "survey.sqlite", folder / "survey.sqlite")
+    agents = [arg for agent in AGENTS for arg in ("--agent", agent)]
+    result = run("report", str(folder), "-k", "2", *agents, "--no-figures")
+    assert result.returncode == 0, result.stderr
+    alone = folder / "report"
+    for kind in ("tables", "data"):
+        names = sorted(path.name for path in (report / kind).iterdir())
+        assert names == sorted(path.name for path in (alone / kind).iterdir())
+        if kind == "tables":
+            for name in names:
+                assert (alone / kind / name).read_bytes() == (report / kind / name).read_bytes()
+    assert not (alone / "figures").exists() and (report / "figures").is_dir()
+    page = (alone / "index.html").read_text(encoding="utf-8")
+    assert page.count("not drawn (this report was written with --no-figures)") == len(FIGURES)
+    assert "<img" not in page and "no data in this survey" not in page
+    assert f"{len(names) * 2 + 1} files" in result.stdout  # tables, data and the page
 
 
 def test_the_required_files_have_exactly_their_columns(built: tuple[Path, Truth]) -> None:
@@ -304,7 +331,7 @@ def test_cells_a_spreadsheet_would_run_are_written_as_text(tmp_path: Path) -> No
     assert run("survey", "--robots-dir", str(files), "--out", str(tmp_path / "s")
                ).returncode == 0
     with Survey(tmp_path / "s") as survey:
-        write_report(survey, tmp_path / "s" / "report")
+        write_report(survey, tmp_path / "s" / "report", figures=False)  # the tables are read
     cells = {r["agent"] for r in rows(tmp_path / "s" / "report" / "tables" / "agents.csv")}
     assert {agent_key(cell) for cell in cells} == {"'" + agent_key(a) for a in hostile}
     # The Parquet file is data for programs, not a sheet: it keeps the values as they were.
@@ -327,7 +354,7 @@ def test_a_binary_robots_txt_is_one_outcome_for_the_survey_and_the_report(
     (files / "rules.example.txt").write_bytes(b"User-agent: *\nDisallow: /x\n")
     assert run("survey", "--robots-dir", str(files), "--out", str(tmp_path / "s")
                ).returncode == 0
-    assert run("report", str(tmp_path / "s")).returncode == 0
+    assert run("report", str(tmp_path / "s"), "--no-figures").returncode == 0
     tables = tmp_path / "s" / "report" / "tables"
     domains = {r["domain"]: (r["outcome"], r["robots_lines"]) for r in rows(tables / "domains.csv")}
     assert domains == {"binary.example": ("charset", ""), "comments.example": ("empty", "2"),

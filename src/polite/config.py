@@ -972,7 +972,9 @@ REPORT = Product("report", (
             "search engines and AI crawlers, Googlebot to meta-externalagent)", short="-a",
             metavar="TOKEN"),
     Setting("k", int, 5, "ulinks per domain", short="-k", short_first=True,
-            bounds=ULINKS_K)),
+            bounds=ULINKS_K),
+    Setting("figures", bool, True, "write the tables, the data and the page without drawing "
+            "the figures (most of a report's time)", negate=True)),
     command=("report",))
 
 SITE_SERVE = Product("site serve", (

@@ -288,7 +288,7 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
     agents = tuple(dict.fromkeys(args.agent)) if args.agent else DEFAULT_AGENTS
     started = time.monotonic()
     with Survey(folder, agents=agents, k=args.k, ai_crawlers=_ai_crawlers()) as survey:
-        paths = write_report(survey, folder / "report")
+        paths = write_report(survey, folder / "report", figures=args.figures)
     out.write(f"polite report: {counted(len(paths), 'file')} in {folder / 'report'} "
               f"({time.monotonic() - started:.1f} s); open {folder / 'report' / 'index.html'}\n")
     return 0

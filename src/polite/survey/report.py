@@ -74,11 +74,13 @@ def _write_parquet(table: Table, path: Path) -> None:
     pyarrow.parquet.write_table(pyarrow.table(arrays), path)
 
 
-def write_report(survey: Survey, folder: Path) -> list[Path]:
-    """Write the whole report into ``folder``; returns the files written."""
+def write_report(survey: Survey, folder: Path, *, figures: bool = True) -> list[Path]:
+    """Write the whole report into ``folder``; returns the files written. Without
+    ``figures``, the tables, their data and the page alone (the page lists the figures not
+    drawn)."""
     require_extra()
-    tables, data, figures = folder / "tables", folder / "data", folder / "figures"
-    for place in (tables, data, figures):
+    tables, data = folder / "tables", folder / "data"
+    for place in (tables, data):
         place.mkdir(parents=True, exist_ok=True)
     written = []
     for name in TABLES:
@@ -86,8 +88,10 @@ def write_report(survey: Survey, folder: Path) -> list[Path]:
         _write_csv(table, tables / f"{name}.csv")
         _write_parquet(table, data / f"{name}.parquet")
         written += [tables / f"{name}.csv", data / f"{name}.parquet"]
-    drawn, empty = _figures(survey, figures)
-    written += drawn
+    empty: set[str] | None = None  # None: no figure drawn
+    if figures:
+        drawn, empty = _figures(survey, folder / "figures")
+        written += drawn
     page = folder / "index.html"
     page.write_text(_page(survey, empty), encoding="utf-8")
     written.append(page)
@@ -296,6 +300,7 @@ def _figures(survey: Survey, folder: Path) -> tuple[list[Path], set[str]]:
         "access": access,
         "ai_usage": ai_usage,
     }
+    folder.mkdir(parents=True, exist_ok=True)
     written, empty = [], set()
     for name, title in FIGURES.items():
         figure = Figure(figsize=(6.0, 3.6))
@@ -390,7 +395,12 @@ def _summary_line(survey: Survey, name: str, unit: str) -> str:
     return f'<p class="stats" data-distribution="{_e(name)}">{text}</p>'
 
 
-def _figure(name: str, empty: set[str]) -> str:
+def _figure(name: str, empty: set[str] | None) -> str:
+    """The figure ``name`` on the page; ``empty``: the figures drawn without data (None:
+    none was drawn)."""
+    if empty is None:
+        return (f'<p class="note nodata">{_e(FIGURES[name])}: not drawn (this report was '
+                f'written with --no-figures).</p>')
     if name in empty:
         return (f'<p class="note nodata">{_e(FIGURES[name])}: no data in this survey '
                 f'(<a href="figures/{name}.svg">SVG</a>).</p>')
@@ -422,7 +432,7 @@ nav ol{columns:2;font-size:.9em}.note{color:#555;font-size:.9em}
 """
 
 
-def _page(survey: Survey, empty: set[str]) -> str:
+def _page(survey: Survey, empty: set[str] | None) -> str:
     t = survey.rows
     facts = survey.facts
     old = seed2008.FACTS

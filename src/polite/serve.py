@@ -313,8 +313,11 @@ def run_server(settings: Settings, out: TextIO) -> int:
     # One guard for the checks and for robots.txt's, sitemaps' and the proxy's connections,
     # which go to the address it checked.
     hosts = PublicHosts(clock, allowed=networks(settings.allow_network), resolve=addresses)
+    # One context for the client and the proxy: each one made loads the system's CA
+    # certificates again (30 ms of CPU at start).
+    upstream_tls = upstream_context(settings.upstream_ca)
     # robots.txt and sitemaps are signed as well as what is forwarded
-    client = create_client(verify=upstream_context(settings.upstream_ca),
+    client = create_client(verify=upstream_tls,
                            guard=None if settings.allow_private else hosts,
                            resolve=first_address(addresses),
                            connect_timeout_s=settings.connect_timeout_s,
@@ -365,7 +368,7 @@ def run_server(settings: Settings, out: TextIO) -> int:
                      private_reads=not is_loopback(settings.host),
                      key_directory=key_directory)
     proxy = ProxyServer(politeness, app, cache=cache, settings=proxy_settings(settings),
-                        upstream_tls=upstream_context(settings.upstream_ca),
+                        upstream_tls=upstream_tls,
                         interception=interception, public_hosts=hosts,
                         sign=None if signer is None else signer.headers,
                         resolve=first_address(addresses))

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from polite.survey import Survey, write_report
+from polite.survey.report import FIGURES
 from tests.browser import screenshot
 from tests.survey_truth import AGENTS, build_survey
 
@@ -53,3 +54,25 @@ def test_the_report_page_shows_the_tables_and_figures(tmp_path: Path, page: Page
     assert "(Roy 2008, section 2.4)" in text and "Beyond Roy 2008" in text
     assert "seed" not in text.lower()
     assert screenshot(page, "survey-report").stat().st_size > 50_000
+
+
+def test_a_report_without_figures_says_so_where_each_figure_stood(tmp_path: Path,
+                                                                   page: Page) -> None:
+    """``--no-figures``: the same tables, and in place of each figure a line saying it was
+    not drawn; the page asks for no image."""
+    build_survey(tmp_path / "survey")
+    with Survey(tmp_path / "survey", agents=AGENTS, k=2) as survey:
+        write_report(survey, tmp_path / "survey" / "report", figures=False)
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.goto((tmp_path / "survey" / "report" / "index.html").as_uri())
+    assert page.title() == "Web site metadata: survey report"
+    assert cells(page, "t-levels")[0] == ["files", "5", "4", "1", "1", "0"]
+    assert page.eval_on_selector_all("img", "imgs => imgs.length") == 0
+    notes = page.eval_on_selector_all(
+        "p.nodata", "ps => ps.map(p => p.textContent.trim())")
+    assert len(notes) == len(FIGURES)
+    assert all(note.endswith("not drawn (this report was written with --no-figures).")
+               for note in notes), notes
+    assert not [url for url in requests if not url.endswith("index.html")]
+    assert screenshot(page, "survey-report-no-figures").stat().st_size > 20_000

@@ -51,12 +51,13 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Truth]:
 
 def test_without_figures_the_tables_and_data_are_the_same_and_the_page_says_so(
         built: tuple[Path, Truth], tmp_path: Path) -> None:
-    """``--no-figures``: the same tables and data files as the whole report, no figure, and
-    the page saying, for each figure, that it was not drawn (not that there was no data)."""
+    """``--no-figures``: the same tables and data files as the whole report, no figure (an
+    earlier report's are removed: they would not be this survey's), and the page saying,
+    for each figure, that it was not drawn (not that there was no data)."""
     report, _ = built
     folder = tmp_path / "survey"
-    folder.mkdir()
-    shutil.copy(report.parent / "survey.sqlite", folder / "survey.sqlite")
+    shutil.copytree(report.parent, folder)  # the whole report written before, figures too
+    assert list((folder / "report" / "figures").glob("*.svg"))
     agents = [arg for agent in AGENTS for arg in ("--agent", agent)]
     result = run("report", str(folder), "-k", "2", *agents, "--no-figures")
     assert result.returncode == 0, result.stderr
@@ -67,7 +68,7 @@ def test_without_figures_the_tables_and_data_are_the_same_and_the_page_says_so(
         if kind == "tables":
             for name in names:
                 assert (alone / kind / name).read_bytes() == (report / kind / name).read_bytes()
-    assert not (alone / "figures").exists() and (report / "figures").is_dir()
+    assert not list((alone / "figures").glob("*.svg")) and (report / "figures").is_dir()
     page = (alone / "index.html").read_text(encoding="utf-8")
     assert page.count("not drawn (this report was written with --no-figures)") == len(FIGURES)
     assert "<img" not in page and "no data in this survey" not in page

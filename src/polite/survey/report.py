@@ -92,6 +92,9 @@ def write_report(survey: Survey, folder: Path, *, figures: bool = True) -> list[
     if figures:
         drawn, empty = _figures(survey, folder / "figures")
         written += drawn
+    else:  # an earlier report's figures would no longer be this survey's
+        for name in FIGURES:
+            (folder / "figures" / f"{name}.svg").unlink(missing_ok=True)
     page = folder / "index.html"
     page.write_text(_page(survey, empty), encoding="utf-8")
     written.append(page)

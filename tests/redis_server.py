@@ -99,24 +99,8 @@ def start_redis(folder: Path, port: int, *, appendonly: bool = False, cluster: b
     return process
 
 
-def _port_in(ports: range, taken: set[int]) -> int:
-    """A port of ``ports`` free now (several test runs may share the machine)."""
-    for port in ports:
-        if port in taken:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        taken.add(port)
-        return port
-    raise RuntimeError(f"no free port in {ports}")
-
-
 @contextmanager
-def redis_cluster(folder: Path, *, nodes: int = 3, ports: range = range(26400, 26500)
-                  ) -> Iterator[list[str]]:
+def redis_cluster(folder: Path, *, nodes: int = 3) -> Iterator[list[str]]:
     """A Redis Cluster of ``nodes`` primaries on loopback (``redis-cli --cluster create``,
     no replicas), each node's files in a folder of its own; yields the nodes'
     ``redis://127.0.0.1:PORT`` URLs once every node says the cluster is ok."""
@@ -127,22 +111,12 @@ def redis_cluster(folder: Path, *, nodes: int = 3, ports: range = range(26400, 2
         if os.environ.get("POLITE_REQUIRE_REDIS") == "1":
             pytest.fail(message)
         pytest.skip(message)
-    taken: set[int] = set()
     started: list[tuple[int, subprocess.Popen[bytes]]] = []
     try:
         for n in range(nodes):
-            port, bus = _port_in(ports, taken), _port_in(ports, taken)
             home = folder / f"node{n}"
             home.mkdir()
-            started.append((port, subprocess.Popen(
-                [binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(home),
-                 "--save", "", "--appendonly", "no", "--protected-mode", "yes",
-                 "--loglevel", "warning", "--logfile", str(home / "redis-server.log"),
-                 "--cluster-enabled", "yes", "--cluster-config-file",
-                 str(home / "nodes.conf"), "--cluster-port", str(bus)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
-        for port, process in started:
-            _wait_for(port, process)
+            started.append(_start_node(binary, home))
         made = subprocess.run(
             [cli, "--cluster", "create", *(f"127.0.0.1:{port}" for port, _ in started),
              "--cluster-replicas", "0", "--cluster-yes"],
@@ -164,6 +138,37 @@ def redis_cluster(folder: Path, *, nodes: int = 3, ports: range = range(26400, 2
             process.terminate()
         for _, process in started:
             process.wait(10)
+
+
+def _start_node(binary: str, home: Path, attempts: int = 5) -> tuple[int, subprocess.Popen[bytes]]:
+    """A cluster node answering in ``home``: its port and process. The ports are free when
+    chosen, not held: another process (another worker's node, a connection's local port)
+    may bind one before the node does, and the node then exits; it is started again on
+    others. (Nodes once took ports from a fixed range, probed one by one: two workers
+    starting clusters at once chose the same ones.)"""
+    attempt = 0
+    while True:
+        attempt += 1
+        port, bus = free_port(), free_port()
+        log = home / "redis-server.log"
+        process = subprocess.Popen(
+            [binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(home),
+             "--save", "", "--appendonly", "no", "--protected-mode", "yes",
+             "--loglevel", "warning", "--logfile", str(log),
+             "--cluster-enabled", "yes", "--cluster-config-file", str(home / "nodes.conf"),
+             "--cluster-port", str(bus)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _wait_for(port, process, log)
+        except RuntimeError:
+            given_up = process.poll() is None or attempt == attempts  # slow, not refused
+            process.kill()
+            process.wait(10)
+            if given_up:
+                raise
+            (home / "nodes.conf").unlink(missing_ok=True)
+            continue
+        return port, process
 
 
 def _wait_for(port: int, process: subprocess.Popen[bytes], log: Path | None = None,

@@ -50,6 +50,13 @@ TEST_WORKERS ?= 6
 # hashes each source, and checks anew what differs from the cache's), and its cache, once
 # checked, replaces the kept one whole.
 MYPY_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/polite/mypy
+
+# The collection before the workers start, in two processes, each given every other test
+# module: rewriting their asserts is most of its time on a fresh clone (8 s of 12 here), and
+# mypy, from its kept cache, leaves the other core idle meanwhile (12.4 s in one process,
+# 8.1 s in two).
+collect = $(BIN)/pytest -q --collect-only -p no:unraisableexception \
+	  $$(find tests -name 'test_*.py' | sort | awk 'NR % 2 == $(1)') >/dev/null
 test: export PYTHONDONTWRITEBYTECODE =
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench docs/hooks
@@ -59,8 +66,8 @@ test: $(STAMP)
 	    cp -R .mypy_cache "$$kept" && rm -rf '$(MYPY_CACHE)' \
 	    && mv -T "$$kept" '$(MYPY_CACHE)' || rm -rf "$$kept"; }; } \
 	  >test-artifacts/mypy.txt 2>&1 & typing=$$!; \
-	  $(BIN)/pytest -q --collect-only -p no:unraisableexception >/dev/null \
-	  && $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
+	  $(call collect,1) & half=$$!; $(call collect,0); collected=$$?; wait $$half \
+	  && test $$collected -eq 0 && $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
 	       --durations=25 $(TEST_OPTIONS); tested=$$?; \
 	  wait $$typing; typed=$$?; echo "mypy:"; cat test-artifacts/mypy.txt; \
 	  test $$tested -eq 0 && test $$typed -eq 0

@@ -43,6 +43,9 @@ def test_lint_classifies_every_corpus_line_as_googles_parser_reads_it() -> None:
     files = sorted(folder.glob("*.txt"))
     assert len(files) > 3000
     lines = directives = 0
+    # A line is classified by its text alone: each distinct line (389,000 of the 587,000)
+    # is checked against Google's reading once, wherever it appears.
+    seen: set[str] = set()
     for path in files:
         body = path.read_bytes()
         report = lint_body(body, Dialect.GOOGLE, max_bytes=len(body) + 1)
@@ -54,6 +57,9 @@ def test_lint_classifies_every_corpus_line_as_googles_parser_reads_it() -> None:
             rows.pop()
         assert [c.line for c in report.lines] == list(range(1, len(rows) + 1)), path.name
         for c, row in zip(report.lines, rows, strict=True):
+            if row in seen:
+                continue
+            seen.add(row)
             expected = google_field(row[:2083 * 8 - 1].split("\x00", 1)[0])
             if expected is not None:
                 assert c.kind is LineKind.DIRECTIVE and c.field == expected, (path.name, c)
@@ -62,7 +68,7 @@ def test_lint_classifies_every_corpus_line_as_googles_parser_reads_it() -> None:
                 # polite also reads "User_agent" and a bare sitemap URL; nothing else.
                 assert c.typo, (path.name, c)
         lines += len(rows)
-    assert lines > 300_000 and directives > 200_000
+    assert lines > 500_000 and directives > 130_000  # distinct directive lines
 
 
 def test_lint_checks_what_webmasters_get_wrong() -> None:

@@ -30,6 +30,7 @@ from tests.test_cli import run
 # Addresses no other test uses; nothing listens on REFUSED's port 9.
 SITE = "127.0.134.1"
 AGENT_SITE = "127.0.134.2"
+SHARED_SITE = "127.0.134.3"
 REFUSED = "http://127.0.134.9:9/"
 
 
@@ -85,6 +86,26 @@ def test_a_seed_that_cannot_be_crawled_beside_one_that_can_is_no_failure(
                        *one_try(tmp_path), "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["fetched"] == 2
+
+
+def test_a_worker_of_a_shared_crawl_that_only_met_a_late_page_is_no_failure(
+        tmp_path: Path) -> None:
+    """Workers of a shared crawl split its URLs: one whose every request failed (a page
+    answered too late) while another fetched the site's pages says so, and is no failure
+    (it once said that no seed could be crawled, and exited 1)."""
+    site = small_site(SHARED_SITE, 2)
+    site.routes["/late"] = Reply(200, b"late", {"Content-Type": "text/html"}, delay_s=5)
+    store = f"sqlite:///{tmp_path / 'shared.sqlite'}"
+    with serve(site):
+        first = crawl(site.origin + "/", "--out", str(tmp_path / "w1"), "--store", store,
+                      "--worker", "w1", "--json")
+        assert first.returncode == 0, first.stderr
+        late = crawl(site.origin + "/late", "--out", str(tmp_path / "w2"), "--store", store,
+                     "--worker", "w2", "--read-timeout-s", "1", "--json")
+    assert late.returncode == 0, late.stderr
+    assert "no seed could be crawled" not in late.stderr
+    summary = json.loads(late.stdout)
+    assert (summary["fetched"], summary["failed"], summary["frontier"]["fetched"]) == (0, 1, 2)
 
 
 def read_until(fd: int, wanted: bytes, deadline_s: float = 60.0) -> bytes:

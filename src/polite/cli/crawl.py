@@ -278,7 +278,7 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
         print(f"polite crawl: {unwritten}", file=sys.stderr)
         status = EXIT_CRAWL_FAILED
     elif not interrupted and not stats.fetched:
-        why = _why_nothing(args, stats, frontier)
+        why = _why_nothing(args, stats, frontier, shared=shared)
         if why:
             print(f"polite crawl: {why}", file=sys.stderr)
             if why.startswith("no seed"):
@@ -305,16 +305,19 @@ async def _crawl_with(args: argparse.Namespace, settings: object, out: TextIO,
 
 
 def _why_nothing(args: argparse.Namespace, stats: object,
-                 frontier: dict[str, int] | None) -> str:
+                 frontier: dict[str, int] | None, *, shared: bool = False) -> str:
     """Why a run fetched no page, when the summary alone does not say: every seed's site
-    could not be reached, or the crawl had nothing left to fetch."""
+    could not be reached, or the crawl had nothing left to fetch. A worker of a ``shared``
+    crawl whose every request failed (a page answered too late on each site) while the
+    others fetched pages did not find the sites unreachable: they answered the others."""
     from polite.core.crawl import link_key
     from polite.core.urls import split_origin
     from polite.crawl import CrawlStats
 
     assert isinstance(stats, CrawlStats)
     seeds = {split_origin(link_key(url))[1] for url in args.urls}
-    if seeds and seeds <= stats.unreachable.keys():
+    others_fetched = shared and frontier is not None and frontier["fetched"] > 0
+    if seeds and seeds <= stats.unreachable.keys() and not others_fetched:
         return "no seed could be crawled: " + "; ".join(
             f"{host}: {stats.unreachable[host]}" for host in sorted(seeds))
     if frontier is not None and not frontier["queued"] and not stats.failed \

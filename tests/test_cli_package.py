@@ -80,6 +80,38 @@ def test_the_command_groups_import_no_circle() -> None:
             assert not {n for n in _imports(path) if n.startswith("polite.cli")}, path
 
 
+def test_a_command_named_is_built_alone_and_reads_as_in_the_whole_parser() -> None:
+    """polite builds the parser of the command its line names, its module's alone: each
+    command's help (options, usage, the words of its prog) is the whole parser's, and a
+    first word that names no command gets the whole parser, with its list of commands."""
+    whole = dict(PARSERS)
+    for word in [path[0] for path in whole if len(path) == 1]:
+        alone = dict(command_tree(build_parser(command=word)))
+        assert word in {path[0] for path in alone if path}
+        assert len(alone) < len(whole)
+        for path, parser in alone.items():
+            if path:
+                assert parser.format_help() == whole[path].format_help(), path
+    for first in (None, "--help", "robot", "-x"):
+        assert build_parser(command=first).format_help() == whole[()].format_help()
+
+
+def test_a_command_imports_its_own_module_of_the_command_line_alone(tmp_path: Path) -> None:
+    robots = tmp_path / "robots.txt"
+    robots.write_text("User-agent: *\nDisallow: /a\n")
+    shown = ("import sys\nfrom polite.cli.main import main\nstatus = main(sys.argv[1:])\n"
+             "print(sorted(m for m in sys.modules if m.startswith('polite.cli')))\n"
+             "sys.exit(status)")
+    done = subprocess.run([sys.executable, "-c", shown, "robots", "check", str(robots),
+                           "--agent", "bot", "/a"], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 1, done.stderr
+    verdict, modules = done.stdout.splitlines()
+    assert verdict.startswith("disallowed /a")
+    assert modules == str(["polite.cli", "polite.cli.common", "polite.cli.main",
+                           "polite.cli.robots"])
+
+
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["--version"])

@@ -43,6 +43,7 @@ from polite.fetch.politeness import Politeness
 from polite.fetch.resolve import HostsFile, Resolver, build_resolver, first_address
 from polite.fetch.robots import PublicHosts, RobotsFetcher, create_client, networks
 from polite.fetch.sitemaps import SitemapWalker
+from polite.fetch.trust import client_context
 from polite.identity.options import require_identity_extra, signer_from
 from polite.proxy import Interception, Mode, ProxyServer, ProxySettings
 from polite.storage import open_store, read_store_url
@@ -231,7 +232,7 @@ def open_authority(ca_dir: str | None) -> CertificateAuthority:
 
 def upstream_context(ca_file: str | None) -> ssl.SSLContext:
     """How origins' certificates are checked: the system's trust, and ``ca_file`` too."""
-    context = ssl.create_default_context()
+    context = client_context()
     if ca_file:
         try:
             context.load_verify_locations(cafile=ca_file)
@@ -314,8 +315,9 @@ def run_server(settings: Settings, out: TextIO) -> int:
     # which go to the address it checked.
     hosts = PublicHosts(clock, allowed=networks(settings.allow_network), resolve=addresses)
     # One context for the client and the proxy: each one made loads the system's CA
-    # certificates again (30 ms of CPU at start). The client sets its ALPN protocols on it,
-    # http/1.1 alone (it does not speak h2), which is what the proxy speaks to origins too.
+    # certificates again (60 ms of CPU, at its first connection). The client sets its ALPN
+    # protocols on it, http/1.1 alone (it does not speak h2), which is what the proxy speaks
+    # to origins too.
     upstream_tls = upstream_context(settings.upstream_ca)
     # robots.txt and sitemaps are signed as well as what is forwarded
     client = create_client(verify=upstream_tls,

@@ -27,6 +27,7 @@ from polite.core.crawl.guidance import accept_headers
 from polite.core.robots import AgentRules
 from polite.errors import PrivateAddress
 from polite.fetch.resolve import ResolverFailure
+from polite.fetch.trust import client_context
 from polite.fetch.wire import END, Channel, Head, Pool, ProtocolError
 
 __all__ = ["FetchResult", "HttpClient", "Leaving", "PageFetcher", "RequestHeaders", "Resolve",
@@ -523,7 +524,7 @@ class PageFetcher:
         tls: ssl.SSLContext | None = None
         if scheme == "https":
             if self._tls is None:
-                self._tls = ssl.create_default_context()
+                self._tls = client_context()
             tls = self._tls
         address = host
         if self._resolve is not None:

@@ -40,6 +40,7 @@ from polite.fetch._steps import stepped
 from polite.fetch.http import HttpClient, Leaving, PageFetcher, RequestHeaders, Sign
 from polite.fetch.redirects import follow, redirect_target
 from polite.fetch.resolve import system_addresses
+from polite.fetch.trust import client_context
 from polite.storage.base import RobotsRecord, RobotsStore, SharedRobotsStore
 
 __all__ = ["HopStart", "HopTurn", "PublicHosts", "RobotsAnswer", "RobotsFetcher",
@@ -88,7 +89,7 @@ def create_client(*, verify: ssl.SSLContext | bool = True, guard: PublicHosts | 
     addresses allowed); ``headers``: each site's request header fields; ``sign``: the
     fields that sign every request; ``resolve``: a host's address when there is no guard
     (the system's resolver when None)."""
-    tls = verify if isinstance(verify, ssl.SSLContext) else ssl.create_default_context()
+    tls = verify if isinstance(verify, ssl.SSLContext) else client_context()
     if verify is False:
         tls.check_hostname = False
         tls.verify_mode = ssl.CERT_NONE

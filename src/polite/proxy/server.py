@@ -37,6 +37,7 @@ from polite.errors import InvalidURL
 from polite.fetch.cache import PageCache
 from polite.fetch.politeness import Politeness
 from polite.fetch.robots import PublicHosts, split_origin
+from polite.fetch.trust import client_context
 from polite.fetch.wire import (
     END,
     LAST_CHUNK,
@@ -131,7 +132,7 @@ class ProxyServer(Tunnels, Ordered):
         self._idle = Pool(max_per_origin=self.settings.max_idle_upstream)
         self._server: asyncio.Server | None = None
         self._addresses: set[tuple[str, int]] = set()
-        self._tls = upstream_tls or ssl.create_default_context()
+        self._tls = upstream_tls or client_context()
         self._interception = interception
         self._tasks: set[asyncio.Task[None]] = set()
         self.stats = {"forwarded": 0, "robots_refused": 0, "delayed": 0, "errors": 0,

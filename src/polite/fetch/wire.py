@@ -445,6 +445,12 @@ class Channel(asyncio.Protocol):
         if self.transport is not None and not self.closed:
             self.transport.write(gathered[0] if len(gathered) == 1 else b"".join(gathered))
 
+    @property
+    def must_drain(self) -> bool:
+        """Whether :meth:`drain` has anything to do (wait, hand gathered bytes on, or raise
+        for a closed connection): a caller skips its step (a coroutine) when it has not."""
+        return self._paused_writing or self.closed or self._gathered_bytes > _GATHER_BYTES
+
     async def drain(self) -> None:
         if self._gathered_bytes > _GATHER_BYTES:
             self.flush()  # then the transport's own buffer says whether to wait

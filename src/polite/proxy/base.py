@@ -9,6 +9,7 @@ import asyncio
 import base64
 import binascii
 import enum
+import functools
 import math
 import sys
 import time
@@ -131,6 +132,8 @@ class _UpstreamError(Exception):
 
 
 
+# A client sends the same User-Agent with each request: its token is read once.
+@functools.lru_cache(maxsize=256)
 def _product_token(user_agent: bytes | None) -> str | None:
     """``Mozilla/5.0 (compatible; ExampleBot/1.0)`` -> ``Mozilla``; a bare token as is."""
     if not user_agent:

@@ -27,6 +27,7 @@ from polite.fetch.robots import PublicHosts, split_origin
 from polite.fetch.wire import (
     END,
     Channel,
+    Gathering,
     Head,
     Headers,
     Origin,
@@ -240,8 +241,9 @@ class ProxyBase(abc.ABC):
     _addresses: set[tuple[str, int]]
     _host_turns: dict[str, tuple[asyncio.Lock, int]]
     _connections: int  # client connections open
+    _gathering: Gathering  # the writes of every connection, held by _serves_many
 
-    def _gathering(self) -> bool:
+    def _serves_many(self) -> bool:
         """Whether a connection's writes wait for the end of the loop's turn (see
         :class:`~polite.fetch.wire.Channel`): while other clients are connected, whose
         requests may come in the same turn."""

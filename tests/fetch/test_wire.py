@@ -17,6 +17,7 @@ from polite.fetch.wire import (
     END,
     EOF,
     Channel,
+    Gathering,
     Head,
     Pool,
     ProtocolError,
@@ -34,14 +35,16 @@ def anyio_backend() -> str:
 
 @asynccontextmanager
 async def pair(side: str = "request", max_head_bytes: int = 4096, *, fold_names: bool = True,
-               gather: bool = False) -> AsyncIterator[tuple[Channel, asyncio.StreamWriter]]:
+               gather: bool | Gathering = False
+               ) -> AsyncIterator[tuple[Channel, asyncio.StreamWriter]]:
     """A channel on the accepting end of a loopback connection, and the other end."""
     loop = asyncio.get_running_loop()
     accepted: asyncio.Future[Channel] = loop.create_future()
 
     def factory() -> Channel:
         channel = Channel(side, max_head_bytes=max_head_bytes,  # type: ignore[arg-type]
-                          fold_names=fold_names, gather=(lambda: True) if gather else None)
+                          fold_names=fold_names,
+                          gather=(lambda: True) if gather is True else gather or None)
         if not accepted.done():
             accepted.set_result(channel)
         return channel
@@ -195,6 +198,40 @@ async def test_a_gathering_channel_writes_at_the_end_of_the_turn_and_on_close() 
         channel.write(b"bye")
         channel.close()  # what was gathered goes first
         assert await reader.read() == b"bye"
+
+
+async def test_channels_sharing_a_gathering_write_together_at_the_end_of_the_turn() -> None:
+    """One callback a turn hands on what every channel of a Gathering held; one that
+    flushed itself meanwhile (closed) is not written twice; while not wanted, a write
+    leaves at once."""
+    loop = asyncio.get_running_loop()
+    scheduled = []
+    call_soon = loop.call_soon
+
+    def counted(callback, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if getattr(callback, "__self__", None) is gathering:  # not the transports' own
+            scheduled.append(callback)
+        return call_soon(callback, *args, **kwargs)
+
+    wanted = True
+    gathering = Gathering(lambda: wanted)
+    async with pair(gather=gathering) as (first, first_peer), \
+            pair(gather=gathering) as (second, second_peer):
+        loop.call_soon = counted  # type: ignore[method-assign]
+        try:
+            first.write(b"one")
+            second.write(b"two")
+            first.write(b"!")
+            second.close()  # what it held goes now, and not again with the others
+        finally:
+            loop.call_soon = call_soon  # type: ignore[method-assign]
+        assert len(scheduled) == 1
+        assert await first_peer.reader.readexactly(4) == b"one!"  # type: ignore[attr-defined]
+        assert await second_peer.reader.read() == b"two"  # type: ignore[attr-defined]
+        wanted = False
+        first.write(b"now")
+        assert first.transport is not None and first.transport.get_write_buffer_size() == 0
+        assert await first_peer.reader.readexactly(3) == b"now"  # type: ignore[attr-defined]
 
 
 async def test_a_gathering_channel_still_waits_for_a_peer_that_does_not_read() -> None:

@@ -27,8 +27,8 @@ from typing import Final, Literal, cast
 
 import httptools
 
-__all__ = ["END", "EOF", "LAST_CHUNK", "Channel", "Event", "Head", "Headers", "Origin", "Pool",
-           "ProtocolError", "frame", "request_head", "response_head"]
+__all__ = ["END", "EOF", "LAST_CHUNK", "Channel", "Event", "Gathering", "Head", "Headers",
+           "Origin", "Pool", "ProtocolError", "frame", "request_head", "response_head"]
 
 Headers = list[tuple[bytes, bytes]]
 Origin = tuple[str, str, int]  # scheme, host, port
@@ -130,6 +130,30 @@ def _response_framing(status: int, headers: Headers, no_body: bool, folded: bool
     return "close"  # a response without a length runs to the end of the connection
 
 
+class Gathering:
+    """The writes of channels held to the end of the loop's turn (see :class:`Channel`'s
+    ``gather``), handed on by one callback a turn for all of them: a proxy serving many
+    connections schedules one, not one for each connection it answered in that turn.
+    ``wanted``, asked as a channel's write begins: whether its writes are held."""
+
+    __slots__ = ("_held", "wanted")
+
+    def __init__(self, wanted: Callable[[], bool]) -> None:
+        self.wanted = wanted
+        self._held: list[Channel] = []
+
+    def hold(self, channel: Channel) -> None:
+        """``channel`` has begun holding writes: it is flushed with the others."""
+        if not self._held:
+            channel._loop.call_soon(self._flush)
+        self._held.append(channel)
+
+    def _flush(self) -> None:
+        held, self._held = self._held, []
+        for channel in held:
+            channel.flush()  # nothing, for one that flushed itself meanwhile (drain, close)
+
+
 class Channel(asyncio.Protocol):
     """One HTTP/1.1 connection. ``side`` is what the peer sends: ``"request"`` on the
     client side, ``"response"`` on the origin side. ``fold_names`` off: field names are
@@ -139,16 +163,18 @@ class Channel(asyncio.Protocol):
 
     ``gather``, asked as a write begins: whether what is written leaves at the end of the
     loop's turn, in one write (or once :data:`_GATHER_BYTES` wait, at :meth:`drain`),
-    rather than at once (None: never). A proxy serving many connections then answers all
-    the requests that came together before the peers it woke take the core: they find
-    their answers waiting, rather than being woken, and the proxy preempted, once a
-    request. (Serving one, it writes at once: a turn more would cost it a poll.)"""
+    rather than at once (None: never); a :class:`Gathering` shared by channels flushes
+    them together. A proxy serving many connections then answers all the requests that
+    came together before the peers it woke take the core: they find their answers
+    waiting, rather than being woken, and the proxy preempted, once a request. (Serving
+    one, it writes at once: a turn more would cost it a poll.)"""
 
     def __init__(self, side: Literal["request", "response"], *, max_head_bytes: int,
                  fold_names: bool = True, field_overhead: int = 0,
-                 gather: Callable[[], bool] | None = None) -> None:
+                 gather: Gathering | Callable[[], bool] | None = None) -> None:
         self._loop = asyncio.get_running_loop()
-        self._gather = gather
+        self._gather = gather if gather is None or isinstance(gather, Gathering) \
+            else Gathering(gather)
         self._gathered: list[bytes] = []  # written, to leave at the end of the turn
         self._gathered_bytes = 0
         self._events: collections.deque[Event] = collections.deque()
@@ -427,11 +453,12 @@ class Channel(asyncio.Protocol):
     def write(self, data: bytes | bytearray) -> None:
         if self.transport is not None and not self.closed:
             self.written += len(data)
-            if not self._gathered and (self._gather is None or not self._gather()):
-                self.transport.write(data)
-                return
             if not self._gathered:
-                self._loop.call_soon(self.flush)
+                gather = self._gather
+                if gather is None or not gather.wanted():
+                    self.transport.write(data)
+                    return
+                gather.hold(self)
             self._gathered.append(bytes(data) if type(data) is not bytes else data)
             self._gathered_bytes += len(data)
 
@@ -444,6 +471,12 @@ class Channel(asyncio.Protocol):
         self._gathered_bytes = 0
         if self.transport is not None and not self.closed:
             self.transport.write(gathered[0] if len(gathered) == 1 else b"".join(gathered))
+
+    @property
+    def must_drain(self) -> bool:
+        """Whether :meth:`drain` has anything to do (wait, hand gathered bytes on, or raise
+        for a closed connection): a caller skips its step (a coroutine) when it has not."""
+        return self._paused_writing or self.closed or self._gathered_bytes > _GATHER_BYTES
 
     async def drain(self) -> None:
         if self._gathered_bytes > _GATHER_BYTES:

@@ -9,6 +9,7 @@ import asyncio
 import base64
 import binascii
 import enum
+import functools
 import math
 import sys
 import time
@@ -26,6 +27,7 @@ from polite.fetch.robots import PublicHosts, split_origin
 from polite.fetch.wire import (
     END,
     Channel,
+    Gathering,
     Head,
     Headers,
     Origin,
@@ -131,6 +133,8 @@ class _UpstreamError(Exception):
 
 
 
+# A client sends the same User-Agent with each request: its token is read once.
+@functools.lru_cache(maxsize=256)
 def _product_token(user_agent: bytes | None) -> str | None:
     """``Mozilla/5.0 (compatible; ExampleBot/1.0)`` -> ``Mozilla``; a bare token as is."""
     if not user_agent:
@@ -237,8 +241,9 @@ class ProxyBase(abc.ABC):
     _addresses: set[tuple[str, int]]
     _host_turns: dict[str, tuple[asyncio.Lock, int]]
     _connections: int  # client connections open
+    _gathering: Gathering  # the writes of every connection, held by _serves_many
 
-    def _gathering(self) -> bool:
+    def _serves_many(self) -> bool:
         """Whether a connection's writes wait for the end of the loop's turn (see
         :class:`~polite.fetch.wire.Channel`): while other clients are connected, whose
         requests may come in the same turn."""

@@ -42,6 +42,7 @@ from polite.fetch.wire import (
     END,
     LAST_CHUNK,
     Channel,
+    Gathering,
     Head,
     Headers,
     Pool,
@@ -142,6 +143,7 @@ class ProxyServer(Tunnels, Ordered):
         # host -> (the lock its waiters queue on, in order; how many hold or wait for it)
         self._host_turns: dict[str, tuple[asyncio.Lock, int]] = {}
         self._connections = 0  # client connections open
+        self._gathering = Gathering(self._serves_many)
 
     # -- lifecycle -----------------------------------------------------------------------
 

@@ -133,8 +133,9 @@ class _UpstreamError(Exception):
 
 
 
-# A client sends the same User-Agent with each request: its token is read once.
-@functools.lru_cache(maxsize=256)
+# A client sends the same User-Agent with each request: its token is read once. The
+# values kept are bounded by the request head's size (64 KiB by default): 2 MiB at most.
+@functools.lru_cache(maxsize=32)
 def _product_token(user_agent: bytes | None) -> str | None:
     """``Mozilla/5.0 (compatible; ExampleBot/1.0)`` -> ``Mozilla``; a bare token as is."""
     if not user_agent:

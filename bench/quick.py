@@ -117,7 +117,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", default=os.environ.get("BASE") or None,
                         help="the commit to compare with (default: the merge base with main)")
-    parser.add_argument("--rounds", type=int, default=2, help="runs of each bench a side")
+    # Two rounds a side flagged noise as regressions three times on a noisy two-core
+    # machine (each gone with five rounds); three fit in the three minutes a guard may take.
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each bench a side")
     parser.add_argument("--only", action="append", choices=[b.name for b in BENCHES],
                         help="these benches alone (repeatable)")
     parser.add_argument("--timeout-s", type=float, default=120.0, help="per bench run")

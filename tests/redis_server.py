@@ -104,7 +104,7 @@ def redis_cluster(folder: Path, *, nodes: int = 3) -> Iterator[list[str]]:
     """A Redis Cluster of ``nodes`` primaries on loopback (``redis-cli --cluster create``,
     no replicas), each node's files in a folder of its own; yields the nodes'
     ``redis://127.0.0.1:PORT`` URLs once every node says the cluster is ok."""
-    binary = redis_binary()
+    redis_binary()  # a skip (a failure in CI) when the server is not installed
     cli = shutil.which("redis-cli")
     if cli is None:
         message = "redis-cli is not installed (apt-get install -y redis-tools)"
@@ -116,7 +116,7 @@ def redis_cluster(folder: Path, *, nodes: int = 3) -> Iterator[list[str]]:
         for n in range(nodes):
             home = folder / f"node{n}"
             home.mkdir()
-            started.append(_start_node(binary, home))
+            started.append(_start_node(home))
         made = subprocess.run(
             [cli, "--cluster", "create", *(f"127.0.0.1:{port}" for port, _ in started),
              "--cluster-replicas", "0", "--cluster-yes"],
@@ -140,35 +140,24 @@ def redis_cluster(folder: Path, *, nodes: int = 3) -> Iterator[list[str]]:
             process.wait(10)
 
 
-def _start_node(binary: str, home: Path, attempts: int = 5) -> tuple[int, subprocess.Popen[bytes]]:
+def _start_node(home: Path, attempts: int = 5) -> tuple[int, subprocess.Popen[bytes]]:
     """A cluster node answering in ``home``: its port and process. The ports are free when
     chosen, not held: another process (another worker's node, a connection's local port)
     may bind one before the node does, and the node then exits; it is started again on
     others. (Nodes once took ports from a fixed range, probed one by one: two workers
     starting clusters at once chose the same ones.)"""
-    attempt = 0
-    while True:
-        attempt += 1
-        port, bus = free_port(), free_port()
-        log = home / "redis-server.log"
-        process = subprocess.Popen(
-            [binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(home),
-             "--save", "", "--appendonly", "no", "--protected-mode", "yes",
-             "--loglevel", "warning", "--logfile", str(log),
-             "--cluster-enabled", "yes", "--cluster-config-file", str(home / "nodes.conf"),
-             "--cluster-port", str(bus)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(attempts - 1):
+        port = free_port()
         try:
-            _wait_for(port, process, log)
-        except RuntimeError:
-            given_up = process.poll() is None or attempt == attempts  # slow, not refused
-            process.kill()
-            process.wait(10)
-            if given_up:
-                raise
+            return port, start_redis(home, port, cluster=True)
+        except _Exited:
             (home / "nodes.conf").unlink(missing_ok=True)
-            continue
-        return port, process
+    port = free_port()
+    return port, start_redis(home, port, cluster=True)
+
+
+class _Exited(RuntimeError):
+    """The server stopped instead of answering (a port taken, a bad option: its log says)."""
 
 
 def _wait_for(port: int, process: subprocess.Popen[bytes], log: Path | None = None,
@@ -188,7 +177,7 @@ def _wait_for(port: int, process: subprocess.Popen[bytes], log: Path | None = No
             pass
         if process.poll() is not None:
             said = log.read_text() if log is not None and log.exists() else ""
-            raise RuntimeError(f"redis-server on port {port} did not start: {said}")
+            raise _Exited(f"redis-server on port {port} did not start: {said}")
         if time.monotonic() > deadline:
             raise RuntimeError(f"redis-server on port {port} did not answer within 10 s")
         time.sleep(0.02)

@@ -44,7 +44,7 @@ async def pair(side: str = "request", max_head_bytes: int = 4096, *, fold_names:
     def factory() -> Channel:
         channel = Channel(side, max_head_bytes=max_head_bytes,  # type: ignore[arg-type]
                           fold_names=fold_names,
-                          gather=(lambda: True) if gather is True else gather or None)
+                          gather=Gathering(lambda: True) if gather is True else gather or None)
         if not accepted.done():
             accepted.set_result(channel)
         return channel

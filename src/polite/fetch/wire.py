@@ -161,20 +161,19 @@ class Channel(asyncio.Protocol):
     passes it on); ``field_overhead``: bytes each field counts for besides its name and
     value, against ``max_head_bytes``.
 
-    ``gather``, asked as a write begins: whether what is written leaves at the end of the
-    loop's turn, in one write (or once :data:`_GATHER_BYTES` wait, at :meth:`drain`),
-    rather than at once (None: never); a :class:`Gathering` shared by channels flushes
-    them together. A proxy serving many connections then answers all the requests that
-    came together before the peers it woke take the core: they find their answers
-    waiting, rather than being woken, and the proxy preempted, once a request. (Serving
-    one, it writes at once: a turn more would cost it a poll.)"""
+    ``gather``, asked as a write begins (its ``wanted``): whether what is written leaves at
+    the end of the loop's turn, in one write (or once :data:`_GATHER_BYTES` wait, at
+    :meth:`drain`), rather than at once (None: never); the channels sharing a
+    :class:`Gathering` are flushed together. A proxy serving many connections then
+    answers all the requests that came together before the peers it woke take the core:
+    they find their answers waiting, rather than being woken, and the proxy preempted,
+    once a request. (Serving one, it writes at once: a turn more would cost it a poll.)"""
 
     def __init__(self, side: Literal["request", "response"], *, max_head_bytes: int,
                  fold_names: bool = True, field_overhead: int = 0,
-                 gather: Gathering | Callable[[], bool] | None = None) -> None:
+                 gather: Gathering | None = None) -> None:
         self._loop = asyncio.get_running_loop()
-        self._gather = gather if gather is None or isinstance(gather, Gathering) \
-            else Gathering(gather)
+        self._gather = gather
         self._gathered: list[bytes] = []  # written, to leave at the end of the turn
         self._gathered_bytes = 0
         self._events: collections.deque[Event] = collections.deque()

@@ -112,6 +112,18 @@ def test_a_command_imports_its_own_module_of_the_command_line_alone(tmp_path: Pa
                            "polite.cli.robots"])
 
 
+def test_serve_leaves_the_prometheus_client_to_the_first_metrics() -> None:
+    """``polite serve``'s modules import ``prometheus_client`` (and the ``http.server`` it
+    brings) when ``/metrics`` is first asked (tests/api/test_service.py reads it), not at
+    start."""
+    shown = ("import sys\nimport polite.cli.serve, polite.serve\n"
+             "print(sorted(m for m in ('prometheus_client', 'http.server', 'polite.api.metrics')"
+             " if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", shown], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
+
+
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["--version"])

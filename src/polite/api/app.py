@@ -4,20 +4,16 @@ same names and shapes), ``/delays``, ``/health``, ``/metrics``, seed 001's ``/en
 
 from __future__ import annotations
 
-import gc
 import ipaddress
 import math
 import secrets
 import time
 from collections import Counter as CounterOf
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
-from prometheus_client import CollectorRegistry, Counter, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import (
@@ -49,12 +45,14 @@ from polite.core.sitemaps.model import MAX_SITEMAP_URLS
 from polite.core.urls import host_name_problem, split_origin
 from polite.core.usage.vocab import PURPOSES
 from polite.errors import ConfigError, DocumentTooLarge, InvalidURL, MalformedDocument
-from polite.fetch.activity import Activity
 from polite.fetch.cache import PageCache
 from polite.fetch.politeness import LEASE_S, Answer, Politeness, message, warning
 from polite.fetch.robots import robots_usage
 from polite.fetch.sitemaps import SitemapWalker, WalkSummary
 from polite.storage.base import Store, store_failed
+
+if TYPE_CHECKING:
+    from polite.api.metrics import Exposition
 
 __all__ = ["MAX_BODY_BYTES", "MAX_URLS_PER_CALL", "MAX_URL_CHARS", "SESSION_COOKIE",
            "create_app"]
@@ -266,87 +264,6 @@ def _ms(seconds: float) -> int:
     return max(0, math.ceil(seconds * 1000))
 
 
-class _CacheCollector:
-    """The page cache's counters, read when /metrics is asked."""
-
-    def __init__(self, cache: PageCache) -> None:
-        self._cache = cache
-
-    def collect(self) -> Iterator[Metric]:
-        stats = self._cache.stats
-        for name, value, text in (
-                ("hits", stats.hits, "requests answered from the cache"),
-                ("misses", stats.misses, "cacheable requests sent to the origin"),
-                ("revalidations", stats.revalidated, "stored responses the origin confirmed "
-                 "with 304"),
-                ("stores", stats.stored, "responses stored")):
-            yield CounterMetricFamily(f"polite_cache_{name}", text, value=value)
-        yield GaugeMetricFamily("polite_cache_hit_ratio", "(hits + revalidations) / lookups",
-                                value=stats.ratio)
-
-
-class _RobotsCollector:
-    """robots.txt requests sent so far: a counter (``polite_robots_fetches_total``)."""
-
-    def __init__(self, politeness: Politeness) -> None:
-        self._politeness = politeness
-
-    def collect(self) -> Iterator[Metric]:
-        yield CounterMetricFamily("polite_robots_fetches", "robots.txt requests sent",
-                                  value=self._politeness.robots_fetches)
-
-
-class _CollectorObjects:
-    """What a full pass of the garbage collector walks, and what it no longer walks
-    (``polite serve`` freezes what start-up made): a gauge with a label, ``tracked`` or
-    ``frozen``. A full pass runs on the event loop, every request waiting meanwhile, for a
-    time in proportion to the tracked objects."""
-
-    def collect(self) -> Iterator[Metric]:
-        objects = GaugeMetricFamily("polite_gc_objects", "objects the garbage collector "
-                                    "tracks (a full pass walks them) or was told to "
-                                    "leave (frozen at start-up)", labels=["state"])
-        objects.add_metric(["tracked"], len(gc.get_objects()))
-        objects.add_metric(["frozen"], gc.get_freeze_count())
-        yield objects
-
-
-class _ActivityCollector:
-    """What the node saw, node-wide (the dashboard holds the per-host detail, so that
-    Prometheus gets no label per host). The activity counts the REST API's decisions with
-    the proxy's (the dashboard shows both per host); ``answered`` holds the API's, so that
-    each gets a series of its own."""
-
-    def __init__(self, activity: Activity, answered: CounterOf[str]) -> None:
-        self._activity = activity
-        self._answered = answered
-
-    def collect(self) -> Iterator[Metric]:
-        activity = self._activity
-        requests = CounterMetricFamily("polite_proxy_requests", "proxied requests by what "
-                                       "became of them", labels=["decision"])
-        for decision, count in sorted((activity.totals - self._answered).items()):
-            requests.add_metric([decision], count)
-        yield requests
-        answered = CounterMetricFamily("polite_api_decisions", "URLs the REST API decided "
-                                       "(POST /politeness, /politeness/verbose, GET "
-                                       "/politeness) by what became of them",
-                                       labels=["decision"])
-        for decision, count in sorted(self._answered.items()):
-            answered.add_metric([decision], count)
-        yield answered
-        statuses = CounterMetricFamily("polite_proxy_responses", "proxied requests by the "
-                                       "status class answered (refused: polite's 403/429)",
-                                       labels=["class"])
-        for kind, count in sorted(activity.statuses.items()):
-            statuses.add_metric([kind], count)
-        yield statuses
-        yield GaugeMetricFamily("polite_proxy_queued", "requests held for their host's slot",
-                                value=sum(activity.queued.values()))
-        yield GaugeMetricFamily("polite_proxy_in_flight", "requests on their way to an origin",
-                                value=sum(activity.in_flight.values()))
-
-
 def _host_query(request: Request) -> HostQuery:
     params = request.query_params
     sort = params.get("sort", "last_seen")
@@ -394,17 +311,12 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         raise ConfigError("private_reads needs an admin_token")
     hosts = allowed_host_names(allowed_hosts)
     session_key = secrets.token_bytes(32)  # a restart ends the dashboard's sessions
-    registry = CollectorRegistry()
-    decisions = Counter("polite_decisions", "URLs answered", ["result"], registry=registry)
-    registry.register(_RobotsCollector(politeness))
-    registry.register(_CollectorObjects())
     activity = politeness.activity
     answered: CounterOf[str] = CounterOf()  # the REST API's decisions, by cause
-    registry.register(_ActivityCollector(activity, answered))
+    decided: CounterOf[str] = CounterOf()  # and by their result, allowed or refused
+    exposition: list[Exposition] = []  # made at the first GET /metrics
     dashboard = Dashboard(politeness, store, cache=cache, env=env)
     pages = {name: static_file(name) for name in ("dashboard.html", "index.html", *_STATIC)}
-    if cache is not None:
-        registry.register(_CacheCollector(cache))
 
     async def answer(urls: list[str], request: Request) -> list[Answer]:
         reserve = _flag(request, "reserve")
@@ -423,7 +335,7 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         answers = await politeness.check(urls, reserve=reserve, agent=agent, ip=ip,
                                          lease_s=lease_s)
         for found in answers:
-            decisions.labels("allowed" if found.allowed else "refused").inc()
+            decided["allowed" if found.allowed else "refused"] += 1
             cause = found.cause
             if cause != "invalid":
                 activity.count(urlsplit(found.url).hostname or "", cause)
@@ -616,7 +528,10 @@ def create_app(politeness: Politeness, store: Store, *, admin_token: str | None 
         return JSONResponse({"status": "ok"})
 
     async def metrics(request: Request) -> Response:
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+        if not exposition:
+            from polite.api.metrics import Exposition
+            exposition.append(Exposition(politeness, activity, answered, decided, cache))
+        return Response(exposition[0].text(), media_type=exposition[0].media_type)
 
     async def openapi(request: Request) -> Response:
         return JSONResponse(OPENAPI)

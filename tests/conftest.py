@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from tests.browser import browser, page  # noqa: F401  (fixtures for the page tests)
+from tests.commands import forked_cpu_s
 from tests.redis_server import redis_cluster, redis_server
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
@@ -315,10 +316,12 @@ _CPU_KEY = pytest.StashKey[dict[str, float]]()
 
 
 def _cpu_s() -> float:
-    """CPU seconds (user + system) of this process and of its children waited for."""
+    """CPU seconds (user + system) of this process, of its children waited for, and of
+    the commands forked for it (:mod:`tests.commands`)."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
         resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return (own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+            + forked_cpu_s())
 
 
 def _measured(item: pytest.Item, when: str) -> Iterator[None]:

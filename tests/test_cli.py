@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
+from tests import commands
 from tests.sites import Reply, Site, serve
 
 
 def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "polite", *args], input=stdin.decode() if stdin else None,
-        # a guard against a command that hangs, not a bound on its time: a loaded machine
-        # took more than a minute for polite report over a survey
-        capture_output=True, text=True, timeout=300, check=False,
-    )
+    """``python -m polite ARGS`` in an interpreter started for it alone, as a user runs it
+    (the other modules' commands are forked from one that imported polite already:
+    :mod:`tests.commands`)."""
+    return commands.run(*args, stdin=stdin, fresh=True)
 
 
 def test_robots_check_prints_verdict_rule_and_line(tmp_path: Path) -> None:

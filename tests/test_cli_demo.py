@@ -11,7 +11,7 @@ from contextlib import ExitStack
 
 import httpx
 
-from tests.test_cli import run
+from tests.commands import run
 
 
 def _interrupted(process: subprocess.Popen[str]) -> tuple[str, str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import run
+from tests.commands import run
 
 HOST = "127.0.36.7"  # no other test's
 

@@ -7,9 +7,9 @@ import gzip
 import json
 from pathlib import Path
 
+from tests.commands import run
 from tests.serving import polite_serve
 from tests.sites import Reply, Site, serve
-from tests.test_cli import run
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 

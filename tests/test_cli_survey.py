@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import run
+from tests.commands import run
 
 
 def rows(path: Path) -> list[dict[str, str]]:

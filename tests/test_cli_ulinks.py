@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.commands import run
 from tests.sites import Reply, Site, serve
-from tests.test_cli import run
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 

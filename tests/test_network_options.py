@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.commands import run
 from tests.sites import Reply, Site, serve, tcp_origin
-from tests.test_cli import run
 from tests.test_survey_resume import dns_server
 
 NAME = "site.test"  # no resolver but the test's knows it

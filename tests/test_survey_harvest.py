@@ -18,10 +18,10 @@ import pytest
 from polite.fetch.resolve import HostsFile
 from polite.survey.harvest import Harvester
 from polite.survey.store import SurveyStore
+from tests.commands import run
 from tests.conftest import on_port_80
 from tests.port_80 import holding_port_80
 from tests.sites import Reply, Site, serve
-from tests.test_cli import run
 
 HOME = Reply(200, b"<!DOCTYPE html><html><body>Welcome</body></html>",
              {"Content-Type": "text/html"})

@@ -9,9 +9,9 @@ import itertools
 import sqlite3
 from pathlib import Path
 
+from tests.commands import run
 from tests.conftest import ON_PORT_80
 from tests.survey_farm import Farm, Page
-from tests.test_cli import run
 
 pytestmark = ON_PORT_80
 

@@ -16,10 +16,10 @@ from polite.errors import ConfigError
 from polite.robots import MAX_ROBOTS_BYTES
 from polite.survey import Survey, write_report
 from polite.survey.report import FIGURES
+from tests.commands import run
 from tests.conftest import ON_CORPUS_SURVEY, shared_path
 from tests.core.test_survey_robots_stats import _independent
 from tests.survey_truth import AGENTS, Truth, build_survey
-from tests.test_cli import run
 
 
 def rows(path: Path) -> list[dict[str, str]]:

@@ -21,9 +21,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.commands import run
 from tests.conftest import ON_PORT_80
 from tests.survey_farm import Farm, Page
-from tests.test_cli import run
 
 pytestmark = ON_PORT_80
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.commands import run
 from tests.conftest import ON_PORT_80
-from tests.test_cli import run
 from tests.test_survey_resume import farm_of
 
 pytestmark = ON_PORT_80

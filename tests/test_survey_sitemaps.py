@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from polite.core.survey.sampling import sample_children
+from tests.commands import run
 from tests.conftest import ON_PORT_80
 from tests.survey_farm import Farm, Page
-from tests.test_cli import run
 
 pytestmark = ON_PORT_80
 

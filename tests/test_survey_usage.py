@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.commands import run
 from tests.conftest import ON_CORPUS_SURVEY
-from tests.test_cli import run
 
 FILES = {
     "a.example": "User-agent: *\nAllow: /\nContent-Usage: train-ai=n\n\n"

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from polite.cli.survey import _ai_crawlers
+from tests.commands import run
 from tests.conftest import ON_PORT_80
 from tests.survey_farm import Farm, Page
-from tests.test_cli import run
 from tests.test_survey_usage import table
 
 pytestmark = ON_PORT_80

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from warcio.warcwriter import WARCWriter
 
-from tests.test_cli import run
+from tests.commands import run
 
 ROBOTS = b"User-agent: *\nDisallow: /private\nSitemap: https://a.example/s.xml\n"
 

@@ -22,10 +22,10 @@ import pytest
 
 from polite.crawl import CrawlSettings
 from polite.errors import SettingError
+from tests.commands import run
 from tests.docs import examples
 from tests.docs.docsite import ROOT
 from tests.sites import Reply, Site, serve
-from tests.test_cli import run
 
 # Addresses no other test uses; nothing listens on REFUSED's port 9.
 SITE = "127.0.134.1"

@@ -162,7 +162,7 @@ def test_an_unknown_purpose_is_refused_by_name() -> None:
 
 def test_the_summary_counts_pages_kept_and_refused_by_purpose(
         usage_farm: dict[str, Site], tmp_path: Path) -> None:
-    from tests.test_cli import run
+    from tests.commands import run
 
     origin = usage_farm["robots"].origin + "/"
     result = run("crawl", origin, "--out", str(tmp_path / "c"), "--allow-private",

@@ -7,8 +7,6 @@ import io
 import json
 import os
 import stat
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,12 +16,12 @@ from polite.cli import main
 from polite.cli.keys import add_keys_command
 from polite.core.identity import DIRECTORY_MEDIA_TYPE, DIRECTORY_PATH, directory_keys
 from polite.identity.signatures import directory_signature_problem
+from tests.commands import run
 from tests.serving import polite_serve
 
 
 def _polite(*argv: str) -> tuple[int, str, str]:
-    done = subprocess.run([sys.executable, "-m", "polite", *argv], capture_output=True,
-                          text=True, timeout=60)
+    done = run(*argv, timeout=60)
     return done.returncode, done.stdout, done.stderr
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -23,6 +22,7 @@ from polite.core.site.ranges import (
 from polite.errors import ConfigError
 from polite.site import SiteGuard, SiteMiddleware, SiteStore, load_crawlers
 from polite.site.page import create_site_app
+from tests.commands import run
 from tests.site_servers import client_from, serve_asgi
 from tests.sites import Reply, Site, serve
 
@@ -116,8 +116,7 @@ def test_the_bundled_list_ships_no_addresses_only_where_they_are_published() -> 
 
 
 def _polite(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "polite", *argv], capture_output=True,
-                          text=True, timeout=60)
+    return run(*argv, timeout=60)
 
 
 @pytest.fixture

@@ -27,10 +27,10 @@ from polite.storage import (
 )
 from polite.storage.frontier import FrontierItem, MemoryFrontier, SQLiteFrontier
 from polite.storage.redis_frontier import RedisFrontier
+from tests.commands import run
 from tests.conftest import on_port_80
 from tests.serving import polite_serve
 from tests.sites import Reply, Site, serve
-from tests.test_cli import run
 
 READ = [
     ("memory://", StoreURL("memory://", "memory")),

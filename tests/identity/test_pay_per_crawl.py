@@ -6,8 +6,6 @@ signed requests whose signature covers the offer, as Cloudflare's documentation 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from polite.cli import main
 from polite.cli.keys import directory_of
 from polite.core.identity import SignatureOutcome, directory_keys, parse_price
 from polite.identity.signatures import KeyDirectory, verify_signature
+from tests.commands import run
 from tests.site_servers import serve_asgi
 
 HOST = "127.0.28.1"
@@ -65,10 +64,8 @@ def key(tmp_path: Path) -> tuple[str, KeyDirectory]:
 
 
 def _crawl(url: str, out: Path, *options: str) -> dict[str, dict[str, object]]:
-    done = subprocess.run(
-        [sys.executable, "-m", "polite", "crawl", url + "/", "--out", str(out),
-         "--allow-network", HOST, "--default-delay-ms", "0", "--json", *options],
-        capture_output=True, text=True, timeout=120)
+    done = run("crawl", url + "/", "--out", str(out), "--allow-network", HOST,
+               "--default-delay-ms", "0", "--json", *options, timeout=120)
     assert done.returncode == 0, done.stderr
     records = [json.loads(line) for line in (out / "pages.jsonl").read_text().splitlines()]
     return {str(r["url"]).removeprefix(url): r for r in records if "url" in r}
@@ -110,13 +107,9 @@ def test_with_max_price_it_pays_what_it_may(tmp_path: Path,
 
 
 def test_max_price_needs_a_key(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "polite", "crawl", f"http://{HOST}/", "--out",
-         str(tmp_path / "out"), "--max-price", "0.05"], capture_output=True, text=True,
-        timeout=60)
+    done = run("crawl", f"http://{HOST}/", "--out", str(tmp_path / "out"), "--max-price",
+               "0.05", timeout=60)
     assert done.returncode == 2 and "--max-price needs --sign-with" in done.stderr
-    done = subprocess.run(
-        [sys.executable, "-m", "polite", "crawl", f"http://{HOST}/", "--out",
-         str(tmp_path / "out"), "--max-price", "nan"], capture_output=True, text=True,
-        timeout=60)
+    done = run("crawl", f"http://{HOST}/", "--out", str(tmp_path / "out"), "--max-price",
+               "nan", timeout=60)
     assert done.returncode == 2 and "--max-price" in done.stderr

@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import ssl
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -23,6 +21,7 @@ from polite.core.identity import DIRECTORY_PATH, SignatureOutcome
 from polite.identity.directory import DirectoryFetcher
 from polite.identity.signatures import verify_signature
 from polite.site import SiteGuard, SiteMiddleware, SiteStore
+from tests.commands import run
 from tests.serving import polite_serve
 from tests.site_servers import serve_asgi
 from tests.sites import Reply, Site, serve
@@ -47,8 +46,7 @@ def test_every_forwarded_request_is_signed(tmp_path: Path) -> None:
         200, directory_of([str(key)], "--key"),
         {"content-type": "application/http-message-signatures-directory+json"})})
     ca_dir = tmp_path / "ca"
-    exported = subprocess.run([sys.executable, "-m", "polite", "ca", "export", "--ca-dir",
-                               str(ca_dir)], capture_output=True, text=True, timeout=30)
+    exported = run("ca", "export", "--ca-dir", str(ca_dir), timeout=30)
     assert exported.returncode == 0, exported.stderr
     polite_ca = tmp_path / "polite-ca.pem"
     polite_ca.write_text(exported.stdout)
@@ -99,17 +97,14 @@ def test_every_forwarded_request_is_signed(tmp_path: Path) -> None:
 
 def test_serve_refuses_a_lone_signature_agent_and_reads_sign_with_from_its_config(
         tmp_path: Path) -> None:
-    lone = subprocess.run([sys.executable, "-m", "polite", "serve", "--store", "memory://",
-                           "--signature-agent", "https://bot.example.test/d"],
-                          capture_output=True, text=True, timeout=60)
+    lone = run("serve", "--store", "memory://", "--signature-agent",
+               "https://bot.example.test/d", timeout=60)
     assert lone.returncode == 2 and "--signature-agent needs --sign-with" in lone.stderr
     key = tmp_path / "robot.pem"
     assert main(["keys", "new", str(key)]) == 0
     key.chmod(0o640)
     config = tmp_path / "polite.toml"
     config.write_text(f'sign_with = "{key}"\n')
-    shared = subprocess.run([sys.executable, "-m", "polite", "serve", "--store", "memory://",
-                             "--config", str(config)], capture_output=True, text=True,
-                            timeout=60)
+    shared = run("serve", "--store", "memory://", "--config", str(config), timeout=60)
     assert shared.returncode == 2 and "readable by others" in shared.stderr
     assert "Traceback" not in shared.stderr

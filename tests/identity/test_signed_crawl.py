@@ -5,8 +5,6 @@ each redirect hop) arrives signed at a loopback site, and verifies against the d
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -20,6 +18,7 @@ from polite.core.identity import DIRECTORY_PATH, SignatureOutcome, directory_key
 from polite.identity.directory import DirectoryFetcher
 from polite.identity.signatures import KeyDirectory, verify_signature
 from polite.site import SiteGuard, SiteMiddleware, SiteStore
+from tests.commands import run
 from tests.serving import polite_serve
 from tests.site_servers import serve_asgi
 from tests.sites import Reply, Site, serve
@@ -45,11 +44,10 @@ def test_every_request_of_a_signed_crawl_verifies(tmp_path: Path) -> None:
         agent = str(api.base_url.join(DIRECTORY_PATH))
         # the sitemap names the site's own URL, known once it listens
         site.routes["/sitemap.txt"] = Reply(200, f"{site.origin}/c\n".encode())
-        done = subprocess.run(
-            [sys.executable, "-m", "polite", "crawl", site.origin + "/", "--out",
-             str(tmp_path / "out"), "--allow-network", "127.0.0.41", "--default-delay-ms",
-             "0", "--max-pages", "20", "--json", "--sign-with", str(key),
-             "--signature-agent", agent], capture_output=True, text=True, timeout=120)
+        done = run("crawl", site.origin + "/", "--out", str(tmp_path / "out"),
+                   "--allow-network", "127.0.0.41", "--default-delay-ms", "0", "--max-pages",
+                   "20", "--json", "--sign-with", str(key), "--signature-agent", agent,
+                   timeout=120)
         assert done.returncode == 0, done.stderr
 
         async def lookup(url: str) -> KeyDirectory:
@@ -70,20 +68,16 @@ def test_every_request_of_a_signed_crawl_verifies(tmp_path: Path) -> None:
 
 
 def test_signature_agent_without_key_is_refused(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "polite", "crawl", "http://127.0.0.41/", "--out",
-         str(tmp_path / "out"), "--signature-agent", "https://example.com/d"],
-        capture_output=True, text=True, timeout=60)
+    done = run("crawl", "http://127.0.0.41/", "--out", str(tmp_path / "out"),
+               "--signature-agent", "https://example.com/d", timeout=60)
     assert done.returncode == 2 and "--signature-agent needs --sign-with" in done.stderr
 
 
 def test_a_bad_signature_agent_is_refused(tmp_path: Path) -> None:
     key = tmp_path / "robot.pem"
     assert main(["keys", "new", str(key)]) == 0
-    done = subprocess.run(
-        [sys.executable, "-m", "polite", "crawl", "http://127.0.0.41/", "--out",
-         str(tmp_path / "out"), "--sign-with", str(key), "--signature-agent", "not a url"],
-        capture_output=True, text=True, timeout=60)
+    done = run("crawl", "http://127.0.0.41/", "--out", str(tmp_path / "out"), "--sign-with",
+               str(key), "--signature-agent", "not a url", timeout=60)
     assert done.returncode == 2 and "--signature-agent" in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -108,11 +102,10 @@ def test_a_site_that_verifies_every_visit_sees_a_signed_crawl(tmp_path: Path) ->
                           host_names=["127.0.0.42"], signature_agents={"ExampleBot": [agent]})
         app = SiteMiddleware(Starlette(routes=[Route("/{p:path}", page)]), guard)
         with serve_asgi(app, "127.0.0.42") as url:
-            done = subprocess.run(
-                [sys.executable, "-m", "polite", "crawl", url + "/", "--out",
-                 str(tmp_path / "out"), "--allow-network", "127.0.0.42", "--default-delay-ms",
-                 "0", "--json", "--agent", "ExampleBot", "--sign-with", str(key),
-                 "--signature-agent", agent], capture_output=True, text=True, timeout=120)
+            done = run("crawl", url + "/", "--out", str(tmp_path / "out"), "--allow-network",
+                       "127.0.0.42", "--default-delay-ms", "0", "--json", "--agent",
+                       "ExampleBot", "--sign-with", str(key), "--signature-agent", agent,
+                       timeout=120)
             assert done.returncode == 0, done.stderr
     visits = {r.target: (r.verification, r.verified_by, r.how) for r in store.visits()}
     store.close()

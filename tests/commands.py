@@ -1,26 +1,29 @@
-"""``polite COMMAND`` run to its end, in a process of its own forked from an interpreter that
-has imported polite already (one a test worker, started at its first command).
+"""``polite COMMAND`` in a process of its own forked from an interpreter that has imported
+polite already (one a test worker, started at its first command): :func:`run` to its end,
+:func:`popen` started (``polite serve``, ``polite frontier serve``).
 
-The suite runs some three hundred short commands; each fresh interpreter spent 0.1 to 0.25 s
-of CPU importing polite before its first line of work, about a tenth of the suite's CPU.
-The process forked here is a real one all the same: its own pid, its standard streams the
-pipes read here, its environment and working directory the caller's, ``sys.argv`` and
-``__main__`` as ``python -m polite`` makes them, its exit (atexit, the streams flushed) its
-interpreter's own, and its status what a fresh one would give. What it does not show is a
-module a command uses without importing it that the interpreter imported first: the tests
-of ``tests/test_cli.py``, the bare install's and ``tests/test_cli_package.py`` start fresh
-interpreters for that (``fresh=True`` here), and mypy reads every import.
+The suite runs some five hundred commands; each fresh interpreter spent 0.1 to 0.35 s of
+CPU importing polite before its first line of work, about a sixth of the suite's CPU. The
+process forked here is a real one all the same: its own pid (signals reach it), its standard
+streams pipes read here, its environment and working directory the caller's, ``sys.argv``
+and ``__main__`` as ``python -m polite`` makes them, its exit (atexit, the streams flushed)
+its interpreter's own, and its status what a fresh one would give. What it does not show is
+a module a command uses without importing it that the interpreter imported first: the tests
+of ``tests/test_cli.py``, the bare install's, ``tests/test_cli_package.py`` and those that
+start ``polite serve`` themselves start fresh interpreters for that (``fresh=True`` here),
+and mypy reads every import.
 
 Nothing that starts threads is imported before the fork (numpy's, pyarrow's and
 matplotlib's pools are; the report's figures and tables import them in the command's own
 process), and the interpreter refuses to fork if a thread has started anyway: a new
-interpreter runs the command then, as it does where ``os.fork`` is not, when a second
-thread of the same test runs a command meanwhile, or when the test changes a variable the
-interpreter reads as it starts (``PYTHON*``, the locale's)."""
+interpreter runs the command then, as it does where ``os.fork`` is not, or when the command
+is given other values of the variables an interpreter reads as it starts (``PYTHON*``, the
+locale's) than the forking one had."""
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import json
 import locale
@@ -36,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["forked_cpu_s", "run"]
+__all__ = ["Forked", "forked_cpu_s", "popen", "run"]
 
 _TIMEOUT_S = 300.0  # a guard against a command that hangs: a loaded machine took more than
 # a minute for polite report over a survey
@@ -49,6 +52,7 @@ _IMPORTED_FIRST = (
     "polite.cli.survey", "polite.cli.ulinks", "polite.crawl", "polite.robots",
     "polite.sitemaps", "polite.survey", "polite.survey.harvest", "polite.survey.report",
     "polite.fetch.resolve", "polite.storage.url", "polite._loop", "uvloop", "httpx",
+    "polite.cli.serve", "polite.serve", "polite.frontier._server",
 )
 
 # Variables the interpreter reads as it starts: a command given other values than the
@@ -63,8 +67,9 @@ def _started_with(env: dict[str, str]) -> dict[str, str]:
 # -- the forking interpreter --------------------------------------------------------------
 
 def _serve(channel: socket.socket) -> None:
-    """Fork a process for each command asked for on ``channel``; answer its pid, then its
-    status and CPU seconds. Ends when the worker's end closes."""
+    """Fork a process for each command asked for on ``channel``: its standard streams and
+    a socket of its own come with the ask; the pid is answered on that socket at once, the
+    status and CPU seconds once it ends. Ends when the worker's end closes."""
     for name in _IMPORTED_FIRST:
         __import__(name)
     threads = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
@@ -74,21 +79,57 @@ def _serve(channel: socket.socket) -> None:
     gc.collect()
     gc.freeze()  # what was imported is not copied into each process by the collector's walks
     channel.send(json.dumps({"ready": True}).encode())
-    while True:
-        message, fds, _, _ = socket.recv_fds(channel, _MESSAGE_BYTES, 3)
-        if not message:
+    woken, wake = os.pipe()  # a child's end wakes the loop (SIGCHLD)
+    for fd in (woken, wake):
+        os.set_blocking(fd, False)
+    signal.set_wakeup_fd(wake)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    replies: dict[int, socket.socket] = {}
+    with selectors.DefaultSelector() as selector:
+        selector.register(channel, selectors.EVENT_READ)
+        selector.register(woken, selectors.EVENT_READ)
+        while True:
+            for key, _ in selector.select():
+                if key.fileobj is not channel:
+                    with contextlib.suppress(BlockingIOError):
+                        while os.read(woken, 4096):
+                            pass
+                    continue
+                message, fds, _, _ = socket.recv_fds(channel, _MESSAGE_BYTES, 4)
+                if not message:
+                    return
+                reply = socket.socket(fileno=fds.pop())
+                pid = os.fork()
+                if pid == 0:  # what the loop holds is not the command's
+                    signal.set_wakeup_fd(-1)
+                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    selector.close()
+                    for held in (channel, reply, *replies.values()):
+                        held.close()
+                    for fd in (woken, wake):
+                        os.close(fd)
+                    _become(json.loads(message), fds)  # the interpreter ends as a fresh one
+                for fd in fds:
+                    os.close(fd)
+                reply.send(json.dumps({"pid": pid}).encode())
+                replies[pid] = reply
+            _reap(replies)
+
+
+def _reap(replies: dict[int, socket.socket]) -> None:
+    """Say to each child's socket that it ended, with its status and CPU seconds."""
+    while replies:
+        try:
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:
             return
-        asked = json.loads(message)
-        pid = os.fork()
         if pid == 0:
-            channel.close()
-            _become(asked, fds)  # raises SystemExit: the interpreter ends as a fresh one does
-        for fd in fds:
-            os.close(fd)
-        channel.send(json.dumps({"pid": pid}).encode())
-        _, status, usage = os.wait4(pid, 0)
-        channel.send(json.dumps({"status": os.waitstatus_to_exitcode(status),
-                                 "cpu_s": usage.ru_utime + usage.ru_stime}).encode())
+            return
+        reply = replies.pop(pid)
+        with contextlib.suppress(OSError):  # the worker gone, or no longer asking
+            reply.send(json.dumps({"status": os.waitstatus_to_exitcode(status),
+                                   "cpu_s": usage.ru_utime + usage.ru_stime}).encode())
+        reply.close()
 
 
 def _become(asked: dict[str, Any], fds: list[int]) -> None:
@@ -125,18 +166,9 @@ class _Forker:
             stdout=subprocess.DEVNULL)
         theirs.close()
         self.channel = mine
-        self.ready = bool(self._answer()["ready"])
-        self.lock = threading.Lock()
+        self.ready = bool(_answer(mine, 120)["ready"])
         self.cpu_s = 0.0  # the CPU of the processes it forked, which the worker never waits for
         atexit.register(self.close)
-
-    def _answer(self, timeout: float | None = 120) -> dict[str, Any]:
-        self.channel.settimeout(timeout)
-        message = self.channel.recv(_MESSAGE_BYTES)
-        if not message:
-            raise RuntimeError("the forking interpreter ended")
-        found: dict[str, Any] = json.loads(message)
-        return found
 
     def close(self) -> None:
         self.channel.close()
@@ -146,31 +178,94 @@ class _Forker:
             self.process.kill()
             self.process.wait()
 
-    def run(self, args: list[str], stdin: bytes | None, timeout: float
-            ) -> tuple[int, bytes, bytes]:
-        """Run ``polite ARGS`` forked; its status, standard output and error."""
+    def start(self, args: list[str], env: dict[str, str], streams: list[int]
+              ) -> tuple[int, socket.socket]:
+        """Fork ``polite ARGS`` with ``streams`` (standard input, output and error); its
+        pid, and the socket its end will be said on."""
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        asked = {"args": args, "cwd": os.getcwd(), "env": env}
+        try:
+            socket.send_fds(self.channel, [json.dumps(asked).encode()],
+                            [*streams, theirs.fileno()])
+        finally:
+            theirs.close()
+        return int(_answer(mine, 120)["pid"]), mine
+
+
+def _answer(channel: socket.socket, timeout: float | None) -> dict[str, Any]:
+    """The next message on ``channel`` (:class:`TimeoutError` past ``timeout``; with 0,
+    :class:`BlockingIOError` when none is there)."""
+    channel.settimeout(timeout)
+    message = channel.recv(_MESSAGE_BYTES)
+    if not message:
+        raise RuntimeError("the forking interpreter ended")
+    found: dict[str, Any] = json.loads(message)
+    return found
+
+
+class Forked:
+    """A ``polite`` command forked, shown as :class:`subprocess.Popen` shows a process: its
+    output and errors read from pipes (text), its end waited for, signals sent to it."""
+
+    def __init__(self, forker: _Forker, args: list[str], env: dict[str, str]) -> None:
+        self.args = [sys.executable, "-m", "polite", *args]
+        self._forker = forker
+        self.returncode: int | None = None
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
-        if stdin is None:
-            in_read, in_write = os.open(os.devnull, os.O_RDONLY), None
-        else:
-            in_read, in_write = os.pipe()
+        nothing = os.open(os.devnull, os.O_RDONLY)
         try:
-            asked = {"args": args, "cwd": os.getcwd(), "env": dict(os.environ)}
-            socket.send_fds(self.channel, [json.dumps(asked).encode()],
-                            [in_read, out_write, err_write])
+            self.pid, self._reply = forker.start(args, env, [nothing, out_write, err_write])
+        except BaseException:
+            os.close(out_read)
+            os.close(err_read)
+            raise
         finally:
-            for fd in (in_read, out_write, err_write):
+            for fd in (nothing, out_write, err_write):
                 os.close(fd)
-        pid = int(self._answer()["pid"])
+        encoding = locale.getpreferredencoding(False)
+        self.stdin = None
+        self.stdout = open(out_read, encoding=encoding)  # noqa: SIM115  (closed by __exit__)
+        self.stderr = open(err_read, encoding=encoding)  # noqa: SIM115
+
+    def _ended(self, timeout: float | None) -> bool:
         try:
-            out, err = _exchange(stdin, in_write, out_read, err_read, pid, timeout)
-        finally:  # killed past its time-out, or ended: its status is read either way
-            for fd in (out_read, err_read):
-                os.close(fd)
-            ended = self._answer(timeout=None)
-        self.cpu_s += float(ended["cpu_s"])
-        return int(ended["status"]), out, err
+            ended = _answer(self._reply, timeout)
+        except (BlockingIOError, TimeoutError):
+            return False
+        self._reply.close()
+        self.returncode = int(ended["status"])
+        self._forker.cpu_s += float(ended["cpu_s"])
+        return True
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self._ended(0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None and not self._ended(timeout):
+            raise subprocess.TimeoutExpired(self.args, timeout or 0)
+        assert self.returncode is not None
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        if self.poll() is None:  # not a pid the system may have given another process
+            os.kill(self.pid, signum)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def __enter__(self) -> Forked:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stdout.close()
+        self.stderr.close()
+        self.wait()
 
 
 def _exchange(stdin: bytes | None, in_write: int | None, out_read: int, err_read: int,
@@ -226,15 +321,16 @@ def forked_cpu_s() -> float:
     return _forker.cpu_s if _forker is not None else 0.0
 
 
-def _forking() -> _Forker | None:
-    """The worker's forking interpreter, when a command can be forked from it now."""
+def _forking(env: dict[str, str]) -> _Forker | None:
+    """The worker's forking interpreter, when a command given ``env`` can be forked from
+    it."""
     global _forker
     if not hasattr(os, "fork") or os.environ.get("POLITE_TESTS_FORK") == "0":
         return None
     with _starting:
         if _forker is None:
             _forker = _Forker()
-    if not _forker.ready or _started_with(dict(os.environ)) != _forker.env:
+    if not _forker.ready or _started_with(env) != _forker.env:
         return None
     return _forker
 
@@ -251,13 +347,41 @@ def run(*args: str, stdin: bytes | None = None, fresh: bool = False,
     interpreter started for it alone. Killed past ``timeout`` seconds
     (:class:`subprocess.TimeoutExpired`)."""
     command = [sys.executable, "-m", "polite", *args]
-    forker = None if fresh else _forking()
-    if forker is None or not forker.lock.acquire(blocking=False):
+    env = dict(os.environ)
+    forker = None if fresh else _forking(env)
+    if forker is None:
         return subprocess.run(command, input=stdin.decode() if stdin else None,
                               capture_output=True, text=True, timeout=timeout, check=False)
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
+    if stdin is None:
+        in_read, in_write = os.open(os.devnull, os.O_RDONLY), None
+    else:
+        in_read, in_write = os.pipe()
     try:
-        status, out, err = forker.run(list(args), stdin, timeout)
+        pid, reply = forker.start(list(args), env, [in_read, out_write, err_write])
     finally:
-        forker.lock.release()
-    return subprocess.CompletedProcess(command, status, _text(out), _text(err))
+        for fd in (in_read, out_write, err_write):
+            os.close(fd)
+    with reply:
+        try:
+            out, err = _exchange(stdin, in_write, out_read, err_read, pid, timeout)
+        finally:  # killed past its time-out, or ended: its status is read either way
+            for fd in (out_read, err_read):
+                os.close(fd)
+            ended = _answer(reply, None)
+    forker.cpu_s += float(ended["cpu_s"])
+    return subprocess.CompletedProcess(command, int(ended["status"]), _text(out), _text(err))
 
+
+def popen(*args: str, env: dict[str, str] | None = None
+          ) -> Forked | subprocess.Popen[str]:
+    """``python -m polite ARGS`` started, its output and errors on pipes (text), forked
+    when it can be (``env``: the environment it is given, else this process's)."""
+    given = dict(os.environ if env is None else env)
+    forker = _forking(given)
+    if forker is None:
+        return subprocess.Popen([sys.executable, "-m", "polite", *args],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=given)
+    return Forked(forker, list(args), given)

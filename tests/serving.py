@@ -19,6 +19,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.commands import Forked, popen
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -44,9 +46,10 @@ def loop_cpu_s(pid: int) -> float:
 
 @contextmanager
 def polite_serve_process(*options: str, make: bool = False
-                         ) -> Iterator[tuple[httpx.Client, subprocess.Popen[str]]]:
-    """As :func:`polite_serve`, with the process too; with ``make``, started as ``make serve
-    ARGS='OPTIONS'`` is (with the ``polite`` beside this Python)."""
+                         ) -> Iterator[tuple[httpx.Client, subprocess.Popen[str] | Forked]]:
+    """As :func:`polite_serve`, with the process too (forked: :mod:`tests.commands`); with
+    ``make``, started as ``make serve ARGS='OPTIONS'`` is (with the ``polite`` beside this
+    Python)."""
     port = free_port()
     options = ("--port", str(port), "--agent", "politetest", *options)
     command = [sys.executable, "-m", "polite", "serve", *options]
@@ -57,8 +60,10 @@ def polite_serve_process(*options: str, make: bool = False
         # STAMP= : the environment is this one, not a .venv made by make.
         command = ["make", "--no-print-directory", "-C", str(ROOT), "serve",
                    f"BIN={script.parent}", "STAMP=", "ARGS=" + shlex.join(options)]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, start_new_session=make) as process:
+    started = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True) if make else \
+        popen("serve", *options)
+    with started as process:
         try:
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False,
                               timeout=30) as api:

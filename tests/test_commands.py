@@ -5,11 +5,12 @@ caller's working directory and environment, and killed past their time."""
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.commands import forked_cpu_s, run
+from tests.commands import Forked, forked_cpu_s, popen, run
 
 ROBOTS = b"User-agent: bot\nDisallow: /a\n"
 
@@ -52,3 +53,27 @@ def test_a_command_past_its_time_is_killed_and_the_next_runs() -> None:
     assert b"listening on http://127.0.0.1:" in (killed.value.stderr or b"") + \
         (killed.value.output or b"")
     assert run("--version").returncode == 0
+
+
+def test_a_started_server_is_forked_and_ends_as_a_fresh_ones_on_sigterm() -> None:
+    """``polite serve`` started: it says where it listens, answers a signal as a fresh
+    interpreter's does, and its status is waited for."""
+    ended = []
+    for forked in (True, False):
+        before = forked_cpu_s()
+        process = popen("serve", "--port", "0", "--store", "memory://") if forked else \
+            subprocess.Popen([sys.executable, "-m", "polite", "serve", "--port", "0",
+                              "--store", "memory://"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        with process:
+            assert isinstance(process, Forked) == forked
+            assert process.stdout is not None
+            said = process.stdout.readline()
+            assert said.startswith("polite serve: listening on http://127.0.0.1:"), said
+            assert process.poll() is None
+            with pytest.raises(subprocess.TimeoutExpired):
+                process.wait(0.1)
+            process.terminate()
+            ended.append(process.wait(30))
+        assert (forked_cpu_s() > before) == forked
+    assert ended[0] == ended[1]

@@ -79,12 +79,12 @@ def test_check_answers_0_for_yes_and_1_for_no(tmp_path: Path) -> None:
 
 def _first_argument(pid: int) -> str | None:
     """The first argument of the system call the process waits in (a read's file
-    descriptor), where the kernel says."""
+    descriptor), where the kernel says; "" when it is running, in none."""
     try:
         fields = Path(f"/proc/{pid}/syscall").read_text().split()
     except OSError:
         return None
-    return fields[1] if len(fields) > 1 else None
+    return fields[1] if len(fields) > 1 else ""
 
 
 def _reading_a_pipe(pid: int, timeout_s: float = 60.0) -> None:
@@ -101,8 +101,10 @@ def _reading_a_pipe(pid: int, timeout_s: float = 60.0) -> None:
         if waiting_in in ("", "0"):  # a kernel that does not say: the time it used to take
             time.sleep(1.5)
             return
+        # its standard input (fd 0), not a pipe of a program an import ran; running
+        # between the two reads ("") is not taken for the kernel saying nothing (None)
         if "pipe_read" in waiting_in and _first_argument(pid) in ("0x0", None):
-            return  # its standard input (fd 0): not a pipe of a program an import ran
+            return
         time.sleep(0.02)
     raise AssertionError(f"process {pid} never came to read its standard input")
 

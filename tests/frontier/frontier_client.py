@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.commands import Forked, popen
 from tests.serving import ROOT
 
 PROTO = ROOT / "src" / "polite" / "frontier" / "_proto" / "urlfrontier.proto"
@@ -69,18 +70,15 @@ said: list[str] = []  # the metrics address of the last server started, if asked
 
 
 def environment() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
-    env["PYTHONPATH"] = str(ROOT / "src")
-    return env
+    """This process's environment without proxies (gRPC would take them up)."""
+    return {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
 
 
 @contextmanager
-def frontier_process(*options: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+def frontier_process(*options: str) -> Iterator[tuple[str, subprocess.Popen[str] | Forked]]:
     """``python -m polite frontier serve --port 0 OPTIONS``; its address once it listens
     (what it said before, such as where its metrics are, is in ``said``)."""
-    command = [sys.executable, "-m", "polite", "frontier", "serve", "--port", "0", *options]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          env=environment()) as process:
+    with popen("frontier", "serve", "--port", "0", *options, env=environment()) as process:
         try:
             assert process.stdout is not None and process.stderr is not None
             said.clear()

@@ -230,7 +230,9 @@ def test_one_call_hands_out_ten_thousand_urls_at_most(shared: Any, pb: Any, craw
                                                     for u in urls[i:i + 1000]])
                for i in range(0, len(urls), 1000))
     assert sum(len(a.statuses) for a in shared.PutDiscovered(batches)) == len(urls)
-    first = get(shared, pb, key="many.example", crawlID=crawl)
+    # held for ten minutes (the default 30 s passed before the second call on a machine
+    # busy enough), so that the second call can hand out only the rest
+    first = get(shared, pb, key="many.example", crawlID=crawl, delay_requestable=600)
     shared.SetDelay(pb.QueueDelayParams(key="many.example", delay_requestable=0,
                                         crawlID=crawl))
     second = get(shared, pb, key="many.example", crawlID=crawl)

@@ -90,20 +90,23 @@ def _first_argument(pid: int) -> str | None:
 def _reading_a_pipe(pid: int, timeout_s: float = 60.0) -> None:
     """Returns once the process is blocked reading its standard input, a pipe, as the
     kernel says (however long a loaded machine takes to start Python): a signal sent before
-    then would find no handler yet, or stop an import that reads another program's output
-    (Python then ends by the signal, not with 130)."""
+    then would find no handler yet, or stop an import, or one that reads another program's
+    output (Python then ends by the signal, not with 130). A running process's wchan is
+    "0", as a kernel's that does not say: the system call's file tells them apart."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
             waiting_in = Path(f"/proc/{pid}/wchan").read_text().strip()
         except OSError:
             waiting_in = ""
-        if waiting_in in ("", "0"):  # a kernel that does not say: the time it used to take
-            time.sleep(1.5)
-            return
+        first = _first_argument(pid)
+        if waiting_in in ("", "0"):  # running (its imports), or a kernel that does not say
+            if first is None:  # it says neither: the time it used to take
+                time.sleep(1.5)
+                return
         # its standard input (fd 0), not a pipe of a program an import ran; running
         # between the two reads ("") is not taken for the kernel saying nothing (None)
-        if "pipe_read" in waiting_in and _first_argument(pid) in ("0x0", None):
+        elif "pipe_read" in waiting_in and first in ("0x0", None):
             return
         time.sleep(0.02)
     raise AssertionError(f"process {pid} never came to read its standard input")

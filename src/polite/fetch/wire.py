@@ -428,6 +428,15 @@ class Channel(asyncio.Protocol):
                 self.transport.resume_reading()
         return event
 
+    def take_end(self) -> bool:
+        """Reads :data:`END` when it is the next event (a message without a body, read
+        whole), without the step :meth:`next` is: whether it was."""
+        events = self._events
+        if events and events[0] is END:
+            events.popleft()
+            return True
+        return False
+
     def _ring(self) -> None:
         self._timer = None
         waiter = self._waiter

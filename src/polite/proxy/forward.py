@@ -109,14 +109,16 @@ class Forwarding(ProxyBase):
                 head.method, exchange.url, head.headers,
                 key=exchange.origin + exchange.path.decode("latin-1"))
             if choice.action == "serve":  # a hit: the site is not asked, no slot is used
-                assert choice.stored is not None
-                stored = await stored_with_usage(self._politeness, self.settings.purpose, head,
-                                                 exchange.url, choice.stored)
+                stored = choice.stored
+                assert stored is not None
+                if purpose is not None:  # none: served as stored, without the step
+                    stored = await stored_with_usage(self._politeness, self.settings.purpose,
+                                                     head, exchange.url, stored)
                 self._send_stored(client, head, stored, choice.age, choice.not_modified)
                 exchange.decision = "cache"
-                exchange.status = 304 if choice.not_modified else choice.stored.status
+                exchange.status = 304 if choice.not_modified else stored.status
                 activity.decided(exchange.watch, "cache")
-                return await self._answered(client, head)
+                return self._answered_at_once(client, head) or await self._answered(client, head)
             if choice.action == "gateway_timeout":
                 exchange.status = 504
                 self._send_error(client, 504, "only-if-cached: nothing usable is stored for "
@@ -136,7 +138,7 @@ class Forwarding(ProxyBase):
             exchange.status = verdict.status
             exchange.held_ms = max(0, verdict.retry_ms)
             self._refuse(client, verdict)
-            return await self._answered(client, head)
+            return self._answered_at_once(client, head) or await self._answered(client, head)
         exchange.grant = verdict.grant
         return await self._forward(client, exchange)
 

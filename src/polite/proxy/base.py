@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
 from polite.core.access import token_matches
 from polite.core.cache.policy import Choice
@@ -87,6 +87,12 @@ class Mode(enum.StrEnum):
     WAIT = "wait"  # hold it until the slot, up to ProxySettings.max_wait_s
     ORDERED = "ordered"  # wait, and answer one client's requests in the order they came
 
+
+# Mode's members as module names, for the tests every request makes: in Python 3.11 an
+# attribute of an Enum class is read through EnumType's __getattr__ hook, about 850
+# instructions a read (two of a cache hit, three of a miss).
+_REJECT: Final = Mode.REJECT
+_ORDERED: Final = Mode.ORDERED
 
 # (method, URL) -> the header fields that sign that request
 Sign = Callable[[str, str], list[tuple[str, str]]]
@@ -374,7 +380,7 @@ class ProxyBase(abc.ABC):
                        split: tuple[str, str] | None = None) -> Verdict:
         """The answer to ``url``'s request in ``mode`` (``split``: ``split_origin(url)``,
         when the caller has it already)."""
-        if mode is Mode.REJECT:
+        if mode is _REJECT:
             return Verdict.of(await self._politeness.check_one(url, reserve=True,
                                                                agent=agent, split=split))
         deadline = time.monotonic() + (self.settings.max_wait_s if wait_s is None else wait_s)

@@ -37,6 +37,7 @@ from polite.proxy.base import (
     _CHUNKED,
     _CLOSE,
     _HOP_BY_HOP,
+    _REJECT,
     _VIA,
     Key,
     Mode,
@@ -125,7 +126,7 @@ class Forwarding(ProxyBase):
                                  "this URL")
                 return await self._answered(client, head)
         split = (exchange.origin, exchange.key[1])
-        if mode is Mode.REJECT:  # asked once, as _verdict would, without its step
+        if mode is _REJECT:  # asked once, as _verdict would, without its step
             verdict = Verdict.of(await self._politeness.check_one(
                 exchange.url, reserve=True, agent=agent, split=split))
         else:  # held until its slot: how long counts (a refusal says its own wait below)

@@ -53,10 +53,11 @@ from polite.fetch.wire import (
 from polite.proxy.base import (
     _CHUNKED,
     _CLOSE,
+    _ORDERED,
+    _REJECT,
     _VIA,
     ASGIApp,
     Message,
-    Mode,
     ProxySettings,
     _ClientGone,
     _Exchange,
@@ -334,13 +335,13 @@ class ProxyServer(Tunnels, Ordered):
                 return bool(admitted)
             mode, wait_s, address = admitted
         watch = self._politeness.activity.watch(head.method.decode("latin-1"), url, host,
-                                                held=mode is not Mode.REJECT)
+                                                held=mode is not _REJECT)
         exchange = _Exchange(head, url, origin, (scheme, host, port), path_bytes, netloc,
                              address, watch, via)
         # Answered (in ordered mode after the client's earlier requests); its end, whatever
         # it was, is told to the activity (the dashboard, /trace).
         try:
-            if mode is Mode.ORDERED:
+            if mode is _ORDERED:
                 return await self._ordered(client, exchange, peer, wait_s)
             return await self._polite(client, exchange, mode, wait_s)
         finally:

@@ -114,7 +114,8 @@ class Watch:
 # A TraceEntry made as its class's own __new__ makes it, without that Python step (about
 # 2,000 instructions a request).
 _new_entry = tuple.__new__
-_CLASSES = ("1xx", "1xx", "2xx", "3xx", "4xx", "5xx")  # by the status's first digit
+# By the status's first digit (0, none: 1xx, as ever; from 600 on: 5xx).
+_CLASSES = ("1xx", "1xx", "2xx", "3xx", "4xx", "5xx")
 _REFUSALS = frozenset(("robots", "delay"))  # decisions counted as "refused", not by status
 
 
@@ -218,7 +219,8 @@ class Activity:
                 watch.at, watch.method, url, decision, status, delay_ms,
                 (time.monotonic() - watch.started) * 1000)))
         self.requests += 1
-        kind = "refused" if decision in _REFUSALS else _CLASSES[min(max(status // 100, 1), 5)]
+        kind = ("refused" if decision in _REFUSALS else  # not min() and max(): two calls
+                _CLASSES[status // 100] if status < 600 else "5xx")
         statuses = self.statuses
         statuses[kind] = statuses.get(kind, 0) + 1
         second = int(self._wall())

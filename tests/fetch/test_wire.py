@@ -80,6 +80,22 @@ async def test_a_request_with_a_body_becomes_head_pieces_end() -> None:
         assert await channel.next(5) is EOF
 
 
+async def test_the_end_of_a_message_is_taken_only_when_it_is_next() -> None:
+    async with pair() as (channel, peer):
+        peer.write(b"POST http://a.example/x HTTP/1.1\r\nHost: a.example\r\n"
+                   b"Content-Length: 2\r\n\r\nab"
+                   b"GET http://a.example/y HTTP/1.1\r\nHost: a.example\r\n\r\n")
+        assert isinstance(await channel.next(5), Head)
+        assert not channel.take_end()  # its body comes first, and is still there
+        assert await channel.next(5) == b"ab"
+        assert channel.take_end()
+        head = await channel.next(5)
+        assert isinstance(head, Head) and head.target == b"http://a.example/y"
+        assert channel.take_end()
+        assert not channel.take_end()  # nothing more: nothing taken
+        assert not channel.pending()
+
+
 @pytest.mark.parametrize(("wire", "status"), [
     (b"GET /x HTTP/1.1\r\nHost: a\r\nX: " + b"y" * 5000 + b"\r\n\r\n", 431),
     (b"GET /" + b"x" * 5000 + b" HTTP/1.1\r\n\r\n", 414),

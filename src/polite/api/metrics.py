@@ -113,7 +113,7 @@ class _ActivityCollector:
         activity = self._activity
         requests = CounterMetricFamily("polite_proxy_requests", "proxied requests by what "
                                        "became of them", labels=["decision"])
-        for decision, count in sorted((activity.totals - self._answered).items()):
+        for decision, count in sorted((Counter(activity.totals) - self._answered).items()):
             requests.add_metric([decision], count)
         yield requests
         answered = CounterMetricFamily("polite_api_decisions", "URLs the REST API decided "

@@ -37,6 +37,7 @@ from polite.proxy.base import (
     _CHUNKED,
     _CLOSE,
     _HOP_BY_HOP,
+    _REJECT,
     _VIA,
     Key,
     Mode,
@@ -59,6 +60,13 @@ _GIVEN_AGAIN = ("the host's next turn was given to a later request as this one w
 # A request's fields not sent on: the hop's own, and its Host, which the proxy writes from
 # the target.
 _NOT_SENT_ON = _HOP_BY_HOP | {b"host"}
+
+# A stored response's fields not served as stored: the cache gives its own Age (the origin's
+# is kept under this name), length and Via.
+_NOT_SERVED = frozenset({b"content-length", b"x-polite-origin-age", b"via"})
+# The fields a 304 answered from the cache carries (RFC 9110, 15.4.5), with its Age and Via.
+_NOT_MODIFIED_FIELDS = frozenset({b"cache-control", b"content-location", b"date", b"etag",
+                                  b"expires", b"vary", b"last-modified", b"age", b"via"})
 
 # (method, URL) -> the header fields that sign that request
 Sign = Callable[[str, str], list[tuple[str, str]]]
@@ -109,21 +117,23 @@ class Forwarding(ProxyBase):
                 head.method, exchange.url, head.headers,
                 key=exchange.origin + exchange.path.decode("latin-1"))
             if choice.action == "serve":  # a hit: the site is not asked, no slot is used
-                assert choice.stored is not None
-                stored = await stored_with_usage(self._politeness, self.settings.purpose, head,
-                                                 exchange.url, choice.stored)
+                stored = choice.stored
+                assert stored is not None
+                if purpose is not None:  # none: served as stored, without the step
+                    stored = await stored_with_usage(self._politeness, self.settings.purpose,
+                                                     head, exchange.url, stored)
                 self._send_stored(client, head, stored, choice.age, choice.not_modified)
                 exchange.decision = "cache"
-                exchange.status = 304 if choice.not_modified else choice.stored.status
+                exchange.status = 304 if choice.not_modified else stored.status
                 activity.decided(exchange.watch, "cache")
-                return await self._answered(client, head)
+                return self._answered_at_once(client, head) or await self._answered(client, head)
             if choice.action == "gateway_timeout":
                 exchange.status = 504
                 self._send_error(client, 504, "only-if-cached: nothing usable is stored for "
                                  "this URL")
                 return await self._answered(client, head)
         split = (exchange.origin, exchange.key[1])
-        if mode is Mode.REJECT:  # asked once, as _verdict would, without its step
+        if mode is _REJECT:  # asked once, as _verdict would, without its step
             verdict = Verdict.of(await self._politeness.check_one(
                 exchange.url, reserve=True, agent=agent, split=split))
         else:  # held until its slot: how long counts (a refusal says its own wait below)
@@ -136,7 +146,7 @@ class Forwarding(ProxyBase):
             exchange.status = verdict.status
             exchange.held_ms = max(0, verdict.retry_ms)
             self._refuse(client, verdict)
-            return await self._answered(client, head)
+            return self._answered_at_once(client, head) or await self._answered(client, head)
         exchange.grant = verdict.grant
         return await self._forward(client, exchange)
 
@@ -215,13 +225,11 @@ class Forwarding(ProxyBase):
 
     def _send_stored(self, client: Channel, request: Head, stored: Stored, age: float,
                      not_modified_: bool) -> None:
-        fields = [(k, v) for k, v in stored.headers
-                  if k not in (b"content-length", b"x-polite-origin-age", b"via")]
-        fields += [(b"age", b"%d" % int(age)), (b"via", _VIA)]
+        fields = [(k, v) for k, v in stored.headers if k not in _NOT_SERVED]
+        fields += ((b"age", b"%d" % int(age)), (b"via", _VIA))
         if not_modified_:
-            keep = {b"cache-control", b"content-location", b"date", b"etag", b"expires",
-                    b"vary", b"last-modified", b"age", b"via"}
-            client.write(response_head(304, b"", [(k, v) for k, v in fields if k in keep]))
+            client.write(response_head(304, b"", [(k, v) for k, v in fields
+                                                  if k in _NOT_MODIFIED_FIELDS]))
             return
         fields.append((b"content-length", b"%d" % len(stored.body)))
         head = response_head(stored.status, stored.reason, fields)

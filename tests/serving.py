@@ -52,7 +52,7 @@ def polite_serve_process(*options: str, make: bool = False
     Python)."""
     port = free_port()
     options = ("--port", str(port), "--agent", "politetest", *options)
-    command = [sys.executable, "-m", "polite", "serve", *options]
+    started: subprocess.Popen[str] | Forked
     if make:
         script = Path(sys.executable).with_name("polite")
         if not script.exists() or shutil.which("make") is None:
@@ -60,9 +60,10 @@ def polite_serve_process(*options: str, make: bool = False
         # STAMP= : the environment is this one, not a .venv made by make.
         command = ["make", "--no-print-directory", "-C", str(ROOT), "serve",
                    f"BIN={script.parent}", "STAMP=", "ARGS=" + shlex.join(options)]
-    started = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, start_new_session=True) if make else \
-        popen("serve", *options)
+        started = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True, start_new_session=True)
+    else:
+        started = popen("serve", *options)
     with started as process:
         try:
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False,

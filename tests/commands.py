@@ -71,7 +71,8 @@ def _serve(channel: socket.socket) -> None:
     a socket of its own come with the ask; the pid is answered on that socket at once, the
     status and CPU seconds once it ends. Ends when the worker's end closes."""
     for name in _IMPORTED_FIRST:
-        __import__(name)
+        with contextlib.suppress(ImportError):  # an extra not installed: imported by the
+            __import__(name)  # command that needs it, which says which
     threads = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
     if threads != 1:  # a fork would leave a thread's locks held for ever
         channel.send(json.dumps({"ready": False, "threads": threads}).encode())
@@ -166,7 +167,10 @@ class _Forker:
             stdout=subprocess.DEVNULL)
         theirs.close()
         self.channel = mine
-        self.ready = bool(_answer(mine, 120)["ready"])
+        try:
+            self.ready = bool(_answer(mine, 120)["ready"])
+        except (RuntimeError, OSError):  # it ended, or never answered: fresh interpreters
+            self.ready = False
         self.cpu_s = 0.0  # the CPU of the processes it forked, which the worker never waits for
         atexit.register(self.close)
 

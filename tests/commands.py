@@ -9,12 +9,12 @@ streams pipes read here, its environment and working directory the caller's, ``s
 and ``__main__`` as ``python -m polite`` makes them, its exit (atexit, the streams flushed)
 its interpreter's own, and its status what a fresh one would give. What it does not show is
 a module a command uses without importing it that the interpreter imported first: the tests
-of ``tests/test_cli.py``, the bare install's, ``tests/test_cli_package.py`` and those that
-start ``polite serve`` themselves start fresh interpreters for that (``fresh=True`` here),
-and mypy reads every import.
+of ``tests/test_cli.py`` (``fresh=True`` here), the bare install's, those of
+``tests/test_cli_package.py`` and those that start their processes themselves run fresh
+interpreters for that, and mypy reads every import.
 
-Nothing that starts threads is imported before the fork (numpy's, pyarrow's and
-matplotlib's pools are; the report's figures and tables import them in the command's own
+Nothing that starts threads is imported before the fork (numpy, pyarrow and matplotlib
+start theirs at import: the report's figures and tables import them in the command's own
 process), and the interpreter refuses to fork if a thread has started anyway: a new
 interpreter runs the command then, as it does where ``os.fork`` is not, or when the command
 is given other values of the variables an interpreter reads as it starts (``PYTHON*``, the

@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Forked", "forked_cpu_s", "popen", "run"]
+__all__ = ["Forked", "forked_commands", "forked_cpu_s", "popen", "run"]
 
 _TIMEOUT_S = 300.0  # a guard against a command that hangs: a loaded machine took more than
 # a minute for polite report over a survey
@@ -172,6 +172,7 @@ class _Forker:
         except (RuntimeError, OSError):  # it ended, or never answered: fresh interpreters
             self.ready = False
         self.cpu_s = 0.0  # the CPU of the processes it forked, which the worker never waits for
+        self.forked = 0  # how many
         atexit.register(self.close)
 
     def close(self) -> None:
@@ -188,6 +189,7 @@ class _Forker:
         pid, and the socket its end will be said on."""
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         asked = {"args": args, "cwd": os.getcwd(), "env": env}
+        self.forked += 1
         try:
             socket.send_fds(self.channel, [json.dumps(asked).encode()],
                             [*streams, theirs.fileno()])
@@ -317,6 +319,11 @@ def _exchange(stdin: bytes | None, in_write: int | None, out_read: int, err_read
 
 _forker: _Forker | None = None
 _starting = threading.Lock()
+
+
+def forked_commands() -> int:
+    """How many commands this process had forked, so far."""
+    return _forker.forked if _forker is not None else 0
 
 
 def forked_cpu_s() -> float:

@@ -183,19 +183,41 @@ class _Forker:
             self.process.kill()
             self.process.wait()
 
-    def start(self, args: list[str], env: dict[str, str], streams: list[int]
-              ) -> tuple[int, socket.socket]:
-        """Fork ``polite ARGS`` with ``streams`` (standard input, output and error); its
-        pid, and the socket its end will be said on."""
+    def start(self, args: list[str], env: dict[str, str], *, stdin: bool
+              ) -> tuple[int, socket.socket, int | None, int, int]:
+        """Fork ``polite ARGS``, its output and errors on pipes, its input a pipe when
+        ``stdin`` (else empty): its pid, the socket its end will be said on (:meth:`status`),
+        and this side's ends of the pipes (the input's, None without one; the output's; the
+        errors')."""
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        in_read, in_write = os.pipe() if stdin else (os.open(os.devnull, os.O_RDONLY), None)
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         asked = {"args": args, "cwd": os.getcwd(), "env": env}
         self.forked += 1
         try:
             socket.send_fds(self.channel, [json.dumps(asked).encode()],
-                            [*streams, theirs.fileno()])
-        finally:
+                            [in_read, out_write, err_write, theirs.fileno()])
+            pid = int(_answer(mine, 120)["pid"])
+        except BaseException:
+            mine.close()
+            for fd in (out_read, err_read, in_write):
+                if fd is not None:
+                    os.close(fd)
+            raise
+        finally:  # the command's ends are the command's
             theirs.close()
-        return int(_answer(mine, 120)["pid"]), mine
+            for fd in (in_read, out_write, err_write):
+                os.close(fd)
+        return pid, mine, in_write, out_read, err_read
+
+    def status(self, reply: socket.socket, timeout: float | None) -> int:
+        """The status of the command whose end ``reply`` says, its CPU counted (as
+        :func:`_answer` when it has not ended within ``timeout``)."""
+        ended = _answer(reply, timeout)
+        reply.close()
+        self.cpu_s += float(ended["cpu_s"])
+        return int(ended["status"])
 
 
 def _answer(channel: socket.socket, timeout: float | None) -> dict[str, Any]:
@@ -217,18 +239,7 @@ class Forked:
         self.args = [sys.executable, "-m", "polite", *args]
         self._forker = forker
         self.returncode: int | None = None
-        out_read, out_write = os.pipe()
-        err_read, err_write = os.pipe()
-        nothing = os.open(os.devnull, os.O_RDONLY)
-        try:
-            self.pid, self._reply = forker.start(args, env, [nothing, out_write, err_write])
-        except BaseException:
-            os.close(out_read)
-            os.close(err_read)
-            raise
-        finally:
-            for fd in (nothing, out_write, err_write):
-                os.close(fd)
+        self.pid, self._reply, _, out_read, err_read = forker.start(args, env, stdin=False)
         encoding = locale.getpreferredencoding(False)
         self.stdin = None
         self.stdout = open(out_read, encoding=encoding)  # noqa: SIM115  (closed by __exit__)
@@ -236,12 +247,9 @@ class Forked:
 
     def _ended(self, timeout: float | None) -> bool:
         try:
-            ended = _answer(self._reply, timeout)
+            self.returncode = self._forker.status(self._reply, timeout)
         except (BlockingIOError, TimeoutError):
             return False
-        self._reply.close()
-        self.returncode = int(ended["status"])
-        self._forker.cpu_s += float(ended["cpu_s"])
         return True
 
     def poll(self) -> int | None:
@@ -363,26 +371,15 @@ def run(*args: str, stdin: bytes | None = None, fresh: bool = False,
     if forker is None:
         return subprocess.run(command, input=stdin.decode() if stdin else None,
                               capture_output=True, text=True, timeout=timeout, check=False)
-    out_read, out_write = os.pipe()
-    err_read, err_write = os.pipe()
-    if stdin is None:
-        in_read, in_write = os.open(os.devnull, os.O_RDONLY), None
-    else:
-        in_read, in_write = os.pipe()
+    pid, reply, in_write, out_read, err_read = forker.start(list(args), env,
+                                                            stdin=stdin is not None)
     try:
-        pid, reply = forker.start(list(args), env, [in_read, out_write, err_write])
-    finally:
-        for fd in (in_read, out_write, err_write):
+        out, err = _exchange(stdin, in_write, out_read, err_read, pid, timeout)
+    finally:  # killed past its time-out, or ended: its status is read either way
+        for fd in (out_read, err_read):
             os.close(fd)
-    with reply:
-        try:
-            out, err = _exchange(stdin, in_write, out_read, err_read, pid, timeout)
-        finally:  # killed past its time-out, or ended: its status is read either way
-            for fd in (out_read, err_read):
-                os.close(fd)
-            ended = _answer(reply, None)
-    forker.cpu_s += float(ended["cpu_s"])
-    return subprocess.CompletedProcess(command, int(ended["status"]), _text(out), _text(err))
+        status = forker.status(reply, None)
+    return subprocess.CompletedProcess(command, status, _text(out), _text(err))
 
 
 def popen(*args: str, env: dict[str, str] | None = None

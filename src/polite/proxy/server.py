@@ -77,8 +77,8 @@ _OTHER_SCHEME = re.compile(rb"([A-Za-z][A-Za-z0-9+.-]*)://")  # an absolute URL,
 _PLAIN_ORIGIN = re.compile(PLAIN_ORIGIN)
 # An origin as a target writes it is read once for the 1,024 most recent: a proxy's requests
 # go to few origins, each many times, and reading one was most of reading a target (14,000
-# instructions, a tenth of a cache hit). Those longer than this are read each time, so that
-# what is kept stays under half a MiB.
+# instructions, a tenth of a cache hit). Those longer than this are read the general way,
+# so that what is kept stays under half a MiB.
 _MAX_ORIGIN_CHARS = 300
 
 

@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Forked", "forked_commands", "forked_cpu_s", "popen", "run"]
+__all__ = ["Forked", "command_line", "forked_commands", "forked_cpu_s", "popen", "run"]
 
 _TIMEOUT_S = 300.0  # a guard against a command that hangs: a loaded machine took more than
 # a minute for polite report over a survey
@@ -55,6 +55,10 @@ _IMPORTED_FIRST = (
     "polite.cli.serve", "polite.serve", "polite.frontier._server",
 )
 
+# What one command imports that the others do not, made ready at its first run: the MCP
+# SDK is a second of CPU to import
+_IMPORTED_FOR = {"mcp": ("polite.mcp._server", "polite.mcp._fetch")}
+
 # Variables the interpreter reads as it starts: a command given other values than the
 # forking interpreter had starts an interpreter of its own
 _READ_AT_START = ("PYTHON", "LC_", "LANG")
@@ -67,70 +71,123 @@ def _started_with(env: dict[str, str]) -> dict[str, str]:
 # -- the forking interpreter --------------------------------------------------------------
 
 def _serve(channel: socket.socket) -> None:
-    """Fork a process for each command asked for on ``channel``: its standard streams and
-    a socket of its own come with the ask; the pid is answered on that socket at once, the
-    status and CPU seconds once it ends. Ends when the worker's end closes."""
-    for name in _IMPORTED_FIRST:
-        with contextlib.suppress(ImportError):  # an extra not installed: imported by the
-            __import__(name)  # command that needs it, which says which
-    threads = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
+    """Fork a process for each command asked for, on ``channel`` by the worker or at the
+    address it is told by a launcher (:mod:`tests.launch`): its standard streams and a
+    socket come with the ask; the pid is said on that socket at once, the status and CPU
+    seconds once it ends (a launched command's CPU on ``channel`` too, for the worker's
+    count). A command whose socket closes first (its launcher killed) is killed. Ends when
+    the worker's end closes."""
+    _import(_IMPORTED_FIRST)
+    threads = _threads()
     if threads != 1:  # a fork would leave a thread's locks held for ever
         channel.send(json.dumps({"ready": False, "threads": threads}).encode())
         return
     gc.collect()
     gc.freeze()  # what was imported is not copied into each process by the collector's walks
-    channel.send(json.dumps({"ready": True}).encode())
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    name = f"polite-tests-{os.getpid()}-{os.urandom(8).hex()}"
+    try:
+        listener.bind(f"\0{name}")  # an abstract address (Linux): no file to remove
+        listener.listen(64)
+    except OSError:  # no launcher then: command_line() gives fresh interpreters
+        name = ""
+    channel.send(json.dumps({"ready": True, "address": name and f"@{name}"}).encode())
     woken, wake = os.pipe()  # a child's end wakes the loop (SIGCHLD)
     for fd in (woken, wake):
         os.set_blocking(fd, False)
     signal.set_wakeup_fd(wake)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
-    replies: dict[int, socket.socket] = {}
+    children: dict[int, tuple[socket.socket, bool]] = {}  # a pid's socket, and whether a
+    # launcher asked for it
     with selectors.DefaultSelector() as selector:
         selector.register(channel, selectors.EVENT_READ)
+        selector.register(listener, selectors.EVENT_READ)
         selector.register(woken, selectors.EVENT_READ)
         while True:
             for key, _ in selector.select():
-                if key.fileobj is not channel:
+                if key.fileobj is woken:
                     with contextlib.suppress(BlockingIOError):
                         while os.read(woken, 4096):
                             pass
                     continue
-                message, fds, _, _ = socket.recv_fds(channel, _MESSAGE_BYTES, 4)
+                if isinstance(key.data, int):  # a command's socket, closed by its asker
+                    selector.unregister(key.fileobj)
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(key.data, signal.SIGKILL)
+                    continue
+                launched = key.fileobj is listener
+                asker = listener.accept()[0] if launched else channel
+                try:
+                    message, fds, _, _ = socket.recv_fds(asker, _MESSAGE_BYTES, 4)
+                except ConnectionError:
+                    message, fds = b"", []
                 if not message:
+                    if launched:  # gone before it asked
+                        asker.close()
+                        continue
                     return
-                reply = socket.socket(fileno=fds.pop())
+                asked = json.loads(message)
+                if launched and _started_with(asked["env"]) != _started_with(dict(os.environ)):
+                    asker.send(json.dumps({"fresh": True}).encode())  # it execs python
+                    for fd in fds:
+                        os.close(fd)
+                    asker.close()
+                    continue
+                reply = asker if launched else socket.socket(fileno=fds.pop())
+                _import(_IMPORTED_FOR.get(next(iter(asked["args"]), ""), ()))
+                if _threads() != 1:
+                    raise RuntimeError(f"importing for {asked['args']} started a thread")
                 pid = os.fork()
                 if pid == 0:  # what the loop holds is not the command's
                     signal.set_wakeup_fd(-1)
                     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                     selector.close()
-                    for held in (channel, reply, *replies.values()):
+                    for held in (channel, listener, reply, *(c for c, _ in children.values())):
                         held.close()
                     for fd in (woken, wake):
                         os.close(fd)
-                    _become(json.loads(message), fds)  # the interpreter ends as a fresh one
+                    _become(asked, fds)  # the interpreter ends as a fresh one
                 for fd in fds:
                     os.close(fd)
                 reply.send(json.dumps({"pid": pid}).encode())
-                replies[pid] = reply
-            _reap(replies)
+                children[pid] = (reply, launched)
+                selector.register(reply, selectors.EVENT_READ, pid)
+            _reap(children, selector, channel)
 
 
-def _reap(replies: dict[int, socket.socket]) -> None:
-    """Say to each child's socket that it ended, with its status and CPU seconds."""
-    while replies:
+def _import(names: tuple[str, ...]) -> None:
+    for name in names:
+        with contextlib.suppress(ImportError):  # an extra not installed: imported by the
+            __import__(name)  # command that needs it, which says which
+
+
+def _threads() -> int:
+    """This process's threads, those of C libraries included."""
+    return len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
+
+
+def _reap(children: dict[int, tuple[socket.socket, bool]], selector: selectors.BaseSelector,
+          channel: socket.socket) -> None:
+    """Say to each ended child's socket that it ended, with its status and CPU seconds (a
+    launched one's CPU to the worker too)."""
+    while children:
         try:
             pid, status, usage = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
             return
-        reply = replies.pop(pid)
+        reply, launched = children.pop(pid)
+        with contextlib.suppress(KeyError):  # not if it was closed first
+            selector.unregister(reply)
+        cpu_s = usage.ru_utime + usage.ru_stime
         with contextlib.suppress(OSError):  # the worker gone, or no longer asking
             reply.send(json.dumps({"status": os.waitstatus_to_exitcode(status),
-                                   "cpu_s": usage.ru_utime + usage.ru_stime}).encode())
+                                   "cpu_s": cpu_s}).encode())
         reply.close()
+        if launched:
+            with contextlib.suppress(OSError):
+                channel.send(json.dumps({"launched_cpu_s": cpu_s}).encode())
 
 
 def _become(asked: dict[str, Any], fds: list[int]) -> None:
@@ -168,9 +225,11 @@ class _Forker:
         theirs.close()
         self.channel = mine
         try:
-            self.ready = bool(_answer(mine, 120)["ready"])
+            answer = _answer(mine, 120)
         except (RuntimeError, OSError):  # it ended, or never answered: fresh interpreters
-            self.ready = False
+            answer = {"ready": False}
+        self.ready = bool(answer["ready"])
+        self.address = str(answer.get("address", ""))  # where a launcher asks
         self.cpu_s = 0.0  # the CPU of the processes it forked, which the worker never waits for
         self.forked = 0  # how many
         atexit.register(self.close)
@@ -210,6 +269,17 @@ class _Forker:
             for fd in (in_read, out_write, err_write):
                 os.close(fd)
         return pid, mine, in_write, out_read, err_read
+
+    def count_launched(self) -> None:
+        """Count the commands a launcher asked for that ended, and their CPU, as the
+        forking interpreter said."""
+        while True:
+            try:
+                ended = _answer(self.channel, 0)
+            except (BlockingIOError, RuntimeError, OSError):
+                return
+            self.forked += 1
+            self.cpu_s += float(ended["launched_cpu_s"])
 
     def status(self, reply: socket.socket, timeout: float | None) -> int:
         """The status of the command whose end ``reply`` says, its CPU counted (as
@@ -330,14 +400,21 @@ _starting = threading.Lock()
 
 
 def forked_commands() -> int:
-    """How many commands this process had forked, so far."""
-    return _forker.forked if _forker is not None else 0
+    """How many commands this process had forked, so far (those of :func:`command_line`
+    once they ended)."""
+    if _forker is None:
+        return 0
+    _forker.count_launched()
+    return _forker.forked
 
 
 def forked_cpu_s() -> float:
-    """CPU seconds of the commands this process had forked, so far (their parent is the
-    forking interpreter: the worker's own count of its children misses them)."""
-    return _forker.cpu_s if _forker is not None else 0.0
+    """CPU seconds of the commands this process had forked that ended, so far (their parent
+    is the forking interpreter: the worker's own count of its children misses them)."""
+    if _forker is None:
+        return 0.0
+    _forker.count_launched()
+    return _forker.cpu_s
 
 
 def _forking(env: dict[str, str]) -> _Forker | None:
@@ -393,3 +470,19 @@ def popen(*args: str, env: dict[str, str] | None = None
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=given)
     return Forked(forker, list(args), given)
+
+
+_LAUNCHER = Path(__file__).with_name("launch.py")
+
+
+def command_line(*args: str) -> list[str]:
+    """A command line of ``python -m polite ARGS`` for code that starts the process itself
+    (the MCP SDK's stdio client, a test's own ``subprocess.Popen``): forked by this worker's
+    forking interpreter through :mod:`tests.launch` when it can be. The pid its starter sees
+    is the launcher's, which passes signals on; a test that kills its process with SIGKILL
+    and at once starts another on the same state wants :func:`popen` or a fresh
+    interpreter (the forking interpreter kills the command a moment later)."""
+    forker = _forking(dict(os.environ))
+    if forker is None or not forker.address:
+        return [sys.executable, "-m", "polite", *args]
+    return [sys.executable, "-I", "-S", str(_LAUNCHER), forker.address, *args]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from polite.cli.common import command_tree
 from polite.config import SERVE_NUMBERS, Bounds, FloatFlag, IntFlag
 from polite.errors import ConfigError
 from polite.serve import settings_from
+from tests.commands import command_line
 from tests.sites import Reply, Site, serve
 
 # One parser for the cases that only parse (a parse leaves its parser as it was; each
@@ -113,7 +113,7 @@ def test_a_namespace_made_by_hand_is_checked_too() -> None:
 
 def polite(*args: str) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run([sys.executable, "-m", "polite", *args], capture_output=True,
+        return subprocess.run(command_line(*args), capture_output=True,
                               text=True, timeout=30, check=False)
     except subprocess.TimeoutExpired:
         pytest.fail(f"polite {' '.join(args)} ran on: the value was taken")

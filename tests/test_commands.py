@@ -1,16 +1,22 @@
 """The commands the tests fork from a prepared interpreter (:mod:`tests.commands`) end as
 those of an interpreter started for them: the same status, output and errors, in the
-caller's working directory and environment, and killed past their time."""
+caller's working directory and environment, and killed past their time; started through a
+launcher by code that starts its processes itself (:func:`~tests.commands.command_line`),
+signals reach them and their end is the launcher's."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.commands import Forked, forked_commands, popen, run
+from tests import commands
+from tests.commands import Forked, command_line, forked_commands, popen, run
 
 ROBOTS = b"User-agent: bot\nDisallow: /a\n"
 
@@ -77,3 +83,61 @@ def test_a_started_server_is_forked_and_ends_as_a_fresh_ones_on_sigterm() -> Non
             ended.append(process.wait(30))
         assert forked_commands() == before + forked
     assert ended[0] == ended[1]
+
+
+def _forked_children() -> set[int]:
+    """The processes the worker's forking interpreter runs now."""
+    assert commands._forker is not None
+    pid = commands._forker.process.pid
+    return {int(child) for child in
+            Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+
+
+def _until(done: object, what: str) -> None:
+    deadline = time.monotonic() + 30
+    while not done():  # type: ignore[operator]
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+def test_a_launched_command_is_forked_and_ends_as_a_fresh_one() -> None:
+    args = ("robots", "check", "-", "--agent", "bot", "https://e.com/a")
+    line = command_line(*args)
+    assert line[:3] == [sys.executable, "-I", "-S"]  # a launcher, not polite's interpreter
+    before = forked_commands()
+    launched = subprocess.run(line, input=ROBOTS.decode(), capture_output=True, text=True,
+                              timeout=60)
+    fresh = run(*args, stdin=ROBOTS, fresh=True)
+    assert (launched.returncode, launched.stdout, launched.stderr) == \
+        (fresh.returncode, fresh.stdout, fresh.stderr) == (1, fresh.stdout, "")
+    assert forked_commands() == before + 1
+    # Given another value of what an interpreter reads as it starts, it runs fresh
+    other = subprocess.run(line, input=ROBOTS.decode(), capture_output=True, text=True,
+                           timeout=60, env={**os.environ, "PYTHONHASHSEED": "7"})
+    assert (other.returncode, other.stdout) == (1, fresh.stdout)
+    assert forked_commands() == before + 1
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("ending", ["SIGTERM passed on", "the command killed",
+                                    "the launcher killed"])
+def test_signals_reach_a_launched_command_and_its_end_is_the_launchers(ending: str) -> None:
+    line = command_line("serve", "--port", "0", "--store", "memory://")
+    before = _forked_children()
+    with subprocess.Popen(line, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as launcher:
+        assert launcher.stdout is not None
+        said = launcher.stdout.readline()
+        assert said.startswith("polite serve: listening on http://127.0.0.1:"), said
+        (command,) = _forked_children() - before
+        if ending == "SIGTERM passed on":  # the server ends as it does on its own
+            launcher.terminate()
+            assert launcher.wait(30) == 0
+        elif ending == "the command killed":  # the launcher ends as killed too
+            os.kill(command, signal.SIGKILL)
+            assert launcher.wait(30) == -signal.SIGKILL
+        else:
+            launcher.kill()
+            assert launcher.wait(30) == -signal.SIGKILL
+    _until(lambda: command not in _forked_children(), "the command outlived its launcher")

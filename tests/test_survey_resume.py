@@ -5,7 +5,6 @@ ends with the tables of an uninterrupted survey. Also names from a DNS server on
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import sqlite3
@@ -21,7 +20,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.commands import run
+from tests.commands import command_line, run
 from tests.conftest import ON_PORT_80
 from tests.survey_farm import Farm, Page
 
@@ -130,12 +129,11 @@ def test_ctrl_c_stops_the_survey_cleanly_with_exit_130(tmp_path: Path) -> None:
     listing = tmp_path / "top.txt"
     listing.write_text("".join(f"{name}\n" for name in farm.sites))
     out = tmp_path / "survey"
-    command = [sys.executable, "-m", "polite", "survey", str(listing), "--out", str(out),
-               "--hosts", str(hosts), "--allow-private", "--delay", "1", "--concurrency", "4"]
+    command = command_line("survey", str(listing), "--out", str(out), "--hosts", str(hosts),
+                           "--allow-private", "--delay", "1", "--concurrency", "4")
     with farm.running():
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   text=True, env={**os.environ,
-                                                   "PYTHONPATH": os.pathsep.join(sys.path)})
+                                   text=True)
         deadline = time.monotonic() + 30
         while len(farm.arrivals) < 4:
             assert time.monotonic() < deadline, "the survey did not get going"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ import httpx
 import pytest
 
 from tests.browser import chromium
+from tests.commands import command_line
 from tests.serving import exchange, free_port, polite_serve
 from tests.sites import Reply, Site, serve
 
@@ -36,8 +36,8 @@ SHUT_OUT = {"sections": "1", "s0.name": "all", "s0.prefix": "/", "s0.r0.agent": 
 def site_serve(db: Path) -> Iterator[httpx.Client]:
     """``polite site serve`` on 127.0.0.1 (its default, no token); a client once it answers."""
     port = free_port()
-    command = [sys.executable, "-m", "polite", "site", "serve", "--db", str(db), "--port",
-               str(port)]
+    command = command_line("site", "serve", "--db", str(db), "--port",
+                           str(port))
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True) as process:
         try:

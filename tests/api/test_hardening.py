@@ -8,7 +8,6 @@ import select
 import socket
 import statistics
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ import pytest
 import redis
 
 from tests.api.test_service import service
+from tests.commands import command_line
 from tests.redis_server import redis_server
 from tests.serving import free_port, polite_serve, through
 from tests.sites import Reply, Site, serve
@@ -43,8 +43,8 @@ def test_the_start_up_line_masks_the_redis_password(tmp_path: Path) -> None:
         client.close()
         store = url.replace("redis://", "redis://:s3cret-pass@")
         port = free_port()
-        command = [sys.executable, "-m", "polite", "serve", "--port", str(port),
-                   "--store", store]
+        command = command_line("serve", "--port", str(port),
+                               "--store", store)
         with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) as process:
             try:
@@ -420,9 +420,9 @@ def test_with_a_token_every_write_needs_it(tmp_path: Path) -> None:
                                      ["site", "serve", "--db", "site.sqlite"]])
 def test_an_allowed_host_that_is_no_host_name_is_refused(tmp_path: Path,
                                                          command: list[str]) -> None:
-    done = subprocess.run([sys.executable, "-m", "polite", *command, "--port",
-                           str(free_port()), "--allowed-host", "not a host"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=30, check=False)
+    done = subprocess.run(command_line(*command, "--port", str(free_port()), "--allowed-host",
+                                       "not a host"),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=30, check=False)
     assert done.returncode == 2, done.stderr
     assert "--allowed-host 'not a host'" in done.stderr
     assert "Traceback" not in done.stderr

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import datetime as dt
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.commands import command_line
 from tests.redis_server import redis_server
 from tests.serving import free_port, polite_serve
 from tests.sites import Reply, Site, serve
@@ -234,7 +234,7 @@ def test_config_file(tmp_path: Path) -> None:
 def test_bad_config_file(tmp_path: Path, text: str, message: str) -> None:
     config = tmp_path / "polite.toml"
     config.write_text(text)
-    done = subprocess.run([sys.executable, "-m", "polite", "serve", "--config", str(config)],
+    done = subprocess.run(command_line("serve", "--config", str(config)),
                           capture_output=True, text=True, timeout=30, check=False)
     assert done.returncode == 2
     assert message in done.stderr
@@ -260,8 +260,8 @@ def test_two_nodes_share_one_delay_through_redis(tmp_path: Path) -> None:
 
 
 def test_redis_store_that_does_not_answer_is_a_clear_error() -> None:
-    done = subprocess.run([sys.executable, "-m", "polite", "serve", "--store",
-                           f"redis://127.0.0.1:{free_port()}/0"],
+    done = subprocess.run(command_line("serve", "--store",
+                                       f"redis://127.0.0.1:{free_port()}/0"),
                           capture_output=True, text=True, timeout=30, check=False)
     assert done.returncode == 2
     assert "the Redis store does not answer" in done.stderr
@@ -270,9 +270,8 @@ def test_redis_store_that_does_not_answer_is_a_clear_error() -> None:
 def test_a_port_in_use_is_one_clean_message(tmp_path: Path) -> None:
     with polite_serve("--store", "memory://") as api:
         port = str(api.base_url.port)
-        second = subprocess.run([sys.executable, "-m", "polite", "serve", "--port", port,
-                                 "--store", "memory://"], capture_output=True, text=True,
-                                timeout=30)
+        second = subprocess.run(command_line("serve", "--port", port, "--store", "memory://"),
+                                capture_output=True, text=True, timeout=30)
     assert second.returncode == 2
     assert second.stderr.strip().splitlines() == [
         f"polite: cannot listen on 127.0.0.1:{port}: error while attempting to bind on "
@@ -315,8 +314,8 @@ def test_a_robots_txt_redirect_to_an_internal_address_is_not_followed() -> None:
 
 
 def test_allow_network_must_be_a_network() -> None:
-    done = subprocess.run([sys.executable, "-m", "polite", "serve", "--allow-network",
-                           "10.1.0.0/33"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(command_line("serve", "--allow-network",
+                                       "10.1.0.0/33"), capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "--allow-network '10.1.0.0/33': not a network" in done.stderr
     assert "Traceback" not in done.stderr

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import subprocess
-import sys
 import threading
 import time
 import tracemalloc
@@ -22,6 +21,7 @@ from polite.fetch.politeness import Politeness
 from polite.fetch.robots import RobotsFetcher, create_client
 from polite.proxy import ProxyServer, ProxySettings
 from polite.storage import SQLiteStore
+from tests.commands import command_line
 from tests.sites import Reply, Site, serve
 
 
@@ -207,8 +207,8 @@ def test_metrics_and_openapi(tmp_path: Path) -> None:
 
 def test_polite_serve_as_a_newcomer_runs_it(tmp_path: Path) -> None:
     port = free_port()
-    command = [sys.executable, "-m", "polite", "serve", "--port", str(port), "--store",
-               f"sqlite:///{tmp_path / 'serve.sqlite'}"]
+    command = command_line("serve", "--port", str(port), "--store",
+                           f"sqlite:///{tmp_path / 'serve.sqlite'}")
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                           text=True) as process:
         try:
@@ -233,9 +233,8 @@ def test_polite_serve_as_a_newcomer_runs_it(tmp_path: Path) -> None:
 
 
 def test_serve_refuses_open_writes_on_a_public_interface() -> None:
-    done = subprocess.run([sys.executable, "-m", "polite", "serve", "--host", "0.0.0.0",
-                           "--store", "memory://"], capture_output=True, text=True, timeout=30,
-                          check=False)
+    done = subprocess.run(command_line("serve", "--host", "0.0.0.0", "--store", "memory://"),
+                          capture_output=True, text=True, timeout=30, check=False)
     assert done.returncode == 2
     assert "--admin-token" in done.stderr
 

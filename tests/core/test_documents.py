@@ -20,6 +20,7 @@ from polite.core.robots.usage import from_tdmrep
 from polite.core.site import parse_crawlers
 from polite.core.site.rules import rules_from_json
 from polite.errors import ConfigError, DocumentTooLarge, MalformedDocument
+from tests.commands import command_line
 
 DEEP_JSON = "[" * 60_000
 DEEP_TOML = "a = " + "[" * 3_000 + "]" * 3_000 + "\n"
@@ -65,7 +66,7 @@ def test_the_commands_refuse_a_deep_config_file_in_one_line(tmp_path: Path,
                                                             command: list[str]) -> None:
     config = tmp_path / "deep.toml"
     config.write_text(DEEP_TOML)
-    done = subprocess.run([sys.executable, "-m", "polite", *command, "--config", str(config)],
+    done = subprocess.run(command_line(*command, "--config", str(config)),
                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert f"--config {config}: nested deeper than 64 at line 1" in done.stderr
@@ -84,8 +85,8 @@ def test_a_deep_line_of_a_workers_pages_is_a_bad_line_when_merged(tmp_path: Path
     worker.mkdir()
     good = json.dumps({"url": "http://a.example/", "outcome": "fetched", "bytes": 3})
     (worker / "pages.jsonl").write_text(good + "\n" + DEEP_JSON + "\n")
-    done = subprocess.run([sys.executable, "-m", "polite", "crawl", "merge", str(worker),
-                           "--out", str(tmp_path / "merged")],
+    done = subprocess.run(command_line("crawl", "merge", str(worker),
+                                       "--out", str(tmp_path / "merged")),
                           capture_output=True, text=True, timeout=60)
     assert "Traceback" not in done.stderr, done.stderr
     assert (tmp_path / "merged" / "pages.jsonl").read_text() == good + "\n"

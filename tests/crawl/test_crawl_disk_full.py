@@ -10,7 +10,6 @@ import json
 import os
 import random
 import subprocess
-import sys
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ import pytest
 from polite.crawl import CrawlSettings, open_crawler
 from polite.crawl.output import RESERVE_NAME, CrawlOutput, WriteFailed
 from polite.fetch.politeness import Politeness
+from tests.commands import command_line
 from tests.sites import Reply, Site, serve
 
 PAGES = 60
@@ -44,10 +44,9 @@ def site_of_pages(host: str) -> Site:
 
 def crawl(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "polite", "crawl", *args, "--out", str(out), "--allow-private",
-         "--default-delay-s", "0", "--json"],
-        capture_output=True, text=True, timeout=120, check=False,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        command_line("crawl", *args, "--out", str(out), "--allow-private",
+                     "--default-delay-s", "0", "--json"),
+        capture_output=True, text=True, timeout=120, check=False)
 
 
 @contextmanager

@@ -5,11 +5,9 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
-import os
 import socket
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from polite.crawl import CrawlSettings, open_crawler
+from tests.commands import command_line
 from tests.sites import Reply, Site, request_head, serve, tcp_origin
 
 HTML = {"Content-Type": "text/html"}
@@ -147,11 +146,11 @@ def test_polite_crawl_follows_no_redirect_to_an_internal_address(tmp_path: Path)
             "/": Reply(200, b'<a href="/away">a</a>', HTML),
             "/away": Reply(302, b"", {"Location": target})})
         with serve(robots_away), serve(page_away), subprocess.Popen(
-                [sys.executable, "-m", "polite", "crawl", robots_away.origin + "/",
-                 page_away.origin + "/", "--out", str(tmp_path), "--allow-network",
-                 "127.0.6.21", "--allow-network", "127.0.6.22/32", "--default-delay-ms", "0",
-                 "--scope", "any", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+                command_line("crawl", robots_away.origin + "/", page_away.origin + "/", "--out",
+                             str(tmp_path), "--allow-network", "127.0.6.21", "--allow-network",
+                             "127.0.6.22/32", "--default-delay-ms", "0", "--scope", "any",
+                             "--json"),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         ) as crawl:
             try:
                 # robots.txt is kept unreachable, so the crawl waits to ask again: it is

@@ -5,14 +5,13 @@ links are still found, and SIGTERM stops the crawl while such pages are being re
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from polite.crawl.html import MAX_DEPTH, extract_links
+from tests.commands import command_line
 from tests.sites import Reply, Site, serve
 
 HTML = {"Content-Type": "text/html"}
@@ -26,10 +25,9 @@ def nested(link: str, depth: int = DEEP) -> bytes:
 
 def crawl(out: Path, *urls: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "polite", "crawl", *urls, "--out", str(out), "--allow-private",
-         "--default-delay-ms", "0", "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        command_line("crawl", *urls, "--out", str(out), "--allow-private",
+                     "--default-delay-ms", "0", "--json"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def test_links_below_the_depth_cap_are_found_and_the_page_says_it_was_flattened() -> None:

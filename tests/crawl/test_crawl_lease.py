@@ -12,7 +12,6 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -24,9 +23,10 @@ import pytest
 
 from polite.crawl import CrawlSettings, Page, open_crawler
 from polite.fetch.politeness import LEASE_S
+from tests.commands import command_line
 from tests.sites import Reply, Site, serve
 
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+ENV = dict(os.environ)
 HTML = {"Content-Type": "text/html"}
 PAGES = [f"/p{i}" for i in range(6)]
 DELAYS_S = (0.05, 0.08)
@@ -117,9 +117,9 @@ def crawl_worker(name: str, out: Path, store: str | None, *urls: str
                  ) -> subprocess.Popen[str]:
     shared = ["--store", store, "--worker", name] if store else []
     return subprocess.Popen(
-        [sys.executable, "-m", "polite", "crawl", *urls, "--out", str(out), *shared,
-         "--agent", "LeaseBot", "--allow-private", "--default-delay-s", "0", "--purpose",
-         "search", "--read-timeout-s", str(READ_TIMEOUT_S), "--json"],
+        command_line("crawl", *urls, "--out", str(out), *shared, "--agent", "LeaseBot",
+                     "--allow-private", "--default-delay-s", "0", "--purpose", "search",
+                     "--read-timeout-s", str(READ_TIMEOUT_S), "--json"),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
 
 

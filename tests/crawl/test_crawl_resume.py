@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from tests.commands import command_line
 from tests.sites import Reply, Site, serve
 
 PAGES = 40
@@ -92,10 +93,9 @@ def test_output_to_a_reader_gone_away_ends_quietly(tmp_path: Path) -> None:
     read, write = os.pipe()
     with serve(site):
         process = subprocess.Popen(
-            [sys.executable, "-m", "polite", "crawl", site.origin + "/", "--out", str(tmp_path),
-             "--allow-private", "--default-delay-s", "0", "--max-pages", "3"],
-            stdout=write, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+            command_line("crawl", site.origin + "/", "--out", str(tmp_path),
+                         "--allow-private", "--default-delay-s", "0", "--max-pages", "3"),
+            stdout=write, stderr=subprocess.PIPE, text=True)
         os.close(write)
         os.close(read)
         _, err = process.communicate(timeout=60)
@@ -106,8 +106,7 @@ def test_output_to_a_reader_gone_away_ends_quietly(tmp_path: Path) -> None:
 
 def test_a_private_seed_needs_allow_private(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "polite", "crawl", "http://127.0.5.3:9/", "--out",
-         str(tmp_path)], capture_output=True, text=True, timeout=30,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        command_line("crawl", "http://127.0.5.3:9/", "--out",
+                     str(tmp_path)), capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
     assert "--allow-private" in done.stderr and "Traceback" not in done.stderr

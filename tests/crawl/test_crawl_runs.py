@@ -13,7 +13,6 @@ import select
 import signal
 import struct
 import subprocess
-import sys
 import termios
 import time
 from pathlib import Path
@@ -22,7 +21,7 @@ import pytest
 
 from polite.crawl import CrawlSettings
 from polite.errors import SettingError
-from tests.commands import run
+from tests.commands import command_line, run
 from tests.docs import examples
 from tests.docs.docsite import ROOT
 from tests.sites import Reply, Site, serve
@@ -131,10 +130,10 @@ def test_on_a_terminal_a_crawl_says_what_it_waits_for(tmp_path: Path) -> None:
     primary, secondary = pty.openpty()
     fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 250, 0, 0))
     process = subprocess.Popen(
-        [sys.executable, "-m", "polite", "crawl", REFUSED, "--out", str(tmp_path / "b"),
-         "--allow-private"],
+        command_line("crawl", REFUSED, "--out", str(tmp_path / "b"),
+                     "--allow-private"),
         stdout=subprocess.PIPE, stderr=secondary, text=True,
-        env={**os.environ, "COLUMNS": "250", "PYTHONPATH": os.pathsep.join(sys.path)})
+        env={**os.environ, "COLUMNS": "250"})
     os.close(secondary)
     try:
         # robots.txt is asked again, later (60 s later: the test stops it before)

@@ -9,17 +9,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
+from tests.commands import command_line
 from tests.sites import Reply, Site, serve
 
 HTML = {"Content-Type": "text/html"}
 PAGES = ["/", "/a", "/b", "/c", "/d", "/e"]
 WORKERS = 4
 ROUNDS = 3
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+ENV = dict(os.environ)
 
 
 def _site() -> Site:
@@ -39,9 +39,9 @@ def test_processes_started_together_on_one_sqlite_store_fetch_each_page_once(
             site.requests.clear()
             store = f"sqlite:///{tmp_path / f'shared-{round_}.sqlite'}"
             workers = [subprocess.Popen(
-                [sys.executable, "-m", "polite", "crawl", site.origin + "/", "--out",
-                 str(tmp_path / f"out-{round_}-{n}"), "--store", store, "--allow-private",
-                 "--default-delay-s", "0", "--json"],
+                command_line("crawl", site.origin + "/", "--out",
+                             str(tmp_path / f"out-{round_}-{n}"), "--store", store,
+                             "--allow-private", "--default-delay-s", "0", "--json"),
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
                 for n in range(WORKERS)]
             summaries = []

@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -21,12 +20,13 @@ import pytest
 from polite.crawl import CrawlSettings, StoreUnreachable, open_crawler
 from polite.storage import RedisStore
 from polite.storage.redis import HEALTH_CHECK_S
+from tests.commands import command_line
 from tests.redis_server import free_port, start_redis
 from tests.sites import Reply, Site, serve
 
 PAGES = 30
 HTML = {"Content-Type": "text/html"}
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+ENV = dict(os.environ)
 
 
 def chain(host: str) -> Site:
@@ -65,9 +65,9 @@ def crawl_through_an_outage(tmp_path: Path, site: Site, store: str, server: Pope
     end is waited for (``timeout_s`` at most) and returned. Every process is ended
     whatever happens."""
     crawl = subprocess.Popen(
-        [sys.executable, "-m", "polite", "crawl", site.origin + "/", "--out",
-         str(tmp_path / "out"), "--store", store, "--worker", "w1", "--allow-private",
-         "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+        command_line("crawl", site.origin + "/", "--out",
+                     str(tmp_path / "out"), "--store", store, "--worker", "w1", "--allow-private",
+                     "--json"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     try:
         wait_until(lambda: server.poll() is not None, "the crawl did not get going")
         killed_at = len(site.requests)
@@ -161,9 +161,9 @@ def test_sigterm_while_waiting_for_redis_stops_the_crawl_cleanly(tmp_path: Path)
     site = chain("127.0.6.52")
     with serve(site):
         crawl = subprocess.Popen(
-            [sys.executable, "-m", "polite", "crawl", site.origin + "/", "--out",
-             str(tmp_path / "out"), "--store", store, "--worker", "w1", "--allow-private",
-             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+            command_line("crawl", site.origin + "/", "--out", str(tmp_path / "out"), "--store",
+                         store, "--worker", "w1", "--allow-private", "--json"),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
         try:
             wait_until(lambda: len(site.requests) > 4, "the crawl did not get going")
             server.send_signal(signal.SIGKILL)
@@ -214,8 +214,8 @@ def test_a_store_gone_for_longer_than_the_crawl_waits_ends_it_with_a_clear_error
 
 def test_a_store_that_does_not_answer_at_the_start_is_a_clear_error(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "polite", "crawl", "http://127.0.6.54:9/", "--out",
-         str(tmp_path), "--store", f"redis://127.0.0.1:{free_port()}/0", "--allow-private"],
+        command_line("crawl", "http://127.0.6.54:9/", "--out", str(tmp_path), "--store",
+                     f"redis://127.0.0.1:{free_port()}/0", "--allow-private"),
         capture_output=True, text=True, timeout=60, env=ENV)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.startswith("polite: --store redis://127.0.0.1:")

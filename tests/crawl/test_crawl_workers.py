@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -24,13 +23,14 @@ import pytest
 
 from polite.cli import main
 from polite.crawl import CrawlSettings, open_crawler
+from tests.commands import command_line
 from tests.sites import Reply, Site, serve
 
 PAGES = 30
 HTML = {"Content-Type": "text/html"}
 DELAYS_S = (0.1, 0.15, 0.1, 0.2, 0.1, 0.15)
 LEASE_S = 2.0
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+ENV = dict(os.environ)
 
 
 def site(host: str, delay_s: float) -> Site:
@@ -46,9 +46,9 @@ def site(host: str, delay_s: float) -> Site:
 
 def worker(name: str, out: Path, store: str, *urls: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "polite", "crawl", *urls, "--out", str(out), "--store", store,
-         "--worker", name, "--agent", "FarmBot", "--user-agent", f"FarmBot-{name}",
-         "--lease-s", str(LEASE_S), "--allow-private", "--default-delay-ms", "0", "--json"],
+        command_line("crawl", *urls, "--out", str(out), "--store", store, "--worker", name,
+                     "--agent", "FarmBot", "--user-agent", f"FarmBot-{name}", "--lease-s",
+                     str(LEASE_S), "--allow-private", "--default-delay-ms", "0", "--json"),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
 
 
@@ -60,7 +60,7 @@ def _stop(processes: Iterable[subprocess.Popen[str]]) -> None:
 
 
 def polite(*args: str) -> Any:
-    done = subprocess.run([sys.executable, "-m", "polite", *args, "--json"],
+    done = subprocess.run(command_line(*args, "--json"),
                           capture_output=True, text=True, timeout=60, env=ENV)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.commands import command_line
 from tests.frontier.frontier_client import KINDS, environment, frontier, said, store_url, stubs
 
 
@@ -32,10 +32,10 @@ def test_status_and_metrics_tell_the_same_counts(kind: str, tmp_path: Path,
             metrics = http.get(said[0])
             missing = http.get(said[0].replace("/metrics", "/other"))
         status = subprocess.run(
-            [sys.executable, "-m", "polite", "frontier", "status", "--store", store, "--json"],
+            command_line("frontier", "status", "--store", store, "--json"),
             capture_output=True, text=True, env=environment(), timeout=60, check=True)
         text = subprocess.run(
-            [sys.executable, "-m", "polite", "frontier", "status", "--store", store],
+            command_line("frontier", "status", "--store", store),
             capture_output=True, text=True, env=environment(), timeout=60, check=True)
     assert metrics.status_code == 200 and missing.status_code == 404
     assert metrics.headers["content-type"].startswith("text/plain; version=0.0.4")
@@ -55,8 +55,8 @@ def test_status_and_metrics_tell_the_same_counts(kind: str, tmp_path: Path,
 
 def test_status_of_a_missing_store_is_an_error(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "polite", "frontier", "status", "--store",
-         f"sqlite:///{tmp_path / 'none.sqlite'}"],
+        command_line("frontier", "status", "--store",
+                     f"sqlite:///{tmp_path / 'none.sqlite'}"),
         capture_output=True, text=True, env=environment(), timeout=60)
     assert result.returncode == 2
     assert "no such file" in result.stderr and "Traceback" not in result.stderr
@@ -71,7 +71,7 @@ def test_status_of_a_missing_store_is_an_error(tmp_path: Path) -> None:
 ])
 def test_a_store_it_cannot_use_is_said_without_a_traceback(store: str, said: str) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "polite", "frontier", "serve", "--port", "0", "--store", store],
+        command_line("frontier", "serve", "--port", "0", "--store", store),
         capture_output=True, text=True, env=environment(), timeout=60)
     assert result.returncode == 2, result.stderr
     assert said in result.stderr and "Traceback" not in result.stderr
@@ -80,7 +80,7 @@ def test_a_store_it_cannot_use_is_said_without_a_traceback(store: str, said: str
 def test_a_cluster_url_on_a_server_that_is_no_cluster_is_said(redis_url: str) -> None:
     store = f"{redis_url}?cluster=1"
     result = subprocess.run(
-        [sys.executable, "-m", "polite", "frontier", "status", "--store", store],
+        command_line("frontier", "status", "--store", store),
         capture_output=True, text=True, env=environment(), timeout=60)
     assert result.returncode == 2, result.stderr
     assert f"--store {store}: " in result.stderr and "Traceback" not in result.stderr
@@ -91,8 +91,8 @@ def test_beyond_loopback_the_service_refuses_to_start(host: str, tmp_path: Path)
     """It asks its clients for nothing: offered beyond the machine, anyone could read and
     change the crawl's frontier."""
     result = subprocess.run(
-        [sys.executable, "-m", "polite", "frontier", "serve", "--host", host, "--port", "0",
-         "--store", f"sqlite:///{tmp_path / 'f.sqlite'}"],
+        command_line("frontier", "serve", "--host", host, "--port", "0",
+                     "--store", f"sqlite:///{tmp_path / 'f.sqlite'}"),
         capture_output=True, text=True, env=environment(), timeout=60)
     assert result.returncode == 2, result.stderr
     assert f"--host {host} is not a loopback address" in result.stderr

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -18,7 +17,7 @@ import pytest
 if TYPE_CHECKING:
     from mcp import Client
 
-from tests.serving import ROOT
+from tests.commands import command_line
 
 # A loopback site is reached only with --allow-private (or --allow-network); no delay unless
 # a test asks for one, so that tests wait only for what they test.
@@ -26,9 +25,7 @@ LOOPBACK = ("--store", "memory://", "--allow-private", "--default-delay-s", "0")
 
 
 def _environment() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
-    env["PYTHONPATH"] = str(ROOT / "src")
-    return env
+    return {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
 
 
 @asynccontextmanager
@@ -37,8 +34,8 @@ async def stdio_session(*options: str) -> AsyncIterator[Client]:
     reaches the server)."""
     from mcp import Client, StdioServerParameters  # the SDK when used, not at collection
 
-    params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "polite", "mcp", *options], env=_environment())
+    command, *args = command_line("mcp", *options)
+    params = StdioServerParameters(command=command, args=args, env=_environment())
     async with Client(params, cache=None, read_timeout_seconds=120) as client:
         yield client
 
@@ -96,7 +93,7 @@ def shared_session(*options: str) -> Iterator[Callable[[Callable[[Client], Await
 @contextmanager
 def http_server(*options: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """``polite mcp --http 127.0.0.1:0 OPTIONS`` running; its URL once it listens."""
-    with subprocess.Popen([sys.executable, "-m", "polite", "mcp", *options],
+    with subprocess.Popen(command_line("mcp", *options),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           env=_environment()) as process:
         try:

@@ -9,7 +9,6 @@ import asyncio
 import itertools
 import socket
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from polite.cli import main
 from polite.cli.keys import directory_of
 from polite.core.identity import SignatureOutcome, directory_keys
 from polite.identity.signatures import KeyDirectory, verify_signature
+from tests.commands import command_line
 from tests.mcp_server.mcp_client import (
     LOOPBACK,
     http_server,
@@ -493,12 +493,12 @@ def test_an_http_client_that_stalls_is_dropped_after_its_read_time() -> None:
 
 
 def test_http_off_loopback_needs_a_token_and_the_token_is_asked() -> None:
-    done = subprocess.run([sys.executable, "-m", "polite", "mcp", "--http", "0.0.0.0:0",
-                           "--store", "memory://"], capture_output=True, text=True,
+    done = subprocess.run(command_line("mcp", "--http", "0.0.0.0:0",
+                                       "--store", "memory://"), capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 2 and "give --admin-token" in done.stderr
-    done = subprocess.run([sys.executable, "-m", "polite", "mcp", "--http", "localhost",
-                           "--store", "memory://"], capture_output=True, text=True,
+    done = subprocess.run(command_line("mcp", "--http", "localhost",
+                                       "--store", "memory://"), capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 2 and "expected HOST:PORT" in done.stderr
     assert "Traceback" not in done.stderr

@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from tests.commands import command_line
 from tests.mcp_server.mcp_client import LOOPBACK
 from tests.mcp_server.test_mcp_peers import PAGE
 from tests.sites import Reply, Site, serve
@@ -30,7 +30,7 @@ def test_the_inspector_cli_lists_the_tools_and_fetches() -> None:
     if npx is None:
         pytest.skip("npx (npm) is not installed: the MCP Inspector cannot be run")
     site = Site("127.0.139.31", routes={"/robots.txt": Reply(404), "/page": PAGE})
-    server = [sys.executable, "-m", "polite", "mcp", *LOOPBACK]
+    server = command_line("mcp", *LOOPBACK)
 
     def inspect(*method: str) -> object:
         # the Inspector waits 15 s for the server by default: a loaded machine took longer

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import subprocess
-import sys
 
 from polite.config import MCP
+from tests.commands import command_line
 
 
 def test_the_fetchers_defaults_are_the_declared_ones() -> None:
@@ -25,7 +25,7 @@ def test_the_fetchers_defaults_are_the_declared_ones() -> None:
 
 
 def test_a_bad_value_is_refused_by_its_flag() -> None:
-    done = subprocess.run([sys.executable, "-m", "polite", "mcp", "--max-wait-s", "nan"],
+    done = subprocess.run(command_line("mcp", "--max-wait-s", "nan"),
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "--max-wait-s" in done.stderr
     assert "Traceback" not in done.stderr

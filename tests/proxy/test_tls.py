@@ -21,6 +21,7 @@ pytest.importorskip("cryptography", reason="the tls extra is not installed")
 
 from cryptography import x509
 
+from tests.commands import command_line
 from tests.serving import polite_serve, seed_001_figure_4
 from tests.sites import Reply, Site, greet_first, serve, tcp_origin
 from tests.tls import SiteAuthority, make_authority
@@ -63,8 +64,8 @@ class Setup:
 
 
 def ca_export(ca_dir: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "polite", "ca", "export", "--ca-dir",
-                           str(ca_dir)], capture_output=True, text=True, timeout=30,
+    return subprocess.run(command_line("ca", "export", "--ca-dir",
+                                       str(ca_dir)), capture_output=True, text=True, timeout=30,
                           check=False)
 
 

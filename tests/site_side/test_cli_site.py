@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from starlette.routing import Mount
 from polite.errors import ConfigError
 from polite.site import SiteStore, load_crawlers
 from polite.site.page import create_site_app
+from tests.commands import command_line
 from tests.site_servers import free_port, serve_asgi
 
 HOST = "127.0.23.30"
@@ -23,8 +23,8 @@ HOST = "127.0.23.30"
 def test_polite_site_serve_puts_the_page_behind_its_token(tmp_path: Path) -> None:
     port = free_port(HOST)
     db = tmp_path / "site.sqlite"
-    command = [sys.executable, "-m", "polite", "site", "serve", "--db", str(db), "--host",
-               HOST, "--port", str(port), "--token", "letmein"]
+    command = command_line("site", "serve", "--db", str(db), "--host",
+                           HOST, "--port", str(port), "--token", "letmein")
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True) as process:
         try:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,7 @@ from polite.storage import (
 )
 from polite.storage.frontier import FrontierItem, MemoryFrontier, SQLiteFrontier
 from polite.storage.redis_frontier import RedisFrontier
-from tests.commands import run
+from tests.commands import command_line, run
 from tests.conftest import on_port_80
 from tests.serving import polite_serve
 from tests.sites import Reply, Site, serve
@@ -287,9 +286,9 @@ def test_a_shared_survey_on_every_shared_scheme(scheme: str, request: pytest.Fix
     listing.write_text("".join(f"{rank},{name}\n" for rank, name in enumerate(farm.sites, 1)))
     with farm.running():
         done = subprocess.run(
-            [sys.executable, "-m", "polite", "survey", str(listing), "--store", url,
-             "--hosts", str(hosts), "--allow-private", "--delay", "0", "--lease-s", "2",
-             "--out", str(tmp_path / "w")], capture_output=True, text=True,
+            command_line("survey", str(listing), "--store", url,
+                         "--hosts", str(hosts), "--allow-private", "--delay", "0", "--lease-s", "2",
+                         "--out", str(tmp_path / "w")), capture_output=True, text=True,
             timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     with sqlite3.connect(tmp_path / "w" / "survey.sqlite") as db:

@@ -55,9 +55,17 @@ _IMPORTED_FIRST = (
     "polite.cli.serve", "polite.serve", "polite.frontier._server",
 )
 
-# What one command imports that the others do not, made ready at its first run: the MCP
-# SDK is a second of CPU to import
-_IMPORTED_FOR = {"mcp": ("polite.mcp._server", "polite.mcp._fetch")}
+# What one command imports that the others do not, made ready at its first run (a module
+# run with -m, and the command's first word): the MCP SDK, and Scrapy (not its reactor, which
+# each crawl chooses), are each about a second of CPU to import
+_IMPORTED_FOR = {
+    ("polite", "mcp"): ("polite.mcp._server", "polite.mcp._fetch"),
+    ("scrapy", "runspider"): (
+        "scrapy.cmdline", "scrapy.crawler", "scrapy.spiders", "scrapy.linkextractors",
+        "scrapy.commands.runspider", "scrapy.core.engine", "scrapy.core.downloader",
+        "scrapy.core.scraper", "scrapy.core.downloader.handlers.http11",
+        "scrapy.extensions.logstats", "polite.integrations.scrapy"),
+}
 
 # Variables the interpreter reads as it starts: a command given other values than the
 # forking interpreter had starts an interpreter of its own
@@ -134,9 +142,10 @@ def _serve(channel: socket.socket) -> None:
                     asker.close()
                     continue
                 reply = asker if launched else socket.socket(fileno=fds.pop())
-                _import(_IMPORTED_FOR.get(next(iter(asked["args"]), ""), ()))
-                if _threads() != 1:
-                    raise RuntimeError(f"importing for {asked['args']} started a thread")
+                command = (asked.get("module", "polite"), next(iter(asked["args"]), ""))
+                _import(_IMPORTED_FOR.get(command, ()))
+                if _threads() != 1 or "twisted.internet.reactor" in sys.modules:
+                    raise RuntimeError(f"importing for {command} started a thread or a reactor")
                 pid = os.fork()
                 if pid == 0:  # what the loop holds is not the command's
                     signal.set_wakeup_fd(-1)
@@ -204,7 +213,7 @@ def _become(asked: dict[str, Any], fds: list[int]) -> None:
     sys.path[0] = cwd  # what -m puts first
     args = [str(arg) for arg in asked["args"]]
     sys.argv = ["-m", *args]  # runpy puts the module's file first
-    runpy.run_module("polite", run_name="__main__", alter_sys=True)
+    runpy.run_module(str(asked.get("module", "polite")), run_name="__main__", alter_sys=True)
     raise SystemExit(0)
 
 
@@ -475,8 +484,8 @@ def popen(*args: str, env: dict[str, str] | None = None
 _LAUNCHER = Path(__file__).with_name("launch.py")
 
 
-def command_line(*args: str) -> list[str]:
-    """A command line of ``python -m polite ARGS`` for code that starts the process itself
+def command_line(*args: str, module: str = "polite") -> list[str]:
+    """A command line of ``python -m MODULE ARGS`` for code that starts the process itself
     (the MCP SDK's stdio client, a test's own ``subprocess.Popen``): forked by this worker's
     forking interpreter through :mod:`tests.launch` when it can be. The pid its starter sees
     is the launcher's, which passes signals on; a test that kills its process with SIGKILL
@@ -484,5 +493,5 @@ def command_line(*args: str) -> list[str]:
     interpreter (the forking interpreter kills the command a moment later)."""
     forker = _forking(dict(os.environ))
     if forker is None or not forker.address:
-        return [sys.executable, "-m", "polite", *args]
-    return [sys.executable, "-I", "-S", str(_LAUNCHER), forker.address, *args]
+        return [sys.executable, "-m", module, *args]
+    return [sys.executable, "-I", "-S", str(_LAUNCHER), forker.address, module, *args]

@@ -1,5 +1,5 @@
-"""``python -I -S tests/launch.py ADDRESS ARGS``: ``python -m polite ARGS``, forked by the
-test worker's forking interpreter listening at ADDRESS (``@NAME``: an abstract one; see
+"""``python -I -S tests/launch.py ADDRESS MODULE ARGS``: ``python -m MODULE ARGS``, forked by
+the test worker's forking interpreter listening at ADDRESS (``@NAME``: an abstract one; see
 :mod:`tests.commands`), for a command line given to code that starts its process itself
 (the MCP SDK's stdio client, a test's own ``subprocess.Popen``).
 
@@ -8,7 +8,7 @@ command, passes on the signals it is sent, and ends as the command ended: with i
 or by the same signal. Killed itself (SIGKILL), the forking interpreter kills the command.
 When the command cannot be forked (its environment sets what an interpreter reads as it
 starts otherwise, or no forking interpreter answers), this process becomes a fresh
-``python -m polite ARGS``. Only the standard library is imported, without ``site``: it
+``python -m MODULE ARGS``. Only the standard library is imported, without ``site``: it
 starts in a few milliseconds."""
 
 import contextlib
@@ -23,10 +23,10 @@ _PASSED_ON = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, sign
 
 
 def main() -> None:
-    address, args = sys.argv[1], sys.argv[2:]
+    address, module, args = sys.argv[1], sys.argv[2], sys.argv[3:]
     if address.startswith("@"):  # an abstract address, as ss(8) writes it
         address = "\0" + address[1:]
-    asked = {"args": args, "cwd": os.getcwd(), "env": dict(os.environ)}
+    asked = {"module": module, "args": args, "cwd": os.getcwd(), "env": dict(os.environ)}
     answer = {}
     try:
         channel = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -36,7 +36,7 @@ def main() -> None:
     except OSError:
         pass
     if "pid" not in answer:
-        os.execv(sys.executable, [sys.executable, "-m", "polite", *args])
+        os.execv(sys.executable, [sys.executable, "-m", module, *args])
     pid = int(answer["pid"])
     # The streams are the command's alone now: a reader of its output sees the end of it
     # when the command closes it, not when this process ends too

@@ -119,6 +119,14 @@ def test_a_launched_command_is_forked_and_ends_as_a_fresh_one() -> None:
     assert forked_commands() == before + 1
 
 
+def test_a_launched_command_runs_the_module_it_names() -> None:
+    before = forked_commands()
+    done = subprocess.run(command_line("--sort-keys", module="json.tool"), input='{"b":1,"a":2}',
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, '{\n    "a": 2,\n    "b": 1\n}\n')
+    assert forked_commands() == before + 1
+
+
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
 @pytest.mark.parametrize("ending", ["SIGTERM passed on", "the command killed",
                                     "the launcher killed"])

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.commands import command_line
 from tests.integrations.farm import (
     DELAY_S,
     RATE_S,
@@ -57,8 +57,8 @@ def start(tmp: Path, name: str, sites: dict[str, Site], options: dict[str, objec
     config = {"start_urls": [site.origin + "/" for site in sites.values()],
               "settings": options, "stats": str(stats)}
     env = {**os.environ, "POLITE_TEST_SPIDER": json.dumps(config)}
-    process = subprocess.Popen([sys.executable, "-m", "scrapy", "runspider", str(SPIDER),
-                                "-s", f"TWISTED_REACTOR={reactor}"],
+    process = subprocess.Popen(command_line("runspider", str(SPIDER), "-s",
+                                            f"TWISTED_REACTOR={reactor}", module="scrapy"),
                                env=env, cwd=tmp, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     return process, stats

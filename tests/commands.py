@@ -1,6 +1,8 @@
 """``polite COMMAND`` in a process of its own forked from an interpreter that has imported
 polite already (one a test worker, started at its first command): :func:`run` to its end,
-:func:`popen` started (``polite serve``, ``polite frontier serve``).
+:func:`popen` started (``polite serve``, ``polite frontier serve``), and
+:func:`command_line` for code that starts the process itself (a launcher, :mod:`tests.launch`,
+asks for the fork).
 
 The suite runs some five hundred commands; each fresh interpreter spent 0.1 to 0.35 s of
 CPU importing polite before its first line of work, about a sixth of the suite's CPU. The

@@ -25,10 +25,11 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.commands import command_line
 
 FENCE = re.compile(r"^```(\w*)([^\n]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 TITLE = re.compile(r'title="([^"]+)"')
@@ -140,11 +141,14 @@ def moved_text(text: str, moved: dict[str, str]) -> str:
 
 
 def shell_env(folder: Path) -> dict[str, str]:
-    """The environment of a page's commands: ``polite`` is this interpreter's."""
+    """The environment of a page's commands: ``polite`` is this interpreter's (forked by
+    the worker's forking interpreter, :func:`tests.commands.command_line`; polite is
+    installed there, so the page's Python path is not its)."""
     shims = folder / ".bin"
     shims.mkdir(exist_ok=True)
     shim = shims / "polite"
-    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m polite "$@"\n')
+    line = " ".join(shlex.quote(word) for word in command_line())
+    shim.write_text(f'#!/bin/sh\nunset PYTHONPATH\nexec {line} "$@"\n')
     shim.chmod(0o755)
     path = os.environ.get("PYTHONPATH", "")
     root = str(Path(__file__).resolve().parents[2])

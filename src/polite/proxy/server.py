@@ -285,7 +285,7 @@ class ProxyServer(Tunnels, Ordered):
                     if not down:
                         raise  # a fault still shows, as the task's error
                     break
-                if not keep or not event.keep_alive or event.version != "1.1" or client.raw_mode:
+                if not keep or not event.keep_alive or event.version != "1.1" or client.raw_mode():
                     break
         except ProtocolError as exc:
             self._send_error(client, exc.status, str(exc), close=True)

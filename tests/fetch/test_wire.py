@@ -62,6 +62,21 @@ async def pair(side: str = "request", max_head_bytes: int = 4096, *, fold_names:
         server.close()
 
 
+async def test_made_is_told_of_the_channel_once_its_connection_is_made() -> None:
+    near, far = socket.socketpair()
+    loop = asyncio.get_running_loop()
+    told: list[tuple[Channel, bool]] = []
+    _, channel = await loop.connect_accepted_socket(
+        lambda: Channel("request", max_head_bytes=1024,
+                        made=lambda made: told.append((made, made.transport is not None))),
+        near)
+    try:
+        assert told == [(channel, True)]  # once, with its transport to write to
+    finally:
+        channel.close()
+        far.close()
+
+
 async def test_a_request_with_a_body_becomes_head_pieces_end() -> None:
     async with pair() as (channel, peer):
         peer.write(b"POST http://a.example/x HTTP/1.1\r\nHost: a.example\r\n"

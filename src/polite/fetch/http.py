@@ -263,7 +263,7 @@ async def _response(channel: Channel, body: _Body, started: float, decode: bool,
             if event.status >= 200:
                 head = event
                 break
-            if channel.raw_mode:
+            if channel.raw_mode():
                 raise _Broken("the server switched protocols")
         elif event is not END:  # EOF (body pieces come only after a head)
             raise _Broken(_ended(channel))
@@ -291,7 +291,7 @@ async def _response(channel: Channel, body: _Body, started: float, decode: bool,
             break
         else:
             raise _Broken(_ended(channel))
-    return head.keep_alive and channel.at_rest
+    return head.keep_alive and channel.at_rest()
 
 
 class _Unresolved(Exception):

@@ -291,7 +291,7 @@ class ProxyBase(abc.ABC):
         """:meth:`_answered` without its steps (three coroutines), for the usual request: no
         body, its end read already, nothing to wait for. False: not answered so, ask
         :meth:`_answered`."""
-        return head.framing == "none" and not client.must_drain and client.take_end()
+        return head.framing == "none" and not client.must_drain() and client.take_end()
 
     async def _answered(self, client: Channel, head: Head) -> bool:
         """After a response of the proxy's own: the request read to its end, the

@@ -418,7 +418,7 @@ class Forwarding(ProxyBase):
             exchange.url, response.status, elapsed_s=elapsed_s,
             retry_after=(response.get(b"retry-after") or b"").decode("latin-1") or None
             if response.status in BACKOFF_STATUSES else None, host=exchange.key[1])
-        if client.must_drain:  # a small answer has not filled the transport: no step
+        if client.must_drain():  # a small answer has not filled the transport: no step
             await client.drain()
         return keep
 

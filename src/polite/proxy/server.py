@@ -122,20 +122,6 @@ def _plain_origin(written: str) -> tuple[str, str, str, int, bytes] | None:
     return origin, host, scheme, given or default, written[len(scheme) + 3:].encode("latin-1")
 
 
-class _ClientChannel(Channel):
-    """The client side: each connection is served by its own task."""
-
-    def __init__(self, server: ProxyServer) -> None:
-        super().__init__("request", max_head_bytes=server.settings.max_head_bytes,
-                         gather=server._gathering)
-        self._server = server
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)
-        self._server._serve(self)
-
-
-
 class ProxyServer(Tunnels, Ordered):
     """Listens on one address; ``app`` answers the origin-form requests."""
 
@@ -177,7 +163,10 @@ class ProxyServer(Tunnels, Ordered):
         await self._lifespan("startup")
         loop = asyncio.get_running_loop()
         try:
-            self._server = await loop.create_server(lambda: _ClientChannel(self), host, port)
+            # the client side: each connection is served by its own task
+            self._server = await loop.create_server(
+                lambda: Channel("request", max_head_bytes=self.settings.max_head_bytes,
+                                gather=self._gathering, made=self._serve), host, port)
         except BaseException:
             await self.close()  # the app's lifespan ends too: no task left pending
             raise
@@ -296,7 +285,7 @@ class ProxyServer(Tunnels, Ordered):
                     if not down:
                         raise  # a fault still shows, as the task's error
                     break
-                if not keep or not event.keep_alive or event.version != "1.1" or client.raw_mode:
+                if not keep or not event.keep_alive or event.version != "1.1" or client.raw_mode():
                     break
         except ProtocolError as exc:
             self._send_error(client, exc.status, str(exc), close=True)

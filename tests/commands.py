@@ -284,13 +284,15 @@ class _Forker:
     def count_launched(self) -> None:
         """Count the commands a launcher asked for that ended, and their CPU, as the
         forking interpreter said."""
-        while True:
-            try:
+        try:
+            while True:
                 ended = _answer(self.channel, 0)
-            except (BlockingIOError, RuntimeError, OSError):
-                return
-            self.forked += 1
-            self.cpu_s += float(ended["launched_cpu_s"])
+                self.forked += 1
+                self.cpu_s += float(ended["launched_cpu_s"])
+        except (BlockingIOError, RuntimeError, OSError):
+            pass  # none left to read
+        finally:
+            self.channel.settimeout(None)  # the asks sent on it wait for room
 
     def status(self, reply: socket.socket, timeout: float | None) -> int:
         """The status of the command whose end ``reply`` says, its CPU counted (as

@@ -36,8 +36,7 @@ SHUT_OUT = {"sections": "1", "s0.name": "all", "s0.prefix": "/", "s0.r0.agent": 
 def site_serve(db: Path) -> Iterator[httpx.Client]:
     """``polite site serve`` on 127.0.0.1 (its default, no token); a client once it answers."""
     port = free_port()
-    command = command_line("site", "serve", "--db", str(db), "--port",
-                           str(port))
+    command = command_line("site", "serve", "--db", str(db), "--port", str(port))
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True) as process:
         try:

@@ -43,8 +43,7 @@ def test_the_start_up_line_masks_the_redis_password(tmp_path: Path) -> None:
         client.close()
         store = url.replace("redis://", "redis://:s3cret-pass@")
         port = free_port()
-        command = command_line("serve", "--port", str(port),
-                               "--store", store)
+        command = command_line("serve", "--port", str(port), "--store", store)
         with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) as process:
             try:

@@ -130,8 +130,7 @@ def test_on_a_terminal_a_crawl_says_what_it_waits_for(tmp_path: Path) -> None:
     primary, secondary = pty.openpty()
     fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 250, 0, 0))
     process = subprocess.Popen(
-        command_line("crawl", REFUSED, "--out", str(tmp_path / "b"),
-                     "--allow-private"),
+        command_line("crawl", REFUSED, "--out", str(tmp_path / "b"), "--allow-private"),
         stdout=subprocess.PIPE, stderr=secondary, text=True,
         env={**os.environ, "COLUMNS": "250"})
     os.close(secondary)

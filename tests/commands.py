@@ -144,10 +144,12 @@ def _serve(channel: socket.socket) -> None:
                     asker.close()
                     continue
                 reply = asker if launched else socket.socket(fileno=fds.pop())
-                command = (asked.get("module", "polite"), next(iter(asked["args"]), ""))
-                _import(_IMPORTED_FOR.get(command, ()))
-                if _threads() != 1 or "twisted.internet.reactor" in sys.modules:
-                    raise RuntimeError(f"importing for {command} started a thread or a reactor")
+                command = (asked["module"], next(iter(asked["args"]), ""))
+                if command in _IMPORTED_FOR:
+                    _import(_IMPORTED_FOR[command])
+                    if _threads() != 1 or "twisted.internet.reactor" in sys.modules:
+                        raise RuntimeError(f"importing for {command} started a thread or a "
+                                           "reactor")
                 pid = os.fork()
                 if pid == 0:  # what the loop holds is not the command's
                     signal.set_wakeup_fd(-1)
@@ -215,7 +217,7 @@ def _become(asked: dict[str, Any], fds: list[int]) -> None:
     sys.path[0] = cwd  # what -m puts first
     args = [str(arg) for arg in asked["args"]]
     sys.argv = ["-m", *args]  # runpy puts the module's file first
-    runpy.run_module(str(asked.get("module", "polite")), run_name="__main__", alter_sys=True)
+    runpy.run_module(str(asked["module"]), run_name="__main__", alter_sys=True)
     raise SystemExit(0)
 
 
@@ -263,7 +265,7 @@ class _Forker:
         err_read, err_write = os.pipe()
         in_read, in_write = os.pipe() if stdin else (os.open(os.devnull, os.O_RDONLY), None)
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        asked = {"args": args, "cwd": os.getcwd(), "env": env}
+        asked = {"module": "polite", "args": args, "cwd": os.getcwd(), "env": env}
         self.forked += 1
         try:
             socket.send_fds(self.channel, [json.dumps(asked).encode()],

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import os
 import sqlite3
 import subprocess
 import threading
@@ -26,7 +25,6 @@ from polite.fetch.politeness import LEASE_S
 from tests.commands import command_line
 from tests.sites import Reply, Site, serve
 
-ENV = dict(os.environ)
 HTML = {"Content-Type": "text/html"}
 PAGES = [f"/p{i}" for i in range(6)]
 DELAYS_S = (0.05, 0.08)
@@ -120,7 +118,7 @@ def crawl_worker(name: str, out: Path, store: str | None, *urls: str
         command_line("crawl", *urls, "--out", str(out), *shared, "--agent", "LeaseBot",
                      "--allow-private", "--default-delay-s", "0", "--purpose", "search",
                      "--read-timeout-s", str(READ_TIMEOUT_S), "--json"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def assert_polite(site: Site, delay_s: float) -> None:

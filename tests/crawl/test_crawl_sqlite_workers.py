@@ -7,7 +7,6 @@ exits."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -19,7 +18,6 @@ HTML = {"Content-Type": "text/html"}
 PAGES = ["/", "/a", "/b", "/c", "/d", "/e"]
 WORKERS = 4
 ROUNDS = 3
-ENV = dict(os.environ)
 
 
 def _site() -> Site:
@@ -42,7 +40,7 @@ def test_processes_started_together_on_one_sqlite_store_fetch_each_page_once(
                 command_line("crawl", site.origin + "/", "--out",
                              str(tmp_path / f"out-{round_}-{n}"), "--store", store,
                              "--allow-private", "--default-delay-s", "0", "--json"),
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 for n in range(WORKERS)]
             summaries = []
             try:

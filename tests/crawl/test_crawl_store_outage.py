@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
 import time
@@ -26,7 +25,6 @@ from tests.sites import Reply, Site, serve
 
 PAGES = 30
 HTML = {"Content-Type": "text/html"}
-ENV = dict(os.environ)
 
 
 def chain(host: str) -> Site:
@@ -67,7 +65,7 @@ def crawl_through_an_outage(tmp_path: Path, site: Site, store: str, server: Pope
     crawl = subprocess.Popen(
         command_line("crawl", site.origin + "/", "--out",
                      str(tmp_path / "out"), "--store", store, "--worker", "w1", "--allow-private",
-                     "--json"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+                     "--json"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_until(lambda: server.poll() is not None, "the crawl did not get going")
         killed_at = len(site.requests)
@@ -163,7 +161,7 @@ def test_sigterm_while_waiting_for_redis_stops_the_crawl_cleanly(tmp_path: Path)
         crawl = subprocess.Popen(
             command_line("crawl", site.origin + "/", "--out", str(tmp_path / "out"), "--store",
                          store, "--worker", "w1", "--allow-private", "--json"),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             wait_until(lambda: len(site.requests) > 4, "the crawl did not get going")
             server.send_signal(signal.SIGKILL)
@@ -216,7 +214,7 @@ def test_a_store_that_does_not_answer_at_the_start_is_a_clear_error(tmp_path: Pa
     done = subprocess.run(
         command_line("crawl", "http://127.0.6.54:9/", "--out", str(tmp_path), "--store",
                      f"redis://127.0.0.1:{free_port()}/0", "--allow-private"),
-        capture_output=True, text=True, timeout=60, env=ENV)
+        capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.startswith("polite: --store redis://127.0.0.1:")
     assert "cannot reach it" in done.stderr

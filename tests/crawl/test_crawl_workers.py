@@ -8,7 +8,6 @@ import asyncio
 import io
 import itertools
 import json
-import os
 import signal
 import subprocess
 import time
@@ -30,7 +29,6 @@ PAGES = 30
 HTML = {"Content-Type": "text/html"}
 DELAYS_S = (0.1, 0.15, 0.1, 0.2, 0.1, 0.15)
 LEASE_S = 2.0
-ENV = dict(os.environ)
 
 
 def site(host: str, delay_s: float) -> Site:
@@ -49,7 +47,7 @@ def worker(name: str, out: Path, store: str, *urls: str) -> subprocess.Popen[str
         command_line("crawl", *urls, "--out", str(out), "--store", store, "--worker", name,
                      "--agent", "FarmBot", "--user-agent", f"FarmBot-{name}", "--lease-s",
                      str(LEASE_S), "--allow-private", "--default-delay-ms", "0", "--json"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _stop(processes: Iterable[subprocess.Popen[str]]) -> None:
@@ -61,7 +59,7 @@ def _stop(processes: Iterable[subprocess.Popen[str]]) -> None:
 
 def polite(*args: str) -> Any:
     done = subprocess.run(command_line(*args, "--json"),
-                          capture_output=True, text=True, timeout=60, env=ENV)
+                          capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

@@ -93,13 +93,6 @@ def _forked_children() -> set[int]:
             Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
 
 
-def _until(done: object, what: str) -> None:
-    deadline = time.monotonic() + 30
-    while not done():  # type: ignore[operator]
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)
-
-
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
 def test_a_launched_command_is_forked_and_ends_as_a_fresh_one() -> None:
     args = ("robots", "check", "-", "--agent", "bot", "https://e.com/a")
@@ -148,4 +141,7 @@ def test_signals_reach_a_launched_command_and_its_end_is_the_launchers(ending: s
         else:
             launcher.kill()
             assert launcher.wait(30) == -signal.SIGKILL
-    _until(lambda: command not in _forked_children(), "the command outlived its launcher")
+    deadline = time.monotonic() + 30
+    while command in _forked_children():
+        assert time.monotonic() < deadline, "the command outlived its launcher"
+        time.sleep(0.02)

@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
+from polite.fetch.trust import client_context
 from polite.site import SiteGuard, SiteMiddleware, SiteWSGIMiddleware
 
 
@@ -69,10 +70,12 @@ def serve_wsgi(app: Callable[..., Any], host: str) -> Iterator[str]:
 
 
 def client_from(address: str, base_url: str, user_agent: str) -> httpx.Client:
-    """A client whose connections leave from ``address`` (a crawler's "own" address)."""
+    """A client whose connections leave from ``address`` (a crawler's "own" address), with
+    polite's TLS context, as ``tests.serving.through``'s."""
     return httpx.Client(base_url=base_url, trust_env=False, timeout=10,
                         headers={"user-agent": user_agent},
-                        transport=httpx.HTTPTransport(local_address=address))
+                        transport=httpx.HTTPTransport(local_address=address,
+                                                      verify=client_context()))
 
 
 async def _page(request: Request) -> PlainTextResponse:

@@ -19,6 +19,7 @@ from polite.api import create_app
 from polite.clock import WallClock
 from polite.fetch.politeness import Politeness
 from polite.fetch.robots import RobotsFetcher, create_client
+from polite.fetch.trust import client_context
 from polite.proxy import ProxyServer, ProxySettings
 from polite.storage import SQLiteStore
 from tests.commands import command_line
@@ -61,7 +62,7 @@ def service(db: Path, *, default_delay_ms: int = 1000, admin_token: str | None =
 
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False,
-                          timeout=10) as http:
+                          timeout=10, verify=client_context()) as http:
             yield http
     finally:
         asyncio.run_coroutine_threadsafe(stop(), loop).result(10)

@@ -8,6 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import serving
 from tests.serving import polite_serve
 from tests.sites import Reply, Site, serve
 
@@ -29,8 +30,7 @@ def proxy(store: Path) -> Iterator[httpx.Client]:
 
 
 def through(api: httpx.Client, **headers: str) -> httpx.Client:
-    return httpx.Client(proxy=str(api.base_url).rstrip("/"), trust_env=False, timeout=30,
-                        headers=headers)
+    return serving.through(api, headers=headers)
 
 
 def metric(api: httpx.Client, name: str) -> float:

@@ -15,6 +15,7 @@ from polite.core.robots import parse
 from polite.core.robots.usage import from_robots
 from polite.core.site import Field, RuleRow, Section, SiteRules, render
 from polite.core.usage.statement import Pref, RuleValue
+from polite.fetch.trust import client_context
 from polite.site import SiteGuard, SiteStore
 from tests.site_side.test_middleware import (
     CRAWLERS,
@@ -77,7 +78,8 @@ def test_preferences_per_section_round_trip(page: Page,
     elsewhere = from_robots(robots, "/blog/1", "AnyBot")
     assert (elsewhere.pref("train-ai"), elsewhere.pref("search")) == (Pref.ALLOW, Pref.ALLOW)
     # The site's middleware sends the header the file's lines make for each path.
-    headers = {path: httpx.get(site_url + path, trust_env=False, timeout=5).headers
+    headers = {path: httpx.get(site_url + path, trust_env=False, timeout=5,
+                                verify=client_context()).headers
                for path in ("/students/alice/page", "/blog/1", "/admin/x")}
     assert headers["/students/alice/page"]["content-usage"] == "train-ai=n"
     assert headers["/blog/1"]["content-usage"] == "train-ai=y, search=y"
@@ -103,7 +105,7 @@ def test_the_middleware_adds_the_content_usage_header(kind: str, tmp_path: Path)
     with _mw_served(kind, guard) as url:
         def usage(path: str, agent: str = PERSON_UA) -> str | None:
             answer = httpx.get(url + path, headers={"User-Agent": agent}, trust_env=False,
-                               timeout=5)
+                               timeout=5, verify=client_context())
             assert answer.status_code == 200, answer.text
             return answer.headers.get("content-usage")
         assert usage("/page") == "train-ai=n"  # Content-Signal is not this header's

@@ -15,7 +15,7 @@ from polite.core.survey import agent_key
 from polite.errors import ConfigError
 from polite.robots import MAX_ROBOTS_BYTES
 from polite.survey import Survey, write_report
-from polite.survey.report import FIGURES
+from polite.survey.report import FIGURES, _plain
 from tests.commands import run
 from tests.conftest import ON_CORPUS_SURVEY, shared_path
 from tests.core.test_survey_robots_stats import _independent
@@ -362,3 +362,10 @@ def test_a_binary_robots_txt_is_one_outcome_for_the_survey_and_the_report(
                        "rules.example": ("ok", "2")}
     assert {int(r["lines"]): int(r["files"]) for r in rows(tables / "robots_lines.csv")} \
         == {2: 2}
+
+
+def test_log_axes_are_labelled_in_plain_numbers() -> None:
+    """A log axis's ticks read as counts (1, 20, 3k), not as powers of ten in mathtext,
+    whose parser took a fifth of a small report's instructions."""
+    assert [_plain(v) for v in (0.5, 1, 20, 500, 1_000, 3_000, 100_000, 10_000_000)] \
+        == ["0.5", "1", "20", "500", "1k", "3k", "100k", "10M"]

@@ -144,6 +144,14 @@ def _loglog(ax: Axes, xs: Sequence[Any], ys: Sequence[Any], xlabel: str, ylabel:
     ax.set_ylabel(ylabel)
 
 
+def _plain(value: float) -> str:
+    """A log axis's tick as a reader counts: 1, 20, 500, 3k, 10M."""
+    for scale, suffix in ((1e6, "M"), (1e3, "k")):
+        if value >= scale:
+            return f"{value / scale:g}{suffix}"
+    return f"{value:g}"
+
+
 def _ranked(values: Sequence[Any]) -> tuple[list[int], list[Any]]:
     ordered = sorted((v for v in values if v is not None), reverse=True)
     return list(range(1, len(ordered) + 1)), ordered
@@ -155,6 +163,15 @@ def _figures(survey: Survey, folder: Path) -> tuple[list[Path], set[str]]:
     # pyplot's import (a tenth of a small report's CPU) not paid; savefig draws the SVG
     import matplotlib
     from matplotlib.figure import Figure
+    from matplotlib.ticker import LogFormatter
+
+    class _PlainLog(LogFormatter):
+        """The ticks a log axis labels, in plain numbers: matplotlib's default writes each
+        as a power of ten in its TeX-like mathtext, which took a fifth of a small report's
+        instructions to parse and lay out (10.5 billion against 8.3 without)."""
+
+        def __call__(self, x: float, pos: int | None = None) -> str:
+            return _plain(x) if super().__call__(x, pos) else ""
 
     matplotlib.rcParams.update({"svg.hashsalt": "polite", "font.size": 9,
                                 "axes.grid": True, "grid.alpha": 0.3})
@@ -314,6 +331,10 @@ def _figures(survey: Survey, folder: Path) -> tuple[list[Path], set[str]]:
             ax.cla()
             ax.axis("off")
             ax.text(0.5, 0.5, "no data in this survey", ha="center", va="center")
+        for axis in (ax.xaxis, ax.yaxis):
+            if axis.get_scale() == "log":
+                axis.set_major_formatter(_PlainLog())
+                axis.set_minor_formatter(_PlainLog(labelOnlyBase=False))
         # the title's place given (where matplotlib would put it: no tick labels above
         # the axes), so that drawing does not lay out every tick label once more to find
         # it: a report's figures took 7 % more CPU

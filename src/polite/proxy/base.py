@@ -196,23 +196,31 @@ def _proxy_credential(value: bytes | None) -> bytes | None:
 def _forwardable(headers: Headers, dropped: frozenset[bytes] = _HOP_BY_HOP,
                  own: bytes = b"") -> Headers:
     """The fields of ``headers`` that go on to the next hop: none of ``dropped`` (the hop's
-    own by default) nor, with ``own``, any whose name starts with it."""
+    own by default), Connection and the fields it names, nor, with ``own``, any whose name
+    starts with it."""
+    # One pass that keeps each field's own pair: not a search for Connection and then a
+    # comprehension, which in Python 3.11 is a function made and called, with a cell for
+    # each name it reads, and a pair made again for each field (twice a proxied request).
+    kept: Headers = []
+    connection = False
+    for pair in headers:
+        key = pair[0]
+        if key == b"connection":
+            connection = True
+        elif key not in dropped and not (own and key.startswith(own)):
+            kept.append(pair)
+    return _without_named(kept, headers) if connection else kept
+
+
+def _without_named(kept: Headers, headers: Headers) -> Headers:
+    """``kept`` without the fields named in the Connection fields of ``headers``."""
     # A field named in Connection is the hop's own, except Content-Length: dropping it while
     # the body still goes on would leave the next hop to frame the message by itself (a
     # request without its length is a request with no body, the body then a second request
     # the checks never saw; a response without it runs to the close).
-    for key, _ in headers:
-        if key == b"connection":
-            break
-    else:  # the usual message: no Connection field, nothing named
-        if own:
-            return [(k, v) for k, v in headers if k not in dropped and not k.startswith(own)]
-        return [(k, v) for k, v in headers if k not in dropped]
     named = {n.strip().lower() for key, value in headers if key == b"connection"
              for n in value.split(b",")} - _FRAMING
-    return [(k, v) for k, v in headers if k not in dropped and k not in named
-            and not (own and k.startswith(own))]
-
+    return [pair for pair in kept if pair[0] not in named]
 
 
 @dataclass(slots=True)

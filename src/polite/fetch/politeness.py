@@ -710,11 +710,12 @@ class Politeness:
         ends as the pause begins. ``host``: ``url``'s, when the caller has it already."""
         if host is None:
             host = split_origin(url)[1]
-        now = self._clock()
-        # only the answers that pause a host have their Retry-After read
-        until = backoff_until(status, parse_retry_after(retry_after, now), now) \
-            if self.backoff and status in BACKOFF_STATUSES else None
-        pause = None if until is None else until - now
+        until: float | None = None
+        pause: float | None = None
+        if self.backoff and status in BACKOFF_STATUSES:  # the clock is read for those alone
+            now = self._clock()
+            until = backoff_until(status, parse_retry_after(retry_after, now), now)
+            pause = None if until is None else until - now
         await self._store.note_response(host, elapsed_s, pause, ends_lease=ends_lease)
         if until is not None:
             told = f"Retry-After: {retry_after}" if retry_after else "no Retry-After"

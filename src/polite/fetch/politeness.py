@@ -597,7 +597,8 @@ class Politeness:
             landing = self.grants.landing((host,))
             if landing:
                 await asyncio.wait(landing)
-            asked = time.monotonic()  # the lateness counts from here, as in a batch
+            if decision.interval_s > 0:  # a slot to number below (none without spacing)
+                asked = time.monotonic()  # the lateness counts from here, as in a batch
         (claim,) = await self._store.claim_batch([(host, (decision.interval_s,))],
                                                   take=reserve, lease_s=lease_s)
         self._note_claim(host, decision, claim)
@@ -899,7 +900,15 @@ class Grants:
     def landing(self, hosts: Iterable[str]) -> list[asyncio.Future[None]]:
         """The notes of these hosts' late starts not yet in the store."""
         shifting = self._shifting
-        return [shifting[host] for host in hosts if host in shifting] if shifting else []
+        if not shifting:
+            return []
+        # a loop, not a comprehension: that is a function made and called, and a cell made
+        # for what it reads at every call, this one's early return too
+        landing = []
+        for host in hosts:
+            if host in shifting:
+                landing.append(shifting[host])
+        return landing
 
 
 class LateStart:

@@ -589,23 +589,27 @@ class Politeness:
         robots_s = decision.delays.robots_s
         if robots_s is not None:
             await self._note_robots_delay(host, robots_s)
+        # A named tuple's field read by its name is a descriptor's call in Python 3.11 (never
+        # specialized): the interval is read once.
+        interval_s = decision.interval_s
         slack = self.send_slack_s
-        if slack > 0 and decision.interval_s > 0:
-            decision = Allowed(decision.interval_s + slack, decision.delays)
+        if slack > 0 and interval_s > 0:
+            interval_s += slack
+            decision = Allowed(interval_s, decision.delays)
         asked = 0.0
         if reserve:
             landing = self.grants.landing((host,))
             if landing:
                 await asyncio.wait(landing)
-            if decision.interval_s > 0:  # a slot to number below (none without spacing)
+            if interval_s > 0:  # a slot to number below (none without spacing)
                 asked = time.monotonic()  # the lateness counts from here, as in a batch
-        (claim,) = await self._store.claim_batch([(host, (decision.interval_s,))],
+        (claim,) = await self._store.claim_batch([(host, (interval_s,))],
                                                   take=reserve, lease_s=lease_s)
         self._note_claim(host, decision, claim)
         if claim.granted < 0:  # not granted: what holds it (claimed); granted, it goes as is
             return Answer(url, claimed(decision, claim), claim.now, cut, 0,
                           state if reserve else None)
-        grant = self.grants.give(host, asked) if reserve and decision.interval_s > 0 else 0
+        grant = self.grants.give(host, asked) if reserve and interval_s > 0 else 0
         return Answer(url, decision, claim.now, cut, grant, state if reserve else None)
 
     def _note_state(self, origin: str, state: RobotsState) -> None:

@@ -109,9 +109,10 @@ class Forwarding(ProxyBase):
         forwarded)."""
         head = exchange.head
         activity = self._politeness.activity
-        agent = _product_token(head.get(b"user-agent"))
+        agent = _product_token(exchange.user_agent)
         # Before the cache: a stored page is no more the purpose's to take than a fetched one.
-        purpose = exchange.purpose = asked_purpose(head, self.settings.purpose)
+        purpose = exchange.purpose = asked_purpose(head, self.settings.purpose) \
+            if exchange.names_purpose else self.settings.purpose
         refusal = None if purpose is None else await self._usage_refusal(
             exchange.url, agent or self._politeness.agent, purpose)
         if refusal is not None:

@@ -53,6 +53,20 @@ def test_the_trace_keeps_the_last_n_and_cuts_long_urls() -> None:
     assert Activity(trace_size=0).trace.maxlen == 0
 
 
+def test_a_trace_entry_is_the_exchange_as_it_ended() -> None:
+    clock = Clock()
+    activity = Activity(wall=clock)
+    watch = activity.watch("GET", "http://e.com/a", "e.com", held=True)
+    activity.decided(watch, "delay")
+    activity.ended(watch, "delay", 429, 1500)
+    (entry,) = activity.trace
+    json = entry.as_json()
+    assert json["durationMs"] >= 0
+    del json["durationMs"]
+    assert json == {"time": 1000.0, "method": "GET", "url": "http://e.com/a",
+                    "decision": "delay", "status": 429, "delayMs": 1500}
+
+
 def test_rates_and_status_classes_per_second() -> None:
     clock = Clock()
     activity = Activity(wall=clock)

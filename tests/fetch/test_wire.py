@@ -95,6 +95,40 @@ async def test_a_request_with_a_body_becomes_head_pieces_end() -> None:
         assert await channel.next(5) is EOF
 
 
+# Messages kept alive, each version with a field that keeps it so between two HTTP/1.1 ones
+# without any (whose version is read without asking the parser), then each way a
+# connection ends.
+_KEPT = [(b"1.1", b""), (b"1.0", b"Connection: keep-alive\r\n"), (b"1.1", b""),
+         (b"2.0", b"Proxy-Connection: keep-alive\r\n"), (b"1.1", b""),
+         (b"0.9", b"CONNECTION: Keep-Alive\r\n"), (b"1.1", b""),
+         (b"1.1", b"Connection: keep-alive\r\n"), (b"1.1", b"")]
+_LAST = [(b"1.1", b"Connection: close\r\n"), (b"1.0", b""), (b"2.0", b""), (b"0.9", b""),
+         (b"1.0", b"Connection: close\r\n")]
+
+
+@pytest.mark.parametrize("last", _LAST)
+@pytest.mark.parametrize("fold_names", [True, False])
+@pytest.mark.parametrize("side", ["request", "response"])
+async def test_each_messages_version_is_its_own_whatever_keeps_it_alive(
+        side: str, fold_names: bool, last: tuple[bytes, bytes]) -> None:
+    """The version each head says, and whether it keeps the connection, message by message
+    on one connection."""
+    sent = [*_KEPT, last]
+    wire = b"".join((b"GET http://a.example/ HTTP/%s\r\nHost: a.example\r\n" if
+                     side == "request" else
+                     b"HTTP/%s 200 OK\r\nContent-Length: 0\r\n") % version
+                    + connection + b"\r\n" for version, connection in sent)
+    async with pair(side, fold_names=fold_names) as (channel, peer):
+        peer.write(wire)
+        read = []
+        for _ in sent:
+            head = await channel.next(5)
+            assert isinstance(head, Head) and await channel.next(5) is END
+            read.append((head.version, head.keep_alive))
+        assert read == [(version.decode(), (version, connection) != last)
+                        for version, connection in sent]
+
+
 async def test_the_end_of_a_message_is_taken_only_when_it_is_next() -> None:
     async with pair() as (channel, peer):
         peer.write(b"POST http://a.example/x HTTP/1.1\r\nHost: a.example\r\n"

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 
+from polite.proxy.base import _HOP_BY_HOP, _forwardable
 from tests.serving import exchange, polite_serve, through
 from tests.sites import tcp_origin
 
@@ -258,3 +259,18 @@ def test_a_refused_request_that_awaits_100_continue_is_closed_not_held(
                               f"Content-Length: 5\r\nExpect: 100-continue\r\n\r\n".encode())
         assert got.startswith(b"HTTP/1.1 429")  # no 100: the body is never asked for
         assert time.monotonic() - started < 5  # and the connection ends at once
+
+
+@pytest.mark.parametrize(("fields", "forwarded"), [
+    # the usual message: the hop's own fields go, the others keep their order
+    ([(b"host", b"a"), (b"keep-alive", b"5"), (b"accept", b"*/*"), (b"te", b"trailers"),
+      (b"x-polite-mode", b"wait"), (b"user-agent", b"bot")],
+     [(b"host", b"a"), (b"accept", b"*/*"), (b"user-agent", b"bot")]),
+    # what Connection names goes too, before or after it, but Content-Length
+    ([(b"x-a", b"1"), (b"connection", b"X-A, x-b ,content-length"), (b"content-length", b"2"),
+      (b"x-b", b"3"), (b"x-c", b"4"), (b"connection", b"x-c")],
+     [(b"content-length", b"2")]),
+])
+def test_the_fields_that_go_on_are_those_not_the_hops_own(
+        fields: list[tuple[bytes, bytes]], forwarded: list[tuple[bytes, bytes]]) -> None:
+    assert _forwardable(fields, _HOP_BY_HOP, b"x-polite-") == forwarded

@@ -257,6 +257,8 @@ class Politeness:
         # what this node sees, for the dashboard (the proxy and the API count into it too)
         self.activity = activity if activity is not None else Activity()
         self._noted_states: dict[str, tuple[type, float, str]] = {}
+        # the origin and state told last (one state kept, however many origins)
+        self._last_noted: tuple[str, RobotsState | None] = ("", None)
         self.grants = grants if grants is not None else Grants()
         # host -> until when: ends of its lease the store could not take (HostLease), to be
         # done once it answers again (end_kept), tried again meanwhile by one task
@@ -587,28 +589,39 @@ class Politeness:
         robots_s = decision.delays.robots_s
         if robots_s is not None:
             await self._note_robots_delay(host, robots_s)
+        # A named tuple's field read by its name is a descriptor's call in Python 3.11 (never
+        # specialized): the interval is read once.
+        interval_s = decision.interval_s
         slack = self.send_slack_s
-        if slack > 0 and decision.interval_s > 0:
-            decision = Allowed(decision.interval_s + slack, decision.delays)
+        if slack > 0 and interval_s > 0:
+            interval_s += slack
+            decision = Allowed(interval_s, decision.delays)
         asked = 0.0
         if reserve:
             landing = self.grants.landing((host,))
             if landing:
                 await asyncio.wait(landing)
-            asked = time.monotonic()  # the lateness counts from here, as in a batch
-        (claim,) = await self._store.claim_batch([(host, (decision.interval_s,))],
+            if interval_s > 0:  # a slot to number below (none without spacing)
+                asked = time.monotonic()  # the lateness counts from here, as in a batch
+        (claim,) = await self._store.claim_batch([(host, (interval_s,))],
                                                   take=reserve, lease_s=lease_s)
         self._note_claim(host, decision, claim)
         if claim.granted < 0:  # not granted: what holds it (claimed); granted, it goes as is
             return Answer(url, claimed(decision, claim), claim.now, cut, 0,
                           state if reserve else None)
-        grant = self.grants.give(host, asked) if reserve and decision.interval_s > 0 else 0
+        grant = self.grants.give(host, asked) if reserve and interval_s > 0 else 0
         return Answer(url, decision, claim.now, cut, grant, state if reserve else None)
 
     def _note_state(self, origin: str, state: RobotsState) -> None:
         """The activity told of ``origin``'s robots.txt state, once per state: what tells
         the states apart is kept, not the state (a parsed file would stay in memory past
         the fetcher's byte budget)."""
+        last_origin, last_state = self._last_noted
+        if state is last_state and origin == last_origin:
+            # Told already, known without its token (a tuple, robots_code and their
+            # comparison: 3,000 instructions): most checks in a row ask about one origin.
+            return
+        self._last_noted = (origin, state)
         noted = self._noted_states
         token = (type(state), state.fetched_at, robots_code(state))
         if noted.get(origin) != token:
@@ -710,11 +723,12 @@ class Politeness:
         ends as the pause begins. ``host``: ``url``'s, when the caller has it already."""
         if host is None:
             host = split_origin(url)[1]
-        now = self._clock()
-        # only the answers that pause a host have their Retry-After read
-        until = backoff_until(status, parse_retry_after(retry_after, now), now) \
-            if self.backoff and status in BACKOFF_STATUSES else None
-        pause = None if until is None else until - now
+        until: float | None = None
+        pause: float | None = None
+        if self.backoff and status in BACKOFF_STATUSES:  # the clock is read for those alone
+            now = self._clock()
+            until = backoff_until(status, parse_retry_after(retry_after, now), now)
+            pause = None if until is None else until - now
         await self._store.note_response(host, elapsed_s, pause, ends_lease=ends_lease)
         if until is not None:
             told = f"Retry-After: {retry_after}" if retry_after else "no Retry-After"
@@ -890,7 +904,15 @@ class Grants:
     def landing(self, hosts: Iterable[str]) -> list[asyncio.Future[None]]:
         """The notes of these hosts' late starts not yet in the store."""
         shifting = self._shifting
-        return [shifting[host] for host in hosts if host in shifting] if shifting else []
+        if not shifting:
+            return []
+        # a loop, not a comprehension: that is a function made and called, and a cell made
+        # for what it reads at every call, this one's early return too
+        landing = []
+        for host in hosts:
+            if host in shifting:
+                landing.append(shifting[host])
+        return landing
 
 
 class LateStart:

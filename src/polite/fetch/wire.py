@@ -52,6 +52,8 @@ EOF: Final = _Marker("EOF")  # the peer closed its side
 _HIGH_WATER = 256 * 1024
 # Bytes a gathering channel holds before :meth:`Channel.drain` hands them on.
 _GATHER_BYTES = 64 * 1024
+# The fields llhttp reads a message's Connection options from (keep-alive, close, upgrade).
+_CONNECTION_FIELDS = frozenset({b"connection", b"proxy-connection"})
 
 
 @dataclass(slots=True)
@@ -176,12 +178,12 @@ class Channel(asyncio.Protocol):
     # ``made``, not by a subclass): every read of a field is then specialized once for good.
     # A subclass on one side made each read see two types in turn, and a dictionary of 36
     # fields is past the 30 that share their keys: 35,000 instructions of a proxied request.
-    __slots__ = ("_buffered", "_deadline", "_drained", "_error", "_events", "_field_overhead",
-                 "_fields", "_fold", "_gather", "_gathered", "_gathered_bytes", "_head",
-                 "_head_bytes", "_in_head", "_loop", "_made", "_max_head", "_open_body",
-                 "_parser", "_paused_reading", "_paused_writing", "_raw", "_reason",
-                 "_silence", "_timer", "_unfinished", "_url", "_waiter", "closed",
-                 "expect_no_body", "idle", "lost", "received", "reusable", "side",
+    __slots__ = ("_buffered", "_connection", "_deadline", "_drained", "_error", "_events",
+                 "_field_overhead", "_fields", "_fold", "_gather", "_gathered",
+                 "_gathered_bytes", "_head", "_head_bytes", "_in_head", "_loop", "_made",
+                 "_max_head", "_open_body", "_parser", "_paused_reading", "_paused_writing",
+                 "_raw", "_reason", "_silence", "_timer", "_unfinished", "_url", "_waiter",
+                 "closed", "expect_no_body", "idle", "lost", "received", "reusable", "side",
                  "trailing", "transport", "written")
 
     def __init__(self, side: Literal["request", "response"], *, max_head_bytes: int,
@@ -214,6 +216,7 @@ class Channel(asyncio.Protocol):
         # the next head's parts as they come: its Head is made once they are all in
         self._reason = b""
         self._fields: Headers = []
+        self._connection = False  # the head has a field llhttp reads as Connection
         self._raw = False  # tunnel: bytes pass as they are, unparsed
         self._open_body = False  # a head read whose body has not ended
         self.side = side
@@ -316,6 +319,7 @@ class Channel(asyncio.Protocol):
         self._url = b""
         self._reason = b""
         self._fields = []
+        self._connection = False
 
     def on_url(self, url: bytes) -> None:
         self._url += url
@@ -326,7 +330,10 @@ class Channel(asyncio.Protocol):
         self._reason += reason
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._fields.append((name.lower() if self._fold else name, value))
+        lower = name.lower()
+        self._fields.append((lower if self._fold else name, value))
+        if lower in _CONNECTION_FIELDS:
+            self._connection = True
         self._head_bytes += len(name) + len(value) + self._field_overhead
         if self._head_bytes > self._max_head:
             raise ProtocolError(431, "the header section is too large")
@@ -335,6 +342,12 @@ class Channel(asyncio.Protocol):
         self._in_head = False
         parser = self._parser
         fields = self._fields
+        # llhttp reads HTTP/0.9, 1.0, 1.1 and 2.0 only, and keeps a message alive without a
+        # Connection (or Proxy-Connection) field asking for it in 1.1 alone: such a message's
+        # version is known without asking the parser, which formats a string each time
+        # (2,300 instructions a head, and a proxied request reads two).
+        keep_alive = parser.should_keep_alive()
+        version = "1.1" if keep_alive and not self._connection else parser.get_http_version()
         # Its size, about what it took on the wire: heads count against the bound on what
         # waits unread too, so that a client pipelining requests it never reads the answers
         # of is stopped like one sending a body nobody reads.
@@ -342,13 +355,12 @@ class Channel(asyncio.Protocol):
             target = self._url
             head = self._head = Head(
                 parser.get_method(), target, 0, b"", fields,  # type: ignore[union-attr]
-                parser.get_http_version(), parser.should_keep_alive(),
-                _request_framing(fields), self._head_bytes + len(target) + 64)
+                version, keep_alive, _request_framing(fields),
+                self._head_bytes + len(target) + 64)
         else:
             status = parser.get_status_code()  # type: ignore[union-attr]
             head = self._head = Head(
-                b"", b"", status, self._reason, fields, parser.get_http_version(),
-                parser.should_keep_alive(),
+                b"", b"", status, self._reason, fields, version, keep_alive,
                 _response_framing(status, fields, self.expect_no_body, self._fold),
                 self._head_bytes + 64)
         self._events.append(head)
@@ -409,7 +421,10 @@ class Channel(asyncio.Protocol):
                 raise self._error
             if self.closed:
                 return EOF
-            waiter = self._waiter = self._loop.create_future()
+            # asyncio's Future made here, not by loop.create_future: uvloop's makes the same
+            # one through a call of its own with a keyword (about 270 instructions more a
+            # wait, and a proxied request waits twice).
+            waiter = self._waiter = asyncio.Future(loop=self._loop)
             if timeout_s is None:
                 if self._timer is not None:  # an earlier wait's: it must not end this one
                     self._timer.cancel()
@@ -629,7 +644,8 @@ _FIELD_JOIN = b": ".join
 
 
 def response_head(status: int, reason: bytes, headers: Headers) -> bytes:
-    return _CRLF.join([b"HTTP/1.1 %d %s" % (status, reason or _REASONS.get(status, b"")),
+    start = _STATUS_STARTS.get(status) or b"HTTP/1.1 %d " % status
+    return _CRLF.join([start + (reason or _REASONS.get(status, b"")),
                        *map(_FIELD_JOIN, headers), _CRLF])
 
 
@@ -650,3 +666,7 @@ LAST_CHUNK: Final = b"0\r\n\r\n"
 # Every status's reason phrase (RFC 9110, 15), the newer names where they changed.
 _REASONS = {status.value: status.phrase.encode() for status in HTTPStatus}
 _REASONS.update({413: b"Content Too Large", 422: b"Unprocessable Content"})
+# Their status lines' starts, made once: a response's line is then a look-up and a join, not
+# a % that parses its template each time (little more than half the time; every response
+# written has one).
+_STATUS_STARTS = {status: b"HTTP/1.1 %d " % status for status in _REASONS}

@@ -27,6 +27,7 @@ from polite.fetch.wire import (
     Channel,
     Event,
     Head,
+    Headers,
     Pool,
     ProtocolError,
     frame,
@@ -80,6 +81,14 @@ def _upstream_failure(exc: TimeoutError | ProtocolError) -> _UpstreamError:
     return _UpstreamError(502, f"the origin's answer is not HTTP: {exc}")
 
 
+def _signed(headers: Headers, signature: list[tuple[str, str]]) -> Headers:
+    """``headers`` with the ``signature`` fields: the client's own fields of those names
+    give way to them."""
+    signed = [(n.lower().encode("ascii"), v.encode("latin-1")) for n, v in signature]
+    ours = {name for name, _ in signed}
+    return [(k, v) for k, v in headers if k not in ours] + signed
+
+
 class Forwarding(ProxyBase):
     """Proxied requests in absolute form, and the connections to origins they go over."""
 
@@ -100,9 +109,10 @@ class Forwarding(ProxyBase):
         forwarded)."""
         head = exchange.head
         activity = self._politeness.activity
-        agent = _product_token(head.get(b"user-agent"))
+        agent = _product_token(exchange.user_agent)
         # Before the cache: a stored page is no more the purpose's to take than a fetched one.
-        purpose = exchange.purpose = asked_purpose(head, self.settings.purpose)
+        purpose = exchange.purpose = asked_purpose(head, self.settings.purpose) \
+            if exchange.names_purpose else self.settings.purpose
         refusal = None if purpose is None else await self._usage_refusal(
             exchange.url, agent or self._politeness.agent, purpose)
         if refusal is not None:
@@ -267,11 +277,9 @@ class Forwarding(ProxyBase):
             headers = [(k, v) for k, v in headers
                        if k not in (b"if-none-match", b"if-modified-since")]
             headers += list(choice.conditional)
-        if self._sign is not None:  # the client's own signature fields give way to ours
-            signed = [(n.lower().encode("ascii"), v.encode("latin-1"))
-                      for n, v in self._sign(request.method.decode("latin-1"), exchange.url)]
-            ours = {name for name, _ in signed}
-            headers = [(k, v) for k, v in headers if k not in ours] + signed
+        if self._sign is not None:
+            headers = _signed(headers, self._sign(request.method.decode("latin-1"),
+                                                  exchange.url))
         wire = request_head(request.method, exchange.path, headers)
         started = time.monotonic()
         cache = self._cache

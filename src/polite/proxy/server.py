@@ -63,6 +63,7 @@ from polite.proxy.base import (
     _ClientGone,
     _Exchange,
     _host_problem,
+    _read_fields,
 )
 from polite.proxy.forward import Sign
 from polite.proxy.ordered import Ordered
@@ -329,14 +330,14 @@ class ProxyServer(Tunnels, Ordered):
                 path += "?" + parts.query
             path_bytes = path.encode("latin-1")
             netloc = parts.netloc.rsplit("@", 1)[-1].encode("latin-1")
-        via = head.get(b"via")
+        via, user_agent, asks, names_purpose = _read_fields(head.headers)
         if (host, port) in self._addresses or (via is not None and _VIA in via):
             self._send_error(client, 508, "this request is addressed to the proxy itself: "
                              "refused, not looped", close=True)
             return False
         if checked or (self.settings.token is None and self._politeness.allow_private):
             # no token to ask for, no address to check: _admit's answer without its step
-            asked = self._asked(head)
+            asked = self._asked(head, asks)
             if isinstance(asked, str):
                 self._send_error(client, 400, asked, close=True)
                 return False
@@ -350,7 +351,7 @@ class ProxyServer(Tunnels, Ordered):
         watch = self._politeness.activity.watch(head.method.decode("latin-1"), url, host,
                                                 held=mode is not _REJECT)
         exchange = _Exchange(head, url, origin, (scheme, host, port), path_bytes, netloc,
-                             address, watch, via)
+                             address, watch, via, user_agent, names_purpose)
         # Answered (in ordered mode after the client's earlier requests); its end, whatever
         # it was, is told to the activity (the dashboard, /trace).
         try:

@@ -79,7 +79,12 @@ class MemoryStore:
         return answers
 
     async def host_facts(self, hosts: Sequence[str]) -> list[HostFacts]:
-        return [HostFacts(self._delays.get(h), self._response_s.get(h)) for h in hosts]
+        # A loop, not a comprehension: in Python 3.11 that is a function made and called,
+        # and a batch is mostly one host (the proxy's every request).
+        facts = []
+        for host in hosts:
+            facts.append(HostFacts(self._delays.get(host), self._response_s.get(host)))
+        return facts
 
     async def note_response(self, host: str, elapsed_s: float | None,
                             pause_s: float | None, *, ends_lease: bool = False) -> None:

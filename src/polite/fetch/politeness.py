@@ -257,8 +257,6 @@ class Politeness:
         # what this node sees, for the dashboard (the proxy and the API count into it too)
         self.activity = activity if activity is not None else Activity()
         self._noted_states: dict[str, tuple[type, float, str]] = {}
-        # the origin and state told last (one state kept, however many origins)
-        self._last_noted: tuple[str, RobotsState | None] = ("", None)
         self.grants = grants if grants is not None else Grants()
         # host -> until when: ends of its lease the store could not take (HostLease), to be
         # done once it answers again (end_kept), tried again meanwhile by one task
@@ -616,12 +614,6 @@ class Politeness:
         """The activity told of ``origin``'s robots.txt state, once per state: what tells
         the states apart is kept, not the state (a parsed file would stay in memory past
         the fetcher's byte budget)."""
-        last_origin, last_state = self._last_noted
-        if state is last_state and origin == last_origin:
-            # Told already, known without its token (a tuple, robots_code and their
-            # comparison: 3,000 instructions): most checks in a row ask about one origin.
-            return
-        self._last_noted = (origin, state)
         noted = self._noted_states
         token = (type(state), state.fetched_at, robots_code(state))
         if noted.get(origin) != token:

@@ -88,8 +88,8 @@ def screenshot(page: Page, name: str) -> Path:
     first :data:`MAX_SHOT_HEIGHT` pixels) and return the path."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
-    height = page.evaluate("document.documentElement.scrollHeight")
-    width = page.viewport_size["width"] if page.viewport_size else 1280
+    width, height = page.evaluate("[document.documentElement.scrollWidth, "
+                                  "document.documentElement.scrollHeight]")
     page.screenshot(path=str(path), full_page=True,
                     clip={"x": 0, "y": 0, "width": width,
                           "height": min(height, MAX_SHOT_HEIGHT)})

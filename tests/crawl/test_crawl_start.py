@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from polite._loop import YOUNG_COLLECTION_EVERY
 from tests.sites import Reply, Site, serve
 
 # A crawl run in this process, then ``{after}`` (an expression) written to standard error as
@@ -52,8 +53,11 @@ def test_a_crawl_in_its_folder_loads_neither_redis_nor_the_service(tmp_path: Pat
 def test_a_crawls_start_up_objects_are_out_of_the_collectors_reach(tmp_path: Path) -> None:
     """Each full pass of the garbage collector walked the crawl's start-up objects
     (modules, classes, the store and client: some 20 ms a pass, three passes in a crawl of
-    12,000 pages): they are frozen before the first page, as ``polite serve``'s are."""
-    frozen, tracked = _crawl_one_page(tmp_path, "127.0.211.13",
-                                      "[gc.get_freeze_count(), len(gc.get_objects())]")
+    12,000 pages): they are frozen before the first page, as ``polite serve``'s are. The
+    youngest generation is collected every 10,000 allocations rather than 700."""
+    frozen, tracked, thresholds = _crawl_one_page(
+        tmp_path, "127.0.211.13",
+        "[gc.get_freeze_count(), len(gc.get_objects()), gc.get_threshold()]")
     assert frozen > 20_000, (frozen, tracked)
     assert tracked < frozen // 5, (frozen, tracked)
+    assert thresholds == [YOUNG_COLLECTION_EVERY, 10, 10], thresholds

@@ -247,11 +247,19 @@ def _tdmrep_layer(part: Preferences) -> int:
     return max((_TDMREP_LAYERS.get(s.mechanism, -1) for s in part.sources), default=-1)
 
 
+# The answer of a source, or of sources, that state nothing.
+_STATING_NOTHING = Preferences((), (), ())
+
+
 def combine(*parts: Preferences) -> Preferences:
     """``parts`` together. Most restrictive wins between mechanisms, but TDMRep's own
     techniques are layered: only the highest one that states a reservation counts, and a
     lower one's tdm-policy stands only while the reservation is 1 and the higher one names
     no policy of its own."""
+    # a part that states nothing (most pages' headers and robots.txt) changes nothing
+    parts = tuple(p for p in parts if p.sources or p.issues or p.licenses)
+    if not parts:
+        return _STATING_NOTHING
     if not any(s.mechanism in _TDMREP_LAYERS for p in parts for s in p.sources):
         # no TDMRep technique (most pages): nothing layered, every part stands as it is
         return Preferences(tuple(s for p in parts for s in p.sources),
@@ -477,8 +485,9 @@ def from_robots(robots: RobotsTxt, url: str, agent: str, *, revision: str = CURR
     view = robots.view("usage", agent, partial(_usage_view, robots))
     assert isinstance(view, _UsageView)
     licenses, issues = view.licenses, view.issues
-    if not view.patterns:
-        return Preferences(issues=issues, licenses=licenses)  # most files: no such line
+    if not view.patterns:  # most files: no such line
+        return Preferences(issues=issues, licenses=licenses) if issues or licenses \
+            else _STATING_NOTHING
     if not robots.allowed(url, agent):
         return Preferences(issues=issues, licenses=licenses, unapplied=(
             f"none applies: robots.txt disallows this URL for {agent}, and its usage "
@@ -555,10 +564,9 @@ def _rsl_licenses_steps(robots: RobotsTxt
 # -- headers and META ---------------------------------------------------------------------
 
 
-# The response fields that may state a preference, and the answer when none is there.
+# The response fields that may state a preference.
 _STATING_FIELDS = frozenset({"content-usage", "content-signal", "tdm-reservation",
                              "tdm-policy", "x-robots-tag"})
-_STATING_NOTHING = Preferences((), (), ())
 
 
 def _field(headers: Iterable[tuple[str, str]], name: str) -> str | None:

@@ -91,8 +91,8 @@ ON_CORPUS_SURVEY = pytest.mark.corpus_survey
 @pytest.fixture(scope="session")
 def corpus_survey(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``polite survey`` and ``polite report`` over the shared robots.txt corpus, once a
-    run for the tests that read its tables (about half a minute each time); they read no
-    figure, so none is drawn."""
+    run for the tests that read its tables (about 1 and 5 s of CPU); they read no figure,
+    so none is drawn."""
     corpus = shared_path("corpus", "robots")
 
     def survey(folder: Path) -> None:

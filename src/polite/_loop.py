@@ -11,10 +11,10 @@ from polite.errors import ConfigError
 __all__ = ["YOUNG_COLLECTION_EVERY", "freeze_start_up", "new_event_loop"]
 
 # The collector's youngest generation is collected after this many net allocations, not
-# CPython's 700: a crawled page makes some thousands of objects, nearly all freed by their
-# counts, so the default walked the young ones 380 times in a 10,000-page crawl of the
-# bench's farm (0.14 to 0.20 s of its 7.6 to 10.3 s of CPU) and this 7 times (0.02 to
-# 0.03 s); what cycles hold waits at most this many allocations longer.
+# CPython's 700: nearly every object a crawled page makes is freed by its count, yet the
+# default walked the young ones 380 times in a 10,000-page crawl of the bench's farm (0.14
+# to 0.20 s of its 7.6 to 10.3 s of CPU), this 7 times (0.02 to 0.03 s); what cycles hold
+# waits at most this many allocations longer.
 YOUNG_COLLECTION_EVERY = 10_000
 
 

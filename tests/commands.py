@@ -224,7 +224,7 @@ def _become(asked: dict[str, Any], fds: list[int]) -> NoReturn:
         if end.code is not None and not isinstance(end.code, int):
             raise  # a message: the interpreter prints it and ends with 1, as a fresh one
         _exit(end.code or 0)
-    _exit(0)  # any other exception ends the interpreter as it ends a fresh one
+    _exit(0)  # (an exception other than SystemExit goes on to the interpreter's own end)
 
 
 def _exit(status: int) -> NoReturn:

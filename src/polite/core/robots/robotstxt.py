@@ -769,8 +769,8 @@ class RobotsTxt:
         # file's: see ParsedBody.group)
         rules_bytes = sys.getsizeof(compiled.rules)
         store = compiled.rules.store if isinstance(compiled.rules, Packed) else None
-        if store is None:
-            rules_bytes += sum(map(sys.getsizeof, compiled.rules))
+        if store is None and compiled.rules:  # its rows: (allow, line, value), one size
+            rules_bytes += len(compiled.rules) * sys.getsizeof(compiled.rules[0])
         elif all(not isinstance(g.raw_rules, Packed) or g.raw_rules.store is not store
                  for g in groups):
             rules_bytes += held_bytes(store)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import compress, count, islice, pairwise, repeat
+from itertools import compress, count, islice, repeat
 from operator import contains, eq, gt
 from typing import TypeVar, cast
 from urllib.parse import urljoin
@@ -27,7 +27,6 @@ from polite.core.robots.model import (
     Directives,
     Group,
     IpRule,
-    Packed,
     ParseIssue,
     RawRule,
     RawRules,
@@ -256,10 +255,23 @@ def pattern_path(dialect: Dialect, octets: str) -> str:
 
 @dataclass(slots=True)
 class ParsedBody:
-    """What :func:`parse_body` read; :class:`polite.core.robots.RobotsTxt` wraps it."""
+    """What :func:`parse_body` read; :class:`polite.core.robots.RobotsTxt` wraps it.
+
+    The groups are kept as a table (their lines, agents, and where each one's rules and
+    fields end in the file's), a :class:`Group` made only when asked for (:meth:`group`,
+    :attr:`groups`): a crawler asks for the few its agent selects."""
 
     dialect: Dialect
-    groups: tuple[Group, ...] = ()
+    group_lines: tuple[int, ...] = ()
+    group_agents: tuple[tuple[str, ...], ...] = ()
+    # the rules of every group, in file order: flat (allow, line, value as three items) when
+    # few, else packed; and after how many of them each group ends
+    rule_items: tuple[bool | int | str, ...] | RawRules = ()
+    rule_ends: tuple[int, ...] = ()
+    field_items: Sequence[Directive] = ()
+    field_ends: tuple[int, ...] = ()
+    # REGP's: each group's IP rules and brace blocks (None elsewhere)
+    group_extras: tuple[tuple[tuple[IpRule, ...], tuple[Block, ...]], ...] | None = None
     global_directives: tuple[Directive, ...] = ()
     global_blocks: tuple[Block, ...] = ()
     sitemaps: tuple[str, ...] = ()
@@ -284,6 +296,42 @@ class ParsedBody:
         items = self.issue_items
         return tuple(cast(RawIssue, items[at:at + _ISSUE_ITEMS])
                      for at in range(0, len(items), _ISSUE_ITEMS))
+
+    @property
+    def groups(self) -> tuple[Group, ...]:
+        """Every group, in file order, made from the table (see :meth:`group`)."""
+        return tuple(map(self.group, range(len(self.group_lines))))
+
+    def group(self, i: int) -> Group:
+        """The ``i``-th group (from 0), made now: its rules are tuples of the table's items,
+        or a part of its packing; nothing keeps it but its caller (a matcher keeps the rules
+        it needs)."""
+        ip_rules, blocks = self.group_extras[i] if self.group_extras else ((), ())
+        return Group(self.group_lines[i], self.group_agents[i], self.rules_of(i),
+                     self.fields_of(i), ip_rules, blocks)
+
+    def rules_of(self, i: int) -> Sequence[RawRule]:
+        """The rules of the ``i``-th group: a tuple a rule, or a part of the packing."""
+        ends = self.rule_ends
+        start, stop = ends[i - 1] if i else 0, ends[i]
+        items = self.rule_items
+        if start == stop:
+            return ()
+        if isinstance(items, RawRules):
+            return items.part(start, stop)
+        flat = iter(items[3 * start:3 * stop])  # (allow, line, value) three items a rule
+        return cast("tuple[RawRule, ...]", tuple(zip(flat, flat, flat, strict=True)))
+
+    def fields_of(self, i: int) -> Sequence[Directive]:
+        """The fields of the ``i``-th group: a tuple, or a part of the packing."""
+        ends = self.field_ends
+        start, stop = ends[i - 1] if i else 0, ends[i]
+        items = self.field_items
+        if start == stop:
+            return ()
+        if isinstance(items, Directives):
+            return items.part(start, stop)
+        return tuple(items[start:stop])
 
 
 _VERSION_LINE = re.compile(r"[ \t]*robot-version[ \t]*:[ \t]*(\d+)")
@@ -378,14 +426,14 @@ def parse_body_steps(
         dialect = reader.dialect
     if reader.line_count > STEP:
         yield
-    groups = yield from reader.close()
+    table = yield from reader.close()
     if utf16:  # said once above, not as a NUL on every line and line 1's bytes as junk
         kept = reader.issues
         reader.issues = [item for at in range(0, len(kept), _ISSUE_ITEMS)
                          if kept[at + 1] in ("utf-16", "truncated")
                          for item in kept[at:at + _ISSUE_ITEMS]]
     # Positional: the same fields as ParsedBody declares them, in its order.
-    return ParsedBody(dialect, groups, tuple(reader.global_directives),
+    return ParsedBody(dialect, *table, tuple(reader.global_directives),
                       tuple(reader.global_blocks), tuple(reader.sitemaps), tuple(reader.issues),
                       reader.version, reader.last_modified, truncated, html, size,
                       reader.line_count, reader.markup_count, reader.markup_lines)
@@ -523,25 +571,20 @@ class _OpenGroup:
         self.ip_rules: list[IpRule] | None = None
         self.blocks: list[Block] | None = None
 
-    def close(self, rules: Sequence[RawRule], fields: Sequence[Directive], stop_rules: int,
-              stop_fields: int) -> Group:
-        """The group, its rules and fields parts of the file's (up to ``stop_rules`` and
-        ``stop_fields``): a part of a packing, or a tuple sliced from the reader's list."""
+    def shared_agents(self) -> tuple[str, ...]:
         agents = tuple(self.agents)
         # one tuple for the groups that name the same agents (thousands of "*" groups)
-        agents = _AGENTS.get(agents) or (
+        return _AGENTS.get(agents) or (
             _AGENTS.setdefault(agents, agents) if len(_AGENTS) < _AGENTS_SIZE else agents)
-        start = self.rules
-        own_rules: Sequence[RawRule] = () if start == stop_rules else (
-            tuple(rules[start:stop_rules]) if type(rules) is list
-            else cast("Packed[RawRule]", rules).part(start, stop_rules))
-        start = self.fields
-        own_fields: Sequence[Directive] = () if start == stop_fields else (
-            tuple(fields[start:stop_fields]) if type(fields) is list
-            else cast("Packed[Directive]", fields).part(start, stop_fields))
-        return Group(self.line, agents, own_rules, own_fields,
-                     tuple(self.ip_rules) if self.ip_rules else (),
-                     tuple(self.blocks) if self.blocks else ())
+
+
+# The groups of a file as ParsedBody keeps them (see _Reader.close): their lines, agents,
+# rules and where each group's end, fields and theirs, and REGP's IP rules and blocks.
+_Table = tuple[tuple[int, ...], tuple[tuple[str, ...], ...],
+               "tuple[bool | int | str, ...] | RawRules", tuple[int, ...],
+               Sequence[Directive], tuple[int, ...],
+               "tuple[tuple[tuple[IpRule, ...], tuple[Block, ...]], ...] | None"]
+_NO_TABLE: _Table = ((), (), (), (), (), (), None)
 
 
 # Agent lists seen before, shared; bounded so hostile input cannot grow it.
@@ -579,34 +622,39 @@ class _Reader:
         self.blocks: list[Block] = []
         self.block_targeting = False
 
-    def close(self) -> Steps[tuple[Group, ...]]:
-        """The groups read, their rules and fields packed when they are many (a step
-        each)."""
+    def close(self) -> Steps[_Table]:
+        """The groups read, as :class:`ParsedBody` keeps them (its fields from
+        ``group_lines`` to ``group_extras``); their rules and fields packed when they are
+        many (a step each)."""
         groups = self.groups
         if not groups:
-            return ()
+            return _NO_TABLE
         flat = self.rules
         count = len(flat) // 3
-        rules: Sequence[RawRule]
+        rules: tuple[bool | int | str, ...] | RawRules
         if count >= PACKED_FROM:
             rules = RawRules.from_columns(cast("list[bool]", flat[0::3]),
                                           cast("list[int]", flat[1::3]),
                                           cast("list[str]", flat[2::3]))
             yield
-        else:  # a tuple a rule, made by one C loop over the flat list (three items a rule)
-            items = iter(flat)
-            rules = cast("list[RawRule]", list(zip(items, items, items, strict=True)))
+        else:  # flat: no tuple a rule (most files are matched, their groups never made)
+            rules = tuple(flat)
         fields: Sequence[Directive] = self.fields
-        if len(fields) >= PACKED_FROM:
+        stop = len(fields)
+        if stop >= PACKED_FROM:
             fields = Directives(fields, _read_value)
             yield
-        if len(groups) == 1:  # most files: one group
-            return (groups[0].close(rules, fields, count, len(fields)),)
+        else:
+            fields = tuple(fields)
         # each group ends where the next one starts, the last one at the end
-        closed = [group.close(rules, fields, end.rules, end.fields)
-                  for group, end in pairwise(groups)]
-        closed.append(groups[-1].close(rules, fields, count, len(fields)))
-        return tuple(closed)
+        rest = groups[1:]
+        extras = tuple([(tuple(g.ip_rules) if g.ip_rules else (),
+                         tuple(g.blocks) if g.blocks else ()) for g in groups]
+                       ) if self.regp else None
+        return (tuple([group.line for group in groups]),
+                tuple([group.shared_agents() for group in groups]),
+                rules, (*[group.rules for group in rest], count), fields,
+                (*[group.fields for group in rest], stop), extras)
 
     def issue(self, line: int, code: str, message: str,
               severity: Severity = Severity.WARNING) -> None:

@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import chain
-from operator import attrgetter
 
 from polite.core._steps import STEP, Steps, finish
 from polite.core.robots._held import distinct_bytes, held_bytes, rows_bytes
@@ -346,7 +345,13 @@ class RobotsTxt:
 
     @property
     def groups(self) -> tuple[Group, ...]:
-        return tuple(self._body.groups)
+        return self._body.groups
+
+    def group_fields(self) -> Sequence[Directive]:
+        """The fields of every group (not of their brace blocks) in file order, as one
+        sequence (a packing when they are many): what a walk over them all reads without
+        making the groups (see :meth:`ParsedBody.group`)."""
+        return self._body.field_items
 
     @property
     def global_directives(self) -> tuple[Directive, ...]:
@@ -387,14 +392,15 @@ class RobotsTxt:
         """What the views of this file may hold together, estimated from its counts."""
         if self._allowance is None:
             body = self._body
-            rules = usage = 0
-            for group in body.groups:
-                rules += len(group.raw_rules)
-                if isinstance(group.directives, Directives):
-                    usage += group.directives.count_named(_USAGE_KEYS)
-                else:
-                    usage += sum(d.key in _USAGE_KEYS for d in group.directives)
-                for block in _walk(group.blocks):
+            # every group's rules and fields, read from the table (no group made)
+            rules = body.rule_ends[-1] if body.rule_ends else 0
+            fields = body.field_items
+            if isinstance(fields, Directives):
+                usage = fields.count_named(_USAGE_KEYS)
+            else:
+                usage = sum(d.key in _USAGE_KEYS for d in fields)
+            for _, blocks in body.group_extras or ():
+                for block in _walk(blocks):
                     rules += len(block.raw_rules) + len(block.raw_scope)
             for block in _walk(body.global_blocks):
                 rules += len(block.raw_rules) + len(block.raw_scope)
@@ -419,12 +425,12 @@ class RobotsTxt:
                                    Steps[tuple[object, int, tuple[PathIndex, ...]]]],
                    *, ip: str | None = None) -> Steps[object]:
         """:meth:`view` in steps (see :mod:`polite.core._steps`)."""
-        groups, key = self._selection(agent, ip)
+        chosen, key = self._selection(agent, ip)
         key = (kind, *key)
         known = self._views.get(key)
         if known is not None:
             return known[0]
-        value, cost, indexes = yield from build(groups)
+        value, cost, indexes = yield from build(list(map(self._body.group, chosen)))
         # built meanwhile (on another thread, or by other steps): one is kept
         known = self._views.get(key)
         if known is not None:
@@ -450,16 +456,18 @@ class RobotsTxt:
         self._checks.clear()
         self._last = _NO_AGENT
 
-    def _selection(self, agent: str, ip: str | None) -> tuple[list[Group], tuple[object, ...]]:
-        """The groups ``agent`` selects and a key for what follows from them alone: their
-        places in the file; REGP adds the egress IP (Ip-allow, Ip-disallow) and, when brace
-        blocks apply, the agent (their targets name agents of their own)."""
-        groups = self._select_groups(agent)
-        places = tuple(g.line for g in groups)
-        if self._body.dialect is not Dialect.REGP:
-            return groups, places
-        blocks = bool(self._body.global_blocks) or any(g.blocks for g in groups)
-        return groups, (places, ip, agent if blocks else None)
+    def _selection(self, agent: str, ip: str | None) -> tuple[list[int], tuple[object, ...]]:
+        """The groups ``agent`` selects (their numbers: none made) and a key for what follows
+        from them alone: their places in the file; REGP adds the egress IP (Ip-allow,
+        Ip-disallow) and, when brace blocks apply, the agent (their targets name agents of
+        their own)."""
+        body = self._body
+        chosen = self._select(agent)
+        places = tuple(map(body.group_lines.__getitem__, chosen))
+        if body.group_extras is None:
+            return chosen, places
+        blocks = bool(body.global_blocks) or any(body.group_extras[i][1] for i in chosen)
+        return chosen, (places, ip, agent if blocks else None)
 
     @property
     def host(self) -> str | None:
@@ -480,12 +488,16 @@ class RobotsTxt:
             yield from directives
 
     def _all_directive_sequences(self) -> Iterator[Sequence[Directive]]:
-        yield self._body.global_directives
-        for group in self._body.groups:
-            yield group.directives
-            for block in _walk(group.blocks):
-                yield block.directives
-        for block in _walk(self._body.global_blocks):
+        body = self._body
+        yield body.global_directives
+        if body.group_extras is None:
+            yield body.field_items  # every group's, in file order (no group made)
+        else:  # REGP: each group's, then its blocks'
+            for i, (_, blocks) in enumerate(body.group_extras):
+                yield body.fields_of(i)
+                for block in _walk(blocks):
+                    yield block.directives
+        for block in _walk(body.global_blocks):
             yield block.directives
 
     # -- questions -------------------------------------------------------------------
@@ -536,8 +548,8 @@ class RobotsTxt:
         """Whether a group of the file names ``agent`` itself (not only through ``*``), as
         the dialect matches User-agent values."""
         dialect = self._body.dialect
-        return any(agent_matches(dialect, value, agent)[1] for group in self._body.groups
-                   for value in group.agents)
+        return any(agent_matches(dialect, value, agent)[1] for agents in self._body.group_agents
+                   for value in agents)
 
     def rules_for(self, agent: str, *, ip: str | None = None, implicit: bool = False
                   ) -> tuple[Rule, ...]:
@@ -594,28 +606,36 @@ class RobotsTxt:
     # -- group selection --------------------------------------------------------------
 
     def _select_groups(self, agent: str) -> list[Group]:
-        dialect = self._body.dialect
+        """The groups ``agent`` selects (see :meth:`groups_for`), made from the file's table
+        (see :meth:`ParsedBody.group`): only those."""
+        return list(map(self._body.group, self._select(agent)))
+
+    def _select(self, agent: str) -> list[int]:
+        """The numbers of the groups ``agent`` selects, read from the file's table of
+        agents."""
+        body = self._body
+        dialect = body.dialect
         matches = _AGENT_MATCHERS[dialect]
-        specific: list[Group] = []
-        general: list[Group] = []
-        for group in self._body.groups:
+        extras = body.group_extras
+        specific: list[int] = []
+        general: list[int] = []
+        for i, agents in enumerate(body.group_agents):
             is_global = is_specific = False
-            for value in group.agents:
+            for value in agents:
                 g, s = matches(value, agent)
                 is_global |= g
                 is_specific |= s
-            if not group.agents and group.ip_rules:
-                is_global = True  # REGP: an IP-only target implies "User-agent: *"
-            if dialect is Dialect.REGP and (is_specific or is_global):
-                return [group]  # top to bottom until a target matches (seed 000, 3.2)
+            if extras is not None:  # REGP
+                if not agents and extras[i][0]:
+                    is_global = True  # an IP-only target implies "User-agent: *"
+                if is_specific or is_global:
+                    return [i]  # top to bottom until a target matches (seed 000, 3.2)
             if is_specific:
-                specific.append(group)
+                specific.append(i)
             elif is_global:
-                general.append(group)
-        if dialect is Dialect.KOSTER1996:
-            chosen = specific or general
-            return chosen[:1]
-        return specific or general
+                general.append(i)
+        chosen = specific or general
+        return chosen[:1] if dialect is Dialect.KOSTER1996 else chosen
 
     def _select_rules(self, agent: str, ip: str | None, groups: list[Group] | None = None
                       ) -> Sequence[RawRule]:
@@ -744,47 +764,51 @@ class RobotsTxt:
                              check)
         if large:
             yield
-        # its rules: a part of the file's packing, else a tuple of the file's own lines, or
-        # (merged groups apart in the file) a packing of their own
+        # its rules: a part of the file's packing, or (merged groups apart in the file) a
+        # packing of their own, else a tuple of its own, a tuple a rule (their items the
+        # file's: see ParsedBody.group)
         rules_bytes = sys.getsizeof(compiled.rules)
         store = compiled.rules.store if isinstance(compiled.rules, Packed) else None
-        if store is not None and all(not isinstance(g.raw_rules, Packed)
-                                     or g.raw_rules.store is not store for g in groups):
+        if store is None and compiled.rules:  # its rows: (allow, line, value), one size
+            rules_bytes += len(compiled.rules) * sys.getsizeof(compiled.rules[0])
+        elif all(not isinstance(g.raw_rules, Packed) or g.raw_rules.store is not store
+                 for g in groups):
             rules_bytes += held_bytes(store)
         held = (sys.getsizeof(compiled) + index.held_bytes() + rules_bytes
                 + 2 * sys.getsizeof(compiled.allow))
         return compiled, held, (index,)
 
 
-_LINE, _AGENTS, _IP_RULES, _BLOCKS = map(attrgetter, ("line", "agents", "ip_rules", "blocks"))
-
-
 def _parsed_held(body: ParsedBody) -> int:
-    """:func:`held_bytes` of ``body``, its rules, fields and issues (thousands of tuples in
-    a file that packs none, or in an HTML page) counted a column at a time."""
+    """:func:`held_bytes` of ``body`` (its groups' table, rules, fields and issues:
+    thousands of items in a file that packs none, or in an HTML page) counted a column at a
+    time."""
     size = sys.getsizeof
-    groups = body.groups
     issues = body.issue_items  # flat: ints and strings, the codes shared
-    total = size(body) + size(groups) + size(issues) + distinct_bytes(filter(None, issues))
-    total += sum(map(size, groups)) + sum(map(size, map(_LINE, groups)))
+    total = size(body) + size(issues) + distinct_bytes(filter(None, issues))
+    for numbers in (body.group_lines, body.rule_ends, body.field_ends):
+        total += size(numbers) + distinct_bytes(numbers)
     # the agents' tuples (groups naming the same agents share one) and their strings
-    agents = list(map(_AGENTS, groups))
-    total += distinct_bytes(agents) + distinct_bytes(chain.from_iterable(agents))
+    agents = body.group_agents
+    total += size(agents) + distinct_bytes(agents) + distinct_bytes(chain.from_iterable(agents))
     others: list[object] = [body.sitemaps, body.global_blocks, body.version, body.markup_lines,
-                            *filter(None, map(_IP_RULES, groups)),
-                            *filter(None, map(_BLOCKS, groups))]
-    stores: dict[int, object] = {}
-    for sequences in ([g.raw_rules for g in groups],
-                      [body.global_directives, *(g.directives for g in groups)]):
-        rows = []
-        for sequence in sequences:
-            total += size(sequence)
-            if isinstance(sequence, Packed):  # a part of a packing, which others share
-                stores[id(sequence.store)] = sequence.store
-            else:
-                rows.append(sequence)
-        total += rows_bytes(tuple(chain.from_iterable(rows)))
-    return total + held_bytes(*others, *stores.values())
+                            body.group_extras]
+    rules = body.rule_items
+    total += size(rules)
+    if isinstance(rules, Packed):
+        others.append(rules.store)
+    else:  # flat, three items a rule: the line numbers and the values (the verdicts shared)
+        total += distinct_bytes(filter(None, rules[1::3])) + distinct_bytes(
+            filter(None, rules[2::3]))
+    rows: list[Sequence[Directive]] = [body.global_directives]
+    fields = body.field_items
+    total += size(body.global_directives) + size(fields)
+    if isinstance(fields, Packed):
+        others.append(fields.store)
+    else:
+        rows.append(fields)
+    total += rows_bytes(tuple(chain.from_iterable(rows)))
+    return total + held_bytes(*others)
 
 
 def _walk(blocks: Iterable[Block]) -> Iterator[Block]:

@@ -23,6 +23,7 @@ import pytest
 
 from polite.core._steps import STEP, Steps
 from polite.core.robots.matcher import wildcard_regex
+from polite.core.robots.model import FlatRules, Group, Rule
 from polite.core.robots.robotstxt import RobotsTxt
 from polite.core.robots.usage import (
     from_robots,
@@ -384,6 +385,56 @@ def test_an_html_page_leaves_the_garbage_collector_a_few_objects() -> None:
     html = robots.issues[0]
     assert robots.looks_like_html and html.code == "html" and html.count == 3002
     assert made < 100  # 3,024 before
+
+
+def test_a_file_of_small_groups_is_a_few_objects_until_its_groups_are_asked_for() -> None:
+    """A parsed file keeps its groups as a table (lines, agents, where each one's rules and
+    fields end, its rules flat): a file of 60 groups of 3 rules made 60 groups, 60 tuples of
+    rules, 60 of fields and a tuple a rule for the collector; a matcher makes the groups its
+    agent selects and keeps none of them, nor a tuple a rule."""
+    body = "".join(f"User-agent: bot{g}\nDisallow: /g{g}/a\nAllow: /g{g}/a/b\n"
+                   f"Disallow: /g{g}/c\nCrawl-delay: {g % 5 + 1}\n\n" for g in range(60))
+    gc.collect()
+    gc.disable()  # counted while nothing is freed behind the count
+    try:
+        before = len(gc.get_objects())
+        robots = parse(body)
+        parsed = len(gc.get_objects()) - before
+        assert not robots.allowed("http://h/g7/a/x", "bot7")
+        assert robots.allowed("http://h/g7/a/b", "bot7") and robots.allowed("http://h/g8/a", "bot7")
+        groups = [o for o in gc.get_objects() if isinstance(o, Group)]
+    finally:
+        gc.enable()
+    # a group's field and its agents (shared with earlier files naming them, while the
+    # reader's bounded cache of agents has room) and a few tuples for the whole table:
+    # 306 before (246 with the agents shared)
+    assert parsed <= 2 * 60 + 20, parsed
+    assert groups == []  # the matcher keeps its rules, not the group it made them from
+    # asked for, the groups read as they were written
+    assert len(robots.groups) == 60 and robots.groups[7].agents == ("bot7",)
+    assert [(r.allow, r.pattern, r.line) for r in robots.groups[7].rules] == [
+        (False, "/g7/a", 44), (True, "/g7/a/b", 45), (False, "/g7/c", 46)]
+    assert robots.groups[7].raw_rules == ((False, 44, "/g7/a"), (True, 45, "/g7/a/b"),
+                                          (False, 46, "/g7/c"))
+    assert robots.groups_for("bot7") == (robots.groups[7],)
+    assert robots.agent_rules("bot7").crawl_delay_s == 3
+
+
+def test_merged_groups_that_follow_each_other_share_the_files_table() -> None:
+    """RFC 9309 merges the groups naming one agent: when they follow each other in the
+    file, the matcher's rules are one part of the file's table, else a tuple of their own;
+    the answers are the same."""
+    apart = "User-agent: a\nDisallow: /x\n\nUser-agent: b\nDisallow: /y\n\n" \
+            "User-agent: a\nDisallow: /z\n"
+    together = "User-agent: a\nDisallow: /x\n\nUser-agent: a\nDisallow: /z\n\n" \
+               "User-agent: b\nDisallow: /y\n"
+    for body, shared in ((together, True), (apart, False)):
+        robots = parse(body)
+        rules = robots._select_rules("a", None)
+        assert isinstance(rules, FlatRules) is shared
+        assert [value for _, _, value in rules] == ["/x", "/z"]
+        assert not robots.allowed("http://h/z", "a") and robots.allowed("http://h/y", "a")
+        assert robots.decide("http://h/z/1", "a").rule == Rule(False, "/z", rules[1][1])
 
 
 def test_wildcard_rules_made_ready_stay_within_the_footprint() -> None:

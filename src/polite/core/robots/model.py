@@ -8,7 +8,7 @@ from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, compress
 from operator import itemgetter
-from typing import NamedTuple, Self, TypeVar, overload
+from typing import NamedTuple, Self, TypeVar, cast, overload
 
 from polite.core.robots.values import CleanParam, RequestRate, TimeWindow
 from polite.core.urls import from_octets
@@ -46,35 +46,23 @@ class _Store:
         self.extra = extra
 
 
-class Packed(Sequence[_Item]):
-    """Lines of one kind packed into four objects, whatever their number: their values in
-    one string, their ends and line numbers in arrays, a small number each (a verdict, a
-    field's name) in a third. Parts of one packing share it: the groups of a file are
-    slices of one packing, each a small object (:meth:`part`).
-
-    A tuple per line, its value and its line number cost seven times the line (a hostile
-    file of 30,000 short wildcard lines held 3.4 MB as tuples, 0.6 MB packed), and every
-    object is one more for the allocator to free when the file is dropped. An item is
-    rebuilt when read (:meth:`_item`).
-    """
+class _Part(Sequence[_Item]):
+    """Items ``_start`` to ``_stop`` of a store that the parts of one file share
+    (:meth:`part`): a packing (:class:`Packed`) or a flat table (:class:`FlatRules`)."""
 
     __slots__ = ("_start", "_stop", "_store")
 
-    def _pack(self, flags: Sequence[int], lines: Sequence[int], values: Sequence[str],
-              extra: object = None) -> None:
-        self._store = _Store(flags, lines, values, extra)
-        self._start, self._stop = 0, len(lines)
-
-    def _item(self, flag: int, line: int, text: str) -> _Item:
-        raise NotImplementedError
+    _start: int
+    _stop: int
+    _store: object
 
     @property
     def store(self) -> object:
-        """The packing this sequence is a part of (shared with the other parts)."""
+        """The store this sequence is a part of (shared with the other parts)."""
         return self._store
 
     def part(self, start: int, stop: int) -> Self:
-        """Items ``start`` to ``stop`` (of this sequence), sharing its packing."""
+        """Items ``start`` to ``stop`` (of this sequence), sharing its store."""
         view = object.__new__(type(self))
         view._store = self._store
         if self._start:
@@ -85,11 +73,11 @@ class Packed(Sequence[_Item]):
         return view
 
     def joined(self, parts: Sequence[Sequence[_Item]]) -> Self | None:
-        """``self`` and ``parts`` as one part of their packing, when they follow each other
+        """``self`` and ``parts`` as one part of their store, when they follow each other
         in it (the groups a crawler merges usually do); else ``None``."""
         stop = self._stop
         for part in parts:
-            if not (isinstance(part, Packed) and part._store is self._store
+            if not (isinstance(part, _Part) and part._store is self._store
                     and part._start == stop):
                 return None
             stop = part._stop
@@ -111,7 +99,48 @@ class Packed(Sequence[_Item]):
             i += len(self)
         if not 0 <= i < len(self):
             raise IndexError("index out of range")
-        i += self._start
+        return self._at(self._start + i)
+
+    def _at(self, i: int) -> _Item:
+        """The item at ``i`` in the store."""
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _Part | tuple | list):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({tuple(self)!r})"
+
+
+class Packed(_Part[_Item]):
+    """Lines of one kind packed into four objects, whatever their number: their values in
+    one string, their ends and line numbers in arrays, a small number each (a verdict, a
+    field's name) in a third. Parts of one packing share it: the groups of a file are
+    slices of one packing, each a small object (:meth:`part`).
+
+    A tuple per line, its value and its line number cost seven times the line (a hostile
+    file of 30,000 short wildcard lines held 3.4 MB as tuples, 0.6 MB packed), and every
+    object is one more for the allocator to free when the file is dropped. An item is
+    rebuilt when read (:meth:`_item`).
+    """
+
+    __slots__ = ()
+
+    _store: _Store
+
+    def _pack(self, flags: Sequence[int], lines: Sequence[int], values: Sequence[str],
+              extra: object = None) -> None:
+        self._store = _Store(flags, lines, values, extra)
+        self._start, self._stop = 0, len(lines)
+
+    def _item(self, flag: int, line: int, text: str) -> _Item:
+        raise NotImplementedError
+
+    def _at(self, i: int) -> _Item:
         store = self._store
         return self._item(store.flags[i], store.lines[i],
                           store.text[store.ends[i - 1] if i else 0:store.ends[i]])
@@ -131,15 +160,30 @@ class Packed(Sequence[_Item]):
         for flag, line, text in self.raw():
             yield item(flag, line, text)
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Packed | tuple | list):
-            return tuple(self) == tuple(other)
-        return NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]
+class FlatRules(_Part[RawRule]):
+    """The Allow/Disallow lines of a group of a file with few (under :data:`PACKED_FROM`),
+    a part of the file's flat table (its rules as ``allow, line, value``, three items a
+    rule): a rule's tuple made only when it is read, so that a matcher built from the
+    group holds no tuple a rule, nor the collector one more object for each."""
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({tuple(self)!r})"
+    __slots__ = ()
+
+    _store: tuple[bool | int | str, ...]
+
+    @classmethod
+    def of(cls, items: tuple[bool | int | str, ...], start: int, stop: int) -> FlatRules:
+        """Rules ``start`` to ``stop`` of the flat table ``items``."""
+        rules = object.__new__(cls)
+        rules._store, rules._start, rules._stop = items, start, stop
+        return rules
+
+    def _at(self, i: int) -> RawRule:
+        return cast(RawRule, self._store[3 * i:3 * i + 3])
+
+    def __iter__(self) -> Iterator[RawRule]:
+        items = iter(self._store[3 * self._start:3 * self._stop])
+        return cast("Iterator[RawRule]", zip(items, items, items, strict=True))
 
 
 class RawRules(Packed[RawRule]):
@@ -165,9 +209,10 @@ class RawRules(Packed[RawRule]):
 
 
 def packed(rules: Sequence[RawRule]) -> Sequence[RawRule]:
-    """``rules`` as a group keeps them: a tuple when they are few, else :class:`RawRules`."""
+    """``rules`` as a group keeps them: a tuple (or a part of a file's flat table) when they
+    are few, else :class:`RawRules`."""
     if len(rules) < PACKED_FROM:
-        return rules if isinstance(rules, tuple) else tuple(rules)
+        return rules if isinstance(rules, tuple | FlatRules) else tuple(rules)
     return rules if isinstance(rules, RawRules) else RawRules(rules)
 
 
@@ -272,6 +317,7 @@ __all__ = [
     "Dialect",
     "Directive",
     "Directives",
+    "FlatRules",
     "Group",
     "IpRule",
     "Packed",

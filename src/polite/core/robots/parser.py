@@ -25,6 +25,7 @@ from polite.core.robots.model import (
     Dialect,
     Directive,
     Directives,
+    FlatRules,
     Group,
     IpRule,
     ParseIssue,
@@ -311,7 +312,8 @@ class ParsedBody:
                      self.fields_of(i), ip_rules, blocks)
 
     def rules_of(self, i: int) -> Sequence[RawRule]:
-        """The rules of the ``i``-th group: a tuple a rule, or a part of the packing."""
+        """The rules of the ``i``-th group: a part of the file's flat table, or of its
+        packing."""
         ends = self.rule_ends
         start, stop = ends[i - 1] if i else 0, ends[i]
         items = self.rule_items
@@ -319,8 +321,7 @@ class ParsedBody:
             return ()
         if isinstance(items, RawRules):
             return items.part(start, stop)
-        flat = iter(items[3 * start:3 * stop])  # (allow, line, value) three items a rule
-        return cast("tuple[RawRule, ...]", tuple(zip(flat, flat, flat, strict=True)))
+        return FlatRules.of(items, start, stop)
 
     def fields_of(self, i: int) -> Sequence[Directive]:
         """The fields of the ``i``-th group: a tuple, or a part of the packing."""

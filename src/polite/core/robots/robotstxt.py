@@ -21,6 +21,7 @@ from polite.core.robots.model import (
     Dialect,
     Directive,
     Directives,
+    FlatRules,
     Group,
     IpRule,
     Packed,
@@ -645,8 +646,8 @@ class RobotsTxt:
             first = groups[0].raw_rules if groups else ()
             if len(groups) == 1:
                 return first  # the usual case: one group, its packed rules shared
-            if isinstance(first, Packed):
-                # merged groups that follow each other in the file share its packing too
+            if isinstance(first, Packed | FlatRules):
+                # merged groups that follow each other in the file share its table too
                 joined = first.joined([g.raw_rules for g in groups[1:]])
                 if joined is not None:
                     return joined
@@ -764,14 +765,15 @@ class RobotsTxt:
                              check)
         if large:
             yield
-        # its rules: a part of the file's packing, or (merged groups apart in the file) a
-        # packing of their own, else a tuple of its own, a tuple a rule (their items the
-        # file's: see ParsedBody.group)
+        # its rules: a part of the file's flat table or packing, else (merged groups apart
+        # in the file) a packing of their own or a tuple of their own, a tuple a rule (their
+        # items the file's)
         rules_bytes = sys.getsizeof(compiled.rules)
-        store = compiled.rules.store if isinstance(compiled.rules, Packed) else None
+        parts = (Packed, FlatRules)
+        store = compiled.rules.store if isinstance(compiled.rules, parts) else None
         if store is None and compiled.rules:  # its rows: (allow, line, value), one size
             rules_bytes += len(compiled.rules) * sys.getsizeof(compiled.rules[0])
-        elif all(not isinstance(g.raw_rules, Packed) or g.raw_rules.store is not store
+        elif all(not isinstance(g.raw_rules, parts) or g.raw_rules.store is not store
                  for g in groups):
             rules_bytes += held_bytes(store)
         held = (sys.getsizeof(compiled) + index.held_bytes() + rules_bytes

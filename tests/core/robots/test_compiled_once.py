@@ -437,6 +437,21 @@ def test_merged_groups_that_follow_each_other_share_the_files_table() -> None:
         assert robots.decide("http://h/z/1", "a").rule == Rule(False, "/z", rules[1][1])
 
 
+def test_a_regp_file_of_blocks_alone_answers_each_agent_and_address() -> None:
+    """A REGP file may hold brace blocks and no group: what applies then depends on the
+    agent and the egress address, so a matcher built for one is not another's (the views
+    are keyed by them, the groups' places being none)."""
+    body = ("Robot-version: 3.0\n\n{\nUser-agent: a\nDisallow: /x\n}\n"
+            "{\nIp-disallow: 10.0.0.*\nDisallow: /y\n}\n")
+    robots = parse(body)
+    assert robots.groups == ()
+    for _ in range(2):  # built, then found again
+        assert not robots.allowed("http://h/x", "a") and robots.allowed("http://h/x", "b")
+        # the second block's target leaves out 10.0.0.*: its Disallow is the others'
+        assert robots.allowed("http://h/y", "b", ip="10.0.0.7")
+        assert not robots.allowed("http://h/y", "b", ip="10.0.1.7")
+
+
 def test_wildcard_rules_made_ready_stay_within_the_footprint() -> None:
     # A matcher makes a wildcard rule ready to match when a lookup first tries it, and keeps
     # a few hundred so; with every rule tried, long patterns, one group of 400 (kept whole)

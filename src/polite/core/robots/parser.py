@@ -304,9 +304,9 @@ class ParsedBody:
         return tuple(map(self.group, range(len(self.group_lines))))
 
     def group(self, i: int) -> Group:
-        """The ``i``-th group (from 0), made now: its rules are tuples of the table's items,
-        or a part of its packing; nothing keeps it but its caller (a matcher keeps the rules
-        it needs)."""
+        """The ``i``-th group (from 0), made now: its rules a part of the file's flat table
+        or of its packing, its fields a tuple or a part of theirs; nothing keeps it but its
+        caller (a matcher keeps the rules it needs)."""
         ip_rules, blocks = self.group_extras[i] if self.group_extras else ((), ())
         return Group(self.group_lines[i], self.group_agents[i], self.rules_of(i),
                      self.fields_of(i), ip_rules, blocks)
@@ -579,8 +579,9 @@ class _OpenGroup:
             _AGENTS.setdefault(agents, agents) if len(_AGENTS) < _AGENTS_SIZE else agents)
 
 
-# The groups of a file as ParsedBody keeps them (see _Reader.close): their lines, agents,
-# rules and where each group's end, fields and theirs, and REGP's IP rules and blocks.
+# The groups of a file as ParsedBody keeps them (see _Reader.close): their lines and
+# agents, the rules and where each group's end, the fields and where each group's end,
+# and REGP's IP rules and blocks.
 _Table = tuple[tuple[int, ...], tuple[tuple[str, ...], ...],
                "tuple[bool | int | str, ...] | RawRules", tuple[int, ...],
                Sequence[Directive], tuple[int, ...],

@@ -465,9 +465,10 @@ class RobotsTxt:
         body = self._body
         chosen = self._select(agent)
         places = tuple(map(body.group_lines.__getitem__, chosen))
-        if body.group_extras is None:
+        if body.dialect is not Dialect.REGP:
             return chosen, places
-        blocks = bool(body.global_blocks) or any(body.group_extras[i][1] for i in chosen)
+        extras = body.group_extras or ()  # none in a file without groups
+        blocks = bool(body.global_blocks) or any(extras[i][1] for i in chosen)
         return chosen, (places, ip, agent if blocks else None)
 
     @property

@@ -314,8 +314,7 @@ class ParsedBody:
     def rules_of(self, i: int) -> Sequence[RawRule]:
         """The rules of the ``i``-th group: a part of the file's flat table, or of its
         packing."""
-        ends = self.rule_ends
-        start, stop = ends[i - 1] if i else 0, ends[i]
+        start, stop = _span(self.rule_ends, i)
         items = self.rule_items
         if start == stop:
             return ()
@@ -325,14 +324,19 @@ class ParsedBody:
 
     def fields_of(self, i: int) -> Sequence[Directive]:
         """The fields of the ``i``-th group: a tuple, or a part of the packing."""
-        ends = self.field_ends
-        start, stop = ends[i - 1] if i else 0, ends[i]
+        start, stop = _span(self.field_ends, i)
         items = self.field_items
         if start == stop:
             return ()
         if isinstance(items, Directives):
             return items.part(start, stop)
         return tuple(items[start:stop])
+
+
+def _span(ends: tuple[int, ...], i: int) -> tuple[int, int]:
+    """Where the ``i``-th group's items start and stop, from where each group's end: each
+    starts where the one before it ends."""
+    return ends[i - 1] if i else 0, ends[i]
 
 
 _VERSION_LINE = re.compile(r"[ \t]*robot-version[ \t]*:[ \t]*(\d+)")

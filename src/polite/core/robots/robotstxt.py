@@ -618,7 +618,8 @@ class RobotsTxt:
         body = self._body
         dialect = body.dialect
         matches = _AGENT_MATCHERS[dialect]
-        extras = body.group_extras
+        regp = dialect is Dialect.REGP
+        extras = body.group_extras or ()  # REGP's, one a group
         specific: list[int] = []
         general: list[int] = []
         for i, agents in enumerate(body.group_agents):
@@ -627,7 +628,7 @@ class RobotsTxt:
                 g, s = matches(value, agent)
                 is_global |= g
                 is_specific |= s
-            if extras is not None:  # REGP
+            if regp:
                 if not agents and extras[i][0]:
                     is_global = True  # an IP-only target implies "User-agent: *"
                 if is_specific or is_global:

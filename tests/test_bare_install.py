@@ -30,9 +30,9 @@ _UNREACHABLE = ("No matching distribution found", "Could not find a version",
                 "Temporary failure in name resolution",
                 # and uv's words for it, where uv makes build's environments
                 "Failed to fetch", "dns error", "Could not connect")
-_EXTRA_MODULES = ("selectolax", "fastwarc", "aiohttp", "pandas", "pyarrow", "matplotlib",
-                  "cryptography", "uvicorn", "jinja2", "scrapy", "requests", "warcio", "mcp",
-                  "readability", "markdownify", "grpc", "grpc_tools")
+_EXTRA_MODULES = ("selectolax", "zlib_ng", "fastwarc", "aiohttp", "pandas", "pyarrow",
+                  "matplotlib", "cryptography", "uvicorn", "jinja2", "scrapy", "requests",
+                  "warcio", "mcp", "readability", "markdownify", "grpc", "grpc_tools")
 
 
 DISTRIBUTION = "polite-web"  # "polite" on the package index is another project

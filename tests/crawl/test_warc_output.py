@@ -1,13 +1,18 @@
-"""The crawl's WARC records: written by FastWARC, read back by warcio and FastWARC, digests
+"""The crawl's WARC records: read back by warcio and FastWARC, digests
 checked, each record a gzip member of its own, on disk when ``exchange`` returns."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
+import uuid
 import zlib
 from datetime import UTC, datetime
 from pathlib import Path
 
 from fastwarc.warc import ArchiveIterator as FastIterator
+from fastwarc.warc import WarcRecordType
 from warcio.archiveiterator import ArchiveIterator
 
 from polite.crawl.output import CrawlOutput, Exchange, iso_utc
@@ -109,3 +114,59 @@ def test_times_are_written_as_datetime_writes_them() -> None:
     assert iso_utc(1_700_000_000.0) == "2023-11-14T22:13:20.000+00:00"
     assert iso_utc(1_700_000_000.75) == "2023-11-14T22:13:20.750+00:00"
     assert iso_utc(1_700_000_001.0) == "2023-11-14T22:13:21.000+00:00"
+
+
+def test_digests_are_base32_sha1_as_base64_writes_them() -> None:
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from polite.crawl.output import _sha1_label
+
+    @given(st.binary(max_size=300))
+    def same(data: bytes) -> None:
+        expected = base64.b32encode(hashlib.sha1(data).digest()).decode()
+        assert _sha1_label(data) == "sha1:" + expected
+
+    same()
+
+
+def test_record_ids_are_distinct_version_4_uuids_past_a_pool_of_them() -> None:
+    from polite.crawl.output import _RecordIds
+
+    ids = _RecordIds()
+    seen = [ids.next() for _ in range(1000)]  # four draws from the system's source
+    assert len(set(seen)) == 1000
+    for text in seen:
+        assert text.startswith("<urn:uuid:") and text.endswith(">")
+        found = uuid.UUID(text[len("<urn:uuid:"):-1])
+        assert found.version == 4 and found.variant == uuid.RFC_4122
+        assert str(found) == text[len("<urn:uuid:"):-1]  # lower case, grouped as written
+
+
+def test_a_metadata_record_and_a_target_that_would_break_its_line(tmp_path: Path) -> None:
+    output = CrawlOutput(tmp_path)
+    assert output.warc_path is not None
+    page = Exchange("http://127.0.12.1:8080/a\r\nWARC-Type:forged\nb", [("Host", "x")],
+                    404, "", "HTTP/1.0", [], b"", metadata={"usage": {"train-ai": "n\u00e9"}})
+    output.exchange(page, 1_700_000_000.0)
+    output.close()
+    with output.warc_path.open("rb") as stream:
+        records = [(record.rec_type, record.rec_headers, record.content_stream().read(),
+                    record.digest_checker.passed)
+                   for record in ArchiveIterator(stream, check_digests=True)]
+    assert [kind for kind, *_ in records] == ["response", "request", "metadata"]
+    response_id = records[0][1].get_header("WARC-Record-ID")
+    for kind, headers, _, passed in records:
+        assert headers.get_header("WARC-Type") == kind and passed is not False
+        assert headers.get_header("WARC-Target-URI") == \
+            "http://127.0.12.1:8080/a%0D%0AWARC-Type:forged%0Ab"
+    assert records[1][1].get_header("WARC-Concurrent-To") == response_id
+    assert records[2][1].get_header("WARC-Concurrent-To") == response_id
+    assert records[2][1].get_header("Content-Type") == "application/json"
+    assert json.loads(records[2][2]) == {"usage": {"train-ai": "n\u00e9"}}
+    assert records[0][2] == b""  # an empty body, its status line kept whole
+    with output.warc_path.open("rb") as stream:
+        fast = [(record.record_type, record.verify_block_digest())
+                for record in FastIterator(stream, parse_http=False)]
+    assert fast == [(WarcRecordType.response, True), (WarcRecordType.request, True),
+                    (WarcRecordType.metadata, True)]

@@ -69,7 +69,7 @@ def _require_extra() -> None:
     try:
         import polite.crawl  # noqa: F401
     except ImportError as exc:
-        if exc.name not in ("selectolax", "fastwarc"):
+        if exc.name not in ("selectolax", "zlib_ng"):
             raise
         raise ConfigError(f"polite crawl needs {exc.name}: pip install 'polite-web[crawl]'"
                           ) from exc

@@ -28,7 +28,7 @@ try:
     from polite.crawl.setup import open_crawler
 except ModuleNotFoundError as exc:  # pragma: no cover - depends on the installed extras
     # the crawl extra's libraries (HTML links, WARC files): said, not a bare traceback
-    if exc.name not in ("selectolax", "fastwarc"):
+    if exc.name not in ("selectolax", "zlib_ng"):
         raise
     raise ImportError(f"polite.crawl needs {exc.name}: pip install 'polite-web[crawl]'",
                       name=exc.name) from exc

@@ -29,7 +29,9 @@ TRUTH: dict[str, dict[str, bool]] = {
     "signal": {"/": False, "/open/p": True},
     "headers": {"/": True, "/h-usage": False, "/h-tdm": False, "/h-noai": False,
                 "/h-yes": True, "/h-bad": True, "/h-other-agent": True},
-    "meta": {"/": True, "/m-noai": False, "/m-tdm": False, "/m-other-agent": True},
+    # META names and values are read whatever their case
+    "meta": {"/": True, "/m-noai": False, "/m-tdm": False, "/m-other-agent": True,
+             "/m-noai-upper": False, "/m-tdm-upper": False},
     "tdmrep": {"/": True, "/reserved/r": False, "/free": True},
 }
 NEVER = "/never/x"  # disallowed by robots.txt: never fetched at all
@@ -70,6 +72,8 @@ def usage_farm() -> Iterator[dict[str, Site]]:
     meta["/m-noai"] = page(head='<meta name="robots" content="noai, noimageai">')
     meta["/m-tdm"] = page(head='<meta name="tdm-reservation" content="1">')
     meta["/m-other-agent"] = page(head='<meta name="otherbot" content="noai">')
+    meta["/m-noai-upper"] = page(head='<META NAME="Robots" CONTENT="NoAI">')
+    meta["/m-tdm-upper"] = page(head='<meta name="TDM-Reservation" content="1">')
     sites["tdmrep"].routes["/.well-known/tdmrep.json"] = Reply(
         200, b'[{"location": "/reserved/*", "tdm-reservation": 1,'
              b' "tdm-policy": "https://example.com/policy.json"}]',

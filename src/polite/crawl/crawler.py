@@ -254,6 +254,14 @@ def _decode(body: bytes, charset: str | None) -> str:
         return body.decode("utf-8", "replace")
 
 
+def _may_state_usage(text: str) -> bool:
+    """Whether a page may hold the META tags :func:`from_html` reads (``noai`` in a robots
+    tag, ``tdm-reservation`` or ``tdm-policy``), whatever their case: most pages hold none,
+    and are spared a second parse."""
+    lower = text.lower()  # on a 5 KB page, a quarter of the time of the two searches
+    return "noai" in lower or "tdm-" in lower
+
+
 def _unwritten(exc: BaseException) -> str:
     """What a write that failed says: the file (the crawl's own), or the store's error."""
     if isinstance(exc, WriteFailed):
@@ -910,7 +918,7 @@ class Crawler:
         parts = [from_headers(got.raw_headers, agent, content_type=content_type)]
         if isinstance(robots, Parsed):
             parts.append(from_robots(robots.robots, item.url, agent))
-        if text is not None and ("noai" in text or "tdm-" in text):
+        if text is not None and _may_state_usage(text):
             parts.append(from_html(text, agent))  # most pages say neither: no second parse
         if tdmrep is not None:
             parts.append(from_tdmrep(tdmrep, item.url))

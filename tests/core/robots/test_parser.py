@@ -252,12 +252,17 @@ _PAGE_PARTS = ["<p>", "</div>", " ", "\t", "\v", "\f", "#", ":", "a", "Z", "\xe9
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.lists(st.sampled_from(_PAGE_PARTS), max_size=6).map("".join), max_size=40),
-       st.sampled_from(["\n", "\r\n", "\r"]))
-def test_an_html_page_reads_as_its_lines_read_one_by_one(lines: list[str], newline: str) -> None:
+       st.lists(st.sampled_from(["\n", "\r\n", "\r"]), min_size=1, max_size=3))
+def test_an_html_page_reads_as_its_lines_read_one_by_one(lines: list[str],
+                                                          newlines: list[str]) -> None:
     """A page's lines of markup are counted by one search over its text, not read one by one:
     its groups, rules, fields and issues are what reading every line gives, the skipped
-    lines' count and first numbers in its html issue."""
-    body = newline.join(["<html>", *lines, "</html>"]).encode("utf-8", "surrogatepass")
+    lines' count and first numbers in its html issue. Its line ends are one kind, or kinds
+    in turn (a page of CR LF is read with its CRs, one with a CR of its own is not)."""
+    rows = ["<html>", *lines, "</html>"]
+    text = "".join(row + newlines[i % len(newlines)] for i, row in enumerate(rows))
+    body = text[:-len(newlines[(len(rows) - 1) % len(newlines)])].encode("utf-8",
+                                                                        "surrogatepass")
     for dialect in (Dialect.RFC9309, Dialect.GOOGLE):
         page = parse_body(body, dialect)
         assert page.looks_like_html
@@ -280,6 +285,22 @@ def test_an_html_page_reads_as_its_lines_read_one_by_one(lines: list[str], newli
             assert (html.count, html.lines) == (len(skipped), tuple(skipped[:10])), skipped
         else:
             assert html.count == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_PAGE_PARTS), max_size=6).map("".join), max_size=30))
+def test_an_html_page_of_cr_lf_lines_is_read_as_the_same_page_of_lf(lines: list[str]) -> None:
+    """A page of CR LF line ends is read with its CRs (no copy with them replaced): what it
+    gives, field for field, is what the same page of LF line ends gives."""
+    text = "\n".join(["<html>", *lines, "</html>"])
+    for dialect in (Dialect.RFC9309, Dialect.GOOGLE):
+        lf = parse_body(text.encode("utf-8", "surrogatepass"), dialect)
+        crlf = parse_body(text.replace("\n", "\r\n").encode("utf-8", "surrogatepass"), dialect)
+        assert lf.looks_like_html and crlf.looks_like_html
+        assert (crlf.line_count, crlf.markup_count, crlf.markup_lines, crlf.groups,
+                crlf.global_directives, crlf.sitemaps, crlf.raw_issues) == \
+            (lf.line_count, lf.markup_count, lf.markup_lines, lf.groups,
+             lf.global_directives, lf.sitemaps, lf.raw_issues)
 
 
 def test_an_html_pages_markup_is_not_read_line_by_line() -> None:

@@ -555,3 +555,25 @@ def test_thousands_of_license_lines_are_checked_in_bounded_steps() -> None:
                                                   "absolute URL; ignored")
     found = from_robots(parse(body), "http://h/x", "bot")
     assert (found.licenses, found.issues) == (licenses, issues)
+
+
+def test_a_packing_holds_values_past_32_bits_and_over_255_field_names() -> None:
+    from array import array
+
+    from polite.core.robots.model import RawRules
+
+    # 32-bit columns unless a value does not fit: then 64-bit, read back the same
+    rules = RawRules.from_columns([True, False, True], [3, 2**32 + 5, 2**40],
+                                  ["/a", "/b", "/c"])
+    assert list(rules) == [(True, 3, "/a"), (False, 2**32 + 5, "/b"), (True, 2**40, "/c")]
+    small = RawRules.from_columns([True, False], [1, 2], ["/a", "/b"])
+    assert list(small) == [(True, 1, "/a"), (False, 2, "/b")]
+    stores = [part.store for part in (rules, small)]
+    assert [(s.lines.typecode, s.ends.typecode) for s in stores] == [("Q", "Q"), ("I", "I")]
+    # a group of 300 differently named fields: the names' indexes do not fit a byte
+    body = "User-agent: *\n" + "".join(f"X-field-{i}: value {i}\n" for i in range(300))
+    (group,) = parse(body).groups
+    assert [(d.key, d.text, d.line) for d in group.directives] == \
+        [(f"x-field-{i}", f"value {i}", i + 2) for i in range(300)]
+    flags = group.directives.store.flags  # type: ignore[attr-defined]
+    assert isinstance(flags, array) and max(flags) == 299

@@ -37,12 +37,20 @@ class _Store:
     def __init__(self, flags: Sequence[int], lines: Sequence[int], values: Sequence[str],
                  extra: object = None) -> None:
         self.text = "".join(values)
-        big = len(self.text) >= 1 << 32 or (len(lines) > 0 and max(lines) >= 1 << 32)
-        code = "Q" if big else "I"
-        self.ends = array(code, accumulate(map(len, values)))
-        self.lines = array(code, lines)
-        self.flags: bytes | array[int] = (bytes(flags) if not flags or max(flags) < 256
-                                          else array("I", flags))
+        ends = list(accumulate(map(len, values)))
+        # 32-bit items unless a value does not fit (a text of 4 GiB, a line past 2**32),
+        # told by the array itself rather than by a pass over the values for their largest
+        try:
+            self.ends = array("I", ends)
+            self.lines = array("I", lines)
+        except OverflowError:
+            self.ends = array("Q", ends)
+            self.lines = array("Q", lines)
+        self.flags: bytes | array[int]
+        try:
+            self.flags = bytes(flags)
+        except ValueError:  # a flag of 256 or more
+            self.flags = array("I", flags)
         self.extra = extra
 
 

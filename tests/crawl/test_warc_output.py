@@ -170,3 +170,22 @@ def test_a_metadata_record_and_a_target_that_would_break_its_line(tmp_path: Path
                 for record in FastIterator(stream, parse_http=False)]
     assert fast == [(WarcRecordType.response, True), (WarcRecordType.request, True),
                     (WarcRecordType.metadata, True)]
+
+
+def test_a_forked_process_draws_record_ids_of_its_own() -> None:
+    import os
+
+    from polite.crawl.output import _RecordIds
+
+    ids = _RecordIds()
+    ids.next()  # the pool drawn, 255 IDs left in it
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's side
+        os.write(write, ids.next().encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    theirs = os.read(read, 100).decode()
+    os.close(read)
+    assert theirs.startswith("<urn:uuid:") and theirs != ids.next()

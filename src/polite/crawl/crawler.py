@@ -42,7 +42,12 @@ from polite.core.crawl import (
 from polite.core.identity import parse_price
 from polite.core.politeness.values import Disallowed, RefusalReason, Refused
 from polite.core.robots.lifecycle import DisallowAll, Parsed, RobotsState
-from polite.core.robots.meta import RobotsDirectives, combine, parse_x_robots_tag
+from polite.core.robots.meta import (
+    MAX_HTML_CHARS,
+    RobotsDirectives,
+    combine,
+    parse_x_robots_tag,
+)
 from polite.core.robots.model import AgentRules
 from polite.core.robots.usage import (
     MAX_TDMREP_BYTES,
@@ -256,9 +261,10 @@ def _decode(body: bytes, charset: str | None) -> str:
 
 def _may_state_usage(text: str) -> bool:
     """Whether a page may hold the META tags :func:`from_html` reads (``noai`` in a robots
-    tag, ``tdm-reservation`` or ``tdm-policy``), whatever their case: most pages hold none,
-    and are spared a second parse."""
-    lower = text.lower()  # on a 5 KB page, a quarter of the time of the two searches
+    tag, ``tdm-reservation`` or ``tdm-policy``), whatever their case, in the part of it
+    that it reads: most pages hold none, and are spared a second parse."""
+    # made lower case: on a 5 KB page, a quarter of the time of the two searches
+    lower = text[:MAX_HTML_CHARS].lower()
     return "noai" in lower or "tdm-" in lower
 
 

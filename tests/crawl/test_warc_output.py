@@ -189,3 +189,15 @@ def test_a_forked_process_draws_record_ids_of_its_own() -> None:
     theirs = os.read(read, 100).decode()
     os.close(read)
     assert theirs.startswith("<urn:uuid:") and theirs != ids.next()
+
+
+def test_a_target_no_utf_8_can_hold_is_written_and_read_back(tmp_path: Path) -> None:
+    output = CrawlOutput(tmp_path)
+    assert output.warc_path is not None
+    output.exchange(Exchange("http://127.0.12.1:8080/caf\u00e9/\ud800", [("Host", "x")], 200,
+                             "OK", "HTTP/1.1", [], b"<p>x</p>"), 1_700_000_000.0)
+    output.close()
+    with output.warc_path.open("rb") as stream:
+        targets = [record.rec_headers.get_header("WARC-Target-URI")
+                   for record in ArchiveIterator(stream, check_digests=True)]
+    assert targets == ["http://127.0.12.1:8080/caf\u00e9/?"] * 2

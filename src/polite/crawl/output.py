@@ -314,9 +314,9 @@ class CrawlOutput:
                            *(f"{k}: {v}" for k, v in exchange.request_headers)], "utf-8"),
                     payload_digest=_EMPTY_PAYLOAD_DIGEST, concurrent_to=response_id)
         if exchange.metadata:
+            meta = json.dumps(exchange.metadata, ensure_ascii=False)
             warc.record("metadata", target, date, "application/json",
-                        json.dumps(exchange.metadata, ensure_ascii=False).encode(),
-                        concurrent_to=response_id)
+                        meta.encode("utf-8", "replace"), concurrent_to=response_id)
         assert self._warc_file is not None
         if not self._holding:
             self._warc_file.flush()
@@ -363,8 +363,10 @@ class _Warc:
             head += f"WARC-Payload-Digest: {payload_digest}\r\n"
         head += (f"WARC-Block-Digest: {_sha1_label(block)}\r\n"
                  f"Content-Length: {len(block)}\r\n\r\n")
-        self._file.write(zlib_ng.compress(head.encode() + block + b"\r\n\r\n", self._level,
-                                          wbits=31))
+        # UTF-8, as WARC 1.1 writes its header values (a lone surrogate, which no URL the
+        # crawl makes holds, replaced rather than the crawl stopped)
+        self._file.write(zlib_ng.compress(head.encode("utf-8", "replace") + block
+                                          + b"\r\n\r\n", self._level, wbits=31))
         return record_id
 
 

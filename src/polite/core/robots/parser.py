@@ -566,7 +566,8 @@ def split_lines(octets: str) -> list[str]:
 class _OpenGroup:
     """A group while it is read: its rules and fields are the file's from ``rules`` and
     ``fields`` on (a group's lines are read before the next group's; the reader's rules are
-    a flat list, three items a rule); :meth:`close` makes the :class:`Group`."""
+    a flat list, three items a rule); :meth:`_Reader.close` makes the table that
+    :class:`ParsedBody` keeps of every group."""
 
     __slots__ = ("agents", "blocks", "fields", "ip_rules", "line", "rules")
 
@@ -600,7 +601,6 @@ _NO_TABLE: _Table = ((), (), (), (), (), (), None)
 # Agent lists seen before, shared; bounded so hostile input cannot grow it.
 _AGENTS: dict[tuple[str, ...], tuple[str, ...]] = {}
 _AGENTS_SIZE = 4096
-
 
 
 class _Reader:
